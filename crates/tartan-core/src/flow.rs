@@ -1,0 +1,583 @@
+//! Flow state (the projection queries read), the events that change it, and
+//! `apply`, the only function that changes it. Replaying a flow's events
+//! through `apply` reproduces the stored projection exactly.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::plan::{ExecutionPlan, InitArgs};
+use crate::step::Args;
+
+pub type Time = DateTime<Utc>;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FlowStatus {
+    Active,
+    Completed,
+    Failed,
+    Cancelled,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StepStatus {
+    Pending,
+    Active,
+    Completed,
+    Skipped,
+    Failed,
+    Cancelled,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WorkStatus {
+    Pending,
+    Active,
+    Succeeded,
+    Failed,
+    NotCompleted,
+    Compensating,
+    Compensated,
+    CompensationFailed,
+    Cancelled,
+}
+
+impl FlowStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FlowStatus::Active => "active",
+            FlowStatus::Completed => "completed",
+            FlowStatus::Failed => "failed",
+            FlowStatus::Cancelled => "cancelled",
+        }
+    }
+    pub fn parse(text: &str) -> Option<Self> {
+        Some(match text {
+            "active" => FlowStatus::Active,
+            "completed" => FlowStatus::Completed,
+            "failed" => FlowStatus::Failed,
+            "cancelled" => FlowStatus::Cancelled,
+            _ => return None,
+        })
+    }
+}
+
+impl StepStatus {
+    pub fn is_terminal(self) -> bool {
+        !matches!(self, StepStatus::Pending | StepStatus::Active)
+    }
+}
+
+impl WorkStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WorkStatus::Pending => "pending",
+            WorkStatus::Active => "active",
+            WorkStatus::Succeeded => "succeeded",
+            WorkStatus::Failed => "failed",
+            WorkStatus::NotCompleted => "not_completed",
+            WorkStatus::Compensating => "compensating",
+            WorkStatus::Compensated => "compensated",
+            WorkStatus::CompensationFailed => "compensation_failed",
+            WorkStatus::Cancelled => "cancelled",
+        }
+    }
+    pub fn parse(text: &str) -> Option<Self> {
+        Some(match text {
+            "pending" => WorkStatus::Pending,
+            "active" => WorkStatus::Active,
+            "succeeded" => WorkStatus::Succeeded,
+            "failed" => WorkStatus::Failed,
+            "not_completed" => WorkStatus::NotCompleted,
+            "compensating" => WorkStatus::Compensating,
+            "compensated" => WorkStatus::Compensated,
+            "compensation_failed" => WorkStatus::CompensationFailed,
+            "cancelled" => WorkStatus::Cancelled,
+            _ => return None,
+        })
+    }
+}
+
+/// One value of an attribute and where it came from (`step` is absent for
+/// initial inputs).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AttributeValue {
+    pub value: Value,
+    pub set_at: Time,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step: Option<String>,
+}
+
+/// The whole state of a flow, in Argyll's shape plus Tartan's additions.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FlowState {
+    pub id: String,
+    pub status: FlowStatus,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub problem: Option<Value>,
+    pub created_at: Time,
+    pub completed_at: Option<Time>,
+    pub last_updated: Time,
+    pub deactivated_at: Option<Time>,
+    pub deadline_at: Option<Time>,
+    pub plan: ExecutionPlan,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub labels: BTreeMap<String, String>,
+    pub attributes: BTreeMap<String, Vec<AttributeValue>>,
+    pub executions: BTreeMap<String, ExecutionState>,
+}
+
+/// Progress of one plan step.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ExecutionState {
+    pub status: StepStatus,
+    pub started_at: Option<Time>,
+    pub completed_at: Option<Time>,
+    pub inputs: Args,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outputs: Option<Args>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub problem: Option<Value>,
+    /// Why the step was skipped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration: Option<i64>,
+    pub work_items: BTreeMap<String, WorkState>,
+}
+
+/// One work item: one call of the step endpoint and its retries, identified by
+/// its receipt token.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WorkState {
+    pub status: WorkStatus,
+    pub started_at: Option<Time>,
+    pub completed_at: Option<Time>,
+    pub next_retry_at: Option<Time>,
+    pub inputs: Args,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outputs: Option<Args>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub problem: Option<Value>,
+    pub retry_count: u32,
+    pub attempts: Vec<Attempt>,
+}
+
+/// One call of a step endpoint.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Attempt {
+    pub number: u32,
+    pub started_at: Time,
+    pub ended_at: Option<Time>,
+    /// `success`, `retryable`, `permanent` or `abandoned`; absent while running.
+    pub outcome: Option<String>,
+    pub http_status: Option<u16>,
+    pub error: Option<String>,
+}
+
+/// Every change of a flow. Field names follow Argyll's events.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", content = "data", rename_all = "snake_case")]
+pub enum FlowEvent {
+    FlowStarted {
+        flow_id: String,
+        plan: ExecutionPlan,
+        init: InitArgs,
+        #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+        labels: BTreeMap<String, String>,
+    },
+    StepStarted {
+        flow_id: String,
+        step_id: String,
+        inputs: Args,
+        work_items: BTreeMap<String, Args>,
+    },
+    WorkStarted {
+        flow_id: String,
+        step_id: String,
+        token: String,
+        inputs: Args,
+        attempt: u32,
+    },
+    WorkSucceeded {
+        flow_id: String,
+        step_id: String,
+        token: String,
+        outputs: Args,
+        attempt: u32,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        http_status: Option<u16>,
+    },
+    WorkFailed {
+        flow_id: String,
+        step_id: String,
+        token: String,
+        error: String,
+        attempt: u32,
+        class: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        http_status: Option<u16>,
+    },
+    /// A result for an attempt the engine no longer waits for; changes nothing.
+    WorkLateResult {
+        flow_id: String,
+        step_id: String,
+        token: String,
+        attempt: u32,
+        detail: String,
+    },
+    AttributeSet {
+        flow_id: String,
+        step_id: String,
+        key: String,
+        value: Value,
+    },
+    StepCompleted {
+        flow_id: String,
+        step_id: String,
+        outputs: Args,
+        duration: i64,
+    },
+    StepFailed {
+        flow_id: String,
+        step_id: String,
+        error: String,
+    },
+    StepSkipped {
+        flow_id: String,
+        step_id: String,
+        reason: String,
+    },
+    FlowCompleted {
+        flow_id: String,
+        result: Args,
+    },
+    FlowFailed {
+        flow_id: String,
+        error: String,
+    },
+    FlowDeactivated {
+        flow_id: String,
+        status: FlowStatus,
+    },
+}
+
+impl FlowEvent {
+    /// The event's `type` as stored and shown.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            FlowEvent::FlowStarted { .. } => "flow_started",
+            FlowEvent::StepStarted { .. } => "step_started",
+            FlowEvent::WorkStarted { .. } => "work_started",
+            FlowEvent::WorkSucceeded { .. } => "work_succeeded",
+            FlowEvent::WorkFailed { .. } => "work_failed",
+            FlowEvent::WorkLateResult { .. } => "work_late_result",
+            FlowEvent::AttributeSet { .. } => "attribute_set",
+            FlowEvent::StepCompleted { .. } => "step_completed",
+            FlowEvent::StepFailed { .. } => "step_failed",
+            FlowEvent::StepSkipped { .. } => "step_skipped",
+            FlowEvent::FlowCompleted { .. } => "flow_completed",
+            FlowEvent::FlowFailed { .. } => "flow_failed",
+            FlowEvent::FlowDeactivated { .. } => "flow_deactivated",
+        }
+    }
+
+    /// The `data` member alone, as JSON.
+    pub fn data(&self) -> Value {
+        match serde_json::to_value(self) {
+            Ok(Value::Object(mut m)) => m.remove("data").unwrap_or(Value::Null),
+            _ => Value::Null,
+        }
+    }
+
+    /// Rebuild an event from its stored type and data.
+    pub fn from_parts(type_name: &str, data: Value) -> Result<Self, serde_json::Error> {
+        serde_json::from_value(serde_json::json!({ "type": type_name, "data": data }))
+    }
+}
+
+/// Errors `apply` reports: an event that does not fit the state is a bug or a
+/// corrupt log, never something a client can cause.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ApplyError {
+    #[error("first event of a flow must be flow_started")]
+    NotStarted,
+    #[error("flow already started")]
+    AlreadyStarted,
+    #[error("unknown step {0}")]
+    UnknownStep(String),
+    #[error("unknown work item {0}")]
+    UnknownWork(String),
+}
+
+impl FlowState {
+    /// The state right after `flow_started`.
+    pub fn started(
+        flow_id: &str,
+        plan: &ExecutionPlan,
+        init: &InitArgs,
+        labels: &BTreeMap<String, String>,
+        at: Time,
+    ) -> Self {
+        let attributes = init
+            .iter()
+            .filter(|(_, values)| !values.is_empty())
+            .map(|(k, values)| {
+                let vals = values
+                    .iter()
+                    .map(|v| AttributeValue {
+                        value: v.clone(),
+                        set_at: at,
+                        step: None,
+                    })
+                    .collect();
+                (k.clone(), vals)
+            })
+            .collect();
+        let executions = plan
+            .steps
+            .keys()
+            .map(|id| {
+                (
+                    id.clone(),
+                    ExecutionState {
+                        status: StepStatus::Pending,
+                        started_at: None,
+                        completed_at: None,
+                        inputs: Args::new(),
+                        outputs: None,
+                        error: None,
+                        problem: None,
+                        reason: None,
+                        duration: None,
+                        work_items: BTreeMap::new(),
+                    },
+                )
+            })
+            .collect();
+        FlowState {
+            id: flow_id.to_string(),
+            status: FlowStatus::Active,
+            error: None,
+            problem: None,
+            created_at: at,
+            completed_at: None,
+            last_updated: at,
+            deactivated_at: None,
+            deadline_at: None,
+            plan: plan.clone(),
+            labels: labels.clone(),
+            attributes,
+            executions,
+        }
+    }
+
+    /// Fold a flow's whole event log into its state.
+    pub fn replay<'a>(events: impl IntoIterator<Item = (&'a FlowEvent, Time)>) -> Result<Self, ApplyError> {
+        let mut state: Option<FlowState> = None;
+        for (event, at) in events {
+            match (&mut state, event) {
+                (
+                    None,
+                    FlowEvent::FlowStarted {
+                        flow_id,
+                        plan,
+                        init,
+                        labels,
+                    },
+                ) => {
+                    state = Some(FlowState::started(flow_id, plan, init, labels, at));
+                }
+                (None, _) => return Err(ApplyError::NotStarted),
+                (Some(s), e) => s.apply(e, at)?,
+            }
+        }
+        state.ok_or(ApplyError::NotStarted)
+    }
+
+    fn execution(&mut self, step_id: &str) -> Result<&mut ExecutionState, ApplyError> {
+        self.executions
+            .get_mut(step_id)
+            .ok_or_else(|| ApplyError::UnknownStep(step_id.to_string()))
+    }
+
+    fn work(&mut self, step_id: &str, token: &str) -> Result<&mut WorkState, ApplyError> {
+        self.execution(step_id)?
+            .work_items
+            .get_mut(token)
+            .ok_or_else(|| ApplyError::UnknownWork(token.to_string()))
+    }
+
+    /// The work item of `token`, if any.
+    pub fn find_work(&self, step_id: &str, token: &str) -> Option<&WorkState> {
+        self.executions.get(step_id)?.work_items.get(token)
+    }
+
+    /// True while any work item still has a call in flight.
+    pub fn has_active_work(&self) -> bool {
+        self.executions
+            .values()
+            .flat_map(|e| e.work_items.values())
+            .any(|w| matches!(w.status, WorkStatus::Active | WorkStatus::Compensating))
+    }
+
+    /// Change the state by one event. Only this function changes a flow.
+    pub fn apply(&mut self, event: &FlowEvent, at: Time) -> Result<(), ApplyError> {
+        match event {
+            FlowEvent::FlowStarted { .. } => return Err(ApplyError::AlreadyStarted),
+            FlowEvent::StepStarted {
+                step_id,
+                inputs,
+                work_items,
+                ..
+            } => {
+                let exec = self.execution(step_id)?;
+                exec.status = StepStatus::Active;
+                exec.started_at = Some(at);
+                exec.inputs = inputs.clone();
+                for (token, item_inputs) in work_items {
+                    exec.work_items.insert(
+                        token.clone(),
+                        WorkState {
+                            status: WorkStatus::Pending,
+                            started_at: None,
+                            completed_at: None,
+                            next_retry_at: None,
+                            inputs: item_inputs.clone(),
+                            outputs: None,
+                            error: None,
+                            problem: None,
+                            retry_count: 0,
+                            attempts: Vec::new(),
+                        },
+                    );
+                }
+            }
+            FlowEvent::WorkStarted {
+                step_id,
+                token,
+                attempt,
+                ..
+            } => {
+                let work = self.work(step_id, token)?;
+                // An attempt still open here was cut off by an engine stop.
+                if let Some(open) = work.attempts.last_mut().filter(|a| a.ended_at.is_none()) {
+                    open.ended_at = Some(at);
+                    open.outcome = Some("abandoned".into());
+                    open.error = Some("engine stopped before the attempt finished".into());
+                }
+                work.status = WorkStatus::Active;
+                work.started_at.get_or_insert(at);
+                work.next_retry_at = None;
+                work.attempts.push(Attempt {
+                    number: *attempt,
+                    started_at: at,
+                    ended_at: None,
+                    outcome: None,
+                    http_status: None,
+                    error: None,
+                });
+            }
+            FlowEvent::WorkSucceeded {
+                step_id,
+                token,
+                outputs,
+                http_status,
+                ..
+            } => {
+                let work = self.work(step_id, token)?;
+                work.status = WorkStatus::Succeeded;
+                work.completed_at = Some(at);
+                work.outputs = Some(outputs.clone());
+                work.error = None;
+                if let Some(a) = work.attempts.last_mut() {
+                    a.ended_at = Some(at);
+                    a.outcome = Some("success".into());
+                    a.http_status = *http_status;
+                }
+            }
+            FlowEvent::WorkFailed {
+                step_id,
+                token,
+                error,
+                class,
+                http_status,
+                ..
+            } => {
+                let work = self.work(step_id, token)?;
+                work.status = WorkStatus::Failed;
+                work.completed_at = Some(at);
+                work.error = Some(error.clone());
+                if let Some(a) = work.attempts.last_mut() {
+                    a.ended_at = Some(at);
+                    a.outcome = Some(class.clone());
+                    a.http_status = *http_status;
+                    a.error = Some(error.clone());
+                }
+            }
+            // Recorded for the reader of the log; the state does not change.
+            FlowEvent::WorkLateResult { .. } => return Ok(()),
+            FlowEvent::AttributeSet {
+                step_id, key, value, ..
+            } => {
+                self.attributes
+                    .entry(key.clone())
+                    .or_default()
+                    .push(AttributeValue {
+                        value: value.clone(),
+                        set_at: at,
+                        step: Some(step_id.clone()),
+                    });
+            }
+            FlowEvent::StepCompleted {
+                step_id,
+                outputs,
+                duration,
+                ..
+            } => {
+                let exec = self.execution(step_id)?;
+                exec.status = StepStatus::Completed;
+                exec.completed_at = Some(at);
+                exec.outputs = Some(outputs.clone());
+                exec.duration = Some(*duration);
+            }
+            FlowEvent::StepFailed { step_id, error, .. } => {
+                let exec = self.execution(step_id)?;
+                exec.status = StepStatus::Failed;
+                exec.completed_at = Some(at);
+                exec.error = Some(error.clone());
+            }
+            FlowEvent::StepSkipped { step_id, reason, .. } => {
+                let exec = self.execution(step_id)?;
+                exec.status = StepStatus::Skipped;
+                exec.completed_at = Some(at);
+                exec.reason = Some(reason.clone());
+            }
+            FlowEvent::FlowCompleted { .. } => {
+                self.status = FlowStatus::Completed;
+                self.completed_at = Some(at);
+            }
+            FlowEvent::FlowFailed { error, .. } => {
+                self.status = FlowStatus::Failed;
+                self.completed_at = Some(at);
+                self.error = Some(error.clone());
+            }
+            FlowEvent::FlowDeactivated { .. } => {
+                self.deactivated_at = Some(at);
+            }
+        }
+        self.last_updated = at;
+        Ok(())
+    }
+}

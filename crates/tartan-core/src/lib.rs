@@ -1,0 +1,27 @@
+#![forbid(unsafe_code)]
+//! # Tartan core
+//!
+//! The pure domain of Tartan: no IO, no async, no clock. Everything here is a
+//! function of its arguments, so it is where the property and table tests live.
+//!
+//! # Layout
+//! - `ids`: step and flow id sanitising.
+//! - `step`: step definitions and their validation.
+//! - `catalog`: rules across steps (attribute graph, type conflicts, cycles).
+//! - `plan`: goals + initial inputs -> the minimal plan.
+//! - `flow`: flow state, its events and `apply`.
+//! - `machine`: the decisions that produce events.
+//! - `outcome`: classification of an attempt's HTTP outcome.
+//! - `request`: flow start requests and their limits.
+//! - `duration`: the one parser for every duration format.
+
+pub mod catalog;
+pub mod duration;
+pub mod error;
+pub mod flow;
+pub mod ids;
+pub mod machine;
+pub mod outcome;
+pub mod plan;
+pub mod request;
+pub mod step;

@@ -1,0 +1,463 @@
+//! The flow state machine's decisions: given a flow and something that
+//! happened (the flow started, a call returned), which events follow. Every
+//! emitted event is applied at once, so later decisions in the same
+//! transition see it; the caller stores the events and the resulting state
+//! in one transaction and then carries out the work that became active.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+use crate::flow::{ApplyError, FlowEvent, FlowState, FlowStatus, StepStatus, Time, WorkStatus};
+use crate::plan::{ExecutionPlan, InitArgs};
+use crate::step::{Args, AttributeSpec, Collect, Step};
+
+/// What the caller supplies: the clock, the webhook base and new tokens.
+pub struct Context<'a> {
+    pub now: Time,
+    /// `http://host:port` that async steps are told to call back.
+    pub webhook_base: &'a str,
+    /// Fresh, unguessable receipt tokens.
+    pub new_token: &'a mut (dyn FnMut() -> String + Send),
+}
+
+/// A call that became due in a transition.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Dispatch {
+    pub step_id: String,
+    pub token: String,
+    pub attempt: u32,
+}
+
+/// The events of one decision and the state they lead to.
+#[derive(Debug, Clone)]
+pub struct Transition {
+    pub state: FlowState,
+    pub events: Vec<FlowEvent>,
+    pub now: Time,
+}
+
+/// How one attempt ended, as the dispatcher classified it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AttemptResult {
+    /// 2xx with an object (or nothing): the response's keys.
+    Success { outputs: Args, http_status: Option<u16> },
+    /// Anything else; `class` is `retryable` or `permanent`.
+    Failure {
+        class: String,
+        error: String,
+        http_status: Option<u16>,
+    },
+}
+
+impl Transition {
+    fn new(state: FlowState, now: Time) -> Self {
+        Self {
+            state,
+            events: Vec::new(),
+            now,
+        }
+    }
+
+    fn emit(&mut self, event: FlowEvent) -> Result<(), ApplyError> {
+        self.state.apply(&event, self.now)?;
+        self.events.push(event);
+        Ok(())
+    }
+
+    /// The calls this transition started.
+    pub fn dispatches(&self) -> Vec<Dispatch> {
+        self.events
+            .iter()
+            .filter_map(|e| match e {
+                FlowEvent::WorkStarted {
+                    step_id,
+                    token,
+                    attempt,
+                    ..
+                } => Some(Dispatch {
+                    step_id: step_id.clone(),
+                    token: token.clone(),
+                    attempt: *attempt,
+                }),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+/// Start a flow: record it and start every step that is ready.
+pub fn start_flow(
+    flow_id: &str,
+    plan: ExecutionPlan,
+    init: InitArgs,
+    labels: BTreeMap<String, String>,
+    ctx: &mut Context<'_>,
+) -> Result<Transition, ApplyError> {
+    let state = FlowState::started(flow_id, &plan, &init, &labels, ctx.now);
+    let mut tx = Transition::new(state, ctx.now);
+    tx.events.push(FlowEvent::FlowStarted {
+        flow_id: flow_id.to_string(),
+        plan,
+        init,
+        labels,
+    });
+    advance(&mut tx, ctx)?;
+    Ok(tx)
+}
+
+/// Record the result of attempt `attempt` of a work item and move the flow on.
+/// A result for an item that is no longer running that attempt is recorded as
+/// `work_late_result` and changes nothing.
+pub fn record_result(
+    state: FlowState,
+    step_id: &str,
+    token: &str,
+    attempt: u32,
+    result: AttemptResult,
+    ctx: &mut Context<'_>,
+) -> Result<Transition, ApplyError> {
+    let mut tx = Transition::new(state, ctx.now);
+    let flow_id = tx.state.id.clone();
+    let current = tx.state.find_work(step_id, token).map(|w| {
+        let running = w.attempts.last().map(|a| a.number);
+        (w.status, running)
+    });
+    match current {
+        Some((WorkStatus::Active, Some(n))) if n == attempt => {}
+        Some(_) => {
+            tx.emit(FlowEvent::WorkLateResult {
+                flow_id,
+                step_id: step_id.to_string(),
+                token: token.to_string(),
+                attempt,
+                detail: "result for an attempt that is no longer running".into(),
+            })?;
+            return Ok(tx);
+        }
+        None => return Err(ApplyError::UnknownWork(token.to_string())),
+    }
+    match result {
+        AttemptResult::Success { outputs, http_status } => {
+            tx.emit(FlowEvent::WorkSucceeded {
+                flow_id: flow_id.clone(),
+                step_id: step_id.to_string(),
+                token: token.to_string(),
+                outputs: outputs.clone(),
+                attempt,
+                http_status,
+            })?;
+            finish_step_if_done(&mut tx, step_id)?;
+        }
+        AttemptResult::Failure {
+            class,
+            error,
+            http_status,
+        } => {
+            tx.emit(FlowEvent::WorkFailed {
+                flow_id: flow_id.clone(),
+                step_id: step_id.to_string(),
+                token: token.to_string(),
+                error: error.clone(),
+                attempt,
+                class,
+                http_status,
+            })?;
+            if tx.state.executions.get(step_id).map(|e| e.status) == Some(StepStatus::Active) {
+                tx.emit(FlowEvent::StepFailed {
+                    flow_id,
+                    step_id: step_id.to_string(),
+                    error,
+                })?;
+            }
+        }
+    }
+    advance(&mut tx, ctx)?;
+    Ok(tx)
+}
+
+/// Start attempt `attempt + 1` of an item whose call was cut off (engine
+/// restart, lease taken over), with the same token.
+pub fn redispatch(state: FlowState, step_id: &str, token: &str, now: Time) -> Result<Transition, ApplyError> {
+    let mut tx = Transition::new(state, now);
+    let work = tx
+        .state
+        .find_work(step_id, token)
+        .ok_or_else(|| ApplyError::UnknownWork(token.to_string()))?;
+    if work.status != WorkStatus::Active {
+        return Ok(tx);
+    }
+    let attempt = work.attempts.last().map(|a| a.number).unwrap_or(0) + 1;
+    let inputs = work.inputs.clone();
+    let flow_id = tx.state.id.clone();
+    tx.emit(FlowEvent::WorkStarted {
+        flow_id,
+        step_id: step_id.to_string(),
+        token: token.to_string(),
+        inputs,
+        attempt,
+    })?;
+    Ok(tx)
+}
+
+/// Map a step's response onto its declared outputs, set them as attributes and
+/// complete the step once every work item has succeeded.
+fn finish_step_if_done(tx: &mut Transition, step_id: &str) -> Result<(), ApplyError> {
+    let Some(exec) = tx.state.executions.get(step_id) else {
+        return Err(ApplyError::UnknownStep(step_id.to_string()));
+    };
+    if exec.status != StepStatus::Active
+        || exec
+            .work_items
+            .values()
+            .any(|w| w.status != WorkStatus::Succeeded)
+    {
+        return Ok(());
+    }
+    let Some(step) = tx.state.plan.steps.get(step_id).cloned() else {
+        return Err(ApplyError::UnknownStep(step_id.to_string()));
+    };
+    let responses: Vec<Args> = exec
+        .work_items
+        .values()
+        .filter_map(|w| w.outputs.clone())
+        .collect();
+    let started = exec.started_at.unwrap_or(tx.now);
+    let flow_id = tx.state.id.clone();
+    let mut outputs = Args::new();
+    for (name, _) in step.outputs() {
+        let inner = step.inner_name(name);
+        for response in &responses {
+            if let Some(value) = response.get(inner) {
+                outputs.insert(name.clone(), value.clone());
+                tx.emit(FlowEvent::AttributeSet {
+                    flow_id: flow_id.clone(),
+                    step_id: step_id.to_string(),
+                    key: name.clone(),
+                    value: value.clone(),
+                })?;
+            }
+        }
+    }
+    let duration = (tx.now - started).num_milliseconds();
+    tx.emit(FlowEvent::StepCompleted {
+        flow_id,
+        step_id: step_id.to_string(),
+        outputs,
+        duration,
+    })
+}
+
+/// Whether a step's input can be given a value now.
+enum InputState {
+    Ready(Option<Value>),
+    Waiting,
+    Unreachable,
+}
+
+fn input_state(state: &FlowState, name: &str, attr: &AttributeSpec) -> InputState {
+    let values: Vec<&Value> = state
+        .attributes
+        .get(name)
+        .map(|v| v.iter().map(|a| &a.value).collect())
+        .unwrap_or_default();
+    let providers: Vec<StepStatus> = state
+        .plan
+        .attributes
+        .get(name)
+        .map(|e| {
+            e.providers
+                .iter()
+                .filter_map(|p| state.executions.get(p).map(|x| x.status))
+                .collect()
+        })
+        .unwrap_or_default();
+    let terminal = providers.iter().all(|s| s.is_terminal());
+    let all_succeeded = providers.iter().all(|s| *s == StepStatus::Completed);
+    let has = !values.is_empty();
+    let array = || Value::Array(values.iter().map(|v| (*v).clone()).collect());
+    match attr.collect() {
+        Collect::First if has => InputState::Ready(values.first().map(|v| (*v).clone())),
+        Collect::Last if has && terminal => InputState::Ready(values.last().map(|v| (*v).clone())),
+        Collect::Some if has && terminal => InputState::Ready(Some(array())),
+        Collect::All if has && terminal && all_succeeded => InputState::Ready(Some(array())),
+        Collect::None if !has && terminal => InputState::Ready(None),
+        Collect::None if has => InputState::Unreachable,
+        _ if terminal => InputState::Unreachable,
+        _ => InputState::Waiting,
+    }
+}
+
+/// The inputs of a step, by the names the endpoint uses, if it can start.
+enum Readiness {
+    Ready(Args),
+    Waiting,
+    Unreachable(String),
+}
+
+fn readiness(state: &FlowState, step: &Step) -> Readiness {
+    let mut inputs = Args::new();
+    for (name, attr) in &step.attributes {
+        let inner = step.inner_name(name).to_string();
+        if attr.is_const() {
+            if let Some(v) = attr.const_value() {
+                inputs.insert(inner, v);
+            }
+            continue;
+        }
+        if !attr.is_input() {
+            continue;
+        }
+        match input_state(state, name, attr) {
+            InputState::Ready(Some(v)) => {
+                inputs.insert(inner, v);
+            }
+            InputState::Ready(None) => {}
+            InputState::Waiting => return Readiness::Waiting,
+            InputState::Unreachable if attr.is_required() => {
+                return Readiness::Unreachable(format!("required input {name} is unavailable"))
+            }
+            InputState::Unreachable => {
+                if let Some(v) = attr.default_value() {
+                    inputs.insert(inner, v);
+                }
+            }
+        }
+    }
+    Readiness::Ready(inputs)
+}
+
+/// Metadata inputs of one work item.
+fn with_meta(step: &Step, flow_id: &str, token: &str, webhook_base: &str, mut inputs: Args) -> Args {
+    for (name, attr) in &step.attributes {
+        if !attr.is_meta() {
+            continue;
+        }
+        let value = match attr.meta_key() {
+            "flow_id" => flow_id.to_string(),
+            "step_id" => step.id.clone(),
+            "receipt_token" => token.to_string(),
+            "webhook_url" if step.is_async() => webhook_url(webhook_base, flow_id, &step.id, token),
+            _ => continue,
+        };
+        inputs.insert(step.inner_name(name).to_string(), Value::String(value));
+    }
+    inputs
+}
+
+/// Where an async step delivers its result.
+pub fn webhook_url(base: &str, flow_id: &str, step_id: &str, token: &str) -> String {
+    format!(
+        "{}/webhook/{flow_id}/{step_id}/{token}",
+        base.trim_end_matches('/')
+    )
+}
+
+/// Move the flow as far as it can go: start ready steps, skip unreachable
+/// ones, finish the flow, deactivate it when nothing runs any more.
+fn advance(tx: &mut Transition, ctx: &mut Context<'_>) -> Result<(), ApplyError> {
+    let flow_id = tx.state.id.clone();
+    loop {
+        if tx.state.status != FlowStatus::Active {
+            break;
+        }
+        if let Some(error) = failed_goal(&tx.state) {
+            tx.emit(FlowEvent::FlowFailed {
+                flow_id: flow_id.clone(),
+                error,
+            })?;
+            break;
+        }
+        let pending: Vec<String> = tx
+            .state
+            .executions
+            .iter()
+            .filter(|(_, e)| e.status == StepStatus::Pending)
+            .map(|(id, _)| id.clone())
+            .collect();
+        let mut progressed = false;
+        for step_id in pending {
+            let Some(step) = tx.state.plan.steps.get(&step_id).cloned() else {
+                continue;
+            };
+            match readiness(&tx.state, &step) {
+                Readiness::Waiting => {}
+                Readiness::Unreachable(reason) => {
+                    tx.emit(FlowEvent::StepSkipped {
+                        flow_id: flow_id.clone(),
+                        step_id,
+                        reason,
+                    })?;
+                    progressed = true;
+                }
+                Readiness::Ready(inputs) => {
+                    let token = (ctx.new_token)();
+                    let item = with_meta(&step, &flow_id, &token, ctx.webhook_base, inputs.clone());
+                    tx.emit(FlowEvent::StepStarted {
+                        flow_id: flow_id.clone(),
+                        step_id: step_id.clone(),
+                        inputs,
+                        work_items: BTreeMap::from([(token.clone(), item.clone())]),
+                    })?;
+                    tx.emit(FlowEvent::WorkStarted {
+                        flow_id: flow_id.clone(),
+                        step_id,
+                        token,
+                        inputs: item,
+                        attempt: 1,
+                    })?;
+                    progressed = true;
+                }
+            }
+        }
+        if tx.state.executions.values().all(|e| e.status.is_terminal()) {
+            let result = goal_outputs(&tx.state);
+            tx.emit(FlowEvent::FlowCompleted {
+                flow_id: flow_id.clone(),
+                result,
+            })?;
+            break;
+        }
+        if !progressed {
+            break;
+        }
+    }
+    if tx.state.status != FlowStatus::Active
+        && tx.state.deactivated_at.is_none()
+        && !tx.state.has_active_work()
+    {
+        let status = tx.state.status;
+        tx.emit(FlowEvent::FlowDeactivated { flow_id, status })?;
+    }
+    Ok(())
+}
+
+/// The error of the first goal that failed or can no longer run.
+fn failed_goal(state: &FlowState) -> Option<String> {
+    state.plan.goals.iter().find_map(|goal| {
+        let exec = state.executions.get(goal)?;
+        match exec.status {
+            StepStatus::Failed => Some(format!(
+                "goal step {goal} failed: {}",
+                exec.error.as_deref().unwrap_or("unknown error")
+            )),
+            StepStatus::Skipped => Some(format!(
+                "goal step {goal} skipped: {}",
+                exec.reason.as_deref().unwrap_or("unreachable")
+            )),
+            _ => None,
+        }
+    })
+}
+
+fn goal_outputs(state: &FlowState) -> Args {
+    let mut result = Args::new();
+    for goal in &state.plan.goals {
+        if let Some(outputs) = state.executions.get(goal).and_then(|e| e.outputs.as_ref()) {
+            for (k, v) in outputs {
+                result.insert(k.clone(), v.clone());
+            }
+        }
+    }
+    result
+}

@@ -1,0 +1,730 @@
+//! Step definitions as registered over the API, in Argyll's JSON shape, and
+//! their validation (rules and wording after Argyll's `engine/pkg/api/step.go`).
+//!
+//! Duration fields accept milliseconds or any format of `crate::duration`;
+//! they are stored as integer milliseconds because Argyll clients decode them
+//! as integers.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::Value;
+
+use crate::duration::{parse_duration, DurationKind};
+use crate::error::ValidationError;
+use crate::ids::sanitize_id;
+
+/// A JSON object of named values (inputs, outputs).
+pub type Args = serde_json::Map<String, Value>;
+
+/// A registered step: an HTTP endpoint with declared inputs and outputs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Step {
+    /// Sanitised, unique id.
+    #[serde(default)]
+    pub id: String,
+    /// Human name, required.
+    #[serde(default)]
+    pub name: String,
+    /// `sync`, `async`, `script` or `flow`.
+    #[serde(rename = "type", default)]
+    pub step_type: String,
+    /// Inputs and outputs by attribute name.
+    #[serde(default)]
+    pub attributes: BTreeMap<String, AttributeSpec>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http: Option<HttpConfig>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub script: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub predicate: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flow: Option<FlowConfig>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub work_config: Option<WorkConfig>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub labels: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub memoizable: bool,
+    /// Tartan's retry dialects and timeouts arrive with later releases; until
+    /// then they are rejected rather than silently ignored.
+    #[serde(default, skip_serializing)]
+    pub retry: Option<Value>,
+    #[serde(default, skip_serializing)]
+    pub timeouts: Option<Value>,
+}
+
+/// How a step is called over HTTP.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HttpConfig {
+    #[serde(default)]
+    pub method: String,
+    #[serde(default)]
+    pub endpoint: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub compensate: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub health_check: String,
+    /// Per-attempt timeout in ms; 0 means the engine default (as Argyll).
+    #[serde(default, deserialize_with = "de_timeout_ms")]
+    pub timeout: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FlowConfig {
+    #[serde(default)]
+    pub goals: Vec<String>,
+}
+
+/// Retry and parallelism settings; zero or absent values take the global
+/// defaults when the step is registered, and those are stored with it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct WorkConfig {
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub backoff_type: String,
+    #[serde(default, skip_serializing_if = "is_zero_i64")]
+    pub max_retries: i64,
+    #[serde(
+        default,
+        deserialize_with = "de_delay_ms",
+        skip_serializing_if = "is_zero_u64"
+    )]
+    pub init_backoff: u64,
+    #[serde(
+        default,
+        deserialize_with = "de_delay_ms",
+        skip_serializing_if = "is_zero_u64"
+    )]
+    pub max_backoff: u64,
+    #[serde(default, skip_serializing_if = "is_zero_i64")]
+    pub parallelism: i64,
+    /// Fields of later releases, kept only to reject them by name.
+    #[serde(flatten, skip_serializing)]
+    pub other: BTreeMap<String, Value>,
+}
+
+/// One declared attribute of a step.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AttributeSpec {
+    #[serde(default)]
+    pub role: String,
+    #[serde(rename = "type", default, skip_serializing_if = "String::is_empty")]
+    pub attr_type: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub required: Option<InputConfig>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub optional: Option<InputConfig>,
+    #[serde(rename = "const", default, skip_serializing_if = "Option::is_none")]
+    pub const_: Option<ConstConfig>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<MetaConfig>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<OutputConfig>,
+}
+
+/// Configuration of a required or optional input.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct InputConfig {
+    #[serde(rename = "match", default, skip_serializing_if = "Option::is_none")]
+    pub match_: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mapping: Option<MappingConfig>,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub collect: String,
+    /// Optional inputs only: JSON text used when no value arrives.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub default: String,
+    #[serde(default, skip_serializing_if = "is_zero_i64")]
+    pub deadline: i64,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub for_each: bool,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ConstConfig {
+    #[serde(default)]
+    pub value: String,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct MetaConfig {
+    #[serde(default)]
+    pub key: String,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct OutputConfig {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mapping: Option<MappingConfig>,
+}
+
+/// Renames an attribute on the wire (`name`); value scripts are not supported.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct MappingConfig {
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub script: Option<Value>,
+}
+
+/// How an input gathers the values of several providers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Collect {
+    First,
+    Last,
+    All,
+    Some,
+    None,
+}
+
+/// The global retry defaults filled into every step's `work_config`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorkDefaults {
+    pub max_retries: i64,
+    pub init_backoff_ms: u64,
+    pub max_backoff_ms: u64,
+    pub backoff_type: String,
+}
+
+impl Default for WorkDefaults {
+    fn default() -> Self {
+        Self {
+            max_retries: 10,
+            init_backoff_ms: 1000,
+            max_backoff_ms: 60_000,
+            backoff_type: "exponential".into(),
+        }
+    }
+}
+
+pub const STEP_SYNC: &str = "sync";
+pub const STEP_ASYNC: &str = "async";
+const METHODS: [&str; 4] = ["GET", "POST", "PUT", "DELETE"];
+const ATTRIBUTE_TYPES: [&str; 7] = ["string", "number", "boolean", "object", "array", "null", "any"];
+const BACKOFF_TYPES: [&str; 3] = ["fixed", "linear", "exponential"];
+
+fn is_zero_i64(v: &i64) -> bool {
+    *v == 0
+}
+fn is_zero_u64(v: &u64) -> bool {
+    *v == 0
+}
+
+fn de_ms<'de, D: Deserializer<'de>>(d: D, kind: DurationKind) -> Result<u64, D::Error> {
+    let value = Value::deserialize(d)?;
+    if value.is_null() {
+        return Ok(0);
+    }
+    if let Some(n) = value.as_i64() {
+        if n < 0 {
+            return Err(serde::de::Error::custom(format!("must not be negative, got {n}")));
+        }
+    }
+    let parsed = parse_duration(&value, kind).map_err(serde::de::Error::custom)?;
+    u64::try_from(parsed.as_millis()).map_err(|_| serde::de::Error::custom("duration too large"))
+}
+
+fn de_delay_ms<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+    de_ms(d, DurationKind::Delay)
+}
+
+/// `http.timeout`: 0 means "the default", so zero is allowed here.
+fn de_timeout_ms<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+    de_ms(d, DurationKind::Delay)
+}
+
+impl AttributeSpec {
+    pub fn is_required(&self) -> bool {
+        self.role == "required"
+    }
+    pub fn is_optional(&self) -> bool {
+        self.role == "optional"
+    }
+    pub fn is_input(&self) -> bool {
+        self.is_required() || self.is_optional()
+    }
+    pub fn is_const(&self) -> bool {
+        self.role == "const"
+    }
+    pub fn is_meta(&self) -> bool {
+        self.role == "meta"
+    }
+    pub fn is_output(&self) -> bool {
+        self.role == "output"
+    }
+    /// Passed to the step when it is called.
+    pub fn is_runtime_input(&self) -> bool {
+        self.is_input() || self.is_const() || self.is_meta()
+    }
+
+    fn input_config(&self) -> Option<&InputConfig> {
+        match self.role.as_str() {
+            "required" => self.required.as_ref(),
+            "optional" => self.optional.as_ref(),
+            _ => None,
+        }
+    }
+
+    pub fn mapping(&self) -> Option<&MappingConfig> {
+        match self.role.as_str() {
+            "output" => self.output.as_ref().and_then(|o| o.mapping.as_ref()),
+            _ => self.input_config().and_then(|c| c.mapping.as_ref()),
+        }
+    }
+
+    pub fn for_each(&self) -> bool {
+        self.input_config().is_some_and(|c| c.for_each)
+    }
+
+    pub fn collect(&self) -> Collect {
+        match self.input_config().map(|c| c.collect.as_str()) {
+            Some("last") => Collect::Last,
+            Some("all") => Collect::All,
+            Some("some") => Collect::Some,
+            Some("none") => Collect::None,
+            _ => Collect::First,
+        }
+    }
+
+    /// The optional input's default as JSON, if it has one.
+    pub fn default_value(&self) -> Option<Value> {
+        let text = self.optional.as_ref().map(|c| c.default.as_str())?;
+        if text.is_empty() {
+            return None;
+        }
+        serde_json::from_str(text).ok()
+    }
+
+    pub fn const_value(&self) -> Option<Value> {
+        let text = self.const_.as_ref().map(|c| c.value.as_str())?;
+        serde_json::from_str(text).ok()
+    }
+
+    pub fn meta_key(&self) -> &str {
+        self.meta.as_ref().map(|m| m.key.as_str()).unwrap_or("")
+    }
+
+    fn validate(&self, name: &str) -> Result<(), ValidationError> {
+        let field = format!("attributes.{name}");
+        let roles = ["required", "optional", "const", "meta", "output"];
+        if !roles.contains(&self.role.as_str()) {
+            return Err(ValidationError::new(
+                format!("{field}.role"),
+                format!(
+                    "invalid attribute role: {:?} (must be required, optional, const, meta or output)",
+                    self.role
+                ),
+            ));
+        }
+        if !self.attr_type.is_empty() && !ATTRIBUTE_TYPES.contains(&self.attr_type.as_str()) {
+            return Err(ValidationError::new(
+                format!("{field}.type"),
+                format!("invalid attribute type: {:?}", self.attr_type),
+            ));
+        }
+        let configs = [
+            ("required", self.required.is_some()),
+            ("optional", self.optional.is_some()),
+            ("const", self.const_.is_some()),
+            ("meta", self.meta.is_some()),
+            ("output", self.output.is_some()),
+        ];
+        for (role, set) in configs {
+            if set && role != self.role {
+                return Err(ValidationError::new(
+                    format!("{field}.{role}"),
+                    format!("config type does not match attribute role {:?}", self.role),
+                ));
+            }
+        }
+        if let Some(cfg) = self.input_config() {
+            self.validate_input(&field, cfg)?;
+        }
+        if self.is_const() {
+            let value = self.const_.as_ref().map(|c| c.value.as_str()).unwrap_or("");
+            if value.is_empty() {
+                return Err(ValidationError::new(
+                    format!("{field}.const.value"),
+                    "const value required for const attribute",
+                ));
+            }
+            check_typed_json(&format!("{field}.const.value"), value, &self.attr_type)?;
+        }
+        if self.is_meta() {
+            let key = self.meta_key();
+            if key.is_empty() {
+                return Err(ValidationError::new(
+                    format!("{field}.meta.key"),
+                    "meta key required for meta attribute",
+                ));
+            }
+            if !["flow_id", "step_id", "receipt_token", "webhook_url"].contains(&key) {
+                return Err(ValidationError::new(
+                    format!("{field}.meta.key"),
+                    format!(
+                        "unknown meta key {key:?} (must be flow_id, step_id, receipt_token or webhook_url)"
+                    ),
+                ));
+            }
+        }
+        if let Some(m) = self.output.as_ref().and_then(|o| o.mapping.as_ref()) {
+            validate_mapping(&format!("{field}.output.mapping"), m)?;
+        }
+        Ok(())
+    }
+
+    fn validate_input(&self, field: &str, cfg: &InputConfig) -> Result<(), ValidationError> {
+        let field = format!("{field}.{}", self.role);
+        if cfg.for_each && !matches!(self.attr_type.as_str(), "" | "array" | "any") {
+            return Err(ValidationError::new(
+                format!("{field}.for_each"),
+                format!(
+                    "for_each processing requires an array attribute type, not {}",
+                    self.attr_type
+                ),
+            ));
+        }
+        if cfg.for_each {
+            return Err(not_supported(&format!("{field}.for_each"), "for_each inputs"));
+        }
+        if !cfg.collect.is_empty()
+            && !["first", "last", "all", "some", "none"].contains(&cfg.collect.as_str())
+        {
+            return Err(ValidationError::new(
+                format!("{field}.collect"),
+                format!(
+                    "invalid input collect: {:?} (must be first, last, all, some or none)",
+                    cfg.collect
+                ),
+            ));
+        }
+        if cfg.match_.is_some() {
+            return Err(not_supported(&format!("{field}.match"), "match scripts"));
+        }
+        if self.is_required() && !cfg.default.is_empty() {
+            return Err(ValidationError::new(
+                format!("{field}.default"),
+                "only optional inputs have a default",
+            ));
+        }
+        if !cfg.default.is_empty() {
+            check_typed_json(&format!("{field}.default"), &cfg.default, &self.attr_type)?;
+        }
+        if cfg.deadline < 0 || cfg.deadline > 365 * 24 * 3600 * 1000 {
+            return Err(ValidationError::new(
+                format!("{field}.deadline"),
+                "deadline must be between 0 and 1 year in milliseconds",
+            ));
+        }
+        if cfg.deadline > 0 {
+            return Err(not_supported(
+                &format!("{field}.deadline"),
+                "optional input deadlines",
+            ));
+        }
+        if let Some(m) = &cfg.mapping {
+            validate_mapping(&format!("{field}.mapping"), m)?;
+        }
+        Ok(())
+    }
+}
+
+fn validate_mapping(field: &str, m: &MappingConfig) -> Result<(), ValidationError> {
+    if m.script.is_some() {
+        return Err(not_supported(&format!("{field}.script"), "mapping scripts"));
+    }
+    if m.name.is_empty() {
+        return Err(ValidationError::new(
+            field,
+            "invalid attribute mapping: name required",
+        ));
+    }
+    Ok(())
+}
+
+fn not_supported(field: &str, what: &str) -> ValidationError {
+    ValidationError::new(field, format!("{what} are not supported yet"))
+}
+
+/// A default or const value is JSON text that must fit the declared type.
+fn check_typed_json(field: &str, text: &str, attr_type: &str) -> Result<(), ValidationError> {
+    let value: Value = serde_json::from_str(text)
+        .map_err(|_| ValidationError::new(field, "invalid default value for type: must be valid JSON"))?;
+    let ok = match attr_type {
+        "string" => value.is_string(),
+        "number" => value.is_number(),
+        "boolean" => value.is_boolean(),
+        "object" => value.is_object(),
+        "array" => value.is_array(),
+        "null" => value.is_null(),
+        _ => true,
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(ValidationError::new(
+            field,
+            format!("invalid default value for type: must be a valid JSON {attr_type}"),
+        ))
+    }
+}
+
+/// The names inside `{...}` of an endpoint template.
+pub fn endpoint_params(template: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut rest = template;
+    while let Some(open) = rest.find('{') {
+        let after = &rest[open + 1..];
+        match after.find(['{', '}']) {
+            Some(i) if after.as_bytes().get(i) == Some(&b'}') => {
+                if i > 0 {
+                    out.push(after[..i].to_string());
+                }
+                rest = &after[i + 1..];
+            }
+            Some(i) => rest = &after[i..],
+            None => break,
+        }
+    }
+    out
+}
+
+impl Step {
+    /// The HTTP method, `POST` when unset.
+    pub fn method(&self) -> &str {
+        match &self.http {
+            Some(h) if !h.method.is_empty() => &h.method,
+            _ => "POST",
+        }
+    }
+
+    pub fn is_async(&self) -> bool {
+        self.step_type == STEP_ASYNC
+    }
+
+    /// The name the step endpoint uses for attribute `name`.
+    pub fn inner_name<'a>(&'a self, name: &'a str) -> &'a str {
+        match self.attributes.get(name).and_then(|a| a.mapping()) {
+            Some(m) if !m.name.is_empty() => &m.name,
+            _ => name,
+        }
+    }
+
+    pub fn inputs(&self) -> impl Iterator<Item = (&String, &AttributeSpec)> {
+        self.attributes.iter().filter(|(_, a)| a.is_input())
+    }
+
+    pub fn outputs(&self) -> impl Iterator<Item = (&String, &AttributeSpec)> {
+        self.attributes.iter().filter(|(_, a)| a.is_output())
+    }
+
+    /// Sanitise the id, fill the HTTP method and the global work defaults, then
+    /// validate. The result is what gets stored and compared.
+    pub fn normalize(mut self, defaults: &WorkDefaults) -> Result<Step, ValidationError> {
+        self.id = sanitize_id(&self.id);
+        if let Some(h) = &mut self.http {
+            if h.method.is_empty() {
+                h.method = "POST".into();
+            }
+        }
+        self.validate()?;
+        let mut work = self.work_config.take().unwrap_or_default();
+        if work.max_retries == 0 {
+            work.max_retries = defaults.max_retries;
+        }
+        if work.init_backoff == 0 {
+            work.init_backoff = defaults.init_backoff_ms;
+        }
+        if work.max_backoff == 0 {
+            work.max_backoff = defaults.max_backoff_ms.max(work.init_backoff);
+        }
+        if work.backoff_type.is_empty() {
+            work.backoff_type = defaults.backoff_type.clone();
+        }
+        if work.max_backoff < work.init_backoff {
+            return Err(ValidationError::new(
+                "work_config.max_backoff",
+                "max_backoff must be >= init_backoff",
+            ));
+        }
+        self.work_config = Some(work);
+        Ok(self)
+    }
+
+    fn validate(&self) -> Result<(), ValidationError> {
+        if self.id.is_empty() {
+            return Err(ValidationError::new("id", "step ID empty"));
+        }
+        if self.name.is_empty() {
+            return Err(ValidationError::new("name", "step name empty"));
+        }
+        match self.step_type.as_str() {
+            STEP_SYNC | STEP_ASYNC => self.validate_http()?,
+            "script" | "flow" => {
+                return Err(ValidationError::new(
+                    "type",
+                    format!("{} steps are not supported yet", self.step_type),
+                ))
+            }
+            other => {
+                return Err(ValidationError::new(
+                    "type",
+                    format!("invalid step type: {other:?} (must be sync, async, script or flow)"),
+                ))
+            }
+        }
+        if self.predicate.is_some() {
+            return Err(not_supported("predicate", "step predicates"));
+        }
+        if self.retry.is_some() {
+            return Err(not_supported("retry", "retry dialects"));
+        }
+        if self.timeouts.is_some() {
+            return Err(not_supported("timeouts", "step timeout policies"));
+        }
+        for (name, attr) in &self.attributes {
+            if name.is_empty() {
+                return Err(ValidationError::new("attributes", "argument name empty"));
+            }
+            attr.validate(name)?;
+        }
+        self.validate_mapping_names()?;
+        self.validate_work_config()
+    }
+
+    fn validate_http(&self) -> Result<(), ValidationError> {
+        let Some(http) = &self.http else {
+            return Err(ValidationError::new("http", "http required"));
+        };
+        if self.flow.is_some() {
+            return Err(ValidationError::new("flow", "flow not allowed for step type"));
+        }
+        if self.script.is_some() {
+            return Err(ValidationError::new("script", "script not allowed for step type"));
+        }
+        if http.endpoint.is_empty() {
+            return Err(ValidationError::new("http.endpoint", "step endpoint empty"));
+        }
+        if !http.endpoint.starts_with("http://") && !http.endpoint.starts_with("https://") {
+            return Err(ValidationError::new(
+                "http.endpoint",
+                format!("must be an http:// or https:// URL, got {:?}", http.endpoint),
+            ));
+        }
+        if !METHODS.contains(&self.method()) {
+            return Err(ValidationError::new(
+                "http.method",
+                format!(
+                    "invalid HTTP method: {} (must be GET, POST, PUT or DELETE)",
+                    self.method()
+                ),
+            ));
+        }
+        if !http.compensate.is_empty() && self.memoizable {
+            return Err(ValidationError::new(
+                "http.compensate",
+                "compensate not allowed for memoizable steps",
+            ));
+        }
+        let required: BTreeSet<&str> = self
+            .attributes
+            .iter()
+            .filter(|(_, a)| a.is_required())
+            .map(|(n, _)| self.inner_name(n))
+            .collect();
+        for param in endpoint_params(&http.endpoint) {
+            if !required.contains(param.as_str()) {
+                return Err(ValidationError::new(
+                    "http.endpoint",
+                    format!(
+                        "URL contains unknown parameter: {param:?} (placeholders must name required inputs)"
+                    ),
+                ));
+            }
+        }
+        if !http.compensate.is_empty() {
+            let known: BTreeSet<&str> = self
+                .attributes
+                .iter()
+                .filter(|(_, a)| a.is_input() || a.is_output())
+                .map(|(n, _)| self.inner_name(n))
+                .collect();
+            for param in endpoint_params(&http.compensate) {
+                if !known.contains(param.as_str()) {
+                    return Err(ValidationError::new(
+                        "http.compensate",
+                        format!("compensate URL contains unknown parameter: {param:?}"),
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn validate_mapping_names(&self) -> Result<(), ValidationError> {
+        let mut inputs = BTreeSet::new();
+        let mut outputs = BTreeSet::new();
+        for (name, attr) in &self.attributes {
+            let inner = self.inner_name(name);
+            let seen = if attr.is_runtime_input() {
+                &mut inputs
+            } else {
+                &mut outputs
+            };
+            if !seen.insert(inner.to_string()) {
+                return Err(ValidationError::new(
+                    format!("attributes.{name}"),
+                    format!("duplicate mapped parameter name: {inner:?}"),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    fn validate_work_config(&self) -> Result<(), ValidationError> {
+        let Some(w) = &self.work_config else {
+            return Ok(());
+        };
+        if let Some(key) = w.other.keys().next() {
+            let known_later = [
+                "max_attempts",
+                "backoff_coefficient",
+                "jitter",
+                "retry_on",
+                "honor_retry_after",
+                "max_retry_duration",
+            ];
+            if known_later.contains(&key.as_str()) {
+                return Err(not_supported(
+                    &format!("work_config.{key}"),
+                    "extended retry fields",
+                ));
+            }
+        }
+        if w.parallelism < 0 {
+            return Err(ValidationError::new(
+                "work_config.parallelism",
+                "parallelism cannot be negative",
+            ));
+        }
+        if w.max_retries < -1 {
+            return Err(ValidationError::new(
+                "work_config.max_retries",
+                "must be -1 (unlimited) or more",
+            ));
+        }
+        if w.max_backoff != 0 && w.max_backoff < w.init_backoff {
+            return Err(ValidationError::new(
+                "work_config.max_backoff",
+                "max_backoff must be >= init_backoff",
+            ));
+        }
+        if !w.backoff_type.is_empty() && !BACKOFF_TYPES.contains(&w.backoff_type.as_str()) {
+            return Err(ValidationError::new(
+                "work_config.backoff_type",
+                "must be fixed, linear or exponential",
+            ));
+        }
+        Ok(())
+    }
+}

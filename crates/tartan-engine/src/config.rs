@@ -1,0 +1,34 @@
+use std::time::Duration;
+
+use tartan_core::step::WorkDefaults;
+
+/// What the engine needs to know; built by the binary from flags, env and file.
+#[derive(Debug, Clone)]
+pub struct EngineConfig {
+    /// Stable id of this process, used as lease owner: a node that restarts
+    /// takes its own leases back at once.
+    pub node_id: String,
+    /// Base URL async steps call back (`http://host:port`).
+    pub webhook_base_url: String,
+    /// Retry defaults filled into every step.
+    pub work_defaults: WorkDefaults,
+    /// Attempt timeout when a step sets none.
+    pub step_timeout: Duration,
+    /// How long a lease holds beyond the attempt timeout.
+    pub lease: Duration,
+    /// Calls in flight in this process at most.
+    pub max_in_flight: usize,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        Self {
+            node_id: "tartan".into(),
+            webhook_base_url: "http://127.0.0.1:8080".into(),
+            work_defaults: WorkDefaults::default(),
+            step_timeout: Duration::from_secs(30),
+            lease: Duration::from_secs(30),
+            max_in_flight: 1024,
+        }
+    }
+}

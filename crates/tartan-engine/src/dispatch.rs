@@ -1,0 +1,146 @@
+//! One HTTP call of a work item (CONTRACT.md §5.1) and its classification.
+
+use std::time::Duration;
+
+use percent_encoding::{utf8_percent_encode, AsciiSet, CONTROLS};
+use serde_json::Value;
+use tartan_core::machine::AttemptResult;
+use tartan_core::outcome::{classify_response, classify_transport};
+use tartan_core::step::{endpoint_params, Args, Step};
+
+/// Characters escaped in a path segment (RFC 3986 `pchar` complement).
+const SEGMENT: &AsciiSet = &CONTROLS
+    .add(b' ')
+    .add(b'"')
+    .add(b'#')
+    .add(b'<')
+    .add(b'>')
+    .add(b'`')
+    .add(b'?')
+    .add(b'{')
+    .add(b'}')
+    .add(b'/')
+    .add(b'%')
+    .add(b'\\')
+    .add(b'^')
+    .add(b'|')
+    .add(b'[')
+    .add(b']');
+
+/// Everything needed to make one call.
+#[derive(Debug, Clone)]
+pub(crate) struct Call {
+    pub flow_id: String,
+    pub step: Step,
+    pub token: String,
+    pub attempt: u32,
+    pub inputs: Args,
+    pub webhook_url: Option<String>,
+    pub timeout: Duration,
+}
+
+/// Replace `{name}` placeholders with path-escaped input values.
+pub(crate) fn expand_endpoint(template: &str, inputs: &Args) -> String {
+    let mut url = template.to_string();
+    for param in endpoint_params(template) {
+        let raw = match inputs.get(&param) {
+            Some(Value::String(s)) => s.clone(),
+            Some(Value::Null) | None => String::new(),
+            Some(other) => other.to_string(),
+        };
+        let escaped = utf8_percent_encode(&raw, SEGMENT).to_string();
+        url = url.replace(&format!("{{{param}}}"), &escaped);
+    }
+    url
+}
+
+/// A fresh W3C trace context for one call.
+fn traceparent() -> String {
+    let trace = uuid::Uuid::new_v4().simple().to_string();
+    let span = &uuid::Uuid::new_v4().simple().to_string()[..16];
+    format!("00-{trace}-{span}-01")
+}
+
+/// Make the call and classify its outcome. The whole exchange, body
+/// included, is bounded by the attempt timeout; on expiry the request future
+/// is dropped, which closes its connection.
+pub(crate) async fn perform(http: &reqwest::Client, call: &Call) -> AttemptResult {
+    let Some(cfg) = &call.step.http else {
+        return AttemptResult::Failure {
+            class: tartan_core::outcome::PERMANENT.into(),
+            error: "step has no http configuration".into(),
+            http_status: None,
+        };
+    };
+    let url = expand_endpoint(&cfg.endpoint, &call.inputs);
+    let method = match call.step.method() {
+        "GET" => reqwest::Method::GET,
+        "PUT" => reqwest::Method::PUT,
+        "DELETE" => reqwest::Method::DELETE,
+        _ => reqwest::Method::POST,
+    };
+    let mut req = http
+        .request(method.clone(), &url)
+        .header("Accept", "application/json")
+        .header("Argyll-Flow-ID", &call.flow_id)
+        .header("Argyll-Step-ID", &call.step.id)
+        .header("Argyll-Receipt-Token", &call.token)
+        .header("Tartan-Attempt", call.attempt.to_string())
+        .header("traceparent", traceparent());
+    if let Some(hook) = &call.webhook_url {
+        req = req.header("Argyll-Webhook-URL", hook);
+    }
+    if method != reqwest::Method::GET {
+        req = req.json(&call.inputs);
+    }
+    let exchange = async {
+        let resp = req.send().await?;
+        let status = resp.status().as_u16();
+        let content_type = resp
+            .headers()
+            .get(reqwest::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string);
+        let body = resp.bytes().await?;
+        Ok::<_, reqwest::Error>((status, content_type, body))
+    };
+    match tokio::time::timeout(call.timeout, exchange).await {
+        Ok(Ok((status, content_type, body))) => classify_response(status, content_type.as_deref(), &body),
+        Ok(Err(e)) => classify_transport(transport_text(&e)),
+        Err(_) => classify_transport(format!("attempt timeout after {} ms", call.timeout.as_millis())),
+    }
+}
+
+/// The cause chain of a transport error, e.g. "connection refused".
+fn transport_text(e: &reqwest::Error) -> String {
+    let mut text = if e.is_connect() {
+        "connection failed".to_string()
+    } else if e.is_body() || e.is_decode() {
+        "response body cut off".to_string()
+    } else {
+        "request failed".to_string()
+    };
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn placeholders_are_path_escaped() {
+        let mut inputs = Args::new();
+        inputs.insert("id".into(), Value::String("a b/c?d".into()));
+        inputs.insert("n".into(), Value::from(7));
+        assert_eq!(
+            expand_endpoint("http://x/items/{id}/{n}", &inputs),
+            "http://x/items/a%20b%2Fc%3Fd/7"
+        );
+    }
+}

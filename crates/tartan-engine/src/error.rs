@@ -1,0 +1,42 @@
+use tartan_core::error::{CatalogError, PlanError, ValidationError};
+use tartan_store::StoreError;
+use thiserror::Error;
+
+/// What an engine operation can answer.
+#[derive(Debug, Error)]
+pub enum EngineError {
+    #[error(transparent)]
+    Invalid(#[from] ValidationError),
+    #[error(transparent)]
+    Plan(#[from] PlanError),
+    #[error("step exists with a different definition: {0}")]
+    StepExists(String),
+    #[error("step not found: {0}")]
+    StepNotFound(String),
+    #[error("flow exists with a different definition: {0}")]
+    FlowExists(String),
+    #[error("flow not found: {0}")]
+    FlowNotFound(String),
+    #[error("the engine is shutting down")]
+    ShuttingDown,
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("{0}")]
+    Internal(String),
+}
+
+impl From<CatalogError> for EngineError {
+    fn from(e: CatalogError) -> Self {
+        match e {
+            CatalogError::Invalid(v) => EngineError::Invalid(v),
+            CatalogError::Exists(id) => EngineError::StepExists(id),
+            CatalogError::NotFound(id) => EngineError::StepNotFound(id),
+        }
+    }
+}
+
+impl From<tartan_core::flow::ApplyError> for EngineError {
+    fn from(e: tartan_core::flow::ApplyError) -> Self {
+        EngineError::Internal(format!("state machine: {e}"))
+    }
+}

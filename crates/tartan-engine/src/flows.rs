@@ -1,0 +1,383 @@
+//! Starting flows and moving them on. Each flow has one lock in this process;
+//! a decision takes it, computes the events with `tartan-core`, commits them
+//! through the writer and only then releases it and dispatches the calls the
+//! decision started. A commit that finds the flow changed by another process
+//! (sequence conflict) reloads the flow and decides again.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::{Arc, Mutex as StdMutex};
+
+use chrono::{DateTime, SubsecRound, Utc};
+use tartan_core::error::PlanError;
+use tartan_core::flow::{ApplyError, FlowEvent, FlowState, WorkStatus};
+use tartan_core::machine::{self, AttemptResult, Context, Transition};
+use tartan_core::outcome::{default_retryable, PERMANENT, RETRYABLE};
+use tartan_core::plan::start_plan;
+use tartan_core::request::StartFlow;
+use tartan_core::step::Args;
+use tartan_store::{FlowCommit, StoreError, WorkRow};
+use tokio::sync::Mutex;
+
+use crate::dispatch::{self, Call};
+use crate::{Engine, EngineError};
+
+/// What `start_flow` did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StartOutcome {
+    Started,
+    /// The same request had already started this flow.
+    AlreadyStarted,
+}
+
+struct Cached {
+    state: FlowState,
+    sequence: i64,
+}
+
+type Slot = Arc<Mutex<Option<Cached>>>;
+
+/// One lock (and cached state) per flow that is being worked on.
+#[derive(Default)]
+pub(crate) struct FlowLocks {
+    slots: StdMutex<HashMap<String, Slot>>,
+}
+
+impl FlowLocks {
+    fn slot(&self, flow_id: &str) -> Slot {
+        let mut slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
+        slots.entry(flow_id.to_string()).or_default().clone()
+    }
+
+    fn forget(&self, flow_id: &str) {
+        let mut slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
+        slots.remove(flow_id);
+    }
+}
+
+fn new_token() -> String {
+    uuid::Uuid::new_v4().simple().to_string()
+}
+
+/// Times are kept at microsecond precision, as stored.
+fn now() -> DateTime<Utc> {
+    Utc::now().trunc_subsecs(6)
+}
+
+/// What an async step's webhook delivered.
+#[derive(Debug, Clone)]
+pub enum WebhookResult {
+    Outputs(Args),
+    Problem { status: Option<u16>, error: String },
+}
+
+/// Why a webhook was refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WebhookRefusal {
+    UnknownFlow,
+    UnknownStep,
+    UnknownToken,
+}
+
+impl Engine {
+    /// Start a flow. An identical repeat of an earlier start is accepted; a
+    /// different request under the same id is `FlowExists`.
+    pub async fn start_flow(&self, request: StartFlow) -> Result<StartOutcome, EngineError> {
+        if self.inner.stopping.is_cancelled() {
+            return Err(EngineError::ShuttingDown);
+        }
+        let request = request.normalize()?;
+        let text = serde_json::to_string(&request).map_err(|e| EngineError::Internal(e.to_string()))?;
+        if let Some(existing) = self.inner.store.flow_request(&request.id).await? {
+            return same_request(&request.id, &existing, &text);
+        }
+        let mut view = self.catalog().await;
+        let plan = match start_plan(&view.catalog, &request.goals, &request.init) {
+            Err(PlanError::UnknownGoals(_)) => {
+                // Another process may have registered the step just now.
+                view = self.refresh_catalog().await?;
+                start_plan(&view.catalog, &request.goals, &request.init)?
+            }
+            other => other?,
+        };
+        let slot = self.inner.flows.slot(&request.id);
+        let mut guard = slot.lock().await;
+        let webhook_base = self.inner.config.webhook_base_url.clone();
+        let mut token = new_token;
+        let mut ctx = Context {
+            now: now(),
+            webhook_base: &webhook_base,
+            new_token: &mut token,
+        };
+        let tx = machine::start_flow(
+            &request.id,
+            plan,
+            request.init.clone(),
+            request.labels.clone(),
+            &mut ctx,
+        )?;
+        let commit = self.commit_for(&tx, 0, Some(text.clone()));
+        match self.inner.writer.commit(commit).await {
+            Ok(()) => {}
+            Err(StoreError::FlowExists(_)) => {
+                drop(guard);
+                let existing = self
+                    .inner
+                    .store
+                    .flow_request(&request.id)
+                    .await?
+                    .unwrap_or_default();
+                return same_request(&request.id, &existing, &text);
+            }
+            Err(e) => return Err(e.into()),
+        }
+        let sequence = tx.events.len() as i64;
+        let done = tx.state.deactivated_at.is_some();
+        *guard = Some(Cached {
+            state: tx.state.clone(),
+            sequence,
+        });
+        drop(guard);
+        if done {
+            self.inner.flows.forget(&request.id);
+        }
+        self.dispatch(&tx);
+        Ok(StartOutcome::Started)
+    }
+
+    /// The flow's projection, as stored.
+    pub async fn flow(&self, flow_id: &str) -> Result<FlowState, EngineError> {
+        match self.inner.store.load_flow(flow_id).await? {
+            Some(f) => Ok(f.state),
+            None => Err(EngineError::FlowNotFound(flow_id.to_string())),
+        }
+    }
+
+    /// Deliver an async step's result.
+    pub async fn deliver_webhook(
+        &self,
+        flow_id: &str,
+        step_id: &str,
+        token: &str,
+        result: WebhookResult,
+    ) -> Result<Result<(), WebhookRefusal>, EngineError> {
+        let Some(loaded) = self.inner.store.load_flow(flow_id).await? else {
+            return Ok(Err(WebhookRefusal::UnknownFlow));
+        };
+        let Some(exec) = loaded.state.executions.get(step_id) else {
+            return Ok(Err(WebhookRefusal::UnknownStep));
+        };
+        let Some(work) = exec.work_items.get(token) else {
+            return Ok(Err(WebhookRefusal::UnknownToken));
+        };
+        let attempt = work.attempts.last().map(|a| a.number).unwrap_or(0);
+        let result = match result {
+            WebhookResult::Outputs(outputs) => AttemptResult::Success {
+                outputs,
+                http_status: None,
+            },
+            WebhookResult::Problem { status, error } => AttemptResult::Failure {
+                class: if status.is_some_and(default_retryable) {
+                    RETRYABLE.into()
+                } else {
+                    PERMANENT.into()
+                },
+                error,
+                http_status: status,
+            },
+        };
+        self.decide(flow_id, |state, ctx| {
+            machine::record_result(state, step_id, token, attempt, result.clone(), ctx)
+        })
+        .await?;
+        Ok(Ok(()))
+    }
+
+    /// Record the outcome of a call made by this process.
+    pub(crate) async fn record(&self, call: &Call, result: AttemptResult) {
+        let outcome = self
+            .decide(&call.flow_id, |state, ctx| {
+                machine::record_result(
+                    state,
+                    &call.step.id,
+                    &call.token,
+                    call.attempt,
+                    result.clone(),
+                    ctx,
+                )
+            })
+            .await;
+        if let Err(e) = outcome {
+            // The item stays active under this node's lease and is taken up
+            // again by recovery; nothing is lost.
+            tracing::error!(flow_id = %call.flow_id, step_id = %call.step.id, token = %call.token, "recording result failed: {e}");
+        }
+    }
+
+    /// Take the flow's lock, decide, commit, dispatch what started.
+    pub(crate) async fn decide<F>(&self, flow_id: &str, mut decide: F) -> Result<(), EngineError>
+    where
+        F: FnMut(FlowState, &mut Context<'_>) -> Result<Transition, ApplyError>,
+    {
+        let webhook_base = self.inner.config.webhook_base_url.clone();
+        for _ in 0..5 {
+            let slot = self.inner.flows.slot(flow_id);
+            let mut guard = slot.lock().await;
+            if guard.is_none() {
+                match self.inner.store.load_flow(flow_id).await? {
+                    Some(f) => {
+                        *guard = Some(Cached {
+                            state: f.state,
+                            sequence: f.sequence,
+                        })
+                    }
+                    None => return Err(EngineError::FlowNotFound(flow_id.to_string())),
+                }
+            }
+            let Some(cached) = guard.as_ref() else {
+                continue;
+            };
+            let base = cached.sequence;
+            let mut token = new_token;
+            let mut ctx = Context {
+                now: now(),
+                webhook_base: &webhook_base,
+                new_token: &mut token,
+            };
+            let tx = decide(cached.state.clone(), &mut ctx)?;
+            if tx.events.is_empty() {
+                return Ok(());
+            }
+            match self.inner.writer.commit(self.commit_for(&tx, base, None)).await {
+                Ok(()) => {
+                    let done = tx.state.deactivated_at.is_some() && !tx.state.has_active_work();
+                    *guard = Some(Cached {
+                        sequence: base + tx.events.len() as i64,
+                        state: tx.state.clone(),
+                    });
+                    drop(guard);
+                    if done {
+                        self.inner.flows.forget(flow_id);
+                    }
+                    self.dispatch(&tx);
+                    return Ok(());
+                }
+                Err(StoreError::Conflict(_)) => {
+                    // Another process moved the flow on: reload and decide again.
+                    *guard = None;
+                }
+                Err(e) => {
+                    *guard = None;
+                    return Err(e.into());
+                }
+            }
+        }
+        Err(EngineError::Internal(format!(
+            "flow {flow_id} kept changing under this decision"
+        )))
+    }
+
+    /// The rows and events one transition writes.
+    fn commit_for(&self, tx: &Transition, base_sequence: i64, request: Option<String>) -> FlowCommit {
+        let touched: BTreeSet<(String, String)> = tx
+            .events
+            .iter()
+            .filter_map(|e| match e {
+                FlowEvent::WorkStarted { step_id, token, .. }
+                | FlowEvent::WorkSucceeded { step_id, token, .. }
+                | FlowEvent::WorkFailed { step_id, token, .. } => Some((step_id.clone(), token.clone())),
+                _ => None,
+            })
+            .collect();
+        let lease_len = chrono::Duration::from_std(self.inner.config.step_timeout + self.inner.config.lease)
+            .unwrap_or(chrono::Duration::MAX);
+        let work = touched
+            .into_iter()
+            .filter_map(|(step_id, token)| {
+                let w = tx.state.find_work(&step_id, &token)?;
+                let active = w.status == WorkStatus::Active;
+                Some(WorkRow {
+                    flow_id: tx.state.id.clone(),
+                    step_id,
+                    token,
+                    status: w.status,
+                    attempt: w.attempts.last().map(|a| a.number).unwrap_or(0),
+                    retry_count: w.retry_count,
+                    due_at: w.next_retry_at,
+                    lease_owner: active.then(|| self.inner.config.node_id.clone()),
+                    lease_expires_at: active.then(|| tx.now + lease_len),
+                    created_at: tx.now,
+                    detail: w.clone(),
+                })
+            })
+            .collect();
+        FlowCommit {
+            flow_id: tx.state.id.clone(),
+            base_sequence,
+            at: tx.now,
+            events: tx.events.clone(),
+            state: tx.state.clone(),
+            request,
+            work,
+        }
+    }
+
+    /// Start the calls a committed transition made active.
+    fn dispatch(&self, tx: &Transition) {
+        for d in tx.dispatches() {
+            let Some(step) = tx.state.plan.steps.get(&d.step_id) else {
+                continue;
+            };
+            let Some(work) = tx.state.find_work(&d.step_id, &d.token) else {
+                continue;
+            };
+            let timeout = match step.http.as_ref().map(|h| h.timeout) {
+                Some(ms) if ms > 0 => std::time::Duration::from_millis(ms),
+                _ => self.inner.config.step_timeout,
+            };
+            let webhook_url = step.is_async().then(|| {
+                machine::webhook_url(
+                    &self.inner.config.webhook_base_url,
+                    &tx.state.id,
+                    &step.id,
+                    &d.token,
+                )
+            });
+            self.spawn_call(Call {
+                flow_id: tx.state.id.clone(),
+                step: step.clone(),
+                token: d.token,
+                attempt: d.attempt,
+                inputs: work.inputs.clone(),
+                webhook_url,
+                timeout,
+            });
+        }
+    }
+
+    fn spawn_call(&self, call: Call) {
+        if self.inner.stopping.is_cancelled() {
+            // Left active under this node's lease; the next start resumes it.
+            return;
+        }
+        let engine = self.clone();
+        self.inner.tasks.spawn(async move {
+            let Ok(_permit) = engine.inner.calls.clone().acquire_owned().await else {
+                return;
+            };
+            let result = dispatch::perform(&engine.inner.http, &call).await;
+            // An async step's 2xx only means "accepted": its webhook decides.
+            if call.step.is_async() && matches!(result, AttemptResult::Success { .. }) {
+                return;
+            }
+            engine.record(&call, result).await;
+        });
+    }
+}
+
+fn same_request(flow_id: &str, existing: &str, new: &str) -> Result<StartOutcome, EngineError> {
+    if existing == new {
+        Ok(StartOutcome::AlreadyStarted)
+    } else {
+        Err(EngineError::FlowExists(flow_id.to_string()))
+    }
+}

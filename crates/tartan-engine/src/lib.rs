@@ -1,0 +1,106 @@
+#![forbid(unsafe_code)]
+//! # Tartan engine
+//!
+//! The runtime around the pure state machine of `tartan-core`.
+//!
+//! # Layout
+//! - `config`: what the engine is told at start-up.
+//! - `catalog`: registering, updating and removing steps.
+//! - `flows`: starting flows and moving them on; one lock per flow, so each
+//!   decision sees the state the last one left.
+//! - `writer`: the group-commit writer: every decision's events and
+//!   projections go through it, batched into one transaction.
+//! - `dispatch`: the HTTP calls of work items.
+//! - `recovery`: after a restart, calls that were in flight start again with
+//!   the same receipt token.
+//!
+//! The hot path: a decision commits through the writer; the work it made
+//! active is leased to this process in that same commit and dispatched from
+//! memory right after it; the call's result is the next decision.
+
+mod catalog;
+mod config;
+mod dispatch;
+mod error;
+mod flows;
+mod recovery;
+mod writer;
+
+use std::sync::Arc;
+
+use tartan_store::Store;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+pub use catalog::CatalogView;
+pub use config::EngineConfig;
+pub use error::EngineError;
+pub use flows::{StartOutcome, WebhookRefusal, WebhookResult};
+
+/// The engine: cheap to clone, shared by the API and the dispatcher.
+#[derive(Clone)]
+pub struct Engine {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    config: EngineConfig,
+    store: Arc<dyn Store>,
+    catalog: catalog::CatalogCache,
+    flows: flows::FlowLocks,
+    writer: writer::Writer,
+    http: reqwest::Client,
+    /// Bounds the calls in flight in this process.
+    calls: Arc<tokio::sync::Semaphore>,
+    /// Fires when the engine stops taking new work.
+    stopping: CancellationToken,
+    /// Calls in flight, awaited on shutdown.
+    tasks: TaskTracker,
+}
+
+impl Engine {
+    /// Build the engine on a store, load the catalog and resume the work that
+    /// was in flight when this node last stopped.
+    pub async fn start(config: EngineConfig, store: Arc<dyn Store>) -> Result<Engine, EngineError> {
+        let http = reqwest::Client::builder()
+            .pool_max_idle_per_host(64)
+            .build()
+            .map_err(|e| EngineError::Internal(format!("HTTP client: {e}")))?;
+        let catalog = catalog::CatalogCache::load(store.as_ref()).await?;
+        let engine = Engine {
+            inner: Arc::new(Inner {
+                calls: Arc::new(tokio::sync::Semaphore::new(config.max_in_flight)),
+                writer: writer::Writer::spawn(store.clone()),
+                config,
+                store,
+                catalog,
+                flows: flows::FlowLocks::default(),
+                http,
+                stopping: CancellationToken::new(),
+                tasks: TaskTracker::new(),
+            }),
+        };
+        engine.recover().await?;
+        Ok(engine)
+    }
+
+    pub fn store(&self) -> &Arc<dyn Store> {
+        &self.inner.store
+    }
+
+    pub fn config(&self) -> &EngineConfig {
+        &self.inner.config
+    }
+
+    /// Stop taking new work and wait (bounded) for the calls in flight.
+    pub async fn shutdown(&self, grace: std::time::Duration) {
+        self.inner.stopping.cancel();
+        self.inner.tasks.close();
+        if tokio::time::timeout(grace, self.inner.tasks.wait())
+            .await
+            .is_err()
+        {
+            tracing::warn!("calls still in flight after {grace:?}; they resume on the next start");
+        }
+    }
+}

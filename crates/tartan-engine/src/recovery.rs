@@ -1,0 +1,45 @@
+//! After a restart: work that was in flight under this node's lease (or under
+//! a lease that has expired) is started again, with the same receipt token,
+//! as a new attempt. Nothing else needs recovering: every other state change
+//! was committed together with the work it made due.
+
+use chrono::Utc;
+use tartan_core::machine;
+use tartan_store::Claim;
+
+use crate::{Engine, EngineError};
+
+/// Items taken over per claim.
+const CLAIM_BATCH: usize = 10_000;
+
+impl Engine {
+    pub(crate) async fn recover(&self) -> Result<(), EngineError> {
+        let now = Utc::now();
+        let lease = chrono::Duration::from_std(self.inner.config.step_timeout + self.inner.config.lease)
+            .unwrap_or(chrono::Duration::MAX);
+        let claimed = self
+            .inner
+            .store
+            .claim_orphaned_work(&Claim {
+                node: self.inner.config.node_id.clone(),
+                now,
+                lease_until: now + lease,
+                limit: CLAIM_BATCH,
+            })
+            .await?;
+        if !claimed.is_empty() {
+            tracing::info!(count = claimed.len(), "resuming work that was in flight");
+        }
+        for key in claimed {
+            let outcome = self
+                .decide(&key.flow_id, |state, ctx| {
+                    machine::redispatch(state, &key.step_id, &key.token, ctx.now)
+                })
+                .await;
+            if let Err(e) = outcome {
+                tracing::error!(flow_id = %key.flow_id, token = %key.token, "resuming work failed: {e}");
+            }
+        }
+        Ok(())
+    }
+}

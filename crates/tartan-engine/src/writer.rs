@@ -1,0 +1,61 @@
+//! Group commit. Every decision about a flow goes through one writer task,
+//! which commits whatever accumulated while its previous commit was in
+//! flight as one transaction: a commit costs about the same whatever it
+//! holds, so under load many decisions share one.
+
+use std::sync::Arc;
+
+use tartan_store::{FlowCommit, Store, StoreError};
+use tokio::sync::{mpsc, oneshot};
+
+/// Commits at most this many decisions per transaction.
+const MAX_BATCH: usize = 512;
+
+struct Request {
+    commit: FlowCommit,
+    reply: oneshot::Sender<Result<(), StoreError>>,
+}
+
+#[derive(Clone)]
+pub(crate) struct Writer {
+    queue: mpsc::Sender<Request>,
+}
+
+impl Writer {
+    pub(crate) fn spawn(store: Arc<dyn Store>) -> Self {
+        let (queue, rx) = mpsc::channel(MAX_BATCH * 8);
+        tokio::spawn(run(store, rx));
+        Self { queue }
+    }
+
+    /// Commit one decision; returns once it is durable.
+    pub(crate) async fn commit(&self, commit: FlowCommit) -> Result<(), StoreError> {
+        let (reply, answer) = oneshot::channel();
+        self.queue
+            .send(Request { commit, reply })
+            .await
+            .map_err(|_| StoreError::Database("commit writer stopped".into()))?;
+        answer
+            .await
+            .map_err(|_| StoreError::Database("commit writer stopped".into()))?
+    }
+}
+
+async fn run(store: Arc<dyn Store>, mut rx: mpsc::Receiver<Request>) {
+    let mut batch = Vec::with_capacity(MAX_BATCH);
+    while let Some(first) = rx.recv().await {
+        batch.push(first);
+        while batch.len() < MAX_BATCH {
+            match rx.try_recv() {
+                Ok(r) => batch.push(r),
+                Err(_) => break,
+            }
+        }
+        let (commits, replies): (Vec<_>, Vec<_>) = batch.drain(..).map(|r| (r.commit, r.reply)).unzip();
+        let results = store.commit_flows(commits).await;
+        for (reply, result) in replies.into_iter().zip(results) {
+            // The asker may have gone away (request cancelled); the commit stands.
+            let _ = reply.send(result);
+        }
+    }
+}

@@ -1,0 +1,111 @@
+//! The one error type of the API, mapped once to RFC 9457 problem+json with
+//! Argyll's `error` member. A 5xx logs its cause and shows the client only
+//! that something failed on our side.
+
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde_json::json;
+use tartan_core::error::PlanError;
+use tartan_engine::EngineError;
+use tartan_store::StoreError;
+
+/// Problem `type` URIs, one per kind of error (docs/errors.md).
+pub mod kind {
+    pub const INVALID_JSON: &str = "urn:tartan:problem:invalid-json";
+    pub const VALIDATION: &str = "urn:tartan:problem:validation";
+    pub const MISSING_INPUTS: &str = "urn:tartan:problem:missing-inputs";
+    pub const NOT_FOUND: &str = "urn:tartan:problem:not-found";
+    pub const CONFLICT: &str = "urn:tartan:problem:conflict";
+    pub const TOO_LARGE: &str = "urn:tartan:problem:payload-too-large";
+    pub const METHOD: &str = "urn:tartan:problem:method-not-allowed";
+    pub const UNAVAILABLE: &str = "urn:tartan:problem:unavailable";
+    pub const INTERNAL: &str = "urn:tartan:problem:internal";
+}
+
+#[derive(Debug)]
+pub struct ApiError {
+    pub status: StatusCode,
+    pub kind: &'static str,
+    pub detail: String,
+}
+
+impl ApiError {
+    pub fn new(status: StatusCode, kind: &'static str, detail: impl Into<String>) -> Self {
+        Self {
+            status,
+            kind,
+            detail: detail.into(),
+        }
+    }
+    pub fn bad_request(detail: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, kind::VALIDATION, detail)
+    }
+    pub fn not_found(detail: impl Into<String>) -> Self {
+        Self::new(StatusCode::NOT_FOUND, kind::NOT_FOUND, detail)
+    }
+    pub fn conflict(detail: impl Into<String>) -> Self {
+        Self::new(StatusCode::CONFLICT, kind::CONFLICT, detail)
+    }
+    fn internal(cause: impl std::fmt::Display) -> Self {
+        tracing::error!("internal error: {cause}");
+        Self::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            kind::INTERNAL,
+            "internal error; the server log has the cause",
+        )
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let title = self.status.canonical_reason().unwrap_or("Error");
+        let body = json!({
+            "type": self.kind,
+            "title": title,
+            "status": self.status.as_u16(),
+            "detail": self.detail,
+            "error": self.detail,
+        });
+        (
+            self.status,
+            [(header::CONTENT_TYPE, "application/problem+json")],
+            body.to_string(),
+        )
+            .into_response()
+    }
+}
+
+impl From<EngineError> for ApiError {
+    fn from(e: EngineError) -> Self {
+        match e {
+            EngineError::Invalid(v) => ApiError::bad_request(v.to_string()),
+            EngineError::Plan(p) => match p {
+                PlanError::UnknownGoals(_) => ApiError::not_found(p.to_string()),
+                PlanError::MissingInputs(_) => {
+                    ApiError::new(StatusCode::BAD_REQUEST, kind::MISSING_INPUTS, p.to_string())
+                }
+                PlanError::NoGoals | PlanError::Cycle(_) => ApiError::bad_request(p.to_string()),
+            },
+            EngineError::StepExists(_) | EngineError::FlowExists(_) => ApiError::conflict(e.to_string()),
+            EngineError::StepNotFound(_) | EngineError::FlowNotFound(_) => ApiError::not_found(e.to_string()),
+            EngineError::ShuttingDown => {
+                ApiError::new(StatusCode::SERVICE_UNAVAILABLE, kind::UNAVAILABLE, e.to_string())
+            }
+            EngineError::Store(StoreError::Database(cause)) => {
+                tracing::error!("database error: {cause}");
+                ApiError::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    kind::UNAVAILABLE,
+                    "the database is unavailable; retry later",
+                )
+            }
+            other => ApiError::internal(other),
+        }
+    }
+}
+
+impl From<StoreError> for ApiError {
+    fn from(e: StoreError) -> Self {
+        ApiError::from(EngineError::Store(e))
+    }
+}

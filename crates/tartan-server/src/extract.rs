@@ -1,0 +1,101 @@
+//! Extractors that answer bad requests with problem+json instead of axum's
+//! plain-text rejections: JSON bodies (size-limited, errors naming the field
+//! by its path), path and query parameters.
+
+use axum::body::Bytes;
+use axum::extract::{FromRequest, FromRequestParts, Request};
+use axum::http::request::Parts;
+use axum::http::StatusCode;
+use serde::de::DeserializeOwned;
+
+use crate::error::{kind, ApiError};
+
+/// Body size limits in bytes (CONTRACT.md §1).
+pub const STEP_BODY_LIMIT: usize = 512 * 1024;
+pub const FLOW_BODY_LIMIT: usize = 1024 * 1024;
+
+/// Read a body of at most `limit` bytes; over it is 413.
+pub async fn read_body(req: Request, limit: usize) -> Result<Bytes, ApiError> {
+    axum::body::to_bytes(req.into_body(), limit).await.map_err(|_| {
+        ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            kind::TOO_LARGE,
+            format!("request body exceeds the limit of {limit} bytes"),
+        )
+    })
+}
+
+/// Parse JSON, naming the field at fault: `work_config.max_retries: invalid type...`.
+pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            kind::INVALID_JSON,
+            "request body required",
+        ));
+    }
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    let value = serde_path_to_error::deserialize(&mut de).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        if inner.is_syntax() || inner.is_eof() {
+            ApiError::new(
+                StatusCode::BAD_REQUEST,
+                kind::INVALID_JSON,
+                format!("invalid JSON request: {inner}"),
+            )
+        } else if path == "." {
+            ApiError::bad_request(format!("invalid request: {inner}"))
+        } else {
+            ApiError::bad_request(format!("{path}: {inner}"))
+        }
+    })?;
+    de.end().map_err(|e| {
+        ApiError::new(
+            StatusCode::BAD_REQUEST,
+            kind::INVALID_JSON,
+            format!("invalid JSON request: {e}"),
+        )
+    })?;
+    Ok(value)
+}
+
+/// A JSON body of at most `LIMIT` bytes.
+pub struct Json<T, const LIMIT: usize = FLOW_BODY_LIMIT>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned, const LIMIT: usize> FromRequest<S> for Json<T, LIMIT> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, _state: &S) -> Result<Self, Self::Rejection> {
+        let bytes = read_body(req, LIMIT).await?;
+        parse_json(&bytes).map(Json)
+    }
+}
+
+/// Path parameters.
+pub struct Path<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned + Send> FromRequestParts<S> for Path<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        axum::extract::Path::<T>::from_request_parts(parts, state)
+            .await
+            .map(|p| Path(p.0))
+            .map_err(|e| ApiError::bad_request(format!("invalid path: {}", e.body_text())))
+    }
+}
+
+/// Query parameters.
+pub struct Query<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for Query<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        axum::extract::Query::<T>::from_request_parts(parts, state)
+            .await
+            .map(|q| Query(q.0))
+            .map_err(|e| ApiError::bad_request(format!("invalid query: {}", e.body_text())))
+    }
+}

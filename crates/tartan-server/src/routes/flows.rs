@@ -1,0 +1,191 @@
+//! `/engine/flow` and `/engine/plan`: start, preview, read and query flows.
+
+use std::collections::BTreeMap;
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::Json;
+use serde::Deserialize;
+use serde_json::{json, Value};
+use tartan_core::flow::FlowStatus;
+use tartan_core::ids::{is_valid_id_prefix, sanitize_id};
+use tartan_core::plan::{build_plan, PlanMode};
+use tartan_core::request::{PlanRequest, StartFlow};
+use tartan_engine::{Engine, EngineError};
+use tartan_store::{FlowQuery, FlowSummary, SortOrder};
+
+use super::event_json;
+use crate::error::ApiError;
+use crate::extract::{self, Path};
+
+/// Most flows one query returns.
+const MAX_QUERY_LIMIT: usize = 1000;
+const DEFAULT_QUERY_LIMIT: usize = 100;
+
+pub(crate) async fn start(
+    State(engine): State<Engine>,
+    extract::Json(request): extract::Json<StartFlow>,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
+    let id = sanitize_id(&request.id);
+    engine.start_flow(request).await?;
+    Ok((StatusCode::CREATED, Json(json!({ "message": "", "flow_id": id }))))
+}
+
+pub(crate) async fn plan(
+    State(engine): State<Engine>,
+    extract::Json(request): extract::Json<PlanRequest>,
+) -> Result<Json<Value>, ApiError> {
+    let goals: Vec<String> = request.goals.iter().map(|g| sanitize_id(g)).collect();
+    if goals.is_empty() {
+        return Err(ApiError::bad_request("goals: at least one goal step is required"));
+    }
+    let mut view = engine.catalog().await;
+    if goals.iter().any(|g| !view.catalog.steps.contains_key(g)) {
+        view = engine.refresh_catalog().await?;
+    }
+    let plan =
+        build_plan(&view.catalog, &goals, &request.init, PlanMode::Preview).map_err(EngineError::from)?;
+    Ok(Json(json!(plan)))
+}
+
+pub(crate) async fn get_one(
+    State(engine): State<Engine>,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let state = engine.flow(&id).await?;
+    Ok(Json(json!(state)))
+}
+
+pub(crate) async fn status(
+    State(engine): State<Engine>,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let state = engine.flow(&id).await?;
+    Ok(Json(json!({ "id": state.id, "status": state.status })))
+}
+
+pub(crate) async fn events(
+    State(engine): State<Engine>,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let events = engine.store().flow_events(&id).await?;
+    if events.is_empty() {
+        return Err(ApiError::not_found(format!("flow not found: {id}")));
+    }
+    let list: Vec<Value> = events.iter().map(event_json).collect();
+    Ok(Json(json!({ "count": list.len(), "events": list })))
+}
+
+/// `GET /engine/flow`: the most recent flows, as a bare array (Argyll).
+pub(crate) async fn list(State(engine): State<Engine>) -> Result<Json<Value>, ApiError> {
+    let page = engine
+        .store()
+        .query_flows(&FlowQuery {
+            id_prefix: None,
+            labels: Vec::new(),
+            statuses: Vec::new(),
+            limit: MAX_QUERY_LIMIT,
+            cursor: None,
+            sort: SortOrder::RecentFirst,
+        })
+        .await?;
+    let list: Vec<Value> = page
+        .flows
+        .iter()
+        .map(|f| json!({ "id": f.id, "status": f.status, "timestamp": f.created_at }))
+        .collect();
+    Ok(Json(Value::Array(list)))
+}
+
+#[derive(Deserialize)]
+pub(crate) struct QueryRequest {
+    #[serde(default)]
+    id_prefix: String,
+    #[serde(default)]
+    labels: BTreeMap<String, String>,
+    #[serde(default)]
+    statuses: Vec<String>,
+    #[serde(default)]
+    limit: i64,
+    #[serde(default)]
+    cursor: String,
+    #[serde(default)]
+    sort: String,
+}
+
+fn summary_json(f: &FlowSummary) -> Value {
+    let mut v = json!({ "id": f.id, "status": f.status, "timestamp": f.created_at });
+    if !f.labels.is_empty() {
+        v["labels"] = json!(f.labels);
+    }
+    if let Some(e) = &f.error {
+        v["error"] = json!(e);
+    }
+    v
+}
+
+pub(crate) async fn query(
+    State(engine): State<Engine>,
+    extract::Json(q): extract::Json<QueryRequest>,
+) -> Result<Json<Value>, ApiError> {
+    if !is_valid_id_prefix(&q.id_prefix) {
+        return Err(ApiError::bad_request("id_prefix: invalid ID prefix"));
+    }
+    if q.limit < 0 || q.limit > MAX_QUERY_LIMIT as i64 {
+        return Err(ApiError::bad_request(format!(
+            "limit: must be between 0 and {MAX_QUERY_LIMIT}"
+        )));
+    }
+    let sort = match q.sort.as_str() {
+        "" | "recent_desc" => SortOrder::RecentFirst,
+        "recent_asc" => SortOrder::OldestFirst,
+        other => {
+            return Err(ApiError::bad_request(format!(
+                "sort: must be recent_desc or recent_asc, got {other:?}"
+            )))
+        }
+    };
+    if q.labels.iter().any(|(k, v)| k.is_empty() || v.is_empty()) {
+        return Err(ApiError::bad_request("labels: keys and values must not be empty"));
+    }
+    let mut statuses = Vec::new();
+    for s in &q.statuses {
+        match FlowStatus::parse(s) {
+            Some(st) => statuses.push(st),
+            None => {
+                return Err(ApiError::bad_request(format!(
+                    "statuses: unknown status {s:?} (active, completed, failed or cancelled)"
+                )))
+            }
+        }
+    }
+    let cursor = (!q.cursor.is_empty()).then(|| q.cursor.clone());
+    if let Some(c) = &cursor {
+        if tartan_store::decode_cursor(c).is_none() {
+            return Err(ApiError::bad_request("cursor: invalid cursor"));
+        }
+    }
+    let limit = if q.limit == 0 {
+        DEFAULT_QUERY_LIMIT
+    } else {
+        q.limit as usize
+    };
+    let page = engine
+        .store()
+        .query_flows(&FlowQuery {
+            id_prefix: (!q.id_prefix.is_empty()).then(|| q.id_prefix.to_lowercase()),
+            labels: q.labels.into_iter().collect(),
+            statuses,
+            limit,
+            cursor,
+            sort,
+        })
+        .await?;
+    let flows: Vec<Value> = page.flows.iter().map(summary_json).collect();
+    let mut body = json!({ "flows": flows, "count": flows.len() });
+    if let Some(next) = page.next_cursor {
+        body["has_more"] = json!(true);
+        body["next_cursor"] = json!(next);
+    }
+    Ok(Json(body))
+}

@@ -1,0 +1,34 @@
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::Json;
+use serde_json::{json, Value};
+use tartan_engine::Engine;
+
+use crate::error::{kind, ApiError};
+
+pub(crate) async fn health(State(engine): State<Engine>) -> Json<Value> {
+    Json(json!({
+        "status": "healthy",
+        "service": "tartan",
+        "details": {
+            "version": env!("CARGO_PKG_VERSION"),
+            "store": engine.store().backend(),
+            "node_id": engine.config().node_id,
+        }
+    }))
+}
+
+/// Ready when the database answers and the migrations are applied.
+pub(crate) async fn ready(State(engine): State<Engine>) -> Result<Json<Value>, ApiError> {
+    match engine.store().ready().await {
+        Ok(()) => Ok(Json(json!({ "status": "ready" }))),
+        Err(e) => {
+            tracing::warn!("not ready: {e}");
+            Err(ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                kind::UNAVAILABLE,
+                "the database is not reachable",
+            ))
+        }
+    }
+}

@@ -1,0 +1,48 @@
+//! `POST /webhook/{flow}/{step}/{token}`: an async step's result. 200 with an
+//! empty body, also for duplicates and late deliveries (recorded, no state
+//! change); 400 for an unknown flow, step or token or a non-object body.
+
+use axum::extract::{Request, State};
+use axum::http::{header, StatusCode};
+use serde_json::Value;
+use tartan_engine::{Engine, WebhookRefusal, WebhookResult};
+
+use crate::error::ApiError;
+use crate::extract::{parse_json, read_body, Path, FLOW_BODY_LIMIT};
+
+pub(crate) async fn deliver(
+    State(engine): State<Engine>,
+    Path((flow, step, token)): Path<(String, String, String)>,
+    req: Request,
+) -> Result<StatusCode, ApiError> {
+    let is_problem = req
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|ct| ct.starts_with("application/problem+json"));
+    let bytes = read_body(req, FLOW_BODY_LIMIT).await?;
+    let body: Value = parse_json(&bytes)?;
+    let Value::Object(obj) = body else {
+        return Err(ApiError::bad_request("body: must be a JSON object"));
+    };
+    let result = if is_problem {
+        let status = obj
+            .get("status")
+            .and_then(Value::as_u64)
+            .and_then(|s| u16::try_from(s).ok());
+        let error = ["detail", "title"]
+            .iter()
+            .find_map(|k| obj.get(*k).and_then(Value::as_str).filter(|s| !s.is_empty()))
+            .map(str::to_string)
+            .unwrap_or_else(|| "step reported a problem".into());
+        WebhookResult::Problem { status, error }
+    } else {
+        WebhookResult::Outputs(obj)
+    };
+    match engine.deliver_webhook(&flow, &step, &token, result).await? {
+        Ok(()) => Ok(StatusCode::OK),
+        Err(WebhookRefusal::UnknownFlow) => Err(ApiError::bad_request(format!("unknown flow: {flow}"))),
+        Err(WebhookRefusal::UnknownStep) => Err(ApiError::bad_request(format!("unknown step: {step}"))),
+        Err(WebhookRefusal::UnknownToken) => Err(ApiError::bad_request(format!("unknown token: {token}"))),
+    }
+}

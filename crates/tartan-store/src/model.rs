@@ -1,0 +1,174 @@
+//! The data the store trait speaks in.
+
+use chrono::{DateTime, TimeZone, Utc};
+use serde_json::Value;
+use tartan_core::flow::{FlowEvent, FlowState, FlowStatus, Time, WorkState, WorkStatus};
+use tartan_core::step::Step;
+
+/// An event as stored, ready to be shown.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredEvent {
+    pub aggregate_type: String,
+    pub aggregate_id: String,
+    pub sequence: i64,
+    pub event_type: String,
+    pub timestamp: Time,
+    pub data: Value,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct CatalogSnapshot {
+    pub steps: Vec<Step>,
+    pub sequence: i64,
+    pub last_updated: Option<Time>,
+}
+
+/// One change of the catalog.
+#[derive(Debug, Clone)]
+pub enum CatalogChange {
+    Registered(Step, Time),
+    Updated(Step, Time),
+    Unregistered(String, Time),
+}
+
+/// Everything one decision about one flow changes.
+#[derive(Debug, Clone)]
+pub struct FlowCommit {
+    pub flow_id: String,
+    /// Sequence of the last event the decision was based on; 0 creates the flow.
+    pub base_sequence: i64,
+    pub at: Time,
+    pub events: Vec<FlowEvent>,
+    pub state: FlowState,
+    /// The start request, stored when the flow is created.
+    pub request: Option<String>,
+    /// Work items whose rows change.
+    pub work: Vec<WorkRow>,
+}
+
+/// The row of one work item.
+#[derive(Debug, Clone)]
+pub struct WorkRow {
+    pub token: String,
+    pub flow_id: String,
+    pub step_id: String,
+    pub status: WorkStatus,
+    pub attempt: u32,
+    pub retry_count: u32,
+    pub due_at: Option<Time>,
+    pub lease_owner: Option<String>,
+    pub lease_expires_at: Option<Time>,
+    pub created_at: Time,
+    pub detail: WorkState,
+}
+
+/// A flow's projection as loaded.
+#[derive(Debug, Clone)]
+pub struct LoadedFlow {
+    pub state: FlowState,
+    pub sequence: i64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SortOrder {
+    RecentFirst,
+    OldestFirst,
+}
+
+#[derive(Debug, Clone)]
+pub struct FlowQuery {
+    pub id_prefix: Option<String>,
+    pub labels: Vec<(String, String)>,
+    pub statuses: Vec<FlowStatus>,
+    pub limit: usize,
+    /// Opaque position from a previous page.
+    pub cursor: Option<String>,
+    pub sort: SortOrder,
+}
+
+#[derive(Debug, Clone)]
+pub struct FlowSummary {
+    pub id: String,
+    pub status: FlowStatus,
+    pub created_at: Time,
+    pub updated_at: Time,
+    pub labels: std::collections::BTreeMap<String, String>,
+    pub error: Option<String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct FlowPage {
+    pub flows: Vec<FlowSummary>,
+    pub next_cursor: Option<String>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct WorkQuery {
+    pub flow_id: Option<String>,
+    pub step_id: Option<String>,
+    pub status: Option<WorkStatus>,
+    pub limit: usize,
+    pub cursor: Option<String>,
+}
+
+/// A work item with its place in the flow, as queries show it.
+#[derive(Debug, Clone)]
+pub struct WorkView {
+    pub flow_id: String,
+    pub step_id: String,
+    pub token: String,
+    pub attempt: u32,
+    pub lease_owner: Option<String>,
+    pub lease_expires_at: Option<Time>,
+    pub detail: WorkState,
+}
+
+#[derive(Debug, Clone)]
+pub struct WorkPage {
+    pub items: Vec<WorkView>,
+    pub next_cursor: Option<String>,
+}
+
+/// Who claims and until when.
+#[derive(Debug, Clone)]
+pub struct Claim {
+    pub node: String,
+    pub now: Time,
+    pub lease_until: Time,
+    pub limit: usize,
+}
+
+/// Which work item.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct WorkKey {
+    pub flow_id: String,
+    pub step_id: String,
+    pub token: String,
+}
+
+/// Microseconds since the epoch, as times are stored.
+pub fn to_us(t: Time) -> i64 {
+    t.timestamp_micros()
+}
+
+pub fn from_us(us: i64) -> Time {
+    Utc.timestamp_micros(us)
+        .single()
+        .unwrap_or(DateTime::<Utc>::MIN_UTC)
+}
+
+/// A cursor is the sort key of the last row of a page: `<micros>.<id>`.
+pub fn encode_cursor(us: i64, id: &str) -> String {
+    format!("{us}.{id}")
+}
+
+pub fn decode_cursor(cursor: &str) -> Option<(i64, String)> {
+    let (us, id) = cursor.split_once('.')?;
+    Some((us.parse().ok()?, id.to_string()))
+}
+
+/// The event, re-read from its stored form (used by replay).
+pub fn event_of(stored: &StoredEvent) -> Result<FlowEvent, crate::StoreError> {
+    FlowEvent::from_parts(&stored.event_type, stored.data.clone())
+        .map_err(|e| crate::StoreError::Corrupt(e.to_string()))
+}

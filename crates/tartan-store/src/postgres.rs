@@ -1,0 +1,23 @@
+//! Postgres: for production and for several engine processes on one
+//! database. Claims use `FOR UPDATE SKIP LOCKED` (see `sql::claim_sql`).
+
+use sqlx::any::AnyPoolOptions;
+use sqlx::postgres::PgPoolOptions;
+
+use crate::error::StoreError;
+use crate::sql::{Backend, SqlStore};
+
+static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations/postgres");
+
+pub(crate) async fn open(url: &str) -> Result<SqlStore, StoreError> {
+    sqlx::any::install_default_drivers();
+    let native = PgPoolOptions::new().max_connections(1).connect(url).await?;
+    MIGRATOR.run(&native).await?;
+    native.close().await;
+    let pool = AnyPoolOptions::new().max_connections(16).connect(url).await?;
+    Ok(SqlStore {
+        write: pool.clone(),
+        read: pool,
+        backend: Backend::Postgres,
+    })
+}

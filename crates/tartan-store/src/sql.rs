@@ -1,0 +1,521 @@
+//! The store implementation both databases share. Queries use `$n`
+//! placeholders in ascending order (SQLite binds them by number too), BIGINT
+//! microsecond times and JSON as TEXT, so one text of SQL serves both.
+
+use async_trait::async_trait;
+use sqlx::any::AnyRow;
+use sqlx::{Any, AnyPool, Row, Transaction};
+use tartan_core::flow::FlowStatus;
+use tartan_core::step::Step;
+
+use crate::error::StoreError;
+use crate::model::*;
+use crate::Store;
+
+const FLOW: &str = "flow";
+const CATALOG: &str = "catalog";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+/// Both databases behind the sqlx `Any` driver. SQLite gets a one-connection
+/// writer pool (it allows one writer) and a separate reader pool; Postgres
+/// uses one pool for both.
+pub(crate) struct SqlStore {
+    pub(crate) write: AnyPool,
+    pub(crate) read: AnyPool,
+    pub(crate) backend: Backend,
+}
+
+fn json_text<T: serde::Serialize>(v: &T) -> Result<String, StoreError> {
+    serde_json::to_string(v).map_err(|e| StoreError::Corrupt(e.to_string()))
+}
+
+fn stored_event(row: &AnyRow) -> Result<StoredEvent, StoreError> {
+    let data: String = row.try_get("data")?;
+    Ok(StoredEvent {
+        aggregate_type: row.try_get("aggregate_type")?,
+        aggregate_id: row.try_get("aggregate_id")?,
+        sequence: row.try_get("sequence")?,
+        event_type: row.try_get("event_type")?,
+        timestamp: from_us(row.try_get("ts_us")?),
+        data: serde_json::from_str(&data)?,
+    })
+}
+
+async fn insert_event(
+    tx: &mut Transaction<'_, Any>,
+    aggregate_type: &str,
+    aggregate_id: &str,
+    sequence: i64,
+    event_type: &str,
+    ts_us: i64,
+    data: &str,
+) -> Result<(), StoreError> {
+    let res = sqlx::query(
+        "INSERT INTO events (aggregate_type, aggregate_id, sequence, event_type, ts_us, data) \
+         VALUES ($1, $2, $3, $4, $5, $6)",
+    )
+    .bind(aggregate_type)
+    .bind(aggregate_id)
+    .bind(sequence)
+    .bind(event_type)
+    .bind(ts_us)
+    .bind(data)
+    .execute(&mut **tx)
+    .await;
+    match res {
+        Ok(_) => Ok(()),
+        Err(sqlx::Error::Database(e)) if e.is_unique_violation() => {
+            Err(StoreError::Conflict(format!("{aggregate_type} {aggregate_id}")))
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+impl SqlStore {
+    /// One flow commit inside the batch transaction.
+    async fn commit_one(tx: &mut Transaction<'_, Any>, c: &FlowCommit) -> Result<(), StoreError> {
+        let new_sequence = c.base_sequence + c.events.len() as i64;
+        let state = json_text(&c.state)?;
+        let at = to_us(c.at);
+        let completed = c.state.completed_at.map(to_us);
+        let deactivated = c.state.deactivated_at.map(to_us);
+        let status = c.state.status.as_str();
+        if c.base_sequence == 0 {
+            let request = c.request.clone().unwrap_or_default();
+            let inserted = sqlx::query(
+                "INSERT INTO flows (id, status, sequence, created_us, updated_us, completed_us, deactivated_us, request, state) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (id) DO NOTHING",
+            )
+            .bind(&c.flow_id)
+            .bind(status)
+            .bind(new_sequence)
+            .bind(to_us(c.state.created_at))
+            .bind(at)
+            .bind(completed)
+            .bind(deactivated)
+            .bind(request)
+            .bind(state)
+            .execute(&mut **tx)
+            .await?;
+            if inserted.rows_affected() == 0 {
+                return Err(StoreError::FlowExists(c.flow_id.clone()));
+            }
+            for (key, value) in &c.state.labels {
+                sqlx::query("INSERT INTO flow_labels (flow_id, key, value) VALUES ($1, $2, $3)")
+                    .bind(&c.flow_id)
+                    .bind(key)
+                    .bind(value)
+                    .execute(&mut **tx)
+                    .await?;
+            }
+        } else {
+            let updated = sqlx::query(
+                "UPDATE flows SET status = $1, sequence = $2, updated_us = $3, completed_us = $4, \
+                 deactivated_us = $5, state = $6 WHERE id = $7 AND sequence = $8",
+            )
+            .bind(status)
+            .bind(new_sequence)
+            .bind(at)
+            .bind(completed)
+            .bind(deactivated)
+            .bind(state)
+            .bind(&c.flow_id)
+            .bind(c.base_sequence)
+            .execute(&mut **tx)
+            .await?;
+            if updated.rows_affected() == 0 {
+                return Err(StoreError::Conflict(format!("flow {}", c.flow_id)));
+            }
+        }
+        for (i, event) in c.events.iter().enumerate() {
+            let data = json_text(&event.data())?;
+            let seq = c.base_sequence + 1 + i as i64;
+            insert_event(tx, FLOW, &c.flow_id, seq, event.type_name(), at, &data).await?;
+        }
+        for w in &c.work {
+            sqlx::query(
+                "INSERT INTO work_items (token, flow_id, step_id, status, attempt, retry_count, due_us, \
+                 lease_owner, lease_expires_us, created_us, updated_us, detail) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) \
+                 ON CONFLICT (token) DO UPDATE SET status = excluded.status, attempt = excluded.attempt, \
+                 retry_count = excluded.retry_count, due_us = excluded.due_us, lease_owner = excluded.lease_owner, \
+                 lease_expires_us = excluded.lease_expires_us, updated_us = excluded.updated_us, detail = excluded.detail",
+            )
+            .bind(&w.token)
+            .bind(&w.flow_id)
+            .bind(&w.step_id)
+            .bind(w.status.as_str())
+            .bind(i64::from(w.attempt))
+            .bind(i64::from(w.retry_count))
+            .bind(w.due_at.map(to_us))
+            .bind(w.lease_owner.clone())
+            .bind(w.lease_expires_at.map(to_us))
+            .bind(to_us(w.created_at))
+            .bind(at)
+            .bind(json_text(&w.detail)?)
+            .execute(&mut **tx)
+            .await?;
+        }
+        Ok(())
+    }
+
+    pub(crate) async fn claim_sql(&self, claim: &Claim) -> Result<Vec<WorkKey>, StoreError> {
+        // Postgres locks the chosen rows so that two nodes never take the same
+        // item; SQLite has one writer, so the plain subquery is already safe.
+        let lock = match self.backend {
+            Backend::Postgres => " FOR UPDATE SKIP LOCKED",
+            Backend::Sqlite => "",
+        };
+        let sql = format!(
+            "UPDATE work_items SET lease_owner = $1, lease_expires_us = $2 WHERE token IN (\
+             SELECT token FROM work_items WHERE status = 'active' \
+             AND (lease_owner = $3 OR lease_expires_us IS NULL OR lease_expires_us < $4) \
+             ORDER BY lease_expires_us LIMIT $5{lock}) RETURNING flow_id, step_id, token"
+        );
+        let rows = sqlx::query(&sql)
+            .bind(&claim.node)
+            .bind(to_us(claim.lease_until))
+            .bind(&claim.node)
+            .bind(to_us(claim.now))
+            .bind(claim.limit as i64)
+            .fetch_all(&self.write)
+            .await?;
+        rows.iter()
+            .map(|r| {
+                Ok(WorkKey {
+                    flow_id: r.try_get("flow_id")?,
+                    step_id: r.try_get("step_id")?,
+                    token: r.try_get("token")?,
+                })
+            })
+            .collect()
+    }
+}
+
+#[async_trait]
+impl Store for SqlStore {
+    fn backend(&self) -> &'static str {
+        match self.backend {
+            Backend::Sqlite => "sqlite",
+            Backend::Postgres => "postgres",
+        }
+    }
+
+    async fn ready(&self) -> Result<(), StoreError> {
+        sqlx::query("SELECT COUNT(*) FROM steps")
+            .fetch_one(&self.read)
+            .await?;
+        Ok(())
+    }
+
+    async fn load_catalog(&self) -> Result<CatalogSnapshot, StoreError> {
+        let rows = sqlx::query("SELECT definition FROM steps ORDER BY id")
+            .fetch_all(&self.read)
+            .await?;
+        let mut steps = Vec::with_capacity(rows.len());
+        for row in rows {
+            let text: String = row.try_get("definition")?;
+            steps.push(serde_json::from_str::<Step>(&text)?);
+        }
+        let head = sqlx::query(
+            "SELECT sequence, ts_us FROM events WHERE aggregate_type = $1 AND aggregate_id = $2 \
+             ORDER BY sequence DESC LIMIT 1",
+        )
+        .bind(CATALOG)
+        .bind(CATALOG)
+        .fetch_optional(&self.read)
+        .await?;
+        let (sequence, last_updated) = match head {
+            Some(r) => (r.try_get("sequence")?, Some(from_us(r.try_get("ts_us")?))),
+            None => (0, None),
+        };
+        Ok(CatalogSnapshot {
+            steps,
+            sequence,
+            last_updated,
+        })
+    }
+
+    async fn commit_catalog(&self, expected_sequence: i64, change: CatalogChange) -> Result<(), StoreError> {
+        let mut tx = self.write.begin().await?;
+        let (event_type, data, at) = match &change {
+            CatalogChange::Registered(step, at) => {
+                ("step_registered", serde_json::json!({ "step": step }), *at)
+            }
+            CatalogChange::Updated(step, at) => ("step_updated", serde_json::json!({ "step": step }), *at),
+            CatalogChange::Unregistered(id, at) => {
+                ("step_unregistered", serde_json::json!({ "step_id": id }), *at)
+            }
+        };
+        insert_event(
+            &mut tx,
+            CATALOG,
+            CATALOG,
+            expected_sequence + 1,
+            event_type,
+            to_us(at),
+            &json_text(&data)?,
+        )
+        .await?;
+        match &change {
+            CatalogChange::Registered(step, at) | CatalogChange::Updated(step, at) => {
+                sqlx::query(
+                    "INSERT INTO steps (id, definition, updated_us) VALUES ($1, $2, $3) \
+                     ON CONFLICT (id) DO UPDATE SET definition = excluded.definition, updated_us = excluded.updated_us",
+                )
+                .bind(&step.id)
+                .bind(json_text(step)?)
+                .bind(to_us(*at))
+                .execute(&mut *tx)
+                .await?;
+            }
+            CatalogChange::Unregistered(id, _) => {
+                sqlx::query("DELETE FROM steps WHERE id = $1")
+                    .bind(id)
+                    .execute(&mut *tx)
+                    .await?;
+            }
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn catalog_events(&self) -> Result<Vec<StoredEvent>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT aggregate_type, aggregate_id, sequence, event_type, ts_us, data FROM events \
+             WHERE aggregate_type = $1 AND aggregate_id = $2 ORDER BY sequence",
+        )
+        .bind(CATALOG)
+        .bind(CATALOG)
+        .fetch_all(&self.read)
+        .await?;
+        rows.iter().map(stored_event).collect()
+    }
+
+    async fn commit_flows(&self, batch: Vec<FlowCommit>) -> Vec<Result<(), StoreError>> {
+        let n = batch.len();
+        let fail_all = |e: StoreError| {
+            let text = e.to_string();
+            (0..n).map(|_| Err(StoreError::Database(text.clone()))).collect()
+        };
+        let mut tx = match self.write.begin().await {
+            Ok(tx) => tx,
+            Err(e) => return fail_all(e.into()),
+        };
+        let mut results = Vec::with_capacity(n);
+        for commit in &batch {
+            // A savepoint per commit: one conflict does not undo the others.
+            let mut sp = match sqlx::Acquire::begin(&mut *tx).await {
+                Ok(sp) => sp,
+                Err(e) => return fail_all(e.into()),
+            };
+            match Self::commit_one(&mut sp, commit).await {
+                Ok(()) => match sp.commit().await {
+                    Ok(()) => results.push(Ok(())),
+                    Err(e) => return fail_all(e.into()),
+                },
+                Err(e) => {
+                    if let Err(re) = sp.rollback().await {
+                        return fail_all(re.into());
+                    }
+                    results.push(Err(e));
+                }
+            }
+        }
+        match tx.commit().await {
+            Ok(()) => results,
+            Err(e) => fail_all(e.into()),
+        }
+    }
+
+    async fn load_flow(&self, flow_id: &str) -> Result<Option<LoadedFlow>, StoreError> {
+        let row = sqlx::query("SELECT sequence, state FROM flows WHERE id = $1")
+            .bind(flow_id)
+            .fetch_optional(&self.read)
+            .await?;
+        let Some(row) = row else {
+            return Ok(None);
+        };
+        let text: String = row.try_get("state")?;
+        Ok(Some(LoadedFlow {
+            state: serde_json::from_str(&text)?,
+            sequence: row.try_get("sequence")?,
+        }))
+    }
+
+    async fn flow_request(&self, flow_id: &str) -> Result<Option<String>, StoreError> {
+        let row = sqlx::query("SELECT request FROM flows WHERE id = $1")
+            .bind(flow_id)
+            .fetch_optional(&self.read)
+            .await?;
+        Ok(match row {
+            Some(r) => Some(r.try_get("request")?),
+            None => None,
+        })
+    }
+
+    async fn flow_events(&self, flow_id: &str) -> Result<Vec<StoredEvent>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT aggregate_type, aggregate_id, sequence, event_type, ts_us, data FROM events \
+             WHERE aggregate_type = $1 AND aggregate_id = $2 ORDER BY sequence",
+        )
+        .bind(FLOW)
+        .bind(flow_id)
+        .fetch_all(&self.read)
+        .await?;
+        rows.iter().map(stored_event).collect()
+    }
+
+    async fn query_flows(&self, q: &FlowQuery) -> Result<FlowPage, StoreError> {
+        let mut sql =
+            String::from("SELECT id, status, created_us, updated_us, state FROM flows f WHERE 1 = 1");
+        let mut binds: Vec<Bind> = Vec::new();
+        let param = |binds: &mut Vec<Bind>, b: Bind| {
+            binds.push(b);
+            format!("${}", binds.len())
+        };
+        if let Some(prefix) = &q.id_prefix {
+            // Ids hold no LIKE wildcards except `_`, which is escaped.
+            let pattern = format!("{}%", prefix.replace('\\', "\\\\").replace('_', "\\_"));
+            let p = param(&mut binds, Bind::Text(pattern));
+            sql.push_str(&format!(" AND id LIKE {p} ESCAPE '\\'"));
+        }
+        if !q.statuses.is_empty() {
+            let ps: Vec<String> = q
+                .statuses
+                .iter()
+                .map(|s| param(&mut binds, Bind::Text(s.as_str().to_string())))
+                .collect();
+            sql.push_str(&format!(" AND status IN ({})", ps.join(", ")));
+        }
+        for (k, v) in &q.labels {
+            let pk = param(&mut binds, Bind::Text(k.clone()));
+            let pv = param(&mut binds, Bind::Text(v.clone()));
+            sql.push_str(&format!(
+                " AND EXISTS (SELECT 1 FROM flow_labels l WHERE l.flow_id = f.id AND l.key = {pk} AND l.value = {pv})"
+            ));
+        }
+        let (cmp, order) = match q.sort {
+            SortOrder::RecentFirst => ("<", "DESC"),
+            SortOrder::OldestFirst => (">", "ASC"),
+        };
+        if let Some(cursor) = &q.cursor {
+            let (us, id) =
+                decode_cursor(cursor).ok_or_else(|| StoreError::Config("invalid cursor".into()))?;
+            let p1 = param(&mut binds, Bind::Int(us));
+            let p2 = param(&mut binds, Bind::Int(us));
+            let p3 = param(&mut binds, Bind::Text(id));
+            sql.push_str(&format!(
+                " AND (created_us {cmp} {p1} OR (created_us = {p2} AND id {cmp} {p3}))"
+            ));
+        }
+        let p = param(&mut binds, Bind::Int(q.limit as i64 + 1));
+        sql.push_str(&format!(" ORDER BY created_us {order}, id {order} LIMIT {p}"));
+        let mut query = sqlx::query(&sql);
+        for b in binds {
+            query = match b {
+                Bind::Text(t) => query.bind(t),
+                Bind::Int(i) => query.bind(i),
+            };
+        }
+        let rows = query.fetch_all(&self.read).await?;
+        let mut flows = Vec::with_capacity(rows.len());
+        for row in rows.iter().take(q.limit) {
+            let text: String = row.try_get("state")?;
+            let state: tartan_core::flow::FlowState = serde_json::from_str(&text)?;
+            let status: String = row.try_get("status")?;
+            flows.push(FlowSummary {
+                id: row.try_get("id")?,
+                status: FlowStatus::parse(&status).ok_or_else(|| StoreError::Corrupt(status.clone()))?,
+                created_at: from_us(row.try_get("created_us")?),
+                updated_at: from_us(row.try_get("updated_us")?),
+                labels: state.labels,
+                error: state.error,
+            });
+        }
+        let next_cursor = if rows.len() > q.limit {
+            flows.last().map(|f| encode_cursor(to_us(f.created_at), &f.id))
+        } else {
+            None
+        };
+        Ok(FlowPage { flows, next_cursor })
+    }
+
+    async fn query_work(&self, q: &WorkQuery) -> Result<WorkPage, StoreError> {
+        let mut sql = String::from(
+            "SELECT token, flow_id, step_id, attempt, lease_owner, lease_expires_us, created_us, detail \
+             FROM work_items WHERE 1 = 1",
+        );
+        let mut binds: Vec<Bind> = Vec::new();
+        let param = |binds: &mut Vec<Bind>, b: Bind| {
+            binds.push(b);
+            format!("${}", binds.len())
+        };
+        if let Some(f) = &q.flow_id {
+            let p = param(&mut binds, Bind::Text(f.clone()));
+            sql.push_str(&format!(" AND flow_id = {p}"));
+        }
+        if let Some(s) = &q.step_id {
+            let p = param(&mut binds, Bind::Text(s.clone()));
+            sql.push_str(&format!(" AND step_id = {p}"));
+        }
+        if let Some(s) = q.status {
+            let p = param(&mut binds, Bind::Text(s.as_str().to_string()));
+            sql.push_str(&format!(" AND status = {p}"));
+        }
+        if let Some(cursor) = &q.cursor {
+            let (us, token) =
+                decode_cursor(cursor).ok_or_else(|| StoreError::Config("invalid cursor".into()))?;
+            let p1 = param(&mut binds, Bind::Int(us));
+            let p2 = param(&mut binds, Bind::Int(us));
+            let p3 = param(&mut binds, Bind::Text(token));
+            sql.push_str(&format!(
+                " AND (created_us > {p1} OR (created_us = {p2} AND token > {p3}))"
+            ));
+        }
+        let p = param(&mut binds, Bind::Int(q.limit as i64 + 1));
+        sql.push_str(&format!(" ORDER BY created_us, token LIMIT {p}"));
+        let mut query = sqlx::query(&sql);
+        for b in binds {
+            query = match b {
+                Bind::Text(t) => query.bind(t),
+                Bind::Int(i) => query.bind(i),
+            };
+        }
+        let rows = query.fetch_all(&self.read).await?;
+        let mut items = Vec::with_capacity(rows.len());
+        let mut last_key = None;
+        for row in rows.iter().take(q.limit) {
+            let detail: String = row.try_get("detail")?;
+            let attempt: i64 = row.try_get("attempt")?;
+            let token: String = row.try_get("token")?;
+            let created: i64 = row.try_get("created_us")?;
+            last_key = Some(encode_cursor(created, &token));
+            items.push(WorkView {
+                flow_id: row.try_get("flow_id")?,
+                step_id: row.try_get("step_id")?,
+                token,
+                attempt: u32::try_from(attempt).unwrap_or(u32::MAX),
+                lease_owner: row.try_get("lease_owner")?,
+                lease_expires_at: row.try_get::<Option<i64>, _>("lease_expires_us")?.map(from_us),
+                detail: serde_json::from_str(&detail)?,
+            });
+        }
+        let next_cursor = if rows.len() > q.limit { last_key } else { None };
+        Ok(WorkPage { items, next_cursor })
+    }
+
+    async fn claim_orphaned_work(&self, claim: &Claim) -> Result<Vec<WorkKey>, StoreError> {
+        self.claim_sql(claim).await
+    }
+}
+
+enum Bind {
+    Text(String),
+    Int(i64),
+}

@@ -1,0 +1,185 @@
+//! Configuration of `tartan serve`: flags, environment and an optional TOML
+//! file with the same keys, in that order of precedence, then `validate()`.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use serde::Deserialize;
+use tartan_core::duration::{parse_duration_str, DurationKind};
+use tartan_core::step::WorkDefaults;
+
+/// Flags of `tartan serve`. Every flag has an environment variable.
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Address to listen on; port 0 picks a free port [default: 127.0.0.1:8080]
+    #[arg(long, env = "TARTAN_LISTEN")]
+    pub listen: Option<String>,
+    /// Database: sqlite://path (created if missing) or postgres://... [default: sqlite://tartan.db]
+    #[arg(long, env = "DATABASE_URL", hide_env_values = true)]
+    pub database_url: Option<String>,
+    /// Base URL async steps call back [default: http://<listen address>]
+    #[arg(long, env = "TARTAN_WEBHOOK_BASE_URL")]
+    pub webhook_base_url: Option<String>,
+    /// TOML file with the same keys (listen, database_url, ...)
+    #[arg(long, env = "TARTAN_CONFIG")]
+    pub config: Option<PathBuf>,
+    /// Stable id of this engine process [default: derived from host and listen address]
+    #[arg(long, env = "TARTAN_NODE_ID")]
+    pub node_id: Option<String>,
+}
+
+/// The file form: the same keys, all optional.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileConfig {
+    listen: Option<String>,
+    database_url: Option<String>,
+    webhook_base_url: Option<String>,
+    node_id: Option<String>,
+    step_timeout: Option<String>,
+    retry_max_retries: Option<i64>,
+    retry_initial_backoff: Option<String>,
+    retry_max_backoff: Option<String>,
+    retry_backoff_type: Option<String>,
+}
+
+/// The resolved configuration.
+pub struct Config {
+    pub listen: String,
+    pub database_url: String,
+    pub webhook_base_url: Option<String>,
+    pub node_id: Option<String>,
+    pub step_timeout: Duration,
+    pub work_defaults: WorkDefaults,
+}
+
+impl std::fmt::Debug for Config {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Config")
+            .field("listen", &self.listen)
+            .field("database_url", &tartan_store::redact(&self.database_url))
+            .field("webhook_base_url", &self.webhook_base_url)
+            .field("node_id", &self.node_id)
+            .field("step_timeout", &self.step_timeout)
+            .field("work_defaults", &self.work_defaults)
+            .finish()
+    }
+}
+
+/// An environment variable under its Tartan name or Argyll's.
+fn env_var(names: &[&str]) -> Option<(String, String)> {
+    names.iter().find_map(|n| {
+        std::env::var(n)
+            .ok()
+            .filter(|v| !v.is_empty())
+            .map(|v| (n.to_string(), v))
+    })
+}
+
+fn duration_setting(
+    names: &[&str],
+    file: Option<String>,
+    default: Duration,
+    kind: DurationKind,
+) -> Result<Duration> {
+    let (source, text) = match env_var(names) {
+        Some(found) => found,
+        None => match file {
+            Some(t) => ("config file".to_string(), t),
+            None => return Ok(default),
+        },
+    };
+    parse_duration_str(&text, kind).map_err(|e| anyhow::anyhow!("{source}: {e}"))
+}
+
+impl Config {
+    pub fn resolve(args: ServeArgs) -> Result<Config> {
+        let file: FileConfig = match &args.config {
+            Some(path) => {
+                let text =
+                    std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+                toml::from_str(&text).with_context(|| format!("parsing {}", path.display()))?
+            }
+            None => FileConfig::default(),
+        };
+        let defaults = WorkDefaults::default();
+        let max_retries = match env_var(&["TARTAN_RETRY_MAX_RETRIES", "RETRY_MAX_RETRIES"]) {
+            Some((name, v)) => v
+                .trim()
+                .parse::<i64>()
+                .ok()
+                .filter(|n| *n >= -1)
+                .with_context(|| format!("{name}: must be an integer, -1 (unlimited) or more, got {v:?}"))?,
+            None => file.retry_max_retries.unwrap_or(defaults.max_retries),
+        };
+        let init = duration_setting(
+            &["TARTAN_RETRY_INITIAL_BACKOFF", "RETRY_INITIAL_BACKOFF"],
+            file.retry_initial_backoff,
+            Duration::from_millis(defaults.init_backoff_ms),
+            DurationKind::Timeout,
+        )?;
+        let max = duration_setting(
+            &["TARTAN_RETRY_MAX_BACKOFF", "RETRY_MAX_BACKOFF"],
+            file.retry_max_backoff,
+            Duration::from_millis(defaults.max_backoff_ms),
+            DurationKind::Timeout,
+        )?;
+        let backoff_type = match env_var(&["TARTAN_RETRY_BACKOFF_TYPE", "RETRY_BACKOFF_TYPE"]) {
+            Some((name, v)) => {
+                if !["fixed", "linear", "exponential"].contains(&v.as_str()) {
+                    bail!("{name}: must be fixed, linear or exponential, got {v:?}");
+                }
+                v
+            }
+            None => file.retry_backoff_type.unwrap_or(defaults.backoff_type),
+        };
+        let step_timeout = duration_setting(
+            &["TARTAN_STEP_TIMEOUT", "STEP_TIMEOUT"],
+            file.step_timeout,
+            Duration::from_secs(30),
+            DurationKind::Timeout,
+        )?;
+        let config = Config {
+            listen: args
+                .listen
+                .or(file.listen)
+                .unwrap_or_else(|| "127.0.0.1:8080".into()),
+            database_url: args
+                .database_url
+                .or(file.database_url)
+                .unwrap_or_else(|| "sqlite://tartan.db".into()),
+            webhook_base_url: args.webhook_base_url.or(file.webhook_base_url),
+            node_id: args.node_id.or(file.node_id),
+            step_timeout,
+            work_defaults: WorkDefaults {
+                max_retries,
+                init_backoff_ms: u64::try_from(init.as_millis()).unwrap_or(u64::MAX),
+                max_backoff_ms: u64::try_from(max.as_millis()).unwrap_or(u64::MAX),
+                backoff_type,
+            },
+        };
+        config.validate()?;
+        Ok(config)
+    }
+
+    fn validate(&self) -> Result<()> {
+        if self.listen.parse::<SocketAddr>().is_err() {
+            bail!(
+                "--listen / TARTAN_LISTEN: expected host:port, got {:?}",
+                self.listen
+            );
+        }
+        if self.work_defaults.max_backoff_ms < self.work_defaults.init_backoff_ms {
+            bail!("TARTAN_RETRY_MAX_BACKOFF must be >= TARTAN_RETRY_INITIAL_BACKOFF");
+        }
+        if let Some(url) = &self.webhook_base_url {
+            if !url.starts_with("http://") && !url.starts_with("https://") {
+                bail!("--webhook-base-url / TARTAN_WEBHOOK_BASE_URL: expected an http(s) URL, got {url:?}");
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,104 @@
+#![forbid(unsafe_code)]
+//! The `tartan` binary: parse the configuration, open the store, start the
+//! engine and serve the API until SIGTERM or SIGINT.
+
+mod config;
+
+use anyhow::{Context, Result};
+use clap::{Parser, Subcommand};
+use tartan_engine::{Engine, EngineConfig};
+use tokio::net::TcpListener;
+use tracing_subscriber::EnvFilter;
+
+use crate::config::{Config, ServeArgs};
+
+/// Tartan: an HTTP step-orchestration engine.
+#[derive(Debug, Parser)]
+#[command(name = "tartan", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run the engine and its API.
+    Serve(ServeArgs),
+}
+
+#[tokio::main]
+async fn main() -> Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")))
+        .init();
+    match Cli::parse().command {
+        Command::Serve(args) => serve(Config::resolve(args)?).await,
+    }
+}
+
+async fn serve(config: Config) -> Result<()> {
+    let listener = TcpListener::bind(&config.listen)
+        .await
+        .with_context(|| format!("binding {}", config.listen))?;
+    let addr = listener.local_addr()?;
+    let store = tartan_store::open(&config.database_url)
+        .await
+        .with_context(|| format!("opening {}", tartan_store::redact(&config.database_url)))?;
+    let engine_config = EngineConfig {
+        node_id: config
+            .node_id
+            .clone()
+            .unwrap_or_else(|| format!("{}-{}", hostname(), addr.port())),
+        webhook_base_url: config
+            .webhook_base_url
+            .clone()
+            .unwrap_or_else(|| format!("http://{addr}")),
+        work_defaults: config.work_defaults.clone(),
+        step_timeout: config.step_timeout,
+        ..EngineConfig::default()
+    };
+    let engine = Engine::start(engine_config, store).await?;
+    tracing::info!(store = engine.store().backend(), node_id = %engine.config().node_id, "listening on {addr}");
+    tartan_server::serve(listener, engine, shutdown_signal()).await?;
+    tracing::info!("stopped");
+    Ok(())
+}
+
+/// This machine's name, for the default node id.
+fn hostname() -> String {
+    std::fs::read_to_string("/etc/hostname")
+        .ok()
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .unwrap_or_else(|| "localhost".into())
+}
+
+/// Resolves on SIGTERM or SIGINT.
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        if let Err(e) = tokio::signal::ctrl_c().await {
+            tracing::error!("cannot listen for SIGINT: {e}");
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(e) => {
+                tracing::error!("cannot listen for SIGTERM: {e}");
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {},
+        _ = term => {},
+    }
+    tracing::info!("shutting down: no new work, letting calls in flight finish");
+}
