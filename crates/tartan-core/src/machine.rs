@@ -410,17 +410,18 @@ fn advance(tx: &mut Transition, ctx: &mut Context<'_>) -> Result<(), ApplyError>
                 }
             }
         }
+        if progressed {
+            // Look again: what just started or was skipped may decide a goal.
+            continue;
+        }
         if tx.state.executions.values().all(|e| e.status.is_terminal()) {
             let result = goal_outputs(&tx.state);
             tx.emit(FlowEvent::FlowCompleted {
                 flow_id: flow_id.clone(),
                 result,
             })?;
-            break;
         }
-        if !progressed {
-            break;
-        }
+        break;
     }
     if tx.state.status != FlowStatus::Active
         && tx.state.deactivated_at.is_none()

@@ -1,0 +1,215 @@
+//! What survives: events reproduce the projection; a killed engine resumes
+//! its flows with the same receipt tokens; SIGTERM stops cleanly.
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use axum::http::StatusCode;
+use serde_json::{json, Value};
+use tartan_core::flow::FlowState;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+
+use crate::both_backends;
+use crate::helpers::{json_reply, spawn_app, sync_step, Backend, StepServer, TestDb};
+
+both_backends!(
+    replaying_a_flows_events_reproduces_its_projection,
+    a_flow_survives_sigkill_and_resumes_with_the_same_token,
+);
+
+async fn replaying_a_flows_events_reproduces_its_projection(backend: Backend) {
+    let Some(app) = spawn_app(backend).await else {
+        return;
+    };
+    let svc = StepServer::start(|r, _| match r.path.as_str() {
+        "/a" => json_reply(200, json!({"mid": 1})),
+        "/b" => json_reply(200, json!({"out": [1, 2]})),
+        _ => json_reply(500, json!({"detail": "boom"})),
+    })
+    .await;
+    let mut a = sync_step("a", &svc.url("/a"), &["seed"], &["mid"]);
+    a["attributes"]["mid"]["type"] = json!("number");
+    let mut b = sync_step("b", &svc.url("/b"), &["mid"], &["out"]);
+    b["attributes"]["mid"]["type"] = json!("number");
+    b["attributes"]["out"]["type"] = json!("array");
+    let c = sync_step("c", &svc.url("/c"), &["seed"], &["other"]);
+    for s in [&a, &b, &c] {
+        assert_eq!(app.register(s).await.status, StatusCode::CREATED);
+    }
+    app.start_flow(&json!({"id": "ok", "goals": ["b"], "init": {"seed": ["s"]}, "labels": {"k": "v"}}))
+        .await;
+    app.start_flow(&json!({"id": "bad", "goals": ["b", "c"], "init": {"seed": ["s"]}}))
+        .await;
+    for id in ["ok", "bad"] {
+        let projection = app.wait_for_flow(id).await;
+        let stored = app.engine.store().flow_events(id).await.unwrap();
+        let events: Vec<_> = stored
+            .iter()
+            .map(|e| (tartan_store::event_of(e).unwrap(), e.timestamp))
+            .collect();
+        let replayed = FlowState::replay(events.iter().map(|(e, t)| (e, *t))).unwrap();
+        assert_eq!(serde_json::to_value(&replayed).unwrap(), projection, "flow {id}");
+    }
+}
+
+/// The `tartan` binary, running.
+struct Engine {
+    child: Child,
+    addr: String,
+}
+
+async fn spawn_binary(db: &TestDb) -> Engine {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tartan"))
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--node-id",
+            "kill-test",
+            "--database-url",
+            &db.url,
+        ])
+        .env("RUST_LOG", "info")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("spawning tartan");
+    let stdout = child.stdout.take().expect("stdout");
+    let mut lines = BufReader::new(stdout).lines();
+    let addr = tokio::time::timeout(Duration::from_secs(30), async {
+        while let Ok(Some(line)) = lines.next_line().await {
+            if let Some(rest) = line.split("listening on ").nth(1) {
+                return rest.split_whitespace().next().map(str::to_string);
+            }
+        }
+        None
+    })
+    .await
+    .ok()
+    .flatten()
+    .expect("tartan logs `listening on <addr>`");
+    // Keep draining the log so the child never blocks on a full pipe.
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    Engine { child, addr }
+}
+
+async fn call(engine: &Engine, method: reqwest::Method, path: &str, body: Option<Value>) -> (u16, Value) {
+    let client = reqwest::Client::new();
+    let mut req = client.request(method, format!("http://{}{path}", engine.addr));
+    if let Some(b) = body {
+        req = req.json(&b);
+    }
+    let resp = req.send().await.expect("request");
+    let status = resp.status().as_u16();
+    (status, resp.json().await.unwrap_or(Value::Null))
+}
+
+async fn a_flow_survives_sigkill_and_resumes_with_the_same_token(backend: Backend) {
+    let Some(db) = TestDb::create(backend).await else {
+        return;
+    };
+    // The first call of /slow never answers; later ones do.
+    let svc = StepServer::start_async(|r, n| {
+        Box::pin(async move {
+            if r.path == "/slow" && n == 0 {
+                std::future::pending::<()>().await;
+            }
+            let key = r.path.trim_start_matches('/').to_string();
+            json_reply(200, json!({ key: "done" }))
+        })
+    })
+    .await;
+    let engine = spawn_binary(&db).await;
+    for step in [
+        sync_step("fast", &svc.url("/fast"), &["seed"], &["fast"]),
+        sync_step("slow", &svc.url("/slow"), &["fast"], &["slow"]),
+        sync_step("last", &svc.url("/last"), &["slow"], &["last"]),
+    ] {
+        assert_eq!(
+            call(&engine, reqwest::Method::POST, "/engine/step", Some(step))
+                .await
+                .0,
+            201
+        );
+    }
+    let (status, _) = call(
+        &engine,
+        reqwest::Method::POST,
+        "/engine/flow",
+        Some(json!({"id": "k", "goals": ["last"], "init": {"seed": ["s"]}})),
+    )
+    .await;
+    assert_eq!(status, 201);
+    for _ in 0..200 {
+        if svc.requests().iter().any(|r| r.path == "/slow") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert!(
+        svc.requests().iter().any(|r| r.path == "/slow"),
+        "the slow step was called"
+    );
+    let mut engine = engine;
+    engine.child.kill().await.expect("SIGKILL");
+
+    let engine = spawn_binary(&db).await;
+    let mut flow = Value::Null;
+    for _ in 0..400 {
+        flow = call(&engine, reqwest::Method::GET, "/engine/flow/k", None)
+            .await
+            .1;
+        if flow["status"] != "active" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert_eq!(flow["status"], "completed", "{flow}");
+    let slow: Vec<_> = svc.requests().into_iter().filter(|r| r.path == "/slow").collect();
+    assert_eq!(slow.len(), 2, "called again after the restart");
+    assert_eq!(
+        slow[0].headers["argyll-receipt-token"],
+        slow[1].headers["argyll-receipt-token"]
+    );
+    assert_eq!(slow[0].headers["tartan-attempt"], "1");
+    assert_eq!(slow[1].headers["tartan-attempt"], "2");
+    let fast = svc.requests().into_iter().filter(|r| r.path == "/fast").count();
+    assert_eq!(fast, 1, "completed work is not redone");
+    let token = slow[0].headers["argyll-receipt-token"]
+        .to_str()
+        .unwrap()
+        .to_string();
+    let attempts = &flow["executions"]["slow"]["work_items"][&token]["attempts"];
+    assert_eq!(attempts[0]["outcome"], "abandoned", "{attempts}");
+    assert_eq!(attempts[1]["outcome"], "success");
+    let (_, events) = call(&engine, reqwest::Method::GET, "/engine/flow/k/events", None).await;
+    let succeeded = events["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["type"] == "work_succeeded")
+        .count();
+    assert_eq!(succeeded, 3, "each work item succeeded exactly once");
+}
+
+#[tokio::test]
+async fn sigterm_stops_the_server_cleanly() {
+    let Some(db) = TestDb::create(Backend::Sqlite).await else {
+        return;
+    };
+    let mut engine = spawn_binary(&db).await;
+    assert_eq!(call(&engine, reqwest::Method::GET, "/health", None).await.0, 200);
+    let pid = engine.child.id().expect("pid").to_string();
+    let killed = std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .expect("kill");
+    assert!(killed.success());
+    let status = tokio::time::timeout(Duration::from_secs(15), engine.child.wait())
+        .await
+        .expect("exits after SIGTERM")
+        .expect("wait");
+    assert!(status.success(), "exit status {status:?}");
+}

@@ -1,0 +1,364 @@
+//! The test harness: the real server on port 0 against a fresh database
+//! (a SQLite file or a new Postgres database), typed helpers per route, and
+//! step servers on 127.0.0.1:0 that record what they receive.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::body::Bytes;
+use axum::http::{HeaderMap, Method, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use futures::future::BoxFuture;
+use serde_json::{json, Value};
+use tartan_engine::{Engine, EngineConfig};
+use tokio::net::TcpListener;
+use tokio::sync::oneshot;
+
+/// Which database a test runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+const PG_ADMIN: &str = "postgres://postgres@127.0.0.1:5432/postgres";
+
+/// A fresh database that is removed when dropped.
+pub struct TestDb {
+    pub url: String,
+    cleanup: Cleanup,
+}
+
+enum Cleanup {
+    File(std::path::PathBuf),
+    Database(String),
+}
+
+impl TestDb {
+    /// `None` when Postgres is unreachable and `CI` is not set (the test
+    /// says loudly that it skipped); with `CI` set that is a failure.
+    pub async fn create(backend: Backend) -> Option<TestDb> {
+        let id = uuid::Uuid::new_v4().simple().to_string();
+        match backend {
+            Backend::Sqlite => {
+                let dir = std::env::temp_dir().join(format!("tartan-test-{id}"));
+                std::fs::create_dir_all(&dir).ok()?;
+                let path = dir.join("tartan.db");
+                Some(TestDb {
+                    url: format!("sqlite://{}", path.display()),
+                    cleanup: Cleanup::File(dir),
+                })
+            }
+            Backend::Postgres => {
+                let name = format!("tartan_test_{id}");
+                let admin = match sqlx::PgPool::connect(PG_ADMIN).await {
+                    Ok(p) => p,
+                    Err(e) => {
+                        if std::env::var_os("CI").is_some() {
+                            panic!("Postgres at 127.0.0.1:5432 is unreachable and CI is set: {e}");
+                        }
+                        eprintln!("SKIPPED: Postgres at 127.0.0.1:5432 is unreachable ({e}); this test ran on nothing");
+                        return None;
+                    }
+                };
+                sqlx::query(&format!("CREATE DATABASE {name}"))
+                    .execute(&admin)
+                    .await
+                    .unwrap_or_else(|e| panic!("creating {name}: {e}"));
+                admin.close().await;
+                Some(TestDb {
+                    url: format!("postgres://postgres@127.0.0.1:5432/{name}"),
+                    cleanup: Cleanup::Database(name),
+                })
+            }
+        }
+    }
+}
+
+impl Drop for TestDb {
+    fn drop(&mut self) {
+        match &self.cleanup {
+            Cleanup::File(dir) => {
+                let _ = std::fs::remove_dir_all(dir);
+            }
+            Cleanup::Database(name) => {
+                let name = name.clone();
+                // Drop runs outside async context: use a thread of its own.
+                let _ = std::thread::spawn(move || {
+                    let Ok(rt) = tokio::runtime::Builder::new_current_thread().enable_all().build() else {
+                        return;
+                    };
+                    rt.block_on(async move {
+                        if let Ok(admin) = sqlx::PgPool::connect(PG_ADMIN).await {
+                            let _ = sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+                                .execute(&admin)
+                                .await;
+                            admin.close().await;
+                        }
+                    });
+                })
+                .join();
+            }
+        }
+    }
+}
+
+/// The real server, in process, on 127.0.0.1:0.
+pub struct TestApp {
+    pub addr: SocketAddr,
+    pub client: reqwest::Client,
+    pub engine: Engine,
+    /// Dropping it stops the server.
+    _stop: oneshot::Sender<()>,
+    /// Dropped last: removes the database.
+    _db: TestDb,
+}
+
+pub async fn spawn_app(backend: Backend) -> Option<TestApp> {
+    let db = TestDb::create(backend).await?;
+    Some(start_on(db, "test-node").await)
+}
+
+/// Start a server on an existing database (used for restarts).
+pub async fn start_on(db: TestDb, node_id: &str) -> TestApp {
+    let store = tartan_store::open(&db.url)
+        .await
+        .unwrap_or_else(|e| panic!("opening store: {e}"));
+    let listener = TcpListener::bind("127.0.0.1:0")
+        .await
+        .unwrap_or_else(|e| panic!("bind: {e}"));
+    let addr = listener.local_addr().unwrap_or_else(|e| panic!("addr: {e}"));
+    let config = EngineConfig {
+        node_id: node_id.into(),
+        webhook_base_url: format!("http://{addr}"),
+        step_timeout: Duration::from_secs(5),
+        ..EngineConfig::default()
+    };
+    let engine = Engine::start(config, store)
+        .await
+        .unwrap_or_else(|e| panic!("engine: {e}"));
+    let (stop, stopped) = oneshot::channel::<()>();
+    tokio::spawn(tartan_server::serve(listener, engine.clone(), async {
+        let _ = stopped.await;
+    }));
+    TestApp {
+        addr,
+        client: reqwest::Client::new(),
+        engine,
+        _stop: stop,
+        _db: db,
+    }
+}
+
+/// A response: status, content type and JSON body (Null when empty).
+#[derive(Debug)]
+pub struct Reply {
+    pub status: StatusCode,
+    pub content_type: String,
+    pub body: Value,
+}
+
+impl TestApp {
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
+    }
+
+    pub async fn send(&self, method: Method, path: &str, body: Option<String>) -> Reply {
+        let mut req = self.client.request(method, self.url(path));
+        if let Some(b) = body {
+            req = req.header("Content-Type", "application/json").body(b);
+        }
+        let resp = req.send().await.unwrap_or_else(|e| panic!("request {path}: {e}"));
+        let status = StatusCode::from_u16(resp.status().as_u16()).unwrap_or(StatusCode::IM_A_TEAPOT);
+        let content_type = resp
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_string();
+        let bytes = resp.bytes().await.unwrap_or_default();
+        let body = if bytes.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_slice(&bytes)
+                .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into()))
+        };
+        Reply {
+            status,
+            content_type,
+            body,
+        }
+    }
+
+    pub async fn get(&self, path: &str) -> Reply {
+        self.send(Method::GET, path, None).await
+    }
+
+    pub async fn post(&self, path: &str, body: &Value) -> Reply {
+        self.send(Method::POST, path, Some(body.to_string())).await
+    }
+
+    pub async fn register(&self, step: &Value) -> Reply {
+        self.post("/engine/step", step).await
+    }
+
+    pub async fn start_flow(&self, body: &Value) -> Reply {
+        self.post("/engine/flow", body).await
+    }
+
+    pub async fn flow(&self, id: &str) -> Value {
+        let r = self.get(&format!("/engine/flow/{id}")).await;
+        assert_eq!(r.status, StatusCode::OK, "GET flow {id}: {:?}", r.body);
+        r.body
+    }
+
+    /// Poll until the flow is terminal and deactivated (bounded), then return it.
+    pub async fn wait_for_flow(&self, id: &str) -> Value {
+        for _ in 0..400 {
+            let f = self.flow(id).await;
+            if f["status"] != "active" && !f["deactivated_at"].is_null() {
+                return f;
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        panic!("flow {id} did not finish: {}", self.flow(id).await);
+    }
+
+    pub async fn event_types(&self, id: &str) -> Vec<String> {
+        let r = self.get(&format!("/engine/flow/{id}/events")).await;
+        r.body["events"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|e| e["type"].as_str().map(String::from))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+}
+
+/// What a step server received.
+#[derive(Debug, Clone)]
+pub struct Received {
+    pub method: Method,
+    pub path: String,
+    pub headers: HeaderMap,
+    pub body: Value,
+}
+
+type Handler = Arc<dyn Fn(Received, usize) -> BoxFuture<'static, Response> + Send + Sync>;
+
+/// A step endpoint on 127.0.0.1:0 answering with `handler(request, n)`, where
+/// n counts earlier requests to the same path.
+pub struct StepServer {
+    pub addr: SocketAddr,
+    pub received: Arc<Mutex<Vec<Received>>>,
+}
+
+impl StepServer {
+    /// A server whose answers are computed at once.
+    pub async fn start(handler: impl Fn(&Received, usize) -> Response + Send + Sync + 'static) -> StepServer {
+        Self::start_async(move |r, n| {
+            let resp = handler(&r, n);
+            Box::pin(async move { resp })
+        })
+        .await
+    }
+
+    /// A server whose answers may wait (hang, delay, rendezvous).
+    pub async fn start_async(
+        handler: impl Fn(Received, usize) -> BoxFuture<'static, Response> + Send + Sync + 'static,
+    ) -> StepServer {
+        let handler: Handler = Arc::new(handler);
+        let received: Arc<Mutex<Vec<Received>>> = Arc::default();
+        let counts: Arc<Mutex<HashMap<String, usize>>> = Arc::default();
+        let rec = received.clone();
+        let app =
+            axum::Router::new().fallback(move |method: Method, uri: Uri, headers: HeaderMap, body: Bytes| {
+                let handler = handler.clone();
+                let rec = rec.clone();
+                let counts = counts.clone();
+                async move {
+                    let r = Received {
+                        method,
+                        path: uri.path().to_string(),
+                        headers,
+                        body: serde_json::from_slice(&body).unwrap_or(Value::Null),
+                    };
+                    let n = {
+                        let mut c = counts.lock().unwrap_or_else(|p| p.into_inner());
+                        let e = c.entry(r.path.clone()).or_insert(0);
+                        *e += 1;
+                        *e - 1
+                    };
+                    rec.lock().unwrap_or_else(|p| p.into_inner()).push(r.clone());
+                    handler(r, n).await
+                }
+            });
+        let listener = TcpListener::bind("127.0.0.1:0")
+            .await
+            .unwrap_or_else(|e| panic!("bind: {e}"));
+        let addr = listener.local_addr().unwrap_or_else(|e| panic!("addr: {e}"));
+        tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        StepServer { addr, received }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
+    }
+
+    pub fn requests(&self) -> Vec<Received> {
+        self.received.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+}
+
+/// A JSON response.
+pub fn json_reply(status: u16, body: Value) -> Response {
+    (
+        StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
+        [("content-type", "application/json")],
+        body.to_string(),
+    )
+        .into_response()
+}
+
+/// A sync step definition.
+pub fn sync_step(id: &str, endpoint: &str, inputs: &[&str], outputs: &[&str]) -> Value {
+    let mut attributes = serde_json::Map::new();
+    for i in inputs {
+        attributes.insert((*i).into(), json!({"role": "required", "type": "string"}));
+    }
+    for o in outputs {
+        attributes.insert((*o).into(), json!({"role": "output", "type": "string"}));
+    }
+    json!({
+        "id": id,
+        "name": id,
+        "type": "sync",
+        "http": { "endpoint": endpoint },
+        "attributes": attributes,
+    })
+}
+
+/// Generate one `#[tokio::test]` per backend for `async fn name(backend)`.
+#[macro_export]
+macro_rules! both_backends {
+    ($($name:ident),* $(,)?) => {
+        $(
+            mod $name {
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn on_sqlite() {
+                    super::$name($crate::helpers::Backend::Sqlite).await;
+                }
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn on_postgres() {
+                    super::$name($crate::helpers::Backend::Postgres).await;
+                }
+            }
+        )*
+    };
+}

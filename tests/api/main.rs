@@ -1,0 +1,9 @@
+//! End-to-end tests: the real server on port 0 against a fresh database,
+//! real step servers on loopback. Most tests run on SQLite and on Postgres.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod durability;
+mod errors;
+mod flows;
+mod helpers;
+mod steps;

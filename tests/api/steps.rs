@@ -1,0 +1,261 @@
+//! The step catalog over the API.
+
+use axum::http::{Method, StatusCode};
+use serde_json::json;
+
+use crate::both_backends;
+use crate::helpers::{spawn_app, sync_step, Backend};
+
+both_backends!(
+    registering_a_step_stores_it_with_the_global_defaults_filled_in,
+    identical_reregistration_is_accepted_and_a_different_one_conflicts,
+    a_step_can_be_read_updated_and_removed,
+);
+
+async fn registering_a_step_stores_it_with_the_global_defaults_filled_in(backend: Backend) {
+    let Some(app) = spawn_app(backend).await else {
+        return;
+    };
+    let step = sync_step("Greet Step", "http://127.0.0.1:9/greet", &["name"], &["greeting"]);
+    let r = app.register(&step).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+    assert_eq!(r.body["message"], "Step registered");
+    assert_eq!(r.body["step"]["id"], "greet-step", "ids are sanitised");
+    let wc = &r.body["step"]["work_config"];
+    assert_eq!(wc["max_retries"], 10);
+    assert_eq!(wc["init_backoff"], 1000);
+    assert_eq!(wc["max_backoff"], 60000);
+    assert_eq!(wc["backoff_type"], "exponential");
+    assert_eq!(r.body["step"]["http"]["method"], "POST");
+
+    let got = app.get("/engine/step/greet-step").await;
+    assert_eq!(got.status, StatusCode::OK);
+    assert_eq!(got.body, r.body["step"]);
+    let list = app.get("/engine/step").await;
+    assert_eq!(list.body["count"], 1);
+    assert_eq!(list.body["steps"][0]["id"], "greet-step");
+
+    let engine = app.get("/engine").await;
+    assert_eq!(engine.status, StatusCode::OK);
+    assert_eq!(engine.body["steps"]["greet-step"]["name"], "Greet Step");
+    assert_eq!(
+        engine.body["attributes"]["greeting"]["providers"],
+        json!(["greet-step"])
+    );
+    assert_eq!(
+        engine.body["attributes"]["name"]["consumers"],
+        json!(["greet-step"])
+    );
+    let catalog = app.get("/engine/catalog").await;
+    assert_eq!(catalog.body["steps"]["greet-step"]["id"], "greet-step");
+    let events = app.get("/engine/catalog/events").await;
+    assert_eq!(events.body["count"], 1);
+    assert_eq!(events.body["events"][0]["type"], "step_registered");
+    assert_eq!(events.body["events"][0]["sequence"], 1);
+}
+
+async fn identical_reregistration_is_accepted_and_a_different_one_conflicts(backend: Backend) {
+    let Some(app) = spawn_app(backend).await else {
+        return;
+    };
+    let step = sync_step("a", "http://127.0.0.1:9/a", &["x"], &["y"]);
+    assert_eq!(app.register(&step).await.status, StatusCode::CREATED);
+    assert_eq!(app.register(&step).await.status, StatusCode::CREATED);
+    let mut changed = step.clone();
+    changed["http"]["endpoint"] = json!("http://127.0.0.1:9/other");
+    let r = app.register(&changed).await;
+    assert_eq!(r.status, StatusCode::CONFLICT);
+    assert_eq!(r.content_type, "application/problem+json");
+    assert!(
+        r.body["error"].as_str().unwrap().contains("step exists"),
+        "{:?}",
+        r.body
+    );
+    // One registration event: the identical repeat changed nothing.
+    assert_eq!(app.get("/engine/catalog/events").await.body["count"], 1);
+    assert_eq!(
+        app.get("/engine/step/a").await.body["http"]["endpoint"],
+        "http://127.0.0.1:9/a"
+    );
+}
+
+async fn a_step_can_be_read_updated_and_removed(backend: Backend) {
+    let Some(app) = spawn_app(backend).await else {
+        return;
+    };
+    assert_eq!(app.get("/engine/step/a").await.status, StatusCode::NOT_FOUND);
+    let step = sync_step("a", "http://127.0.0.1:9/a", &["x"], &["y"]);
+    app.register(&step).await;
+    let mut changed = step.clone();
+    changed["http"]["endpoint"] = json!("http://127.0.0.1:9/b");
+    let r = app
+        .send(Method::PUT, "/engine/step/a", Some(changed.to_string()))
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+    assert_eq!(r.body["message"], "Step updated");
+    assert_eq!(
+        app.get("/engine/step/a").await.body["http"]["endpoint"],
+        "http://127.0.0.1:9/b"
+    );
+
+    let mismatch = app
+        .send(Method::PUT, "/engine/step/other", Some(changed.to_string()))
+        .await;
+    assert_eq!(mismatch.status, StatusCode::BAD_REQUEST);
+    let mut unknown = changed.clone();
+    unknown["id"] = json!("nope");
+    let missing = app
+        .send(Method::PUT, "/engine/step/nope", Some(unknown.to_string()))
+        .await;
+    assert_eq!(missing.status, StatusCode::NOT_FOUND);
+
+    let del = app.send(Method::DELETE, "/engine/step/a", None).await;
+    assert_eq!(del.status, StatusCode::OK);
+    assert_eq!(del.body["message"], "Step unregistered");
+    assert_eq!(app.get("/engine/step/a").await.status, StatusCode::NOT_FOUND);
+    assert_eq!(
+        app.send(Method::DELETE, "/engine/step/a", None).await.status,
+        StatusCode::NOT_FOUND
+    );
+    let types: Vec<String> = app.get("/engine/catalog/events").await.body["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["type"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(types, ["step_registered", "step_updated", "step_unregistered"]);
+}
+
+/// Each invalid definition is a 400 problem naming what is wrong.
+#[tokio::test]
+async fn invalid_steps_are_rejected_naming_the_field() {
+    let Some(app) = spawn_app(Backend::Sqlite).await else {
+        return;
+    };
+    let base = sync_step("s", "http://127.0.0.1:9/s/{id}", &["id"], &["out"]);
+    let cases: Vec<(serde_json::Value, &str)> = vec![
+        (
+            json!({"id": "", "name": "x", "type": "sync", "http": {"endpoint": "http://h/"}}),
+            "id: step ID empty",
+        ),
+        (
+            json!({"id": "x", "type": "sync", "http": {"endpoint": "http://h/"}}),
+            "name: step name empty",
+        ),
+        (
+            json!({"id": "x", "name": "x", "type": "teleport", "http": {"endpoint": "http://h/"}}),
+            "type: invalid step type",
+        ),
+        (
+            json!({"id": "x", "name": "x", "type": "script", "script": {"language": "lua", "script": "return {}"}}),
+            "not supported yet",
+        ),
+        (
+            json!({"id": "x", "name": "x", "type": "sync"}),
+            "http: http required",
+        ),
+        (
+            json!({"id": "x", "name": "x", "type": "sync", "http": {"endpoint": ""}}),
+            "http.endpoint: step endpoint empty",
+        ),
+        (
+            json!({"id": "x", "name": "x", "type": "sync", "http": {"endpoint": "http://h/", "method": "PATCH"}}),
+            "http.method: invalid HTTP method",
+        ),
+        (
+            json!({"id": "x", "name": "x", "type": "sync", "http": {"endpoint": "http://h/{nope}"}}),
+            "unknown parameter",
+        ),
+        (
+            json!({"id": "x", "name": "x", "type": "sync", "http": {"endpoint": "http://h/"}, "attributes": {"a": {"role": "boss"}}}),
+            "attributes.a.role",
+        ),
+        (
+            json!({"id": "x", "name": "x", "type": "sync", "http": {"endpoint": "http://h/"}, "attributes": {"a": {"role": "output", "required": {}}}}),
+            "config type does not match",
+        ),
+        (
+            json!({"id": "x", "name": "x", "type": "sync", "http": {"endpoint": "http://h/"}, "attributes": {"a": {"role": "const"}}}),
+            "const value required",
+        ),
+        (
+            json!({"id": "x", "name": "x", "type": "sync", "http": {"endpoint": "http://h/"}, "attributes": {"a": {"role": "meta"}}}),
+            "meta key required",
+        ),
+        (
+            json!({"id": "x", "name": "x", "type": "sync", "http": {"endpoint": "http://h/"}, "attributes": {
+            "a": {"role": "required", "required": {"mapping": {"name": "z"}}},
+            "b": {"role": "required", "required": {"mapping": {"name": "z"}}}}}),
+            "duplicate mapped parameter name",
+        ),
+        (
+            json!({"id": "x", "name": "x", "type": "sync", "http": {"endpoint": "http://h/"}, "work_config": {"backoff_type": "random"}}),
+            "work_config.backoff_type: must be fixed, linear or exponential",
+        ),
+        (
+            json!({"id": "x", "name": "x", "type": "sync", "http": {"endpoint": "http://h/"}, "work_config": {"init_backoff": 5000, "max_backoff": 10}}),
+            "work_config.max_backoff",
+        ),
+        (
+            json!({"id": "x", "name": "x", "type": "sync", "http": {"endpoint": "http://h/", "timeout": -5}}),
+            "http.timeout",
+        ),
+        (
+            json!({"id": "x", "name": "x", "type": "sync", "http": {"endpoint": "http://h/", "timeout": "5 parsecs"}}),
+            "http.timeout",
+        ),
+    ];
+    for (step, expected) in cases {
+        let r = app.register(&step).await;
+        assert_eq!(r.status, StatusCode::BAD_REQUEST, "{step} -> {:?}", r.body);
+        assert_eq!(r.content_type, "application/problem+json");
+        let detail = r.body["detail"].as_str().unwrap();
+        assert!(
+            detail.contains(expected),
+            "{step}: {detail:?} should contain {expected:?}"
+        );
+        assert_eq!(r.body["error"], r.body["detail"]);
+    }
+    // Nothing was stored by any of them.
+    assert_eq!(app.get("/engine/step").await.body["count"], 0);
+
+    // Catalog-wide rules: attribute type conflicts and cycles.
+    assert_eq!(app.register(&base).await.status, StatusCode::CREATED);
+    let mut conflict = sync_step("t", "http://127.0.0.1:9/t", &["out"], &[]);
+    conflict["attributes"]["out"]["type"] = json!("number");
+    let r = app.register(&conflict).await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    assert!(
+        r.body["detail"]
+            .as_str()
+            .unwrap()
+            .contains("attribute type conflict"),
+        "{:?}",
+        r.body
+    );
+    let cyclic = sync_step("back", "http://127.0.0.1:9/b", &["out"], &["id"]);
+    let r = app.register(&cyclic).await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    assert!(
+        r.body["detail"].as_str().unwrap().contains("circular dependency"),
+        "{:?}",
+        r.body
+    );
+    assert_eq!(app.get("/engine/step").await.body["count"], 1);
+}
+
+#[tokio::test]
+async fn durations_in_any_format_are_stored_as_milliseconds() {
+    let Some(app) = spawn_app(Backend::Sqlite).await else {
+        return;
+    };
+    let mut step = sync_step("d", "http://127.0.0.1:9/d", &[], &["o"]);
+    step["http"]["timeout"] = json!("PT1.5S");
+    step["work_config"] = json!({"init_backoff": "250ms", "max_backoff": "1m", "max_retries": 3});
+    let r = app.register(&step).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+    assert_eq!(r.body["step"]["http"]["timeout"], 1500);
+    assert_eq!(r.body["step"]["work_config"]["init_backoff"], 250);
+    assert_eq!(r.body["step"]["work_config"]["max_backoff"], 60000);
+    assert_eq!(r.body["step"]["work_config"]["max_retries"], 3);
+}
