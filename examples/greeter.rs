@@ -24,7 +24,10 @@ fn problem(status: StatusCode, detail: &str) -> Response {
 }
 
 async fn greet(headers: HeaderMap, Json(body): Json<Value>) -> Response {
-    let token = headers.get("argyll-receipt-token").and_then(|v| v.to_str().ok()).unwrap_or("-");
+    let token = headers
+        .get("argyll-receipt-token")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("-");
     match body.get("name").and_then(Value::as_str) {
         Some(name) if !name.is_empty() => {
             println!("greet {name} (receipt token {token})");
@@ -44,7 +47,9 @@ async fn shout(Json(body): Json<Value>) -> Response {
 #[tokio::main]
 async fn main() -> std::io::Result<()> {
     let addr = std::env::var("GREETER_ADDR").unwrap_or_else(|_| "127.0.0.1:8081".into());
-    let app = Router::new().route("/greet", post(greet)).route("/shout", post(shout));
+    let app = Router::new()
+        .route("/greet", post(greet))
+        .route("/shout", post(shout));
     let listener = tokio::net::TcpListener::bind(&addr).await?;
     println!("greeter listening on {}", listener.local_addr()?);
     axum::serve(listener, app).await
