@@ -178,6 +178,11 @@ impl Builder<'_> {
             self.blocked.insert(id.to_string(), blocked);
             return;
         }
+        // A goal whose outputs the initial inputs already hold does not run,
+        // so neither do its providers, nor are its inputs required.
+        if !self.needed.contains(id) && self.outputs_available(step) {
+            return;
+        }
         for (name, attr) in step.inputs() {
             let collect = attr.collect();
             if self.has_init(name) && collect == Collect::First {

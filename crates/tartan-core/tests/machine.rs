@@ -1,0 +1,768 @@
+//! The flow state machine (`start_flow`, `record_result`, `redispatch`) and
+//! the event log it writes (`FlowState::replay`, `FlowEvent` round trips),
+//! with a fixed clock and counted receipt tokens.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::collections::BTreeMap;
+
+use chrono::{Duration, TimeZone, Utc};
+use common::{catalog, chain_def, goals, init, sync_def};
+use serde_json::{json, Value};
+use tartan_core::catalog::Catalog;
+use tartan_core::flow::{
+    ApplyError, AttributeValue, FlowEvent, FlowState, FlowStatus, StepStatus, Time, WorkState, WorkStatus,
+};
+use tartan_core::machine::{
+    record_result, redispatch, start_flow, AttemptResult, Context, Dispatch, Transition,
+};
+use tartan_core::plan::{start_plan, InitArgs};
+use tartan_core::step::Args;
+
+const FLOW: &str = "flow-1";
+const WEBHOOK: &str = "http://tartan.test";
+
+/// `secs` seconds after a fixed instant.
+fn t(secs: i64) -> Time {
+    Utc.timestamp_opt(1_700_000_000, 0).single().unwrap() + Duration::seconds(secs)
+}
+
+fn args(value: Value) -> Args {
+    match value {
+        Value::Object(map) => map,
+        other => panic!("not an object: {other}"),
+    }
+}
+
+fn ok(outputs: Value) -> AttemptResult {
+    AttemptResult::Success {
+        outputs: args(outputs),
+        http_status: Some(200),
+    }
+}
+
+fn permanent(status: u16, error: &str) -> AttemptResult {
+    AttemptResult::Failure {
+        class: "permanent".into(),
+        error: error.into(),
+        http_status: Some(status),
+    }
+}
+
+fn types(tx: &Transition) -> Vec<&'static str> {
+    tx.events.iter().map(FlowEvent::type_name).collect()
+}
+
+fn dispatch(step: &str, token: &str, attempt: u32) -> Dispatch {
+    Dispatch {
+        step_id: step.into(),
+        token: token.into(),
+        attempt,
+    }
+}
+
+/// One flow being driven through the machine: its current state, every event
+/// with the time it was applied, and the receipt-token counter.
+struct Run {
+    state: FlowState,
+    log: Vec<(FlowEvent, Time)>,
+    tokens: u32,
+}
+
+impl Run {
+    fn start(catalog: &Catalog, goal_ids: &[&str], init: InitArgs, at: Time) -> (Run, Transition) {
+        let plan = match start_plan(catalog, &goals(goal_ids), &init) {
+            Ok(plan) => plan,
+            Err(e) => panic!("no plan: {e}"),
+        };
+        let mut tokens = 0;
+        let tx = {
+            let counter = &mut tokens;
+            let mut new_token = move || {
+                *counter += 1;
+                format!("tok-{counter}")
+            };
+            let mut ctx = Context {
+                now: at,
+                webhook_base: WEBHOOK,
+                new_token: &mut new_token,
+            };
+            start_flow(FLOW, plan, init, BTreeMap::new(), &mut ctx).unwrap()
+        };
+        let mut run = Run {
+            state: tx.state.clone(),
+            log: Vec::new(),
+            tokens,
+        };
+        run.absorb(&tx);
+        (run, tx)
+    }
+
+    fn try_record(
+        &mut self,
+        step: &str,
+        token: &str,
+        attempt: u32,
+        result: AttemptResult,
+        at: Time,
+    ) -> Result<Transition, ApplyError> {
+        let counter = &mut self.tokens;
+        let mut new_token = move || {
+            *counter += 1;
+            format!("tok-{counter}")
+        };
+        let mut ctx = Context {
+            now: at,
+            webhook_base: WEBHOOK,
+            new_token: &mut new_token,
+        };
+        let tx = record_result(self.state.clone(), step, token, attempt, result, &mut ctx)?;
+        self.absorb(&tx);
+        Ok(tx)
+    }
+
+    fn record(
+        &mut self,
+        step: &str,
+        token: &str,
+        attempt: u32,
+        result: AttemptResult,
+        at: Time,
+    ) -> Transition {
+        match self.try_record(step, token, attempt, result, at) {
+            Ok(tx) => tx,
+            Err(e) => panic!("record_result({step}, {token}, {attempt}) failed: {e}"),
+        }
+    }
+
+    fn redispatch(&mut self, step: &str, token: &str, at: Time) -> Transition {
+        let tx = redispatch(self.state.clone(), step, token, at).unwrap();
+        self.absorb(&tx);
+        tx
+    }
+
+    fn absorb(&mut self, tx: &Transition) {
+        self.state = tx.state.clone();
+        self.log.extend(tx.events.iter().map(|e| (e.clone(), tx.now)));
+    }
+
+    fn status(&self, step: &str) -> StepStatus {
+        self.state.executions[step].status
+    }
+
+    /// The receipt token of a step's only work item.
+    fn token(&self, step: &str) -> String {
+        let items = &self.state.executions[step].work_items;
+        assert_eq!(items.len(), 1, "step {step} has {} work items", items.len());
+        items.keys().next().cloned().unwrap()
+    }
+
+    fn work(&self, step: &str) -> &WorkState {
+        let token = self.token(step);
+        &self.state.executions[step].work_items[&token]
+    }
+
+    fn replayed(&self) -> FlowState {
+        FlowState::replay(self.log.iter().map(|(e, at)| (e, *at))).unwrap()
+    }
+}
+
+/// a needs `in` and gives x; b needs x and gives y; c needs y and gives z.
+fn chain() -> Catalog {
+    catalog(vec![
+        chain_def("a", &["in"], &["x"]),
+        chain_def("b", &["x"], &["y"]),
+        chain_def("c", &["y"], &["z"]),
+    ])
+}
+
+fn start_chain() -> (Run, Transition) {
+    Run::start(&chain(), &["c"], init(&[("in", json!(1))]), t(0))
+}
+
+// ---------------------------------------------------------------------------
+// Starting
+
+#[test]
+fn starting_a_flow_starts_only_the_first_step_of_a_chain() {
+    let (run, tx) = start_chain();
+    assert_eq!(types(&tx), ["flow_started", "step_started", "work_started"]);
+    assert_eq!(tx.dispatches(), [dispatch("a", "tok-1", 1)]);
+    assert!(matches!(
+        &tx.events[2],
+        FlowEvent::WorkStarted { step_id, token, attempt: 1, inputs, .. }
+            if step_id == "a" && token == "tok-1" && *inputs == args(json!({ "in": 1 }))
+    ));
+    assert_eq!(run.status("a"), StepStatus::Active);
+    assert_eq!(run.status("b"), StepStatus::Pending);
+    assert_eq!(run.status("c"), StepStatus::Pending);
+    assert_eq!(run.state.status, FlowStatus::Active);
+    assert_eq!(run.state.created_at, t(0));
+}
+
+#[test]
+fn the_initial_inputs_are_attributes_without_a_step() {
+    let (run, _) = start_chain();
+    let expected = AttributeValue {
+        value: json!(1),
+        set_at: t(0),
+        step: None,
+    };
+    assert_eq!(run.state.attributes["in"], [expected]);
+}
+
+#[test]
+fn the_first_attempt_of_a_work_item_is_open() {
+    let (run, _) = start_chain();
+    let work = run.work("a");
+    assert_eq!(work.status, WorkStatus::Active);
+    assert_eq!(work.started_at, Some(t(0)));
+    assert_eq!(work.attempts.len(), 1);
+    assert_eq!(work.attempts[0].number, 1);
+    assert_eq!(work.attempts[0].started_at, t(0));
+    assert_eq!(work.attempts[0].ended_at, None);
+    assert_eq!(work.attempts[0].outcome, None);
+}
+
+#[test]
+fn independent_steps_start_together() {
+    let catalog = catalog(vec![
+        chain_def("p", &["in"], &["x"]),
+        chain_def("q", &["in"], &["y"]),
+        chain_def("r", &["x", "y"], &["z"]),
+    ]);
+    let (mut run, tx) = Run::start(&catalog, &["r"], init(&[("in", json!(1))]), t(0));
+    assert_eq!(
+        tx.dispatches(),
+        [dispatch("p", "tok-1", 1), dispatch("q", "tok-2", 1)]
+    );
+    assert_eq!(run.status("r"), StepStatus::Pending);
+
+    let tx = run.record("p", "tok-1", 1, ok(json!({ "x": "px" })), t(1));
+    assert!(tx.dispatches().is_empty(), "r still waits for y");
+    assert_eq!(run.status("r"), StepStatus::Pending);
+
+    let tx = run.record("q", "tok-2", 1, ok(json!({ "y": "qy" })), t(2));
+    assert_eq!(tx.dispatches(), [dispatch("r", "tok-3", 1)]);
+    assert_eq!(run.work("r").inputs, args(json!({ "x": "px", "y": "qy" })));
+}
+
+#[test]
+fn meta_and_const_inputs_are_passed_to_the_work_item() {
+    let mut def = sync_def(
+        "s",
+        json!({
+            "in": { "role": "required" },
+            "region": { "role": "const", "const": { "value": "\"eu\"" } },
+            "flow": { "role": "meta", "meta": { "key": "flow_id" } },
+            "receipt": { "role": "meta", "meta": { "key": "receipt_token" } },
+            "callback": { "role": "meta", "meta": { "key": "webhook_url" } },
+            "out": { "role": "output" },
+        }),
+    );
+    def["type"] = json!("async");
+    let (run, _) = Run::start(&catalog(vec![def]), &["s"], init(&[("in", json!(7))]), t(0));
+    assert_eq!(
+        run.work("s").inputs,
+        args(json!({
+            "callback": "http://tartan.test/webhook/flow-1/s/tok-1",
+            "flow": FLOW,
+            "in": 7,
+            "receipt": "tok-1",
+            "region": "eu",
+        }))
+    );
+}
+
+// ---------------------------------------------------------------------------
+// Results
+
+/// a gives x, which its endpoint calls `xOut`; b takes x as `inX`.
+fn mapped() -> Catalog {
+    catalog(vec![
+        sync_def(
+            "a",
+            json!({
+                "in": { "role": "required" },
+                "x": { "role": "output", "output": { "mapping": { "name": "xOut" } } },
+            }),
+        ),
+        sync_def(
+            "b",
+            json!({
+                "x": { "role": "required", "required": { "mapping": { "name": "inX" } } },
+                "y": { "role": "output" },
+            }),
+        ),
+    ])
+}
+
+#[test]
+fn a_successful_result_sets_the_mapped_outputs_with_their_provenance() {
+    let (mut run, _) = Run::start(&mapped(), &["b"], init(&[("in", json!(1))]), t(0));
+    let tx = run.record("a", "tok-1", 1, ok(json!({ "xOut": 5, "extra": true })), t(2));
+    assert_eq!(
+        types(&tx),
+        [
+            "work_succeeded",
+            "attribute_set",
+            "step_completed",
+            "step_started",
+            "work_started"
+        ]
+    );
+    let expected = AttributeValue {
+        value: json!(5),
+        set_at: t(2),
+        step: Some("a".into()),
+    };
+    assert_eq!(run.state.attributes["x"], [expected]);
+    assert!(!run.state.attributes.contains_key("xOut"));
+    assert!(
+        !run.state.attributes.contains_key("extra"),
+        "undeclared outputs are not attributes"
+    );
+
+    let a = &run.state.executions["a"];
+    assert_eq!(a.status, StepStatus::Completed);
+    assert_eq!(a.outputs, Some(args(json!({ "x": 5 }))));
+    assert_eq!(a.completed_at, Some(t(2)));
+    assert_eq!(a.duration, Some(2000));
+
+    let work = run.work("a");
+    assert_eq!(work.status, WorkStatus::Succeeded);
+    assert_eq!(work.outputs, Some(args(json!({ "xOut": 5, "extra": true }))));
+    assert_eq!(work.attempts[0].outcome.as_deref(), Some("success"));
+    assert_eq!(work.attempts[0].http_status, Some(200));
+    assert_eq!(work.attempts[0].ended_at, Some(t(2)));
+}
+
+#[test]
+fn a_completed_step_starts_the_next_with_its_inputs_by_mapped_name() {
+    let (mut run, _) = Run::start(&mapped(), &["b"], init(&[("in", json!(1))]), t(0));
+    let tx = run.record("a", "tok-1", 1, ok(json!({ "xOut": 5 })), t(2));
+    assert_eq!(tx.dispatches(), [dispatch("b", "tok-2", 1)]);
+    assert_eq!(run.status("b"), StepStatus::Active);
+    assert_eq!(run.state.executions["b"].inputs, args(json!({ "inX": 5 })));
+    assert_eq!(run.work("b").inputs, args(json!({ "inX": 5 })));
+}
+
+#[test]
+fn a_flow_completes_with_its_goals_outputs_and_is_deactivated() {
+    let (mut run, _) = start_chain();
+    run.record("a", "tok-1", 1, ok(json!({ "x": 1 })), t(1));
+    run.record("b", "tok-2", 1, ok(json!({ "y": 2 })), t(2));
+    let tx = run.record("c", "tok-3", 1, ok(json!({ "z": 3 })), t(3));
+    assert_eq!(
+        types(&tx),
+        [
+            "work_succeeded",
+            "attribute_set",
+            "step_completed",
+            "flow_completed",
+            "flow_deactivated"
+        ]
+    );
+    assert!(
+        matches!(&tx.events[3], FlowEvent::FlowCompleted { result, .. } if *result == args(json!({ "z": 3 })))
+    );
+    assert_eq!(run.state.status, FlowStatus::Completed);
+    assert_eq!(run.state.completed_at, Some(t(3)));
+    assert_eq!(run.state.deactivated_at, Some(t(3)));
+}
+
+#[test]
+fn a_permanent_failure_of_a_goal_fails_the_flow_and_deactivates_it() {
+    let catalog = catalog(vec![chain_def("g", &["in"], &["out"])]);
+    let (mut run, _) = Run::start(&catalog, &["g"], init(&[("in", json!(1))]), t(0));
+    let tx = run.record("g", "tok-1", 1, permanent(400, "no such order"), t(1));
+    assert_eq!(
+        types(&tx),
+        ["work_failed", "step_failed", "flow_failed", "flow_deactivated"]
+    );
+    assert_eq!(run.status("g"), StepStatus::Failed);
+    assert_eq!(run.state.status, FlowStatus::Failed);
+    assert_eq!(
+        run.state.error.as_deref(),
+        Some("goal step g failed: no such order")
+    );
+    assert_eq!(run.state.deactivated_at, Some(t(1)));
+    let attempt = &run.work("g").attempts[0];
+    assert_eq!(attempt.outcome.as_deref(), Some("permanent"));
+    assert_eq!(attempt.http_status, Some(400));
+    assert_eq!(attempt.error.as_deref(), Some("no such order"));
+}
+
+#[test]
+fn a_failed_flow_is_deactivated_only_once_its_last_call_returns() {
+    let catalog = catalog(vec![
+        chain_def("g", &["in"], &["o1"]),
+        chain_def("h", &["in"], &["o2"]),
+    ]);
+    let (mut run, _) = Run::start(&catalog, &["g", "h"], init(&[("in", json!(1))]), t(0));
+    let tx = run.record("g", "tok-1", 1, permanent(400, "bad"), t(1));
+    assert_eq!(types(&tx), ["work_failed", "step_failed", "flow_failed"]);
+    assert_eq!(run.state.status, FlowStatus::Failed);
+    assert_eq!(run.state.deactivated_at, None, "h is still running");
+
+    let tx = run.record("h", "tok-2", 1, ok(json!({ "o2": 2 })), t(2));
+    assert_eq!(
+        types(&tx),
+        [
+            "work_succeeded",
+            "attribute_set",
+            "step_completed",
+            "flow_deactivated"
+        ]
+    );
+    assert_eq!(run.state.status, FlowStatus::Failed);
+    assert_eq!(run.state.deactivated_at, Some(t(2)));
+}
+
+#[test]
+fn a_failed_provider_skips_the_goal_downstream_and_fails_the_flow() {
+    let (mut run, _) = start_chain();
+    let tx = run.record("a", "tok-1", 1, permanent(500, "boom"), t(1));
+    assert_eq!(run.status("a"), StepStatus::Failed);
+    assert_eq!(run.status("b"), StepStatus::Skipped);
+    assert_eq!(run.status("c"), StepStatus::Skipped);
+    assert_eq!(
+        run.state.executions["c"].reason.as_deref(),
+        Some("required input y is unavailable")
+    );
+    assert!(
+        !types(&tx).contains(&"flow_completed"),
+        "events: {:?}",
+        types(&tx)
+    );
+    assert_eq!(run.state.status, FlowStatus::Failed);
+    assert_eq!(
+        run.state.error.as_deref(),
+        Some("goal step c skipped: required input y is unavailable")
+    );
+    assert_eq!(run.state.deactivated_at, Some(t(1)));
+}
+
+#[test]
+fn a_goal_skipped_while_other_work_runs_fails_the_flow() {
+    // a (provider of the goal c's input) fails while the other goal h still runs.
+    let catalog = catalog(vec![
+        chain_def("a", &["in"], &["y"]),
+        chain_def("c", &["y"], &["z"]),
+        chain_def("h", &["in"], &["w"]),
+    ]);
+    let (mut run, _) = Run::start(&catalog, &["c", "h"], init(&[("in", json!(1))]), t(0));
+    let tx = run.record("a", "tok-1", 1, permanent(500, "boom"), t(1));
+    assert_eq!(
+        types(&tx),
+        ["work_failed", "step_failed", "step_skipped", "flow_failed"]
+    );
+    assert_eq!(run.status("c"), StepStatus::Skipped);
+    assert_eq!(run.state.status, FlowStatus::Failed);
+    assert_eq!(
+        run.state.error.as_deref(),
+        Some("goal step c skipped: required input y is unavailable")
+    );
+    assert_eq!(run.state.deactivated_at, None, "h is still running");
+}
+
+/// p may provide g's optional `hint`, which defaults to "plain".
+fn optional_hint(default: Option<&str>) -> Catalog {
+    let mut hint = json!({ "role": "optional" });
+    if let Some(default) = default {
+        hint["optional"] = json!({ "default": default });
+    }
+    catalog(vec![
+        chain_def("p", &["in"], &["hint"]),
+        sync_def(
+            "g",
+            json!({ "in": { "role": "required" }, "hint": hint, "out": { "role": "output" } }),
+        ),
+    ])
+}
+
+#[test]
+fn an_optional_input_waits_for_its_provider() {
+    let (run, tx) = Run::start(
+        &optional_hint(Some("\"plain\"")),
+        &["g"],
+        init(&[("in", json!(1))]),
+        t(0),
+    );
+    assert_eq!(tx.dispatches(), [dispatch("p", "tok-1", 1)]);
+    assert_eq!(run.status("g"), StepStatus::Pending);
+}
+
+#[test]
+fn an_optional_input_takes_its_default_when_its_provider_failed() {
+    let (mut run, _) = Run::start(
+        &optional_hint(Some("\"plain\"")),
+        &["g"],
+        init(&[("in", json!(1))]),
+        t(0),
+    );
+    let tx = run.record("p", "tok-1", 1, permanent(422, "cannot hint"), t(1));
+    assert_eq!(
+        types(&tx),
+        ["work_failed", "step_failed", "step_started", "work_started"]
+    );
+    assert_eq!(run.work("g").inputs, args(json!({ "in": 1, "hint": "plain" })));
+    assert_eq!(run.state.status, FlowStatus::Active);
+
+    let tx = run.record("g", "tok-2", 1, ok(json!({ "out": "done" })), t(2));
+    assert!(types(&tx).contains(&"flow_completed"));
+    assert_eq!(run.state.status, FlowStatus::Completed);
+}
+
+#[test]
+fn an_optional_input_without_a_default_is_left_out_when_its_provider_failed() {
+    let (mut run, _) = Run::start(&optional_hint(None), &["g"], init(&[("in", json!(1))]), t(0));
+    run.record("p", "tok-1", 1, permanent(422, "cannot hint"), t(1));
+    assert_eq!(run.work("g").inputs, args(json!({ "in": 1 })));
+}
+
+#[test]
+fn an_optional_input_takes_its_providers_value_when_it_succeeded() {
+    let (mut run, _) = Run::start(
+        &optional_hint(Some("\"plain\"")),
+        &["g"],
+        init(&[("in", json!(1))]),
+        t(0),
+    );
+    run.record("p", "tok-1", 1, ok(json!({ "hint": "fancy" })), t(1));
+    assert_eq!(run.work("g").inputs, args(json!({ "in": 1, "hint": "fancy" })));
+}
+
+// ---------------------------------------------------------------------------
+// Late results
+
+#[test]
+fn a_result_for_another_attempt_is_late_and_changes_nothing() {
+    let (mut run, _) = start_chain();
+    let before = run.state.clone();
+    let tx = run.record("a", "tok-1", 2, ok(json!({ "x": 1 })), t(5));
+    assert_eq!(
+        tx.events,
+        [FlowEvent::WorkLateResult {
+            flow_id: FLOW.into(),
+            step_id: "a".into(),
+            token: "tok-1".into(),
+            attempt: 2,
+            detail: "result for an attempt that is no longer running".into(),
+        }]
+    );
+    assert!(tx.dispatches().is_empty());
+    assert_eq!(tx.state, before);
+}
+
+#[test]
+fn a_result_for_an_item_that_is_no_longer_active_is_late_and_changes_nothing() {
+    let (mut run, _) = start_chain();
+    run.record("a", "tok-1", 1, ok(json!({ "x": 1 })), t(1));
+    let before = run.state.clone();
+    let tx = run.record("a", "tok-1", 1, permanent(500, "again"), t(2));
+    assert_eq!(types(&tx), ["work_late_result"]);
+    assert_eq!(tx.state, before);
+}
+
+#[test]
+fn a_result_for_an_unknown_token_is_an_error() {
+    let (mut run, _) = start_chain();
+    let result = run.try_record("a", "nope", 1, ok(json!({})), t(1));
+    assert_eq!(result.unwrap_err(), ApplyError::UnknownWork("nope".into()));
+}
+
+// ---------------------------------------------------------------------------
+// Redispatch
+
+#[test]
+fn redispatching_an_active_item_starts_the_next_attempt_with_the_same_token() {
+    let (mut run, _) = start_chain();
+    let item_inputs = run.work("a").inputs.clone();
+    let tx = run.redispatch("a", "tok-1", t(30));
+    assert_eq!(
+        tx.events,
+        [FlowEvent::WorkStarted {
+            flow_id: FLOW.into(),
+            step_id: "a".into(),
+            token: "tok-1".into(),
+            inputs: item_inputs,
+            attempt: 2,
+        }]
+    );
+    assert_eq!(tx.dispatches(), [dispatch("a", "tok-1", 2)]);
+
+    let work = run.work("a");
+    assert_eq!(work.status, WorkStatus::Active);
+    assert_eq!(work.started_at, Some(t(0)), "the item keeps its first start");
+    assert_eq!(work.attempts.len(), 2);
+    assert_eq!(work.attempts[0].number, 1);
+    assert_eq!(work.attempts[0].ended_at, Some(t(30)));
+    assert_eq!(work.attempts[0].outcome.as_deref(), Some("abandoned"));
+    assert_eq!(work.attempts[1].number, 2);
+    assert_eq!(work.attempts[1].started_at, t(30));
+    assert_eq!(work.attempts[1].outcome, None);
+}
+
+#[test]
+fn after_a_redispatch_only_the_new_attempt_counts() {
+    let (mut run, _) = start_chain();
+    run.redispatch("a", "tok-1", t(30));
+    let tx = run.record("a", "tok-1", 1, ok(json!({ "x": "old" })), t(31));
+    assert_eq!(types(&tx), ["work_late_result"]);
+    let tx = run.record("a", "tok-1", 2, ok(json!({ "x": "new" })), t(32));
+    assert_eq!(tx.dispatches(), [dispatch("b", "tok-2", 1)]);
+    assert_eq!(run.state.attributes["x"][0].value, json!("new"));
+}
+
+#[test]
+fn redispatching_an_item_that_is_not_active_does_nothing() {
+    let (mut run, _) = start_chain();
+    run.record("a", "tok-1", 1, ok(json!({ "x": 1 })), t(1));
+    let before = run.state.clone();
+    let tx = run.redispatch("a", "tok-1", t(2));
+    assert!(tx.events.is_empty());
+    assert_eq!(tx.state, before);
+}
+
+// ---------------------------------------------------------------------------
+// Replay and the stored form of events
+
+/// A whole run of the chain with a redispatch and a late result on the way.
+fn full_run() -> Run {
+    let (mut run, _) = start_chain();
+    run.redispatch("a", "tok-1", t(10));
+    run.record("a", "tok-1", 1, ok(json!({ "x": "late" })), t(11));
+    run.record("a", "tok-1", 2, ok(json!({ "x": 1 })), t(12));
+    run.record("b", "tok-2", 1, ok(json!({ "y": 2 })), t(15));
+    run.record("c", "tok-3", 1, ok(json!({ "z": 3 })), t(20));
+    assert_eq!(run.state.status, FlowStatus::Completed);
+    run
+}
+
+#[test]
+fn replaying_the_events_of_a_run_gives_its_final_state_exactly() {
+    let run = full_run();
+    assert_eq!(run.replayed(), run.state);
+}
+
+#[test]
+fn replaying_every_prefix_of_a_run_gives_the_state_at_that_point() {
+    let (mut run, _) = start_chain();
+    let steps: [fn(&mut Run); 5] = [
+        |r| {
+            r.redispatch("a", "tok-1", t(10));
+        },
+        |r| {
+            r.record("a", "tok-1", 1, ok(json!({ "x": "late" })), t(11));
+        },
+        |r| {
+            r.record("a", "tok-1", 2, ok(json!({ "x": 1 })), t(12));
+        },
+        |r| {
+            r.record("b", "tok-2", 1, ok(json!({ "y": 2 })), t(15));
+        },
+        |r| {
+            r.record("c", "tok-3", 1, ok(json!({ "z": 3 })), t(20));
+        },
+    ];
+    assert_eq!(run.replayed(), run.state);
+    for step in steps {
+        step(&mut run);
+        assert_eq!(run.replayed(), run.state);
+    }
+}
+
+#[test]
+fn replaying_a_failed_run_gives_its_final_state_exactly() {
+    let catalog = catalog(vec![
+        chain_def("g", &["in"], &["o1"]),
+        chain_def("h", &["in"], &["o2"]),
+    ]);
+    let (mut run, _) = Run::start(&catalog, &["g", "h"], init(&[("in", json!(1))]), t(0));
+    run.record("g", "tok-1", 1, permanent(400, "bad"), t(1));
+    run.record("h", "tok-2", 1, ok(json!({ "o2": 2 })), t(2));
+    assert_eq!(run.replayed(), run.state);
+}
+
+#[test]
+fn replay_needs_a_log_that_starts_with_flow_started() {
+    let run = full_run();
+    let rest = run.log.iter().skip(1).map(|(e, at)| (e, *at));
+    assert_eq!(FlowState::replay(rest).unwrap_err(), ApplyError::NotStarted);
+    assert_eq!(
+        FlowState::replay(std::iter::empty()).unwrap_err(),
+        ApplyError::NotStarted
+    );
+}
+
+#[test]
+fn applying_a_second_flow_started_is_an_error() {
+    let mut run = full_run();
+    let (first, at) = run.log[0].clone();
+    assert_eq!(
+        run.state.apply(&first, at).unwrap_err(),
+        ApplyError::AlreadyStarted
+    );
+}
+
+#[test]
+fn every_event_round_trips_through_its_stored_type_and_data() {
+    let run = full_run();
+    let mut seen = std::collections::BTreeSet::new();
+    for (event, _) in &run.log {
+        seen.insert(event.type_name());
+        let back = FlowEvent::from_parts(event.type_name(), event.data()).unwrap();
+        assert_eq!(&back, event);
+        // As stored: the data as JSON text.
+        let text = serde_json::to_string(&event.data()).unwrap();
+        let back = FlowEvent::from_parts(event.type_name(), serde_json::from_str(&text).unwrap()).unwrap();
+        assert_eq!(&back, event);
+    }
+    for kind in [
+        "flow_started",
+        "step_started",
+        "work_started",
+        "work_succeeded",
+        "work_late_result",
+        "attribute_set",
+        "step_completed",
+        "flow_completed",
+        "flow_deactivated",
+    ] {
+        assert!(seen.contains(kind), "the run has no {kind} event");
+    }
+}
+
+#[test]
+fn failure_events_round_trip_through_their_stored_type_and_data() {
+    let (mut run, _) = start_chain();
+    run.record("a", "tok-1", 1, permanent(500, "boom"), t(1));
+    let failures: Vec<&FlowEvent> = run
+        .log
+        .iter()
+        .map(|(e, _)| e)
+        .filter(|e| matches!(e.type_name(), "work_failed" | "step_failed" | "step_skipped"))
+        .collect();
+    assert!(
+        failures.len() >= 3,
+        "events: {:?}",
+        run.log.iter().map(|(e, _)| e.type_name()).collect::<Vec<_>>()
+    );
+    for event in failures {
+        assert_eq!(
+            &FlowEvent::from_parts(event.type_name(), event.data()).unwrap(),
+            event
+        );
+    }
+}
+
+#[test]
+fn event_data_carries_no_type_tag() {
+    let (run, _) = start_chain();
+    let data = run.log[2].0.data();
+    assert_eq!(data["token"], json!("tok-1"));
+    assert_eq!(data["attempt"], json!(1));
+    assert!(data.get("type").is_none());
+}
