@@ -107,7 +107,11 @@ pub fn start_plan(catalog: &Catalog, goals: &[String], init: &InitArgs) -> Resul
         // Name the inputs the client must supply, at the root of the provider
         // chains, rather than the intermediate attribute nothing can make.
         let preview = build_plan(catalog, goals, init, PlanMode::Preview)?;
-        let names = if preview.required.is_empty() { plan.required } else { preview.required };
+        let names = if preview.required.is_empty() {
+            plan.required
+        } else {
+            preview.required
+        };
         return Err(PlanError::MissingInputs(names));
     }
     Ok(plan)
