@@ -127,6 +127,8 @@ pub struct FlowState {
     pub last_updated: Time,
     pub deactivated_at: Option<Time>,
     pub deadline_at: Option<Time>,
+    /// Cap on the attempts of all work items together.
+    pub max_step_attempts: u32,
     pub plan: ExecutionPlan,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub labels: BTreeMap<String, String>,
@@ -184,6 +186,12 @@ pub struct Attempt {
     pub outcome: Option<String>,
     pub http_status: Option<u16>,
     pub error: Option<String>,
+    /// The response's `Retry-After`, in ms, when it had one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_after_ms: Option<u64>,
+    /// The wait that followed this attempt and how it was computed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delay: Option<Value>,
 }
 
 /// Every change of a flow. Field names follow Argyll's events.
@@ -196,6 +204,8 @@ pub enum FlowEvent {
         init: InitArgs,
         #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
         labels: BTreeMap<String, String>,
+        #[serde(default = "default_max_step_attempts")]
+        max_step_attempts: u32,
     },
     StepStarted {
         flow_id: String,
@@ -225,6 +235,39 @@ pub enum FlowEvent {
         token: String,
         error: String,
         attempt: u32,
+        class: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        http_status: Option<u16>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        retry_after_ms: Option<u64>,
+        /// Why no retry follows: `permanent`, `max_attempts`, `deadline`, `step_limit`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        retry_state: Option<String>,
+    },
+    /// A retryable failure of one attempt; a retry follows.
+    WorkNotCompleted {
+        flow_id: String,
+        step_id: String,
+        token: String,
+        error: String,
+        attempt: u32,
+        class: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        http_status: Option<u16>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        retry_after_ms: Option<u64>,
+    },
+    /// When the next attempt starts, and why then.
+    WorkRetryScheduled {
+        flow_id: String,
+        step_id: String,
+        token: String,
+        error: String,
+        retry_count: u32,
+        next_retry_at: Time,
+        delay_ms: u64,
+        /// The delay's parts: computed backoff, cap, jitter, Retry-After floor.
+        delay: Value,
         class: String,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         http_status: Option<u16>,
@@ -283,6 +326,8 @@ impl FlowEvent {
             FlowEvent::WorkSucceeded { .. } => "work_succeeded",
             FlowEvent::WorkFailed { .. } => "work_failed",
             FlowEvent::WorkLateResult { .. } => "work_late_result",
+            FlowEvent::WorkNotCompleted { .. } => "work_not_completed",
+            FlowEvent::WorkRetryScheduled { .. } => "work_retry_scheduled",
             FlowEvent::AttributeSet { .. } => "attribute_set",
             FlowEvent::StepCompleted { .. } => "step_completed",
             FlowEvent::StepFailed { .. } => "step_failed",
@@ -307,6 +352,13 @@ impl FlowEvent {
     }
 }
 
+/// The default cap on the attempts of one flow (as OpenWorkflow).
+pub const DEFAULT_MAX_STEP_ATTEMPTS: u32 = 1000;
+
+fn default_max_step_attempts() -> u32 {
+    DEFAULT_MAX_STEP_ATTEMPTS
+}
+
 /// Errors `apply` reports: an event that does not fit the state is a bug or a
 /// corrupt log, never something a client can cause.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -328,6 +380,7 @@ impl FlowState {
         plan: &ExecutionPlan,
         init: &InitArgs,
         labels: &BTreeMap<String, String>,
+        max_step_attempts: u32,
         at: Time,
     ) -> Self {
         let attributes = init
@@ -376,6 +429,7 @@ impl FlowState {
             last_updated: at,
             deactivated_at: None,
             deadline_at: None,
+            max_step_attempts,
             plan: plan.clone(),
             labels: labels.clone(),
             attributes,
@@ -395,9 +449,17 @@ impl FlowState {
                         plan,
                         init,
                         labels,
+                        max_step_attempts,
                     },
                 ) => {
-                    state = Some(FlowState::started(flow_id, plan, init, labels, at));
+                    state = Some(FlowState::started(
+                        flow_id,
+                        plan,
+                        init,
+                        labels,
+                        *max_step_attempts,
+                        at,
+                    ));
                 }
                 (None, _) => return Err(ApplyError::NotStarted),
                 (Some(s), e) => s.apply(e, at)?,
@@ -422,6 +484,17 @@ impl FlowState {
     /// The work item of `token`, if any.
     pub fn find_work(&self, step_id: &str, token: &str) -> Option<&WorkState> {
         self.executions.get(step_id)?.work_items.get(token)
+    }
+
+    /// Attempts of all work items together (the `max_step_attempts` cap).
+    pub fn total_attempts(&self) -> u32 {
+        let n: usize = self
+            .executions
+            .values()
+            .flat_map(|e| e.work_items.values())
+            .map(|w| w.attempts.len())
+            .sum();
+        u32::try_from(n).unwrap_or(u32::MAX)
     }
 
     /// True while any work item still has a call in flight.
@@ -487,6 +560,8 @@ impl FlowState {
                     outcome: None,
                     http_status: None,
                     error: None,
+                    retry_after_ms: None,
+                    delay: None,
                 });
             }
             FlowEvent::WorkSucceeded {
@@ -513,17 +588,56 @@ impl FlowState {
                 error,
                 class,
                 http_status,
+                retry_after_ms,
                 ..
             } => {
                 let work = self.work(step_id, token)?;
                 work.status = WorkStatus::Failed;
                 work.completed_at = Some(at);
+                work.next_retry_at = None;
+                work.error = Some(error.clone());
+                // A failure decided while waiting (deadline) ends no attempt.
+                if let Some(a) = work.attempts.last_mut().filter(|a| a.ended_at.is_none()) {
+                    a.ended_at = Some(at);
+                    a.outcome = Some(class.clone());
+                    a.http_status = *http_status;
+                    a.error = Some(error.clone());
+                    a.retry_after_ms = *retry_after_ms;
+                }
+            }
+            FlowEvent::WorkNotCompleted {
+                step_id,
+                token,
+                error,
+                class,
+                http_status,
+                retry_after_ms,
+                ..
+            } => {
+                let work = self.work(step_id, token)?;
+                work.status = WorkStatus::NotCompleted;
                 work.error = Some(error.clone());
                 if let Some(a) = work.attempts.last_mut() {
                     a.ended_at = Some(at);
                     a.outcome = Some(class.clone());
                     a.http_status = *http_status;
                     a.error = Some(error.clone());
+                    a.retry_after_ms = *retry_after_ms;
+                }
+            }
+            FlowEvent::WorkRetryScheduled {
+                step_id,
+                token,
+                retry_count,
+                next_retry_at,
+                delay,
+                ..
+            } => {
+                let work = self.work(step_id, token)?;
+                work.retry_count = *retry_count;
+                work.next_retry_at = Some(*next_retry_at);
+                if let Some(a) = work.attempts.last_mut() {
+                    a.delay = Some(delay.clone());
                 }
             }
             // Recorded for the reader of the log; the state does not change.

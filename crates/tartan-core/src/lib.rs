@@ -14,6 +14,7 @@
 //! - `outcome`: classification of an attempt's HTTP outcome.
 //! - `request`: flow start requests and their limits.
 //! - `duration`: the one parser for every duration format.
+//! - `retry`: retry policies (every dialect normalised) and the delay math.
 
 pub mod catalog;
 pub mod duration;
@@ -24,4 +25,5 @@ pub mod machine;
 pub mod outcome;
 pub mod plan;
 pub mod request;
+pub mod retry;
 pub mod step;

@@ -9,7 +9,9 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use crate::flow::{ApplyError, FlowEvent, FlowState, FlowStatus, StepStatus, Time, WorkStatus};
+use crate::outcome::{PERMANENT, RETRYABLE};
 use crate::plan::{ExecutionPlan, InitArgs};
+use crate::retry::delay;
 use crate::step::{Args, AttributeSpec, Collect, Step};
 
 /// What the caller supplies: the clock, the webhook base and new tokens.
@@ -19,6 +21,8 @@ pub struct Context<'a> {
     pub webhook_base: &'a str,
     /// Fresh, unguessable receipt tokens.
     pub new_token: &'a mut (dyn FnMut() -> String + Send),
+    /// Uniform in [0, 1), for jitter.
+    pub random: &'a mut (dyn FnMut() -> f64 + Send),
 }
 
 /// A call that became due in a transition.
@@ -42,11 +46,13 @@ pub struct Transition {
 pub enum AttemptResult {
     /// 2xx with an object (or nothing): the response's keys.
     Success { outputs: Args, http_status: Option<u16> },
-    /// Anything else; `class` is `retryable` or `permanent`.
+    /// Anything else; `class` is `retryable` or `permanent` as the caller
+    /// saw it; the step's `retry_on` decides for HTTP statuses.
     Failure {
         class: String,
         error: String,
         http_status: Option<u16>,
+        retry_after_ms: Option<u64>,
     },
 }
 
@@ -92,15 +98,17 @@ pub fn start_flow(
     plan: ExecutionPlan,
     init: InitArgs,
     labels: BTreeMap<String, String>,
+    max_step_attempts: u32,
     ctx: &mut Context<'_>,
 ) -> Result<Transition, ApplyError> {
-    let state = FlowState::started(flow_id, &plan, &init, &labels, ctx.now);
+    let state = FlowState::started(flow_id, &plan, &init, &labels, max_step_attempts, ctx.now);
     let mut tx = Transition::new(state, ctx.now);
     tx.events.push(FlowEvent::FlowStarted {
         flow_id: flow_id.to_string(),
         plan,
         init,
         labels,
+        max_step_attempts,
     });
     advance(&mut tx, ctx)?;
     Ok(tx)
@@ -153,23 +161,18 @@ pub fn record_result(
             class,
             error,
             http_status,
+            retry_after_ms,
         } => {
-            tx.emit(FlowEvent::WorkFailed {
-                flow_id: flow_id.clone(),
-                step_id: step_id.to_string(),
-                token: token.to_string(),
-                error: error.clone(),
+            let failure = Failure {
+                step_id,
+                token,
                 attempt,
                 class,
+                error,
                 http_status,
-            })?;
-            if tx.state.executions.get(step_id).map(|e| e.status) == Some(StepStatus::Active) {
-                tx.emit(FlowEvent::StepFailed {
-                    flow_id,
-                    step_id: step_id.to_string(),
-                    error,
-                })?;
-            }
+                retry_after_ms,
+            };
+            record_failure(&mut tx, failure, ctx)?;
         }
     }
     advance(&mut tx, ctx)?;
@@ -198,6 +201,143 @@ pub fn redispatch(state: FlowState, step_id: &str, token: &str, now: Time) -> Re
         attempt,
     })?;
     Ok(tx)
+}
+
+/// Start the next attempt of a work item whose retry is due.
+pub fn start_retry(
+    state: FlowState,
+    step_id: &str,
+    token: &str,
+    now: Time,
+) -> Result<Transition, ApplyError> {
+    let mut tx = Transition::new(state, now);
+    if tx.state.status != FlowStatus::Active {
+        return Ok(tx);
+    }
+    let Some(work) = tx.state.find_work(step_id, token) else {
+        return Err(ApplyError::UnknownWork(token.to_string()));
+    };
+    let due = work.next_retry_at.is_some_and(|t| t <= now);
+    if work.status != WorkStatus::NotCompleted || !due {
+        return Ok(tx);
+    }
+    let attempt = work.attempts.last().map(|a| a.number).unwrap_or(0) + 1;
+    let inputs = work.inputs.clone();
+    let flow_id = tx.state.id.clone();
+    tx.emit(FlowEvent::WorkStarted {
+        flow_id,
+        step_id: step_id.to_string(),
+        token: token.to_string(),
+        inputs,
+        attempt,
+    })?;
+    Ok(tx)
+}
+
+/// One failed attempt, as recorded.
+struct Failure<'a> {
+    step_id: &'a str,
+    token: &'a str,
+    attempt: u32,
+    class: String,
+    error: String,
+    http_status: Option<u16>,
+    retry_after_ms: Option<u64>,
+}
+
+/// A failed attempt: schedule a retry when the policy, the budgets and the
+/// flow's attempt cap allow one; otherwise fail the work item and its step,
+/// saying why no retry followed (`retry_state`).
+fn record_failure(tx: &mut Transition, f: Failure<'_>, ctx: &mut Context<'_>) -> Result<(), ApplyError> {
+    let flow_id = tx.state.id.clone();
+    let step = tx
+        .state
+        .plan
+        .steps
+        .get(f.step_id)
+        .cloned()
+        .ok_or_else(|| ApplyError::UnknownStep(f.step_id.to_string()))?;
+    let work = tx
+        .state
+        .find_work(f.step_id, f.token)
+        .cloned()
+        .ok_or_else(|| ApplyError::UnknownWork(f.token.to_string()))?;
+    // A stored step always has a valid policy; should it not, nothing is retried.
+    let policy = step.retry_policy().ok();
+    let class = match (f.http_status, &policy) {
+        (Some(s), _) if (200..300).contains(&s) => PERMANENT.to_string(),
+        (Some(s), Some(p)) => if p.retries_status(s) { RETRYABLE } else { PERMANENT }.to_string(),
+        (Some(_), None) => PERMANENT.to_string(),
+        (None, _) => f.class.clone(),
+    };
+    let verdict = match &policy {
+        _ if class != RETRYABLE => Err("permanent"),
+        None => Err("permanent"),
+        Some(p) if !p.allows_attempt(f.attempt.saturating_add(1)) => Err("max_attempts"),
+        Some(_) if tx.state.total_attempts() >= tx.state.max_step_attempts => Err("step_limit"),
+        Some(p) => {
+            let parts = delay(p, work.retry_count, f.retry_after_ms, ctx.random);
+            let wait = chrono::Duration::milliseconds(i64::try_from(parts.delay_ms).unwrap_or(i64::MAX));
+            let next = tx.now.checked_add_signed(wait).unwrap_or(tx.now);
+            let first = work.attempts.first().map(|a| a.started_at).unwrap_or(tx.now);
+            let over_budget = p.max_retry_duration_ms.is_some_and(|b| {
+                let budget = chrono::Duration::milliseconds(i64::try_from(b).unwrap_or(i64::MAX));
+                first.checked_add_signed(budget).is_some_and(|end| next >= end)
+            });
+            if over_budget {
+                Err("deadline")
+            } else {
+                Ok((parts, next))
+            }
+        }
+    };
+    match verdict {
+        Ok((parts, next)) => {
+            tx.emit(FlowEvent::WorkNotCompleted {
+                flow_id: flow_id.clone(),
+                step_id: f.step_id.to_string(),
+                token: f.token.to_string(),
+                error: f.error.clone(),
+                attempt: f.attempt,
+                class: class.clone(),
+                http_status: f.http_status,
+                retry_after_ms: f.retry_after_ms,
+            })?;
+            tx.emit(FlowEvent::WorkRetryScheduled {
+                flow_id,
+                step_id: f.step_id.to_string(),
+                token: f.token.to_string(),
+                error: f.error,
+                retry_count: work.retry_count.saturating_add(1),
+                next_retry_at: next,
+                delay_ms: parts.delay_ms,
+                delay: serde_json::to_value(parts).unwrap_or(Value::Null),
+                class,
+                http_status: f.http_status,
+            })
+        }
+        Err(retry_state) => {
+            tx.emit(FlowEvent::WorkFailed {
+                flow_id: flow_id.clone(),
+                step_id: f.step_id.to_string(),
+                token: f.token.to_string(),
+                error: f.error.clone(),
+                attempt: f.attempt,
+                class,
+                http_status: f.http_status,
+                retry_after_ms: f.retry_after_ms,
+                retry_state: Some(retry_state.to_string()),
+            })?;
+            if tx.state.executions.get(f.step_id).map(|e| e.status) == Some(StepStatus::Active) {
+                tx.emit(FlowEvent::StepFailed {
+                    flow_id,
+                    step_id: f.step_id.to_string(),
+                    error: f.error,
+                })?;
+            }
+            Ok(())
+        }
+    }
 }
 
 /// Map a step's response onto its declared outputs, set them as attributes and
@@ -387,6 +527,14 @@ fn advance(tx: &mut Transition, ctx: &mut Context<'_>) -> Result<(), ApplyError>
                         flow_id: flow_id.clone(),
                         step_id,
                         reason,
+                    })?;
+                    progressed = true;
+                }
+                Readiness::Ready(_) if step.retry_policy().is_ok_and(|p| p.max_attempts == Some(0)) => {
+                    tx.emit(FlowEvent::StepSkipped {
+                        flow_id: flow_id.clone(),
+                        step_id,
+                        reason: "the retry policy allows 0 attempts".into(),
                     })?;
                     progressed = true;
                 }

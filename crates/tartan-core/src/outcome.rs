@@ -29,6 +29,7 @@ pub fn classify_response(status: u16, content_type: Option<&str>, body: &[u8]) -
         class: class.into(),
         error: error_text(status, content_type, body),
         http_status: Some(status),
+        retry_after_ms: None,
     }
 }
 
@@ -38,6 +39,7 @@ pub fn classify_transport(error: String) -> AttemptResult {
         class: RETRYABLE.into(),
         error,
         http_status: None,
+        retry_after_ms: None,
     }
 }
 
@@ -65,11 +67,13 @@ fn classify_success_body(status: u16, body: &[u8]) -> AttemptResult {
                 json_kind(&other)
             ),
             http_status: Some(status),
+            retry_after_ms: None,
         },
         Err(e) => AttemptResult::Failure {
             class: PERMANENT.into(),
             error: format!("invalid step response: {e}"),
             http_status: Some(status),
+            retry_after_ms: None,
         },
     }
 }

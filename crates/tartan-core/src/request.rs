@@ -28,8 +28,9 @@ pub struct StartFlow {
     pub timeout: Option<serde_json::Value>,
     #[serde(default, skip_serializing)]
     pub deadline_at: Option<serde_json::Value>,
-    #[serde(default, skip_serializing)]
-    pub max_step_attempts: Option<serde_json::Value>,
+    /// Cap on the attempts of all work items together; the engine default when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_step_attempts: Option<u32>,
 }
 
 /// `POST /engine/plan`.
@@ -81,14 +82,16 @@ impl StartFlow {
         for field in [
             ("timeout", self.timeout.is_some()),
             ("deadline_at", self.deadline_at.is_some()),
-            ("max_step_attempts", self.max_step_attempts.is_some()),
         ] {
             if field.1 {
                 return Err(ValidationError::new(
                     field.0,
-                    "flow timeouts and attempt caps are not supported yet",
+                    "flow timeouts are not supported yet",
                 ));
             }
+        }
+        if self.max_step_attempts == Some(0) {
+            return Err(ValidationError::new("max_step_attempts", "must be at least 1"));
         }
         self.goals = self.goals.iter().map(|g| sanitize_id(g)).collect();
         Ok(self)

@@ -13,6 +13,7 @@ use serde_json::Value;
 use crate::duration::{parse_duration, DurationKind};
 use crate::error::ValidationError;
 use crate::ids::sanitize_id;
+use crate::retry::{RetryDefaults, RetryPolicy};
 
 /// A JSON object of named values (inputs, outputs).
 pub type Args = serde_json::Map<String, Value>;
@@ -46,10 +47,16 @@ pub struct Step {
     pub labels: BTreeMap<String, String>,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub memoizable: bool,
-    /// Tartan's retry dialects and timeouts arrive with later releases; until
-    /// then they are rejected rather than silently ignored.
-    #[serde(default, skip_serializing)]
+    /// A retry policy in another system's dialect (Steep, OpenWorkflow /
+    /// Temporal, Serverless Workflow), kept as given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retry: Option<Value>,
+    /// The normalised retry policy, every value explicit. Read-only: what a
+    /// client sends is replaced when the step is normalised.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub effective_retry: Option<Value>,
+    /// Step timeout policies arrive with a later release; until then they are
+    /// rejected rather than silently ignored.
     #[serde(default, skip_serializing)]
     pub timeouts: Option<Value>,
 }
@@ -98,8 +105,10 @@ pub struct WorkConfig {
     pub max_backoff: u64,
     #[serde(default, skip_serializing_if = "is_zero_i64")]
     pub parallelism: i64,
-    /// Fields of later releases, kept only to reject them by name.
-    #[serde(flatten, skip_serializing)]
+    /// Tartan's additions (`max_attempts`, `backoff_coefficient`, `jitter`,
+    /// `retry_on`, `honor_retry_after`, `max_retry_duration`), kept as given;
+    /// `crate::retry` reads and validates them.
+    #[serde(flatten)]
     pub other: BTreeMap<String, Value>,
 }
 
@@ -529,6 +538,11 @@ impl Step {
         }
         self.validate()?;
         let mut work = self.work_config.take().unwrap_or_default();
+        if self.retry.as_ref().is_some_and(|r| !r.is_null()) {
+            // The dialect carries the whole policy: no defaults are mixed in.
+            self.work_config = Some(work);
+            return self.with_effective_retry(&RetryDefaults::from_work_defaults(defaults)?);
+        }
         if work.max_retries == 0 {
             work.max_retries = defaults.max_retries;
         }
@@ -536,7 +550,7 @@ impl Step {
             work.init_backoff = defaults.init_backoff_ms;
         }
         if work.max_backoff == 0 {
-            work.max_backoff = defaults.max_backoff_ms.max(work.init_backoff);
+            work.max_backoff = defaults.max_backoff_ms;
         }
         if work.backoff_type.is_empty() {
             work.backoff_type = defaults.backoff_type.clone();
@@ -548,6 +562,34 @@ impl Step {
             ));
         }
         self.work_config = Some(work);
+        self.with_effective_retry(&RetryDefaults::from_work_defaults(defaults)?)
+    }
+
+    /// The step's normalised retry policy.
+    pub fn retry_policy(&self) -> Result<RetryPolicy, ValidationError> {
+        let work = self
+            .work_config
+            .as_ref()
+            .map(serde_json::to_value)
+            .transpose()
+            .map_err(|e| ValidationError::new("work_config", e.to_string()))?;
+        RetryPolicy::from_step(work.as_ref(), self.retry.as_ref(), &RetryDefaults::default())
+    }
+
+    /// Validate the retry policy and show it as `effective_retry`. Also used
+    /// for steps loaded from storage, where the read-only field is absent.
+    pub fn with_effective_retry(mut self, defaults: &RetryDefaults) -> Result<Step, ValidationError> {
+        let work = self
+            .work_config
+            .as_ref()
+            .map(serde_json::to_value)
+            .transpose()
+            .map_err(|e| ValidationError::new("work_config", e.to_string()))?;
+        let policy = RetryPolicy::from_step(work.as_ref(), self.retry.as_ref(), defaults)?;
+        self.effective_retry = Some(
+            serde_json::to_value(&policy)
+                .map_err(|e| ValidationError::new("effective_retry", e.to_string()))?,
+        );
         Ok(self)
     }
 
@@ -575,9 +617,6 @@ impl Step {
         }
         if self.predicate.is_some() {
             return Err(not_supported("predicate", "step predicates"));
-        }
-        if self.retry.is_some() {
-            return Err(not_supported("retry", "retry dialects"));
         }
         if self.timeouts.is_some() {
             return Err(not_supported("timeouts", "step timeout policies"));
@@ -685,22 +724,6 @@ impl Step {
         let Some(w) = &self.work_config else {
             return Ok(());
         };
-        if let Some(key) = w.other.keys().next() {
-            let known_later = [
-                "max_attempts",
-                "backoff_coefficient",
-                "jitter",
-                "retry_on",
-                "honor_retry_after",
-                "max_retry_duration",
-            ];
-            if known_later.contains(&key.as_str()) {
-                return Err(not_supported(
-                    &format!("work_config.{key}"),
-                    "extended retry fields",
-                ));
-            }
-        }
         if w.parallelism < 0 {
             return Err(ValidationError::new(
                 "work_config.parallelism",

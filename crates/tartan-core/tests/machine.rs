@@ -47,6 +47,7 @@ fn permanent(status: u16, error: &str) -> AttemptResult {
         class: "permanent".into(),
         error: error.into(),
         http_status: Some(status),
+        retry_after_ms: None,
     }
 }
 
@@ -87,8 +88,9 @@ impl Run {
                 now: at,
                 webhook_base: WEBHOOK,
                 new_token: &mut new_token,
+                random: &mut || 0.5,
             };
-            start_flow(FLOW, plan, init, BTreeMap::new(), &mut ctx).unwrap()
+            start_flow(FLOW, plan, init, BTreeMap::new(), 1000, &mut ctx).unwrap()
         };
         let mut run = Run {
             state: tx.state.clone(),
@@ -116,6 +118,7 @@ impl Run {
             now: at,
             webhook_base: WEBHOOK,
             new_token: &mut new_token,
+            random: &mut || 0.5,
         };
         let tx = record_result(self.state.clone(), step, token, attempt, result, &mut ctx)?;
         self.absorb(&tx);
@@ -423,7 +426,7 @@ fn a_failed_flow_is_deactivated_only_once_its_last_call_returns() {
 #[test]
 fn a_failed_provider_skips_the_goal_downstream_and_fails_the_flow() {
     let (mut run, _) = start_chain();
-    let tx = run.record("a", "tok-1", 1, permanent(500, "boom"), t(1));
+    let tx = run.record("a", "tok-1", 1, permanent(400, "boom"), t(1));
     assert_eq!(run.status("a"), StepStatus::Failed);
     assert_eq!(run.status("b"), StepStatus::Skipped);
     assert_eq!(run.status("c"), StepStatus::Skipped);
@@ -453,7 +456,7 @@ fn a_goal_skipped_while_other_work_runs_fails_the_flow() {
         chain_def("h", &["in"], &["w"]),
     ]);
     let (mut run, _) = Run::start(&catalog, &["c", "h"], init(&[("in", json!(1))]), t(0));
-    let tx = run.record("a", "tok-1", 1, permanent(500, "boom"), t(1));
+    let tx = run.record("a", "tok-1", 1, permanent(400, "boom"), t(1));
     assert_eq!(
         types(&tx),
         ["work_failed", "step_failed", "step_skipped", "flow_failed"]
@@ -561,7 +564,7 @@ fn a_result_for_an_item_that_is_no_longer_active_is_late_and_changes_nothing() {
     let (mut run, _) = start_chain();
     run.record("a", "tok-1", 1, ok(json!({ "x": 1 })), t(1));
     let before = run.state.clone();
-    let tx = run.record("a", "tok-1", 1, permanent(500, "again"), t(2));
+    let tx = run.record("a", "tok-1", 1, permanent(400, "again"), t(2));
     assert_eq!(types(&tx), ["work_late_result"]);
     assert_eq!(tx.state, before);
 }
@@ -738,7 +741,7 @@ fn every_event_round_trips_through_its_stored_type_and_data() {
 #[test]
 fn failure_events_round_trip_through_their_stored_type_and_data() {
     let (mut run, _) = start_chain();
-    run.record("a", "tok-1", 1, permanent(500, "boom"), t(1));
+    run.record("a", "tok-1", 1, permanent(400, "boom"), t(1));
     let failures: Vec<&FlowEvent> = run
         .log
         .iter()

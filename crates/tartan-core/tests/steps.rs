@@ -445,16 +445,7 @@ fn features_of_later_releases_are_rejected_by_name() {
             with(json!({ "predicate": { "language": "lua", "script": "true" } })),
             "predicate",
         ),
-        (with(json!({ "retry": { "max_attempts": 3 } })), "retry"),
         (with(json!({ "timeouts": { "total": "1m" } })), "timeouts"),
-        (
-            with(json!({ "work_config": { "max_attempts": 3 } })),
-            "work_config.max_attempts",
-        ),
-        (
-            with(json!({ "work_config": { "jitter": true } })),
-            "work_config.jitter",
-        ),
         (
             with_attr(json!({ "role": "required", "required": { "for_each": true } })),
             "attributes.x.required.for_each",
@@ -545,9 +536,13 @@ fn the_configured_defaults_are_the_ones_filled_in() {
 }
 
 #[test]
-fn a_missing_max_backoff_is_at_least_the_init_backoff() {
-    let step = assert_accepted(with(json!({ "work_config": { "init_backoff": 120_000 } })));
-    assert_eq!(work(&step).max_backoff, 120_000);
+fn an_init_backoff_above_the_default_max_backoff_is_rejected() {
+    // Checked after the defaults are filled in (conformance case B35).
+    assert_rejected(
+        with(json!({ "work_config": { "init_backoff": 120_000 } })),
+        "work_config.max_backoff",
+        "max_backoff",
+    );
 }
 
 #[test]

@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use chrono::Utc;
 use tartan_core::catalog::{Catalog, Registration};
+use tartan_core::retry::RetryDefaults;
 use tartan_core::step::Step;
 use tartan_store::{CatalogChange, Store, StoreError};
 use tokio::sync::{Mutex, RwLock};
@@ -36,8 +37,14 @@ impl CatalogCache {
 
     async fn read(store: &dyn Store) -> Result<CatalogView, EngineError> {
         let snap = store.load_catalog().await?;
+        // `effective_retry` is read-only and not stored: compute it again.
+        let steps = snap.steps.into_iter().map(|s| {
+            let fallback = s.clone();
+            s.with_effective_retry(&RetryDefaults::default())
+                .unwrap_or(fallback)
+        });
         Ok(CatalogView {
-            catalog: Catalog::new(snap.steps),
+            catalog: Catalog::new(steps),
             sequence: snap.sequence,
             last_updated: snap.last_updated,
         })

@@ -18,6 +18,8 @@ pub struct EngineConfig {
     pub lease: Duration,
     /// Calls in flight in this process at most.
     pub max_in_flight: usize,
+    /// Default cap on the attempts of one flow's work items together.
+    pub max_step_attempts: u32,
 }
 
 impl Default for EngineConfig {
@@ -29,6 +31,7 @@ impl Default for EngineConfig {
             step_timeout: Duration::from_secs(30),
             lease: Duration::from_secs(30),
             max_in_flight: 1024,
+            max_step_attempts: tartan_core::flow::DEFAULT_MAX_STEP_ATTEMPTS,
         }
     }
 }

@@ -6,6 +6,7 @@ use percent_encoding::{utf8_percent_encode, AsciiSet, CONTROLS};
 use serde_json::Value;
 use tartan_core::machine::AttemptResult;
 use tartan_core::outcome::{classify_response, classify_transport};
+use tartan_core::retry::parse_retry_after;
 use tartan_core::step::{endpoint_params, Args, Step};
 
 /// Characters escaped in a path segment (RFC 3986 `pchar` complement).
@@ -70,6 +71,7 @@ pub(crate) async fn perform(http: &reqwest::Client, call: &Call) -> AttemptResul
             class: tartan_core::outcome::PERMANENT.into(),
             error: "step has no http configuration".into(),
             http_status: None,
+            retry_after_ms: None,
         };
     };
     let url = expand_endpoint(&cfg.endpoint, &call.inputs);
@@ -96,16 +98,27 @@ pub(crate) async fn perform(http: &reqwest::Client, call: &Call) -> AttemptResul
     let exchange = async {
         let resp = req.send().await?;
         let status = resp.status().as_u16();
-        let content_type = resp
-            .headers()
-            .get(reqwest::header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_string);
+        let header = |name| {
+            resp.headers()
+                .get(name)
+                .and_then(|v: &reqwest::header::HeaderValue| v.to_str().ok())
+                .map(str::to_string)
+        };
+        let content_type = header(reqwest::header::CONTENT_TYPE);
+        let retry_after = header(reqwest::header::RETRY_AFTER);
         let body = resp.bytes().await?;
-        Ok::<_, reqwest::Error>((status, content_type, body))
+        Ok::<_, reqwest::Error>((status, content_type, retry_after, body))
     };
     match tokio::time::timeout(call.timeout, exchange).await {
-        Ok(Ok((status, content_type, body))) => classify_response(status, content_type.as_deref(), &body),
+        Ok(Ok((status, content_type, retry_after, body))) => {
+            let mut result = classify_response(status, content_type.as_deref(), &body);
+            if let AttemptResult::Failure { retry_after_ms, .. } = &mut result {
+                *retry_after_ms = retry_after
+                    .as_deref()
+                    .and_then(|v| parse_retry_after(v, chrono::Utc::now()));
+            }
+            result
+        }
         Ok(Err(e)) => classify_transport(transport_text(&e)),
         Err(_) => classify_transport(format!("attempt timeout after {} ms", call.timeout.as_millis())),
     }

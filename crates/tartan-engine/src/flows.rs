@@ -103,16 +103,22 @@ impl Engine {
         let mut guard = slot.lock().await;
         let webhook_base = self.inner.config.webhook_base_url.clone();
         let mut token = new_token;
+        let mut random = rand::random::<f64>;
         let mut ctx = Context {
             now: now(),
             webhook_base: &webhook_base,
             new_token: &mut token,
+            random: &mut random,
         };
+        let cap = request
+            .max_step_attempts
+            .unwrap_or(self.inner.config.max_step_attempts);
         let tx = machine::start_flow(
             &request.id,
             plan,
             request.init.clone(),
             request.labels.clone(),
+            cap,
             &mut ctx,
         )?;
         let commit = self.commit_for(&tx, 0, Some(text.clone()));
@@ -183,6 +189,7 @@ impl Engine {
                 },
                 error,
                 http_status: status,
+                retry_after_ms: None,
             },
         };
         self.decide(flow_id, |state, ctx| {
@@ -238,10 +245,12 @@ impl Engine {
             };
             let base = cached.sequence;
             let mut token = new_token;
+            let mut random = rand::random::<f64>;
             let mut ctx = Context {
                 now: now(),
                 webhook_base: &webhook_base,
                 new_token: &mut token,
+                random: &mut random,
             };
             let tx = decide(cached.state.clone(), &mut ctx)?;
             if tx.events.is_empty() {
@@ -258,6 +267,7 @@ impl Engine {
                     if done {
                         self.inner.flows.forget(flow_id);
                     }
+                    self.schedule_retries(&tx);
                     self.dispatch(&tx);
                     return Ok(());
                 }
@@ -284,7 +294,10 @@ impl Engine {
             .filter_map(|e| match e {
                 FlowEvent::WorkStarted { step_id, token, .. }
                 | FlowEvent::WorkSucceeded { step_id, token, .. }
-                | FlowEvent::WorkFailed { step_id, token, .. } => Some((step_id.clone(), token.clone())),
+                | FlowEvent::WorkFailed { step_id, token, .. }
+                | FlowEvent::WorkRetryScheduled { step_id, token, .. } => {
+                    Some((step_id.clone(), token.clone()))
+                }
                 _ => None,
             })
             .collect();
@@ -318,6 +331,26 @@ impl Engine {
             state: tx.state.clone(),
             request,
             work,
+        }
+    }
+
+    /// Arm the timers of the retries a committed transition scheduled.
+    fn schedule_retries(&self, tx: &Transition) {
+        for e in &tx.events {
+            if let FlowEvent::WorkRetryScheduled {
+                step_id,
+                token,
+                next_retry_at,
+                ..
+            } = e
+            {
+                let key = tartan_store::WorkKey {
+                    flow_id: tx.state.id.clone(),
+                    step_id: step_id.clone(),
+                    token: token.clone(),
+                };
+                self.inner.timers.schedule(key, *next_retry_at);
+            }
         }
     }
 

@@ -13,6 +13,7 @@
 //! - `dispatch`: the HTTP calls of work items.
 //! - `recovery`: after a restart, calls that were in flight start again with
 //!   the same receipt token.
+//! - `timers`: retries due later, in a heap; one task sleeps until the next.
 //!
 //! The hot path: a decision commits through the writer; the work it made
 //! active is leased to this process in that same commit and dispatched from
@@ -24,6 +25,7 @@ mod dispatch;
 mod error;
 mod flows;
 mod recovery;
+mod timers;
 mod writer;
 
 use std::sync::Arc;
@@ -49,6 +51,7 @@ struct Inner {
     catalog: catalog::CatalogCache,
     flows: flows::FlowLocks,
     writer: writer::Writer,
+    timers: timers::Timers,
     http: reqwest::Client,
     /// Bounds the calls in flight in this process.
     calls: Arc<tokio::sync::Semaphore>,
@@ -75,12 +78,15 @@ impl Engine {
                 store,
                 catalog,
                 flows: flows::FlowLocks::default(),
+                timers: timers::Timers::default(),
                 http,
                 stopping: CancellationToken::new(),
                 tasks: TaskTracker::new(),
             }),
         };
         engine.recover().await?;
+        engine.load_timers().await?;
+        engine.spawn_timer_loop();
         Ok(engine)
     }
 
@@ -90,6 +96,11 @@ impl Engine {
 
     pub fn config(&self) -> &EngineConfig {
         &self.inner.config
+    }
+
+    /// Retries waiting in this process's timer heap.
+    pub fn scheduled_retries(&self) -> usize {
+        self.inner.timers.len()
     }
 
     /// Stop taking new work and wait (bounded) for the calls in flight.

@@ -89,6 +89,9 @@ pub trait Store: Send + Sync + 'static {
 
     async fn query_work(&self, query: &WorkQuery) -> Result<WorkPage, StoreError>;
 
+    /// Work items waiting for a retry in active flows, with their due times.
+    async fn scheduled_work(&self) -> Result<Vec<(WorkKey, chrono::DateTime<chrono::Utc>)>, StoreError>;
+
     /// Lease active work items that `node` held before it restarted, or whose
     /// lease has expired, to `node`.
     async fn claim_orphaned_work(&self, claim: &Claim) -> Result<Vec<WorkKey>, StoreError>;

@@ -139,7 +139,7 @@ pub struct Claim {
 }
 
 /// Which work item.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct WorkKey {
     pub flow_id: String,
     pub step_id: String,

@@ -510,6 +510,27 @@ impl Store for SqlStore {
         Ok(WorkPage { items, next_cursor })
     }
 
+    async fn scheduled_work(&self) -> Result<Vec<(WorkKey, chrono::DateTime<chrono::Utc>)>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT w.flow_id, w.step_id, w.token, w.due_us FROM work_items w JOIN flows f ON f.id = w.flow_id \
+             WHERE w.status = 'not_completed' AND w.due_us IS NOT NULL AND f.status = 'active'",
+        )
+        .fetch_all(&self.read)
+        .await?;
+        rows.iter()
+            .map(|r| {
+                Ok((
+                    WorkKey {
+                        flow_id: r.try_get("flow_id")?,
+                        step_id: r.try_get("step_id")?,
+                        token: r.try_get("token")?,
+                    },
+                    from_us(r.try_get("due_us")?),
+                ))
+            })
+            .collect()
+    }
+
     async fn claim_orphaned_work(&self, claim: &Claim) -> Result<Vec<WorkKey>, StoreError> {
         self.claim_sql(claim).await
     }

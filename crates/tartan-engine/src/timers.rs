@@ -1,0 +1,130 @@
+//! Timers: work items waiting for their retry, in a heap ordered by due
+//! time. One task sleeps until the earliest is due; nothing polls. The heap
+//! is a cache of the `due_us` column: it is rebuilt from the database at start
+//! and topped up by a slow sweep (the safety net for retries another process
+//! scheduled).
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashSet};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use tartan_core::machine;
+use tartan_store::WorkKey;
+use tokio::sync::Notify;
+
+use crate::Engine;
+
+/// How often the database is swept for due work this process does not know of.
+const SWEEP_EVERY: Duration = Duration::from_secs(30);
+
+#[derive(Default)]
+pub(crate) struct Timers {
+    state: Mutex<TimerState>,
+    /// Woken when an earlier timer is added.
+    changed: Notify,
+}
+
+#[derive(Default)]
+struct TimerState {
+    heap: BinaryHeap<Reverse<(i64, WorkKey)>>,
+    /// Tokens in the heap, so that a sweep does not add them twice.
+    known: HashSet<String>,
+}
+
+impl Timers {
+    /// Fire `key` at `due`.
+    pub(crate) fn schedule(&self, key: WorkKey, due: DateTime<Utc>) {
+        let due_us = due.timestamp_micros();
+        let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        if !st.known.insert(key.token.clone()) {
+            return;
+        }
+        let earliest = st.heap.peek().map(|Reverse((t, _))| *t);
+        st.heap.push(Reverse((due_us, key)));
+        drop(st);
+        if earliest.is_none_or(|t| due_us < t) {
+            self.changed.notify_one();
+        }
+    }
+
+    /// Everything due by `now_us`, removed from the heap; and the next due time.
+    fn take_due(&self, now_us: i64) -> (Vec<WorkKey>, Option<i64>) {
+        let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let mut due = Vec::new();
+        while let Some(Reverse((t, _))) = st.heap.peek() {
+            if *t > now_us {
+                break;
+            }
+            if let Some(Reverse((_, key))) = st.heap.pop() {
+                st.known.remove(&key.token);
+                due.push(key);
+            }
+        }
+        let next = st.heap.peek().map(|Reverse((t, _))| *t);
+        (due, next)
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.state.lock().unwrap_or_else(|p| p.into_inner()).heap.len()
+    }
+}
+
+impl Engine {
+    /// Load every scheduled retry from the database into the heap.
+    pub(crate) async fn load_timers(&self) -> Result<(), crate::EngineError> {
+        for (key, due) in self.inner.store.scheduled_work().await? {
+            self.inner.timers.schedule(key, due);
+        }
+        Ok(())
+    }
+
+    /// The timer loop: sleep until the earliest due item, start it, repeat.
+    pub(crate) fn spawn_timer_loop(&self) {
+        let engine = self.clone();
+        tokio::spawn(async move {
+            let mut next_sweep = tokio::time::Instant::now() + SWEEP_EVERY;
+            loop {
+                let now = Utc::now();
+                let (due, next) = engine.inner.timers.take_due(now.timestamp_micros());
+                for key in due {
+                    engine.fire(key);
+                }
+                let wait = next
+                    .map(|t| {
+                        Duration::from_micros(u64::try_from(t - Utc::now().timestamp_micros()).unwrap_or(0))
+                    })
+                    .unwrap_or(SWEEP_EVERY);
+                let wake = (tokio::time::Instant::now() + wait).min(next_sweep);
+                tokio::select! {
+                    _ = tokio::time::sleep_until(wake) => {}
+                    _ = engine.inner.timers.changed.notified() => {}
+                    _ = engine.inner.stopping.cancelled() => return,
+                }
+                if tokio::time::Instant::now() >= next_sweep {
+                    next_sweep = tokio::time::Instant::now() + SWEEP_EVERY;
+                    if let Err(e) = engine.load_timers().await {
+                        tracing::warn!("sweep for scheduled retries failed: {e}");
+                    }
+                }
+            }
+        });
+    }
+
+    /// Start the retry of a due work item.
+    fn fire(&self, key: WorkKey) {
+        let engine = self.clone();
+        self.inner.tasks.spawn(async move {
+            let outcome = engine
+                .decide(&key.flow_id, |state, ctx| {
+                    machine::start_retry(state, &key.step_id, &key.token, ctx.now)
+                })
+                .await;
+            if let Err(e) = outcome {
+                tracing::error!(flow_id = %key.flow_id, token = %key.token, "starting a retry failed: {e}");
+                // Try again at the next sweep: the due time is in the database.
+            }
+        });
+    }
+}
