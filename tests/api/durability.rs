@@ -16,6 +16,7 @@ use crate::helpers::{json_reply, spawn_app, sync_step, Backend, StepServer, Test
 both_backends!(
     replaying_a_flows_events_reproduces_its_projection,
     a_flow_survives_sigkill_and_resumes_with_the_same_token,
+    a_scheduled_retry_survives_sigkill_and_fires_at_its_time,
 );
 
 async fn replaying_a_flows_events_reproduces_its_projection(backend: Backend) {
@@ -215,4 +216,88 @@ async fn sigterm_stops_the_server_cleanly() {
         .expect("exits after SIGTERM")
         .expect("wait");
     assert!(status.success(), "exit status {status:?}");
+}
+
+async fn a_scheduled_retry_survives_sigkill_and_fires_at_its_time(backend: Backend) {
+    let Some(db) = TestDb::create(backend).await else {
+        return;
+    };
+    // The first call fails with 503; the retry, 1.5 s later, succeeds.
+    let svc = StepServer::start(|_, n| {
+        if n == 0 {
+            json_reply(503, json!({"detail": "warming up"}))
+        } else {
+            json_reply(200, json!({"out": "ok"}))
+        }
+    })
+    .await;
+    let engine = spawn_binary(&db).await;
+    let mut step = sync_step("flaky", &svc.url("/flaky"), &["seed"], &["out"]);
+    step["work_config"] = json!({"max_retries": 3, "init_backoff": 1500, "backoff_type": "fixed"});
+    assert_eq!(
+        call(&engine, reqwest::Method::POST, "/engine/step", Some(step))
+            .await
+            .0,
+        201
+    );
+    let start = json!({"id": "r", "goals": ["flaky"], "init": {"seed": ["s"]}});
+    assert_eq!(
+        call(&engine, reqwest::Method::POST, "/engine/flow", Some(start))
+            .await
+            .0,
+        201
+    );
+    let mut scheduled = false;
+    for _ in 0..200 {
+        let (_, events) = call(&engine, reqwest::Method::GET, "/engine/flow/r/events", None).await;
+        if events["events"]
+            .as_array()
+            .is_some_and(|a| a.iter().any(|e| e["type"] == "work_retry_scheduled"))
+        {
+            scheduled = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(scheduled, "the 503 scheduled a retry");
+    let mut engine = engine;
+    engine.child.kill().await.expect("SIGKILL");
+
+    let engine = spawn_binary(&db).await;
+    let mut flow = Value::Null;
+    for _ in 0..400 {
+        flow = call(&engine, reqwest::Method::GET, "/engine/flow/r", None)
+            .await
+            .1;
+        if flow["status"] != "active" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert_eq!(flow["status"], "completed", "{flow}");
+    let calls = svc.requests();
+    assert_eq!(calls.len(), 2);
+    assert_eq!(
+        calls[0].headers["argyll-receipt-token"],
+        calls[1].headers["argyll-receipt-token"]
+    );
+    let work = flow["executions"]["flaky"]["work_items"]
+        .as_object()
+        .unwrap()
+        .values()
+        .next()
+        .unwrap()
+        .clone();
+    let attempts = work["attempts"].as_array().unwrap();
+    assert_eq!(attempts.len(), 2);
+    assert_eq!(attempts[0]["outcome"], "retryable");
+    assert_eq!(attempts[0]["http_status"], 503);
+    assert_eq!(attempts[0]["delay"]["delay_ms"], 1500);
+    let ended: chrono::DateTime<chrono::Utc> = attempts[0]["ended_at"].as_str().unwrap().parse().unwrap();
+    let retried: chrono::DateTime<chrono::Utc> = attempts[1]["started_at"].as_str().unwrap().parse().unwrap();
+    let waited = (retried - ended).num_milliseconds();
+    // Not early; late by no more than the restart (generous bound).
+    assert!(waited >= 1500, "retry fired after {waited} ms");
+    assert!(waited < 10_000, "retry fired after {waited} ms");
+    assert_eq!(work["retry_count"], 1);
 }

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use tartan_core::machine;
-use tartan_store::WorkKey;
+use tartan_store::{Claim, WorkKey};
 use tokio::sync::Notify;
 
 use crate::Engine;
@@ -88,8 +88,8 @@ impl Engine {
             loop {
                 let now = Utc::now();
                 let (due, next) = engine.inner.timers.take_due(now.timestamp_micros());
-                for key in due {
-                    engine.fire(key);
+                if !due.is_empty() {
+                    engine.fire(due);
                 }
                 let wait = next
                     .map(|t| {
@@ -112,18 +112,38 @@ impl Engine {
         });
     }
 
-    /// Start the retry of a due work item.
-    fn fire(&self, key: WorkKey) {
+    /// Claim due work items by lease (another process sharing the database
+    /// may have them in its heap too) and start the retries this one got.
+    fn fire(&self, due: Vec<WorkKey>) {
         let engine = self.clone();
         self.inner.tasks.spawn(async move {
-            let outcome = engine
-                .decide(&key.flow_id, |state, ctx| {
-                    machine::start_retry(state, &key.step_id, &key.token, ctx.now)
-                })
-                .await;
-            if let Err(e) = outcome {
-                tracing::error!(flow_id = %key.flow_id, token = %key.token, "starting a retry failed: {e}");
-                // Try again at the next sweep: the due time is in the database.
+            let now = Utc::now();
+            let lease = chrono::Duration::from_std(engine.inner.config.step_timeout + engine.inner.config.lease)
+                .unwrap_or(chrono::Duration::MAX);
+            let claim = Claim {
+                node: engine.inner.config.node_id.clone(),
+                now,
+                lease_until: now + lease,
+                limit: due.len(),
+            };
+            let tokens: Vec<String> = due.iter().map(|k| k.token.clone()).collect();
+            let claimed = match engine.inner.store.claim_due_work(&claim, &tokens).await {
+                Ok(c) => c,
+                Err(e) => {
+                    // The due times are in the database: the next sweep retries.
+                    tracing::error!("claiming due retries failed: {e}");
+                    return;
+                }
+            };
+            for key in claimed {
+                let outcome = engine
+                    .decide(&key.flow_id, |state, ctx| {
+                        machine::start_retry(state, &key.step_id, &key.token, ctx.now)
+                    })
+                    .await;
+                if let Err(e) = outcome {
+                    tracing::error!(flow_id = %key.flow_id, token = %key.token, "starting a retry failed: {e}");
+                }
             }
         });
     }

@@ -92,6 +92,10 @@ pub trait Store: Send + Sync + 'static {
     /// Work items waiting for a retry in active flows, with their due times.
     async fn scheduled_work(&self) -> Result<Vec<(WorkKey, chrono::DateTime<chrono::Utc>)>, StoreError>;
 
+    /// Lease those of `tokens` whose retry is due and that no other node holds
+    /// to `claim.node`; returns the ones it got.
+    async fn claim_due_work(&self, claim: &Claim, tokens: &[String]) -> Result<Vec<WorkKey>, StoreError>;
+
     /// Lease active work items that `node` held before it restarted, or whose
     /// lease has expired, to `node`.
     async fn claim_orphaned_work(&self, claim: &Claim) -> Result<Vec<WorkKey>, StoreError>;

@@ -164,6 +164,46 @@ impl SqlStore {
         Ok(())
     }
 
+    pub(crate) async fn claim_due_sql(
+        &self,
+        claim: &Claim,
+        tokens: &[String],
+    ) -> Result<Vec<WorkKey>, StoreError> {
+        if tokens.is_empty() {
+            return Ok(Vec::new());
+        }
+        let lock = match self.backend {
+            Backend::Postgres => " FOR UPDATE SKIP LOCKED",
+            Backend::Sqlite => "",
+        };
+        let list: Vec<String> = (0..tokens.len()).map(|i| format!("${}", i + 5)).collect();
+        let sql = format!(
+            "UPDATE work_items SET lease_owner = $1, lease_expires_us = $2 WHERE token IN (\
+             SELECT token FROM work_items WHERE status = 'not_completed' AND due_us <= $3 \
+             AND (lease_owner IS NULL OR lease_expires_us < $4) AND token IN ({}){lock}) \
+             RETURNING flow_id, step_id, token",
+            list.join(", ")
+        );
+        let mut query = sqlx::query(&sql)
+            .bind(&claim.node)
+            .bind(to_us(claim.lease_until))
+            .bind(to_us(claim.now))
+            .bind(to_us(claim.now));
+        for t in tokens {
+            query = query.bind(t);
+        }
+        let rows = query.fetch_all(&self.write).await?;
+        rows.iter()
+            .map(|r| {
+                Ok(WorkKey {
+                    flow_id: r.try_get("flow_id")?,
+                    step_id: r.try_get("step_id")?,
+                    token: r.try_get("token")?,
+                })
+            })
+            .collect()
+    }
+
     pub(crate) async fn claim_sql(&self, claim: &Claim) -> Result<Vec<WorkKey>, StoreError> {
         // Postgres locks the chosen rows so that two nodes never take the same
         // item; SQLite has one writer, so the plain subquery is already safe.
@@ -529,6 +569,10 @@ impl Store for SqlStore {
                 ))
             })
             .collect()
+    }
+
+    async fn claim_due_work(&self, claim: &Claim, tokens: &[String]) -> Result<Vec<WorkKey>, StoreError> {
+        self.claim_due_sql(claim, tokens).await
     }
 
     async fn claim_orphaned_work(&self, claim: &Claim) -> Result<Vec<WorkKey>, StoreError> {
