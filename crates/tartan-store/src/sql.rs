@@ -283,6 +283,20 @@ impl Store for SqlStore {
 
     async fn commit_catalog(&self, expected_sequence: i64, change: CatalogChange) -> Result<(), StoreError> {
         let mut tx = self.write.begin().await?;
+        // The catalog must still be where the caller decided from; a newer
+        // event (or a gap) means someone else changed it. The events primary
+        // key catches a concurrent writer that read the same head.
+        let head: i64 = sqlx::query(
+            "SELECT COALESCE(MAX(sequence), 0) AS head FROM events WHERE aggregate_type = $1 AND aggregate_id = $2",
+        )
+        .bind(CATALOG)
+        .bind(CATALOG)
+        .fetch_one(&mut *tx)
+        .await?
+        .try_get("head")?;
+        if head != expected_sequence {
+            return Err(StoreError::Conflict("catalog".into()));
+        }
         let (event_type, data, at) = match &change {
             CatalogChange::Registered(step, at) => {
                 ("step_registered", serde_json::json!({ "step": step }), *at)

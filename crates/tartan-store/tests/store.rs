@@ -1,0 +1,1405 @@
+//! The `Store` contract, checked against both backends.
+//!
+//! Each case is an `async fn case_x(store: Arc<dyn Store>)`; `store_tests!`
+//! turns it into `sqlite_x` (a fresh SQLite file) and `postgres_x` (a fresh
+//! database on 127.0.0.1:5432, skipped loudly when the server is unreachable
+//! unless `CI` is set). Flows are built with the real state machine
+//! (`tartan_core::machine`) and a fixed clock.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
+
+use serde_json::json;
+use tartan_core::flow::{FlowEvent, FlowState, FlowStatus, WorkStatus};
+use tartan_store::{
+    event_of, CatalogChange, Claim, FlowCommit, FlowQuery, FlowSummary, SortOrder, Store, StoreError,
+    WorkKey, WorkQuery, WorkView,
+};
+
+use support::{at, commit, fail, only_token, row, start, step, succeed, GREET};
+
+/// `case => sqlite_test, postgres_test;` for each case.
+macro_rules! store_tests {
+    ($( $(#[$meta:meta])* $case:ident => $sqlite:ident, $postgres:ident; )*) => {$(
+        $(#[$meta])*
+        #[tokio::test]
+        async fn $sqlite() {
+            support::run_sqlite(|store, _url| $case(store)).await
+        }
+
+        $(#[$meta])*
+        #[tokio::test]
+        async fn $postgres() {
+            support::run_postgres(stringify!($postgres), |store, _url| $case(store)).await
+        }
+    )*};
+}
+
+store_tests! {
+    case_fresh_database_is_ready => sqlite_fresh_database_is_ready, postgres_fresh_database_is_ready;
+    case_catalog_lifecycle => sqlite_catalog_lifecycle, postgres_catalog_lifecycle;
+    case_catalog_expected_sequence_ahead_is_conflict =>
+        sqlite_catalog_expected_sequence_ahead_is_conflict,
+        postgres_catalog_expected_sequence_ahead_is_conflict;
+    case_flow_commit_and_load => sqlite_flow_commit_and_load, postgres_flow_commit_and_load;
+    case_flow_start_twice_is_flow_exists => sqlite_flow_start_twice_is_flow_exists,
+        postgres_flow_start_twice_is_flow_exists;
+    case_flow_stale_base_is_conflict => sqlite_flow_stale_base_is_conflict, postgres_flow_stale_base_is_conflict;
+    case_flow_batch_commits_are_independent => sqlite_flow_batch_commits_are_independent,
+        postgres_flow_batch_commits_are_independent;
+    case_failed_commit_leaves_nothing_behind => sqlite_failed_commit_leaves_nothing_behind,
+        postgres_failed_commit_leaves_nothing_behind;
+    case_flow_events_round_trip_and_replay => sqlite_flow_events_round_trip_and_replay,
+        postgres_flow_events_round_trip_and_replay;
+    case_work_rows_upsert_and_filter => sqlite_work_rows_upsert_and_filter, postgres_work_rows_upsert_and_filter;
+    case_work_paging => sqlite_work_paging, postgres_work_paging;
+    case_query_flows_filters => sqlite_query_flows_filters, postgres_query_flows_filters;
+    case_query_flows_paging => sqlite_query_flows_paging, postgres_query_flows_paging;
+    case_claim_orphaned_work => sqlite_claim_orphaned_work, postgres_claim_orphaned_work;
+    case_scheduled_work => sqlite_scheduled_work, postgres_scheduled_work;
+    case_concurrent_claims_never_share_an_item => sqlite_concurrent_claims_never_share_an_item,
+        postgres_concurrent_claims_never_share_an_item;
+}
+
+// Reopening needs the URL, so these two are written out.
+
+#[tokio::test]
+async fn sqlite_reopen_is_idempotent() {
+    support::run_sqlite(case_reopen_is_idempotent).await
+}
+
+#[tokio::test]
+async fn postgres_reopen_is_idempotent() {
+    support::run_postgres("postgres_reopen_is_idempotent", case_reopen_is_idempotent).await
+}
+
+// ---------------------------------------------------------------------------
+// helpers
+
+const REQUEST: &str = r#"{"id":"order-1","goals":["greet"],"init":{"name":["ada"]}}"#;
+
+/// Commit one flow commit and expect success.
+async fn commit_ok(store: &Arc<dyn Store>, c: FlowCommit) {
+    let id = c.flow_id.clone();
+    let results = store.commit_flows(vec![c]).await;
+    assert_eq!(results.len(), 1);
+    if let Err(e) = &results[0] {
+        panic!("commit of {id} failed: {e}");
+    }
+}
+
+/// Commit one flow commit and return its error.
+async fn commit_err(store: &Arc<dyn Store>, c: FlowCommit) -> StoreError {
+    let id = c.flow_id.clone();
+    let mut results = store.commit_flows(vec![c]).await;
+    assert_eq!(results.len(), 1);
+    match results.remove(0) {
+        Ok(()) => panic!("commit of {id} succeeded but should have failed"),
+        Err(e) => e,
+    }
+}
+
+/// Start a flow and store it (base 0); returns the stored state.
+async fn stored_start(store: &Arc<dyn Store>, id: &str, labels: &[(&str, &str)], secs: i64) -> FlowState {
+    let tx = start(id, labels, at(secs));
+    commit_ok(store, commit(&tx, 0, Some(REQUEST))).await;
+    tx.state
+}
+
+fn work_query() -> WorkQuery {
+    WorkQuery {
+        limit: 1000,
+        ..WorkQuery::default()
+    }
+}
+
+fn flow_query() -> FlowQuery {
+    FlowQuery {
+        id_prefix: None,
+        labels: Vec::new(),
+        statuses: Vec::new(),
+        limit: 1000,
+        cursor: None,
+        sort: SortOrder::OldestFirst,
+    }
+}
+
+async fn all_work(store: &Arc<dyn Store>, q: WorkQuery) -> Vec<WorkView> {
+    let page = store.query_work(&q).await.unwrap();
+    assert!(page.next_cursor.is_none(), "test queries fit one page");
+    page.items
+}
+
+async fn work_tokens(store: &Arc<dyn Store>, q: WorkQuery) -> BTreeSet<String> {
+    all_work(store, q).await.into_iter().map(|w| w.token).collect()
+}
+
+async fn flow_ids(store: &Arc<dyn Store>, q: FlowQuery) -> BTreeSet<String> {
+    let page = store.query_flows(&q).await.unwrap();
+    assert!(page.next_cursor.is_none(), "test queries fit one page");
+    page.flows.into_iter().map(|f| f.id).collect()
+}
+
+fn set(items: &[&str]) -> BTreeSet<String> {
+    items.iter().map(|s| s.to_string()).collect()
+}
+
+/// What a work view shows, comparable.
+type WorkShape = (
+    String,
+    String,
+    String,
+    u32,
+    Option<String>,
+    Option<chrono::DateTime<chrono::Utc>>,
+    String,
+);
+
+fn shape(views: &[WorkView]) -> Vec<WorkShape> {
+    views
+        .iter()
+        .map(|w| {
+            (
+                w.flow_id.clone(),
+                w.step_id.clone(),
+                w.token.clone(),
+                w.attempt,
+                w.lease_owner.clone(),
+                w.lease_expires_at,
+                serde_json::to_string(&w.detail).unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// Everything stored about one flow, comparable.
+async fn snapshot(
+    store: &Arc<dyn Store>,
+    id: &str,
+) -> (FlowState, i64, Option<String>, usize, Vec<WorkShape>) {
+    let loaded = store.load_flow(id).await.unwrap().expect("flow is stored");
+    let events = store.flow_events(id).await.unwrap();
+    let work = all_work(
+        store,
+        WorkQuery {
+            flow_id: Some(id.to_string()),
+            ..work_query()
+        },
+    )
+    .await;
+    (
+        loaded.state,
+        loaded.sequence,
+        store.flow_request(id).await.unwrap(),
+        events.len(),
+        shape(&work),
+    )
+}
+
+fn keys(claimed: &[WorkKey]) -> BTreeSet<String> {
+    let tokens: BTreeSet<String> = claimed.iter().map(|k| k.token.clone()).collect();
+    assert_eq!(
+        tokens.len(),
+        claimed.len(),
+        "a claim returned an item twice: {claimed:?}"
+    );
+    tokens
+}
+
+fn claim(node: &str, now: i64, lease_until: i64, limit: usize) -> Claim {
+    Claim {
+        node: node.to_string(),
+        now: at(now),
+        lease_until: at(lease_until),
+        limit,
+    }
+}
+
+// ---------------------------------------------------------------------------
+// migrations
+
+async fn case_fresh_database_is_ready(store: Arc<dyn Store>) {
+    store.ready().await.expect("ready on a fresh database");
+    let catalog = store.load_catalog().await.unwrap();
+    assert!(catalog.steps.is_empty());
+    assert_eq!(catalog.sequence, 0);
+    assert_eq!(catalog.last_updated, None);
+    assert!(store.catalog_events().await.unwrap().is_empty());
+    assert!(store.load_flow("nope").await.unwrap().is_none());
+    assert!(store.flow_request("nope").await.unwrap().is_none());
+    assert!(store.flow_events("nope").await.unwrap().is_empty());
+    let flows = store.query_flows(&flow_query()).await.unwrap();
+    assert!(flows.flows.is_empty() && flows.next_cursor.is_none());
+    let work = store.query_work(&work_query()).await.unwrap();
+    assert!(work.items.is_empty() && work.next_cursor.is_none());
+    assert!(store
+        .claim_orphaned_work(&claim("a", 0, 60, 10))
+        .await
+        .unwrap()
+        .is_empty());
+}
+
+async fn case_reopen_is_idempotent(store: Arc<dyn Store>, url: String) {
+    store.ready().await.unwrap();
+    let a = step("step-a", "http://127.0.0.1:9/a");
+    store
+        .commit_catalog(0, CatalogChange::Registered(a.clone(), at(1)))
+        .await
+        .unwrap();
+    stored_start(&store, "order-1", &[], 2).await;
+
+    // Open the same database again (migrations run again) while the first
+    // store is still open, then a third time.
+    let again = tartan_store::open(&url)
+        .await
+        .expect("reopening the same database");
+    again.ready().await.expect("ready after reopening");
+    let third = tartan_store::open(&url).await.expect("reopening a second time");
+    third.ready().await.unwrap();
+
+    let catalog = third.load_catalog().await.unwrap();
+    assert_eq!(catalog.steps, vec![a]);
+    assert_eq!(catalog.sequence, 1);
+    assert_eq!(third.load_flow("order-1").await.unwrap().unwrap().sequence, 3);
+
+    // The stores share one database: a change through one is seen by the other.
+    let b = step("step-b", "http://127.0.0.1:9/b");
+    again
+        .commit_catalog(1, CatalogChange::Registered(b.clone(), at(3)))
+        .await
+        .unwrap();
+    let catalog = store.load_catalog().await.unwrap();
+    assert_eq!(catalog.sequence, 2);
+    assert_eq!(catalog.steps.len(), 2);
+    drop(again);
+    drop(third);
+    store.ready().await.unwrap();
+}
+
+// ---------------------------------------------------------------------------
+// catalog
+
+async fn case_catalog_lifecycle(store: Arc<dyn Store>) {
+    let a = step("step-a", "http://127.0.0.1:9/a");
+    let b = step("step-b", "http://127.0.0.1:9/b");
+    let a2 = step("step-a", "http://127.0.0.1:9/a-v2");
+    assert_ne!(a, a2);
+
+    store
+        .commit_catalog(0, CatalogChange::Registered(a.clone(), at(1)))
+        .await
+        .unwrap();
+    let snap = store.load_catalog().await.unwrap();
+    assert_eq!(snap.steps, vec![a.clone()]);
+    assert_eq!(snap.sequence, 1);
+    assert_eq!(snap.last_updated, Some(at(1)));
+
+    // A writer that did not see the registration conflicts and changes nothing.
+    let err = store
+        .commit_catalog(0, CatalogChange::Registered(b.clone(), at(2)))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, StoreError::Conflict(_)), "stale register: {err:?}");
+    let err = store
+        .commit_catalog(0, CatalogChange::Unregistered("step-a".into(), at(2)))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, StoreError::Conflict(_)),
+        "stale unregister: {err:?}"
+    );
+    let snap = store.load_catalog().await.unwrap();
+    assert_eq!(snap.steps, vec![a.clone()]);
+    assert_eq!(snap.sequence, 1);
+    assert_eq!(snap.last_updated, Some(at(1)));
+    assert_eq!(store.catalog_events().await.unwrap().len(), 1);
+
+    // Updated replaces the definition.
+    store
+        .commit_catalog(1, CatalogChange::Updated(a2.clone(), at(3)))
+        .await
+        .unwrap();
+    let snap = store.load_catalog().await.unwrap();
+    assert_eq!(snap.steps, vec![a2.clone()]);
+    assert_eq!(snap.sequence, 2);
+
+    store
+        .commit_catalog(2, CatalogChange::Registered(b.clone(), at(4)))
+        .await
+        .unwrap();
+    let snap = store.load_catalog().await.unwrap();
+    assert_eq!(snap.steps, vec![a2.clone(), b.clone()], "ordered by id");
+    assert_eq!(snap.sequence, 3);
+
+    // A stale update conflicts and leaves the definition alone.
+    let err = store
+        .commit_catalog(2, CatalogChange::Updated(a.clone(), at(5)))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, StoreError::Conflict(_)), "stale update: {err:?}");
+    assert_eq!(
+        store.load_catalog().await.unwrap().steps,
+        vec![a2.clone(), b.clone()]
+    );
+
+    // Unregistered removes.
+    store
+        .commit_catalog(3, CatalogChange::Unregistered("step-a".into(), at(6)))
+        .await
+        .unwrap();
+    let snap = store.load_catalog().await.unwrap();
+    assert_eq!(snap.steps, vec![b.clone()]);
+    assert_eq!(snap.sequence, 4);
+    assert_eq!(snap.last_updated, Some(at(6)));
+
+    let events = store.catalog_events().await.unwrap();
+    let summary: Vec<(i64, &str, chrono::DateTime<chrono::Utc>)> = events
+        .iter()
+        .map(|e| (e.sequence, e.event_type.as_str(), e.timestamp))
+        .collect();
+    assert_eq!(
+        summary,
+        vec![
+            (1, "step_registered", at(1)),
+            (2, "step_updated", at(3)),
+            (3, "step_registered", at(4)),
+            (4, "step_unregistered", at(6)),
+        ]
+    );
+    for e in &events {
+        assert_eq!(e.aggregate_type, "catalog");
+        assert_eq!(e.aggregate_id, "catalog");
+    }
+    assert_eq!(
+        events[0].data,
+        json!({ "step": serde_json::to_value(&a).unwrap() })
+    );
+    assert_eq!(
+        events[1].data,
+        json!({ "step": serde_json::to_value(&a2).unwrap() })
+    );
+    assert_eq!(
+        events[2].data,
+        json!({ "step": serde_json::to_value(&b).unwrap() })
+    );
+    assert_eq!(events[3].data, json!({ "step_id": "step-a" }));
+    // The stored step definition reads back as the step.
+    let read_back: tartan_core::step::Step = serde_json::from_value(events[1].data["step"].clone()).unwrap();
+    assert_eq!(read_back, a2);
+
+    // Catalog events are not flow events.
+    assert!(store.flow_events("catalog").await.unwrap().is_empty());
+}
+
+/// The trait promises `Conflict` unless the catalog is still at
+/// `expected_sequence`; a sequence ahead of it is just as wrong as a stale one.
+async fn case_catalog_expected_sequence_ahead_is_conflict(store: Arc<dyn Store>) {
+    let a = step("step-a", "http://127.0.0.1:9/a");
+    let b = step("step-b", "http://127.0.0.1:9/b");
+    store
+        .commit_catalog(0, CatalogChange::Registered(a.clone(), at(1)))
+        .await
+        .unwrap();
+    let result = store
+        .commit_catalog(5, CatalogChange::Registered(b.clone(), at(2)))
+        .await;
+    let snap = store.load_catalog().await.unwrap();
+    assert!(
+        matches!(result, Err(StoreError::Conflict(_))),
+        "expected_sequence 5 while the catalog is at 1 must conflict, got {result:?}; catalog now at sequence {} \
+         with {} steps",
+        snap.sequence,
+        snap.steps.len()
+    );
+    assert_eq!(snap.sequence, 1);
+    assert_eq!(snap.steps, vec![a]);
+}
+
+// ---------------------------------------------------------------------------
+// flows
+
+async fn case_flow_commit_and_load(store: Arc<dyn Store>) {
+    let tx = start("order-1", &[("env", "prod")], at(0));
+    commit_ok(&store, commit(&tx, 0, Some(REQUEST))).await;
+
+    let loaded = store.load_flow("order-1").await.unwrap().expect("stored");
+    assert_eq!(loaded.state, tx.state);
+    assert_eq!(loaded.sequence, tx.events.len() as i64);
+    assert_eq!(
+        store.flow_request("order-1").await.unwrap().as_deref(),
+        Some(REQUEST)
+    );
+    assert!(store.load_flow("order-2").await.unwrap().is_none());
+    assert!(store.flow_request("order-2").await.unwrap().is_none());
+
+    // The next decision, based on sequence 3.
+    let tx2 = succeed(&tx.state, at(5));
+    commit_ok(&store, commit(&tx2, 3, None)).await;
+    let loaded = store.load_flow("order-1").await.unwrap().unwrap();
+    assert_eq!(loaded.state, tx2.state);
+    assert_eq!(loaded.state.status, FlowStatus::Completed);
+    assert_eq!(loaded.sequence, (tx.events.len() + tx2.events.len()) as i64);
+    assert_eq!(
+        store.flow_request("order-1").await.unwrap().as_deref(),
+        Some(REQUEST),
+        "the start request is kept by later commits"
+    );
+    assert_eq!(
+        store.flow_events("order-1").await.unwrap().len(),
+        tx.events.len() + tx2.events.len()
+    );
+}
+
+async fn case_flow_start_twice_is_flow_exists(store: Arc<dyn Store>) {
+    stored_start(&store, "order-1", &[("env", "prod")], 0).await;
+    let before = snapshot(&store, "order-1").await;
+
+    // Another start of the same id: different labels, time, request and lease.
+    let other = start("order-1", &[("env", "dev")], at(30));
+    let mut c = commit(&other, 0, Some("another request"));
+    for w in &mut c.work {
+        w.lease_owner = Some("node-z".into());
+    }
+    let err = commit_err(&store, c).await;
+    assert!(
+        matches!(&err, StoreError::FlowExists(id) if id == "order-1"),
+        "got {err:?}"
+    );
+
+    assert_eq!(snapshot(&store, "order-1").await, before);
+    let q = FlowQuery {
+        labels: vec![("env".into(), "dev".into())],
+        ..flow_query()
+    };
+    assert!(
+        flow_ids(&store, q).await.is_empty(),
+        "the rejected start's labels were stored"
+    );
+    assert_eq!(store.query_flows(&flow_query()).await.unwrap().flows.len(), 1);
+}
+
+async fn case_flow_stale_base_is_conflict(store: Arc<dyn Store>) {
+    let started = stored_start(&store, "order-1", &[], 0).await;
+    let done = succeed(&started, at(5));
+    commit_ok(&store, commit(&done, 3, None)).await;
+    let before = snapshot(&store, "order-1").await;
+    assert_eq!(before.1, 3 + done.events.len() as i64);
+    let token = only_token(&started);
+
+    // A decision taken on the old state (base 3): the flow has moved on.
+    let stale = fail(&started, at(9));
+    let mut c = commit(&stale, 3, None);
+    c.work.push(row(
+        "order-1",
+        GREET,
+        "order-1.extra",
+        WorkStatus::Active,
+        at(9),
+        Some(("node-x", at(99))),
+    ));
+    let err = commit_err(&store, c).await;
+    assert!(matches!(err, StoreError::Conflict(_)), "stale base: {err:?}");
+
+    // A base ahead of the flow conflicts too.
+    let err = commit_err(&store, commit(&stale, 99, None)).await;
+    assert!(matches!(err, StoreError::Conflict(_)), "base ahead: {err:?}");
+
+    // So does an update of a flow that does not exist.
+    let ghost = succeed(&start("ghost", &[], at(0)).state, at(1));
+    let err = commit_err(&store, commit(&ghost, 3, None)).await;
+    assert!(matches!(err, StoreError::Conflict(_)), "unknown flow: {err:?}");
+    assert!(store.load_flow("ghost").await.unwrap().is_none());
+    assert!(store.flow_events("ghost").await.unwrap().is_empty());
+
+    // Nothing of the stale commits was kept: state, events, work rows.
+    assert_eq!(snapshot(&store, "order-1").await, before);
+    assert_eq!(before.0.status, FlowStatus::Completed);
+    let failed = WorkQuery {
+        status: Some(WorkStatus::Failed),
+        ..work_query()
+    };
+    assert!(work_tokens(&store, failed).await.is_empty());
+    let succeeded = WorkQuery {
+        status: Some(WorkStatus::Succeeded),
+        ..work_query()
+    };
+    assert_eq!(work_tokens(&store, succeeded).await, set(&[&token]));
+    assert_eq!(work_tokens(&store, work_query()).await, set(&[&token]));
+    let types: Vec<String> = store
+        .flow_events("order-1")
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| e.event_type)
+        .collect();
+    assert!(
+        !types.iter().any(|t| t == "work_failed" || t == "flow_failed"),
+        "{types:?}"
+    );
+}
+
+async fn case_flow_batch_commits_are_independent(store: Arc<dyn Store>) {
+    let existing = stored_start(&store, "existing", &[], 0).await;
+    let moving = stored_start(&store, "moving", &[], 0).await;
+    let moved = succeed(&moving, at(2));
+    commit_ok(&store, commit(&moved, 3, None)).await;
+    let existing_before = snapshot(&store, "existing").await;
+    let moving_before = snapshot(&store, "moving").await;
+
+    let new1 = start("new-1", &[("batch", "yes")], at(10));
+    let new1_done = succeed(&new1.state, at(11));
+    let new2 = start("new-2", &[("batch", "yes")], at(10));
+    let again = start("existing", &[("batch", "yes")], at(10));
+    let stale = fail(&moving, at(10));
+    let batch = vec![
+        commit(&new1, 0, Some("new-1 request")),
+        commit(&again, 0, Some("again")),
+        commit(&stale, 3, None),
+        commit(&new2, 0, Some("new-2 request")),
+        // A later decision on a flow created earlier in the same batch.
+        commit(&new1_done, 3, None),
+    ];
+    let results = store.commit_flows(batch).await;
+    assert_eq!(results.len(), 5);
+    assert!(results[0].is_ok(), "new-1: {:?}", results[0]);
+    assert!(
+        matches!(&results[1], Err(StoreError::FlowExists(id)) if id == "existing"),
+        "{:?}",
+        results[1]
+    );
+    assert!(
+        matches!(results[2], Err(StoreError::Conflict(_))),
+        "{:?}",
+        results[2]
+    );
+    assert!(results[3].is_ok(), "new-2: {:?}", results[3]);
+    assert!(results[4].is_ok(), "new-1 follow-up: {:?}", results[4]);
+
+    let n1 = snapshot(&store, "new-1").await;
+    assert_eq!(n1.0, new1_done.state);
+    assert_eq!(n1.1, (new1.events.len() + new1_done.events.len()) as i64);
+    assert_eq!(n1.2.as_deref(), Some("new-1 request"));
+    assert_eq!(n1.3, new1.events.len() + new1_done.events.len());
+    assert_eq!(n1.4.len(), 1);
+
+    let n2 = snapshot(&store, "new-2").await;
+    assert_eq!(n2.0, new2.state);
+    assert_eq!(n2.1, 3);
+    assert_eq!(n2.2.as_deref(), Some("new-2 request"));
+    assert_eq!(n2.3, 3);
+    assert_eq!(n2.4.len(), 1);
+
+    assert_eq!(snapshot(&store, "existing").await, existing_before);
+    assert_eq!(existing_before.0, existing);
+    assert_eq!(snapshot(&store, "moving").await, moving_before);
+    assert_eq!(moving_before.0, moved.state);
+
+    let q = FlowQuery {
+        labels: vec![("batch".into(), "yes".into())],
+        ..flow_query()
+    };
+    assert_eq!(flow_ids(&store, q).await, set(&["new-1", "new-2"]));
+
+    // An empty batch is no error.
+    assert!(store.commit_flows(Vec::new()).await.is_empty());
+}
+
+/// A commit that fails halfway (after its flow row and events are written)
+/// leaves nothing behind, and the batch's other commits still land. Postgres
+/// refuses a NUL byte in TEXT, so there the poisoned work row (written last)
+/// fails the commit and its savepoint must be rolled back; SQLite stores it,
+/// and then the commit must be stored whole.
+async fn case_failed_commit_leaves_nothing_behind(store: Arc<dyn Store>) {
+    let ok1 = start("ok-1", &[], at(0));
+    let poison = start("poison", &[("p", "yes")], at(0));
+    let ok2 = start("ok-2", &[], at(0));
+    let mut bad = commit(&poison, 0, Some("poison request"));
+    bad.work.push(row(
+        "poison",
+        GREET,
+        "poison.\0nul",
+        WorkStatus::Pending,
+        at(0),
+        None,
+    ));
+    let results = store
+        .commit_flows(vec![
+            commit(&ok1, 0, Some("r1")),
+            bad,
+            commit(&ok2, 0, Some("r2")),
+        ])
+        .await;
+    assert_eq!(results.len(), 3);
+    assert!(results[0].is_ok(), "ok-1: {:?}", results[0]);
+    assert!(results[2].is_ok(), "ok-2 after a failed commit: {:?}", results[2]);
+    for (id, tx) in [("ok-1", &ok1), ("ok-2", &ok2)] {
+        let s = snapshot(&store, id).await;
+        assert_eq!((s.0, s.1, s.3, s.4.len()), (tx.state.clone(), 3, 3, 1), "{id}");
+    }
+    let q = WorkQuery {
+        flow_id: Some("poison".into()),
+        ..work_query()
+    };
+    if store.backend() == "postgres" {
+        assert!(
+            matches!(results[1], Err(StoreError::Database(_))),
+            "postgres must refuse the NUL byte: {:?}",
+            results[1]
+        );
+    }
+    match &results[1] {
+        Err(_) => {
+            assert!(
+                store.load_flow("poison").await.unwrap().is_none(),
+                "flow row kept"
+            );
+            assert!(store.flow_request("poison").await.unwrap().is_none());
+            assert!(
+                store.flow_events("poison").await.unwrap().is_empty(),
+                "events kept"
+            );
+            assert!(all_work(&store, q).await.is_empty(), "work rows kept");
+            let labelled = FlowQuery {
+                labels: vec![("p".into(), "yes".into())],
+                ..flow_query()
+            };
+            assert!(flow_ids(&store, labelled).await.is_empty(), "labels kept");
+        }
+        Ok(()) => {
+            let s = snapshot(&store, "poison").await;
+            assert_eq!((s.1, s.3, s.4.len()), (3, 3, 2));
+            assert!(all_work(&store, q)
+                .await
+                .iter()
+                .any(|w| w.token == "poison.\0nul"));
+        }
+    }
+}
+
+async fn case_flow_events_round_trip_and_replay(store: Arc<dyn Store>) {
+    let tx = start("order-1", &[("env", "prod")], at(0));
+    commit_ok(&store, commit(&tx, 0, Some(REQUEST))).await;
+    let tx2 = succeed(&tx.state, at(7));
+    commit_ok(&store, commit(&tx2, 3, None)).await;
+    // Another flow's events stay with it.
+    let other = stored_start(&store, "order-2", &[], 1).await;
+    store
+        .commit_catalog(
+            0,
+            CatalogChange::Registered(step("step-a", "http://127.0.0.1:9/a"), at(2)),
+        )
+        .await
+        .unwrap();
+
+    let expected: Vec<(FlowEvent, chrono::DateTime<chrono::Utc>)> = tx
+        .events
+        .iter()
+        .map(|e| (e.clone(), at(0)))
+        .chain(tx2.events.iter().map(|e| (e.clone(), at(7))))
+        .collect();
+    assert!(expected.len() > 5, "fixture: a whole flow");
+
+    let stored = store.flow_events("order-1").await.unwrap();
+    assert_eq!(stored.len(), expected.len());
+    let mut decoded = Vec::new();
+    for (i, (s, (event, when))) in stored.iter().zip(&expected).enumerate() {
+        assert_eq!(s.sequence, i as i64 + 1, "events in sequence order");
+        assert_eq!(s.aggregate_type, "flow");
+        assert_eq!(s.aggregate_id, "order-1");
+        assert_eq!(s.event_type, event.type_name());
+        assert_eq!(s.timestamp, *when);
+        assert_eq!(s.data, event.data());
+        let back = event_of(s).unwrap();
+        assert_eq!(&back, event);
+        decoded.push((back, s.timestamp));
+    }
+
+    let replayed = FlowState::replay(decoded.iter().map(|(e, t)| (e, *t))).unwrap();
+    let loaded = store.load_flow("order-1").await.unwrap().unwrap();
+    assert_eq!(
+        replayed, loaded.state,
+        "replaying the log gives the stored projection"
+    );
+    assert_eq!(replayed, tx2.state);
+
+    let other_events = store.flow_events("order-2").await.unwrap();
+    assert_eq!(other_events.len(), 3);
+    assert!(other_events.iter().all(|e| e.aggregate_id == "order-2"));
+    let decoded_other: Vec<(FlowEvent, chrono::DateTime<chrono::Utc>)> = other_events
+        .iter()
+        .map(|s| (event_of(s).unwrap(), s.timestamp))
+        .collect();
+    let replayed_other = FlowState::replay(decoded_other.iter().map(|(e, t)| (e, *t))).unwrap();
+    assert_eq!(replayed_other, other);
+}
+
+// ---------------------------------------------------------------------------
+// work rows
+
+/// Two flows with hand-made work rows besides their real one. Returns every
+/// token in `(created_at, token)` order.
+async fn seed_work(store: &Arc<dyn Store>) -> Vec<String> {
+    use WorkStatus::*;
+    // (flow, step, token, status, created second)
+    let rows_w1 = [
+        ("w-1", GREET, "w-1.r1", Pending, 3),
+        ("w-1", GREET, "w-1.r2", Succeeded, 3),
+        ("w-1", "other", "w-1.r3", Pending, 3),
+        ("w-1", "other", "w-1.r4", Failed, 1),
+        ("w-1", GREET, "w-1.r5", Active, 5),
+        ("w-1", "other", "w-1.r6", Pending, 2),
+        ("w-1", GREET, "w-1.r7", Cancelled, 3),
+    ];
+    let rows_w2 = [
+        ("w-2", GREET, "w-2.r1", Pending, 3),
+        ("w-2", "other", "w-2.r2", Active, 4),
+        ("w-2", "other", "w-2.r3", Pending, 1),
+        ("w-2", GREET, "w-2.r4", Succeeded, 6),
+    ];
+    let mut all = Vec::new();
+    for (id, rows, secs) in [("w-1", &rows_w1[..], 0), ("w-2", &rows_w2[..], 0)] {
+        let tx = start(id, &[], at(secs));
+        let mut c = commit(&tx, 0, Some(REQUEST));
+        all.push((at(secs), only_token(&tx.state)));
+        for (flow, step_id, token, status, created) in rows {
+            let lease = (*status == Active).then(|| ("node-a", at(100)));
+            c.work
+                .push(row(flow, step_id, token, *status, at(*created), lease));
+            all.push((at(*created), token.to_string()));
+        }
+        commit_ok(store, c).await;
+    }
+    all.sort();
+    all.into_iter().map(|(_, t)| t).collect()
+}
+
+async fn case_work_rows_upsert_and_filter(store: Arc<dyn Store>) {
+    let order = seed_work(&store).await;
+    assert_eq!(order.len(), 13);
+
+    let all = all_work(&store, work_query()).await;
+    let tokens: Vec<String> = all.iter().map(|w| w.token.clone()).collect();
+    assert_eq!(tokens, order, "ordered by (created_at, token)");
+    let r5 = all.iter().find(|w| w.token == "w-1.r5").unwrap();
+    assert_eq!((r5.flow_id.as_str(), r5.step_id.as_str()), ("w-1", GREET));
+    assert_eq!(r5.attempt, 1);
+    assert_eq!(r5.lease_owner.as_deref(), Some("node-a"));
+    assert_eq!(r5.lease_expires_at, Some(at(100)));
+    assert_eq!(r5.detail, support::detail(WorkStatus::Active, "original"));
+    let r1 = all.iter().find(|w| w.token == "w-1.r1").unwrap();
+    assert_eq!((r1.lease_owner.as_ref(), r1.lease_expires_at), (None, None));
+
+    let by = |flow: Option<&str>, step: Option<&str>, status: Option<WorkStatus>| WorkQuery {
+        flow_id: flow.map(str::to_string),
+        step_id: step.map(str::to_string),
+        status,
+        ..work_query()
+    };
+    let w1 = all_work(&store, by(Some("w-1"), None, None)).await;
+    assert_eq!(w1.len(), 8);
+    assert!(w1.iter().all(|w| w.flow_id == "w-1"));
+    assert_eq!(
+        work_tokens(&store, by(None, Some("other"), None)).await,
+        set(&["w-1.r3", "w-1.r4", "w-1.r6", "w-2.r2", "w-2.r3"])
+    );
+    assert_eq!(
+        work_tokens(&store, by(None, None, Some(WorkStatus::Pending))).await,
+        set(&["w-1.r1", "w-1.r3", "w-1.r6", "w-2.r1", "w-2.r3"])
+    );
+    assert_eq!(
+        work_tokens(&store, by(None, None, Some(WorkStatus::Active))).await,
+        set(&["w-1.tok1", "w-1.r5", "w-2.tok1", "w-2.r2"])
+    );
+    assert_eq!(
+        work_tokens(&store, by(Some("w-2"), Some("other"), Some(WorkStatus::Pending))).await,
+        set(&["w-2.r3"])
+    );
+    assert!(work_tokens(&store, by(Some("w-3"), None, None)).await.is_empty());
+    assert!(
+        work_tokens(&store, by(None, None, Some(WorkStatus::Compensating)))
+            .await
+            .is_empty()
+    );
+
+    // Upsert: the flow moves on; its real item succeeds and r1 becomes active
+    // on attempt 2 under another lease. The row count stays.
+    let w1_state = store.load_flow("w-1").await.unwrap().unwrap();
+    let done = succeed(&w1_state.state, at(20));
+    let mut c = commit(&done, w1_state.sequence, None);
+    let mut r1 = row(
+        "w-1",
+        GREET,
+        "w-1.r1",
+        WorkStatus::Active,
+        at(50), // a later created_at does not move the item
+        Some(("node-b", at(200))),
+    );
+    r1.attempt = 2;
+    r1.detail = support::detail(WorkStatus::Active, "updated");
+    c.work.push(r1);
+    commit_ok(&store, c).await;
+
+    let after = all_work(&store, work_query()).await;
+    let tokens: Vec<String> = after.iter().map(|w| w.token.clone()).collect();
+    assert_eq!(tokens, order, "upserts neither add rows nor move them");
+    let r1 = after.iter().find(|w| w.token == "w-1.r1").unwrap();
+    assert_eq!(r1.attempt, 2);
+    assert_eq!(r1.lease_owner.as_deref(), Some("node-b"));
+    assert_eq!(r1.lease_expires_at, Some(at(200)));
+    assert_eq!(r1.detail, support::detail(WorkStatus::Active, "updated"));
+    let real = after.iter().find(|w| w.token == "w-1.tok1").unwrap();
+    assert_eq!(real.detail.status, WorkStatus::Succeeded);
+    assert_eq!(real.lease_owner, None);
+    assert_eq!(
+        work_tokens(&store, by(None, None, Some(WorkStatus::Pending))).await,
+        set(&["w-1.r3", "w-1.r6", "w-2.r1", "w-2.r3"])
+    );
+    assert_eq!(
+        work_tokens(&store, by(None, None, Some(WorkStatus::Active))).await,
+        set(&["w-1.r1", "w-1.r5", "w-2.tok1", "w-2.r2"])
+    );
+    assert_eq!(
+        work_tokens(&store, by(Some("w-1"), None, Some(WorkStatus::Succeeded))).await,
+        set(&["w-1.tok1", "w-1.r2"])
+    );
+}
+
+/// Page through `q` with `limit`; every page but the last is full.
+async fn page_work(store: &Arc<dyn Store>, q: &WorkQuery, limit: usize) -> Vec<String> {
+    let mut q = WorkQuery {
+        limit,
+        cursor: None,
+        ..q.clone()
+    };
+    let mut seen = Vec::new();
+    for _ in 0..100 {
+        let page = store.query_work(&q).await.unwrap();
+        assert!(page.items.len() <= limit);
+        seen.extend(page.items.iter().map(|w| w.token.clone()));
+        match page.next_cursor {
+            Some(c) => {
+                assert_eq!(page.items.len(), limit, "a page with a next cursor is full");
+                q.cursor = Some(c);
+            }
+            None => return seen,
+        }
+    }
+    panic!("paging did not end");
+}
+
+async fn case_work_paging(store: Arc<dyn Store>) {
+    let order = seed_work(&store).await;
+    for limit in [1, 2, 3, 5, 12, 13, 14, 100] {
+        let seen = page_work(&store, &work_query(), limit).await;
+        assert_eq!(seen, order, "limit {limit}: every row once, in order");
+    }
+    let w1 = WorkQuery {
+        flow_id: Some("w-1".into()),
+        ..work_query()
+    };
+    let expected: Vec<String> = order.iter().filter(|t| t.starts_with("w-1.")).cloned().collect();
+    for limit in [1, 3, 8] {
+        assert_eq!(
+            page_work(&store, &w1, limit).await,
+            expected,
+            "w-1, limit {limit}"
+        );
+    }
+    let pending = WorkQuery {
+        status: Some(WorkStatus::Pending),
+        ..work_query()
+    };
+    let pending_tokens = set(&["w-1.r1", "w-1.r3", "w-1.r6", "w-2.r1", "w-2.r3"]);
+    let expected: Vec<String> = order
+        .iter()
+        .filter(|t| pending_tokens.contains(*t))
+        .cloned()
+        .collect();
+    for limit in [1, 2, 5] {
+        assert_eq!(
+            page_work(&store, &pending, limit).await,
+            expected,
+            "pending, limit {limit}"
+        );
+    }
+    let bad = WorkQuery {
+        cursor: Some("not a cursor".into()),
+        ..work_query()
+    };
+    assert!(
+        store.query_work(&bad).await.is_err(),
+        "a malformed cursor is an error"
+    );
+}
+
+// ---------------------------------------------------------------------------
+// query_flows
+
+async fn case_query_flows_filters(store: Arc<dyn Store>) {
+    let completed = |s: &FlowState, secs| succeed(s, at(secs));
+    // id, labels, created second, ending
+    let a_b_1 = stored_start(&store, "a_b-1", &[("env", "prod"), ("team", "core")], 1).await;
+    commit_ok(&store, commit(&completed(&a_b_1, 20), 3, None)).await;
+    stored_start(&store, "a_b-2", &[("env", "dev"), ("team", "core")], 2).await;
+    let axb_1 = stored_start(&store, "axb-1", &[("env", "prod"), ("team", "edge")], 3).await;
+    commit_ok(&store, commit(&fail(&axb_1, at(21)), 3, None)).await;
+    stored_start(&store, "a_bc", &[("env", "prod")], 4).await;
+    let b_b = stored_start(&store, "b_b", &[], 5).await;
+    commit_ok(&store, commit(&completed(&b_b, 22), 3, None)).await;
+    stored_start(&store, "zz", &[("env", "prod"), ("team", "core")], 6).await;
+
+    let prefix = |p: &str| FlowQuery {
+        id_prefix: Some(p.to_string()),
+        ..flow_query()
+    };
+    assert_eq!(
+        flow_ids(&store, prefix("a_b")).await,
+        set(&["a_b-1", "a_b-2", "a_bc"]),
+        "`_` is literal"
+    );
+    assert_eq!(
+        flow_ids(&store, prefix("a_")).await,
+        set(&["a_b-1", "a_b-2", "a_bc"])
+    );
+    assert_eq!(flow_ids(&store, prefix("a_b-")).await, set(&["a_b-1", "a_b-2"]));
+    assert_eq!(
+        flow_ids(&store, prefix("a")).await,
+        set(&["a_b-1", "a_b-2", "axb-1", "a_bc"])
+    );
+    assert_eq!(flow_ids(&store, prefix("b_")).await, set(&["b_b"]));
+    assert_eq!(
+        flow_ids(&store, prefix("_")).await,
+        set(&[]),
+        "`_` does not match any character"
+    );
+    assert_eq!(flow_ids(&store, prefix("zz")).await, set(&["zz"]));
+    assert_eq!(flow_ids(&store, prefix("zzz")).await, set(&[]));
+    assert_eq!(flow_ids(&store, prefix("")).await.len(), 6);
+
+    let labels = |ls: &[(&str, &str)]| FlowQuery {
+        labels: ls.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+        ..flow_query()
+    };
+    assert_eq!(
+        flow_ids(&store, labels(&[("env", "prod")])).await,
+        set(&["a_b-1", "axb-1", "a_bc", "zz"])
+    );
+    assert_eq!(
+        flow_ids(&store, labels(&[("env", "prod"), ("team", "core")])).await,
+        set(&["a_b-1", "zz"]),
+        "all labels must match"
+    );
+    assert_eq!(
+        flow_ids(&store, labels(&[("team", "core"), ("env", "dev")])).await,
+        set(&["a_b-2"])
+    );
+    assert_eq!(flow_ids(&store, labels(&[("env", "staging")])).await, set(&[]));
+    assert_eq!(
+        flow_ids(&store, labels(&[("env", "prod"), ("team", "none")])).await,
+        set(&[])
+    );
+    assert_eq!(flow_ids(&store, labels(&[("prod", "env")])).await, set(&[]));
+
+    let statuses = |ss: &[FlowStatus]| FlowQuery {
+        statuses: ss.to_vec(),
+        ..flow_query()
+    };
+    assert_eq!(
+        flow_ids(&store, statuses(&[FlowStatus::Completed])).await,
+        set(&["a_b-1", "b_b"])
+    );
+    assert_eq!(
+        flow_ids(&store, statuses(&[FlowStatus::Failed])).await,
+        set(&["axb-1"])
+    );
+    assert_eq!(
+        flow_ids(&store, statuses(&[FlowStatus::Completed, FlowStatus::Failed])).await,
+        set(&["a_b-1", "b_b", "axb-1"])
+    );
+    assert_eq!(
+        flow_ids(&store, statuses(&[FlowStatus::Active])).await,
+        set(&["a_b-2", "a_bc", "zz"])
+    );
+    assert_eq!(
+        flow_ids(&store, statuses(&[FlowStatus::Cancelled])).await,
+        set(&[])
+    );
+
+    let combined = FlowQuery {
+        id_prefix: Some("a".into()),
+        labels: vec![("env".into(), "prod".into())],
+        statuses: vec![FlowStatus::Active, FlowStatus::Failed],
+        ..flow_query()
+    };
+    assert_eq!(flow_ids(&store, combined).await, set(&["axb-1", "a_bc"]));
+
+    // The summaries.
+    let page = store.query_flows(&flow_query()).await.unwrap();
+    let by_id: HashMap<&str, &FlowSummary> = page.flows.iter().map(|f| (f.id.as_str(), f)).collect();
+    let s = by_id["a_b-1"];
+    assert_eq!(s.status, FlowStatus::Completed);
+    assert_eq!(s.created_at, at(1));
+    assert_eq!(s.updated_at, at(20));
+    assert_eq!(
+        s.labels,
+        BTreeMap::from([
+            ("env".to_string(), "prod".to_string()),
+            ("team".to_string(), "core".to_string())
+        ])
+    );
+    assert_eq!(s.error, None);
+    let s = by_id["axb-1"];
+    assert_eq!(s.status, FlowStatus::Failed);
+    assert_eq!(s.updated_at, at(21));
+    assert!(
+        s.error.as_deref().is_some_and(|e| e.contains("boom")),
+        "{:?}",
+        s.error
+    );
+    let s = by_id["a_bc"];
+    assert_eq!(
+        (s.status, s.created_at, s.updated_at),
+        (FlowStatus::Active, at(4), at(4))
+    );
+}
+
+/// Page through `q` with `limit`; every page but the last is full.
+async fn page_flows(store: &Arc<dyn Store>, q: &FlowQuery, limit: usize) -> Vec<String> {
+    let mut q = FlowQuery {
+        limit,
+        cursor: None,
+        ..q.clone()
+    };
+    let mut seen = Vec::new();
+    for _ in 0..100 {
+        let page = store.query_flows(&q).await.unwrap();
+        assert!(page.flows.len() <= limit);
+        seen.extend(page.flows.iter().map(|f| f.id.clone()));
+        match page.next_cursor {
+            Some(c) => {
+                assert_eq!(page.flows.len(), limit, "a page with a next cursor is full");
+                q.cursor = Some(c);
+            }
+            None => return seen,
+        }
+    }
+    panic!("paging did not end");
+}
+
+async fn case_query_flows_paging(store: Arc<dyn Store>) {
+    // p-00 .. p-10, created in groups that share a time (ties broken by id),
+    // not in id order; plus flows outside the prefix.
+    let mut expected: Vec<(chrono::DateTime<chrono::Utc>, String)> = Vec::new();
+    for i in 0..11i64 {
+        let id = format!("p-{i:02}");
+        let secs = (i * 7) % 4;
+        let labels: &[(&str, &str)] = if i % 2 == 0 { &[("even", "yes")] } else { &[] };
+        stored_start(&store, &id, labels, secs).await;
+        expected.push((at(secs), id));
+    }
+    for (id, secs) in [("q-00", 0), ("q-01", 2)] {
+        stored_start(&store, id, &[("even", "yes")], secs).await;
+    }
+    expected.sort();
+    let oldest: Vec<String> = expected.iter().map(|(_, id)| id.clone()).collect();
+    let recent: Vec<String> = oldest.iter().rev().cloned().collect();
+
+    let base = FlowQuery {
+        id_prefix: Some("p-".into()),
+        ..flow_query()
+    };
+    for (sort, want) in [
+        (SortOrder::OldestFirst, &oldest),
+        (SortOrder::RecentFirst, &recent),
+    ] {
+        let q = FlowQuery { sort, ..base.clone() };
+        for limit in [1, 2, 3, 4, 10, 11, 12, 100] {
+            let seen = page_flows(&store, &q, limit).await;
+            assert_eq!(&seen, want, "{sort:?}, limit {limit}: every flow once, in order");
+        }
+    }
+
+    // With a label filter too.
+    let even: Vec<String> = oldest
+        .iter()
+        .filter(|id| id[2..].parse::<i64>().unwrap() % 2 == 0)
+        .cloned()
+        .collect();
+    for (sort, want) in [
+        (SortOrder::OldestFirst, even.clone()),
+        (SortOrder::RecentFirst, even.iter().rev().cloned().collect()),
+    ] {
+        let q = FlowQuery {
+            sort,
+            labels: vec![("even".into(), "yes".into())],
+            ..base.clone()
+        };
+        for limit in [1, 2, 5] {
+            assert_eq!(
+                page_flows(&store, &q, limit).await,
+                want,
+                "even, {sort:?}, limit {limit}"
+            );
+        }
+    }
+
+    // Without a prefix every flow shows, once.
+    let all = page_flows(&store, &flow_query(), 3).await;
+    assert_eq!(all.len(), 13);
+    assert_eq!(all.iter().collect::<BTreeSet<_>>().len(), 13);
+
+    let bad = FlowQuery {
+        cursor: Some("garbage".into()),
+        ..flow_query()
+    };
+    assert!(
+        store.query_flows(&bad).await.is_err(),
+        "a malformed cursor is an error"
+    );
+}
+
+// ---------------------------------------------------------------------------
+// claims
+
+async fn case_claim_orphaned_work(store: Arc<dyn Store>) {
+    use WorkStatus::*;
+    let tx = start("c-1", &[], at(0));
+    let mut c = commit(&tx, 0, Some(REQUEST));
+    c.work = vec![
+        row("c-1", GREET, "c.a1", Active, at(0), Some(("a", at(60)))),
+        row("c-1", "other", "c.a2", Active, at(0), Some(("a", at(120)))),
+        row("c-1", GREET, "c.b1", Active, at(0), Some(("b", at(60)))),
+        // Not active: never claimed, whoever holds them and however old.
+        row("c-1", GREET, "c.p", Pending, at(0), Some(("a", at(10)))),
+        row("c-1", GREET, "c.s", Succeeded, at(0), Some(("a", at(10)))),
+        row("c-1", GREET, "c.f", Failed, at(0), None),
+        row("c-1", GREET, "c.cmp", Compensating, at(0), Some(("a", at(10)))),
+        row("c-1", GREET, "c.x", Cancelled, at(0), Some(("b", at(10)))),
+    ];
+    commit_ok(&store, c).await;
+    let active = set(&["c.a1", "c.a2", "c.b1"]);
+    let lease_of = |views: &[WorkView], token: &str| {
+        let w = views.iter().find(|w| w.token == token).unwrap();
+        (w.lease_owner.clone(), w.lease_expires_at)
+    };
+
+    // b before a's leases expire: only b's own lease comes back.
+    let got = store.claim_orphaned_work(&claim("b", 0, 300, 100)).await.unwrap();
+    assert_eq!(keys(&got), set(&["c.b1"]));
+    assert_eq!(
+        got[0],
+        WorkKey {
+            flow_id: "c-1".into(),
+            step_id: GREET.into(),
+            token: "c.b1".into()
+        }
+    );
+    let views = all_work(&store, work_query()).await;
+    assert_eq!(
+        lease_of(&views, "c.a1"),
+        (Some("a".into()), Some(at(60))),
+        "b took a's lease"
+    );
+    assert_eq!(lease_of(&views, "c.b1"), (Some("b".into()), Some(at(300))));
+
+    // A third node gets nothing while every lease holds.
+    assert!(store
+        .claim_orphaned_work(&claim("c", 59, 300, 100))
+        .await
+        .unwrap()
+        .is_empty());
+
+    // a restarted: its own leases come back to it, whatever their expiry.
+    let got = store.claim_orphaned_work(&claim("a", 0, 90, 100)).await.unwrap();
+    assert_eq!(keys(&got), set(&["c.a1", "c.a2"]));
+    let a2 = got.iter().find(|k| k.token == "c.a2").unwrap();
+    assert_eq!((a2.flow_id.as_str(), a2.step_id.as_str()), ("c-1", "other"));
+    let views = all_work(&store, work_query()).await;
+    assert_eq!(lease_of(&views, "c.a1"), (Some("a".into()), Some(at(90))));
+    assert_eq!(lease_of(&views, "c.a2"), (Some("a".into()), Some(at(90))));
+
+    // Before the new expiry b gets only its own item; after it, a's too.
+    let got = store
+        .claim_orphaned_work(&claim("b", 89, 400, 100))
+        .await
+        .unwrap();
+    assert_eq!(keys(&got), set(&["c.b1"]));
+    let got = store
+        .claim_orphaned_work(&claim("b", 91, 400, 100))
+        .await
+        .unwrap();
+    assert_eq!(keys(&got), active);
+    let views = all_work(&store, work_query()).await;
+    for t in &active {
+        assert_eq!(lease_of(&views, t), (Some("b".into()), Some(at(400))), "{t}");
+    }
+    // a lost them.
+    assert!(store
+        .claim_orphaned_work(&claim("a", 91, 500, 100))
+        .await
+        .unwrap()
+        .is_empty());
+
+    // The limit is respected; the rest stay with b until they expire.
+    let got = store
+        .claim_orphaned_work(&claim("d", 401, 1000, 2))
+        .await
+        .unwrap();
+    let first = keys(&got);
+    assert_eq!(first.len(), 2);
+    assert!(first.is_subset(&active));
+    let got = store
+        .claim_orphaned_work(&claim("e", 402, 1000, 100))
+        .await
+        .unwrap();
+    let rest = keys(&got);
+    assert_eq!(rest.len(), 1);
+    assert!(first.is_disjoint(&rest));
+    assert_eq!(&first | &rest, active);
+
+    // Non-active items were never claimed and keep their leases.
+    assert_eq!(
+        keys(
+            &store
+                .claim_orphaned_work(&claim("z", 100_000, 200_000, 100))
+                .await
+                .unwrap()
+        ),
+        active
+    );
+    let views = all_work(&store, work_query()).await;
+    assert_eq!(lease_of(&views, "c.p"), (Some("a".into()), Some(at(10))));
+    assert_eq!(lease_of(&views, "c.s"), (Some("a".into()), Some(at(10))));
+    assert_eq!(lease_of(&views, "c.f"), (None, None));
+    assert_eq!(lease_of(&views, "c.cmp"), (Some("a".into()), Some(at(10))));
+    assert_eq!(lease_of(&views, "c.x"), (Some("b".into()), Some(at(10))));
+}
+
+/// Retries waiting in active flows, with their due times; nothing else.
+async fn case_scheduled_work(store: Arc<dyn Store>) {
+    use WorkStatus::*;
+    let due = |mut r: tartan_store::WorkRow, secs: Option<i64>| {
+        r.due_at = secs.map(at);
+        r
+    };
+    let live = start("s-live", &[], at(0));
+    let mut c = commit(&live, 0, Some(REQUEST));
+    c.work.extend([
+        due(
+            row("s-live", GREET, "s.due1", NotCompleted, at(0), None),
+            Some(30),
+        ),
+        due(
+            row("s-live", "other", "s.due2", NotCompleted, at(0), None),
+            Some(10),
+        ),
+        // Not waiting for a retry, or with no due time: not scheduled.
+        due(row("s-live", GREET, "s.nodue", NotCompleted, at(0), None), None),
+        due(row("s-live", GREET, "s.pending", Pending, at(0), None), Some(10)),
+        due(row("s-live", GREET, "s.failed", Failed, at(0), None), Some(10)),
+        due(
+            row("s-live", GREET, "s.active", Active, at(0), Some(("a", at(60)))),
+            Some(10),
+        ),
+    ]);
+    commit_ok(&store, c).await;
+    // A flow that has ended keeps no timers.
+    let ended = start("s-ended", &[], at(0));
+    let mut c = commit(&ended, 0, Some(REQUEST));
+    c.work.push(due(
+        row("s-ended", GREET, "s.ended", NotCompleted, at(0), None),
+        Some(20),
+    ));
+    commit_ok(&store, c).await;
+    let before: BTreeMap<String, chrono::DateTime<chrono::Utc>> = store
+        .scheduled_work()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|(k, t)| (k.token, t))
+        .collect();
+    let want = [("s.due1", at(30)), ("s.due2", at(10)), ("s.ended", at(20))];
+    assert_eq!(
+        before,
+        want.iter().map(|(k, t)| (k.to_string(), *t)).collect(),
+        "both flows are still active"
+    );
+    commit_ok(&store, commit(&succeed(&ended.state, at(40)), 3, None)).await;
+
+    let mut got = store.scheduled_work().await.unwrap();
+    got.sort();
+    assert_eq!(
+        got,
+        vec![
+            (
+                WorkKey {
+                    flow_id: "s-live".into(),
+                    step_id: GREET.into(),
+                    token: "s.due1".into()
+                },
+                at(30)
+            ),
+            (
+                WorkKey {
+                    flow_id: "s-live".into(),
+                    step_id: "other".into(),
+                    token: "s.due2".into()
+                },
+                at(10)
+            ),
+        ]
+    );
+}
+
+async fn case_concurrent_claims_never_share_an_item(store: Arc<dyn Store>) {
+    let tx = start("cc-1", &[], at(0));
+    let mut c = commit(&tx, 0, Some(REQUEST));
+    c.work = (0..40)
+        .map(|i| {
+            row(
+                "cc-1",
+                GREET,
+                &format!("cc.{i:02}"),
+                WorkStatus::Active,
+                at(0),
+                Some(("old", at(10))),
+            )
+        })
+        .collect();
+    let all: BTreeSet<String> = c.work.iter().map(|w| w.token.clone()).collect();
+    commit_ok(&store, c).await;
+
+    let mut tasks = Vec::new();
+    for n in 0..8 {
+        let store = store.clone();
+        tasks.push(tokio::spawn(async move {
+            let node = format!("n{n}");
+            let got = store
+                .claim_orphaned_work(&claim(&node, 100, 1000, 40))
+                .await
+                .unwrap();
+            (node, got)
+        }));
+    }
+    let mut owner: BTreeMap<String, String> = BTreeMap::new();
+    for t in tasks {
+        let (node, got) = t.await.unwrap();
+        for k in got {
+            if let Some(prev) = owner.insert(k.token.clone(), node.clone()) {
+                panic!("{} claimed by both {prev} and {node}", k.token);
+            }
+        }
+    }
+    assert_eq!(
+        owner.keys().cloned().collect::<BTreeSet<_>>(),
+        all,
+        "every expired item claimed"
+    );
+    for w in all_work(&store, work_query()).await {
+        assert_eq!(w.lease_owner.as_ref(), owner.get(&w.token), "{}", w.token);
+        assert_eq!(w.lease_expires_at, Some(at(1000)));
+    }
+}

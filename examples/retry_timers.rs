@@ -1,0 +1,254 @@
+//! Timer benchmark (issue: retries fire on time, and an idle engine costs
+//! nothing). Runs an engine in this process on a fresh database, a step
+//! server on 127.0.0.1 that fails each work item's first call with 503 and
+//! succeeds on the second, and measures how late the retries arrive.
+//!
+//! ```text
+//! cargo run --release --example retry_timers -- precision [sqlite|postgres] [count] [backoff_ms]
+//! cargo run --release --example retry_timers -- idle [sqlite|postgres] [count] [seconds]
+//! ```
+//! `precision` starts `count` flows whose retries are due `backoff_ms` after
+//! their first attempt (so they fall due over the seconds the starts took)
+//! and reports the lateness of each retry's arrival at the step server
+//! against its recorded `next_retry_at`: p50, p99, max.
+//! `idle` schedules `count` retries three hours ahead, then measures the
+//! process's CPU time and RSS over `seconds`.
+//! Postgres: a database `tartan_bench_<pid>` on 127.0.0.1:5432, dropped after.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::IntoResponse;
+use chrono::{DateTime, Utc};
+use serde_json::json;
+use tartan_engine::{Engine, EngineConfig};
+
+type Arrivals = Arc<Mutex<HashMap<String, (u32, DateTime<Utc>)>>>;
+
+async fn step_server(arrivals: Arrivals) -> std::net::SocketAddr {
+    let app = axum::Router::new().fallback(move |headers: HeaderMap| {
+        let arrivals = arrivals.clone();
+        async move {
+            let now = Utc::now();
+            let token = headers
+                .get("argyll-receipt-token")
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("")
+                .to_string();
+            let attempt: u32 = headers
+                .get("tartan-attempt")
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0);
+            arrivals.lock().unwrap_or_else(|p| p.into_inner()).insert(token, (attempt, now));
+            if attempt <= 1 {
+                (StatusCode::SERVICE_UNAVAILABLE, "").into_response()
+            } else {
+                axum::Json(json!({"out": "ok"})).into_response()
+            }
+        }
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap_or_else(|e| panic!("bind: {e}"));
+    let addr = listener.local_addr().unwrap_or_else(|e| panic!("addr: {e}"));
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    addr
+}
+
+struct Db {
+    url: String,
+    pg_name: Option<String>,
+}
+
+async fn database(kind: &str) -> Db {
+    let pid = std::process::id();
+    if kind == "postgres" {
+        let name = format!("tartan_bench_{pid}");
+        let admin = sqlx::PgPool::connect("postgres://postgres@127.0.0.1:5432/postgres")
+            .await
+            .unwrap_or_else(|e| panic!("postgres: {e}"));
+        let _ = sqlx::query(&format!("DROP DATABASE IF EXISTS {name}")).execute(&admin).await;
+        sqlx::query(&format!("CREATE DATABASE {name}"))
+            .execute(&admin)
+            .await
+            .unwrap_or_else(|e| panic!("create: {e}"));
+        Db {
+            url: format!("postgres://postgres@127.0.0.1:5432/{name}"),
+            pg_name: Some(name),
+        }
+    } else {
+        let path = std::env::temp_dir().join(format!("tartan-bench-{pid}.db"));
+        let _ = std::fs::remove_file(&path);
+        Db {
+            url: format!("sqlite://{}", path.display()),
+            pg_name: None,
+        }
+    }
+}
+
+async fn drop_database(db: Db) {
+    match db.pg_name {
+        Some(name) => {
+            if let Ok(admin) = sqlx::PgPool::connect("postgres://postgres@127.0.0.1:5432/postgres").await {
+                let _ = sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).execute(&admin).await;
+            }
+        }
+        None => {
+            let path = db.url.trim_start_matches("sqlite://").to_string();
+            for suffix in ["", "-wal", "-shm"] {
+                let _ = std::fs::remove_file(format!("{path}{suffix}"));
+            }
+        }
+    }
+}
+
+/// (user + system CPU seconds, RSS in MiB) of this process, from /proc.
+fn cpu_and_rss() -> (f64, f64) {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let fields: Vec<&str> = stat.rsplit(')').next().unwrap_or("").split_whitespace().collect();
+    let ticks = |i: usize| fields.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+    // Fields after the command name: utime is the 12th, stime the 13th (0-based 11, 12).
+    let cpu = (ticks(11) + ticks(12)) / 100.0;
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let rss_kb = status
+        .lines()
+        .find(|l| l.starts_with("VmRSS:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|v| v.parse::<f64>().ok())
+        .unwrap_or(0.0);
+    (cpu, rss_kb / 1024.0)
+}
+
+fn percentile(sorted: &[i64], p: f64) -> i64 {
+    if sorted.is_empty() {
+        return 0;
+    }
+    let idx = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[idx.min(sorted.len() - 1)]
+}
+
+#[tokio::main]
+async fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let mode = args.get(1).map(String::as_str).unwrap_or("precision");
+    let kind = args.get(2).map(String::as_str).unwrap_or("sqlite");
+    let count: usize = args.get(3).and_then(|v| v.parse().ok()).unwrap_or(10_000);
+    let param: u64 = args
+        .get(4)
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(if mode == "idle" { 30 } else { 3000 });
+
+    let db = database(kind).await;
+    let store = tartan_store::open(&db.url).await.unwrap_or_else(|e| panic!("store: {e}"));
+    let arrivals: Arrivals = Arc::default();
+    let step_addr = step_server(arrivals.clone()).await;
+    let engine = Engine::start(
+        EngineConfig {
+            node_id: "bench".into(),
+            ..EngineConfig::default()
+        },
+        store,
+    )
+    .await
+    .unwrap_or_else(|e| panic!("engine: {e}"));
+
+    let backoff_ms = if mode == "idle" { 3 * 3600 * 1000 } else { param };
+    let step: tartan_core::step::Step = serde_json::from_value(json!({
+        "id": "flaky", "name": "flaky", "type": "sync",
+        "http": {"endpoint": format!("http://{step_addr}/flaky")},
+        "attributes": {"seed": {"role": "required"}, "out": {"role": "output"}},
+        "work_config": {"max_retries": 1, "init_backoff": backoff_ms, "max_backoff": backoff_ms, "backoff_type": "fixed"}
+    }))
+    .unwrap_or_else(|e| panic!("step: {e}"));
+    engine.register_step(step).await.unwrap_or_else(|e| panic!("register: {e}"));
+
+    let started = Instant::now();
+    let mut handles = Vec::new();
+    for i in 0..count {
+        let engine = engine.clone();
+        handles.push(tokio::spawn(async move {
+            let req: tartan_core::request::StartFlow =
+                serde_json::from_value(json!({"id": format!("f{i}"), "goals": ["flaky"], "init": {"seed": [i]}}))
+                    .unwrap_or_else(|e| panic!("request: {e}"));
+            engine.start_flow(req).await.unwrap_or_else(|e| panic!("start: {e}"));
+        }));
+    }
+    for h in handles {
+        let _ = h.await;
+    }
+    println!("{kind}: started {count} flows in {:.2} s", started.elapsed().as_secs_f64());
+
+    if mode == "idle" {
+        // Wait until every first attempt has failed and its retry is scheduled.
+        while engine.scheduled_retries() < count {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        let (cpu0, _) = cpu_and_rss();
+        let t0 = Instant::now();
+        tokio::time::sleep(Duration::from_secs(param)).await;
+        let (cpu1, rss) = cpu_and_rss();
+        let wall = t0.elapsed().as_secs_f64();
+        println!(
+            "{kind}: idle with {} retries scheduled 3 h ahead: CPU {:.3} s over {:.0} s = {:.3}% of one core; RSS {:.0} MiB",
+            engine.scheduled_retries(),
+            cpu1 - cpu0,
+            wall,
+            100.0 * (cpu1 - cpu0) / wall,
+            rss
+        );
+    } else {
+        let deadline = Instant::now() + Duration::from_secs(120);
+        loop {
+            let done = arrivals.lock().unwrap_or_else(|p| p.into_inner()).values().filter(|(a, _)| *a >= 2).count();
+            if done >= count || Instant::now() > deadline {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let arrived = arrivals.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let mut late_ms = Vec::with_capacity(count);
+        let page = engine
+            .store()
+            .query_work(&tartan_store::WorkQuery { limit: 1000, ..Default::default() })
+            .await
+            .unwrap_or_else(|e| panic!("query: {e}"));
+        let mut cursor = page.next_cursor.clone();
+        let mut items = page.items;
+        while let Some(c) = cursor {
+            let p = engine
+                .store()
+                .query_work(&tartan_store::WorkQuery { limit: 1000, cursor: Some(c), ..Default::default() })
+                .await
+                .unwrap_or_else(|e| panic!("query: {e}"));
+            cursor = p.next_cursor.clone();
+            items.extend(p.items);
+        }
+        for w in &items {
+            let Some(first) = w.detail.attempts.first() else { continue };
+            let Some(delay) = first.delay.as_ref().and_then(|d| d["delay_ms"].as_i64()) else { continue };
+            let Some(ended) = first.ended_at else { continue };
+            let due = ended + chrono::Duration::milliseconds(delay);
+            if let Some((attempt, at)) = arrived.get(&w.token) {
+                if *attempt >= 2 {
+                    late_ms.push((*at - due).num_microseconds().unwrap_or(0));
+                }
+            }
+        }
+        late_ms.sort_unstable();
+        let ms = |us: i64| us as f64 / 1000.0;
+        println!(
+            "{kind}: {} retries fired; lateness at the step server vs next_retry_at: p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms, min {:.2} ms",
+            late_ms.len(),
+            ms(percentile(&late_ms, 0.5)),
+            ms(percentile(&late_ms, 0.99)),
+            ms(late_ms.last().copied().unwrap_or(0)),
+            ms(late_ms.first().copied().unwrap_or(0)),
+        );
+    }
+    engine.shutdown(Duration::from_secs(5)).await;
+    drop_database(db).await;
+}
