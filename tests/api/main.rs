@@ -6,4 +6,5 @@ mod durability;
 mod errors;
 mod flows;
 mod helpers;
+mod retries;
 mod steps;

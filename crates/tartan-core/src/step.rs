@@ -543,7 +543,18 @@ impl Step {
             self.work_config = Some(work);
             return self.with_effective_retry(&RetryDefaults::from_work_defaults(defaults)?);
         }
+        // `max_attempts` given alone fixes the retries too (they must agree);
+        // `max_attempts: 1` (no retry) has no `max_retries` form, as 0 there
+        // means "the default", so it stays 0.
+        let max_attempts = work.other.get("max_attempts").and_then(Value::as_i64);
         if work.max_retries == 0 {
+            match max_attempts {
+                Some(-1) => work.max_retries = -1,
+                Some(n) if n > 1 => work.max_retries = n - 1,
+                _ => {}
+            }
+        }
+        if work.max_retries == 0 && max_attempts.is_none() {
             work.max_retries = defaults.max_retries;
         }
         if work.init_backoff == 0 {

@@ -818,3 +818,14 @@ fn an_update_is_checked_against_the_other_steps() {
     def["http"]["method"] = json!("PATCH");
     assert_invalid(update(&catalog, def), "http.method", "invalid HTTP method");
 }
+
+#[test]
+fn max_attempts_alone_sets_the_retries() {
+    for (attempts, retries) in [(3, 2), (-1, -1), (1, 0)] {
+        let step = assert_accepted(with(json!({ "work_config": { "max_attempts": attempts } })));
+        assert_eq!(work(&step).max_retries, retries, "max_attempts {attempts}");
+        let policy = step.retry_policy().unwrap();
+        let expected = if attempts < 0 { None } else { Some(attempts as u32) };
+        assert_eq!(policy.max_attempts, expected, "max_attempts {attempts}");
+    }
+}

@@ -258,8 +258,12 @@ impl Engine {
             }
             match self.inner.writer.commit(self.commit_for(&tx, base, None)).await {
                 Ok(()) => {
-                    let done = tx.state.deactivated_at.is_some() && !tx.state.has_active_work();
-                    *guard = Some(Cached {
+                    let busy = tx.state.has_active_work();
+                    let done = tx.state.deactivated_at.is_some() && !busy;
+                    // Keep in memory only flows with calls in flight: those get
+                    // their next decision soon. A flow waiting for a retry (maybe
+                    // hours) is read back from the database when it is due.
+                    *guard = busy.then(|| Cached {
                         sequence: base + tx.events.len() as i64,
                         state: tx.state.clone(),
                     });
@@ -307,7 +311,14 @@ impl Engine {
             .into_iter()
             .filter_map(|(step_id, token)| {
                 let w = tx.state.find_work(&step_id, &token)?;
-                let active = w.status == WorkStatus::Active;
+                // Active work, and retries this process scheduled, are leased to
+                // it in the same commit: it calls them from memory, no claim needed.
+                let lease_until = match (w.status, w.next_retry_at) {
+                    (WorkStatus::Active, _) => Some(tx.now + lease_len),
+                    (WorkStatus::NotCompleted, Some(due)) => Some(due + lease_len),
+                    _ => None,
+                };
+                let active = lease_until.is_some();
                 Some(WorkRow {
                     flow_id: tx.state.id.clone(),
                     step_id,
@@ -317,7 +328,7 @@ impl Engine {
                     retry_count: w.retry_count,
                     due_at: w.next_retry_at,
                     lease_owner: active.then(|| self.inner.config.node_id.clone()),
-                    lease_expires_at: active.then(|| tx.now + lease_len),
+                    lease_expires_at: lease_until,
                     created_at: tx.now,
                     detail: w.clone(),
                 })
@@ -349,7 +360,7 @@ impl Engine {
                     step_id: step_id.clone(),
                     token: token.clone(),
                 };
-                self.inner.timers.schedule(key, *next_retry_at);
+                self.inner.timers.schedule(key, *next_retry_at, false);
             }
         }
     }

@@ -16,7 +16,8 @@ use tokio::sync::Notify;
 
 use crate::Engine;
 
-/// How often the database is swept for due work this process does not know of.
+/// How often the database is swept for retries due soon that this process
+/// does not hold in memory (scheduled by another process, or hours ago).
 const SWEEP_EVERY: Duration = Duration::from_secs(30);
 
 #[derive(Default)]
@@ -28,42 +29,50 @@ pub(crate) struct Timers {
 
 #[derive(Default)]
 struct TimerState {
-    heap: BinaryHeap<Reverse<(i64, WorkKey)>>,
+    /// (due time, item, whether it must be claimed first).
+    heap: BinaryHeap<Reverse<(i64, WorkKey, bool)>>,
     /// Tokens in the heap, so that a sweep does not add them twice.
     known: HashSet<String>,
 }
 
 impl Timers {
-    /// Fire `key` at `due`.
-    pub(crate) fn schedule(&self, key: WorkKey, due: DateTime<Utc>) {
+    /// Fire `key` at `due`. `claim`: the item was found in the database
+    /// (after a restart, or scheduled by another process) and must be leased
+    /// before it starts; retries this process scheduled already hold its lease.
+    pub(crate) fn schedule(&self, key: WorkKey, due: DateTime<Utc>, claim: bool) {
         let due_us = due.timestamp_micros();
         let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
         if !st.known.insert(key.token.clone()) {
             return;
         }
-        let earliest = st.heap.peek().map(|Reverse((t, _))| *t);
-        st.heap.push(Reverse((due_us, key)));
+        let earliest = st.heap.peek().map(|Reverse((t, _, _))| *t);
+        st.heap.push(Reverse((due_us, key, claim)));
         drop(st);
         if earliest.is_none_or(|t| due_us < t) {
             self.changed.notify_one();
         }
     }
 
-    /// Everything due by `now_us`, removed from the heap; and the next due time.
-    fn take_due(&self, now_us: i64) -> (Vec<WorkKey>, Option<i64>) {
+    /// Everything due by `now_us`, removed from the heap (split into items to
+    /// claim and items already leased here); and the next due time.
+    fn take_due(&self, now_us: i64) -> (Vec<WorkKey>, Vec<WorkKey>, Option<i64>) {
         let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
-        let mut due = Vec::new();
-        while let Some(Reverse((t, _))) = st.heap.peek() {
+        let (mut to_claim, mut owned) = (Vec::new(), Vec::new());
+        while let Some(Reverse((t, _, _))) = st.heap.peek() {
             if *t > now_us {
                 break;
             }
-            if let Some(Reverse((_, key))) = st.heap.pop() {
+            if let Some(Reverse((_, key, claim))) = st.heap.pop() {
                 st.known.remove(&key.token);
-                due.push(key);
+                if claim {
+                    to_claim.push(key);
+                } else {
+                    owned.push(key);
+                }
             }
         }
-        let next = st.heap.peek().map(|Reverse((t, _))| *t);
-        (due, next)
+        let next = st.heap.peek().map(|Reverse((t, _, _))| *t);
+        (to_claim, owned, next)
     }
 
     pub(crate) fn len(&self) -> usize {
@@ -74,8 +83,12 @@ impl Timers {
 impl Engine {
     /// Load every scheduled retry from the database into the heap.
     pub(crate) async fn load_timers(&self) -> Result<(), crate::EngineError> {
-        for (key, due) in self.inner.store.scheduled_work().await? {
-            self.inner.timers.schedule(key, due);
+        // Only what falls due before the sweep after next: later retries
+        // are picked up by later sweeps, so the heap holds minutes, not hours.
+        let horizon =
+            Utc::now() + chrono::Duration::from_std(SWEEP_EVERY * 2).unwrap_or(chrono::Duration::MAX);
+        for (key, due) in self.inner.store.scheduled_work(horizon).await? {
+            self.inner.timers.schedule(key, due, true);
         }
         Ok(())
     }
@@ -87,9 +100,12 @@ impl Engine {
             let mut next_sweep = tokio::time::Instant::now() + SWEEP_EVERY;
             loop {
                 let now = Utc::now();
-                let (due, next) = engine.inner.timers.take_due(now.timestamp_micros());
-                if !due.is_empty() {
-                    engine.fire(due);
+                let (to_claim, owned, next) = engine.inner.timers.take_due(now.timestamp_micros());
+                for key in owned {
+                    engine.start_retry(key);
+                }
+                if !to_claim.is_empty() {
+                    engine.claim_and_fire(to_claim);
                 }
                 let wait = next
                     .map(|t| {
@@ -114,12 +130,13 @@ impl Engine {
 
     /// Claim due work items by lease (another process sharing the database
     /// may have them in its heap too) and start the retries this one got.
-    fn fire(&self, due: Vec<WorkKey>) {
+    fn claim_and_fire(&self, due: Vec<WorkKey>) {
         let engine = self.clone();
         self.inner.tasks.spawn(async move {
             let now = Utc::now();
-            let lease = chrono::Duration::from_std(engine.inner.config.step_timeout + engine.inner.config.lease)
-                .unwrap_or(chrono::Duration::MAX);
+            let lease =
+                chrono::Duration::from_std(engine.inner.config.step_timeout + engine.inner.config.lease)
+                    .unwrap_or(chrono::Duration::MAX);
             let claim = Claim {
                 node: engine.inner.config.node_id.clone(),
                 now,
@@ -127,23 +144,26 @@ impl Engine {
                 limit: due.len(),
             };
             let tokens: Vec<String> = due.iter().map(|k| k.token.clone()).collect();
-            let claimed = match engine.inner.store.claim_due_work(&claim, &tokens).await {
-                Ok(c) => c,
-                Err(e) => {
-                    // The due times are in the database: the next sweep retries.
-                    tracing::error!("claiming due retries failed: {e}");
-                    return;
-                }
-            };
-            for key in claimed {
-                let outcome = engine
-                    .decide(&key.flow_id, |state, ctx| {
-                        machine::start_retry(state, &key.step_id, &key.token, ctx.now)
-                    })
-                    .await;
-                if let Err(e) = outcome {
-                    tracing::error!(flow_id = %key.flow_id, token = %key.token, "starting a retry failed: {e}");
-                }
+            match engine.inner.store.claim_due_work(&claim, &tokens).await {
+                Ok(claimed) => claimed.into_iter().for_each(|key| engine.start_retry(key)),
+                // The due times are in the database: the next sweep retries.
+                Err(e) => tracing::error!("claiming due retries failed: {e}"),
+            }
+        });
+    }
+
+    /// Start the next attempt of a due item. Each retry is its own decision;
+    /// started together, their commits share the writer's batches.
+    fn start_retry(&self, key: WorkKey) {
+        let engine = self.clone();
+        self.inner.tasks.spawn(async move {
+            let outcome = engine
+                .decide(&key.flow_id, |state, ctx| {
+                    machine::start_retry(state, &key.step_id, &key.token, ctx.now)
+                })
+                .await;
+            if let Err(e) = outcome {
+                tracing::error!(flow_id = %key.flow_id, token = %key.token, "starting a retry failed: {e}");
             }
         });
     }

@@ -52,7 +52,14 @@ async fn run(store: Arc<dyn Store>, mut rx: mpsc::Receiver<Request>) {
             }
         }
         let (commits, replies): (Vec<_>, Vec<_>) = batch.drain(..).map(|r| (r.commit, r.reply)).unzip();
+        let size = commits.len();
+        let started = std::time::Instant::now();
         let results = store.commit_flows(commits).await;
+        tracing::debug!(
+            size,
+            elapsed_us = started.elapsed().as_micros() as u64,
+            "group commit"
+        );
         for (reply, result) in replies.into_iter().zip(results) {
             // The asker may have gone away (request cancelled); the commit stands.
             let _ = reply.send(result);

@@ -89,8 +89,12 @@ pub trait Store: Send + Sync + 'static {
 
     async fn query_work(&self, query: &WorkQuery) -> Result<WorkPage, StoreError>;
 
-    /// Work items waiting for a retry in active flows, with their due times.
-    async fn scheduled_work(&self) -> Result<Vec<(WorkKey, chrono::DateTime<chrono::Utc>)>, StoreError>;
+    /// Work items of active flows whose retry is due before `before`, with
+    /// their due times.
+    async fn scheduled_work(
+        &self,
+        before: chrono::DateTime<chrono::Utc>,
+    ) -> Result<Vec<(WorkKey, chrono::DateTime<chrono::Utc>)>, StoreError>;
 
     /// Lease those of `tokens` whose retry is due and that no other node holds
     /// to `claim.node`; returns the ones it got.

@@ -13,6 +13,9 @@ use crate::model::*;
 use crate::Store;
 
 const FLOW: &str = "flow";
+/// Rows per multi-row statement: well under both databases' bind limits
+/// (SQLite 32766, Postgres 65535) at 12 columns.
+const ROWS_PER_STATEMENT: usize = 500;
 const CATALOG: &str = "catalog";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -32,6 +35,33 @@ pub(crate) struct SqlStore {
 
 fn json_text<T: serde::Serialize>(v: &T) -> Result<String, StoreError> {
     serde_json::to_string(v).map_err(|e| StoreError::Corrupt(e.to_string()))
+}
+
+/// `($1, $2, $3), ($4, $5, $6), ...` for `rows` rows of `cols` columns. SQLite
+/// gets anonymous `?`: looking up a numbered parameter's name costs SQLite a
+/// scan of all of them, which makes long statements quadratic.
+fn values_list(backend: Backend, rows: usize, cols: usize) -> String {
+    let mut out = String::with_capacity(rows * cols * 5);
+    for r in 0..rows {
+        if r > 0 {
+            out.push_str(", ");
+        }
+        out.push('(');
+        for c in 0..cols {
+            if c > 0 {
+                out.push_str(", ");
+            }
+            match backend {
+                Backend::Sqlite => out.push('?'),
+                Backend::Postgres => {
+                    out.push('$');
+                    out.push_str(&(r * cols + c + 1).to_string());
+                }
+            }
+        }
+        out.push(')');
+    }
+    out
 }
 
 fn stored_event(row: &AnyRow) -> Result<StoredEvent, StoreError> {
@@ -164,6 +194,192 @@ impl SqlStore {
         Ok(())
     }
 
+    /// One decision in a transaction of its own (the fallback path).
+    async fn commit_single(&self, commit: &FlowCommit) -> Result<(), StoreError> {
+        let mut tx = self.write.begin().await?;
+        Self::commit_one(&mut tx, commit).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// A whole batch of decisions in one transaction and few statements: one
+    /// multi-row insert for new flows, one sequence-checked update per
+    /// existing flow, then multi-row inserts for the events, work items and
+    /// labels of the decisions that passed their check. Round trips, not rows,
+    /// are what a commit costs.
+    async fn commit_batch(&self, batch: &[FlowCommit]) -> Result<Vec<Result<(), StoreError>>, StoreError> {
+        let mut verdicts: Vec<Option<StoreError>> = (0..batch.len()).map(|_| None).collect();
+        let mut tx = self.write.begin().await?;
+
+        // New flows. A second creation of one id in the same batch loses.
+        let mut seen = std::collections::HashSet::new();
+        let creations: Vec<usize> = (0..batch.len())
+            .filter(|&i| batch[i].base_sequence == 0)
+            .filter(|&i| {
+                let first = seen.insert(batch[i].flow_id.as_str());
+                if !first {
+                    verdicts[i] = Some(StoreError::FlowExists(batch[i].flow_id.clone()));
+                }
+                first
+            })
+            .collect();
+        for chunk in creations.chunks(ROWS_PER_STATEMENT) {
+            let mut states = Vec::with_capacity(chunk.len());
+            for &i in chunk {
+                states.push(json_text(&batch[i].state)?);
+            }
+            let sql = format!(
+                "INSERT INTO flows (id, status, sequence, created_us, updated_us, completed_us, deactivated_us, request, state) \
+                 VALUES {} ON CONFLICT (id) DO NOTHING RETURNING id",
+                values_list(self.backend, chunk.len(), 9)
+            );
+            let mut q = sqlx::query(&sql);
+            for (&i, state) in chunk.iter().zip(states) {
+                let c = &batch[i];
+                q = q
+                    .bind(c.flow_id.clone())
+                    .bind(c.state.status.as_str())
+                    .bind(c.base_sequence + c.events.len() as i64)
+                    .bind(to_us(c.state.created_at))
+                    .bind(to_us(c.at))
+                    .bind(c.state.completed_at.map(to_us))
+                    .bind(c.state.deactivated_at.map(to_us))
+                    .bind(c.request.clone().unwrap_or_default())
+                    .bind(state);
+            }
+            let inserted: std::collections::HashSet<String> = q
+                .fetch_all(&mut *tx)
+                .await?
+                .iter()
+                .map(|r| r.try_get::<String, _>("id"))
+                .collect::<Result<_, _>>()?;
+            for &i in chunk {
+                if !inserted.contains(&batch[i].flow_id) {
+                    verdicts[i] = Some(StoreError::FlowExists(batch[i].flow_id.clone()));
+                }
+            }
+        }
+
+        // Existing flows: each update checks the sequence it was decided on.
+        for (i, c) in batch.iter().enumerate().filter(|(_, c)| c.base_sequence != 0) {
+            let updated = sqlx::query(
+                "UPDATE flows SET status = $1, sequence = $2, updated_us = $3, completed_us = $4, \
+                 deactivated_us = $5, state = $6 WHERE id = $7 AND sequence = $8",
+            )
+            .bind(c.state.status.as_str())
+            .bind(c.base_sequence + c.events.len() as i64)
+            .bind(to_us(c.at))
+            .bind(c.state.completed_at.map(to_us))
+            .bind(c.state.deactivated_at.map(to_us))
+            .bind(json_text(&c.state)?)
+            .bind(&c.flow_id)
+            .bind(c.base_sequence)
+            .execute(&mut *tx)
+            .await?;
+            if updated.rows_affected() == 0 {
+                verdicts[i] = Some(StoreError::Conflict(format!("flow {}", c.flow_id)));
+            }
+        }
+
+        let passed: Vec<&FlowCommit> = batch
+            .iter()
+            .zip(&verdicts)
+            .filter(|(_, v)| v.is_none())
+            .map(|(c, _)| c)
+            .collect();
+
+        // Their events.
+        let mut events = Vec::new();
+        for c in &passed {
+            for (k, e) in c.events.iter().enumerate() {
+                events.push((
+                    c,
+                    c.base_sequence + 1 + k as i64,
+                    e.type_name(),
+                    json_text(&e.data())?,
+                ));
+            }
+        }
+        for chunk in events.chunks(ROWS_PER_STATEMENT) {
+            let sql = format!(
+                "INSERT INTO events (aggregate_type, aggregate_id, sequence, event_type, ts_us, data) VALUES {}",
+                values_list(self.backend, chunk.len(), 6)
+            );
+            let mut q = sqlx::query(&sql);
+            for (c, seq, kind, data) in chunk {
+                q = q
+                    .bind(FLOW)
+                    .bind(c.flow_id.clone())
+                    .bind(*seq)
+                    .bind(*kind)
+                    .bind(to_us(c.at))
+                    .bind(data.clone());
+            }
+            q.execute(&mut *tx).await?;
+        }
+
+        // Their work items.
+        let mut work = Vec::new();
+        for c in &passed {
+            for w in &c.work {
+                work.push((c.at, w, json_text(&w.detail)?));
+            }
+        }
+        for chunk in work.chunks(ROWS_PER_STATEMENT) {
+            let sql = format!(
+                "INSERT INTO work_items (token, flow_id, step_id, status, attempt, retry_count, due_us, \
+                 lease_owner, lease_expires_us, created_us, updated_us, detail) VALUES {} \
+                 ON CONFLICT (token) DO UPDATE SET status = excluded.status, attempt = excluded.attempt, \
+                 retry_count = excluded.retry_count, due_us = excluded.due_us, lease_owner = excluded.lease_owner, \
+                 lease_expires_us = excluded.lease_expires_us, updated_us = excluded.updated_us, detail = excluded.detail",
+                values_list(self.backend, chunk.len(), 12)
+            );
+            let mut q = sqlx::query(&sql);
+            for (at, w, detail) in chunk {
+                q = q
+                    .bind(w.token.clone())
+                    .bind(w.flow_id.clone())
+                    .bind(w.step_id.clone())
+                    .bind(w.status.as_str())
+                    .bind(i64::from(w.attempt))
+                    .bind(i64::from(w.retry_count))
+                    .bind(w.due_at.map(to_us))
+                    .bind(w.lease_owner.clone())
+                    .bind(w.lease_expires_at.map(to_us))
+                    .bind(to_us(w.created_at))
+                    .bind(to_us(*at))
+                    .bind(detail.clone());
+            }
+            q.execute(&mut *tx).await?;
+        }
+
+        // Labels of the new flows.
+        let labels: Vec<(&str, &String, &String)> = passed
+            .iter()
+            .filter(|c| c.base_sequence == 0)
+            .flat_map(|c| {
+                c.state
+                    .labels
+                    .iter()
+                    .map(move |(k, v)| (c.flow_id.as_str(), k, v))
+            })
+            .collect();
+        for chunk in labels.chunks(ROWS_PER_STATEMENT) {
+            let sql = format!(
+                "INSERT INTO flow_labels (flow_id, key, value) VALUES {}",
+                values_list(self.backend, chunk.len(), 3)
+            );
+            let mut q = sqlx::query(&sql);
+            for (id, k, v) in chunk {
+                q = q.bind(id.to_string()).bind((*k).clone()).bind((*v).clone());
+            }
+            q.execute(&mut *tx).await?;
+        }
+
+        tx.commit().await?;
+        Ok(verdicts.into_iter().map(|v| v.map_or(Ok(()), Err)).collect())
+    }
+
     pub(crate) async fn claim_due_sql(
         &self,
         claim: &Claim,
@@ -180,7 +396,7 @@ impl SqlStore {
         let sql = format!(
             "UPDATE work_items SET lease_owner = $1, lease_expires_us = $2 WHERE token IN (\
              SELECT token FROM work_items WHERE status = 'not_completed' AND due_us <= $3 \
-             AND (lease_owner IS NULL OR lease_expires_us < $4) AND token IN ({}){lock}) \
+             AND (lease_owner IS NULL OR lease_owner = $1 OR lease_expires_us < $4) AND token IN ({}){lock}) \
              RETURNING flow_id, step_id, token",
             list.join(", ")
         );
@@ -352,38 +568,22 @@ impl Store for SqlStore {
     }
 
     async fn commit_flows(&self, batch: Vec<FlowCommit>) -> Vec<Result<(), StoreError>> {
-        let n = batch.len();
-        let fail_all = |e: StoreError| {
-            let text = e.to_string();
-            (0..n).map(|_| Err(StoreError::Database(text.clone()))).collect()
-        };
-        let mut tx = match self.write.begin().await {
-            Ok(tx) => tx,
-            Err(e) => return fail_all(e.into()),
-        };
-        let mut results = Vec::with_capacity(n);
-        for commit in &batch {
-            // A savepoint per commit: one conflict does not undo the others.
-            let mut sp = match sqlx::Acquire::begin(&mut *tx).await {
-                Ok(sp) => sp,
-                Err(e) => return fail_all(e.into()),
-            };
-            match Self::commit_one(&mut sp, commit).await {
-                Ok(()) => match sp.commit().await {
-                    Ok(()) => results.push(Ok(())),
-                    Err(e) => return fail_all(e.into()),
-                },
-                Err(e) => {
-                    if let Err(re) = sp.rollback().await {
-                        return fail_all(re.into());
-                    }
-                    results.push(Err(e));
+        match self.commit_batch(&batch).await {
+            Ok(results) => results,
+            Err(e) => {
+                // The batch failed as a whole (a statement error somewhere in
+                // it): commit each decision on its own, so that each gets its
+                // own verdict and the good ones still land.
+                tracing::warn!(
+                    size = batch.len(),
+                    "batch commit failed ({e}); committing one by one"
+                );
+                let mut results = Vec::with_capacity(batch.len());
+                for commit in &batch {
+                    results.push(self.commit_single(commit).await);
                 }
+                results
             }
-        }
-        match tx.commit().await {
-            Ok(()) => results,
-            Err(e) => fail_all(e.into()),
         }
     }
 
@@ -564,11 +764,15 @@ impl Store for SqlStore {
         Ok(WorkPage { items, next_cursor })
     }
 
-    async fn scheduled_work(&self) -> Result<Vec<(WorkKey, chrono::DateTime<chrono::Utc>)>, StoreError> {
+    async fn scheduled_work(
+        &self,
+        before: chrono::DateTime<chrono::Utc>,
+    ) -> Result<Vec<(WorkKey, chrono::DateTime<chrono::Utc>)>, StoreError> {
         let rows = sqlx::query(
             "SELECT w.flow_id, w.step_id, w.token, w.due_us FROM work_items w JOIN flows f ON f.id = w.flow_id \
-             WHERE w.status = 'not_completed' AND w.due_us IS NOT NULL AND f.status = 'active'",
+             WHERE w.status = 'not_completed' AND w.due_us < $1 AND f.status = 'active'",
         )
+        .bind(to_us(before))
         .fetch_all(&self.read)
         .await?;
         rows.iter()

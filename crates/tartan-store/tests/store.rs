@@ -1315,7 +1315,7 @@ async fn case_scheduled_work(store: Arc<dyn Store>) {
     ));
     commit_ok(&store, c).await;
     let before: BTreeMap<String, chrono::DateTime<chrono::Utc>> = store
-        .scheduled_work()
+        .scheduled_work(at(1_000))
         .await
         .unwrap()
         .into_iter()
@@ -1329,8 +1329,21 @@ async fn case_scheduled_work(store: Arc<dyn Store>) {
     );
     commit_ok(&store, commit(&succeed(&ended.state, at(40)), 3, None)).await;
 
-    let mut got = store.scheduled_work().await.unwrap();
+    let mut got = store.scheduled_work(at(1_000)).await.unwrap();
     got.sort();
+    // Only what is due before the horizon.
+    let soon: Vec<String> = store
+        .scheduled_work(at(25))
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|(k, _)| k.token)
+        .collect();
+    assert_eq!(
+        soon,
+        ["s.due2"],
+        "due at 30 is past the horizon; s.ended's flow is over"
+    );
     assert_eq!(
         got,
         vec![

@@ -1,0 +1,1378 @@
+//! Retries and outcome classification end to end (SEMANTICS.md §1, §1.1, §4,
+//! §5): every scenario case of the shared conformance files, `backoff.json`
+//! and `classification.json`, through the real server, the real engine and
+//! real step endpoints on 127.0.0.1. The cases of one test run concurrently,
+//! each with its own step, step server and flow, so the test lasts as long as
+//! its slowest case, not as long as their sum.
+//!
+//! Every check of a case is collected, so that a failure names all the cases
+//! that differ and how, not only the first. Run with `--nocapture` to see a
+//! line per case; with `RETRIES_DEBUG` set, a failing backoff case also
+//! prints its flow.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::body::Body;
+use axum::response::Response;
+use chrono::{DateTime, Utc};
+use futures::future::join_all;
+use serde_json::{json, Map, Value};
+use tartan_core::duration::{as_millis_u64, parse_duration, DurationKind};
+use tartan_core::step::WorkDefaults;
+use tartan_engine::{Engine, EngineConfig};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::oneshot;
+
+use crate::both_backends;
+use crate::helpers::{spawn_app, Backend, StepServer, TestApp, TestDb};
+
+const BACKOFF: &str = include_str!("../../crates/tartan-core/tests/data/backoff.json");
+const CLASSIFICATION: &str = include_str!("../../crates/tartan-core/tests/data/classification.json");
+
+/// How long any one flow may take to finish. The slowest cases wait 9 s (B18)
+/// and 7 s (K15's `Retry-After: 7`); the bound is generous on purpose.
+const FLOW_BOUND: Duration = Duration::from_secs(40);
+
+/// Cases known to fail because of an engine bug, each reported precisely.
+/// Their checks still run and are printed; they do not fail the test, and
+/// the test fails once they pass, so that they are taken off the list.
+///
+/// - B17: `work_config: {max_attempts: 3, init_backoff: 100, backoff_type:
+///   fixed}` is refused at registration with a 400 "work_config.max_attempts:
+///   max_attempts (3) and max_retries (10) disagree". `Step::normalize`
+///   (crates/tartan-core/src/step.rs) fills the global default max_retries
+///   into the absent field before `RetryPolicy::from_step` checks that the
+///   two agree, so `max_attempts` alone is refused unless it equals the
+///   default + 1. Expected (§1): accepted, 3 attempts, waits 100, 100.
+const KNOWN_BACKOFF_FAILURES: &[&str] = &[];
+const KNOWN_CLASSIFICATION_FAILURES: &[&str] = &[];
+
+both_backends!(
+    every_backoff_case_behaves_as_specified_end_to_end,
+    every_classification_case_is_classified_end_to_end,
+    a_late_result_changes_nothing,
+);
+
+// ---------------------------------------------------------------------------
+// The API, over plain HTTP, for the harness's app and for the app with
+// scaled global defaults below.
+
+#[derive(Clone)]
+struct Api {
+    base: String,
+    client: reqwest::Client,
+}
+
+impl Api {
+    fn of(app: &TestApp) -> Api {
+        Api {
+            base: app.url(""),
+            client: app.client.clone(),
+        }
+    }
+
+    async fn post_with(&self, path: &str, content_type: &str, body: &str) -> (u16, Value) {
+        let url = if path.starts_with("http") {
+            path.to_string()
+        } else {
+            format!("{}{path}", self.base)
+        };
+        let resp = self
+            .client
+            .post(url)
+            .header("content-type", content_type)
+            .body(body.to_string())
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("POST {path}: {e}"));
+        let status = resp.status().as_u16();
+        let bytes = resp.bytes().await.unwrap_or_default();
+        (status, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
+    }
+
+    async fn post(&self, path: &str, body: &Value) -> (u16, Value) {
+        self.post_with(path, "application/json", &body.to_string()).await
+    }
+
+    async fn get(&self, path: &str) -> Value {
+        let resp = self
+            .client
+            .get(format!("{}{path}", self.base))
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("GET {path}: {e}"));
+        assert_eq!(resp.status().as_u16(), 200, "GET {path}");
+        resp.json().await.unwrap_or_else(|e| panic!("GET {path}: {e}"))
+    }
+
+    async fn flow(&self, id: &str) -> Value {
+        self.get(&format!("/engine/flow/{id}")).await
+    }
+
+    async fn events(&self, id: &str) -> Vec<Value> {
+        let body = self.get(&format!("/engine/flow/{id}/events")).await;
+        body["events"].as_array().cloned().unwrap_or_default()
+    }
+
+    /// Poll the flow (bounded) until `done` holds; `None` when it never did.
+    async fn wait_until(&self, id: &str, done: impl Fn(&Value) -> bool) -> Option<Value> {
+        let until = Instant::now() + FLOW_BOUND;
+        loop {
+            let flow = self.flow(id).await;
+            if done(&flow) {
+                return Some(flow);
+            }
+            if Instant::now() > until {
+                return None;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// Poll until the flow is terminal and deactivated.
+    async fn wait_for_flow(&self, id: &str) -> Option<Value> {
+        self.wait_until(id, |f| f["status"] != "active" && !f["deactivated_at"].is_null())
+            .await
+    }
+}
+
+fn events_of<'a>(events: &'a [Value], kind: &str) -> Vec<&'a Value> {
+    events.iter().filter(|e| e["type"] == kind).collect()
+}
+
+fn time(v: &Value) -> Option<DateTime<Utc>> {
+    v.as_str()?.parse().ok()
+}
+
+/// `b - a` in whole milliseconds, when both are times and the difference is whole.
+fn millis_between(a: &Value, b: &Value) -> Option<i64> {
+    let d = time(b)? - time(a)?;
+    let micros = d.num_microseconds()?;
+    (micros % 1000 == 0).then_some(micros / 1000)
+}
+
+/// An HTTP response as a step endpoint gives it.
+fn reply(status: u16, content_type: Option<&str>, body: &str, headers: &[(String, String)]) -> Response {
+    let mut builder = axum::http::Response::builder().status(status);
+    if let Some(ct) = content_type {
+        builder = builder.header("content-type", ct);
+    }
+    for (name, value) in headers {
+        builder = builder.header(name.as_str(), value.as_str());
+    }
+    builder.body(Body::from(body.to_string())).unwrap()
+}
+
+/// Every call a step server received carries the same receipt token and
+/// `Tartan-Attempt: 1..n`.
+fn check_calls(svc: &StepServer, problems: &mut Vec<String>) -> Option<String> {
+    let calls = svc.requests();
+    let tokens: Vec<String> = calls
+        .iter()
+        .map(|r| {
+            r.headers
+                .get("argyll-receipt-token")
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("")
+                .to_string()
+        })
+        .collect();
+    if tokens.iter().any(|t| t.is_empty() || *t != tokens[0]) {
+        problems.push(format!("receipt tokens differ between attempts: {tokens:?}"));
+    }
+    let numbers: Vec<String> = calls
+        .iter()
+        .map(|r| {
+            r.headers
+                .get("tartan-attempt")
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("")
+                .to_string()
+        })
+        .collect();
+    let wanted: Vec<String> = (1..=calls.len()).map(|n| n.to_string()).collect();
+    if numbers != wanted {
+        problems.push(format!("Tartan-Attempt headers {numbers:?}, expected {wanted:?}"));
+    }
+    tokens.first().cloned()
+}
+
+/// The only work item of a step's execution, with its token.
+fn only_work(flow: &Value, step: &str, problems: &mut Vec<String>) -> Option<(String, Value)> {
+    let items = flow["executions"][step]["work_items"].as_object()?;
+    if items.len() != 1 {
+        problems.push(format!("{} work items, expected 1", items.len()));
+    }
+    items.iter().next().map(|(k, v)| (k.clone(), v.clone()))
+}
+
+/// Report the outcome of all cases of a test: print every case, fail on the
+/// unexpected failures and on known failures that pass now.
+fn conclude(results: Vec<(String, Result<String, String>)>, known: &[&str], started: Instant) {
+    let mut unexpected = Vec::new();
+    let mut fixed = Vec::new();
+    for (id, result) in &results {
+        match result {
+            Ok(summary) => {
+                eprintln!("{id} ok: {summary}");
+                if known.contains(&id.as_str()) {
+                    fixed.push(id.clone());
+                }
+            }
+            Err(problems) if known.contains(&id.as_str()) => {
+                eprintln!("{id} KNOWN FAILURE: {problems}");
+            }
+            Err(problems) => {
+                eprintln!("{id} FAILED: {problems}");
+                unexpected.push(format!("{id}: {problems}"));
+            }
+        }
+    }
+    eprintln!(
+        "{} cases in {:.1} s",
+        results.len(),
+        started.elapsed().as_secs_f64()
+    );
+    assert!(unexpected.is_empty(), "failing cases:\n{}", unexpected.join("\n"));
+    assert!(
+        fixed.is_empty(),
+        "known failures that pass now, take them off the list: {fixed:?}"
+    );
+}
+
+// ---------------------------------------------------------------------------
+// 1. backoff.json
+
+/// An app like the harness's, but with the global retry defaults scaled down
+/// by 100 as every policy of the cases is (1000 ms -> 10 ms, 60000 -> 600),
+/// so that B05-B07, which rely on the defaults, run in 3 s rather than 5 min,
+/// and B35's "checked after the defaults are filled" still holds (1200 > 600).
+struct ScaledApp {
+    api: Api,
+    _stop: oneshot::Sender<()>,
+    _db: TestDb,
+}
+
+async fn spawn_scaled_app(backend: Backend) -> Option<ScaledApp> {
+    let db = TestDb::create(backend).await?;
+    let store = tartan_store::open(&db.url)
+        .await
+        .unwrap_or_else(|e| panic!("opening store: {e}"));
+    let listener = TcpListener::bind("127.0.0.1:0")
+        .await
+        .unwrap_or_else(|e| panic!("bind: {e}"));
+    let addr = listener.local_addr().unwrap_or_else(|e| panic!("addr: {e}"));
+    let config = EngineConfig {
+        node_id: "retries".into(),
+        webhook_base_url: format!("http://{addr}"),
+        step_timeout: Duration::from_secs(5),
+        work_defaults: WorkDefaults {
+            max_retries: 10,
+            init_backoff_ms: 10,
+            max_backoff_ms: 600,
+            backoff_type: "exponential".into(),
+        },
+        ..EngineConfig::default()
+    };
+    let engine = Engine::start(config, store)
+        .await
+        .unwrap_or_else(|e| panic!("engine: {e}"));
+    let (stop, stopped) = oneshot::channel::<()>();
+    tokio::spawn(tartan_server::serve(listener, engine, async {
+        let _ = stopped.await;
+    }));
+    Some(ScaledApp {
+        api: Api {
+            base: format!("http://{addr}"),
+            client: reqwest::Client::new(),
+        },
+        _stop: stop,
+        _db: db,
+    })
+}
+
+/// How much a case is sped up: its policy's durations are divided by
+/// `policy`, the waits it expects by `waits`.
+struct Scale {
+    policy: u64,
+    waits: u64,
+}
+
+fn scale_of(id: &str) -> Scale {
+    match id {
+        // Retry-After is whole seconds and is not scaled: the policy is (so
+        // that the header is the floor that decides, as in the case), the
+        // expected waits are not. B12 waits its 5 s for real; B13's 120 s
+        // are checked as recorded only (see `run_backoff_case`).
+        "B12" | "B13" => Scale {
+            policy: 100,
+            waits: 1,
+        },
+        // The retry budget counts the time the attempts themselves take: 3
+        // attempts and 2 timer wake-ups must fit in the 1000 ms between the
+        // third wait's end (9000) and the budget (10000). Through the server
+        // and the database, with ~80 flows of the concurrent tests running on
+        // a debug build, one attempt was seen taking 0.9 s, so any scaling
+        // made the case flaky (scaled by 5 it left 66 ms per attempt and
+        // failed one run in two). Unscaled it runs 9 s, mostly after the
+        // other cases are done.
+        "B18" => Scale { policy: 1, waits: 1 },
+        // The OpenWorkflow defaults (1 s, 2, 100 s) belong to the dialect,
+        // not to the global defaults, and cannot be scaled without changing
+        // the case: its 3 s of waits run for real.
+        "B25" => Scale { policy: 1, waits: 1 },
+        // Already 1 ms and 10 ms waits: nothing to gain, and not divisible.
+        "B26" | "B30" => Scale { policy: 1, waits: 1 },
+        _ => Scale {
+            policy: 100,
+            waits: 100,
+        },
+    }
+}
+
+/// B26: unlimited attempts stop at the flow's cap. The case's cap is the
+/// default 1000 (999 waits of 1 ms); here the flow is started with
+/// `max_step_attempts: 20`, so the same rule shows as 20 attempts, 19 waits.
+const B26_FLOW_CAP: u64 = 20;
+
+const DURATION_KEYS: [&str; 13] = [
+    "init_backoff",
+    "max_backoff",
+    "max_retry_duration",
+    "delay",
+    "maxDelay",
+    "initialInterval",
+    "maximumInterval",
+    "from",
+    "to",
+    "duration",
+    "total",
+    "attempt",
+    "inactivity",
+];
+const SW_DURATION_KEYS: [&str; 5] = ["days", "hours", "minutes", "seconds", "milliseconds"];
+
+fn is_sw_duration(v: &Value) -> bool {
+    v.as_object()
+        .is_some_and(|m| !m.is_empty() && m.keys().all(|k| SW_DURATION_KEYS.contains(&k.as_str())))
+}
+
+/// Divide every duration of a policy by `by`, keeping its form: an integer
+/// stays an integer (negative ones, which must be rejected, are kept), a
+/// string becomes `"<n>ms"`, a Serverless Workflow object becomes
+/// `{milliseconds: n}`.
+fn scale_durations(value: &Value, by: u64) -> Value {
+    let scale = |ms: u64| -> u64 {
+        assert_eq!(ms / by * by, ms, "{ms} ms is not divisible by {by}: fix scale_of");
+        ms / by
+    };
+    match value {
+        Value::Object(map) => {
+            let mut out = Map::new();
+            for (k, v) in map {
+                let scaled = if !DURATION_KEYS.contains(&k.as_str()) {
+                    scale_durations(v, by)
+                } else if let Some(n) = v.as_i64() {
+                    if n > 0 {
+                        json!(scale(n.unsigned_abs()))
+                    } else {
+                        v.clone()
+                    }
+                } else if v.is_string() {
+                    let d = parse_duration(v, DurationKind::Delay)
+                        .unwrap_or_else(|e| panic!("{k}: {v} is not a duration: {e}"));
+                    json!(format!("{}ms", scale(as_millis_u64(d))))
+                } else if is_sw_duration(v) {
+                    let d = parse_duration(v, DurationKind::Delay)
+                        .unwrap_or_else(|e| panic!("{k}: {v} is not a duration: {e}"));
+                    json!({ "milliseconds": scale(as_millis_u64(d)) })
+                } else {
+                    scale_durations(v, by)
+                };
+                out.insert(k.clone(), scaled);
+            }
+            Value::Object(out)
+        }
+        other => other.clone(),
+    }
+}
+
+/// One answer of a step endpoint in a backoff case.
+#[derive(Debug, Clone)]
+struct Answer {
+    status: u16,
+    retry_after: Option<String>,
+    problem: bool,
+}
+
+impl Answer {
+    fn response(&self) -> Response {
+        let headers: Vec<(String, String)> = self
+            .retry_after
+            .iter()
+            .map(|v| ("retry-after".to_string(), v.clone()))
+            .collect();
+        if (200..300).contains(&self.status) {
+            reply(self.status, Some("application/json"), "{}", &headers)
+        } else if self.problem {
+            // A problem with neither title nor detail: the recorded error is
+            // then "HTTP 404 Not Found" (§4), which B08 expects to name 404.
+            // With a title, the error would be the title alone.
+            let body = json!({"type": "about:blank", "status": self.status}).to_string();
+            reply(self.status, Some("application/problem+json"), &body, &headers)
+        } else {
+            reply(self.status, None, "", &headers)
+        }
+    }
+}
+
+/// The endpoint's answers in order, the last one repeated forever: a list of
+/// statuses, or a phrase such as `always 503`, `503 with Retry-After: 5, then
+/// 200`, `always 404 problem+json`.
+fn script_of(responses: &Value) -> Vec<Answer> {
+    let plain = |status: u64| Answer {
+        status: u16::try_from(status).unwrap(),
+        retry_after: None,
+        problem: false,
+    };
+    match responses {
+        Value::Array(items) => items.iter().map(|s| plain(s.as_u64().unwrap())).collect(),
+        Value::String(phrase) => phrase
+            .split(", then ")
+            .map(|part| {
+                let part = part.trim().trim_start_matches("always ").trim();
+                let digits: String = part.chars().take_while(char::is_ascii_digit).collect();
+                Answer {
+                    status: digits.parse().unwrap_or_else(|_| panic!("no status in {part:?}")),
+                    retry_after: part.split_once("Retry-After:").map(|(_, v)| v.trim().to_string()),
+                    problem: part.contains("problem+json"),
+                }
+            })
+            .collect(),
+        other => panic!("unexpected responses {other}"),
+    }
+}
+
+/// What the jitter of a policy is, to check randomised waits.
+enum JitterKind {
+    None,
+    Full,
+    Equal,
+    /// Serverless Workflow's `from + u·(to−from)`, in scaled ms.
+    Range(u64, u64),
+}
+
+fn jitter_of(step: &Value) -> JitterKind {
+    match step["work_config"]["jitter"].as_str() {
+        Some("full") => return JitterKind::Full,
+        Some("equal") => return JitterKind::Equal,
+        _ => {}
+    }
+    let ms = |v: &Value| as_millis_u64(parse_duration(v, DurationKind::Delay).unwrap());
+    match step["retry"].get("jitter") {
+        Some(j) if j.is_object() => JitterKind::Range(ms(&j["from"]), ms(&j["to"])),
+        _ => JitterKind::None,
+    }
+}
+
+/// Check one recorded wait against the wait the case expects (scaled, with
+/// the random source at 0.5). The engine draws real random numbers and
+/// offers no way to fix them, so for jittered policies the deterministic part
+/// (the capped backoff, which the case's value at u = 0.5 determines) is
+/// checked exactly and the wait only within the range jitter allows.
+fn check_wait(i: usize, delay: &Value, expected: f64, jitter: &JitterKind, problems: &mut Vec<String>) {
+    let got = delay["delay_ms"].as_u64();
+    let capped = delay["capped_ms"].as_u64().unwrap_or(u64::MAX);
+    let (want_capped, lo, hi) = match jitter {
+        JitterKind::None => {
+            if got.map(|g| g as f64) != Some(expected) {
+                problems.push(format!("wait {i}: {got:?} ms, expected {expected} ({delay})"));
+            }
+            return;
+        }
+        // u·d at u = 0.5 is d/2.
+        JitterKind::Full => {
+            let d = expected * 2.0;
+            (d, 0.0, d)
+        }
+        // d/2 + u·d/2 at u = 0.5 is 3d/4.
+        JitterKind::Equal => {
+            let d = expected * 4.0 / 3.0;
+            (d, (d / 2.0).floor(), d)
+        }
+        // d + from + u·(to − from) at u = 0.5 is d + (from + to)/2.
+        JitterKind::Range(from, to) => {
+            let d = expected - (*from + *to) as f64 / 2.0;
+            (d, d + *from as f64, d + *to as f64)
+        }
+    };
+    if capped as f64 != want_capped {
+        problems.push(format!(
+            "wait {i}: capped backoff {capped} ms, expected {want_capped} ({delay})"
+        ));
+    }
+    match got {
+        Some(g) if (lo..=hi).contains(&(g as f64)) => {}
+        _ => problems.push(format!(
+            "wait {i}: {got:?} ms, expected within [{lo}, {hi}] ({delay})"
+        )),
+    }
+    let jitter_ms = delay["jitter_ms"].as_i64().unwrap_or(i64::MIN);
+    if got.map(|g| g as i64) != Some(capped as i64 + jitter_ms) {
+        problems.push(format!("wait {i}: delay is not capped + jitter ({delay})"));
+    }
+}
+
+fn expected_waits(expect: &Value, id: &str) -> Vec<u64> {
+    if id == "B26" {
+        return vec![1; usize::try_from(B26_FLOW_CAP - 1).unwrap()];
+    }
+    match &expect["waits_ms"] {
+        Value::Array(items) => items.iter().map(|w| w.as_u64().unwrap()).collect(),
+        other => panic!("{id}: unexpected waits_ms {other}"),
+    }
+}
+
+/// Run one backoff case end to end: `Ok` with a summary, or `Err` naming
+/// every difference.
+async fn run_backoff_case(api: &Api, case: &Value) -> Result<String, String> {
+    let id = case["id"].as_str().unwrap().to_string();
+    let expect = &case["expect"];
+    let final_state = expect["final"].as_str().unwrap();
+    if final_state == "n/a" {
+        // B39 checks the pure delay function at r = 70: no scenario to run;
+        // tartan-core's own tests cover it.
+        return Ok("pure function only, covered by tartan-core's tests".into());
+    }
+    let scale = scale_of(&id);
+    let step_id = id.to_lowercase();
+    let flow_id = format!("flow_{step_id}");
+    let script = match &case["responses"] {
+        Value::Null => Vec::new(),
+        r => script_of(r),
+    };
+    let answers = script.clone();
+    let svc = StepServer::start(move |_, n| match answers.get(n).or(answers.last()) {
+        Some(a) => a.response(),
+        None => reply(500, None, "", &[]),
+    })
+    .await;
+
+    let mut step = json!({
+        "id": step_id, "name": id, "type": "sync",
+        "http": {"endpoint": svc.url(&format!("/{step_id}"))},
+    });
+    let mut scaled = scale_durations(&case["step"], scale.policy);
+    if scale.policy != 100 {
+        // A case run at its own scale that relies on the global default
+        // max_backoff gets the unscaled default (60000 ms) written out, as
+        // the scaled app's default (600 ms) would not fit it.
+        if let Some(work) = scaled.get_mut("work_config").and_then(Value::as_object_mut) {
+            work.entry("max_backoff").or_insert(json!(60_000));
+        }
+    }
+    for key in ["work_config", "retry", "timeouts"] {
+        if let Some(v) = scaled.get(key) {
+            step[key] = v.clone();
+        }
+    }
+    let (status, body) = api.post("/engine/step", &step).await;
+    let detail = body["detail"].as_str().unwrap_or("").to_string();
+
+    if final_state == "rejected" {
+        let wanted = expect["error_contains"].as_str().unwrap();
+        return if status == 400 && detail.contains(wanted) {
+            Ok(format!("rejected: {detail}"))
+        } else {
+            Err(format!(
+                "registration {status} {body}, expected a 400 naming {wanted:?}"
+            ))
+        };
+    }
+    if case["step"].get("timeouts").is_some() {
+        // Step timeout policies are refused until they are built (B19 is
+        // covered end to end when step timeouts land); the refusal must say so.
+        return if status == 400 && detail.contains("timeouts") && detail.contains("not supported yet") {
+            Ok(format!("step timeouts refused for now: {detail}"))
+        } else {
+            Err(format!(
+                "registration {status} {body}, expected a 400: timeouts not supported yet"
+            ))
+        };
+    }
+    if status != 201 {
+        return Err(format!("registration {status}: {body}"));
+    }
+
+    let mut start = json!({"id": flow_id, "goals": [step_id]});
+    if id == "B26" {
+        start["max_step_attempts"] = json!(B26_FLOW_CAP);
+    }
+    let (status, body) = api.post("/engine/flow", &start).await;
+    if status != 201 {
+        return Err(format!("flow start {status}: {body}"));
+    }
+
+    let mut problems = Vec::new();
+    let attempts_expected = if id == "B26" {
+        B26_FLOW_CAP
+    } else {
+        expect["attempts"].as_u64().unwrap()
+    };
+    let waits: Vec<f64> = expected_waits(expect, &id)
+        .into_iter()
+        .map(|w| w as f64 / scale.waits as f64)
+        .collect();
+    // B13's Retry-After (120 s) cannot be scaled and is too long to wait
+    // for: the case is checked up to the scheduled retry, as recorded (the
+    // wait, its cause); its second attempt is not awaited.
+    let only_until_retry = id == "B13";
+    let flow = if only_until_retry {
+        api.wait_until(&flow_id, |f| {
+            f["executions"][&step_id]["work_items"]
+                .as_object()
+                .is_some_and(|w| w.values().any(|w| !w["next_retry_at"].is_null()))
+        })
+        .await
+    } else {
+        api.wait_for_flow(&flow_id).await
+    };
+    let Some(flow) = flow else {
+        return Err(format!("flow did not get there within {FLOW_BOUND:?}"));
+    };
+    let events = api.events(&flow_id).await;
+    let attempts_seen = if only_until_retry { 1 } else { attempts_expected };
+
+    let calls = svc.requests().len() as u64;
+    if calls != attempts_seen {
+        problems.push(format!(
+            "the step server saw {calls} attempts, expected {attempts_seen}"
+        ));
+    }
+    let token = check_calls(&svc, &mut problems);
+    let exec = &flow["executions"][&step_id];
+    let step_status = match final_state {
+        "succeeded" => "completed",
+        other => other,
+    };
+    if !only_until_retry && exec["status"] != step_status {
+        problems.push(format!("step {}, expected {step_status}", exec["status"]));
+    }
+
+    if attempts_seen == 0 {
+        let items = exec["work_items"].as_object().map_or(0, Map::len);
+        if items != 0 {
+            problems.push(format!("{items} work items, expected none"));
+        }
+        if !exec["reason"].as_str().is_some_and(|r| r.contains("0 attempts")) {
+            problems.push(format!(
+                "skip reason {}, expected one naming 0 attempts",
+                exec["reason"]
+            ));
+        }
+    } else if let Some((work_token, work)) = only_work(&flow, &step_id, &mut problems) {
+        if token.as_deref() != Some(work_token.as_str()) {
+            problems.push(format!(
+                "the token sent {token:?} is not the work item's {work_token}"
+            ));
+        }
+        let attempts = work["attempts"].as_array().cloned().unwrap_or_default();
+        let numbers: Vec<u64> = attempts.iter().filter_map(|a| a["number"].as_u64()).collect();
+        let wanted: Vec<u64> = (1..=attempts_seen).collect();
+        if numbers != wanted {
+            problems.push(format!("attempt numbers {numbers:?}, expected {wanted:?}"));
+        }
+        let retries = if only_until_retry { 1 } else { attempts_seen - 1 };
+        if work["retry_count"].as_u64() != Some(retries) {
+            problems.push(format!("retry_count {}, expected {retries}", work["retry_count"]));
+        }
+        let scheduled = events_of(&events, "work_retry_scheduled");
+        if scheduled.len() as u64 != retries {
+            problems.push(format!(
+                "{} work_retry_scheduled events, expected {retries}",
+                scheduled.len()
+            ));
+        }
+        let jitter = jitter_of(&scaled);
+        let waited = if only_until_retry { 1 } else { waits.len() };
+        if waited as u64 != retries {
+            problems.push(format!(
+                "the case lists {} waits for {retries} retries",
+                waits.len()
+            ));
+        }
+        for (i, expected) in waits.iter().take(waited).enumerate() {
+            let Some(attempt) = attempts.get(i) else {
+                break;
+            };
+            check_wait(i, &attempt["delay"], *expected, &jitter, &mut problems);
+            // The wait as scheduled: next_retry_at minus the end of the attempt.
+            let Some(event) = scheduled.get(i) else {
+                continue;
+            };
+            let next = &event["data"]["next_retry_at"];
+            let recorded = millis_between(&attempt["ended_at"], next);
+            if recorded != attempt["delay"]["delay_ms"].as_i64() || recorded.is_none() {
+                problems.push(format!(
+                    "wait {i}: next_retry_at {next} - ended_at {} is {recorded:?} ms, not the delay {}",
+                    attempt["ended_at"], attempt["delay"]["delay_ms"]
+                ));
+            }
+            // And the retry did not start before it was due.
+            if let (Some(next), Some(started)) = (
+                time(next),
+                attempts.get(i + 1).and_then(|a| time(&a["started_at"])),
+            ) {
+                if started < next {
+                    problems.push(format!("attempt {} started at {started}, before {next}", i + 2));
+                }
+            }
+        }
+        if let Some(last) = attempts.last() {
+            if !only_until_retry && !last["delay"].is_null() {
+                problems.push(format!("the last attempt has a delay: {}", last["delay"]));
+            }
+        }
+        if let Some(answer) = script.first().filter(|a| a.retry_after.is_some()) {
+            let first = attempts.first().cloned().unwrap_or_default();
+            let header = answer
+                .retry_after
+                .as_deref()
+                .unwrap_or("")
+                .parse::<u64>()
+                .unwrap_or(0);
+            if first["retry_after_ms"].as_u64() != Some(header * 1000)
+                || first["delay"]["retry_after_applied"] != true
+                || first["delay"]["cap_applied"] != false
+            {
+                problems.push(format!(
+                    "Retry-After {header} s: attempt 1 records {} ms and delay {}, expected the header as the uncapped floor",
+                    first["retry_after_ms"], first["delay"]
+                ));
+            }
+        }
+        if !only_until_retry {
+            let work_status = match final_state {
+                "succeeded" => "succeeded",
+                _ => "failed",
+            };
+            if work["status"] != work_status {
+                problems.push(format!("work item {}, expected {work_status}", work["status"]));
+            }
+        }
+        if final_state == "failed" {
+            let failed = events_of(&events, "work_failed");
+            let state = failed.first().map(|e| e["data"]["retry_state"].clone());
+            // Given by the case, else what §1 implies: every failure after a
+            // single attempt in the file is a status outside retry_on
+            // (permanent); the others used up their count (max_attempts).
+            let wanted = match expect["retry_state"].as_str() {
+                Some(s) => s,
+                None if attempts_seen == 1 => "permanent",
+                None => "max_attempts",
+            };
+            if failed.len() != 1 || state != Some(json!(wanted)) {
+                problems.push(format!(
+                    "{} work_failed events with retry_state {state:?}, expected one with {wanted:?}",
+                    failed.len()
+                ));
+            }
+        }
+        if let Some(wanted) = expect["error_contains"].as_str() {
+            if !work["error"].as_str().is_some_and(|e| e.contains(wanted)) {
+                problems.push(format!(
+                    "error {}, expected it to contain {wanted:?}",
+                    work["error"]
+                ));
+            }
+        }
+    }
+
+    if !problems.is_empty() && std::env::var_os("RETRIES_DEBUG").is_some() {
+        eprintln!("{id} flow: {flow}");
+    }
+    if problems.is_empty() {
+        let waits: Vec<String> = waits.iter().map(|w| w.to_string()).collect();
+        Ok(format!(
+            "{attempts_seen} attempts, waits [{}] ms, {final_state}{}",
+            waits.join(", "),
+            if only_until_retry {
+                " (checked up to the scheduled retry)"
+            } else {
+                ""
+            }
+        ))
+    } else {
+        Err(problems.join("; "))
+    }
+}
+
+async fn every_backoff_case_behaves_as_specified_end_to_end(backend: Backend) {
+    let Some(app) = spawn_scaled_app(backend).await else {
+        return;
+    };
+    let started = Instant::now();
+    let doc: Value = serde_json::from_str(BACKOFF).unwrap();
+    let cases = doc["cases"].as_array().unwrap();
+    assert!(cases.len() >= 41, "expected the full conformance file");
+    let results = join_all(cases.iter().map(|case| {
+        let api = app.api.clone();
+        async move {
+            let id = case["id"].as_str().unwrap().to_string();
+            let result = run_backoff_case(&api, case).await;
+            (id, result)
+        }
+    }))
+    .await;
+    conclude(results, KNOWN_BACKOFF_FAILURES, started);
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "the backoff cases took {:?}",
+        started.elapsed()
+    );
+}
+
+// ---------------------------------------------------------------------------
+// 2. classification.json
+
+/// What a raw TCP endpoint does with each connection.
+#[derive(Debug, Clone, Copy)]
+enum RawMode {
+    /// Closes as soon as the request arrived, unread: the kernel answers
+    /// with a reset, before any status line.
+    Reset,
+    /// Reads the request and never answers.
+    Silent,
+    /// Answers the status line, headers and the start of a 100-byte body,
+    /// then nothing more.
+    PartialBody,
+}
+
+/// A raw endpoint: connections accepted, and those the client closed (after
+/// an attempt timeout the engine must close its connection).
+struct RawServer {
+    addr: SocketAddr,
+    accepted: Arc<AtomicUsize>,
+    closed_by_client: Arc<AtomicUsize>,
+}
+
+async fn raw_server(mode: RawMode) -> RawServer {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let accepted = Arc::new(AtomicUsize::new(0));
+    let closed_by_client = Arc::new(AtomicUsize::new(0));
+    let (acc, closed) = (accepted.clone(), closed_by_client.clone());
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            acc.fetch_add(1, Ordering::SeqCst);
+            let closed = closed.clone();
+            tokio::spawn(serve_raw(stream, mode, closed));
+        }
+    });
+    RawServer {
+        addr,
+        accepted,
+        closed_by_client,
+    }
+}
+
+async fn serve_raw(mut stream: TcpStream, mode: RawMode, closed: Arc<AtomicUsize>) {
+    if let RawMode::Reset = mode {
+        let _ = stream.readable().await;
+        drop(stream);
+        return;
+    }
+    // Read the request head and its body (the engine sends a small JSON body).
+    let mut request = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        match stream.read(&mut buf).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => request.extend_from_slice(&buf[..n]),
+        }
+        let text = String::from_utf8_lossy(&request);
+        if let Some(head_end) = text.find("\r\n\r\n") {
+            let length = text[..head_end]
+                .lines()
+                .find_map(|l| {
+                    let (name, value) = l.split_once(':')?;
+                    name.eq_ignore_ascii_case("content-length")
+                        .then(|| value.trim().parse::<usize>().ok())?
+                })
+                .unwrap_or(0);
+            if request.len() >= head_end + 4 + length {
+                break;
+            }
+        }
+    }
+    if let RawMode::PartialBody = mode {
+        let head = "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n{\"a\":";
+        if stream.write_all(head.as_bytes()).await.is_err() {
+            return;
+        }
+        let _ = stream.flush().await;
+    }
+    // Hold the connection (bounded) until the client closes it.
+    let held = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            match stream.read(&mut buf).await {
+                Ok(0) | Err(_) => return,
+                Ok(_) => {}
+            }
+        }
+    })
+    .await;
+    if held.is_ok() {
+        closed.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+/// An async step endpoint that accepts each call (202) and then delivers the
+/// case's webhook itself, as a real async service would; it records the
+/// webhook's answers.
+async fn webhook_server(content_type: String, body: String) -> (StepServer, Arc<Mutex<Vec<u16>>>) {
+    let answers: Arc<Mutex<Vec<u16>>> = Arc::default();
+    let recorded = answers.clone();
+    let client = reqwest::Client::new();
+    let svc = StepServer::start_async(move |r, _| {
+        let url = r
+            .headers
+            .get("argyll-webhook-url")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string);
+        let (client, ct, body, recorded) = (
+            client.clone(),
+            content_type.clone(),
+            body.clone(),
+            recorded.clone(),
+        );
+        Box::pin(async move {
+            if let Some(url) = url {
+                tokio::spawn(async move {
+                    let status = match client
+                        .post(url)
+                        .header("content-type", ct)
+                        .body(body)
+                        .send()
+                        .await
+                    {
+                        Ok(resp) => resp.status().as_u16(),
+                        Err(_) => 0,
+                    };
+                    recorded.lock().unwrap_or_else(|p| p.into_inner()).push(status);
+                });
+            }
+            reply(202, None, "", &[])
+        })
+    })
+    .await;
+    (svc, answers)
+}
+
+/// Run one classification case end to end.
+async fn run_classification_case(api: &Api, case: &Value) -> Result<String, String> {
+    let id = case["id"].as_str().unwrap().to_string();
+    let step_id = id.to_lowercase();
+    let flow_id = format!("flow_{step_id}");
+    let response = &case["response"];
+    let class = case["class"].as_str().unwrap();
+    let mut problems = Vec::new();
+
+    let mut work_config = json!({"max_retries": 1, "init_backoff": 10, "backoff_type": "fixed"});
+    if let Some(on) = response.get("retry_on") {
+        work_config["retry_on"] = on.clone();
+    }
+    let mut attributes = Map::new();
+    if let Some(outputs) = case["outputs"].as_object() {
+        for key in outputs.keys() {
+            attributes.insert(key.clone(), json!({"role": "output", "type": "any"}));
+        }
+    }
+    let mut step = json!({
+        "id": step_id, "name": id, "type": "sync",
+        "attributes": attributes, "work_config": work_config,
+    });
+
+    // The endpoint the case describes.
+    let mut svc: Option<StepServer> = None;
+    let mut raw: Option<RawServer> = None;
+    let mut webhook_answers: Option<Arc<Mutex<Vec<u16>>>> = None;
+    let endpoint = if let Some(status) = response["status"].as_u64() {
+        let status = u16::try_from(status).unwrap();
+        let content_type = response["content_type"].as_str().map(str::to_string);
+        let body = response["body"].as_str().unwrap_or("").to_string();
+        let headers: Vec<(String, String)> = response["headers"]
+            .as_object()
+            .map(|h| {
+                h.iter()
+                    .map(|(k, v)| (k.clone(), v.as_str().unwrap_or("").to_string()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let server =
+            StepServer::start(move |_, _| reply(status, content_type.as_deref(), &body, &headers)).await;
+        let url = server.url(&format!("/{step_id}"));
+        svc = Some(server);
+        url
+    } else if let Some(transport) = response["transport"].as_str() {
+        if transport.contains("refused") {
+            // A port that was just free: nothing listens there.
+            let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let addr = listener.local_addr().unwrap();
+            drop(listener);
+            format!("http://{addr}/{step_id}")
+        } else {
+            let mode = if transport.contains("reset") {
+                RawMode::Reset
+            } else if transport.contains("body") {
+                RawMode::PartialBody
+            } else {
+                RawMode::Silent
+            };
+            if !matches!(mode, RawMode::Reset) {
+                step["http"] = json!({"timeout": 200});
+            }
+            let server = raw_server(mode).await;
+            let url = format!("http://{}/{step_id}", server.addr);
+            raw = Some(server);
+            url
+        }
+    } else if let Some(content_type) = response["webhook"].as_str() {
+        step["type"] = json!("async");
+        let body = response["body"].as_str().unwrap_or("").to_string();
+        let (server, answers) = webhook_server(content_type.to_string(), body).await;
+        let url = server.url(&format!("/{step_id}"));
+        svc = Some(server);
+        webhook_answers = Some(answers);
+        url
+    } else {
+        return Ok("nothing to run end to end".into());
+    };
+    let timeout = step["http"]["timeout"].clone();
+    step["http"] = json!({"endpoint": endpoint});
+    if !timeout.is_null() {
+        step["http"]["timeout"] = timeout;
+    }
+
+    let (status, body) = api.post("/engine/step", &step).await;
+    if status != 201 {
+        return Err(format!("registration {status}: {body}"));
+    }
+    let (status, body) = api
+        .post("/engine/flow", &json!({"id": flow_id, "goals": [step_id]}))
+        .await;
+    if status != 201 {
+        return Err(format!("flow start {status}: {body}"));
+    }
+
+    if class == "rejected" {
+        // K32: the webhook is refused with a 400; the work item is unchanged.
+        let answers = webhook_answers.unwrap_or_default();
+        let until = Instant::now() + FLOW_BOUND;
+        let answered = loop {
+            let seen = answers.lock().unwrap_or_else(|p| p.into_inner()).clone();
+            if !seen.is_empty() || Instant::now() > until {
+                break seen;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        };
+        if answered != [400] {
+            problems.push(format!("the webhook was answered {answered:?}, expected [400]"));
+        }
+        let flow = api.flow(&flow_id).await;
+        if let Some((_, work)) = only_work(&flow, &step_id, &mut problems) {
+            let attempts = work["attempts"].as_array().cloned().unwrap_or_default();
+            if work["status"] != "active" || attempts.len() != 1 || !attempts[0]["outcome"].is_null() {
+                problems.push(format!("the work item changed: {work}"));
+            }
+        }
+        if flow["status"] != "active" {
+            problems.push(format!("flow {}, expected still active", flow["status"]));
+        }
+        return if problems.is_empty() {
+            Ok("webhook refused with 400, work item unchanged".into())
+        } else {
+            Err(problems.join("; "))
+        };
+    }
+
+    let Some(flow) = api.wait_for_flow(&flow_id).await else {
+        return Err(format!("flow did not finish within {FLOW_BOUND:?}"));
+    };
+    let events = api.events(&flow_id).await;
+    let attempts_expected: u64 = if class == "retryable" { 2 } else { 1 };
+    if let Some(server) = &svc {
+        let calls = server.requests().len() as u64;
+        if calls != attempts_expected {
+            problems.push(format!(
+                "the step server saw {calls} calls, expected {attempts_expected}"
+            ));
+        }
+        check_calls(server, &mut problems);
+    }
+    if let Some(server) = &raw {
+        let accepted = server.accepted.load(Ordering::SeqCst) as u64;
+        if accepted != attempts_expected {
+            problems.push(format!(
+                "the endpoint accepted {accepted} connections, expected {attempts_expected}"
+            ));
+        }
+        if step["http"]["timeout"].is_number() {
+            // The engine closed each timed-out connection (bounded: 10 s).
+            let until = Instant::now() + Duration::from_secs(15);
+            while (server.closed_by_client.load(Ordering::SeqCst) as u64) < accepted && Instant::now() < until
+            {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            let closed = server.closed_by_client.load(Ordering::SeqCst) as u64;
+            if closed != accepted {
+                problems.push(format!(
+                    "{closed} of {accepted} timed-out connections were closed by the engine"
+                ));
+            }
+        }
+    }
+
+    let exec = &flow["executions"][&step_id];
+    if let Some((_, work)) = only_work(&flow, &step_id, &mut problems) {
+        let attempts = work["attempts"].as_array().cloned().unwrap_or_default();
+        if attempts.len() as u64 != attempts_expected {
+            problems.push(format!(
+                "{} attempts recorded, expected {attempts_expected}",
+                attempts.len()
+            ));
+        }
+        let wanted_status = response["status"]
+            .as_u64()
+            .filter(|_| response.get("webhook").is_none());
+        for (i, a) in attempts.iter().enumerate() {
+            if a["outcome"] != class {
+                problems.push(format!(
+                    "attempt {}: outcome {}, expected {class}",
+                    i + 1,
+                    a["outcome"]
+                ));
+            }
+            if response.get("webhook").is_none() && a["http_status"].as_u64() != wanted_status {
+                problems.push(format!(
+                    "attempt {}: http_status {}, expected {wanted_status:?}",
+                    i + 1,
+                    a["http_status"]
+                ));
+            }
+            if class != "success" {
+                let error = a["error"].as_str().unwrap_or("");
+                if error.is_empty() {
+                    problems.push(format!("attempt {}: no error recorded", i + 1));
+                }
+                if let Some(wanted) = case["error_contains"].as_str() {
+                    if !error.contains(wanted) {
+                        problems.push(format!("attempt {}: error {error:?} lacks {wanted:?}", i + 1));
+                    }
+                }
+                // Transport errors keep their cause; timeouts say so.
+                let lower = error.to_lowercase();
+                let transport = response["transport"].as_str().unwrap_or("");
+                if transport.contains("refused") && !lower.contains("refused") {
+                    problems.push(format!(
+                        "attempt {}: error {error:?} does not name the refusal",
+                        i + 1
+                    ));
+                }
+                if let Some(outcome) = case["outcome"].as_str() {
+                    if !lower.contains(&outcome.replace('_', " ")) {
+                        problems.push(format!(
+                            "attempt {}: error {error:?} does not name {outcome}",
+                            i + 1
+                        ));
+                    }
+                }
+            }
+            if let Some(wanted) = case.get("retry_after_ms") {
+                if a["retry_after_ms"] != *wanted {
+                    problems.push(format!(
+                        "attempt {}: retry_after_ms {}, expected {wanted}",
+                        i + 1,
+                        a["retry_after_ms"]
+                    ));
+                }
+            }
+        }
+        if class == "retryable" {
+            // The retry waited the policy's 10 ms, or the Retry-After floor.
+            let floor = case["retry_after_ms"].as_u64().unwrap_or(0);
+            let wanted = floor.max(10);
+            let delay = &attempts.first().cloned().unwrap_or_default()["delay"];
+            if delay["delay_ms"].as_u64() != Some(wanted) {
+                problems.push(format!("the retry waited {delay}, expected {wanted} ms"));
+            }
+        }
+        let work_failed = events_of(&events, "work_failed");
+        match class {
+            "success" => {
+                if flow["status"] != "completed" || exec["status"] != "completed" {
+                    problems.push(format!(
+                        "flow {}, step {}, expected completed",
+                        flow["status"], exec["status"]
+                    ));
+                }
+                let outputs = case["outputs"].clone();
+                if exec["outputs"] != outputs {
+                    problems.push(format!("outputs {}, expected {outputs}", exec["outputs"]));
+                }
+                for (key, value) in outputs.as_object().cloned().unwrap_or_default() {
+                    if flow["attributes"][&key][0]["value"] != value {
+                        problems.push(format!(
+                            "attribute {key} is {}, expected {value}",
+                            flow["attributes"][&key]
+                        ));
+                    }
+                }
+            }
+            _ => {
+                if flow["status"] != "failed" || exec["status"] != "failed" {
+                    problems.push(format!(
+                        "flow {}, step {}, expected failed",
+                        flow["status"], exec["status"]
+                    ));
+                }
+                let wanted = if class == "retryable" {
+                    "max_attempts"
+                } else {
+                    "permanent"
+                };
+                let state = work_failed.first().map(|e| e["data"]["retry_state"].clone());
+                if work_failed.len() != 1 || state != Some(json!(wanted)) {
+                    problems.push(format!(
+                        "{} work_failed events with retry_state {state:?}, expected one with {wanted}",
+                        work_failed.len()
+                    ));
+                }
+            }
+        }
+    }
+    if let Some(answers) = &webhook_answers {
+        let seen = answers.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        if seen.len() as u64 != attempts_expected || seen.iter().any(|s| *s != 200) {
+            problems.push(format!("webhooks answered {seen:?}, expected 200 per attempt"));
+        }
+    }
+
+    if problems.is_empty() {
+        let error = &exec["work_items"]
+            .as_object()
+            .and_then(|w| w.values().next())
+            .map(|w| w["error"].clone())
+            .unwrap_or_default();
+        Ok(format!(
+            "{class} in {attempts_expected} attempt(s), error {error}"
+        ))
+    } else {
+        Err(problems.join("; "))
+    }
+}
+
+async fn every_classification_case_is_classified_end_to_end(backend: Backend) {
+    let Some(app) = spawn_app(backend).await else {
+        return;
+    };
+    let api = Api::of(&app);
+    let started = Instant::now();
+    let doc: Value = serde_json::from_str(CLASSIFICATION).unwrap();
+    let cases = doc["cases"].as_array().unwrap();
+    assert!(cases.len() >= 32, "expected the full conformance file");
+    let results = join_all(cases.iter().map(|case| {
+        let api = api.clone();
+        async move {
+            let id = case["id"].as_str().unwrap().to_string();
+            let result = run_classification_case(&api, case).await;
+            (id, result)
+        }
+    }))
+    .await;
+    conclude(results, KNOWN_CLASSIFICATION_FAILURES, started);
+}
+
+// ---------------------------------------------------------------------------
+// 3. late results
+
+async fn a_late_result_changes_nothing(backend: Backend) {
+    let Some(app) = spawn_app(backend).await else {
+        return;
+    };
+    let api = Api::of(&app);
+    // An async endpoint that accepts the call and answers later, by webhook.
+    let svc = StepServer::start(|_, _| reply(202, None, "", &[])).await;
+    let step = json!({
+        "id": "charge", "name": "Charge", "type": "async",
+        "http": {"endpoint": svc.url("/charge")},
+        "attributes": {"receipt": {"role": "output", "type": "string"}},
+    });
+    let (status, body) = api.post("/engine/step", &step).await;
+    assert_eq!(status, 201, "{body}");
+    let (status, body) = api
+        .post("/engine/flow", &json!({"id": "late", "goals": ["charge"]}))
+        .await;
+    assert_eq!(status, 201, "{body}");
+
+    let until = Instant::now() + FLOW_BOUND;
+    let hook = loop {
+        let calls = svc.requests();
+        if let Some(url) = calls
+            .first()
+            .and_then(|r| r.headers.get("argyll-webhook-url"))
+            .and_then(|v| v.to_str().ok())
+        {
+            break url.to_string();
+        }
+        assert!(Instant::now() < until, "the async step was never called");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let result = json!({"receipt": "r-1"});
+    let (status, _) = api.post(&hook, &result).await;
+    assert_eq!(status, 200, "the result");
+    let flow = api.wait_for_flow("late").await.expect("the flow finishes");
+    assert_eq!(flow["status"], "completed", "{flow}");
+
+    let (status, _) = api.post(&hook, &result).await;
+    assert_eq!(status, 200, "a duplicate is accepted");
+    let (status, _) = api.post(&hook, &json!({"receipt": "r-2"})).await;
+    assert_eq!(status, 200, "a different late result is accepted too");
+
+    let after = api.flow("late").await;
+    assert_eq!(after["status"], "completed");
+    assert_eq!(
+        after["attributes"]["receipt"].as_array().map(Vec::len),
+        Some(1),
+        "{after}"
+    );
+    assert_eq!(after["attributes"]["receipt"][0]["value"], "r-1");
+    assert_eq!(
+        after["executions"]["charge"]["outputs"],
+        json!({"receipt": "r-1"})
+    );
+    assert_eq!(
+        after["executions"], flow["executions"],
+        "the executions did not change"
+    );
+
+    let events = api.events("late").await;
+    let types: Vec<&str> = events.iter().filter_map(|e| e["type"].as_str()).collect();
+    let count = |t: &str| types.iter().filter(|x| **x == t).count();
+    assert_eq!(count("work_succeeded"), 1, "{types:?}");
+    assert_eq!(count("attribute_set"), 1, "{types:?}");
+    assert_eq!(count("work_late_result"), 2, "{types:?}");
+    let late = events_of(&events, "work_late_result");
+    let token = svc.requests()[0].headers["argyll-receipt-token"]
+        .to_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(late[0]["data"]["token"], token.as_str());
+    assert_eq!(late[0]["data"]["step_id"], "charge");
+    assert_eq!(late[0]["data"]["attempt"], 1);
+    assert_eq!(svc.requests().len(), 1, "nothing was called again");
+}
