@@ -259,3 +259,57 @@ async fn durations_in_any_format_are_stored_as_milliseconds() {
     assert_eq!(r.body["step"]["work_config"]["max_backoff"], 60000);
     assert_eq!(r.body["step"]["work_config"]["max_retries"], 3);
 }
+
+#[tokio::test]
+async fn a_retry_dialect_is_kept_as_given_and_shown_normalised() {
+    let Some(app) = spawn_app(Backend::Sqlite).await else { return };
+    let mut step = sync_step("steep", "http://127.0.0.1:9/s", &[], &["o"]);
+    step["retry"] = json!({"maxAttempts": 5, "delay": "1s", "exponentialBackoff": 2, "maxDelay": "10s"});
+    step["work_config"] = json!({"parallelism": 2});
+    let r = app.register(&step).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+    let got = app.get("/engine/step/steep").await.body;
+    assert_eq!(got["retry"], step["retry"], "retry as given");
+    let eff = &got["effective_retry"];
+    assert_eq!(eff["max_attempts"], 5);
+    assert_eq!(eff["max_retries"], 4);
+    assert_eq!(eff["init_backoff"], 1000);
+    assert_eq!(eff["max_backoff"], 10000);
+    assert_eq!(eff["backoff_type"], "exponential");
+    assert_eq!(eff["backoff_coefficient"], 2.0);
+    assert_eq!(eff["jitter"], "none");
+    assert_eq!(eff["retry_on"], json!(["5xx", 408, 425, 429]));
+    // Re-posting what GET returned registers the same policy: effective_retry
+    // is read-only and ignored on input.
+    let mut again = got.clone();
+    again["effective_retry"] = json!({"max_attempts": 99});
+    assert_eq!(app.register(&again).await.status, StatusCode::CREATED);
+    assert_eq!(app.get("/engine/catalog/events").await.body["count"], 1, "nothing changed");
+
+    let mut mixed = sync_step("mixed", "http://127.0.0.1:9/m", &[], &["p"]);
+    mixed["retry"] = json!({"maxAttempts": 3});
+    mixed["work_config"] = json!({"max_retries": 2});
+    let r = app.register(&mixed).await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    assert!(r.body["detail"].as_str().unwrap().starts_with("retry"), "{:?}", r.body);
+}
+
+#[tokio::test]
+async fn invalid_retry_defaults_stop_the_server_naming_the_variable() {
+    for (var, value) in [
+        ("TARTAN_RETRY_BACKOFF_TYPE", "random"),
+        ("TARTAN_RETRY_MAX_RETRIES", "-5"),
+        ("RETRY_INITIAL_BACKOFF", "5 parsecs"),
+        ("TARTAN_STEP_TIMEOUT", "0"),
+    ] {
+        let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_tartan"))
+            .args(["serve", "--listen", "127.0.0.1:0", "--database-url", "sqlite://unused-never-created.db"])
+            .env(var, value)
+            .output()
+            .await
+            .expect("run tartan");
+        assert!(!out.status.success(), "{var}={value} must stop the server");
+        let text = String::from_utf8_lossy(&out.stderr);
+        assert!(text.contains(var), "{var}: {text}");
+    }
+}
