@@ -262,7 +262,9 @@ async fn durations_in_any_format_are_stored_as_milliseconds() {
 
 #[tokio::test]
 async fn a_retry_dialect_is_kept_as_given_and_shown_normalised() {
-    let Some(app) = spawn_app(Backend::Sqlite).await else { return };
+    let Some(app) = spawn_app(Backend::Sqlite).await else {
+        return;
+    };
     let mut step = sync_step("steep", "http://127.0.0.1:9/s", &[], &["o"]);
     step["retry"] = json!({"maxAttempts": 5, "delay": "1s", "exponentialBackoff": 2, "maxDelay": "10s"});
     step["work_config"] = json!({"parallelism": 2});
@@ -284,14 +286,22 @@ async fn a_retry_dialect_is_kept_as_given_and_shown_normalised() {
     let mut again = got.clone();
     again["effective_retry"] = json!({"max_attempts": 99});
     assert_eq!(app.register(&again).await.status, StatusCode::CREATED);
-    assert_eq!(app.get("/engine/catalog/events").await.body["count"], 1, "nothing changed");
+    assert_eq!(
+        app.get("/engine/catalog/events").await.body["count"],
+        1,
+        "nothing changed"
+    );
 
     let mut mixed = sync_step("mixed", "http://127.0.0.1:9/m", &[], &["p"]);
     mixed["retry"] = json!({"maxAttempts": 3});
     mixed["work_config"] = json!({"max_retries": 2});
     let r = app.register(&mixed).await;
     assert_eq!(r.status, StatusCode::BAD_REQUEST);
-    assert!(r.body["detail"].as_str().unwrap().starts_with("retry"), "{:?}", r.body);
+    assert!(
+        r.body["detail"].as_str().unwrap().starts_with("retry"),
+        "{:?}",
+        r.body
+    );
 }
 
 #[tokio::test]
@@ -303,7 +313,13 @@ async fn invalid_retry_defaults_stop_the_server_naming_the_variable() {
         ("TARTAN_STEP_TIMEOUT", "0"),
     ] {
         let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_tartan"))
-            .args(["serve", "--listen", "127.0.0.1:0", "--database-url", "sqlite://unused-never-created.db"])
+            .args([
+                "serve",
+                "--listen",
+                "127.0.0.1:0",
+                "--database-url",
+                "sqlite://unused-never-created.db",
+            ])
             .env(var, value)
             .output()
             .await
