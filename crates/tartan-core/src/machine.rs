@@ -190,16 +190,7 @@ pub fn redispatch(state: FlowState, step_id: &str, token: &str, now: Time) -> Re
     if work.status != WorkStatus::Active {
         return Ok(tx);
     }
-    let attempt = work.attempts.last().map(|a| a.number).unwrap_or(0) + 1;
-    let inputs = work.inputs.clone();
-    let flow_id = tx.state.id.clone();
-    tx.emit(FlowEvent::WorkStarted {
-        flow_id,
-        step_id: step_id.to_string(),
-        token: token.to_string(),
-        inputs,
-        attempt,
-    })?;
+    start_next_attempt(&mut tx, step_id, token)?;
     Ok(tx)
 }
 
@@ -221,6 +212,16 @@ pub fn start_retry(
     if work.status != WorkStatus::NotCompleted || !due {
         return Ok(tx);
     }
+    start_next_attempt(&mut tx, step_id, token)?;
+    Ok(tx)
+}
+
+/// Emit `work_started` for the item's next attempt, same token and inputs.
+fn start_next_attempt(tx: &mut Transition, step_id: &str, token: &str) -> Result<(), ApplyError> {
+    let work = tx
+        .state
+        .find_work(step_id, token)
+        .ok_or_else(|| ApplyError::UnknownWork(token.to_string()))?;
     let attempt = work.attempts.last().map(|a| a.number).unwrap_or(0) + 1;
     let inputs = work.inputs.clone();
     let flow_id = tx.state.id.clone();
@@ -230,8 +231,7 @@ pub fn start_retry(
         token: token.to_string(),
         inputs,
         attempt,
-    })?;
-    Ok(tx)
+    })
 }
 
 /// One failed attempt, as recorded.

@@ -78,7 +78,8 @@ fn classify_success_body(status: u16, body: &[u8]) -> AttemptResult {
     }
 }
 
-fn json_kind(v: &Value) -> &'static str {
+/// "a string", "an array", ... for messages about a JSON value.
+pub(crate) fn json_kind(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",

@@ -32,6 +32,7 @@ use serde_json::{Map, Value};
 
 use crate::duration::{as_millis_u64, parse_duration, DurationKind};
 use crate::error::ValidationError;
+use crate::outcome::json_kind;
 use crate::step::WorkDefaults;
 
 /// `max_backoff_ms` of a policy whose delays are not capped.
@@ -1224,17 +1225,6 @@ fn serverless_workflow(retry: &Map<String, Value>) -> Result<RetryPolicy, Valida
 
 // ---------------------------------------------------------------------------
 // field helpers
-
-fn json_kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
 
 /// A JSON integer (no fraction, no string).
 fn integer(field: &str, v: &Value) -> Result<i64, ValidationError> {

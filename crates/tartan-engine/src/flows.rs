@@ -101,26 +101,19 @@ impl Engine {
         };
         let slot = self.inner.flows.slot(&request.id);
         let mut guard = slot.lock().await;
-        let webhook_base = self.inner.config.webhook_base_url.clone();
-        let mut token = new_token;
-        let mut random = rand::random::<f64>;
-        let mut ctx = Context {
-            now: now(),
-            webhook_base: &webhook_base,
-            new_token: &mut token,
-            random: &mut random,
-        };
         let cap = request
             .max_step_attempts
             .unwrap_or(self.inner.config.max_step_attempts);
-        let tx = machine::start_flow(
-            &request.id,
-            plan,
-            request.init.clone(),
-            request.labels.clone(),
-            cap,
-            &mut ctx,
-        )?;
+        let tx = self.decision_context(|ctx| {
+            machine::start_flow(
+                &request.id,
+                plan,
+                request.init.clone(),
+                request.labels.clone(),
+                cap,
+                ctx,
+            )
+        })?;
         let commit = self.commit_for(&tx, 0, Some(text.clone()));
         match self.inner.writer.commit(commit).await {
             Ok(()) => {}
@@ -225,7 +218,6 @@ impl Engine {
     where
         F: FnMut(FlowState, &mut Context<'_>) -> Result<Transition, ApplyError>,
     {
-        let webhook_base = self.inner.config.webhook_base_url.clone();
         for _ in 0..5 {
             let slot = self.inner.flows.slot(flow_id);
             let mut guard = slot.lock().await;
@@ -244,15 +236,7 @@ impl Engine {
                 continue;
             };
             let base = cached.sequence;
-            let mut token = new_token;
-            let mut random = rand::random::<f64>;
-            let mut ctx = Context {
-                now: now(),
-                webhook_base: &webhook_base,
-                new_token: &mut token,
-                random: &mut random,
-            };
-            let tx = decide(cached.state.clone(), &mut ctx)?;
+            let tx = self.decision_context(|ctx| decide(cached.state.clone(), ctx))?;
             if tx.events.is_empty() {
                 return Ok(());
             }
@@ -288,6 +272,20 @@ impl Engine {
         Err(EngineError::Internal(format!(
             "flow {flow_id} kept changing under this decision"
         )))
+    }
+
+    /// The context of one decision: the clock, webhook base, token and
+    /// randomness sources.
+    fn decision_context<R>(&self, decide: impl FnOnce(&mut Context<'_>) -> R) -> R {
+        let mut token = new_token;
+        let mut random = rand::random::<f64>;
+        let mut ctx = Context {
+            now: now(),
+            webhook_base: &self.inner.config.webhook_base_url,
+            new_token: &mut token,
+            random: &mut random,
+        };
+        decide(&mut ctx)
     }
 
     /// The rows and events one transition writes.

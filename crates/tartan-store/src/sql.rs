@@ -107,99 +107,10 @@ async fn insert_event(
 }
 
 impl SqlStore {
-    /// One flow commit inside the batch transaction.
-    async fn commit_one(tx: &mut Transaction<'_, Any>, c: &FlowCommit) -> Result<(), StoreError> {
-        let new_sequence = c.base_sequence + c.events.len() as i64;
-        let state = json_text(&c.state)?;
-        let at = to_us(c.at);
-        let completed = c.state.completed_at.map(to_us);
-        let deactivated = c.state.deactivated_at.map(to_us);
-        let status = c.state.status.as_str();
-        if c.base_sequence == 0 {
-            let request = c.request.clone().unwrap_or_default();
-            let inserted = sqlx::query(
-                "INSERT INTO flows (id, status, sequence, created_us, updated_us, completed_us, deactivated_us, request, state) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (id) DO NOTHING",
-            )
-            .bind(&c.flow_id)
-            .bind(status)
-            .bind(new_sequence)
-            .bind(to_us(c.state.created_at))
-            .bind(at)
-            .bind(completed)
-            .bind(deactivated)
-            .bind(request)
-            .bind(state)
-            .execute(&mut **tx)
-            .await?;
-            if inserted.rows_affected() == 0 {
-                return Err(StoreError::FlowExists(c.flow_id.clone()));
-            }
-            for (key, value) in &c.state.labels {
-                sqlx::query("INSERT INTO flow_labels (flow_id, key, value) VALUES ($1, $2, $3)")
-                    .bind(&c.flow_id)
-                    .bind(key)
-                    .bind(value)
-                    .execute(&mut **tx)
-                    .await?;
-            }
-        } else {
-            let updated = sqlx::query(
-                "UPDATE flows SET status = $1, sequence = $2, updated_us = $3, completed_us = $4, \
-                 deactivated_us = $5, state = $6 WHERE id = $7 AND sequence = $8",
-            )
-            .bind(status)
-            .bind(new_sequence)
-            .bind(at)
-            .bind(completed)
-            .bind(deactivated)
-            .bind(state)
-            .bind(&c.flow_id)
-            .bind(c.base_sequence)
-            .execute(&mut **tx)
-            .await?;
-            if updated.rows_affected() == 0 {
-                return Err(StoreError::Conflict(format!("flow {}", c.flow_id)));
-            }
-        }
-        for (i, event) in c.events.iter().enumerate() {
-            let data = json_text(&event.data())?;
-            let seq = c.base_sequence + 1 + i as i64;
-            insert_event(tx, FLOW, &c.flow_id, seq, event.type_name(), at, &data).await?;
-        }
-        for w in &c.work {
-            sqlx::query(
-                "INSERT INTO work_items (token, flow_id, step_id, status, attempt, retry_count, due_us, \
-                 lease_owner, lease_expires_us, created_us, updated_us, detail) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) \
-                 ON CONFLICT (token) DO UPDATE SET status = excluded.status, attempt = excluded.attempt, \
-                 retry_count = excluded.retry_count, due_us = excluded.due_us, lease_owner = excluded.lease_owner, \
-                 lease_expires_us = excluded.lease_expires_us, updated_us = excluded.updated_us, detail = excluded.detail",
-            )
-            .bind(&w.token)
-            .bind(&w.flow_id)
-            .bind(&w.step_id)
-            .bind(w.status.as_str())
-            .bind(i64::from(w.attempt))
-            .bind(i64::from(w.retry_count))
-            .bind(w.due_at.map(to_us))
-            .bind(w.lease_owner.clone())
-            .bind(w.lease_expires_at.map(to_us))
-            .bind(to_us(w.created_at))
-            .bind(at)
-            .bind(json_text(&w.detail)?)
-            .execute(&mut **tx)
-            .await?;
-        }
-        Ok(())
-    }
-
     /// One decision in a transaction of its own (the fallback path).
     async fn commit_single(&self, commit: &FlowCommit) -> Result<(), StoreError> {
-        let mut tx = self.write.begin().await?;
-        Self::commit_one(&mut tx, commit).await?;
-        tx.commit().await?;
-        Ok(())
+        let verdicts = self.commit_batch(std::slice::from_ref(commit)).await?;
+        verdicts.into_iter().next().unwrap_or(Ok(()))
     }
 
     /// A whole batch of decisions in one transaction and few statements: one
@@ -670,14 +581,7 @@ impl Store for SqlStore {
         }
         let p = param(&mut binds, Bind::Int(q.limit as i64 + 1));
         sql.push_str(&format!(" ORDER BY created_us {order}, id {order} LIMIT {p}"));
-        let mut query = sqlx::query(&sql);
-        for b in binds {
-            query = match b {
-                Bind::Text(t) => query.bind(t),
-                Bind::Int(i) => query.bind(i),
-            };
-        }
-        let rows = query.fetch_all(&self.read).await?;
+        let rows = bind_all(sqlx::query(&sql), binds).fetch_all(&self.read).await?;
         let mut flows = Vec::with_capacity(rows.len());
         for row in rows.iter().take(q.limit) {
             let text: String = row.try_get("state")?;
@@ -734,14 +638,7 @@ impl Store for SqlStore {
         }
         let p = param(&mut binds, Bind::Int(q.limit as i64 + 1));
         sql.push_str(&format!(" ORDER BY created_us, token LIMIT {p}"));
-        let mut query = sqlx::query(&sql);
-        for b in binds {
-            query = match b {
-                Bind::Text(t) => query.bind(t),
-                Bind::Int(i) => query.bind(i),
-            };
-        }
-        let rows = query.fetch_all(&self.read).await?;
+        let rows = bind_all(sqlx::query(&sql), binds).fetch_all(&self.read).await?;
         let mut items = Vec::with_capacity(rows.len());
         let mut last_key = None;
         for row in rows.iter().take(q.limit) {
@@ -798,7 +695,21 @@ impl Store for SqlStore {
     }
 }
 
+/// A value for a query assembled at run time.
 enum Bind {
     Text(String),
     Int(i64),
+}
+
+fn bind_all<'q>(
+    mut query: sqlx::query::Query<'q, Any, sqlx::any::AnyArguments<'q>>,
+    binds: Vec<Bind>,
+) -> sqlx::query::Query<'q, Any, sqlx::any::AnyArguments<'q>> {
+    for b in binds {
+        query = match b {
+            Bind::Text(t) => query.bind(t),
+            Bind::Int(i) => query.bind(i),
+        };
+    }
+    query
 }

@@ -18,6 +18,17 @@ static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations/sqli
 const PRAGMAS: &str = "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; \
                        PRAGMA busy_timeout = 10000; PRAGMA foreign_keys = ON;";
 
+fn pool(size: u32) -> AnyPoolOptions {
+    AnyPoolOptions::new()
+        .max_connections(size)
+        .after_connect(|conn, _| {
+            Box::pin(async move {
+                conn.execute(PRAGMAS).await?;
+                Ok(())
+            })
+        })
+}
+
 pub(crate) async fn open(url: &str) -> Result<SqlStore, StoreError> {
     sqlx::any::install_default_drivers();
     // Create the file and apply migrations with the native driver, which
@@ -35,26 +46,9 @@ pub(crate) async fn open(url: &str) -> Result<SqlStore, StoreError> {
     MIGRATOR.run(&native).await?;
     native.close().await;
 
-    let write = AnyPoolOptions::new()
-        .max_connections(1)
-        .after_connect(|conn, _| {
-            Box::pin(async move {
-                conn.execute(PRAGMAS).await?;
-                Ok(())
-            })
-        })
-        .connect(url)
-        .await?;
-    let read = AnyPoolOptions::new()
-        .max_connections(4)
-        .after_connect(|conn, _| {
-            Box::pin(async move {
-                conn.execute(PRAGMAS).await?;
-                Ok(())
-            })
-        })
-        .connect(url)
-        .await?;
+    // One writer (SQLite allows one) and a few readers, each set up alike.
+    let write = pool(1).connect(url).await?;
+    let read = pool(4).connect(url).await?;
     Ok(SqlStore {
         write,
         read,
