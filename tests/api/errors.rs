@@ -95,10 +95,16 @@ async fn malformed_and_mistyped_bodies_are_400s_naming_the_field() {
         "goal",
     );
     assert_problem(
-        &app.start_flow(&json!({"id": "f", "goals": ["a"], "timeout": "5s"}))
+        &app.start_flow(&json!({"id": "f", "goals": ["a"], "timeout": "5 parsecs"}))
             .await,
         StatusCode::BAD_REQUEST,
-        "not supported yet",
+        "timeout",
+    );
+    assert_problem(
+        &app.start_flow(&json!({"id": "f", "goals": ["a"], "deadline_at": "2001-01-01T00:00:00Z"}))
+            .await,
+        StatusCode::BAD_REQUEST,
+        "deadline_at",
     );
     assert_problem(
         &app.post("/engine/plan", &json!({"goals": []})).await,

@@ -10,6 +10,7 @@ use serde_json::Value;
 
 use crate::plan::{ExecutionPlan, InitArgs};
 use crate::step::Args;
+use crate::timeouts::OnTimeout;
 
 pub type Time = DateTime<Utc>;
 
@@ -127,6 +128,9 @@ pub struct FlowState {
     pub last_updated: Time,
     pub deactivated_at: Option<Time>,
     pub deadline_at: Option<Time>,
+    /// What the flow's deadline does: fail it (`error`) or cancel it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_timeout: Option<OnTimeout>,
     /// Cap on the attempts of all work items together.
     pub max_step_attempts: u32,
     pub plan: ExecutionPlan,
@@ -174,6 +178,13 @@ pub struct WorkState {
     pub problem: Option<Value>,
     pub retry_count: u32,
     pub attempts: Vec<Attempt>,
+    /// The step total timeout's deadline for this item, set at its first attempt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deadline_at: Option<Time>,
+    /// An accepted async call fails as inactive unless its webhook or a
+    /// heartbeat arrives before this.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inactive_until: Option<Time>,
 }
 
 /// One call of a step endpoint.
@@ -206,6 +217,10 @@ pub enum FlowEvent {
         labels: BTreeMap<String, String>,
         #[serde(default = "default_max_step_attempts")]
         max_step_attempts: u32,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        deadline_at: Option<Time>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        on_timeout: Option<OnTimeout>,
     },
     StepStarted {
         flow_id: String,
@@ -219,6 +234,9 @@ pub enum FlowEvent {
         token: String,
         inputs: Args,
         attempt: u32,
+        /// The step total timeout's deadline, on the first attempt.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        deadline_at: Option<Time>,
     },
     WorkSucceeded {
         flow_id: String,
@@ -243,6 +261,9 @@ pub enum FlowEvent {
         /// Why no retry follows: `permanent`, `max_attempts`, `deadline`, `step_limit`.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         retry_state: Option<String>,
+        /// The timeout problem, when the attempt timed out.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        problem: Option<Value>,
     },
     /// A retryable failure of one attempt; a retry follows.
     WorkNotCompleted {
@@ -256,6 +277,8 @@ pub enum FlowEvent {
         http_status: Option<u16>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         retry_after_ms: Option<u64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        problem: Option<Value>,
     },
     /// When the next attempt starts, and why then.
     WorkRetryScheduled {
@@ -271,6 +294,53 @@ pub enum FlowEvent {
         class: String,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         http_status: Option<u16>,
+    },
+    /// An async step accepted the call; its webhook or a heartbeat must come
+    /// before `inactive_until`.
+    WorkAccepted {
+        flow_id: String,
+        step_id: String,
+        token: String,
+        attempt: u32,
+        inactive_until: Time,
+    },
+    /// An async step is still working: the inactivity window restarts.
+    WorkHeartbeat {
+        flow_id: String,
+        step_id: String,
+        token: String,
+        inactive_until: Time,
+    },
+    /// The step total timeout ended a work item (no retry).
+    WorkTimedOut {
+        flow_id: String,
+        step_id: String,
+        token: String,
+        error: String,
+        problem: Value,
+        /// `on_timeout: cancel`: the item is cancelled, not failed.
+        cancelled: bool,
+    },
+    /// A work item stopped because its flow was cancelled or timed out.
+    WorkCancelled {
+        flow_id: String,
+        step_id: String,
+        token: String,
+        reason: String,
+    },
+    /// A step ended by its total timeout.
+    StepTimedOut {
+        flow_id: String,
+        step_id: String,
+        error: String,
+        problem: Value,
+        cancelled: bool,
+    },
+    /// A step stopped because its flow was cancelled or timed out.
+    StepCancelled {
+        flow_id: String,
+        step_id: String,
+        reason: String,
     },
     /// A result for an attempt the engine no longer waits for; changes nothing.
     WorkLateResult {
@@ -309,6 +379,17 @@ pub enum FlowEvent {
     FlowFailed {
         flow_id: String,
         error: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        problem: Option<Value>,
+    },
+    /// The flow's deadline passed (followed by `flow_failed` or `flow_cancelled`).
+    FlowTimedOut {
+        flow_id: String,
+        problem: Value,
+    },
+    FlowCancelled {
+        flow_id: String,
+        reason: String,
     },
     FlowDeactivated {
         flow_id: String,
@@ -327,6 +408,14 @@ impl FlowEvent {
             FlowEvent::WorkFailed { .. } => "work_failed",
             FlowEvent::WorkLateResult { .. } => "work_late_result",
             FlowEvent::WorkNotCompleted { .. } => "work_not_completed",
+            FlowEvent::WorkAccepted { .. } => "work_accepted",
+            FlowEvent::WorkHeartbeat { .. } => "work_heartbeat",
+            FlowEvent::WorkTimedOut { .. } => "work_timed_out",
+            FlowEvent::WorkCancelled { .. } => "work_cancelled",
+            FlowEvent::StepTimedOut { .. } => "step_timed_out",
+            FlowEvent::StepCancelled { .. } => "step_cancelled",
+            FlowEvent::FlowTimedOut { .. } => "flow_timed_out",
+            FlowEvent::FlowCancelled { .. } => "flow_cancelled",
             FlowEvent::WorkRetryScheduled { .. } => "work_retry_scheduled",
             FlowEvent::AttributeSet { .. } => "attribute_set",
             FlowEvent::StepCompleted { .. } => "step_completed",
@@ -349,6 +438,26 @@ impl FlowEvent {
     /// Rebuild an event from its stored type and data.
     pub fn from_parts(type_name: &str, data: Value) -> Result<Self, serde_json::Error> {
         serde_json::from_value(serde_json::json!({ "type": type_name, "data": data }))
+    }
+}
+
+/// What a flow start sets besides its plan and inputs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FlowOptions {
+    pub labels: BTreeMap<String, String>,
+    pub max_step_attempts: u32,
+    pub deadline_at: Option<Time>,
+    pub on_timeout: Option<OnTimeout>,
+}
+
+impl Default for FlowOptions {
+    fn default() -> Self {
+        Self {
+            labels: BTreeMap::new(),
+            max_step_attempts: DEFAULT_MAX_STEP_ATTEMPTS,
+            deadline_at: None,
+            on_timeout: None,
+        }
     }
 }
 
@@ -379,8 +488,7 @@ impl FlowState {
         flow_id: &str,
         plan: &ExecutionPlan,
         init: &InitArgs,
-        labels: &BTreeMap<String, String>,
-        max_step_attempts: u32,
+        options: &FlowOptions,
         at: Time,
     ) -> Self {
         let attributes = init
@@ -428,10 +536,11 @@ impl FlowState {
             completed_at: None,
             last_updated: at,
             deactivated_at: None,
-            deadline_at: None,
-            max_step_attempts,
+            deadline_at: options.deadline_at,
+            on_timeout: options.on_timeout,
+            max_step_attempts: options.max_step_attempts,
             plan: plan.clone(),
-            labels: labels.clone(),
+            labels: options.labels.clone(),
             attributes,
             executions,
         }
@@ -450,16 +559,17 @@ impl FlowState {
                         init,
                         labels,
                         max_step_attempts,
+                        deadline_at,
+                        on_timeout,
                     },
                 ) => {
-                    state = Some(FlowState::started(
-                        flow_id,
-                        plan,
-                        init,
-                        labels,
-                        *max_step_attempts,
-                        at,
-                    ));
+                    let options = FlowOptions {
+                        labels: labels.clone(),
+                        max_step_attempts: *max_step_attempts,
+                        deadline_at: *deadline_at,
+                        on_timeout: *on_timeout,
+                    };
+                    state = Some(FlowState::started(flow_id, plan, init, &options, at));
                 }
                 (None, _) => return Err(ApplyError::NotStarted),
                 (Some(s), e) => s.apply(e, at)?,
@@ -533,6 +643,8 @@ impl FlowState {
                             problem: None,
                             retry_count: 0,
                             attempts: Vec::new(),
+                            deadline_at: None,
+                            inactive_until: None,
                         },
                     );
                 }
@@ -541,9 +653,14 @@ impl FlowState {
                 step_id,
                 token,
                 attempt,
+                deadline_at,
                 ..
             } => {
                 let work = self.work(step_id, token)?;
+                if deadline_at.is_some() {
+                    work.deadline_at = *deadline_at;
+                }
+                work.inactive_until = None;
                 // An attempt still open here was cut off by an engine stop.
                 if let Some(open) = work.attempts.last_mut().filter(|a| a.ended_at.is_none()) {
                     open.ended_at = Some(at);
@@ -576,6 +693,7 @@ impl FlowState {
                 work.completed_at = Some(at);
                 work.outputs = Some(outputs.clone());
                 work.error = None;
+                work.inactive_until = None;
                 if let Some(a) = work.attempts.last_mut() {
                     a.ended_at = Some(at);
                     a.outcome = Some("success".into());
@@ -589,13 +707,16 @@ impl FlowState {
                 class,
                 http_status,
                 retry_after_ms,
+                problem,
                 ..
             } => {
                 let work = self.work(step_id, token)?;
                 work.status = WorkStatus::Failed;
                 work.completed_at = Some(at);
                 work.next_retry_at = None;
+                work.inactive_until = None;
                 work.error = Some(error.clone());
+                work.problem = problem.clone();
                 // A failure decided while waiting (deadline) ends no attempt.
                 if let Some(a) = work.attempts.last_mut().filter(|a| a.ended_at.is_none()) {
                     a.ended_at = Some(at);
@@ -612,11 +733,14 @@ impl FlowState {
                 class,
                 http_status,
                 retry_after_ms,
+                problem,
                 ..
             } => {
                 let work = self.work(step_id, token)?;
                 work.status = WorkStatus::NotCompleted;
+                work.inactive_until = None;
                 work.error = Some(error.clone());
+                work.problem = problem.clone();
                 if let Some(a) = work.attempts.last_mut() {
                     a.ended_at = Some(at);
                     a.outcome = Some(class.clone());
@@ -639,6 +763,93 @@ impl FlowState {
                 if let Some(a) = work.attempts.last_mut() {
                     a.delay = Some(delay.clone());
                 }
+            }
+            FlowEvent::WorkAccepted {
+                step_id,
+                token,
+                inactive_until,
+                ..
+            }
+            | FlowEvent::WorkHeartbeat {
+                step_id,
+                token,
+                inactive_until,
+                ..
+            } => {
+                self.work(step_id, token)?.inactive_until = Some(*inactive_until);
+            }
+            FlowEvent::WorkTimedOut {
+                step_id,
+                token,
+                error,
+                problem,
+                cancelled,
+                ..
+            } => {
+                let work = self.work(step_id, token)?;
+                work.status = if *cancelled {
+                    WorkStatus::Cancelled
+                } else {
+                    WorkStatus::Failed
+                };
+                work.completed_at = Some(at);
+                work.next_retry_at = None;
+                work.inactive_until = None;
+                work.error = Some(error.clone());
+                work.problem = Some(problem.clone());
+                if let Some(a) = work.attempts.last_mut().filter(|a| a.ended_at.is_none()) {
+                    a.ended_at = Some(at);
+                    a.outcome = Some("timeout".into());
+                    a.error = Some(error.clone());
+                }
+            }
+            FlowEvent::WorkCancelled {
+                step_id,
+                token,
+                reason,
+                ..
+            } => {
+                let work = self.work(step_id, token)?;
+                work.status = WorkStatus::Cancelled;
+                work.completed_at = Some(at);
+                work.next_retry_at = None;
+                work.inactive_until = None;
+                if let Some(a) = work.attempts.last_mut().filter(|a| a.ended_at.is_none()) {
+                    a.ended_at = Some(at);
+                    a.outcome = Some("cancelled".into());
+                    a.error = Some(reason.clone());
+                }
+            }
+            FlowEvent::StepTimedOut {
+                step_id,
+                error,
+                problem,
+                cancelled,
+                ..
+            } => {
+                let exec = self.execution(step_id)?;
+                exec.status = if *cancelled {
+                    StepStatus::Cancelled
+                } else {
+                    StepStatus::Failed
+                };
+                exec.completed_at = Some(at);
+                exec.error = Some(error.clone());
+                exec.problem = Some(problem.clone());
+            }
+            FlowEvent::StepCancelled { step_id, reason, .. } => {
+                let exec = self.execution(step_id)?;
+                exec.status = StepStatus::Cancelled;
+                exec.completed_at = Some(at);
+                exec.reason = Some(reason.clone());
+            }
+            FlowEvent::FlowTimedOut { problem, .. } => {
+                self.problem = Some(problem.clone());
+            }
+            FlowEvent::FlowCancelled { reason, .. } => {
+                self.status = FlowStatus::Cancelled;
+                self.completed_at = Some(at);
+                self.error = Some(reason.clone());
             }
             // Recorded for the reader of the log; the state does not change.
             FlowEvent::WorkLateResult { .. } => return Ok(()),
@@ -682,10 +893,13 @@ impl FlowState {
                 self.status = FlowStatus::Completed;
                 self.completed_at = Some(at);
             }
-            FlowEvent::FlowFailed { error, .. } => {
+            FlowEvent::FlowFailed { error, problem, .. } => {
                 self.status = FlowStatus::Failed;
                 self.completed_at = Some(at);
                 self.error = Some(error.clone());
+                if problem.is_some() {
+                    self.problem = problem.clone();
+                }
             }
             FlowEvent::FlowDeactivated { .. } => {
                 self.deactivated_at = Some(at);

@@ -15,6 +15,7 @@
 //! - `request`: flow start requests and their limits.
 //! - `duration`: the one parser for every duration format.
 //! - `retry`: retry policies (every dialect normalised) and the delay math.
+//! - `timeouts`: timeout policies (step, flow), scope precedence, the timeout problem.
 
 pub mod catalog;
 pub mod duration;
@@ -27,3 +28,4 @@ pub mod plan;
 pub mod request;
 pub mod retry;
 pub mod step;
+pub mod timeouts;

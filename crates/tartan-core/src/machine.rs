@@ -8,11 +8,12 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use crate::flow::{ApplyError, FlowEvent, FlowState, FlowStatus, StepStatus, Time, WorkStatus};
+use crate::flow::{ApplyError, FlowEvent, FlowOptions, FlowState, FlowStatus, StepStatus, Time, WorkStatus};
 use crate::outcome::{PERMANENT, RETRYABLE};
 use crate::plan::{ExecutionPlan, InitArgs};
 use crate::retry::delay;
 use crate::step::{Args, AttributeSpec, Collect, Step};
+use crate::timeouts::{pointer_for_step, pointer_for_work, timeout_problem, OnTimeout, TimeoutScope};
 
 /// What the caller supplies: the clock, the webhook base and new tokens.
 pub struct Context<'a> {
@@ -46,6 +47,12 @@ pub struct Transition {
 pub enum AttemptResult {
     /// 2xx with an object (or nothing): the response's keys.
     Success { outputs: Args, http_status: Option<u16> },
+    /// The call was aborted by a timeout of this scope.
+    TimedOut {
+        scope: TimeoutScope,
+        limit_ms: u64,
+        elapsed_ms: u64,
+    },
     /// Anything else; `class` is `retryable` or `permanent` as the caller
     /// saw it; the step's `retry_on` decides for HTTP statuses.
     Failure {
@@ -97,18 +104,19 @@ pub fn start_flow(
     flow_id: &str,
     plan: ExecutionPlan,
     init: InitArgs,
-    labels: BTreeMap<String, String>,
-    max_step_attempts: u32,
+    options: FlowOptions,
     ctx: &mut Context<'_>,
 ) -> Result<Transition, ApplyError> {
-    let state = FlowState::started(flow_id, &plan, &init, &labels, max_step_attempts, ctx.now);
+    let state = FlowState::started(flow_id, &plan, &init, &options, ctx.now);
     let mut tx = Transition::new(state, ctx.now);
     tx.events.push(FlowEvent::FlowStarted {
         flow_id: flow_id.to_string(),
         plan,
         init,
-        labels,
-        max_step_attempts,
+        labels: options.labels,
+        max_step_attempts: options.max_step_attempts,
+        deadline_at: options.deadline_at,
+        on_timeout: options.on_timeout,
     });
     advance(&mut tx, ctx)?;
     Ok(tx)
@@ -171,9 +179,22 @@ pub fn record_result(
                 error,
                 http_status,
                 retry_after_ms,
+                problem: None,
             };
             record_failure(&mut tx, failure, ctx)?;
         }
+        AttemptResult::TimedOut {
+            scope,
+            limit_ms,
+            elapsed_ms,
+        } => record_timeout(
+            &mut tx,
+            step_id,
+            token,
+            attempt,
+            (scope, limit_ms, elapsed_ms),
+            ctx,
+        )?,
     }
     advance(&mut tx, ctx)?;
     Ok(tx)
@@ -231,6 +252,7 @@ fn start_next_attempt(tx: &mut Transition, step_id: &str, token: &str) -> Result
         token: token.to_string(),
         inputs,
         attempt,
+        deadline_at: None,
     })
 }
 
@@ -243,6 +265,7 @@ struct Failure<'a> {
     error: String,
     http_status: Option<u16>,
     retry_after_ms: Option<u64>,
+    problem: Option<Value>,
 }
 
 /// A failed attempt: schedule a retry when the policy, the budgets and the
@@ -280,10 +303,8 @@ fn record_failure(tx: &mut Transition, f: Failure<'_>, ctx: &mut Context<'_>) ->
             let wait = chrono::Duration::milliseconds(i64::try_from(parts.delay_ms).unwrap_or(i64::MAX));
             let next = tx.now.checked_add_signed(wait).unwrap_or(tx.now);
             let first = work.attempts.first().map(|a| a.started_at).unwrap_or(tx.now);
-            let over_budget = p.max_retry_duration_ms.is_some_and(|b| {
-                let budget = chrono::Duration::milliseconds(i64::try_from(b).unwrap_or(i64::MAX));
-                first.checked_add_signed(budget).is_some_and(|end| next >= end)
-            });
+            let over_budget = p.max_retry_duration_ms.is_some_and(|b| next >= add_ms(first, b))
+                || work.deadline_at.is_some_and(|deadline| next >= deadline);
             if over_budget {
                 Err("deadline")
             } else {
@@ -302,6 +323,7 @@ fn record_failure(tx: &mut Transition, f: Failure<'_>, ctx: &mut Context<'_>) ->
                 class: class.clone(),
                 http_status: f.http_status,
                 retry_after_ms: f.retry_after_ms,
+                problem: f.problem.clone(),
             })?;
             tx.emit(FlowEvent::WorkRetryScheduled {
                 flow_id,
@@ -327,6 +349,7 @@ fn record_failure(tx: &mut Transition, f: Failure<'_>, ctx: &mut Context<'_>) ->
                 http_status: f.http_status,
                 retry_after_ms: f.retry_after_ms,
                 retry_state: Some(retry_state.to_string()),
+                problem: f.problem,
             })?;
             if tx.state.executions.get(f.step_id).map(|e| e.status) == Some(StepStatus::Active) {
                 tx.emit(FlowEvent::StepFailed {
@@ -338,6 +361,293 @@ fn record_failure(tx: &mut Transition, f: Failure<'_>, ctx: &mut Context<'_>) ->
             Ok(())
         }
     }
+}
+
+/// `t + ms`, saturating at the far future.
+fn add_ms(t: Time, ms: u64) -> Time {
+    t.checked_add_signed(chrono::Duration::milliseconds(
+        i64::try_from(ms).unwrap_or(i64::MAX),
+    ))
+    .unwrap_or(t)
+}
+
+/// An attempt aborted by a timeout. The step total timeout ends the work item
+/// and its step (failed, or cancelled with `on_timeout: cancel`); attempt and
+/// inactivity timeouts are retryable failures carrying the timeout problem.
+fn record_timeout(
+    tx: &mut Transition,
+    step_id: &str,
+    token: &str,
+    attempt: u32,
+    (scope, limit_ms, elapsed_ms): (TimeoutScope, u64, u64),
+    ctx: &mut Context<'_>,
+) -> Result<(), ApplyError> {
+    let what = match scope {
+        TimeoutScope::Attempt => "attempt timeout",
+        TimeoutScope::Inactivity => "inactivity timeout",
+        TimeoutScope::Total => "step total timeout",
+        TimeoutScope::Flow => "flow timeout",
+    };
+    let error = format!("{what} after {limit_ms} ms");
+    if scope != TimeoutScope::Total {
+        let failure = Failure {
+            step_id,
+            token,
+            attempt,
+            class: RETRYABLE.into(),
+            error,
+            http_status: None,
+            retry_after_ms: None,
+            problem: Some(timeout_problem(
+                scope,
+                limit_ms,
+                elapsed_ms,
+                &pointer_for_work(step_id, token),
+            )),
+        };
+        return record_failure(tx, failure, ctx);
+    }
+    let cancelled = tx
+        .state
+        .plan
+        .steps
+        .get(step_id)
+        .and_then(|s| s.timeout_policy().ok())
+        .is_some_and(|p| p.on_timeout == OnTimeout::Cancel);
+    let flow_id = tx.state.id.clone();
+    tx.emit(FlowEvent::WorkTimedOut {
+        flow_id: flow_id.clone(),
+        step_id: step_id.to_string(),
+        token: token.to_string(),
+        error: error.clone(),
+        problem: timeout_problem(scope, limit_ms, elapsed_ms, &pointer_for_work(step_id, token)),
+        cancelled,
+    })?;
+    if tx.state.executions.get(step_id).map(|e| e.status) == Some(StepStatus::Active) {
+        tx.emit(FlowEvent::StepTimedOut {
+            flow_id,
+            step_id: step_id.to_string(),
+            error,
+            problem: timeout_problem(scope, limit_ms, elapsed_ms, &pointer_for_step(step_id)),
+            cancelled,
+        })?;
+    }
+    Ok(())
+}
+
+/// An async step accepted attempt `attempt`: start its inactivity window,
+/// when the step has one.
+pub fn accept_async(
+    state: FlowState,
+    step_id: &str,
+    token: &str,
+    attempt: u32,
+    now: Time,
+) -> Result<Transition, ApplyError> {
+    let mut tx = Transition::new(state, now);
+    let window = tx
+        .state
+        .plan
+        .steps
+        .get(step_id)
+        .and_then(|s| s.timeout_policy().ok())
+        .and_then(|p| p.inactivity_ms);
+    let running = tx.state.find_work(step_id, token).is_some_and(|w| {
+        w.status == WorkStatus::Active && w.attempts.last().map(|a| a.number) == Some(attempt)
+    });
+    if let (Some(ms), true) = (window, running) {
+        let flow_id = tx.state.id.clone();
+        tx.emit(FlowEvent::WorkAccepted {
+            flow_id,
+            step_id: step_id.to_string(),
+            token: token.to_string(),
+            attempt,
+            inactive_until: add_ms(now, ms),
+        })?;
+    }
+    Ok(tx)
+}
+
+/// A heartbeat of an async step: its inactivity window starts again.
+pub fn heartbeat(state: FlowState, step_id: &str, token: &str, now: Time) -> Result<Transition, ApplyError> {
+    let mut tx = Transition::new(state, now);
+    let window = tx
+        .state
+        .plan
+        .steps
+        .get(step_id)
+        .and_then(|s| s.timeout_policy().ok())
+        .and_then(|p| p.inactivity_ms);
+    let running = tx
+        .state
+        .find_work(step_id, token)
+        .is_some_and(|w| w.status == WorkStatus::Active);
+    if let (Some(ms), true) = (window, running) {
+        let flow_id = tx.state.id.clone();
+        tx.emit(FlowEvent::WorkHeartbeat {
+            flow_id,
+            step_id: step_id.to_string(),
+            token: token.to_string(),
+            inactive_until: add_ms(now, ms),
+        })?;
+    }
+    Ok(tx)
+}
+
+/// The inactivity window of an accepted async call may have passed.
+pub fn check_inactivity(
+    state: FlowState,
+    step_id: &str,
+    token: &str,
+    ctx: &mut Context<'_>,
+) -> Result<Transition, ApplyError> {
+    let now = ctx.now;
+    let Some(work) = state.find_work(step_id, token) else {
+        return Err(ApplyError::UnknownWork(token.to_string()));
+    };
+    let expired = work.status == WorkStatus::Active && work.inactive_until.is_some_and(|t| t <= now);
+    let attempt = work.attempts.last().map(|a| a.number).unwrap_or(0);
+    let limit = state
+        .plan
+        .steps
+        .get(step_id)
+        .and_then(|s| s.timeout_policy().ok())
+        .and_then(|p| p.inactivity_ms)
+        .unwrap_or(0);
+    let elapsed = work
+        .attempts
+        .last()
+        .map(|a| u64::try_from((now - a.started_at).num_milliseconds()).unwrap_or(0))
+        .unwrap_or(0);
+    if !expired || state.status != FlowStatus::Active {
+        return Ok(Transition::new(state, now));
+    }
+    let result = AttemptResult::TimedOut {
+        scope: TimeoutScope::Inactivity,
+        limit_ms: limit,
+        elapsed_ms: elapsed,
+    };
+    record_result(state, step_id, token, attempt, result, ctx)
+}
+
+/// Why a flow stops before its steps are done.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Stop {
+    /// Its deadline passed.
+    Timeout,
+    /// A client cancelled it.
+    Cancel(String),
+}
+
+/// Stop a flow: every work item that is pending, running or waiting for a
+/// retry is cancelled (the caller aborts the calls in flight), running steps
+/// are cancelled, and the flow fails with the timeout problem or is
+/// cancelled. Nothing happens to a flow that is no longer active.
+pub fn stop_flow(state: FlowState, stop: Stop, ctx: &mut Context<'_>) -> Result<Transition, ApplyError> {
+    let mut tx = Transition::new(state, ctx.now);
+    if tx.state.status != FlowStatus::Active {
+        return Ok(tx);
+    }
+    let flow_id = tx.state.id.clone();
+    let reason = match &stop {
+        Stop::Timeout => "flow timed out".to_string(),
+        Stop::Cancel(r) => r.clone(),
+    };
+    let open: Vec<(String, String, bool)> = tx
+        .state
+        .executions
+        .iter()
+        .flat_map(|(step_id, e)| {
+            let step_active = e.status == StepStatus::Active;
+            e.work_items
+                .iter()
+                .filter(|(_, w)| {
+                    matches!(
+                        w.status,
+                        WorkStatus::Pending | WorkStatus::Active | WorkStatus::NotCompleted
+                    )
+                })
+                .map(move |(token, _)| (step_id.clone(), token.clone(), step_active))
+        })
+        .collect();
+    for (step_id, token, _) in &open {
+        tx.emit(FlowEvent::WorkCancelled {
+            flow_id: flow_id.clone(),
+            step_id: step_id.clone(),
+            token: token.clone(),
+            reason: reason.clone(),
+        })?;
+    }
+    let active_steps: Vec<String> = tx
+        .state
+        .executions
+        .iter()
+        .filter(|(_, e)| e.status == StepStatus::Active)
+        .map(|(id, _)| id.clone())
+        .collect();
+    for step_id in active_steps {
+        tx.emit(FlowEvent::StepCancelled {
+            flow_id: flow_id.clone(),
+            step_id,
+            reason: reason.clone(),
+        })?;
+    }
+    match stop {
+        Stop::Timeout => {
+            let created = tx.state.created_at;
+            let limit = tx
+                .state
+                .deadline_at
+                .map(|d| u64::try_from((d - created).num_milliseconds()).unwrap_or(0))
+                .unwrap_or(0);
+            let elapsed = u64::try_from((tx.now - created).num_milliseconds()).unwrap_or(0);
+            let problem = timeout_problem(TimeoutScope::Flow, limit, elapsed, "/");
+            tx.emit(FlowEvent::FlowTimedOut {
+                flow_id: flow_id.clone(),
+                problem: problem.clone(),
+            })?;
+            if tx.state.on_timeout == Some(OnTimeout::Cancel) {
+                tx.emit(FlowEvent::FlowCancelled {
+                    flow_id: flow_id.clone(),
+                    reason,
+                })?;
+            } else {
+                tx.emit(FlowEvent::FlowFailed {
+                    flow_id: flow_id.clone(),
+                    error: format!("flow timeout of {limit} ms exceeded"),
+                    problem: Some(problem),
+                })?;
+            }
+        }
+        Stop::Cancel(_) => tx.emit(FlowEvent::FlowCancelled {
+            flow_id: flow_id.clone(),
+            reason,
+        })?,
+    }
+    advance(&mut tx, ctx)?;
+    Ok(tx)
+}
+
+/// The flow's deadline may have passed: time it out.
+pub fn flow_deadline(state: FlowState, ctx: &mut Context<'_>) -> Result<Transition, ApplyError> {
+    let due = state.deadline_at.is_some_and(|d| d <= ctx.now);
+    if !due {
+        return Ok(Transition::new(state, ctx.now));
+    }
+    stop_flow(state, Stop::Timeout, ctx)
+}
+
+/// The calls a committed transition cancelled: the caller aborts them.
+pub fn cancelled_calls(tx: &Transition) -> Vec<String> {
+    tx.events
+        .iter()
+        .filter_map(|e| match e {
+            FlowEvent::WorkCancelled { token, .. } | FlowEvent::WorkTimedOut { token, .. } => {
+                Some(token.clone())
+            }
+            _ => None,
+        })
+        .collect()
 }
 
 /// Map a step's response onto its declared outputs, set them as attributes and
@@ -505,6 +815,7 @@ fn advance(tx: &mut Transition, ctx: &mut Context<'_>) -> Result<(), ApplyError>
             tx.emit(FlowEvent::FlowFailed {
                 flow_id: flow_id.clone(),
                 error,
+                problem: None,
             })?;
             break;
         }
@@ -547,12 +858,14 @@ fn advance(tx: &mut Transition, ctx: &mut Context<'_>) -> Result<(), ApplyError>
                         inputs,
                         work_items: BTreeMap::from([(token.clone(), item.clone())]),
                     })?;
+                    let total = step.timeout_policy().ok().and_then(|p| p.total_ms);
                     tx.emit(FlowEvent::WorkStarted {
                         flow_id: flow_id.clone(),
                         step_id,
                         token,
                         inputs: item,
                         attempt: 1,
+                        deadline_at: total.map(|ms| add_ms(tx.now, ms)),
                     })?;
                     progressed = true;
                 }
@@ -593,6 +906,13 @@ fn failed_goal(state: &FlowState) -> Option<String> {
             StepStatus::Skipped => Some(format!(
                 "goal step {goal} skipped: {}",
                 exec.reason.as_deref().unwrap_or("unreachable")
+            )),
+            StepStatus::Cancelled => Some(format!(
+                "goal step {goal} cancelled: {}",
+                exec.error
+                    .as_deref()
+                    .or(exec.reason.as_deref())
+                    .unwrap_or("cancelled")
             )),
             _ => None,
         }

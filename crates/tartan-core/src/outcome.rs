@@ -141,6 +141,7 @@ mod tests {
         match r {
             AttemptResult::Success { .. } => SUCCESS,
             AttemptResult::Failure { class, .. } => class,
+            AttemptResult::TimedOut { .. } => RETRYABLE,
         }
     }
 

@@ -5,8 +5,10 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::error::ValidationError;
+use crate::flow::Time;
 use crate::ids::{sanitize_id, MAX_FLOW_ID_LEN};
 use crate::plan::InitArgs;
+use crate::timeouts::{parse_flow_timeout, OnTimeout};
 
 pub const MAX_GOALS: usize = 64;
 pub const MAX_INIT_KEYS: usize = 128;
@@ -23,10 +25,11 @@ pub struct StartFlow {
     pub init: InitArgs,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub labels: BTreeMap<String, String>,
-    /// Flow-level timeouts arrive with a later release; rejected until then.
-    #[serde(default, skip_serializing)]
+    /// Bounds the whole flow: a duration, or `{"after": duration, "on_timeout": "error"|"cancel"}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout: Option<serde_json::Value>,
-    #[serde(default, skip_serializing)]
+    /// Bounds the whole flow by an absolute time (RFC 3339).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deadline_at: Option<serde_json::Value>,
     /// Cap on the attempts of all work items together; the engine default when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -79,21 +82,44 @@ impl StartFlow {
                 format!("too many labels: maximum is {MAX_LABELS}"),
             ));
         }
-        for field in [
-            ("timeout", self.timeout.is_some()),
-            ("deadline_at", self.deadline_at.is_some()),
-        ] {
-            if field.1 {
-                return Err(ValidationError::new(
-                    field.0,
-                    "flow timeouts are not supported yet",
-                ));
-            }
-        }
         if self.max_step_attempts == Some(0) {
             return Err(ValidationError::new("max_step_attempts", "must be at least 1"));
         }
         self.goals = self.goals.iter().map(|g| sanitize_id(g)).collect();
         Ok(self)
+    }
+
+    /// The flow's deadline and what it does, from `timeout` and `deadline_at`
+    /// (the earlier wins when both are given). `now` is the start time.
+    pub fn deadline(&self, now: Time) -> Result<(Option<Time>, Option<OnTimeout>), ValidationError> {
+        let mut deadline: Option<Time> = None;
+        let mut on_timeout = None;
+        if let Some(v) = self.timeout.as_ref().filter(|v| !v.is_null()) {
+            let (after_ms, on) = parse_flow_timeout(v)?;
+            let after = chrono::Duration::milliseconds(i64::try_from(after_ms).unwrap_or(i64::MAX));
+            let at = now
+                .checked_add_signed(after)
+                .ok_or_else(|| ValidationError::new("timeout", "too far in the future"))?;
+            deadline = Some(at);
+            on_timeout = Some(on);
+        }
+        if let Some(v) = self.deadline_at.as_ref().filter(|v| !v.is_null()) {
+            let text = v
+                .as_str()
+                .ok_or_else(|| ValidationError::new("deadline_at", "must be an RFC 3339 time string"))?;
+            let at = chrono::DateTime::parse_from_rfc3339(text)
+                .map_err(|e| {
+                    ValidationError::new("deadline_at", format!("invalid RFC 3339 time {text:?}: {e}"))
+                })?
+                .with_timezone(&chrono::Utc);
+            if at <= now {
+                return Err(ValidationError::new(
+                    "deadline_at",
+                    format!("{text:?} is not in the future"),
+                ));
+            }
+            deadline = Some(deadline.map_or(at, |d| d.min(at)));
+        }
+        Ok((deadline, on_timeout))
     }
 }

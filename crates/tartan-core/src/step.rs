@@ -14,6 +14,7 @@ use crate::duration::{parse_duration, DurationKind};
 use crate::error::ValidationError;
 use crate::ids::sanitize_id;
 use crate::retry::{RetryDefaults, RetryPolicy};
+use crate::timeouts::TimeoutPolicy;
 
 /// A JSON object of named values (inputs, outputs).
 pub type Args = serde_json::Map<String, Value>;
@@ -55,10 +56,14 @@ pub struct Step {
     /// client sends is replaced when the step is normalised.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub effective_retry: Option<Value>,
-    /// Step timeout policies arrive with a later release; until then they are
-    /// rejected rather than silently ignored.
-    #[serde(default, skip_serializing)]
+    /// Timeouts (`attempt`, `inactivity`, `total`, `on_timeout`, or Steep's
+    /// `maxRuntime`, `maxInactivity`, `deadline`), kept as given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeouts: Option<Value>,
+    /// The normalised timeouts, every value explicit. Read-only, like
+    /// `effective_retry`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub effective_timeouts: Option<Value>,
 }
 
 /// How a step is called over HTTP.
@@ -576,6 +581,14 @@ impl Step {
         self.with_effective_retry(&RetryDefaults::from_work_defaults(defaults)?)
     }
 
+    /// The step's normalised timeouts (the attempt timeout may come from
+    /// `http.timeout`, `timeouts` or a Serverless Workflow retry policy).
+    pub fn timeout_policy(&self) -> Result<TimeoutPolicy, ValidationError> {
+        let http_ms = self.http.as_ref().map(|h| h.timeout).unwrap_or(0);
+        let sw_attempt = self.retry_policy()?.attempt_timeout_ms;
+        TimeoutPolicy::from_step(self.timeouts.as_ref(), http_ms, sw_attempt)
+    }
+
     /// The step's normalised retry policy.
     pub fn retry_policy(&self) -> Result<RetryPolicy, ValidationError> {
         let work = self
@@ -600,6 +613,12 @@ impl Step {
         self.effective_retry = Some(
             serde_json::to_value(&policy)
                 .map_err(|e| ValidationError::new("effective_retry", e.to_string()))?,
+        );
+        let http_ms = self.http.as_ref().map(|h| h.timeout).unwrap_or(0);
+        let timeouts = TimeoutPolicy::from_step(self.timeouts.as_ref(), http_ms, policy.attempt_timeout_ms)?;
+        self.effective_timeouts = Some(
+            serde_json::to_value(&timeouts)
+                .map_err(|e| ValidationError::new("effective_timeouts", e.to_string()))?,
         );
         Ok(self)
     }
@@ -628,9 +647,6 @@ impl Step {
         }
         if self.predicate.is_some() {
             return Err(not_supported("predicate", "step predicates"));
-        }
-        if self.timeouts.is_some() {
-            return Err(not_supported("timeouts", "step timeout policies"));
         }
         for (name, attr) in &self.attributes {
             if name.is_empty() {

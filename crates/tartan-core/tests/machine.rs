@@ -5,14 +5,13 @@
 
 mod common;
 
-use std::collections::BTreeMap;
-
 use chrono::{Duration, TimeZone, Utc};
 use common::{catalog, chain_def, goals, init, sync_def};
 use serde_json::{json, Value};
 use tartan_core::catalog::Catalog;
 use tartan_core::flow::{
-    ApplyError, AttributeValue, FlowEvent, FlowState, FlowStatus, StepStatus, Time, WorkState, WorkStatus,
+    ApplyError, AttributeValue, FlowEvent, FlowOptions, FlowState, FlowStatus, StepStatus, Time, WorkState,
+    WorkStatus,
 };
 use tartan_core::machine::{
     record_result, redispatch, start_flow, AttemptResult, Context, Dispatch, Transition,
@@ -90,7 +89,7 @@ impl Run {
                 new_token: &mut new_token,
                 random: &mut || 0.5,
             };
-            start_flow(FLOW, plan, init, BTreeMap::new(), 1000, &mut ctx).unwrap()
+            start_flow(FLOW, plan, init, FlowOptions::default(), &mut ctx).unwrap()
         };
         let mut run = Run {
             state: tx.state.clone(),
@@ -592,6 +591,7 @@ fn redispatching_an_active_item_starts_the_next_attempt_with_the_same_token() {
             token: "tok-1".into(),
             inputs: item_inputs,
             attempt: 2,
+            deadline_at: None,
         }]
     );
     assert_eq!(tx.dispatches(), [dispatch("a", "tok-1", 2)]);

@@ -445,7 +445,6 @@ fn features_of_later_releases_are_rejected_by_name() {
             with(json!({ "predicate": { "language": "lua", "script": "true" } })),
             "predicate",
         ),
-        (with(json!({ "timeouts": { "total": "1m" } })), "timeouts"),
         (
             with_attr(json!({ "role": "required", "required": { "for_each": true } })),
             "attributes.x.required.for_each",

@@ -8,6 +8,7 @@ use tartan_core::machine::AttemptResult;
 use tartan_core::outcome::{classify_response, classify_transport};
 use tartan_core::retry::parse_retry_after;
 use tartan_core::step::{endpoint_params, Args, Step};
+use tartan_core::timeouts::TimeoutScope;
 
 /// Characters escaped in a path segment (RFC 3986 `pchar` complement).
 const SEGMENT: &AsciiSet = &CONTROLS
@@ -37,7 +38,13 @@ pub(crate) struct Call {
     pub attempt: u32,
     pub inputs: Args,
     pub webhook_url: Option<String>,
+    /// How long this attempt may take, and which timeout that is.
     pub timeout: Duration,
+    pub timeout_scope: TimeoutScope,
+    /// The configured length of that timeout, for the problem's detail.
+    pub timeout_limit_ms: u64,
+    /// When that timeout's scope started (the attempt, or the first attempt).
+    pub scope_start: chrono::DateTime<chrono::Utc>,
 }
 
 /// Replace `{name}` placeholders with path-escaped input values.
@@ -120,7 +127,12 @@ pub(crate) async fn perform(http: &reqwest::Client, call: &Call) -> AttemptResul
             result
         }
         Ok(Err(e)) => classify_transport(transport_text(&e)),
-        Err(_) => classify_transport(format!("attempt timeout after {} ms", call.timeout.as_millis())),
+        Err(_) => AttemptResult::TimedOut {
+            scope: call.timeout_scope,
+            limit_ms: call.timeout_limit_ms,
+            elapsed_ms: u64::try_from((chrono::Utc::now() - call.scope_start).num_milliseconds())
+                .unwrap_or(0),
+        },
     }
 }
 

@@ -17,6 +17,8 @@ pub enum EngineError {
     FlowExists(String),
     #[error("flow not found: {0}")]
     FlowNotFound(String),
+    #[error("flow {0} is {1}, not active")]
+    FlowTerminal(String, &'static str),
     #[error("the engine is shutting down")]
     ShuttingDown,
     #[error(transparent)]

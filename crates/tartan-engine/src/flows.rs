@@ -9,16 +9,20 @@ use std::sync::{Arc, Mutex as StdMutex};
 
 use chrono::{DateTime, SubsecRound, Utc};
 use tartan_core::error::PlanError;
+use tartan_core::flow::FlowOptions;
 use tartan_core::flow::{ApplyError, FlowEvent, FlowState, WorkStatus};
-use tartan_core::machine::{self, AttemptResult, Context, Transition};
+use tartan_core::machine::{self, AttemptResult, Context, Stop, Transition};
 use tartan_core::outcome::{default_retryable, PERMANENT, RETRYABLE};
 use tartan_core::plan::start_plan;
 use tartan_core::request::StartFlow;
 use tartan_core::step::Args;
+use tartan_core::timeouts::TimeoutScope;
 use tartan_store::{FlowCommit, StoreError, WorkRow};
 use tokio::sync::Mutex;
+use tokio_util::sync::CancellationToken;
 
 use crate::dispatch::{self, Call};
+use crate::timers::Timer;
 use crate::{Engine, EngineError};
 
 /// What `start_flow` did.
@@ -87,6 +91,8 @@ impl Engine {
         }
         let request = request.normalize()?;
         let text = serde_json::to_string(&request).map_err(|e| EngineError::Internal(e.to_string()))?;
+        // Validate the deadline before anything else can answer.
+        let (deadline_at, on_timeout) = request.deadline(now())?;
         if let Some(existing) = self.inner.store.flow_request(&request.id).await? {
             return same_request(&request.id, &existing, &text);
         }
@@ -101,18 +107,16 @@ impl Engine {
         };
         let slot = self.inner.flows.slot(&request.id);
         let mut guard = slot.lock().await;
-        let cap = request
-            .max_step_attempts
-            .unwrap_or(self.inner.config.max_step_attempts);
+        let options = FlowOptions {
+            labels: request.labels.clone(),
+            max_step_attempts: request
+                .max_step_attempts
+                .unwrap_or(self.inner.config.max_step_attempts),
+            deadline_at,
+            on_timeout,
+        };
         let tx = self.decision_context(|ctx| {
-            machine::start_flow(
-                &request.id,
-                plan,
-                request.init.clone(),
-                request.labels.clone(),
-                cap,
-                ctx,
-            )
+            machine::start_flow(&request.id, plan, request.init.clone(), options, ctx)
         })?;
         let commit = self.commit_for(&tx, 0, Some(text.clone()));
         match self.inner.writer.commit(commit).await {
@@ -139,7 +143,7 @@ impl Engine {
         if done {
             self.inner.flows.forget(&request.id);
         }
-        self.dispatch(&tx);
+        self.after_commit(&tx);
         Ok(StartOutcome::Started)
     }
 
@@ -255,8 +259,7 @@ impl Engine {
                     if done {
                         self.inner.flows.forget(flow_id);
                     }
-                    self.schedule_retries(&tx);
-                    self.dispatch(&tx);
+                    self.after_commit(&tx);
                     return Ok(());
                 }
                 Err(StoreError::Conflict(_)) => {
@@ -297,14 +300,15 @@ impl Engine {
                 FlowEvent::WorkStarted { step_id, token, .. }
                 | FlowEvent::WorkSucceeded { step_id, token, .. }
                 | FlowEvent::WorkFailed { step_id, token, .. }
-                | FlowEvent::WorkRetryScheduled { step_id, token, .. } => {
-                    Some((step_id.clone(), token.clone()))
-                }
+                | FlowEvent::WorkRetryScheduled { step_id, token, .. }
+                | FlowEvent::WorkAccepted { step_id, token, .. }
+                | FlowEvent::WorkHeartbeat { step_id, token, .. }
+                | FlowEvent::WorkTimedOut { step_id, token, .. }
+                | FlowEvent::WorkCancelled { step_id, token, .. } => Some((step_id.clone(), token.clone())),
                 _ => None,
             })
             .collect();
-        let lease_len = chrono::Duration::from_std(self.inner.config.step_timeout + self.inner.config.lease)
-            .unwrap_or(chrono::Duration::MAX);
+        let lease_len = self.lease_length();
         let work = touched
             .into_iter()
             .filter_map(|(step_id, token)| {
@@ -324,7 +328,7 @@ impl Engine {
                     status: w.status,
                     attempt: w.attempts.last().map(|a| a.number).unwrap_or(0),
                     retry_count: w.retry_count,
-                    due_at: w.next_retry_at,
+                    due_at: w.next_retry_at.or(w.inactive_until),
                     lease_owner: active.then(|| self.inner.config.node_id.clone()),
                     lease_expires_at: lease_until,
                     created_at: tx.now,
@@ -343,24 +347,64 @@ impl Engine {
         }
     }
 
-    /// Arm the timers of the retries a committed transition scheduled.
-    fn schedule_retries(&self, tx: &Transition) {
+    /// What a committed transition asks of this process: abort the calls it
+    /// cancelled, arm the timers it set, start the calls it made active.
+    fn after_commit(&self, tx: &Transition) {
+        for token in machine::cancelled_calls(tx) {
+            self.abort_call(&token);
+        }
+        let key = |step_id: &String, token: &String| tartan_store::WorkKey {
+            flow_id: tx.state.id.clone(),
+            step_id: step_id.clone(),
+            token: token.clone(),
+        };
         for e in &tx.events {
-            if let FlowEvent::WorkRetryScheduled {
-                step_id,
-                token,
-                next_retry_at,
-                ..
-            } = e
-            {
-                let key = tartan_store::WorkKey {
-                    flow_id: tx.state.id.clone(),
-                    step_id: step_id.clone(),
-                    token: token.clone(),
-                };
-                self.inner.timers.schedule(key, *next_retry_at, false);
+            match e {
+                FlowEvent::WorkRetryScheduled {
+                    step_id,
+                    token,
+                    next_retry_at,
+                    ..
+                } => self.inner.timers.schedule(
+                    Timer::Retry {
+                        key: key(step_id, token),
+                        claim: false,
+                    },
+                    *next_retry_at,
+                ),
+                FlowEvent::WorkAccepted {
+                    step_id,
+                    token,
+                    inactive_until,
+                    ..
+                }
+                | FlowEvent::WorkHeartbeat {
+                    step_id,
+                    token,
+                    inactive_until,
+                    ..
+                } => self
+                    .inner
+                    .timers
+                    .schedule(Timer::Inactivity(key(step_id, token)), *inactive_until),
+                FlowEvent::FlowStarted {
+                    flow_id,
+                    deadline_at: Some(deadline),
+                    ..
+                } => self
+                    .inner
+                    .timers
+                    .schedule(Timer::FlowDeadline(flow_id.clone()), *deadline),
+                _ => {}
             }
         }
+        self.dispatch(tx);
+    }
+
+    /// How long a lease holds: the attempt timeout plus `TARTAN_LEASE`.
+    pub(crate) fn lease_length(&self) -> chrono::Duration {
+        chrono::Duration::from_std(self.inner.config.step_timeout + self.inner.config.lease)
+            .unwrap_or(chrono::Duration::MAX)
     }
 
     /// Start the calls a committed transition made active.
@@ -372,10 +416,22 @@ impl Engine {
             let Some(work) = tx.state.find_work(&d.step_id, &d.token) else {
                 continue;
             };
-            let timeout = match step.http.as_ref().map(|h| h.timeout) {
-                Some(ms) if ms > 0 => std::time::Duration::from_millis(ms),
-                _ => self.inner.config.step_timeout,
-            };
+            // The attempt timeout, cut short by the step's total deadline
+            // when that comes first (then the total timeout is what fires).
+            let default_ms = u64::try_from(self.inner.config.step_timeout.as_millis()).unwrap_or(u64::MAX);
+            let policy = step.timeout_policy().ok();
+            let attempt_ms = policy.as_ref().map_or(default_ms, |p| p.attempt_or(default_ms));
+            let mut bound = (attempt_ms, TimeoutScope::Attempt, attempt_ms, tx.now);
+            if let (Some(deadline), Some(total)) =
+                (work.deadline_at, policy.as_ref().and_then(|p| p.total_ms))
+            {
+                let remaining = u64::try_from((deadline - tx.now).num_milliseconds()).unwrap_or(0);
+                if remaining < attempt_ms {
+                    let first = work.attempts.first().map_or(tx.now, |a| a.started_at);
+                    bound = (remaining, TimeoutScope::Total, total, first);
+                }
+            }
+            let (timeout_ms, timeout_scope, timeout_limit_ms, scope_start) = bound;
             let webhook_url = step.is_async().then(|| {
                 machine::webhook_url(
                     &self.inner.config.webhook_base_url,
@@ -391,7 +447,10 @@ impl Engine {
                 attempt: d.attempt,
                 inputs: work.inputs.clone(),
                 webhook_url,
-                timeout,
+                timeout: std::time::Duration::from_millis(timeout_ms),
+                timeout_scope,
+                timeout_limit_ms,
+                scope_start,
             });
         }
     }
@@ -401,18 +460,84 @@ impl Engine {
             // Left active under this node's lease; the next start resumes it.
             return;
         }
+        let cancel = CancellationToken::new();
+        self.in_flight().insert(call.token.clone(), cancel.clone());
         let engine = self.clone();
         self.inner.tasks.spawn(async move {
-            let Ok(_permit) = engine.inner.calls.clone().acquire_owned().await else {
-                return;
+            let outcome = tokio::select! {
+                r = async {
+                    let _permit = engine.inner.calls.clone().acquire_owned().await.ok()?;
+                    Some(dispatch::perform(&engine.inner.http, &call).await)
+                } => r,
+                // The flow was cancelled or timed out: dropping the request
+                // closes its connection; the decision is already recorded.
+                _ = cancel.cancelled() => None,
             };
-            let result = dispatch::perform(&engine.inner.http, &call).await;
-            // An async step's 2xx only means "accepted": its webhook decides.
+            engine.in_flight().remove(&call.token);
+            let Some(result) = outcome else { return };
             if call.step.is_async() && matches!(result, AttemptResult::Success { .. }) {
+                // A 2xx from an async step means "accepted": its webhook decides.
+                let accepted = engine
+                    .decide(&call.flow_id, |state, ctx| {
+                        machine::accept_async(state, &call.step.id, &call.token, call.attempt, ctx.now)
+                    })
+                    .await;
+                if let Err(e) = accepted {
+                    tracing::error!(flow_id = %call.flow_id, token = %call.token, "recording acceptance failed: {e}");
+                }
                 return;
             }
             engine.record(&call, result).await;
         });
+    }
+
+    fn in_flight(&self) -> std::sync::MutexGuard<'_, HashMap<String, CancellationToken>> {
+        self.inner.in_flight.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Abort the call in flight for `token`, if this process has one.
+    fn abort_call(&self, token: &str) {
+        if let Some(cancel) = self.in_flight().remove(token) {
+            cancel.cancel();
+        }
+    }
+
+    /// Cancel an active flow: no new work, calls in flight aborted.
+    pub async fn cancel_flow(&self, flow_id: &str) -> Result<(), EngineError> {
+        let state = self.flow(flow_id).await?;
+        if state.status != tartan_core::flow::FlowStatus::Active {
+            return Err(EngineError::FlowTerminal(
+                flow_id.to_string(),
+                state.status.as_str(),
+            ));
+        }
+        self.decide(flow_id, |state, ctx| {
+            machine::stop_flow(state, Stop::Cancel("cancelled by request".into()), ctx)
+        })
+        .await
+    }
+
+    /// An async step's heartbeat: its inactivity window starts again.
+    pub async fn heartbeat(
+        &self,
+        flow_id: &str,
+        step_id: &str,
+        token: &str,
+    ) -> Result<Result<(), WebhookRefusal>, EngineError> {
+        let Some(loaded) = self.inner.store.load_flow(flow_id).await? else {
+            return Ok(Err(WebhookRefusal::UnknownFlow));
+        };
+        let Some(exec) = loaded.state.executions.get(step_id) else {
+            return Ok(Err(WebhookRefusal::UnknownStep));
+        };
+        if !exec.work_items.contains_key(token) {
+            return Ok(Err(WebhookRefusal::UnknownToken));
+        }
+        self.decide(flow_id, |state, ctx| {
+            machine::heartbeat(state, step_id, token, ctx.now)
+        })
+        .await?;
+        Ok(Ok(()))
     }
 }
 

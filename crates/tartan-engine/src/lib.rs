@@ -53,6 +53,8 @@ struct Inner {
     writer: writer::Writer,
     timers: timers::Timers,
     http: reqwest::Client,
+    /// Cancellation of each call in flight, by receipt token.
+    in_flight: std::sync::Mutex<std::collections::HashMap<String, CancellationToken>>,
     /// Bounds the calls in flight in this process.
     calls: Arc<tokio::sync::Semaphore>,
     /// Fires when the engine stops taking new work.
@@ -79,6 +81,7 @@ impl Engine {
                 catalog,
                 flows: flows::FlowLocks::default(),
                 timers: timers::Timers::default(),
+                in_flight: std::sync::Mutex::default(),
                 http,
                 stopping: CancellationToken::new(),
                 tasks: TaskTracker::new(),

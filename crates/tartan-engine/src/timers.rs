@@ -1,8 +1,9 @@
-//! Timers: work items waiting for their retry, in a heap ordered by due
-//! time. One task sleeps until the earliest is due; nothing polls. The heap
-//! is a cache of the `due_us` column: it is rebuilt from the database at start
-//! and topped up by a slow sweep (the safety net for retries another process
-//! scheduled).
+//! Timers: retries due later, inactivity windows of accepted async calls,
+//! flow deadlines, in one heap ordered by due time. One task sleeps until the
+//! earliest is due; nothing polls. The heap is a cache of timestamps in the
+//! database (`work_items.due_us`, `flows.deadline_us`): it is rebuilt at start
+//! and topped up by a slow sweep, the safety net for timers another process
+//! set or that lie further ahead than the sweep's horizon.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashSet};
@@ -11,14 +12,38 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use tartan_core::machine;
-use tartan_store::{Claim, WorkKey};
+use tartan_store::{Claim, ScheduledTimer, WorkKey};
 use tokio::sync::Notify;
 
 use crate::Engine;
 
-/// How often the database is swept for retries due soon that this process
-/// does not hold in memory (scheduled by another process, or hours ago).
+/// How often the database is swept for timers this process does not hold.
 const SWEEP_EVERY: Duration = Duration::from_secs(30);
+
+/// What a timer does when it fires.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Timer {
+    /// Start a retry. `claim`: found in the database, so lease it first;
+    /// retries this process scheduled already hold its lease.
+    Retry { key: WorkKey, claim: bool },
+    /// Fail an accepted async call that went quiet.
+    Inactivity(WorkKey),
+    /// Time the flow out.
+    FlowDeadline(String),
+}
+
+impl Timer {
+    /// One entry per thing and time: a sweep does not add what is already
+    /// there. An inactivity window moved by a heartbeat is a new entry; the
+    /// old one fires, finds the window open and does nothing.
+    fn identity(&self, due_us: i64) -> String {
+        match self {
+            Timer::Retry { key, .. } => format!("r:{}", key.token),
+            Timer::Inactivity(key) => format!("i:{}:{due_us}", key.token),
+            Timer::FlowDeadline(flow) => format!("f:{flow}"),
+        }
+    }
+}
 
 #[derive(Default)]
 pub(crate) struct Timers {
@@ -29,50 +54,36 @@ pub(crate) struct Timers {
 
 #[derive(Default)]
 struct TimerState {
-    /// (due time, item, whether it must be claimed first).
-    heap: BinaryHeap<Reverse<(i64, WorkKey, bool)>>,
-    /// Tokens in the heap, so that a sweep does not add them twice.
+    heap: BinaryHeap<Reverse<(i64, Timer)>>,
     known: HashSet<String>,
 }
 
 impl Timers {
-    /// Fire `key` at `due`. `claim`: the item was found in the database
-    /// (after a restart, or scheduled by another process) and must be leased
-    /// before it starts; retries this process scheduled already hold its lease.
-    pub(crate) fn schedule(&self, key: WorkKey, due: DateTime<Utc>, claim: bool) {
+    pub(crate) fn schedule(&self, timer: Timer, due: DateTime<Utc>) {
         let due_us = due.timestamp_micros();
         let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
-        if !st.known.insert(key.token.clone()) {
+        if !st.known.insert(timer.identity(due_us)) {
             return;
         }
-        let earliest = st.heap.peek().map(|Reverse((t, _, _))| *t);
-        st.heap.push(Reverse((due_us, key, claim)));
+        let earliest = st.heap.peek().map(|Reverse((t, _))| *t);
+        st.heap.push(Reverse((due_us, timer)));
         drop(st);
         if earliest.is_none_or(|t| due_us < t) {
             self.changed.notify_one();
         }
     }
 
-    /// Everything due by `now_us`, removed from the heap (split into items to
-    /// claim and items already leased here); and the next due time.
-    fn take_due(&self, now_us: i64) -> (Vec<WorkKey>, Vec<WorkKey>, Option<i64>) {
+    /// Everything due by `now_us`, removed from the heap; and the next due time.
+    fn take_due(&self, now_us: i64) -> (Vec<Timer>, Option<i64>) {
         let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
-        let (mut to_claim, mut owned) = (Vec::new(), Vec::new());
-        while let Some(Reverse((t, _, _))) = st.heap.peek() {
-            if *t > now_us {
-                break;
-            }
-            if let Some(Reverse((_, key, claim))) = st.heap.pop() {
-                st.known.remove(&key.token);
-                if claim {
-                    to_claim.push(key);
-                } else {
-                    owned.push(key);
-                }
+        let mut due = Vec::new();
+        while st.heap.peek().is_some_and(|Reverse((t, _))| *t <= now_us) {
+            if let Some(Reverse((t, timer))) = st.heap.pop() {
+                st.known.remove(&timer.identity(t));
+                due.push(timer);
             }
         }
-        let next = st.heap.peek().map(|Reverse((t, _, _))| *t);
-        (to_claim, owned, next)
+        (due, st.heap.peek().map(|Reverse((t, _))| *t))
     }
 
     pub(crate) fn len(&self) -> usize {
@@ -81,28 +92,34 @@ impl Timers {
 }
 
 impl Engine {
-    /// Load every scheduled retry from the database into the heap.
+    /// Load the timers due before the sweep after next from the database.
     pub(crate) async fn load_timers(&self) -> Result<(), crate::EngineError> {
-        // Only what falls due before the sweep after next: later retries
-        // are picked up by later sweeps, so the heap holds minutes, not hours.
         let horizon =
             Utc::now() + chrono::Duration::from_std(SWEEP_EVERY * 2).unwrap_or(chrono::Duration::MAX);
-        for (key, due) in self.inner.store.scheduled_work(horizon).await? {
-            self.inner.timers.schedule(key, due, true);
+        for t in self.inner.store.scheduled_work(horizon).await? {
+            let (timer, due) = match t {
+                ScheduledTimer::Retry(key, due) => (Timer::Retry { key, claim: true }, due),
+                ScheduledTimer::Inactivity(key, due) => (Timer::Inactivity(key), due),
+                ScheduledTimer::FlowDeadline(flow, due) => (Timer::FlowDeadline(flow), due),
+            };
+            self.inner.timers.schedule(timer, due);
         }
         Ok(())
     }
 
-    /// The timer loop: sleep until the earliest due item, start it, repeat.
+    /// The timer loop: sleep until the earliest timer, fire what is due, repeat.
     pub(crate) fn spawn_timer_loop(&self) {
         let engine = self.clone();
         tokio::spawn(async move {
             let mut next_sweep = tokio::time::Instant::now() + SWEEP_EVERY;
             loop {
-                let now = Utc::now();
-                let (to_claim, owned, next) = engine.inner.timers.take_due(now.timestamp_micros());
-                for key in owned {
-                    engine.start_retry(key);
+                let (due, next) = engine.inner.timers.take_due(Utc::now().timestamp_micros());
+                let mut to_claim = Vec::new();
+                for timer in due {
+                    match timer {
+                        Timer::Retry { key, claim: true } => to_claim.push(key),
+                        other => engine.fire(other),
+                    }
                 }
                 if !to_claim.is_empty() {
                     engine.claim_and_fire(to_claim);
@@ -121,49 +138,64 @@ impl Engine {
                 if tokio::time::Instant::now() >= next_sweep {
                     next_sweep = tokio::time::Instant::now() + SWEEP_EVERY;
                     if let Err(e) = engine.load_timers().await {
-                        tracing::warn!("sweep for scheduled retries failed: {e}");
+                        tracing::warn!("sweep for timers failed: {e}");
                     }
                 }
             }
         });
     }
 
-    /// Claim due work items by lease (another process sharing the database
-    /// may have them in its heap too) and start the retries this one got.
+    /// Claim due retries by lease (another process sharing the database may
+    /// hold them in its heap too) and start the ones this process got.
     fn claim_and_fire(&self, due: Vec<WorkKey>) {
         let engine = self.clone();
         self.inner.tasks.spawn(async move {
             let now = Utc::now();
-            let lease =
-                chrono::Duration::from_std(engine.inner.config.step_timeout + engine.inner.config.lease)
-                    .unwrap_or(chrono::Duration::MAX);
             let claim = Claim {
                 node: engine.inner.config.node_id.clone(),
                 now,
-                lease_until: now + lease,
+                lease_until: now + engine.lease_length(),
                 limit: due.len(),
             };
             let tokens: Vec<String> = due.iter().map(|k| k.token.clone()).collect();
             match engine.inner.store.claim_due_work(&claim, &tokens).await {
-                Ok(claimed) => claimed.into_iter().for_each(|key| engine.start_retry(key)),
+                Ok(claimed) => claimed
+                    .into_iter()
+                    .for_each(|key| engine.fire(Timer::Retry { key, claim: false })),
                 // The due times are in the database: the next sweep retries.
                 Err(e) => tracing::error!("claiming due retries failed: {e}"),
             }
         });
     }
 
-    /// Start the next attempt of a due item. Each retry is its own decision;
-    /// started together, their commits share the writer's batches.
-    fn start_retry(&self, key: WorkKey) {
+    /// Carry out one due timer as its own decision; fired together, their
+    /// commits share the writer's batches.
+    fn fire(&self, timer: Timer) {
         let engine = self.clone();
         self.inner.tasks.spawn(async move {
-            let outcome = engine
-                .decide(&key.flow_id, |state, ctx| {
-                    machine::start_retry(state, &key.step_id, &key.token, ctx.now)
-                })
-                .await;
+            let (flow_id, outcome) = match &timer {
+                Timer::Retry { key, .. } => (
+                    &key.flow_id,
+                    engine
+                        .decide(&key.flow_id, |state, ctx| {
+                            machine::start_retry(state, &key.step_id, &key.token, ctx.now)
+                        })
+                        .await,
+                ),
+                Timer::Inactivity(key) => (
+                    &key.flow_id,
+                    engine
+                        .decide(&key.flow_id, |state, ctx| {
+                            machine::check_inactivity(state, &key.step_id, &key.token, ctx)
+                        })
+                        .await,
+                ),
+                Timer::FlowDeadline(flow_id) => {
+                    (flow_id, engine.decide(flow_id, machine::flow_deadline).await)
+                }
+            };
             if let Err(e) = outcome {
-                tracing::error!(flow_id = %key.flow_id, token = %key.token, "starting a retry failed: {e}");
+                tracing::error!(%flow_id, "timer {timer:?} failed: {e}");
             }
         });
     }

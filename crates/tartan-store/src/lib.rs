@@ -89,12 +89,12 @@ pub trait Store: Send + Sync + 'static {
 
     async fn query_work(&self, query: &WorkQuery) -> Result<WorkPage, StoreError>;
 
-    /// Work items of active flows whose retry is due before `before`, with
-    /// their due times.
+    /// Timers of active flows due before `before`: retries, inactivity
+    /// windows of accepted async calls, flow deadlines.
     async fn scheduled_work(
         &self,
         before: chrono::DateTime<chrono::Utc>,
-    ) -> Result<Vec<(WorkKey, chrono::DateTime<chrono::Utc>)>, StoreError>;
+    ) -> Result<Vec<ScheduledTimer>, StoreError>;
 
     /// Lease those of `tokens` whose retry is due and that no other node holds
     /// to `claim.node`; returns the ones it got.

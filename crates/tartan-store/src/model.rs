@@ -146,6 +146,17 @@ pub struct WorkKey {
     pub token: String,
 }
 
+/// A timer found in the database.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ScheduledTimer {
+    /// A work item waiting for its retry.
+    Retry(WorkKey, Time),
+    /// An accepted async call's inactivity window.
+    Inactivity(WorkKey, Time),
+    /// A flow's deadline.
+    FlowDeadline(String, Time),
+}
+
 /// Microseconds since the epoch, as times are stored.
 pub fn to_us(t: Time) -> i64 {
     t.timestamp_micros()

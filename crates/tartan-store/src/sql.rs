@@ -140,9 +140,9 @@ impl SqlStore {
                 states.push(json_text(&batch[i].state)?);
             }
             let sql = format!(
-                "INSERT INTO flows (id, status, sequence, created_us, updated_us, completed_us, deactivated_us, request, state) \
+                "INSERT INTO flows (id, status, sequence, created_us, updated_us, completed_us, deactivated_us, request, state, deadline_us) \
                  VALUES {} ON CONFLICT (id) DO NOTHING RETURNING id",
-                values_list(self.backend, chunk.len(), 9)
+                values_list(self.backend, chunk.len(), 10)
             );
             let mut q = sqlx::query(&sql);
             for (&i, state) in chunk.iter().zip(states) {
@@ -156,7 +156,8 @@ impl SqlStore {
                     .bind(c.state.completed_at.map(to_us))
                     .bind(c.state.deactivated_at.map(to_us))
                     .bind(c.request.clone().unwrap_or_default())
-                    .bind(state);
+                    .bind(state)
+                    .bind(c.state.deadline_at.map(to_us));
             }
             let inserted: std::collections::HashSet<String> = q
                 .fetch_all(&mut *tx)
@@ -664,26 +665,41 @@ impl Store for SqlStore {
     async fn scheduled_work(
         &self,
         before: chrono::DateTime<chrono::Utc>,
-    ) -> Result<Vec<(WorkKey, chrono::DateTime<chrono::Utc>)>, StoreError> {
+    ) -> Result<Vec<ScheduledTimer>, StoreError> {
+        let mut timers = Vec::new();
         let rows = sqlx::query(
-            "SELECT w.flow_id, w.step_id, w.token, w.due_us FROM work_items w JOIN flows f ON f.id = w.flow_id \
-             WHERE w.status = 'not_completed' AND w.due_us < $1 AND f.status = 'active'",
+            "SELECT w.flow_id, w.step_id, w.token, w.status, w.due_us FROM work_items w JOIN flows f ON f.id = w.flow_id \
+             WHERE w.due_us < $1 AND w.status IN ('not_completed', 'active') AND f.status = 'active'",
         )
         .bind(to_us(before))
         .fetch_all(&self.read)
         .await?;
-        rows.iter()
-            .map(|r| {
-                Ok((
-                    WorkKey {
-                        flow_id: r.try_get("flow_id")?,
-                        step_id: r.try_get("step_id")?,
-                        token: r.try_get("token")?,
-                    },
-                    from_us(r.try_get("due_us")?),
-                ))
-            })
-            .collect()
+        for r in &rows {
+            let key = WorkKey {
+                flow_id: r.try_get("flow_id")?,
+                step_id: r.try_get("step_id")?,
+                token: r.try_get("token")?,
+            };
+            let due = from_us(r.try_get("due_us")?);
+            let status: String = r.try_get("status")?;
+            timers.push(if status == "active" {
+                ScheduledTimer::Inactivity(key, due)
+            } else {
+                ScheduledTimer::Retry(key, due)
+            });
+        }
+        let flows =
+            sqlx::query("SELECT id, deadline_us FROM flows WHERE status = 'active' AND deadline_us < $1")
+                .bind(to_us(before))
+                .fetch_all(&self.read)
+                .await?;
+        for r in &flows {
+            timers.push(ScheduledTimer::FlowDeadline(
+                r.try_get("id")?,
+                from_us(r.try_get("deadline_us")?),
+            ));
+        }
+        Ok(timers)
     }
 
     async fn claim_due_work(&self, claim: &Claim, tokens: &[String]) -> Result<Vec<WorkKey>, StoreError> {

@@ -56,6 +56,18 @@ pub(crate) async fn get_one(
     Ok(Json(json!(state)))
 }
 
+/// `POST /engine/flow/{id}/cancel`: 202 once the flow is cancelled.
+pub(crate) async fn cancel(
+    State(engine): State<Engine>,
+    Path(id): Path<String>,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
+    engine.cancel_flow(&id).await?;
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(json!({ "message": "Flow cancelled", "flow_id": id })),
+    ))
+}
+
 pub(crate) async fn status(
     State(engine): State<Engine>,
     Path(id): Path<String>,

@@ -30,9 +30,14 @@ pub(crate) fn routes() -> Router<Engine> {
         .route("/engine/flow/{id}", get(flows::get_one))
         .route("/engine/flow/{id}/status", get(flows::status))
         .route("/engine/flow/{id}/events", get(flows::events))
+        .route("/engine/flow/{id}/cancel", post(flows::cancel))
         .route("/engine/flow/{id}/work", get(work::flow_work))
         .route("/engine/work", get(work::list))
         .route("/webhook/{flow}/{step}/{token}", post(webhooks::deliver))
+        .route(
+            "/webhook/{flow}/{step}/{token}/heartbeat",
+            post(webhooks::heartbeat),
+        )
 }
 
 /// An event as the API shows it (CONTRACT.md §6).

@@ -41,8 +41,26 @@ pub(crate) async fn deliver(
     };
     match engine.deliver_webhook(&flow, &step, &token, result).await? {
         Ok(()) => Ok(StatusCode::OK),
-        Err(WebhookRefusal::UnknownFlow) => Err(ApiError::bad_request(format!("unknown flow: {flow}"))),
-        Err(WebhookRefusal::UnknownStep) => Err(ApiError::bad_request(format!("unknown step: {step}"))),
-        Err(WebhookRefusal::UnknownToken) => Err(ApiError::bad_request(format!("unknown token: {token}"))),
+        Err(refusal) => Err(refused(refusal, &flow, &step, &token)),
+    }
+}
+
+/// `POST /webhook/{flow}/{step}/{token}/heartbeat`: the async step is still
+/// working; its inactivity window starts again. 200, empty body.
+pub(crate) async fn heartbeat(
+    State(engine): State<Engine>,
+    Path((flow, step, token)): Path<(String, String, String)>,
+) -> Result<StatusCode, ApiError> {
+    match engine.heartbeat(&flow, &step, &token).await? {
+        Ok(()) => Ok(StatusCode::OK),
+        Err(refusal) => Err(refused(refusal, &flow, &step, &token)),
+    }
+}
+
+fn refused(refusal: WebhookRefusal, flow: &str, step: &str, token: &str) -> ApiError {
+    match refusal {
+        WebhookRefusal::UnknownFlow => ApiError::bad_request(format!("unknown flow: {flow}")),
+        WebhookRefusal::UnknownStep => ApiError::bad_request(format!("unknown step: {step}")),
+        WebhookRefusal::UnknownToken => ApiError::bad_request(format!("unknown token: {token}")),
     }
 }

@@ -17,7 +17,7 @@ use chrono::{TimeZone, Utc};
 use serde_json::json;
 use sqlx::{Connection, PgConnection};
 use tartan_core::catalog::Catalog;
-use tartan_core::flow::{FlowState, Time, WorkState, WorkStatus, DEFAULT_MAX_STEP_ATTEMPTS};
+use tartan_core::flow::{FlowOptions, FlowState, Time, WorkState, WorkStatus, DEFAULT_MAX_STEP_ATTEMPTS};
 use tartan_core::machine::{self, AttemptResult, Context, Transition};
 use tartan_core::plan::{start_plan, InitArgs};
 use tartan_core::step::{Args, Step, WorkDefaults};
@@ -180,7 +180,12 @@ pub fn start(flow_id: &str, labels: &[(&str, &str)], now: Time) -> Transition {
         new_token: &mut token,
         random: &mut random,
     };
-    let tx = machine::start_flow(flow_id, plan, init, labels, DEFAULT_MAX_STEP_ATTEMPTS, &mut ctx).unwrap();
+    let options = FlowOptions {
+        labels,
+        max_step_attempts: DEFAULT_MAX_STEP_ATTEMPTS,
+        ..FlowOptions::default()
+    };
+    let tx = machine::start_flow(flow_id, plan, init, options, &mut ctx).unwrap();
     assert_eq!(tx.events.len(), 3, "fixture: a start is three events");
     tx
 }
@@ -294,6 +299,8 @@ pub fn detail(status: WorkStatus, note: &str) -> WorkState {
         problem: None,
         retry_count: 0,
         attempts: Vec::new(),
+        deadline_at: None,
+        inactive_until: None,
     }
 }
 
