@@ -44,6 +44,8 @@ struct FileConfig {
     retry_initial_backoff: Option<String>,
     retry_max_backoff: Option<String>,
     retry_backoff_type: Option<String>,
+    max_step_attempts: Option<u32>,
+    lease: Option<String>,
 }
 
 /// The resolved configuration.
@@ -54,6 +56,10 @@ pub struct Config {
     pub node_id: Option<String>,
     pub step_timeout: Duration,
     pub work_defaults: WorkDefaults,
+    /// Default cap on a flow's attempts (`TARTAN_MAX_STEP_ATTEMPTS`).
+    pub max_step_attempts: u32,
+    /// How long a lease holds beyond the attempt timeout (`TARTAN_LEASE`).
+    pub lease: Duration,
 }
 
 impl std::fmt::Debug for Config {
@@ -65,6 +71,8 @@ impl std::fmt::Debug for Config {
             .field("node_id", &self.node_id)
             .field("step_timeout", &self.step_timeout)
             .field("work_defaults", &self.work_defaults)
+            .field("max_step_attempts", &self.max_step_attempts)
+            .field("lease", &self.lease)
             .finish()
     }
 }
@@ -142,6 +150,23 @@ impl Config {
             Duration::from_secs(30),
             DurationKind::Timeout,
         )?;
+        let max_step_attempts = match env_var(&["TARTAN_MAX_STEP_ATTEMPTS"]) {
+            Some((name, v)) => v
+                .trim()
+                .parse::<u32>()
+                .ok()
+                .filter(|n| *n >= 1)
+                .with_context(|| format!("{name}: must be a whole number of at least 1, got {v:?}"))?,
+            None => file
+                .max_step_attempts
+                .unwrap_or(tartan_core::flow::DEFAULT_MAX_STEP_ATTEMPTS),
+        };
+        let lease = duration_setting(
+            &["TARTAN_LEASE"],
+            file.lease,
+            Duration::from_secs(30),
+            DurationKind::Timeout,
+        )?;
         let config = Config {
             listen: args
                 .listen
@@ -160,6 +185,8 @@ impl Config {
                 max_backoff_ms: u64::try_from(max.as_millis()).unwrap_or(u64::MAX),
                 backoff_type,
             },
+            max_step_attempts,
+            lease,
         };
         config.validate()?;
         Ok(config)

@@ -61,6 +61,8 @@ async fn serve(config: Config) -> Result<()> {
             .unwrap_or_else(|| format!("http://{addr}")),
         work_defaults: config.work_defaults.clone(),
         step_timeout: config.step_timeout,
+        max_step_attempts: config.max_step_attempts,
+        lease: config.lease,
         ..EngineConfig::default()
     };
     let engine = Engine::start(engine_config, store).await?;

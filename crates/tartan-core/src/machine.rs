@@ -811,11 +811,11 @@ fn advance(tx: &mut Transition, ctx: &mut Context<'_>) -> Result<(), ApplyError>
         if tx.state.status != FlowStatus::Active {
             break;
         }
-        if let Some(error) = failed_goal(&tx.state) {
+        if let Some((error, problem)) = failed_goal(&tx.state) {
             tx.emit(FlowEvent::FlowFailed {
                 flow_id: flow_id.clone(),
                 error,
-                problem: None,
+                problem,
             })?;
             break;
         }
@@ -894,11 +894,12 @@ fn advance(tx: &mut Transition, ctx: &mut Context<'_>) -> Result<(), ApplyError>
     Ok(())
 }
 
-/// The error of the first goal that failed or can no longer run.
-fn failed_goal(state: &FlowState) -> Option<String> {
+/// The error (and problem, e.g. a timeout's) of the first goal that failed or
+/// can no longer run.
+fn failed_goal(state: &FlowState) -> Option<(String, Option<Value>)> {
     state.plan.goals.iter().find_map(|goal| {
         let exec = state.executions.get(goal)?;
-        match exec.status {
+        let error = match exec.status {
             StepStatus::Failed => Some(format!(
                 "goal step {goal} failed: {}",
                 exec.error.as_deref().unwrap_or("unknown error")
@@ -915,7 +916,8 @@ fn failed_goal(state: &FlowState) -> Option<String> {
                     .unwrap_or("cancelled")
             )),
             _ => None,
-        }
+        }?;
+        Some((error, exec.problem.clone()))
     })
 }
 
