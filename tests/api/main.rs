@@ -8,3 +8,4 @@ mod flows;
 mod helpers;
 mod retries;
 mod steps;
+mod timeouts;

@@ -321,16 +321,13 @@ fn scale_of(id: &str) -> Scale {
         // failed one run in two). Unscaled it runs 9 s, mostly after the
         // other cases are done.
         "B18" => Scale { policy: 1, waits: 1 },
-        // The step total timeout bounds the attempts too: scaled by 100 the
-        // third attempt would have 20 ms left before the deadline, which a
-        // slow attempt under the concurrent tests can overrun (then the
-        // total timeout, not the precheck, ends the item). Scaled by 10 it
-        // has 200 ms; the global default backoff it relies on is written
-        // out at the same scale (see `run_backoff_case`).
-        "B19" => Scale {
-            policy: 10,
-            waits: 10,
-        },
+        // The step total timeout bounds the attempts, their own duration
+        // included: attempts at 0, 1000, 3000 and the next at 7000 past the
+        // 5000 deadline. Scaled down, a slow attempt under the concurrent
+        // tests (debug build) eats the slack and the precheck fires one retry
+        // early, so like B18 it runs unscaled (3 s), with the global default
+        // backoff it relies on written out (see `run_backoff_case`).
+        "B19" => Scale { policy: 1, waits: 1 },
         // The OpenWorkflow defaults (1 s, 2, 100 s) belong to the dialect,
         // not to the global defaults, and cannot be scaled without changing
         // the case: its 3 s of waits run for real.
@@ -586,8 +583,8 @@ async fn run_backoff_case(api: &Api, case: &Value) -> Result<String, String> {
         }
     }
     if id == "B19" {
-        // The global defaults (1 s, 60 s) at this case's scale.
-        scaled["work_config"] = json!({"init_backoff": 100, "max_backoff": 6000});
+        // The global defaults (1 s, 60 s), unscaled like the case.
+        scaled["work_config"] = json!({"init_backoff": 1000, "max_backoff": 60000});
     }
     for key in ["work_config", "retry", "timeouts"] {
         if let Some(v) = scaled.get(key) {

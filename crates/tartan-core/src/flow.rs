@@ -185,6 +185,13 @@ pub struct WorkState {
     /// heartbeat arrives before this.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub inactive_until: Option<Time>,
+    /// Position in the for_each expansion (Cartesian product order).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub index: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// One call of a step endpoint.
@@ -227,6 +234,9 @@ pub enum FlowEvent {
         step_id: String,
         inputs: Args,
         work_items: BTreeMap<String, Args>,
+        /// The tokens in element order, when a for_each made several items.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        order: Vec<String>,
     },
     WorkStarted {
         flow_id: String,
@@ -623,6 +633,7 @@ impl FlowState {
                 step_id,
                 inputs,
                 work_items,
+                order,
                 ..
             } => {
                 let exec = self.execution(step_id)?;
@@ -645,6 +656,11 @@ impl FlowState {
                             attempts: Vec::new(),
                             deadline_at: None,
                             inactive_until: None,
+                            index: order
+                                .iter()
+                                .position(|t| t == token)
+                                .and_then(|i| u32::try_from(i).ok())
+                                .unwrap_or(0),
                         },
                     );
                 }

@@ -237,6 +237,32 @@ pub fn start_retry(
     Ok(tx)
 }
 
+/// Pending items of a step that has ended never start.
+fn abandon_pending(tx: &mut Transition, step_id: &str, reason: &str) -> Result<(), ApplyError> {
+    let pending: Vec<String> = tx
+        .state
+        .executions
+        .get(step_id)
+        .map(|e| {
+            e.work_items
+                .iter()
+                .filter(|(_, w)| w.status == WorkStatus::Pending)
+                .map(|(t, _)| t.clone())
+                .collect()
+        })
+        .unwrap_or_default();
+    let flow_id = tx.state.id.clone();
+    for token in pending {
+        tx.emit(FlowEvent::WorkCancelled {
+            flow_id: flow_id.clone(),
+            step_id: step_id.to_string(),
+            token,
+            reason: reason.to_string(),
+        })?;
+    }
+    Ok(())
+}
+
 /// Emit `work_started` for the item's next attempt, same token and inputs.
 fn start_next_attempt(tx: &mut Transition, step_id: &str, token: &str) -> Result<(), ApplyError> {
     let work = tx
@@ -353,10 +379,11 @@ fn record_failure(tx: &mut Transition, f: Failure<'_>, ctx: &mut Context<'_>) ->
             })?;
             if tx.state.executions.get(f.step_id).map(|e| e.status) == Some(StepStatus::Active) {
                 tx.emit(FlowEvent::StepFailed {
-                    flow_id,
+                    flow_id: flow_id.clone(),
                     step_id: f.step_id.to_string(),
                     error: f.error,
                 })?;
+                abandon_pending(tx, f.step_id, "another work item of the step failed")?;
             }
             Ok(())
         }
@@ -653,6 +680,9 @@ pub fn cancelled_calls(tx: &Transition) -> Vec<String> {
 /// Map a step's response onto its declared outputs, set them as attributes and
 /// complete the step once every work item has succeeded.
 fn finish_step_if_done(tx: &mut Transition, step_id: &str) -> Result<(), ApplyError> {
+    if let Some(step) = tx.state.plan.steps.get(step_id).cloned() {
+        fill_slots(tx, &step)?;
+    }
     let Some(exec) = tx.state.executions.get(step_id) else {
         return Err(ApplyError::UnknownStep(step_id.to_string()));
     };
@@ -667,27 +697,53 @@ fn finish_step_if_done(tx: &mut Transition, step_id: &str) -> Result<(), ApplyEr
     let Some(step) = tx.state.plan.steps.get(step_id).cloned() else {
         return Err(ApplyError::UnknownStep(step_id.to_string()));
     };
-    let responses: Vec<Args> = exec
+    let mut items: Vec<(u32, Args, Args)> = exec
         .work_items
         .values()
-        .filter_map(|w| w.outputs.clone())
+        .map(|w| (w.index, w.inputs.clone(), w.outputs.clone().unwrap_or_default()))
         .collect();
+    items.sort_by_key(|(i, _, _)| *i);
     let started = exec.started_at.unwrap_or(tx.now);
     let flow_id = tx.state.id.clone();
+    let for_each: Vec<(&String, &str)> = step
+        .inputs()
+        .filter(|(_, a)| a.for_each())
+        .map(|(n, _)| (n, step.inner_name(n)))
+        .collect();
     let mut outputs = Args::new();
     for (name, _) in step.outputs() {
         let inner = step.inner_name(name);
-        for response in &responses {
-            if let Some(value) = response.get(inner) {
-                outputs.insert(name.clone(), value.clone());
-                tx.emit(FlowEvent::AttributeSet {
-                    flow_id: flow_id.clone(),
-                    step_id: step_id.to_string(),
-                    key: name.clone(),
-                    value: value.clone(),
-                })?;
+        let value = if for_each.is_empty() {
+            match items.first().and_then(|(_, _, out)| out.get(inner)) {
+                Some(v) => v.clone(),
+                None => continue,
             }
-        }
+        } else {
+            // Each element carries its for_each inputs and its output (Argyll).
+            Value::Array(
+                items
+                    .iter()
+                    .filter_map(|(_, inputs, out)| {
+                        let v = out.get(inner)?;
+                        let mut element = Args::new();
+                        for (attr, inner_in) in &for_each {
+                            if let Some(x) = inputs.get(*inner_in) {
+                                element.insert((*attr).clone(), x.clone());
+                            }
+                        }
+                        element.insert(name.clone(), v.clone());
+                        Some(Value::Object(element))
+                    })
+                    .collect(),
+            )
+        };
+        outputs.insert(name.clone(), value.clone());
+        tx.emit(FlowEvent::AttributeSet {
+            flow_id: flow_id.clone(),
+            step_id: step_id.to_string(),
+            key: name.clone(),
+            value,
+        })?;
     }
     let duration = (tx.now - started).num_milliseconds();
     tx.emit(FlowEvent::StepCompleted {
@@ -777,6 +833,171 @@ fn readiness(state: &FlowState, step: &Step) -> Readiness {
     Readiness::Ready(inputs)
 }
 
+/// Most work items one for_each may expand into.
+pub const MAX_WORK_ITEMS: usize = 10_000;
+
+/// The inputs of each work item: one, or one per element of the Cartesian
+/// product of the for_each inputs, in element order.
+fn expand(step: &Step, inputs: &Args) -> Result<Vec<Args>, String> {
+    let for_each: Vec<(String, Vec<Value>)> = step
+        .inputs()
+        .filter(|(_, a)| a.for_each())
+        .filter_map(|(name, _)| {
+            let inner = step.inner_name(name).to_string();
+            inputs.get(&inner).map(|v| (inner, v.clone()))
+        })
+        .map(|(inner, v)| match v {
+            Value::Array(items) => Ok((inner, items)),
+            other => Err(format!(
+                "for_each input {inner} is {}, not an array",
+                crate::outcome::json_kind(&other)
+            )),
+        })
+        .collect::<Result<_, _>>()?;
+    let count = for_each
+        .iter()
+        .try_fold(1usize, |n, (_, items)| n.checked_mul(items.len()))
+        .unwrap_or(usize::MAX);
+    if count > MAX_WORK_ITEMS {
+        return Err(format!(
+            "for_each expands to {count} work items, more than {MAX_WORK_ITEMS}"
+        ));
+    }
+    let mut items = vec![inputs.clone()];
+    for (inner, values) in &for_each {
+        items = items
+            .iter()
+            .flat_map(|base| {
+                values.iter().map(move |v| {
+                    let mut item = base.clone();
+                    item.insert(inner.clone(), v.clone());
+                    item
+                })
+            })
+            .collect();
+    }
+    Ok(items)
+}
+
+/// A flow start whose initial inputs alone expand a for_each past
+/// [`MAX_WORK_ITEMS`] is refused before anything runs.
+pub fn check_fan_out(plan: &ExecutionPlan, init: &InitArgs) -> Result<(), crate::error::ValidationError> {
+    for step in plan.steps.values() {
+        let mut count: usize = 1;
+        let mut names = Vec::new();
+        for (name, _) in step.inputs().filter(|(_, a)| a.for_each()) {
+            if let Some(Value::Array(items)) = init.get(name).and_then(|v| v.first()) {
+                count = count.saturating_mul(items.len());
+                names.push(name.as_str());
+            }
+        }
+        if count > MAX_WORK_ITEMS {
+            return Err(crate::error::ValidationError::new(
+                format!("init.{}", names.join(", init.")),
+                format!(
+                    "step {} would expand into {count} work items, more than {MAX_WORK_ITEMS}",
+                    step.id
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// How many items of a step may be in flight (active or waiting for a
+/// retry) at once: `work_config.parallelism`, at least 1.
+fn parallelism(step: &Step) -> usize {
+    let p = step.work_config.as_ref().map_or(0, |w| w.parallelism);
+    usize::try_from(p).unwrap_or(1).max(1)
+}
+
+/// Start a ready step: create its work items and start as many as its
+/// parallelism allows.
+fn start_step(
+    tx: &mut Transition,
+    step: &Step,
+    inputs: Args,
+    ctx: &mut Context<'_>,
+) -> Result<(), ApplyError> {
+    let flow_id = tx.state.id.clone();
+    let items = match expand(step, &inputs) {
+        Ok(items) => items,
+        Err(error) => {
+            return tx.emit(FlowEvent::StepFailed {
+                flow_id,
+                step_id: step.id.clone(),
+                error,
+            })
+        }
+    };
+    let mut order = Vec::with_capacity(items.len());
+    let mut work_items = BTreeMap::new();
+    for item in items {
+        let token = (ctx.new_token)();
+        work_items.insert(
+            token.clone(),
+            with_meta(step, &flow_id, &token, ctx.webhook_base, item),
+        );
+        order.push(token);
+    }
+    let fan_out = order.len() > 1;
+    tx.emit(FlowEvent::StepStarted {
+        flow_id,
+        step_id: step.id.clone(),
+        inputs,
+        work_items,
+        order: if fan_out { order } else { Vec::new() },
+    })?;
+    fill_slots(tx, step)?;
+    // No element, no call: the step is done at once.
+    finish_step_if_done(tx, &step.id)
+}
+
+/// Start pending items of an active step, in element order, while fewer than
+/// its parallelism are in flight.
+fn fill_slots(tx: &mut Transition, step: &Step) -> Result<(), ApplyError> {
+    let Some(exec) = tx.state.executions.get(&step.id) else {
+        return Ok(());
+    };
+    if exec.status != StepStatus::Active || tx.state.status != FlowStatus::Active {
+        return Ok(());
+    }
+    let busy = exec
+        .work_items
+        .values()
+        .filter(|w| matches!(w.status, WorkStatus::Active | WorkStatus::NotCompleted))
+        .count();
+    let mut pending: Vec<(u32, String)> = exec
+        .work_items
+        .iter()
+        .filter(|(_, w)| w.status == WorkStatus::Pending)
+        .map(|(t, w)| (w.index, t.clone()))
+        .collect();
+    pending.sort();
+    let free = parallelism(step).saturating_sub(busy);
+    let deadline = step
+        .timeout_policy()
+        .ok()
+        .and_then(|p| p.total_ms)
+        .map(|ms| add_ms(tx.now, ms));
+    for (_, token) in pending.into_iter().take(free) {
+        let inputs = tx
+            .state
+            .find_work(&step.id, &token)
+            .map(|w| w.inputs.clone())
+            .unwrap_or_default();
+        tx.emit(FlowEvent::WorkStarted {
+            flow_id: tx.state.id.clone(),
+            step_id: step.id.clone(),
+            token,
+            inputs,
+            attempt: 1,
+            deadline_at: deadline,
+        })?;
+    }
+    Ok(())
+}
+
 /// Metadata inputs of one work item.
 fn with_meta(step: &Step, flow_id: &str, token: &str, webhook_base: &str, mut inputs: Args) -> Args {
     for (name, attr) in &step.attributes {
@@ -850,23 +1071,7 @@ fn advance(tx: &mut Transition, ctx: &mut Context<'_>) -> Result<(), ApplyError>
                     progressed = true;
                 }
                 Readiness::Ready(inputs) => {
-                    let token = (ctx.new_token)();
-                    let item = with_meta(&step, &flow_id, &token, ctx.webhook_base, inputs.clone());
-                    tx.emit(FlowEvent::StepStarted {
-                        flow_id: flow_id.clone(),
-                        step_id: step_id.clone(),
-                        inputs,
-                        work_items: BTreeMap::from([(token.clone(), item.clone())]),
-                    })?;
-                    let total = step.timeout_policy().ok().and_then(|p| p.total_ms);
-                    tx.emit(FlowEvent::WorkStarted {
-                        flow_id: flow_id.clone(),
-                        step_id,
-                        token,
-                        inputs: item,
-                        attempt: 1,
-                        deadline_at: total.map(|ms| add_ms(tx.now, ms)),
-                    })?;
+                    start_step(tx, &step, inputs, ctx)?;
                     progressed = true;
                 }
             }

@@ -398,9 +398,6 @@ impl AttributeSpec {
                 ),
             ));
         }
-        if cfg.for_each {
-            return Err(not_supported(&format!("{field}.for_each"), "for_each inputs"));
-        }
         if !cfg.collect.is_empty()
             && !["first", "last", "all", "some", "none"].contains(&cfg.collect.as_str())
         {

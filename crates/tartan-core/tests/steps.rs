@@ -446,10 +446,6 @@ fn features_of_later_releases_are_rejected_by_name() {
             "predicate",
         ),
         (
-            with_attr(json!({ "role": "required", "required": { "for_each": true } })),
-            "attributes.x.required.for_each",
-        ),
-        (
             with_attr(json!({ "role": "required", "required": { "match": { "script": "x" } } })),
             "attributes.x.required.match",
         ),

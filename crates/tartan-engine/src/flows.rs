@@ -91,8 +91,10 @@ impl Engine {
         }
         let request = request.normalize()?;
         let text = serde_json::to_string(&request).map_err(|e| EngineError::Internal(e.to_string()))?;
-        // Validate the deadline before anything else can answer.
-        let (deadline_at, on_timeout) = request.deadline(now())?;
+        // Validate the deadline before anything else can answer. The flow
+        // starts at this instant: its deadline is measured from it.
+        let started = now();
+        let (deadline_at, on_timeout) = request.deadline(started)?;
         if let Some(existing) = self.inner.store.flow_request(&request.id).await? {
             return same_request(&request.id, &existing, &text);
         }
@@ -105,6 +107,7 @@ impl Engine {
             }
             other => other?,
         };
+        machine::check_fan_out(&plan, &request.init)?;
         let slot = self.inner.flows.slot(&request.id);
         let mut guard = slot.lock().await;
         let options = FlowOptions {
@@ -115,7 +118,7 @@ impl Engine {
             deadline_at,
             on_timeout,
         };
-        let tx = self.decision_context(|ctx| {
+        let tx = self.decision_context(started, |ctx| {
             machine::start_flow(&request.id, plan, request.init.clone(), options, ctx)
         })?;
         let commit = self.commit_for(&tx, 0, Some(text.clone()));
@@ -240,7 +243,7 @@ impl Engine {
                 continue;
             };
             let base = cached.sequence;
-            let tx = self.decision_context(|ctx| decide(cached.state.clone(), ctx))?;
+            let tx = self.decision_context(now(), |ctx| decide(cached.state.clone(), ctx))?;
             if tx.events.is_empty() {
                 return Ok(());
             }
@@ -279,11 +282,11 @@ impl Engine {
 
     /// The context of one decision: the clock, webhook base, token and
     /// randomness sources.
-    fn decision_context<R>(&self, decide: impl FnOnce(&mut Context<'_>) -> R) -> R {
+    fn decision_context<R>(&self, at: DateTime<Utc>, decide: impl FnOnce(&mut Context<'_>) -> R) -> R {
         let mut token = new_token;
         let mut random = rand::random::<f64>;
         let mut ctx = Context {
-            now: now(),
+            now: at,
             webhook_base: &self.inner.config.webhook_base_url,
             new_token: &mut token,
             random: &mut random,
@@ -426,7 +429,7 @@ impl Engine {
                 (work.deadline_at, policy.as_ref().and_then(|p| p.total_ms))
             {
                 let remaining = u64::try_from((deadline - tx.now).num_milliseconds()).unwrap_or(0);
-                if remaining < attempt_ms {
+                if remaining <= attempt_ms {
                     let first = work.attempts.first().map_or(tx.now, |a| a.started_at);
                     bound = (remaining, TimeoutScope::Total, total, first);
                 }
