@@ -185,6 +185,9 @@ pub struct WorkState {
     /// heartbeat arrives before this.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub inactive_until: Option<Time>,
+    /// Calls of the step's compensate endpoint for this item.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub compensation: Vec<Attempt>,
     /// Position in the for_each expansion (Cartesian product order).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub index: u32,
@@ -376,6 +379,44 @@ pub enum FlowEvent {
         flow_id: String,
         step_id: String,
         error: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        problem: Option<Value>,
+    },
+    /// A compensation call of a succeeded work item starts.
+    CompStarted {
+        flow_id: String,
+        step_id: String,
+        token: String,
+        attempt: u32,
+    },
+    CompSucceeded {
+        flow_id: String,
+        step_id: String,
+        token: String,
+        attempt: u32,
+    },
+    CompFailed {
+        flow_id: String,
+        step_id: String,
+        token: String,
+        error: String,
+        attempt: u32,
+        class: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        http_status: Option<u16>,
+    },
+    CompRetryScheduled {
+        flow_id: String,
+        step_id: String,
+        token: String,
+        error: String,
+        retry_count: u32,
+        next_retry_at: Time,
+        delay_ms: u64,
+        delay: Value,
+        class: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        http_status: Option<u16>,
     },
     StepSkipped {
         flow_id: String,
@@ -430,6 +471,10 @@ impl FlowEvent {
             FlowEvent::AttributeSet { .. } => "attribute_set",
             FlowEvent::StepCompleted { .. } => "step_completed",
             FlowEvent::StepFailed { .. } => "step_failed",
+            FlowEvent::CompStarted { .. } => "comp_started",
+            FlowEvent::CompSucceeded { .. } => "comp_succeeded",
+            FlowEvent::CompFailed { .. } => "comp_failed",
+            FlowEvent::CompRetryScheduled { .. } => "comp_retry_scheduled",
             FlowEvent::StepSkipped { .. } => "step_skipped",
             FlowEvent::FlowCompleted { .. } => "flow_completed",
             FlowEvent::FlowFailed { .. } => "flow_failed",
@@ -656,6 +701,7 @@ impl FlowState {
                             attempts: Vec::new(),
                             deadline_at: None,
                             inactive_until: None,
+                            compensation: Vec::new(),
                             index: order
                                 .iter()
                                 .position(|t| t == token)
@@ -892,6 +938,91 @@ impl FlowState {
                 exec.completed_at = Some(at);
                 exec.outputs = Some(outputs.clone());
                 exec.duration = Some(*duration);
+            }
+            FlowEvent::CompStarted {
+                step_id,
+                token,
+                attempt,
+                ..
+            } => {
+                let work = self.work(step_id, token)?;
+                work.status = WorkStatus::Compensating;
+                work.next_retry_at = None;
+                // A compensation call still open here was cut off by an engine stop.
+                if let Some(open) = work.compensation.last_mut().filter(|a| a.ended_at.is_none()) {
+                    open.ended_at = Some(at);
+                    open.outcome = Some("abandoned".into());
+                    open.error = Some("engine stopped before the call finished".into());
+                }
+                work.compensation.push(Attempt {
+                    number: *attempt,
+                    started_at: at,
+                    ended_at: None,
+                    outcome: None,
+                    http_status: None,
+                    error: None,
+                    retry_after_ms: None,
+                    delay: None,
+                });
+            }
+            FlowEvent::CompSucceeded { step_id, token, .. } => {
+                let work = self.work(step_id, token)?;
+                work.status = WorkStatus::Compensated;
+                if let Some(a) = work.compensation.last_mut() {
+                    a.ended_at = Some(at);
+                    a.outcome = Some("success".into());
+                }
+            }
+            FlowEvent::CompFailed {
+                step_id,
+                token,
+                error,
+                class,
+                http_status,
+                ..
+            } => {
+                let work = self.work(step_id, token)?;
+                work.status = WorkStatus::CompensationFailed;
+                work.next_retry_at = None;
+                work.error = Some(error.clone());
+                if let Some(a) = work.compensation.last_mut().filter(|a| a.ended_at.is_none()) {
+                    a.ended_at = Some(at);
+                    a.outcome = Some(class.clone());
+                    a.http_status = *http_status;
+                    a.error = Some(error.clone());
+                }
+            }
+            FlowEvent::CompRetryScheduled {
+                step_id,
+                token,
+                error,
+                next_retry_at,
+                delay,
+                class,
+                http_status,
+                ..
+            } => {
+                let work = self.work(step_id, token)?;
+                work.next_retry_at = Some(*next_retry_at);
+                if let Some(a) = work.compensation.last_mut() {
+                    a.ended_at = Some(at);
+                    a.outcome = Some(class.clone());
+                    a.http_status = *http_status;
+                    a.error = Some(error.clone());
+                    a.delay = Some(delay.clone());
+                }
+            }
+            FlowEvent::StepFailed {
+                step_id,
+                error,
+                problem,
+                ..
+            } if problem.is_some() => {
+                let exec = self.execution(step_id)?;
+                exec.status = StepStatus::Failed;
+                exec.completed_at = Some(at);
+                exec.error = Some(error.clone());
+                exec.problem = problem.clone();
             }
             FlowEvent::StepFailed { step_id, error, .. } => {
                 let exec = self.execution(step_id)?;

@@ -32,6 +32,8 @@ pub struct Dispatch {
     pub step_id: String,
     pub token: String,
     pub attempt: u32,
+    /// A call of the step's compensate endpoint, not of the step itself.
+    pub compensate: bool,
 }
 
 /// The events of one decision and the state they lead to.
@@ -92,6 +94,18 @@ impl Transition {
                     step_id: step_id.clone(),
                     token: token.clone(),
                     attempt: *attempt,
+                    compensate: false,
+                }),
+                FlowEvent::CompStarted {
+                    step_id,
+                    token,
+                    attempt,
+                    ..
+                } => Some(Dispatch {
+                    step_id: step_id.clone(),
+                    token: token.clone(),
+                    attempt: *attempt,
+                    compensate: true,
                 }),
                 _ => None,
             })
@@ -208,6 +222,12 @@ pub fn redispatch(state: FlowState, step_id: &str, token: &str, now: Time) -> Re
         .state
         .find_work(step_id, token)
         .ok_or_else(|| ApplyError::UnknownWork(token.to_string()))?;
+    let compensating = work.status == WorkStatus::Compensating && work.next_retry_at.is_none();
+    if compensating {
+        let attempt = work.compensation.last().map_or(0, |a| a.number) + 1;
+        start_compensation(&mut tx, step_id, token, attempt)?;
+        return Ok(tx);
+    }
     if work.status != WorkStatus::Active {
         return Ok(tx);
     }
@@ -223,17 +243,172 @@ pub fn start_retry(
     now: Time,
 ) -> Result<Transition, ApplyError> {
     let mut tx = Transition::new(state, now);
-    if tx.state.status != FlowStatus::Active {
-        return Ok(tx);
-    }
     let Some(work) = tx.state.find_work(step_id, token) else {
         return Err(ApplyError::UnknownWork(token.to_string()));
     };
     let due = work.next_retry_at.is_some_and(|t| t <= now);
+    // Compensation goes on after the flow has ended.
+    if work.status == WorkStatus::Compensating && due {
+        let attempt = work.compensation.last().map_or(0, |a| a.number) + 1;
+        start_compensation(&mut tx, step_id, token, attempt)?;
+        return Ok(tx);
+    }
+    if tx.state.status != FlowStatus::Active {
+        return Ok(tx);
+    }
     if work.status != WorkStatus::NotCompleted || !due {
         return Ok(tx);
     }
     start_next_attempt(&mut tx, step_id, token)?;
+    Ok(tx)
+}
+
+/// A step that did not complete undoes what its succeeded items did: each is
+/// compensated, when the step has a compensate endpoint (CONTRACT.md §5.4).
+fn compensate_step(tx: &mut Transition, step_id: &str) -> Result<(), ApplyError> {
+    let has_endpoint = tx
+        .state
+        .plan
+        .steps
+        .get(step_id)
+        .and_then(|s| s.http.as_ref())
+        .is_some_and(|h| !h.compensate.is_empty());
+    if !has_endpoint {
+        return Ok(());
+    }
+    let succeeded: Vec<String> = tx
+        .state
+        .executions
+        .get(step_id)
+        .map(|e| {
+            let mut items: Vec<(u32, String)> = e
+                .work_items
+                .iter()
+                .filter(|(_, w)| w.status == WorkStatus::Succeeded)
+                .map(|(t, w)| (w.index, t.clone()))
+                .collect();
+            items.sort();
+            items.into_iter().map(|(_, t)| t).collect()
+        })
+        .unwrap_or_default();
+    for token in succeeded {
+        start_compensation(tx, step_id, &token, 1)?;
+    }
+    Ok(())
+}
+
+fn start_compensation(
+    tx: &mut Transition,
+    step_id: &str,
+    token: &str,
+    attempt: u32,
+) -> Result<(), ApplyError> {
+    let flow_id = tx.state.id.clone();
+    tx.emit(FlowEvent::CompStarted {
+        flow_id,
+        step_id: step_id.to_string(),
+        token: token.to_string(),
+        attempt,
+    })
+}
+
+/// The outcome of compensation call `attempt`: done, retried per the step's
+/// policy, or failed for good.
+pub fn record_comp_result(
+    state: FlowState,
+    step_id: &str,
+    token: &str,
+    attempt: u32,
+    result: AttemptResult,
+    ctx: &mut Context<'_>,
+) -> Result<Transition, ApplyError> {
+    let mut tx = Transition::new(state, ctx.now);
+    let flow_id = tx.state.id.clone();
+    let Some(work) = tx.state.find_work(step_id, token).cloned() else {
+        return Err(ApplyError::UnknownWork(token.to_string()));
+    };
+    let running = work.status == WorkStatus::Compensating
+        && work
+            .compensation
+            .last()
+            .is_some_and(|a| a.number == attempt && a.ended_at.is_none());
+    if !running {
+        tx.emit(FlowEvent::WorkLateResult {
+            flow_id,
+            step_id: step_id.to_string(),
+            token: token.to_string(),
+            attempt,
+            detail: "compensation result for a call that is no longer running".into(),
+        })?;
+        return Ok(tx);
+    }
+    let (class, error, http_status, retry_after_ms) = match result {
+        AttemptResult::Success { .. } => {
+            tx.emit(FlowEvent::CompSucceeded {
+                flow_id,
+                step_id: step_id.to_string(),
+                token: token.to_string(),
+                attempt,
+            })?;
+            advance(&mut tx, ctx)?;
+            return Ok(tx);
+        }
+        AttemptResult::Failure {
+            class,
+            error,
+            http_status,
+            retry_after_ms,
+        } => (class, error, http_status, retry_after_ms),
+        AttemptResult::TimedOut { limit_ms, .. } => (
+            RETRYABLE.to_string(),
+            format!("compensation attempt timeout after {limit_ms} ms"),
+            None,
+            None,
+        ),
+    };
+    let policy = tx
+        .state
+        .plan
+        .steps
+        .get(step_id)
+        .and_then(|s| s.retry_policy().ok());
+    let retryable = match (http_status, &policy) {
+        (Some(s), _) if (200..300).contains(&s) => false,
+        (Some(s), Some(p)) => p.retries_status(s),
+        (Some(_), None) => false,
+        (None, _) => class == RETRYABLE,
+    };
+    let class = if retryable { RETRYABLE } else { PERMANENT }.to_string();
+    match policy.filter(|p| retryable && p.allows_attempt(attempt.saturating_add(1))) {
+        Some(p) => {
+            let parts = delay(&p, attempt.saturating_sub(1), retry_after_ms, ctx.random);
+            let next = add_ms(tx.now, parts.delay_ms);
+            tx.emit(FlowEvent::CompRetryScheduled {
+                flow_id,
+                step_id: step_id.to_string(),
+                token: token.to_string(),
+                error,
+                retry_count: attempt,
+                next_retry_at: next,
+                delay_ms: parts.delay_ms,
+                delay: serde_json::to_value(parts).unwrap_or(Value::Null),
+                class,
+                http_status,
+            })?;
+        }
+        None => {
+            tx.emit(FlowEvent::CompFailed {
+                flow_id,
+                step_id: step_id.to_string(),
+                token: token.to_string(),
+                error,
+                attempt,
+                class,
+                http_status,
+            })?;
+        }
+    }
+    advance(&mut tx, ctx)?;
     Ok(tx)
 }
 
@@ -375,15 +550,20 @@ fn record_failure(tx: &mut Transition, f: Failure<'_>, ctx: &mut Context<'_>) ->
                 http_status: f.http_status,
                 retry_after_ms: f.retry_after_ms,
                 retry_state: Some(retry_state.to_string()),
-                problem: f.problem,
+                problem: f.problem.clone(),
             })?;
             if tx.state.executions.get(f.step_id).map(|e| e.status) == Some(StepStatus::Active) {
                 tx.emit(FlowEvent::StepFailed {
                     flow_id: flow_id.clone(),
                     step_id: f.step_id.to_string(),
                     error: f.error,
+                    problem: f.problem.map(|mut p| {
+                        p["instance"] = Value::String(pointer_for_step(f.step_id));
+                        p
+                    }),
                 })?;
                 abandon_pending(tx, f.step_id, "another work item of the step failed")?;
+                compensate_step(tx, f.step_id)?;
             }
             Ok(())
         }
@@ -458,6 +638,8 @@ fn record_timeout(
             problem: timeout_problem(scope, limit_ms, elapsed_ms, &pointer_for_step(step_id)),
             cancelled,
         })?;
+        abandon_pending(tx, step_id, "the step timed out")?;
+        compensate_step(tx, step_id)?;
     }
     Ok(())
 }
@@ -615,9 +797,10 @@ pub fn stop_flow(state: FlowState, stop: Stop, ctx: &mut Context<'_>) -> Result<
     for step_id in active_steps {
         tx.emit(FlowEvent::StepCancelled {
             flow_id: flow_id.clone(),
-            step_id,
+            step_id: step_id.clone(),
             reason: reason.clone(),
         })?;
+        compensate_step(&mut tx, &step_id)?;
     }
     match stop {
         Stop::Timeout => {
@@ -927,6 +1110,7 @@ fn start_step(
                 flow_id,
                 step_id: step.id.clone(),
                 error,
+                problem: None,
             })
         }
     };

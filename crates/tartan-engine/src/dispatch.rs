@@ -36,7 +36,14 @@ pub(crate) struct Call {
     pub step: Step,
     pub token: String,
     pub attempt: u32,
-    pub inputs: Args,
+    /// The URL template to call (the step's endpoint, or its compensate URL)
+    /// and the values for its placeholders.
+    pub endpoint: String,
+    pub placeholders: Args,
+    /// The JSON body (`None` for GET).
+    pub body: Option<Value>,
+    /// A compensation call rather than the step itself.
+    pub compensate: bool,
     pub webhook_url: Option<String>,
     /// How long this attempt may take, and which timeout that is.
     pub timeout: Duration,
@@ -73,19 +80,12 @@ fn traceparent() -> String {
 /// included, is bounded by the attempt timeout; on expiry the request future
 /// is dropped, which closes its connection.
 pub(crate) async fn perform(http: &reqwest::Client, call: &Call) -> AttemptResult {
-    let Some(cfg) = &call.step.http else {
-        return AttemptResult::Failure {
-            class: tartan_core::outcome::PERMANENT.into(),
-            error: "step has no http configuration".into(),
-            http_status: None,
-            retry_after_ms: None,
-        };
-    };
-    let url = expand_endpoint(&cfg.endpoint, &call.inputs);
-    let method = match call.step.method() {
-        "GET" => reqwest::Method::GET,
-        "PUT" => reqwest::Method::PUT,
-        "DELETE" => reqwest::Method::DELETE,
+    let url = expand_endpoint(&call.endpoint, &call.placeholders);
+    let method = match (call.compensate, call.step.method()) {
+        (true, _) => reqwest::Method::POST,
+        (false, "GET") => reqwest::Method::GET,
+        (false, "PUT") => reqwest::Method::PUT,
+        (false, "DELETE") => reqwest::Method::DELETE,
         _ => reqwest::Method::POST,
     };
     let mut req = http
@@ -99,8 +99,8 @@ pub(crate) async fn perform(http: &reqwest::Client, call: &Call) -> AttemptResul
     if let Some(hook) = &call.webhook_url {
         req = req.header("Argyll-Webhook-URL", hook);
     }
-    if method != reqwest::Method::GET {
-        req = req.json(&call.inputs);
+    if let Some(body) = &call.body {
+        req = req.json(body);
     }
     let exchange = async {
         let resp = req.send().await?;

@@ -203,7 +203,12 @@ impl Engine {
     pub(crate) async fn record(&self, call: &Call, result: AttemptResult) {
         let outcome = self
             .decide(&call.flow_id, |state, ctx| {
-                machine::record_result(
+                let record = if call.compensate {
+                    machine::record_comp_result
+                } else {
+                    machine::record_result
+                };
+                record(
                     state,
                     &call.step.id,
                     &call.token,
@@ -307,7 +312,13 @@ impl Engine {
                 | FlowEvent::WorkAccepted { step_id, token, .. }
                 | FlowEvent::WorkHeartbeat { step_id, token, .. }
                 | FlowEvent::WorkTimedOut { step_id, token, .. }
-                | FlowEvent::WorkCancelled { step_id, token, .. } => Some((step_id.clone(), token.clone())),
+                | FlowEvent::WorkCancelled { step_id, token, .. }
+                | FlowEvent::CompStarted { step_id, token, .. }
+                | FlowEvent::CompSucceeded { step_id, token, .. }
+                | FlowEvent::CompFailed { step_id, token, .. }
+                | FlowEvent::CompRetryScheduled { step_id, token, .. } => {
+                    Some((step_id.clone(), token.clone()))
+                }
                 _ => None,
             })
             .collect();
@@ -319,8 +330,8 @@ impl Engine {
                 // Active work, and retries this process scheduled, are leased to
                 // it in the same commit: it calls them from memory, no claim needed.
                 let lease_until = match (w.status, w.next_retry_at) {
-                    (WorkStatus::Active, _) => Some(tx.now + lease_len),
-                    (WorkStatus::NotCompleted, Some(due)) => Some(due + lease_len),
+                    (WorkStatus::Active, _) | (WorkStatus::Compensating, None) => Some(tx.now + lease_len),
+                    (WorkStatus::NotCompleted | WorkStatus::Compensating, Some(due)) => Some(due + lease_len),
                     _ => None,
                 };
                 let active = lease_until.is_some();
@@ -364,6 +375,12 @@ impl Engine {
         for e in &tx.events {
             match e {
                 FlowEvent::WorkRetryScheduled {
+                    step_id,
+                    token,
+                    next_retry_at,
+                    ..
+                }
+                | FlowEvent::CompRetryScheduled {
                     step_id,
                     token,
                     next_retry_at,
@@ -425,9 +442,8 @@ impl Engine {
             let policy = step.timeout_policy().ok();
             let attempt_ms = policy.as_ref().map_or(default_ms, |p| p.attempt_or(default_ms));
             let mut bound = (attempt_ms, TimeoutScope::Attempt, attempt_ms, tx.now);
-            if let (Some(deadline), Some(total)) =
-                (work.deadline_at, policy.as_ref().and_then(|p| p.total_ms))
-            {
+            let total = policy.as_ref().and_then(|p| p.total_ms).filter(|_| !d.compensate);
+            if let (Some(deadline), Some(total)) = (work.deadline_at, total) {
                 let remaining = u64::try_from((deadline - tx.now).num_milliseconds()).unwrap_or(0);
                 if remaining <= attempt_ms {
                     let first = work.attempts.first().map_or(tx.now, |a| a.started_at);
@@ -435,7 +451,21 @@ impl Engine {
                 }
             }
             let (timeout_ms, timeout_scope, timeout_limit_ms, scope_start) = bound;
-            let webhook_url = step.is_async().then(|| {
+            let Some(http) = step.http.as_ref() else {
+                continue;
+            };
+            let (endpoint, placeholders, body) = if d.compensate {
+                // Placeholders from inputs and outputs, outputs win.
+                let outputs = work.outputs.clone().unwrap_or_default();
+                let mut values = work.inputs.clone();
+                values.extend(outputs.clone());
+                let body = serde_json::json!({ "input": work.inputs, "output": outputs });
+                (http.compensate.clone(), values, Some(body))
+            } else {
+                let body = (step.method() != "GET").then(|| serde_json::Value::Object(work.inputs.clone()));
+                (http.endpoint.clone(), work.inputs.clone(), body)
+            };
+            let webhook_url = (step.is_async() && !d.compensate).then(|| {
                 machine::webhook_url(
                     &self.inner.config.webhook_base_url,
                     &tx.state.id,
@@ -448,7 +478,10 @@ impl Engine {
                 step: step.clone(),
                 token: d.token,
                 attempt: d.attempt,
-                inputs: work.inputs.clone(),
+                endpoint,
+                placeholders,
+                body,
+                compensate: d.compensate,
                 webhook_url,
                 timeout: std::time::Duration::from_millis(timeout_ms),
                 timeout_scope,
@@ -478,7 +511,7 @@ impl Engine {
             };
             engine.in_flight().remove(&call.token);
             let Some(result) = outcome else { return };
-            if call.step.is_async() && matches!(result, AttemptResult::Success { .. }) {
+            if call.step.is_async() && !call.compensate && matches!(result, AttemptResult::Success { .. }) {
                 // A 2xx from an async step means "accepted": its webhook decides.
                 let accepted = engine
                     .decide(&call.flow_id, |state, ctx| {

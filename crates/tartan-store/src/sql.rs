@@ -307,7 +307,7 @@ impl SqlStore {
         let list: Vec<String> = (0..tokens.len()).map(|i| format!("${}", i + 5)).collect();
         let sql = format!(
             "UPDATE work_items SET lease_owner = $1, lease_expires_us = $2 WHERE token IN (\
-             SELECT token FROM work_items WHERE status = 'not_completed' AND due_us <= $3 \
+             SELECT token FROM work_items WHERE status IN ('not_completed', 'compensating') AND due_us <= $3 \
              AND (lease_owner IS NULL OR lease_owner = $1 OR lease_expires_us < $4) AND token IN ({}){lock}) \
              RETURNING flow_id, step_id, token",
             list.join(", ")
@@ -341,7 +341,7 @@ impl SqlStore {
         };
         let sql = format!(
             "UPDATE work_items SET lease_owner = $1, lease_expires_us = $2 WHERE token IN (\
-             SELECT token FROM work_items WHERE status = 'active' \
+             SELECT token FROM work_items WHERE (status = 'active' OR (status = 'compensating' AND due_us IS NULL)) \
              AND (lease_owner = $3 OR lease_expires_us IS NULL OR lease_expires_us < $4) \
              ORDER BY lease_expires_us LIMIT $5{lock}) RETURNING flow_id, step_id, token"
         );
@@ -669,7 +669,8 @@ impl Store for SqlStore {
         let mut timers = Vec::new();
         let rows = sqlx::query(
             "SELECT w.flow_id, w.step_id, w.token, w.status, w.due_us FROM work_items w JOIN flows f ON f.id = w.flow_id \
-             WHERE w.due_us < $1 AND w.status IN ('not_completed', 'active') AND f.status = 'active'",
+             WHERE w.due_us < $1 AND w.status IN ('not_completed', 'active', 'compensating') \
+             AND (f.status = 'active' OR w.status = 'compensating')",
         )
         .bind(to_us(before))
         .fetch_all(&self.read)

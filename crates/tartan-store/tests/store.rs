@@ -1176,7 +1176,13 @@ async fn case_claim_orphaned_work(store: Arc<dyn Store>) {
         row("c-1", GREET, "c.p", Pending, at(0), Some(("a", at(10)))),
         row("c-1", GREET, "c.s", Succeeded, at(0), Some(("a", at(10)))),
         row("c-1", GREET, "c.f", Failed, at(0), None),
-        row("c-1", GREET, "c.cmp", Compensating, at(0), Some(("a", at(10)))),
+        // Compensation waiting for its retry is a timer, not an orphan (one in
+        // flight is claimed like active work).
+        {
+            let mut r = row("c-1", GREET, "c.cmp", Compensating, at(0), Some(("a", at(10))));
+            r.due_at = Some(at(20));
+            r
+        },
         row("c-1", GREET, "c.x", Cancelled, at(0), Some(("b", at(10)))),
     ];
     commit_ok(&store, c).await;

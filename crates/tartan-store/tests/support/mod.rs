@@ -301,6 +301,7 @@ pub fn detail(status: WorkStatus, note: &str) -> WorkState {
         attempts: Vec::new(),
         deadline_at: None,
         inactive_until: None,
+        compensation: Vec::new(),
         index: 0,
     }
 }
