@@ -1,17 +1,14 @@
 //! What survives: events reproduce the projection; a killed engine resumes
 //! its flows with the same receipt tokens; SIGTERM stops cleanly.
 
-use std::process::Stdio;
 use std::time::Duration;
 
 use axum::http::StatusCode;
 use serde_json::{json, Value};
 use tartan_core::flow::FlowState;
-use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::process::{Child, Command};
 
 use crate::both_backends;
-use crate::helpers::{json_reply, spawn_app, sync_step, Backend, StepServer, TestDb};
+use crate::helpers::{call, json_reply, spawn_app, spawn_binary, sync_step, Backend, StepServer, TestDb};
 
 both_backends!(
     replaying_a_flows_events_reproduces_its_projection,
@@ -57,59 +54,6 @@ async fn replaying_a_flows_events_reproduces_its_projection(backend: Backend) {
     }
 }
 
-/// The `tartan` binary, running.
-struct Engine {
-    child: Child,
-    addr: String,
-}
-
-async fn spawn_binary(db: &TestDb) -> Engine {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_tartan"))
-        .args([
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--node-id",
-            "kill-test",
-            "--database-url",
-            &db.url,
-        ])
-        .env("RUST_LOG", "info")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("spawning tartan");
-    let stdout = child.stdout.take().expect("stdout");
-    let mut lines = BufReader::new(stdout).lines();
-    let addr = tokio::time::timeout(Duration::from_secs(30), async {
-        while let Ok(Some(line)) = lines.next_line().await {
-            if let Some(rest) = line.split("listening on ").nth(1) {
-                return rest.split_whitespace().next().map(str::to_string);
-            }
-        }
-        None
-    })
-    .await
-    .ok()
-    .flatten()
-    .expect("tartan logs `listening on <addr>`");
-    // Keep draining the log so the child never blocks on a full pipe.
-    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-    Engine { child, addr }
-}
-
-async fn call(engine: &Engine, method: reqwest::Method, path: &str, body: Option<Value>) -> (u16, Value) {
-    let client = reqwest::Client::new();
-    let mut req = client.request(method, format!("http://{}{path}", engine.addr));
-    if let Some(b) = body {
-        req = req.json(&b);
-    }
-    let resp = req.send().await.expect("request");
-    let status = resp.status().as_u16();
-    (status, resp.json().await.unwrap_or(Value::Null))
-}
-
 async fn a_flow_survives_sigkill_and_resumes_with_the_same_token(backend: Backend) {
     let Some(db) = TestDb::create(backend).await else {
         return;
@@ -125,7 +69,7 @@ async fn a_flow_survives_sigkill_and_resumes_with_the_same_token(backend: Backen
         })
     })
     .await;
-    let engine = spawn_binary(&db).await;
+    let engine = spawn_binary(&db, "kill-test").await;
     for step in [
         sync_step("fast", &svc.url("/fast"), &["seed"], &["fast"]),
         sync_step("slow", &svc.url("/slow"), &["fast"], &["slow"]),
@@ -159,7 +103,7 @@ async fn a_flow_survives_sigkill_and_resumes_with_the_same_token(backend: Backen
     let mut engine = engine;
     engine.child.kill().await.expect("SIGKILL");
 
-    let engine = spawn_binary(&db).await;
+    let engine = spawn_binary(&db, "kill-test").await;
     let mut flow = Value::Null;
     for _ in 0..400 {
         flow = call(&engine, reqwest::Method::GET, "/engine/flow/k", None)
@@ -203,7 +147,7 @@ async fn sigterm_stops_the_server_cleanly() {
     let Some(db) = TestDb::create(Backend::Sqlite).await else {
         return;
     };
-    let mut engine = spawn_binary(&db).await;
+    let mut engine = spawn_binary(&db, "kill-test").await;
     assert_eq!(call(&engine, reqwest::Method::GET, "/health", None).await.0, 200);
     let pid = engine.child.id().expect("pid").to_string();
     let killed = std::process::Command::new("kill")
@@ -231,7 +175,7 @@ async fn a_scheduled_retry_survives_sigkill_and_fires_at_its_time(backend: Backe
         }
     })
     .await;
-    let engine = spawn_binary(&db).await;
+    let engine = spawn_binary(&db, "kill-test").await;
     let mut step = sync_step("flaky", &svc.url("/flaky"), &["seed"], &["out"]);
     step["work_config"] = json!({"max_retries": 3, "init_backoff": 1500, "backoff_type": "fixed"});
     assert_eq!(
@@ -263,7 +207,7 @@ async fn a_scheduled_retry_survives_sigkill_and_fires_at_its_time(backend: Backe
     let mut engine = engine;
     engine.child.kill().await.expect("SIGKILL");
 
-    let engine = spawn_binary(&db).await;
+    let engine = spawn_binary(&db, "kill-test").await;
     let mut flow = Value::Null;
     for _ in 0..400 {
         flow = call(&engine, reqwest::Method::GET, "/engine/flow/r", None)

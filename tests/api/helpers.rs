@@ -362,3 +362,61 @@ macro_rules! both_backends {
         )*
     };
 }
+
+/// The `tartan` binary, running: for what only a real process shows (SIGKILL,
+/// SIGTERM, start-up configuration).
+pub struct Binary {
+    pub child: tokio::process::Child,
+    pub addr: String,
+}
+
+/// Start `tartan serve` on 127.0.0.1:0 against `db`, with a stable node id
+/// (a restart with the same id takes its own leases back at once).
+pub async fn spawn_binary(db: &TestDb, node_id: &str) -> Binary {
+    use tokio::io::AsyncBufReadExt;
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_tartan"))
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--node-id",
+            node_id,
+            "--database-url",
+            &db.url,
+        ])
+        .env("RUST_LOG", "info")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::inherit())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("spawning tartan");
+    let stdout = child.stdout.take().expect("stdout");
+    let mut lines = tokio::io::BufReader::new(stdout).lines();
+    let addr = tokio::time::timeout(Duration::from_secs(30), async {
+        while let Ok(Some(line)) = lines.next_line().await {
+            if let Some(rest) = line.split("listening on ").nth(1) {
+                return rest.split_whitespace().next().map(str::to_string);
+            }
+        }
+        None
+    })
+    .await
+    .ok()
+    .flatten()
+    .expect("tartan logs `listening on <addr>`");
+    // Keep draining the log so the child never blocks on a full pipe.
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    Binary { child, addr }
+}
+
+/// One request to a running binary: status and JSON body (Null when none).
+pub async fn call(engine: &Binary, method: reqwest::Method, path: &str, body: Option<Value>) -> (u16, Value) {
+    let client = reqwest::Client::new();
+    let mut req = client.request(method, format!("http://{}{path}", engine.addr));
+    if let Some(b) = body {
+        req = req.json(&b);
+    }
+    let resp = req.send().await.expect("request");
+    let status = resp.status().as_u16();
+    (status, resp.json().await.unwrap_or(Value::Null))
+}

@@ -13,19 +13,19 @@
 //! lower bound (never early) and a generous upper one; every wait is bounded.
 
 use std::net::SocketAddr;
-use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use axum::http::{Method, StatusCode};
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde_json::{json, Value};
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::process::{Child, Command};
 
 use crate::both_backends;
-use crate::helpers::{json_reply, spawn_app, sync_step, Backend, Reply, StepServer, TestApp, TestDb};
+use crate::helpers::{
+    call, json_reply, spawn_app, spawn_binary, sync_step, Backend, Reply, StepServer, TestApp, TestDb,
+};
 
 const TIMEOUT_TYPE: &str = "https://serverlessworkflow.io/spec/1.0.0/errors/timeout";
 
@@ -1109,64 +1109,12 @@ async fn cancelling_a_running_flow_aborts_its_call_and_cancels_its_work(backend:
 // ---------------------------------------------------------------------------
 // 5. A flow deadline across a restart of the real binary.
 
-/// The `tartan` binary, running (as in durability.rs).
-struct Binary {
-    child: Child,
-    addr: String,
-}
-
-async fn spawn_binary(db: &TestDb) -> Binary {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_tartan"))
-        .args([
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--node-id",
-            "timeout-test",
-            "--database-url",
-            &db.url,
-        ])
-        .env("RUST_LOG", "info")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("spawning tartan");
-    let stdout = child.stdout.take().expect("stdout");
-    let mut lines = BufReader::new(stdout).lines();
-    let addr = tokio::time::timeout(Duration::from_secs(30), async {
-        while let Ok(Some(line)) = lines.next_line().await {
-            if let Some(rest) = line.split("listening on ").nth(1) {
-                return rest.split_whitespace().next().map(str::to_string);
-            }
-        }
-        None
-    })
-    .await
-    .ok()
-    .flatten()
-    .expect("tartan logs `listening on <addr>`");
-    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-    Binary { child, addr }
-}
-
-async fn call(engine: &Binary, method: reqwest::Method, path: &str, body: Option<Value>) -> (u16, Value) {
-    let client = reqwest::Client::new();
-    let mut req = client.request(method, format!("http://{}{path}", engine.addr));
-    if let Some(b) = body {
-        req = req.json(&b);
-    }
-    let resp = req.send().await.expect("request");
-    let status = resp.status().as_u16();
-    (status, resp.json().await.unwrap_or(Value::Null))
-}
-
 async fn a_flow_deadline_that_passed_while_the_engine_was_down_fires_at_restart(backend: Backend) {
     let Some(db) = TestDb::create(backend).await else {
         return;
     };
     let raw = RawStep::start(Misbehaviour::HangBeforeHeaders).await;
-    let engine = spawn_binary(&db).await;
+    let engine = spawn_binary(&db, "timeout-test").await;
     let step = sync_step("hang", &raw.url(), &[], &["a"]);
     let (status, body) = call(&engine, reqwest::Method::POST, "/engine/step", Some(step)).await;
     assert_eq!(status, 201, "{body}");
@@ -1181,7 +1129,7 @@ async fn a_flow_deadline_that_passed_while_the_engine_was_down_fires_at_restart(
     // Down past the deadline, then up again.
     tokio::time::sleep(Duration::from_secs(3).saturating_sub(started.elapsed())).await;
     let restarted = Utc::now();
-    let engine = spawn_binary(&db).await;
+    let engine = spawn_binary(&db, "timeout-test").await;
     let mut flow = Value::Null;
     let until = Instant::now() + WAIT;
     while Instant::now() < until {

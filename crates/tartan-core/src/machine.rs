@@ -11,7 +11,7 @@ use serde_json::Value;
 use crate::flow::{ApplyError, FlowEvent, FlowOptions, FlowState, FlowStatus, StepStatus, Time, WorkStatus};
 use crate::outcome::{PERMANENT, RETRYABLE};
 use crate::plan::{ExecutionPlan, InitArgs};
-use crate::retry::delay;
+use crate::retry::{delay, RetryPolicy};
 use crate::step::{Args, AttributeSpec, Collect, Step};
 use crate::timeouts::{pointer_for_step, pointer_for_work, timeout_problem, OnTimeout, TimeoutScope};
 
@@ -372,13 +372,8 @@ pub fn record_comp_result(
         .steps
         .get(step_id)
         .and_then(|s| s.retry_policy().ok());
-    let retryable = match (http_status, &policy) {
-        (Some(s), _) if (200..300).contains(&s) => false,
-        (Some(s), Some(p)) => p.retries_status(s),
-        (Some(_), None) => false,
-        (None, _) => class == RETRYABLE,
-    };
-    let class = if retryable { RETRYABLE } else { PERMANENT }.to_string();
+    let class = final_class(policy.as_ref(), http_status, &class).to_string();
+    let retryable = class == RETRYABLE;
     match policy.filter(|p| retryable && p.allows_attempt(attempt.saturating_add(1))) {
         Some(p) => {
             let parts = delay(&p, attempt.saturating_sub(1), retry_after_ms, ctx.random);
@@ -469,6 +464,23 @@ struct Failure<'a> {
     problem: Option<Value>,
 }
 
+/// The class of a failed call: the step's `retry_on` decides for an HTTP
+/// status (a 2xx that failed had an invalid body: permanent); without a
+/// status (transport error, timeout) the dispatcher's class stands.
+fn final_class(policy: Option<&RetryPolicy>, http_status: Option<u16>, class: &str) -> &'static str {
+    let retryable = match (http_status, policy) {
+        (Some(s), _) if (200..300).contains(&s) => false,
+        (Some(s), Some(p)) => p.retries_status(s),
+        (Some(_), None) => false,
+        (None, _) => class == RETRYABLE,
+    };
+    if retryable {
+        RETRYABLE
+    } else {
+        PERMANENT
+    }
+}
+
 /// A failed attempt: schedule a retry when the policy, the budgets and the
 /// flow's attempt cap allow one; otherwise fail the work item and its step,
 /// saying why no retry followed (`retry_state`).
@@ -488,12 +500,7 @@ fn record_failure(tx: &mut Transition, f: Failure<'_>, ctx: &mut Context<'_>) ->
         .ok_or_else(|| ApplyError::UnknownWork(f.token.to_string()))?;
     // A stored step always has a valid policy; should it not, nothing is retried.
     let policy = step.retry_policy().ok();
-    let class = match (f.http_status, &policy) {
-        (Some(s), _) if (200..300).contains(&s) => PERMANENT.to_string(),
-        (Some(s), Some(p)) => if p.retries_status(s) { RETRYABLE } else { PERMANENT }.to_string(),
-        (Some(_), None) => PERMANENT.to_string(),
-        (None, _) => f.class.clone(),
-    };
+    let class = final_class(policy.as_ref(), f.http_status, &f.class).to_string();
     let verdict = match &policy {
         _ if class != RETRYABLE => Err("permanent"),
         None => Err("permanent"),

@@ -586,26 +586,25 @@ impl Step {
         TimeoutPolicy::from_step(self.timeouts.as_ref(), http_ms, sw_attempt)
     }
 
-    /// The step's normalised retry policy.
-    pub fn retry_policy(&self) -> Result<RetryPolicy, ValidationError> {
-        let work = self
-            .work_config
+    /// `work_config` as JSON, the form `crate::retry` reads.
+    fn work_config_json(&self) -> Result<Option<Value>, ValidationError> {
+        self.work_config
             .as_ref()
             .map(serde_json::to_value)
             .transpose()
-            .map_err(|e| ValidationError::new("work_config", e.to_string()))?;
+            .map_err(|e| ValidationError::new("work_config", e.to_string()))
+    }
+
+    /// The step's normalised retry policy.
+    pub fn retry_policy(&self) -> Result<RetryPolicy, ValidationError> {
+        let work = self.work_config_json()?;
         RetryPolicy::from_step(work.as_ref(), self.retry.as_ref(), &RetryDefaults::default())
     }
 
     /// Validate the retry policy and show it as `effective_retry`. Also used
     /// for steps loaded from storage, where the read-only field is absent.
     pub fn with_effective_retry(mut self, defaults: &RetryDefaults) -> Result<Step, ValidationError> {
-        let work = self
-            .work_config
-            .as_ref()
-            .map(serde_json::to_value)
-            .transpose()
-            .map_err(|e| ValidationError::new("work_config", e.to_string()))?;
+        let work = self.work_config_json()?;
         let policy = RetryPolicy::from_step(work.as_ref(), self.retry.as_ref(), defaults)?;
         self.effective_retry = Some(
             serde_json::to_value(&policy)

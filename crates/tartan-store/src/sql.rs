@@ -64,6 +64,14 @@ fn values_list(backend: Backend, rows: usize, cols: usize) -> String {
     out
 }
 
+fn work_key(r: &AnyRow) -> Result<WorkKey, StoreError> {
+    Ok(WorkKey {
+        flow_id: r.try_get("flow_id")?,
+        step_id: r.try_get("step_id")?,
+        token: r.try_get("token")?,
+    })
+}
+
 fn stored_event(row: &AnyRow) -> Result<StoredEvent, StoreError> {
     let data: String = row.try_get("data")?;
     Ok(StoredEvent {
@@ -321,15 +329,7 @@ impl SqlStore {
             query = query.bind(t);
         }
         let rows = query.fetch_all(&self.write).await?;
-        rows.iter()
-            .map(|r| {
-                Ok(WorkKey {
-                    flow_id: r.try_get("flow_id")?,
-                    step_id: r.try_get("step_id")?,
-                    token: r.try_get("token")?,
-                })
-            })
-            .collect()
+        rows.iter().map(work_key).collect()
     }
 
     pub(crate) async fn claim_sql(&self, claim: &Claim) -> Result<Vec<WorkKey>, StoreError> {
@@ -353,15 +353,7 @@ impl SqlStore {
             .bind(claim.limit as i64)
             .fetch_all(&self.write)
             .await?;
-        rows.iter()
-            .map(|r| {
-                Ok(WorkKey {
-                    flow_id: r.try_get("flow_id")?,
-                    step_id: r.try_get("step_id")?,
-                    token: r.try_get("token")?,
-                })
-            })
-            .collect()
+        rows.iter().map(work_key).collect()
     }
 }
 
