@@ -9,3 +9,4 @@ mod helpers;
 mod retries;
 mod steps;
 mod timeouts;
+mod work_items;

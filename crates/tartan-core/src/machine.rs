@@ -177,7 +177,19 @@ pub fn record_result(
                 attempt,
                 http_status,
             })?;
-            finish_step_if_done(&mut tx, step_id)?;
+            let step_ended = matches!(
+                tx.state.executions.get(step_id).map(|e| e.status),
+                Some(StepStatus::Failed | StepStatus::Cancelled)
+            );
+            if step_ended {
+                // An item still running when its step failed: what it did is
+                // undone like the items that succeeded before.
+                if has_compensate(&tx.state, step_id) {
+                    start_compensation(&mut tx, step_id, token, 1)?;
+                }
+            } else {
+                finish_step_if_done(&mut tx, step_id)?;
+            }
         }
         AttemptResult::Failure {
             class,
@@ -266,14 +278,7 @@ pub fn start_retry(
 /// A step that did not complete undoes what its succeeded items did: each is
 /// compensated, when the step has a compensate endpoint (CONTRACT.md §5.4).
 fn compensate_step(tx: &mut Transition, step_id: &str) -> Result<(), ApplyError> {
-    let has_endpoint = tx
-        .state
-        .plan
-        .steps
-        .get(step_id)
-        .and_then(|s| s.http.as_ref())
-        .is_some_and(|h| !h.compensate.is_empty());
-    if !has_endpoint {
+    if !has_compensate(&tx.state, step_id) {
         return Ok(());
     }
     let succeeded: Vec<String> = tx
@@ -295,6 +300,15 @@ fn compensate_step(tx: &mut Transition, step_id: &str) -> Result<(), ApplyError>
         start_compensation(tx, step_id, &token, 1)?;
     }
     Ok(())
+}
+
+fn has_compensate(state: &FlowState, step_id: &str) -> bool {
+    state
+        .plan
+        .steps
+        .get(step_id)
+        .and_then(|s| s.http.as_ref())
+        .is_some_and(|h| !h.compensate.is_empty())
 }
 
 fn start_compensation(
