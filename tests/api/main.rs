@@ -2,6 +2,7 @@
 //! real step servers on loopback. Most tests run on SQLite and on Postgres.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod bad_input;
 mod durability;
 mod errors;
 mod flows;
