@@ -8,7 +8,9 @@ use serde_json::{json, Value};
 use tartan_core::flow::FlowState;
 
 use crate::both_backends;
-use crate::helpers::{call, json_reply, spawn_app, spawn_binary, sync_step, Backend, StepServer, TestDb};
+use crate::helpers::{
+    call, json_reply, spawn_app, spawn_binary, spawn_binary_with, sync_step, Backend, StepServer, TestDb,
+};
 
 both_backends!(
     replaying_a_flows_events_reproduces_its_projection,
@@ -244,4 +246,100 @@ async fn a_scheduled_retry_survives_sigkill_and_fires_at_its_time(backend: Backe
     assert!(waited >= 1500, "retry fired after {waited} ms");
     assert!(waited < 10_000, "retry fired after {waited} ms");
     assert_eq!(work["retry_count"], 1);
+}
+
+/// Two engines share one Postgres database: flows started on either complete,
+/// and when one dies mid-call the other takes its work over once the lease
+/// expires, with the same receipt token.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_engines_share_one_postgres_and_one_takes_over_when_the_other_dies() {
+    let Some(db) = TestDb::create(Backend::Postgres).await else {
+        return;
+    };
+    // The first call of /slow hangs; later ones answer.
+    let svc = StepServer::start_async(|r, n| {
+        Box::pin(async move {
+            if r.path == "/slow" && n == 0 {
+                std::future::pending::<()>().await;
+            }
+            let key = r.path.trim_start_matches('/').to_string();
+            json_reply(200, json!({ key: "done" }))
+        })
+    })
+    .await;
+    // Short leases: a dead node's calls are taken over within seconds.
+    let env = [("TARTAN_LEASE", "1s"), ("TARTAN_STEP_TIMEOUT", "2s")];
+    let a = spawn_binary_with(&db, "node-a", &env).await;
+    let b = spawn_binary_with(&db, "node-b", &env).await;
+    let mut slow = sync_step("slow", &svc.url("/slow"), &["seed"], &["slow"]);
+    slow["http"]["timeout"] = json!(60_000);
+    slow["work_config"] = json!({"max_retries": 1, "init_backoff": 10});
+    assert_eq!(
+        call(&a, reqwest::Method::POST, "/engine/step", Some(slow))
+            .await
+            .0,
+        201
+    );
+    let fast = sync_step("fast", &svc.url("/fast"), &["seed"], &["fast"]);
+    // Registered on b: the catalog is shared.
+    assert_eq!(
+        call(&b, reqwest::Method::POST, "/engine/step", Some(fast))
+            .await
+            .0,
+        201
+    );
+
+    let start = |id: &str, goal: &str| json!({"id": id, "goals": [goal], "init": {"seed": ["s"]}});
+    assert_eq!(
+        call(
+            &b,
+            reqwest::Method::POST,
+            "/engine/flow",
+            Some(start("on-b", "fast"))
+        )
+        .await
+        .0,
+        201
+    );
+    assert_eq!(
+        call(
+            &a,
+            reqwest::Method::POST,
+            "/engine/flow",
+            Some(start("on-a", "slow"))
+        )
+        .await
+        .0,
+        201
+    );
+    for _ in 0..200 {
+        if svc.requests().iter().any(|r| r.path == "/slow") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    let mut a = a;
+    a.child.kill().await.expect("SIGKILL node a");
+
+    let mut flow = Value::Null;
+    for _ in 0..600 {
+        flow = call(&b, reqwest::Method::GET, "/engine/flow/on-a", None).await.1;
+        if flow["status"] != "active" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert_eq!(flow["status"], "completed", "node b took the work over: {flow}");
+    let slow_calls: Vec<_> = svc.requests().into_iter().filter(|r| r.path == "/slow").collect();
+    assert_eq!(slow_calls.len(), 2);
+    assert_eq!(
+        slow_calls[0].headers["argyll-receipt-token"],
+        slow_calls[1].headers["argyll-receipt-token"]
+    );
+    let other = call(&b, reqwest::Method::GET, "/engine/flow/on-b", None).await.1;
+    assert_eq!(other["status"], "completed", "{other}");
+    let work = call(&b, reqwest::Method::GET, "/engine/flow/on-a/work", None)
+        .await
+        .1;
+    assert_eq!(work["work_items"][0]["status"], "succeeded", "{work}");
 }

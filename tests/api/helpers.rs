@@ -373,8 +373,15 @@ pub struct Binary {
 /// Start `tartan serve` on 127.0.0.1:0 against `db`, with a stable node id
 /// (a restart with the same id takes its own leases back at once).
 pub async fn spawn_binary(db: &TestDb, node_id: &str) -> Binary {
+    spawn_binary_with(db, node_id, &[]).await
+}
+
+/// The same, with extra environment (e.g. short leases).
+pub async fn spawn_binary_with(db: &TestDb, node_id: &str, env: &[(&str, &str)]) -> Binary {
     use tokio::io::AsyncBufReadExt;
-    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_tartan"))
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_tartan"));
+    command.envs(env.iter().copied());
+    let mut child = command
         .args([
             "serve",
             "--listen",

@@ -188,6 +188,10 @@ pub struct WorkState {
     /// Calls of the step's compensate endpoint for this item.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub compensation: Vec<Attempt>,
+    /// When an async step accepted the running attempt: no call is in flight
+    /// until its webhook (or a retry) comes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub accepted_at: Option<Time>,
     /// Position in the for_each expansion (Cartesian product order).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub index: u32,
@@ -315,7 +319,9 @@ pub enum FlowEvent {
         step_id: String,
         token: String,
         attempt: u32,
-        inactive_until: Time,
+        /// Set when the step has an inactivity timeout.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        inactive_until: Option<Time>,
     },
     /// An async step is still working: the inactivity window restarts.
     WorkHeartbeat {
@@ -702,6 +708,7 @@ impl FlowState {
                             deadline_at: None,
                             inactive_until: None,
                             compensation: Vec::new(),
+                            accepted_at: None,
                             index: order
                                 .iter()
                                 .position(|t| t == token)
@@ -723,6 +730,7 @@ impl FlowState {
                     work.deadline_at = *deadline_at;
                 }
                 work.inactive_until = None;
+                work.accepted_at = None;
                 // An attempt still open here was cut off by an engine stop.
                 if let Some(open) = work.attempts.last_mut().filter(|a| a.ended_at.is_none()) {
                     open.ended_at = Some(at);
@@ -831,8 +839,12 @@ impl FlowState {
                 token,
                 inactive_until,
                 ..
+            } => {
+                let work = self.work(step_id, token)?;
+                work.accepted_at = Some(at);
+                work.inactive_until = *inactive_until;
             }
-            | FlowEvent::WorkHeartbeat {
+            FlowEvent::WorkHeartbeat {
                 step_id,
                 token,
                 inactive_until,

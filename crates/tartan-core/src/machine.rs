@@ -665,8 +665,9 @@ fn record_timeout(
     Ok(())
 }
 
-/// An async step accepted attempt `attempt`: start its inactivity window,
-/// when the step has one.
+/// An async step accepted attempt `attempt`: no call is in flight any more
+/// (after a restart it is not made again); its inactivity window starts, when
+/// the step has one.
 pub fn accept_async(
     state: FlowState,
     step_id: &str,
@@ -685,14 +686,14 @@ pub fn accept_async(
     let running = tx.state.find_work(step_id, token).is_some_and(|w| {
         w.status == WorkStatus::Active && w.attempts.last().map(|a| a.number) == Some(attempt)
     });
-    if let (Some(ms), true) = (window, running) {
+    if running {
         let flow_id = tx.state.id.clone();
         tx.emit(FlowEvent::WorkAccepted {
             flow_id,
             step_id: step_id.to_string(),
             token: token.to_string(),
             attempt,
-            inactive_until: add_ms(now, ms),
+            inactive_until: window.map(|ms| add_ms(now, ms)),
         })?;
     }
     Ok(tx)

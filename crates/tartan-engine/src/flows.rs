@@ -329,7 +329,15 @@ impl Engine {
                 let w = tx.state.find_work(&step_id, &token)?;
                 // Active work, and retries this process scheduled, are leased to
                 // it in the same commit: it calls them from memory, no claim needed.
+                // An accepted async call waits for its webhook: its row carries
+                // the inactivity deadline (or "never") as its timer, which
+                // also keeps it from being taken for an orphaned call.
+                let waiting_webhook = (w.status == WorkStatus::Active && w.accepted_at.is_some())
+                    .then(|| w.inactive_until.unwrap_or(DateTime::<Utc>::MAX_UTC));
                 let lease_until = match (w.status, w.next_retry_at) {
+                    _ if waiting_webhook.is_some() => {
+                        waiting_webhook.map(|due| due.checked_add_signed(lease_len).unwrap_or(due))
+                    }
                     (WorkStatus::Active, _) | (WorkStatus::Compensating, None) => Some(tx.now + lease_len),
                     (WorkStatus::NotCompleted | WorkStatus::Compensating, Some(due)) => Some(due + lease_len),
                     _ => None,
@@ -342,7 +350,7 @@ impl Engine {
                     status: w.status,
                     attempt: w.attempts.last().map(|a| a.number).unwrap_or(0),
                     retry_count: w.retry_count,
-                    due_at: w.next_retry_at.or(w.inactive_until),
+                    due_at: w.next_retry_at.or(waiting_webhook),
                     lease_owner: active.then(|| self.inner.config.node_id.clone()),
                     lease_expires_at: lease_until,
                     created_at: tx.now,
@@ -395,18 +403,18 @@ impl Engine {
                 FlowEvent::WorkAccepted {
                     step_id,
                     token,
-                    inactive_until,
+                    inactive_until: Some(until),
                     ..
                 }
                 | FlowEvent::WorkHeartbeat {
                     step_id,
                     token,
-                    inactive_until,
+                    inactive_until: until,
                     ..
                 } => self
                     .inner
                     .timers
-                    .schedule(Timer::Inactivity(key(step_id, token)), *inactive_until),
+                    .schedule(Timer::Inactivity(key(step_id, token)), *until),
                 FlowEvent::FlowStarted {
                     flow_id,
                     deadline_at: Some(deadline),

@@ -14,6 +14,12 @@ const CLAIM_BATCH: usize = 10_000;
 
 impl Engine {
     pub(crate) async fn recover(&self) -> Result<(), EngineError> {
+        self.take_over(true).await
+    }
+
+    /// Call again the work whose lease expired (its node died), and at
+    /// start-up (`own`) this node's own calls cut off by its last stop.
+    pub(crate) async fn take_over(&self, own: bool) -> Result<(), EngineError> {
         let now = Utc::now();
         let lease = chrono::Duration::from_std(self.inner.config.step_timeout + self.inner.config.lease)
             .unwrap_or(chrono::Duration::MAX);
@@ -25,10 +31,11 @@ impl Engine {
                 now,
                 lease_until: now + lease,
                 limit: CLAIM_BATCH,
+                include_own: own,
             })
             .await?;
         if !claimed.is_empty() {
-            tracing::info!(count = claimed.len(), "resuming work that was in flight");
+            tracing::info!(count = claimed.len(), own, "resuming work that was in flight");
         }
         for key in claimed {
             let outcome = self

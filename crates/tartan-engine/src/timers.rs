@@ -111,7 +111,11 @@ impl Engine {
     pub(crate) fn spawn_timer_loop(&self) {
         let engine = self.clone();
         tokio::spawn(async move {
-            let mut next_sweep = tokio::time::Instant::now() + SWEEP_EVERY;
+            // Often enough that an expired lease is noticed within a lease.
+            let sweep_every = SWEEP_EVERY
+                .min(engine.inner.config.lease)
+                .max(Duration::from_millis(100));
+            let mut next_sweep = tokio::time::Instant::now() + sweep_every;
             loop {
                 let (due, next) = engine.inner.timers.take_due(Utc::now().timestamp_micros());
                 let mut to_claim = Vec::new();
@@ -128,7 +132,7 @@ impl Engine {
                     .map(|t| {
                         Duration::from_micros(u64::try_from(t - Utc::now().timestamp_micros()).unwrap_or(0))
                     })
-                    .unwrap_or(SWEEP_EVERY);
+                    .unwrap_or(sweep_every);
                 let wake = (tokio::time::Instant::now() + wait).min(next_sweep);
                 tokio::select! {
                     _ = tokio::time::sleep_until(wake) => {}
@@ -136,9 +140,13 @@ impl Engine {
                     _ = engine.inner.stopping.cancelled() => return,
                 }
                 if tokio::time::Instant::now() >= next_sweep {
-                    next_sweep = tokio::time::Instant::now() + SWEEP_EVERY;
+                    next_sweep = tokio::time::Instant::now() + sweep_every;
                     if let Err(e) = engine.load_timers().await {
                         tracing::warn!("sweep for timers failed: {e}");
+                    }
+                    // Calls whose node died: their leases have expired.
+                    if let Err(e) = engine.take_over(false).await {
+                        tracing::warn!("sweep for orphaned calls failed: {e}");
                     }
                 }
             }
@@ -156,6 +164,7 @@ impl Engine {
                 now,
                 lease_until: now + engine.lease_length(),
                 limit: due.len(),
+                include_own: true,
             };
             let tokens: Vec<String> = due.iter().map(|k| k.token.clone()).collect();
             match engine.inner.store.claim_due_work(&claim, &tokens).await {

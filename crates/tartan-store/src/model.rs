@@ -136,6 +136,8 @@ pub struct Claim {
     pub now: Time,
     pub lease_until: Time,
     pub limit: usize,
+    /// Also take back `node`'s own leases (at start-up, after a crash).
+    pub include_own: bool,
 }
 
 /// Which work item.

@@ -339,10 +339,17 @@ impl SqlStore {
             Backend::Postgres => " FOR UPDATE SKIP LOCKED",
             Backend::Sqlite => "",
         };
+        // A node that restarted takes its own leases back at once; a sweep
+        // while running takes only expired ones (its own calls are in flight).
+        let own = if claim.include_own {
+            "lease_owner = $3 OR "
+        } else {
+            "$3 = $3 AND "
+        };
         let sql = format!(
             "UPDATE work_items SET lease_owner = $1, lease_expires_us = $2 WHERE token IN (\
-             SELECT token FROM work_items WHERE (status = 'active' OR (status = 'compensating' AND due_us IS NULL)) \
-             AND (lease_owner = $3 OR lease_expires_us IS NULL OR lease_expires_us < $4) \
+             SELECT token FROM work_items WHERE status IN ('active', 'compensating') AND due_us IS NULL \
+             AND ({own}lease_expires_us IS NULL OR lease_expires_us < $4) \
              ORDER BY lease_expires_us LIMIT $5{lock}) RETURNING flow_id, step_id, token"
         );
         let rows = sqlx::query(&sql)

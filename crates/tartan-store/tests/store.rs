@@ -215,6 +215,7 @@ fn claim(node: &str, now: i64, lease_until: i64, limit: usize) -> Claim {
         now: at(now),
         lease_until: at(lease_until),
         limit,
+        include_own: true,
     }
 }
 

@@ -302,6 +302,7 @@ pub fn detail(status: WorkStatus, note: &str) -> WorkState {
         deadline_at: None,
         inactive_until: None,
         compensation: Vec::new(),
+        accepted_at: None,
         index: 0,
     }
 }
