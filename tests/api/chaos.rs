@@ -1,0 +1,143 @@
+//! Fault injection: the engine is killed with SIGKILL at random moments while
+//! flows run, twenty times, and started again. Every flow must still reach
+//! its terminal state, no work item may be recorded as succeeded twice, and
+//! every call a step endpoint saw must be in the event log.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use crate::both_backends;
+use crate::helpers::{call, json_reply, spawn_binary, sync_step, Backend, StepServer, TestDb};
+
+both_backends!(every_flow_survives_twenty_sigkills_under_load);
+
+const FLOWS: usize = 40;
+const KILLS: usize = 20;
+
+async fn every_flow_survives_twenty_sigkills_under_load(backend: Backend) {
+    let Some(db) = TestDb::create(backend).await else {
+        return;
+    };
+    // Each call takes a little while, and one in four of b's calls fails
+    // with 503 (retried), so that kills land mid-call and mid-wait.
+    let svc = StepServer::start_async(|r, n| {
+        Box::pin(async move {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            let key = r.path.trim_start_matches('/').to_string();
+            if key == "b" && n % 4 == 1 {
+                return json_reply(503, json!({"detail": "flaky"}));
+            }
+            json_reply(200, json!({ key: "done" }))
+        })
+    })
+    .await;
+    let mut engine = spawn_binary(&db, "chaos").await;
+    for (id, input, output) in [("a", "seed", "a"), ("b", "a", "b"), ("c", "b", "c")] {
+        let mut step = sync_step(id, &svc.url(&format!("/{output}")), &[input], &[output]);
+        step["work_config"] = json!({"max_retries": -1, "init_backoff": 20, "backoff_type": "fixed"});
+        assert_eq!(
+            call(&engine, reqwest::Method::POST, "/engine/step", Some(step))
+                .await
+                .0,
+            201
+        );
+    }
+    let mut started = 0;
+    for kill in 0..KILLS {
+        // Start some flows, let things run a little, then kill.
+        while started < FLOWS && started < (kill + 1) * FLOWS / KILLS * 2 {
+            let body = json!({"id": format!("chaos-{started}"), "goals": ["c"], "init": {"seed": [started]}});
+            let (status, reply) = call(&engine, reqwest::Method::POST, "/engine/flow", Some(body)).await;
+            assert_eq!(status, 201, "{reply}");
+            started += 1;
+        }
+        let pause = 30 + (kill * 37) % 120;
+        tokio::time::sleep(Duration::from_millis(pause as u64)).await;
+        engine.child.kill().await.expect("SIGKILL");
+        engine = spawn_binary(&db, "chaos").await;
+    }
+    while started < FLOWS {
+        let body = json!({"id": format!("chaos-{started}"), "goals": ["c"], "init": {"seed": [started]}});
+        assert_eq!(
+            call(&engine, reqwest::Method::POST, "/engine/flow", Some(body))
+                .await
+                .0,
+            201
+        );
+        started += 1;
+    }
+
+    // Every flow completes.
+    let mut cut_off = 0;
+    for i in 0..FLOWS {
+        let id = format!("chaos-{i}");
+        let mut flow = Value::Null;
+        for _ in 0..600 {
+            flow = call(&engine, reqwest::Method::GET, &format!("/engine/flow/{id}"), None)
+                .await
+                .1;
+            if flow["status"] != "active" {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        assert_eq!(flow["status"], "completed", "{id}: {flow}");
+        cut_off += flow["executions"]
+            .as_object()
+            .into_iter()
+            .flat_map(|e| e.values())
+            .flat_map(|x| x["work_items"].as_object().into_iter().flat_map(|w| w.values()))
+            .flat_map(|w| w["attempts"].as_array().cloned().unwrap_or_default())
+            .filter(|a| a["outcome"] == "abandoned")
+            .count();
+
+        let events = call(
+            &engine,
+            reqwest::Method::GET,
+            &format!("/engine/flow/{id}/events"),
+            None,
+        )
+        .await
+        .1;
+        let events = events["events"].as_array().cloned().unwrap_or_default();
+        // No work item succeeded twice.
+        let mut succeeded: BTreeMap<String, usize> = BTreeMap::new();
+        let mut started_attempts = BTreeSet::new();
+        for e in &events {
+            let token = e["data"]["token"].as_str().unwrap_or_default().to_string();
+            match e["type"].as_str() {
+                Some("work_succeeded") => *succeeded.entry(token).or_default() += 1,
+                Some("work_started") => {
+                    started_attempts.insert((token, e["data"]["attempt"].as_u64().unwrap_or(0)));
+                }
+                _ => {}
+            }
+        }
+        assert_eq!(succeeded.len(), 3, "{id}: three items succeeded");
+        assert!(succeeded.values().all(|n| *n == 1), "{id}: {succeeded:?}");
+        // Every call the step server saw was recorded before it was made.
+        let tokens: BTreeSet<&String> = succeeded.keys().collect();
+        for r in svc.requests() {
+            let token = r.headers["argyll-receipt-token"]
+                .to_str()
+                .unwrap_or_default()
+                .to_string();
+            if !tokens.contains(&token) {
+                continue;
+            }
+            let attempt: u64 = r.headers["tartan-attempt"]
+                .to_str()
+                .unwrap_or("0")
+                .parse()
+                .unwrap_or(0);
+            assert!(
+                started_attempts.contains(&(token.clone(), attempt)),
+                "{id}: call {token}#{attempt} is not in the event log"
+            );
+        }
+    }
+    // The kills did land while calls were in flight.
+    assert!(cut_off > 0, "no kill interrupted a call: the test proved nothing");
+}
