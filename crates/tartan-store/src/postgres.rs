@@ -14,7 +14,10 @@ pub(crate) async fn open(url: &str) -> Result<SqlStore, StoreError> {
     let native = PgPoolOptions::new().max_connections(1).connect(url).await?;
     MIGRATOR.run(&native).await?;
     native.close().await;
-    let pool = AnyPoolOptions::new().max_connections(16).connect(url).await?;
+    let pool = AnyPoolOptions::new()
+        .max_connections(16)
+        .connect_with(crate::sql::quiet(url)?)
+        .await?;
     Ok(SqlStore {
         write: pool.clone(),
         read: pool,

@@ -3,7 +3,10 @@
 //! microsecond times and JSON as TEXT, so one text of SQL serves both.
 
 use async_trait::async_trait;
-use sqlx::any::AnyRow;
+use std::str::FromStr;
+
+use sqlx::any::{AnyConnectOptions, AnyRow};
+use sqlx::ConnectOptions;
 use sqlx::{Any, AnyPool, Row, Transaction};
 use tartan_core::flow::FlowStatus;
 use tartan_core::step::Step;
@@ -35,6 +38,15 @@ pub(crate) struct SqlStore {
 
 fn json_text<T: serde::Serialize>(v: &T) -> Result<String, StoreError> {
     serde_json::to_string(v).map_err(|e| StoreError::Corrupt(e.to_string()))
+}
+
+/// Connect options without sqlx's statement logging: its slow-statement
+/// warning prints whole batched statements (hundreds of rows of
+/// placeholders); the writer logs its batches' timing itself.
+pub(crate) fn quiet(url: &str) -> Result<AnyConnectOptions, StoreError> {
+    let options = AnyConnectOptions::from_str(url)
+        .map_err(|e| StoreError::Config(format!("invalid database URL: {e}")))?;
+    Ok(options.disable_statement_logging())
 }
 
 /// `($1, $2, $3), ($4, $5, $6), ...` for `rows` rows of `cols` columns. SQLite

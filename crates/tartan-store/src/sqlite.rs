@@ -47,8 +47,8 @@ pub(crate) async fn open(url: &str) -> Result<SqlStore, StoreError> {
     native.close().await;
 
     // One writer (SQLite allows one) and a few readers, each set up alike.
-    let write = pool(1).connect(url).await?;
-    let read = pool(4).connect(url).await?;
+    let write = pool(1).connect_with(crate::sql::quiet(url)?).await?;
+    let read = pool(4).connect_with(crate::sql::quiet(url)?).await?;
     Ok(SqlStore {
         write,
         read,
