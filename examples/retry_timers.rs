@@ -194,9 +194,13 @@ async fn main() {
 
     let started = Instant::now();
     let mut handles = Vec::new();
+    // At most 200 start requests at once, as a pool of clients would.
+    let gate = std::sync::Arc::new(tokio::sync::Semaphore::new(200));
     for i in 0..count {
         let engine = engine.clone();
+        let permit = gate.clone().acquire_owned().await.unwrap_or_else(|e| panic!("gate: {e}"));
         handles.push(tokio::spawn(async move {
+            let _permit = permit;
             let req: tartan_core::request::StartFlow = serde_json::from_value(
                 json!({"id": format!("f{i}"), "goals": ["flaky"], "init": {"seed": [i]}}),
             )
