@@ -198,7 +198,11 @@ async fn main() {
     let gate = std::sync::Arc::new(tokio::sync::Semaphore::new(200));
     for i in 0..count {
         let engine = engine.clone();
-        let permit = gate.clone().acquire_owned().await.unwrap_or_else(|e| panic!("gate: {e}"));
+        let permit = gate
+            .clone()
+            .acquire_owned()
+            .await
+            .unwrap_or_else(|e| panic!("gate: {e}"));
         handles.push(tokio::spawn(async move {
             let _permit = permit;
             let req: tartan_core::request::StartFlow = serde_json::from_value(

@@ -6,10 +6,12 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use serde_json::{json, Value};
+use serde_json::json;
 
 use crate::both_backends;
-use crate::helpers::{call, json_reply, spawn_binary, sync_step, Backend, StepServer, TestDb};
+use crate::helpers::{
+    call, json_reply, spawn_binary, sync_step, wait_for_terminal, Backend, StepServer, TestDb,
+};
 
 both_backends!(every_flow_survives_twenty_sigkills_under_load);
 
@@ -73,16 +75,7 @@ async fn every_flow_survives_twenty_sigkills_under_load(backend: Backend) {
     let mut cut_off = 0;
     for i in 0..FLOWS {
         let id = format!("chaos-{i}");
-        let mut flow = Value::Null;
-        for _ in 0..600 {
-            flow = call(&engine, reqwest::Method::GET, &format!("/engine/flow/{id}"), None)
-                .await
-                .1;
-            if flow["status"] != "active" {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(25)).await;
-        }
+        let flow = wait_for_terminal(&engine, &id).await;
         assert_eq!(flow["status"], "completed", "{id}: {flow}");
         cut_off += flow["executions"]
             .as_object()

@@ -4,12 +4,13 @@
 use std::time::Duration;
 
 use axum::http::StatusCode;
-use serde_json::{json, Value};
+use serde_json::json;
 use tartan_core::flow::FlowState;
 
 use crate::both_backends;
 use crate::helpers::{
-    call, json_reply, spawn_app, spawn_binary, spawn_binary_with, sync_step, Backend, StepServer, TestDb,
+    call, json_reply, spawn_app, spawn_binary, spawn_binary_with, sync_step, wait_for_terminal, Backend,
+    StepServer, TestDb,
 };
 
 both_backends!(
@@ -106,16 +107,7 @@ async fn a_flow_survives_sigkill_and_resumes_with_the_same_token(backend: Backen
     engine.child.kill().await.expect("SIGKILL");
 
     let engine = spawn_binary(&db, "kill-test").await;
-    let mut flow = Value::Null;
-    for _ in 0..400 {
-        flow = call(&engine, reqwest::Method::GET, "/engine/flow/k", None)
-            .await
-            .1;
-        if flow["status"] != "active" {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
+    let flow = wait_for_terminal(&engine, "k").await;
     assert_eq!(flow["status"], "completed", "{flow}");
     let slow: Vec<_> = svc.requests().into_iter().filter(|r| r.path == "/slow").collect();
     assert_eq!(slow.len(), 2, "called again after the restart");
@@ -210,16 +202,7 @@ async fn a_scheduled_retry_survives_sigkill_and_fires_at_its_time(backend: Backe
     engine.child.kill().await.expect("SIGKILL");
 
     let engine = spawn_binary(&db, "kill-test").await;
-    let mut flow = Value::Null;
-    for _ in 0..400 {
-        flow = call(&engine, reqwest::Method::GET, "/engine/flow/r", None)
-            .await
-            .1;
-        if flow["status"] != "active" {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
+    let flow = wait_for_terminal(&engine, "r").await;
     assert_eq!(flow["status"], "completed", "{flow}");
     let calls = svc.requests();
     assert_eq!(calls.len(), 2);
@@ -321,14 +304,7 @@ async fn two_engines_share_one_postgres_and_one_takes_over_when_the_other_dies()
     let mut a = a;
     a.child.kill().await.expect("SIGKILL node a");
 
-    let mut flow = Value::Null;
-    for _ in 0..600 {
-        flow = call(&b, reqwest::Method::GET, "/engine/flow/on-a", None).await.1;
-        if flow["status"] != "active" {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
+    let flow = wait_for_terminal(&b, "on-a").await;
     assert_eq!(flow["status"], "completed", "node b took the work over: {flow}");
     let slow_calls: Vec<_> = svc.requests().into_iter().filter(|r| r.path == "/slow").collect();
     assert_eq!(slow_calls.len(), 2);

@@ -427,3 +427,38 @@ pub async fn call(engine: &Binary, method: reqwest::Method, path: &str, body: Op
     let status = resp.status().as_u16();
     (status, resp.json().await.unwrap_or(Value::Null))
 }
+
+/// A flow's events, in order.
+pub async fn events(app: &TestApp, id: &str) -> Vec<Value> {
+    let r = app.get(&format!("/engine/flow/{id}/events")).await;
+    assert_eq!(r.status, StatusCode::OK, "events of {id}: {:?}", r.body);
+    r.body["events"].as_array().cloned().unwrap_or_default()
+}
+
+/// The events of one type.
+pub fn of_type<'a>(events: &'a [Value], kind: &str) -> Vec<&'a Value> {
+    events.iter().filter(|e| e["type"] == kind).collect()
+}
+
+/// The types of the events, in order.
+pub fn types(events: &[Value]) -> Vec<String> {
+    events
+        .iter()
+        .filter_map(|e| e["type"].as_str().map(String::from))
+        .collect()
+}
+
+/// Poll a running binary until the flow is no longer active (bounded).
+pub async fn wait_for_terminal(engine: &Binary, id: &str) -> Value {
+    let mut flow = Value::Null;
+    for _ in 0..600 {
+        flow = call(engine, reqwest::Method::GET, &format!("/engine/flow/{id}"), None)
+            .await
+            .1;
+        if flow["status"] != "active" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    flow
+}

@@ -24,7 +24,8 @@ use tokio::net::{TcpListener, TcpStream};
 
 use crate::both_backends;
 use crate::helpers::{
-    call, json_reply, spawn_app, spawn_binary, sync_step, Backend, Reply, StepServer, TestApp, TestDb,
+    call, events, json_reply, of_type, spawn_app, spawn_binary, sync_step, types, Backend, Reply, StepServer,
+    TestApp, TestDb,
 };
 
 const TIMEOUT_TYPE: &str = "https://serverlessworkflow.io/spec/1.0.0/errors/timeout";
@@ -214,23 +215,6 @@ fn header_of(head: &str, name: &str) -> Option<String> {
 
 // ---------------------------------------------------------------------------
 // Helpers.
-
-async fn events(app: &TestApp, id: &str) -> Vec<Value> {
-    let r = app.get(&format!("/engine/flow/{id}/events")).await;
-    assert_eq!(r.status, StatusCode::OK, "events of {id}: {:?}", r.body);
-    r.body["events"].as_array().cloned().unwrap_or_default()
-}
-
-fn of_type<'a>(events: &'a [Value], kind: &str) -> Vec<&'a Value> {
-    events.iter().filter(|e| e["type"] == kind).collect()
-}
-
-fn types(events: &[Value]) -> Vec<String> {
-    events
-        .iter()
-        .filter_map(|e| e["type"].as_str().map(String::from))
-        .collect()
-}
 
 fn at(v: &Value) -> DateTime<Utc> {
     v.as_str()

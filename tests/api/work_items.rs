@@ -17,8 +17,8 @@ use serde_json::{json, Map, Value};
 
 use crate::both_backends;
 use crate::helpers::{
-    call, json_reply, spawn_app, spawn_binary, sync_step, Backend, Received, Reply, StepServer, TestApp,
-    TestDb,
+    call, events, json_reply, of_type, spawn_app, spawn_binary, sync_step, types, Backend, Received, Reply,
+    StepServer, TestApp, TestDb,
 };
 
 /// How long a bounded wait lasts.
@@ -43,23 +43,6 @@ both_backends!(
 
 // ---------------------------------------------------------------------------
 // Helpers.
-
-async fn events(app: &TestApp, id: &str) -> Vec<Value> {
-    let r = app.get(&format!("/engine/flow/{id}/events")).await;
-    assert_eq!(r.status, StatusCode::OK, "events of {id}: {:?}", r.body);
-    r.body["events"].as_array().cloned().unwrap_or_default()
-}
-
-fn of_type<'a>(events: &'a [Value], kind: &str) -> Vec<&'a Value> {
-    events.iter().filter(|e| e["type"] == kind).collect()
-}
-
-fn types(events: &[Value]) -> Vec<String> {
-    events
-        .iter()
-        .filter_map(|e| e["type"].as_str().map(String::from))
-        .collect()
-}
 
 /// The sequence number of the first (or last) event of a type.
 fn seq_of(events: &[Value], kind: &str, last: bool) -> i64 {
