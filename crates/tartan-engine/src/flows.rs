@@ -539,6 +539,11 @@ impl Engine {
         self.inner.in_flight.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// The receipt tokens of this process's calls in flight.
+    pub(crate) fn calls_in_flight(&self) -> Vec<String> {
+        self.in_flight().keys().cloned().collect()
+    }
+
     /// Abort the call in flight for `token`, if this process has one.
     fn abort_call(&self, token: &str) {
         if let Some(cancel) = self.in_flight().remove(token) {

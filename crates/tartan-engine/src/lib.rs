@@ -90,6 +90,7 @@ impl Engine {
         engine.recover().await?;
         engine.load_timers().await?;
         engine.spawn_timer_loop();
+        engine.spawn_lease_renewal();
         Ok(engine)
     }
 

@@ -153,6 +153,36 @@ impl Engine {
         });
     }
 
+    /// Renew the leases of this process's calls in flight, so that a call
+    /// that waits for a slot or runs long is not taken over while it is alive.
+    pub(crate) fn spawn_lease_renewal(&self) {
+        let engine = self.clone();
+        let every = (engine.inner.config.lease / 3).max(Duration::from_millis(100));
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(every);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tokio::select! {
+                    _ = tick.tick() => {}
+                    _ = engine.inner.stopping.cancelled() => return,
+                }
+                let tokens = engine.calls_in_flight();
+                if tokens.is_empty() {
+                    continue;
+                }
+                let until = Utc::now() + engine.lease_length();
+                if let Err(e) = engine
+                    .inner
+                    .store
+                    .renew_leases(&engine.inner.config.node_id, &tokens, until)
+                    .await
+                {
+                    tracing::warn!("renewing leases failed: {e}");
+                }
+            }
+        });
+    }
+
     /// Claim due retries by lease (another process sharing the database may
     /// hold them in its heap too) and start the ones this process got.
     fn claim_and_fire(&self, due: Vec<WorkKey>) {

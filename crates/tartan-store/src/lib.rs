@@ -100,6 +100,15 @@ pub trait Store: Send + Sync + 'static {
     /// to `claim.node`; returns the ones it got.
     async fn claim_due_work(&self, claim: &Claim, tokens: &[String]) -> Result<Vec<WorkKey>, StoreError>;
 
+    /// Extend `node`'s leases on the given work items (calls still in flight)
+    /// to `until`; returns how many it still held.
+    async fn renew_leases(
+        &self,
+        node: &str,
+        tokens: &[String],
+        until: chrono::DateTime<chrono::Utc>,
+    ) -> Result<u64, StoreError>;
+
     /// Lease active work items that `node` held before it restarted, or whose
     /// lease has expired, to `node`.
     async fn claim_orphaned_work(&self, claim: &Claim) -> Result<Vec<WorkKey>, StoreError>;

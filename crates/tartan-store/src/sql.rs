@@ -718,6 +718,29 @@ impl Store for SqlStore {
         self.claim_due_sql(claim, tokens).await
     }
 
+    async fn renew_leases(
+        &self,
+        node: &str,
+        tokens: &[String],
+        until: chrono::DateTime<chrono::Utc>,
+    ) -> Result<u64, StoreError> {
+        let mut renewed = 0;
+        for chunk in tokens.chunks(ROWS_PER_STATEMENT) {
+            let list: Vec<String> = (0..chunk.len()).map(|i| format!("${}", i + 3)).collect();
+            let sql = format!(
+                "UPDATE work_items SET lease_expires_us = $1 WHERE lease_owner = $2 \
+                 AND status IN ('active', 'compensating') AND token IN ({})",
+                list.join(", ")
+            );
+            let mut query = sqlx::query(&sql).bind(to_us(until)).bind(node);
+            for t in chunk {
+                query = query.bind(t);
+            }
+            renewed += query.execute(&self.write).await?.rows_affected();
+        }
+        Ok(renewed)
+    }
+
     async fn claim_orphaned_work(&self, claim: &Claim) -> Result<Vec<WorkKey>, StoreError> {
         self.claim_sql(claim).await
     }

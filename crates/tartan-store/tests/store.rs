@@ -59,6 +59,7 @@ store_tests! {
     case_query_flows_filters => sqlite_query_flows_filters, postgres_query_flows_filters;
     case_query_flows_paging => sqlite_query_flows_paging, postgres_query_flows_paging;
     case_claim_orphaned_work => sqlite_claim_orphaned_work, postgres_claim_orphaned_work;
+    case_renew_leases => sqlite_renew_leases, postgres_renew_leases;
     case_scheduled_work => sqlite_scheduled_work, postgres_scheduled_work;
     case_concurrent_claims_never_share_an_item => sqlite_concurrent_claims_never_share_an_item,
         postgres_concurrent_claims_never_share_an_item;
@@ -1432,4 +1433,33 @@ async fn case_concurrent_claims_never_share_an_item(store: Arc<dyn Store>) {
         assert_eq!(w.lease_owner.as_ref(), owner.get(&w.token), "{}", w.token);
         assert_eq!(w.lease_expires_at, Some(at(1000)));
     }
+}
+
+/// A node extends only its own leases, and only on work still in flight.
+async fn case_renew_leases(store: Arc<dyn Store>) {
+    use WorkStatus::*;
+    let tx = start("r-1", &[], at(0));
+    let mut c = commit(&tx, 0, Some(REQUEST));
+    c.work = vec![
+        row("r-1", GREET, "r.mine", Active, at(0), Some(("a", at(60)))),
+        row("r-1", GREET, "r.theirs", Active, at(0), Some(("b", at(60)))),
+        row("r-1", GREET, "r.done", Succeeded, at(0), Some(("a", at(60)))),
+    ];
+    commit_ok(&store, c).await;
+    let tokens: Vec<String> = ["r.mine", "r.theirs", "r.done"]
+        .iter()
+        .map(|t| t.to_string())
+        .collect();
+    let renewed = store.renew_leases("a", &tokens, at(500)).await.unwrap();
+    assert_eq!(renewed, 1);
+    let views = all_work(&store, work_query()).await;
+    let lease = |token: &str| views.iter().find(|w| w.token == token).unwrap().lease_expires_at;
+    assert_eq!(lease("r.mine"), Some(at(500)));
+    assert_eq!(
+        lease("r.theirs"),
+        Some(at(60)),
+        "another node's lease is untouched"
+    );
+    assert_eq!(lease("r.done"), Some(at(60)), "finished work is not renewed");
+    assert_eq!(store.renew_leases("a", &[], at(900)).await.unwrap(), 0);
 }
