@@ -13,12 +13,15 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use tartan_engine::{Engine, EngineConfig};
 use tokio::sync::Semaphore;
 
 /// mimalloc, as the binary uses.
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+mod support;
+
+use support::{percentile, BenchDb};
 
 async fn step_server() -> std::net::SocketAddr {
     // Each step returns its output at once: the measure is the engine's.
@@ -26,14 +29,7 @@ async fn step_server() -> std::net::SocketAddr {
         let key = uri.path().trim_start_matches('/').to_string();
         axum::Json(json!({ key: 1 }))
     });
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .unwrap_or_else(|e| panic!("bind: {e}"));
-    let addr = listener.local_addr().unwrap_or_else(|e| panic!("addr: {e}"));
-    tokio::spawn(async move {
-        let _ = axum::serve(listener, app).await;
-    });
-    addr
+    support::serve(app).await
 }
 
 fn peak_rss_mib() -> f64 {
@@ -47,13 +43,6 @@ fn peak_rss_mib() -> f64 {
         / 1024.0
 }
 
-fn percentile(sorted: &[f64], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return 0.0;
-    }
-    sorted[(((sorted.len() - 1) as f64) * p).round() as usize]
-}
-
 #[tokio::main]
 async fn main() {
     let args: Vec<String> = std::env::args().collect();
@@ -61,33 +50,8 @@ async fn main() {
     let flows: usize = args.get(2).and_then(|v| v.parse().ok()).unwrap_or(5000);
     let concurrency: usize = args.get(3).and_then(|v| v.parse().ok()).unwrap_or(200);
 
-    let pid = std::process::id();
-    let (url, pg_name) = if kind == "postgres" {
-        let name = format!("tartan_load_{pid}");
-        let admin = sqlx::PgPool::connect("postgres://postgres@127.0.0.1:5432/postgres")
-            .await
-            .unwrap_or_else(|e| panic!("postgres: {e}"));
-        sqlx::query(&format!("CREATE DATABASE {name}"))
-            .execute(&admin)
-            .await
-            .unwrap_or_else(|e| panic!("create: {e}"));
-        (format!("postgres://postgres@127.0.0.1:5432/{name}"), Some(name))
-    } else {
-        let path = std::env::temp_dir().join(format!("tartan-load-{pid}.db"));
-        (format!("sqlite://{}", path.display()), None)
-    };
-    let store = tartan_store::open(&url)
-        .await
-        .unwrap_or_else(|e| panic!("store: {e}"));
-    let engine = Engine::start(
-        EngineConfig {
-            node_id: "load".into(),
-            ..EngineConfig::default()
-        },
-        store,
-    )
-    .await
-    .unwrap_or_else(|e| panic!("engine: {e}"));
+    let db = BenchDb::create(&kind, "load").await;
+    let engine = db.engine("load").await;
     let addr = step_server().await;
     for (id, input, output) in [("a", "seed", "a"), ("b", "a", "b"), ("c", "b", "c")] {
         let step: tartan_core::step::Step = serde_json::from_value(json!({
@@ -171,16 +135,5 @@ async fn main() {
         peak_rss_mib(),
     );
     engine.shutdown(Duration::from_secs(5)).await;
-    if let Some(name) = pg_name {
-        if let Ok(admin) = sqlx::PgPool::connect("postgres://postgres@127.0.0.1:5432/postgres").await {
-            let _ = sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
-                .execute(&admin)
-                .await;
-        }
-    } else {
-        let path = url.trim_start_matches("sqlite://").to_string();
-        for suffix in ["", "-wal", "-shm"] {
-            let _ = std::fs::remove_file(format!("{path}{suffix}"));
-        }
-    }
+    db.drop().await;
 }

@@ -25,12 +25,15 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::IntoResponse;
 use chrono::{DateTime, Utc};
 use serde_json::json;
-use tartan_engine::{Engine, EngineConfig};
 
 /// mimalloc: the engine allocates many short-lived JSON strings and states;
 /// glibc's malloc showed as a third of the CPU profile under load.
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+mod support;
+
+use support::{percentile, BenchDb};
 
 type Arrivals = Arc<Mutex<HashMap<String, (u32, DateTime<Utc>)>>>;
 
@@ -60,65 +63,7 @@ async fn step_server(arrivals: Arrivals) -> std::net::SocketAddr {
             }
         }
     });
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .unwrap_or_else(|e| panic!("bind: {e}"));
-    let addr = listener.local_addr().unwrap_or_else(|e| panic!("addr: {e}"));
-    tokio::spawn(async move {
-        let _ = axum::serve(listener, app).await;
-    });
-    addr
-}
-
-struct Db {
-    url: String,
-    pg_name: Option<String>,
-}
-
-async fn database(kind: &str) -> Db {
-    let pid = std::process::id();
-    if kind == "postgres" {
-        let name = format!("tartan_bench_{pid}");
-        let admin = sqlx::PgPool::connect("postgres://postgres@127.0.0.1:5432/postgres")
-            .await
-            .unwrap_or_else(|e| panic!("postgres: {e}"));
-        let _ = sqlx::query(&format!("DROP DATABASE IF EXISTS {name}"))
-            .execute(&admin)
-            .await;
-        sqlx::query(&format!("CREATE DATABASE {name}"))
-            .execute(&admin)
-            .await
-            .unwrap_or_else(|e| panic!("create: {e}"));
-        Db {
-            url: format!("postgres://postgres@127.0.0.1:5432/{name}"),
-            pg_name: Some(name),
-        }
-    } else {
-        let path = std::env::temp_dir().join(format!("tartan-bench-{pid}.db"));
-        let _ = std::fs::remove_file(&path);
-        Db {
-            url: format!("sqlite://{}", path.display()),
-            pg_name: None,
-        }
-    }
-}
-
-async fn drop_database(db: Db) {
-    match db.pg_name {
-        Some(name) => {
-            if let Ok(admin) = sqlx::PgPool::connect("postgres://postgres@127.0.0.1:5432/postgres").await {
-                let _ = sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
-                    .execute(&admin)
-                    .await;
-            }
-        }
-        None => {
-            let path = db.url.trim_start_matches("sqlite://").to_string();
-            for suffix in ["", "-wal", "-shm"] {
-                let _ = std::fs::remove_file(format!("{path}{suffix}"));
-            }
-        }
-    }
+    support::serve(app).await
 }
 
 /// (user + system CPU seconds, RSS in MiB) of this process, from /proc.
@@ -138,14 +83,6 @@ fn cpu_and_rss() -> (f64, f64) {
     (cpu, rss_kb / 1024.0)
 }
 
-fn percentile(sorted: &[i64], p: f64) -> i64 {
-    if sorted.is_empty() {
-        return 0;
-    }
-    let idx = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted[idx.min(sorted.len() - 1)]
-}
-
 #[tokio::main]
 async fn main() {
     tracing_subscriber::fmt()
@@ -163,21 +100,10 @@ async fn main() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(if mode == "idle" { 30 } else { 15_000 });
 
-    let db = database(kind).await;
-    let store = tartan_store::open(&db.url)
-        .await
-        .unwrap_or_else(|e| panic!("store: {e}"));
+    let db = BenchDb::create(kind, "bench").await;
     let arrivals: Arrivals = Arc::default();
     let step_addr = step_server(arrivals.clone()).await;
-    let engine = Engine::start(
-        EngineConfig {
-            node_id: "bench".into(),
-            ..EngineConfig::default()
-        },
-        store,
-    )
-    .await
-    .unwrap_or_else(|e| panic!("engine: {e}"));
+    let engine = db.engine("bench").await;
 
     let backoff_ms = if mode == "idle" { 3 * 3600 * 1000 } else { param };
     let step: tartan_core::step::Step = serde_json::from_value(json!({
@@ -319,5 +245,5 @@ async fn main() {
         );
     }
     engine.shutdown(Duration::from_secs(5)).await;
-    drop_database(db).await;
+    db.drop().await;
 }

@@ -57,12 +57,10 @@ async fn replaying_a_flows_events_reproduces_its_projection(backend: Backend) {
     }
 }
 
-async fn a_flow_survives_sigkill_and_resumes_with_the_same_token(backend: Backend) {
-    let Some(db) = TestDb::create(backend).await else {
-        return;
-    };
-    // The first call of /slow never answers; later ones do.
-    let svc = StepServer::start_async(|r, n| {
+/// A step server whose first call of /slow never answers; later calls, and
+/// every other path, answer `{"<path>": "done"}`.
+async fn slow_first_call() -> StepServer {
+    StepServer::start_async(|r, n| {
         Box::pin(async move {
             if r.path == "/slow" && n == 0 {
                 std::future::pending::<()>().await;
@@ -71,7 +69,14 @@ async fn a_flow_survives_sigkill_and_resumes_with_the_same_token(backend: Backen
             json_reply(200, json!({ key: "done" }))
         })
     })
-    .await;
+    .await
+}
+
+async fn a_flow_survives_sigkill_and_resumes_with_the_same_token(backend: Backend) {
+    let Some(db) = TestDb::create(backend).await else {
+        return;
+    };
+    let svc = slow_first_call().await;
     let engine = spawn_binary(&db, "kill-test").await;
     for step in [
         sync_step("fast", &svc.url("/fast"), &["seed"], &["fast"]),
@@ -239,17 +244,7 @@ async fn two_engines_share_one_postgres_and_one_takes_over_when_the_other_dies()
     let Some(db) = TestDb::create(Backend::Postgres).await else {
         return;
     };
-    // The first call of /slow hangs; later ones answer.
-    let svc = StepServer::start_async(|r, n| {
-        Box::pin(async move {
-            if r.path == "/slow" && n == 0 {
-                std::future::pending::<()>().await;
-            }
-            let key = r.path.trim_start_matches('/').to_string();
-            json_reply(200, json!({ key: "done" }))
-        })
-    })
-    .await;
+    let svc = slow_first_call().await;
     // Short leases: a dead node's calls are taken over within seconds.
     let env = [("TARTAN_LEASE", "1s"), ("TARTAN_STEP_TIMEOUT", "2s")];
     let a = spawn_binary_with(&db, "node-a", &env).await;

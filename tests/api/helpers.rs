@@ -152,6 +152,33 @@ pub async fn start_on(db: TestDb, node_id: &str) -> TestApp {
     }
 }
 
+/// Read a response: the reply (body as JSON, else as a string) and the body's
+/// length in bytes.
+pub async fn read_reply(resp: reqwest::Response) -> (Reply, usize) {
+    let status = StatusCode::from_u16(resp.status().as_u16()).unwrap_or(StatusCode::IM_A_TEAPOT);
+    let content_type = resp
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_string();
+    let bytes = resp.bytes().await.unwrap_or_default();
+    let body = if bytes.is_empty() {
+        Value::Null
+    } else {
+        serde_json::from_slice(&bytes)
+            .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into()))
+    };
+    (
+        Reply {
+            status,
+            content_type,
+            body,
+        },
+        bytes.len(),
+    )
+}
+
 /// A response: status, content type and JSON body (Null when empty).
 #[derive(Debug)]
 pub struct Reply {
@@ -171,25 +198,7 @@ impl TestApp {
             req = req.header("Content-Type", "application/json").body(b);
         }
         let resp = req.send().await.unwrap_or_else(|e| panic!("request {path}: {e}"));
-        let status = StatusCode::from_u16(resp.status().as_u16()).unwrap_or(StatusCode::IM_A_TEAPOT);
-        let content_type = resp
-            .headers()
-            .get("content-type")
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("")
-            .to_string();
-        let bytes = resp.bytes().await.unwrap_or_default();
-        let body = if bytes.is_empty() {
-            Value::Null
-        } else {
-            serde_json::from_slice(&bytes)
-                .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into()))
-        };
-        Reply {
-            status,
-            content_type,
-            body,
-        }
+        read_reply(resp).await.0
     }
 
     pub async fn get(&self, path: &str) -> Reply {

@@ -17,8 +17,8 @@ use serde_json::{json, Map, Value};
 
 use crate::both_backends;
 use crate::helpers::{
-    call, events, json_reply, of_type, spawn_app, spawn_binary, sync_step, types, Backend, Received, Reply,
-    StepServer, TestApp, TestDb,
+    call, events, json_reply, of_type, read_reply, spawn_app, spawn_binary, sync_step, types, Backend,
+    Received, Reply, StepServer, TestApp, TestDb,
 };
 
 /// How long a bounded wait lasts.
@@ -113,28 +113,7 @@ async fn post_raw(url: &str, content_type: &str, body: &str) -> (Reply, usize) {
         .send()
         .await
         .unwrap_or_else(|e| panic!("POST {url}: {e}"));
-    let status = StatusCode::from_u16(resp.status().as_u16()).unwrap_or(StatusCode::IM_A_TEAPOT);
-    let content_type = resp
-        .headers()
-        .get("content-type")
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("")
-        .to_string();
-    let bytes = resp.bytes().await.unwrap_or_default();
-    let body = if bytes.is_empty() {
-        Value::Null
-    } else {
-        serde_json::from_slice(&bytes)
-            .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into()))
-    };
-    (
-        Reply {
-            status,
-            content_type,
-            body,
-        },
-        bytes.len(),
-    )
+    read_reply(resp).await
 }
 
 /// An async step definition.
