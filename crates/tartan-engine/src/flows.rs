@@ -202,7 +202,7 @@ impl Engine {
     /// Record the outcome of a call made by this process.
     pub(crate) async fn record(&self, call: &Call, result: AttemptResult) {
         let outcome = self
-            .decide(&call.flow_id, |state, ctx| {
+            .decide_persistently(&call.flow_id, |state, ctx| {
                 let record = if call.compensate {
                     machine::record_comp_result
                 } else {
@@ -219,9 +219,35 @@ impl Engine {
             })
             .await;
         if let Err(e) = outcome {
-            // The item stays active under this node's lease and is taken up
-            // again by recovery; nothing is lost.
+            // The item stays active under this node's lease; when the lease
+            // expires the sweep calls it again. Nothing is lost.
             tracing::error!(flow_id = %call.flow_id, step_id = %call.step.id, token = %call.token, "recording result failed: {e}");
+        }
+    }
+
+    /// `decide`, tried again while the database is unreachable (a restart, a
+    /// failover), for as long as this node's lease on the call holds: a
+    /// result the step already produced is worth more than a new call. A
+    /// commit that did land before its connection dropped is found on reload
+    /// and not repeated.
+    async fn decide_persistently<F>(&self, flow_id: &str, mut decide: F) -> Result<(), EngineError>
+    where
+        F: FnMut(FlowState, &mut Context<'_>) -> Result<Transition, ApplyError>,
+    {
+        let give_up = tokio::time::Instant::now() + self.inner.config.lease;
+        let mut pause = std::time::Duration::from_millis(50);
+        loop {
+            match self.decide(flow_id, &mut decide).await {
+                Err(EngineError::Store(StoreError::Database(e)))
+                    if tokio::time::Instant::now() + pause < give_up
+                        && !self.inner.stopping.is_cancelled() =>
+                {
+                    tracing::warn!(%flow_id, "database unavailable, trying again in {pause:?}: {e}");
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(std::time::Duration::from_secs(2));
+                }
+                other => return other,
+            }
         }
     }
 
@@ -375,6 +401,22 @@ impl Engine {
         for token in machine::cancelled_calls(tx) {
             self.abort_call(&token);
         }
+        let finished = tx.events.iter().any(|e| {
+            matches!(
+                e,
+                FlowEvent::FlowCompleted { .. }
+                    | FlowEvent::FlowFailed { .. }
+                    | FlowEvent::FlowTimedOut { .. }
+                    | FlowEvent::FlowCancelled { .. }
+            )
+        });
+        if finished && self.inner.finished.receiver_count() > 0 {
+            let _ = self.inner.finished.send(crate::FlowFinished {
+                flow_id: tx.state.id.clone(),
+                status: tx.state.status,
+                at: tx.now,
+            });
+        }
         let key = |step_id: &String, token: &String| tartan_store::WorkKey {
             flow_id: tx.state.id.clone(),
             step_id: step_id.clone(),
@@ -505,7 +547,11 @@ impl Engine {
             return;
         }
         let cancel = CancellationToken::new();
-        self.in_flight().insert(call.token.clone(), cancel.clone());
+        let id = self
+            .inner
+            .call_ids
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.in_flight().insert(call.token.clone(), (id, cancel.clone()));
         let engine = self.clone();
         self.inner.tasks.spawn(async move {
             let outcome = tokio::select! {
@@ -517,36 +563,75 @@ impl Engine {
                 // closes its connection; the decision is already recorded.
                 _ = cancel.cancelled() => None,
             };
-            engine.in_flight().remove(&call.token);
-            let Some(result) = outcome else { return };
-            if call.step.is_async() && !call.compensate && matches!(result, AttemptResult::Success { .. }) {
-                // A 2xx from an async step means "accepted": its webhook decides.
-                let accepted = engine
-                    .decide(&call.flow_id, |state, ctx| {
-                        machine::accept_async(state, &call.step.id, &call.token, call.attempt, ctx.now)
-                    })
-                    .await;
-                if let Err(e) = accepted {
-                    tracing::error!(flow_id = %call.flow_id, token = %call.token, "recording acceptance failed: {e}");
-                }
-                return;
+            // The call stays listed in flight (its lease renewed) until its
+            // result is recorded, which may wait out a database outage.
+            if let Some(result) = outcome {
+                engine.conclude(&call, result).await;
             }
-            engine.record(&call, result).await;
+            let mut in_flight = engine.in_flight();
+            // A retry of the same token may already have taken the entry.
+            if in_flight.get(&call.token).is_some_and(|(c, _)| *c == id) {
+                in_flight.remove(&call.token);
+            }
         });
     }
 
-    fn in_flight(&self) -> std::sync::MutexGuard<'_, HashMap<String, CancellationToken>> {
+    /// What a finished call means: an async step's 2xx is an acceptance
+    /// (its webhook decides); anything else is the attempt's result.
+    async fn conclude(&self, call: &Call, result: AttemptResult) {
+        if call.step.is_async() && !call.compensate && matches!(result, AttemptResult::Success { .. }) {
+            let accepted = self
+                .decide_persistently(&call.flow_id, |state, ctx| {
+                    machine::accept_async(state, &call.step.id, &call.token, call.attempt, ctx.now)
+                })
+                .await;
+            if let Err(e) = accepted {
+                tracing::error!(flow_id = %call.flow_id, token = %call.token, "recording acceptance failed: {e}");
+            }
+            return;
+        }
+        self.record(call, result).await;
+    }
+
+    fn in_flight(&self) -> std::sync::MutexGuard<'_, HashMap<String, (u64, CancellationToken)>> {
         self.inner.in_flight.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// The receipt tokens of this process's calls in flight.
-    pub(crate) fn calls_in_flight(&self) -> Vec<String> {
-        self.in_flight().keys().cloned().collect()
+    /// This process's calls in flight: receipt token and call number.
+    pub(crate) fn calls_in_flight(&self) -> Vec<(String, u64)> {
+        self.in_flight()
+            .iter()
+            .map(|(token, (id, _))| (token.clone(), *id))
+            .collect()
+    }
+
+    /// Abort the calls whose lease this process no longer holds: another
+    /// process took the work over (this one was presumed dead), or cancelled
+    /// or timed out the flow. Its result could not be recorded anyway, and
+    /// two processes must not run one call at once. A call that ended or was
+    /// replaced by a newer call of its token since `calls` was read is left.
+    pub(crate) fn abandon_lost_calls(&self, calls: Vec<(String, u64)>, renewed: &[String]) {
+        let renewed: std::collections::HashSet<&str> = renewed.iter().map(String::as_str).collect();
+        let mut in_flight = self.in_flight();
+        for (token, id) in calls {
+            if renewed.contains(token.as_str()) || in_flight.get(&token).is_none_or(|(c, _)| *c != id) {
+                continue;
+            }
+            if let Some((_, cancel)) = in_flight.remove(&token) {
+                tracing::warn!(%token, "lease lost to another process or decision; call abandoned");
+                cancel.cancel();
+            }
+        }
+    }
+
+    /// Whether this process has a call in flight for `token`.
+    pub(crate) fn is_in_flight(&self, token: &str) -> bool {
+        self.in_flight().contains_key(token)
     }
 
     /// Abort the call in flight for `token`, if this process has one.
     fn abort_call(&self, token: &str) {
-        if let Some(cancel) = self.in_flight().remove(token) {
+        if let Some((_, cancel)) = self.in_flight().remove(token) {
             cancel.cancel();
         }
     }

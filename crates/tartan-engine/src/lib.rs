@@ -39,6 +39,19 @@ pub use config::EngineConfig;
 pub use error::EngineError;
 pub use flows::{StartOutcome, WebhookRefusal, WebhookResult};
 
+/// Notices of finished flows a slow subscriber may fall behind by before it
+/// misses some (it is told how many).
+const FINISHED_BUFFER: usize = 16_384;
+
+/// A flow of this process reached a terminal status (completed, failed,
+/// cancelled); sent once the decision is durable.
+#[derive(Debug, Clone)]
+pub struct FlowFinished {
+    pub flow_id: String,
+    pub status: tartan_core::flow::FlowStatus,
+    pub at: chrono::DateTime<chrono::Utc>,
+}
+
 /// The engine: cheap to clone, shared by the API and the dispatcher.
 #[derive(Clone)]
 pub struct Engine {
@@ -53,8 +66,13 @@ struct Inner {
     writer: writer::Writer,
     timers: timers::Timers,
     http: reqwest::Client,
-    /// Cancellation of each call in flight, by receipt token.
-    in_flight: std::sync::Mutex<std::collections::HashMap<String, CancellationToken>>,
+    /// Each call in flight, by receipt token: which call (a retry of the
+    /// same token is a new one) and how to cancel it.
+    in_flight: std::sync::Mutex<std::collections::HashMap<String, (u64, CancellationToken)>>,
+    /// Tells subscribers which flows reached a terminal status.
+    finished: tokio::sync::broadcast::Sender<FlowFinished>,
+    /// Numbers the calls, to tell them apart in `in_flight`.
+    call_ids: std::sync::atomic::AtomicU64,
     /// Bounds the calls in flight in this process.
     calls: Arc<tokio::sync::Semaphore>,
     /// Fires when the engine stops taking new work.
@@ -82,6 +100,8 @@ impl Engine {
                 flows: flows::FlowLocks::default(),
                 timers: timers::Timers::default(),
                 in_flight: std::sync::Mutex::default(),
+                call_ids: std::sync::atomic::AtomicU64::new(0),
+                finished: tokio::sync::broadcast::channel(FINISHED_BUFFER).0,
                 http,
                 stopping: CancellationToken::new(),
                 tasks: TaskTracker::new(),
@@ -100,6 +120,12 @@ impl Engine {
 
     pub fn config(&self) -> &EngineConfig {
         &self.inner.config
+    }
+
+    /// Notices of the flows this process finishes from now on. Costs nothing
+    /// when nobody listens.
+    pub fn subscribe_finished(&self) -> tokio::sync::broadcast::Receiver<FlowFinished> {
+        self.inner.finished.subscribe()
     }
 
     /// Retries waiting in this process's timer heap.

@@ -38,6 +38,12 @@ impl Engine {
             tracing::info!(count = claimed.len(), own, "resuming work that was in flight");
         }
         for key in claimed {
+            if self.is_in_flight(&key.token) {
+                // This process's own call, still running, whose lease lapsed
+                // (renewal failed while the database was away): the claim
+                // renewed it; calling again would run the step twice at once.
+                continue;
+            }
             let outcome = self
                 .decide(&key.flow_id, |state, ctx| {
                     machine::redispatch(state, &key.step_id, &key.token, ctx.now)

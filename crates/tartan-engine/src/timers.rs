@@ -166,18 +166,20 @@ impl Engine {
                     _ = tick.tick() => {}
                     _ = engine.inner.stopping.cancelled() => return,
                 }
-                let tokens = engine.calls_in_flight();
-                if tokens.is_empty() {
+                let calls = engine.calls_in_flight();
+                if calls.is_empty() {
                     continue;
                 }
+                let tokens: Vec<String> = calls.iter().map(|(token, _)| token.clone()).collect();
                 let until = Utc::now() + engine.lease_length();
-                if let Err(e) = engine
+                match engine
                     .inner
                     .store
                     .renew_leases(&engine.inner.config.node_id, &tokens, until)
                     .await
                 {
-                    tracing::warn!("renewing leases failed: {e}");
+                    Ok(renewed) => engine.abandon_lost_calls(calls, &renewed),
+                    Err(e) => tracing::warn!("renewing leases failed: {e}"),
                 }
             }
         });

@@ -101,13 +101,13 @@ pub trait Store: Send + Sync + 'static {
     async fn claim_due_work(&self, claim: &Claim, tokens: &[String]) -> Result<Vec<WorkKey>, StoreError>;
 
     /// Extend `node`'s leases on the given work items (calls still in flight)
-    /// to `until`; returns how many it still held.
+    /// to `until`; returns the tokens whose lease it still held.
     async fn renew_leases(
         &self,
         node: &str,
         tokens: &[String],
         until: chrono::DateTime<chrono::Utc>,
-    ) -> Result<u64, StoreError>;
+    ) -> Result<Vec<String>, StoreError>;
 
     /// Lease active work items that `node` held before it restarted, or whose
     /// lease has expired, to `node`.

@@ -723,20 +723,22 @@ impl Store for SqlStore {
         node: &str,
         tokens: &[String],
         until: chrono::DateTime<chrono::Utc>,
-    ) -> Result<u64, StoreError> {
-        let mut renewed = 0;
+    ) -> Result<Vec<String>, StoreError> {
+        let mut renewed = Vec::with_capacity(tokens.len());
         for chunk in tokens.chunks(ROWS_PER_STATEMENT) {
             let list: Vec<String> = (0..chunk.len()).map(|i| format!("${}", i + 3)).collect();
             let sql = format!(
                 "UPDATE work_items SET lease_expires_us = $1 WHERE lease_owner = $2 \
-                 AND status IN ('active', 'compensating') AND token IN ({})",
+                 AND status IN ('active', 'compensating') AND token IN ({}) RETURNING token",
                 list.join(", ")
             );
             let mut query = sqlx::query(&sql).bind(to_us(until)).bind(node);
             for t in chunk {
                 query = query.bind(t);
             }
-            renewed += query.execute(&self.write).await?.rows_affected();
+            for row in query.fetch_all(&self.write).await? {
+                renewed.push(row.try_get::<String, _>("token")?);
+            }
         }
         Ok(renewed)
     }

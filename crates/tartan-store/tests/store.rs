@@ -1451,7 +1451,7 @@ async fn case_renew_leases(store: Arc<dyn Store>) {
         .map(|t| t.to_string())
         .collect();
     let renewed = store.renew_leases("a", &tokens, at(500)).await.unwrap();
-    assert_eq!(renewed, 1);
+    assert_eq!(renewed, vec!["r.mine".to_string()]);
     let views = all_work(&store, work_query()).await;
     let lease = |token: &str| views.iter().find(|w| w.token == token).unwrap().lease_expires_at;
     assert_eq!(lease("r.mine"), Some(at(500)));
@@ -1461,5 +1461,5 @@ async fn case_renew_leases(store: Arc<dyn Store>) {
         "another node's lease is untouched"
     );
     assert_eq!(lease("r.done"), Some(at(60)), "finished work is not renewed");
-    assert_eq!(store.renew_leases("a", &[], at(900)).await.unwrap(), 0);
+    assert!(store.renew_leases("a", &[], at(900)).await.unwrap().is_empty());
 }
