@@ -34,9 +34,19 @@ pub struct TestDb {
 enum Cleanup {
     File(std::path::PathBuf),
     Database(String),
+    /// Someone else's database (a test's private cluster): left as it is.
+    Nothing,
 }
 
 impl TestDb {
+    /// A database the caller manages.
+    pub fn at_url(url: String) -> TestDb {
+        TestDb {
+            url,
+            cleanup: Cleanup::Nothing,
+        }
+    }
+
     /// `None` when Postgres is unreachable and `CI` is not set (the test
     /// says loudly that it skipped); with `CI` set that is a failure.
     pub async fn create(backend: Backend) -> Option<TestDb> {
@@ -83,6 +93,7 @@ impl Drop for TestDb {
             Cleanup::File(dir) => {
                 let _ = std::fs::remove_dir_all(dir);
             }
+            Cleanup::Nothing => {}
             Cleanup::Database(name) => {
                 let name = name.clone();
                 // Drop runs outside async context: use a thread of its own.

@@ -8,6 +8,7 @@ mod durability;
 mod errors;
 mod flows;
 mod helpers;
+mod outages;
 mod retries;
 mod steps;
 mod timeouts;

@@ -234,11 +234,11 @@ impl Engine {
     where
         F: FnMut(FlowState, &mut Context<'_>) -> Result<Transition, ApplyError>,
     {
-        let give_up = tokio::time::Instant::now() + self.inner.config.lease;
+        let give_up = tokio::time::Instant::now() + self.lease_length().to_std().unwrap_or_default();
         let mut pause = std::time::Duration::from_millis(50);
         loop {
             match self.decide(flow_id, &mut decide).await {
-                Err(EngineError::Store(StoreError::Database(e)))
+                Err(EngineError::Store(StoreError::Unavailable(e)))
                     if tokio::time::Instant::now() + pause < give_up
                         && !self.inner.stopping.is_cancelled() =>
                 {

@@ -34,10 +34,10 @@ impl Writer {
         self.queue
             .send(Request { commit, reply })
             .await
-            .map_err(|_| StoreError::Database("commit writer stopped".into()))?;
+            .map_err(|_| StoreError::Unavailable("commit writer stopped".into()))?;
         answer
             .await
-            .map_err(|_| StoreError::Database("commit writer stopped".into()))?
+            .map_err(|_| StoreError::Unavailable("commit writer stopped".into()))?
     }
 }
 

@@ -93,7 +93,7 @@ impl From<EngineError> for ApiError {
             EngineError::ShuttingDown => {
                 ApiError::new(StatusCode::SERVICE_UNAVAILABLE, kind::UNAVAILABLE, e.to_string())
             }
-            EngineError::Store(StoreError::Database(cause)) => {
+            EngineError::Store(StoreError::Database(cause) | StoreError::Unavailable(cause)) => {
                 tracing::error!("database error: {cause}");
                 ApiError::new(
                     StatusCode::SERVICE_UNAVAILABLE,

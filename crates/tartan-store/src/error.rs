@@ -16,14 +16,36 @@ pub enum StoreError {
     /// A stored value could not be read back.
     #[error("corrupt stored data: {0}")]
     Corrupt(String),
-    /// The database failed or is unreachable.
+    /// A statement failed.
     #[error("database error: {0}")]
     Database(String),
+    /// The database cannot be reached (down, restarting, failing over, no
+    /// connection free in time): trying again later may succeed.
+    #[error("database unavailable: {0}")]
+    Unavailable(String),
 }
 
 impl From<sqlx::Error> for StoreError {
     fn from(e: sqlx::Error) -> Self {
-        StoreError::Database(e.to_string())
+        let unreachable = match &e {
+            sqlx::Error::Io(_)
+            | sqlx::Error::Tls(_)
+            | sqlx::Error::Protocol(_)
+            | sqlx::Error::PoolTimedOut
+            | sqlx::Error::PoolClosed
+            | sqlx::Error::WorkerCrashed => true,
+            // Postgres: connection exceptions (08…) and the server shutting
+            // down or restarting (57P01–57P03).
+            sqlx::Error::Database(db) => db
+                .code()
+                .is_some_and(|c| c.starts_with("08") || matches!(c.as_ref(), "57P01" | "57P02" | "57P03")),
+            _ => false,
+        };
+        if unreachable {
+            StoreError::Unavailable(e.to_string())
+        } else {
+            StoreError::Database(e.to_string())
+        }
     }
 }
 

@@ -493,6 +493,11 @@ impl Store for SqlStore {
     async fn commit_flows(&self, batch: Vec<FlowCommit>) -> Vec<Result<(), StoreError>> {
         match self.commit_batch(&batch).await {
             Ok(results) => results,
+            // Unreachable: one by one would fail the same way, each slowly.
+            Err(StoreError::Unavailable(e)) => batch
+                .iter()
+                .map(|_| Err(StoreError::Unavailable(e.clone())))
+                .collect(),
             Err(e) => {
                 // The batch failed as a whole (a statement error somewhere in
                 // it): commit each decision on its own, so that each gets its

@@ -1,0 +1,409 @@
+//! Outages of what the engine depends on, and of its peers:
+//! - Postgres restarts while calls are in flight: the engine reconnects,
+//!   records the results it got meanwhile and carries on.
+//! - Three engines share one Postgres: flows started on any of them complete,
+//!   no work item is ever called by two processes at once (leases of long
+//!   calls are renewed), and when one engine is killed the others take its
+//!   work over with the same receipt token.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use crate::helpers::{
+    call, json_reply, spawn_binary_with, sync_step, wait_for_terminal, Backend, Binary, Received, StepServer,
+    TestDb,
+};
+
+/// A Postgres cluster of the test's own, on a free port, that the test may
+/// stop and start (the machine's shared server must stay up for the others).
+struct PrivatePostgres {
+    bin: PathBuf,
+    dir: PathBuf,
+    port: u16,
+}
+
+impl PrivatePostgres {
+    /// `None` when no Postgres server binaries are installed and `CI` is not
+    /// set (said loudly); with `CI` set that is a failure.
+    async fn start() -> Option<PrivatePostgres> {
+        let Some(bin) = postgres_bin_dir() else {
+            if std::env::var_os("CI").is_some() {
+                panic!("no Postgres server binaries (initdb) under /usr/lib/postgresql and CI is set");
+            }
+            eprintln!("SKIPPED: no Postgres server binaries (initdb); this test ran on nothing");
+            return None;
+        };
+        let dir = std::env::temp_dir().join(format!("tartan-pg-{}", uuid::Uuid::new_v4().simple()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let port = {
+            let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            l.local_addr().unwrap().port()
+        };
+        let pg = PrivatePostgres { bin, dir, port };
+        if is_root() {
+            // initdb refuses to run as root: the cluster belongs to `postgres`.
+            run("chown", &["-R", "postgres:postgres", pg.dir.to_str().unwrap()]).await;
+        }
+        let data = pg.data();
+        pg.as_owner(
+            "initdb",
+            &["-D", &data, "-A", "trust", "-U", "postgres", "--no-sync"],
+        )
+        .await;
+        pg.ctl(&["start"]).await;
+        Some(pg)
+    }
+
+    fn data(&self) -> String {
+        self.dir.join("data").display().to_string()
+    }
+
+    fn url(&self) -> String {
+        format!("postgres://postgres@127.0.0.1:{}/postgres", self.port)
+    }
+
+    /// `pg_ctl <action>`, waiting for it to finish; fast shutdown cuts every
+    /// session at once, as a crash or failover would.
+    async fn ctl(&self, action: &[&str]) {
+        let options = format!(
+            "-p {} -k {} -c listen_addresses=127.0.0.1",
+            self.port,
+            self.dir.display()
+        );
+        let log = self.dir.join("log").display().to_string();
+        let data = self.data();
+        let mut args = vec!["-D", &data, "-l", &log, "-w", "-m", "fast", "-o", &options];
+        args.extend_from_slice(action);
+        self.as_owner("pg_ctl", &args).await;
+    }
+
+    async fn as_owner(&self, tool: &str, args: &[&str]) {
+        let tool = self.bin.join(tool).display().to_string();
+        if is_root() {
+            let mut all = vec!["-u", "postgres", "--", tool.as_str()];
+            all.extend_from_slice(args);
+            run("runuser", &all).await;
+        } else {
+            run(&tool, args).await;
+        }
+    }
+}
+
+impl Drop for PrivatePostgres {
+    fn drop(&mut self) {
+        let data = self.data();
+        let pg_ctl = self.bin.join("pg_ctl").display().to_string();
+        let mut stop = if is_root() {
+            let mut c = std::process::Command::new("runuser");
+            c.args(["-u", "postgres", "--", &pg_ctl]);
+            c
+        } else {
+            std::process::Command::new(&pg_ctl)
+        };
+        let _ = stop.args(["-D", &data, "-m", "immediate", "stop"]).output();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn postgres_bin_dir() -> Option<PathBuf> {
+    let mut versions: Vec<PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
+        .ok()?
+        .filter_map(|e| e.ok().map(|e| e.path().join("bin")))
+        .filter(|bin| bin.join("initdb").exists())
+        .collect();
+    versions.sort();
+    versions.pop()
+}
+
+fn is_root() -> bool {
+    std::process::Command::new("id")
+        .arg("-u")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+        .unwrap_or(false)
+}
+
+async fn run(program: &str, args: &[&str]) {
+    let out = tokio::process::Command::new(program)
+        .args(args)
+        .output()
+        .await
+        .unwrap_or_else(|e| panic!("{program}: {e}"));
+    assert!(
+        out.status.success(),
+        "{program} {args:?}: {}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Counts a call open on its token while it lives, however it ends (the
+/// server drops the handler of a request whose client went away).
+struct OpenCall {
+    token: String,
+    open: Arc<Mutex<HashMap<String, usize>>>,
+}
+
+impl OpenCall {
+    fn enter(token: String, open: Arc<Mutex<HashMap<String, usize>>>, overlaps: &Mutex<Vec<String>>) -> Self {
+        let mut counts = open.lock().unwrap();
+        let count = counts.entry(token.clone()).or_default();
+        *count += 1;
+        if *count > 1 {
+            overlaps.lock().unwrap().push(token.clone());
+        }
+        drop(counts);
+        OpenCall { token, open }
+    }
+}
+
+impl Drop for OpenCall {
+    fn drop(&mut self) {
+        let mut counts = self.open.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(count) = counts.get_mut(&self.token) {
+            *count -= 1;
+        }
+    }
+}
+
+fn token_of(r: &Received) -> String {
+    r.headers["argyll-receipt-token"]
+        .to_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+fn attempt_of(r: &Received) -> u64 {
+    r.headers["tartan-attempt"]
+        .to_str()
+        .unwrap_or("0")
+        .parse()
+        .unwrap_or(0)
+}
+
+/// Register `steps` on `engine`.
+async fn register(engine: &Binary, steps: Vec<Value>) {
+    for step in steps {
+        let (status, body) = call(engine, reqwest::Method::POST, "/engine/step", Some(step)).await;
+        assert_eq!(status, 201, "{body}");
+    }
+}
+
+/// What every finished flow must show: completed; each work item succeeded
+/// exactly once; every call the step server saw for it is in its event log.
+/// Returns how many attempts were abandoned (cut off and called again).
+async fn check_flow(engine: &Binary, id: &str, svc: &StepServer, items: usize) -> usize {
+    let flow = wait_for_terminal(engine, id).await;
+    assert_eq!(flow["status"], "completed", "{id}: {flow}");
+    let events = call(
+        engine,
+        reqwest::Method::GET,
+        &format!("/engine/flow/{id}/events"),
+        None,
+    )
+    .await
+    .1;
+    let events = events["events"].as_array().cloned().unwrap_or_default();
+    let mut succeeded: BTreeMap<String, usize> = BTreeMap::new();
+    let mut started = BTreeSet::new();
+    for e in &events {
+        let token = e["data"]["token"].as_str().unwrap_or_default().to_string();
+        match e["type"].as_str() {
+            Some("work_succeeded") => *succeeded.entry(token).or_default() += 1,
+            Some("work_started") => {
+                started.insert((token, e["data"]["attempt"].as_u64().unwrap_or(0)));
+            }
+            _ => {}
+        }
+    }
+    assert_eq!(succeeded.len(), items, "{id}: {succeeded:?}");
+    assert!(succeeded.values().all(|n| *n == 1), "{id}: {succeeded:?}");
+    for r in svc.requests() {
+        let token = token_of(&r);
+        if succeeded.contains_key(&token) {
+            let attempt = attempt_of(&r);
+            assert!(
+                started.contains(&(token.clone(), attempt)),
+                "{id}: call {token}#{attempt} is not in the event log"
+            );
+        }
+    }
+    flow["executions"]
+        .as_object()
+        .into_iter()
+        .flat_map(|e| e.values())
+        .flat_map(|x| x["work_items"].as_object().into_iter().flat_map(|w| w.values()))
+        .flat_map(|w| w["attempts"].as_array().cloned().unwrap_or_default())
+        .filter(|a| a["outcome"] == "abandoned")
+        .count()
+}
+
+const RESTART_FLOWS: usize = 30;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_engine_rides_out_a_postgres_restart_mid_run() {
+    let Some(pg) = PrivatePostgres::start().await else {
+        return;
+    };
+    let db = TestDb::at_url(pg.url());
+    // Calls of `b` are held until the database is down, so that all of them
+    // are in flight at the stop and their results come back during it.
+    let (release, held) = tokio::sync::watch::channel(false);
+    let svc = StepServer::start_async(move |r, _| {
+        let mut held = held.clone();
+        Box::pin(async move {
+            let key = r.path.trim_start_matches('/').to_string();
+            if key == "b" {
+                let _ = held.wait_for(|released| *released).await;
+            }
+            json_reply(200, json!({ key: "done" }))
+        })
+    })
+    .await;
+    // Leases outlast the outage: results that came back meanwhile are still
+    // this engine's to record.
+    let env = [("TARTAN_LEASE", "10s"), ("TARTAN_STEP_TIMEOUT", "3s")];
+    let engine = spawn_binary_with(&db, "outage", &env).await;
+    register(
+        &engine,
+        vec![
+            sync_step("a", &svc.url("/a"), &["seed"], &["a"]),
+            sync_step("b", &svc.url("/b"), &["a"], &["b"]),
+        ],
+    )
+    .await;
+    for i in 0..RESTART_FLOWS {
+        let body = json!({"id": format!("pg-{i}"), "goals": ["b"], "init": {"seed": [i]}});
+        let (status, reply) = call(&engine, reqwest::Method::POST, "/engine/flow", Some(body)).await;
+        assert_eq!(status, 201, "{reply}");
+    }
+    let all_held = Instant::now() + Duration::from_secs(30);
+    while svc.requests().iter().filter(|r| r.path == "/b").count() < RESTART_FLOWS {
+        assert!(Instant::now() < all_held, "the calls of b did not all arrive");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+
+    // Every session is cut; the held calls answer meanwhile and their
+    // results wait for the database. A client's read waits for a connection
+    // a bounded time, then is told the database is unavailable.
+    pg.ctl(&["stop"]).await;
+    release.send_replace(true);
+    let (status, body) = call(&engine, reqwest::Method::GET, "/engine/flow/pg-0", None).await;
+    assert_eq!(status, 503, "a read while the database is down: {body}");
+    assert_eq!(body["status"], 503, "{body}");
+    // Longer than a connection is waited for: the engine's own commits of
+    // those results fail, and must be tried again, not dropped.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    pg.ctl(&["start"]).await;
+
+    let mut abandoned = 0;
+    for i in 0..RESTART_FLOWS {
+        abandoned += check_flow(&engine, &format!("pg-{i}"), &svc, 2).await;
+    }
+    // Results that came back during the outage were recorded once it was
+    // over, not thrown away: every work item was called exactly once.
+    assert_eq!(abandoned, 0, "attempts were cut off and made again");
+    let mut per_token: BTreeMap<String, usize> = BTreeMap::new();
+    for r in svc.requests() {
+        *per_token.entry(token_of(&r)).or_default() += 1;
+    }
+    assert_eq!(per_token.len(), 2 * RESTART_FLOWS);
+    assert!(
+        per_token.values().all(|n| *n == 1),
+        "calls per token: {per_token:?}"
+    );
+    // And new flows start on the restarted database.
+    let body = json!({"id": "pg-after", "goals": ["b"], "init": {"seed": ["x"]}});
+    let (status, reply) = call(&engine, reqwest::Method::POST, "/engine/flow", Some(body)).await;
+    assert_eq!(status, 201, "{reply}");
+    check_flow(&engine, "pg-after", &svc, 2).await;
+}
+
+const SHARED_FLOWS: usize = 24;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_engines_share_one_postgres_without_calling_one_item_twice_at_once() {
+    let Some(db) = TestDb::create(Backend::Postgres).await else {
+        return;
+    };
+    // The step server notes, per receipt token, how many calls are open at
+    // once. `long` outlasts a lease several times over (its lease must be
+    // renewed, or another engine would take it); `flaky` fails one call in
+    // three with 503, so retries are due while all three engines sweep.
+    let open: Arc<Mutex<HashMap<String, usize>>> = Arc::default();
+    let overlaps: Arc<Mutex<Vec<String>>> = Arc::default();
+    let (o, ov) = (open.clone(), overlaps.clone());
+    let svc = StepServer::start_async(move |r, n| {
+        let (open, overlaps) = (o.clone(), ov.clone());
+        Box::pin(async move {
+            let _open = OpenCall::enter(token_of(&r), open, &overlaps);
+            let key = r.path.trim_start_matches('/').to_string();
+            let delay = if key == "long" { 2_500 } else { 20 };
+            tokio::time::sleep(Duration::from_millis(delay)).await;
+            if key == "flaky" && n % 3 == 1 {
+                return json_reply(503, json!({"detail": "flaky"}));
+            }
+            json_reply(200, json!({ key: "done" }))
+        })
+    })
+    .await;
+    // A lease is 1 s (attempt timeout) + 1 s: `long` needs it renewed twice.
+    let env = [("TARTAN_LEASE", "1s"), ("TARTAN_STEP_TIMEOUT", "1s")];
+    let mut engines = vec![
+        spawn_binary_with(&db, "node-a", &env).await,
+        spawn_binary_with(&db, "node-b", &env).await,
+        spawn_binary_with(&db, "node-c", &env).await,
+    ];
+    let mut long = sync_step("long", &svc.url("/long"), &["seed"], &["long"]);
+    long["http"]["timeout"] = json!(10_000);
+    let mut flaky = sync_step("flaky", &svc.url("/flaky"), &["long"], &["flaky"]);
+    flaky["work_config"] = json!({"max_retries": -1, "init_backoff": 50, "backoff_type": "fixed"});
+    register(&engines[0], vec![long, flaky]).await;
+
+    // Flows are started round-robin on all three.
+    for i in 0..SHARED_FLOWS {
+        let body = json!({"id": format!("shared-{i}"), "goals": ["flaky"], "init": {"seed": [i]}});
+        let (status, reply) = call(&engines[i % 3], reqwest::Method::POST, "/engine/flow", Some(body)).await;
+        assert_eq!(status, 201, "{reply}");
+    }
+    // Mid-run, while its long calls are open, node c dies.
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    let mut c = engines.pop().unwrap();
+    c.child.kill().await.expect("SIGKILL node c");
+
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut abandoned = 0;
+    for i in 0..SHARED_FLOWS {
+        assert!(Instant::now() < deadline, "flows did not finish in time");
+        abandoned += check_flow(&engines[i % 2], &format!("shared-{i}"), &svc, 2).await;
+    }
+    let overlaps = overlaps.lock().unwrap().clone();
+    assert!(
+        overlaps.is_empty(),
+        "calls of one work item overlapped: {overlaps:?}"
+    );
+    // Node c's calls were taken over, with their receipt token.
+    assert!(
+        abandoned > 0,
+        "no call of node c was cut off: the test proved nothing"
+    );
+    let requests = svc.requests();
+    let retaken: Vec<String> = requests
+        .iter()
+        .filter(|r| r.path == "/long" && attempt_of(r) > 1)
+        .map(token_of)
+        .collect();
+    assert!(!retaken.is_empty(), "no long call was made again");
+    for token in &retaken {
+        assert!(
+            requests
+                .iter()
+                .any(|r| r.path == "/long" && attempt_of(r) == 1 && &token_of(r) == token),
+            "{token} was called again under the same token"
+        );
+    }
+}
