@@ -91,10 +91,129 @@ pub async fn serve(app: axum::Router) -> SocketAddr {
 }
 
 /// The `p` quantile of sorted values (0 when there are none).
+#[allow(dead_code)]
 pub fn percentile<T: Copy + Default>(sorted: &[T], p: f64) -> T {
     if sorted.is_empty() {
         return T::default();
     }
     let idx = ((sorted.len() - 1) as f64 * p).round() as usize;
     sorted[idx.min(sorted.len() - 1)]
+}
+
+/// A field of `/proc/self/status` given in kB (`VmRSS`, `VmHWM`), in MiB;
+/// 0 where there is no such file.
+#[allow(dead_code)]
+pub fn proc_status_mib(field: &str) -> f64 {
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap_or_default()
+        .lines()
+        .find(|l| l.strip_prefix(field).is_some_and(|rest| rest.starts_with(':')))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|v| v.parse::<f64>().ok())
+        .unwrap_or(0.0)
+        / 1024.0
+}
+
+/// Sub-buckets per power of two: values are kept within 1/128 (< 0.8 %).
+const SUB_BITS: u32 = 7;
+const SUB: usize = 1 << SUB_BITS;
+
+/// A histogram of integer values (µs) in constant memory: exact below 128,
+/// then buckets at most 1/128 of their value wide. Quantiles are within that
+/// of the exact ones; the count, minimum and maximum are exact. Negative
+/// values count in the lowest bucket (the minimum keeps them).
+#[allow(dead_code)]
+#[derive(Clone)]
+pub struct Histogram {
+    counts: Vec<u64>,
+    n: u64,
+    min: i64,
+    max: i64,
+}
+
+#[allow(dead_code)]
+impl Histogram {
+    pub fn new() -> Histogram {
+        Histogram {
+            counts: vec![0; SUB + (64 - SUB_BITS as usize) * SUB],
+            n: 0,
+            min: i64::MAX,
+            max: i64::MIN,
+        }
+    }
+
+    fn index(v: u64) -> usize {
+        if v < SUB as u64 {
+            return v as usize;
+        }
+        let shift = 63 - v.leading_zeros() - SUB_BITS;
+        SUB + shift as usize * SUB + ((v >> shift) as usize - SUB)
+    }
+
+    /// The middle of bucket `i`.
+    fn value(i: usize) -> u64 {
+        if i < SUB {
+            return i as u64;
+        }
+        let shift = (i - SUB) / SUB;
+        let low = ((SUB + (i - SUB) % SUB) as u64) << shift;
+        low + ((1u64 << shift) >> 1)
+    }
+
+    pub fn record(&mut self, v: i64) {
+        self.counts[Self::index(v.max(0) as u64)] += 1;
+        self.n += 1;
+        self.min = self.min.min(v);
+        self.max = self.max.max(v);
+    }
+
+    pub fn len(&self) -> u64 {
+        self.n
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.n == 0
+    }
+
+    /// The `p` quantile (the value of rank `round((n-1)·p)`, as `percentile`);
+    /// 0 when empty.
+    pub fn quantile(&self, p: f64) -> i64 {
+        if self.n == 0 {
+            return 0;
+        }
+        let rank = ((self.n - 1) as f64 * p.clamp(0.0, 1.0)).round() as u64;
+        let mut seen = 0;
+        for (i, c) in self.counts.iter().enumerate() {
+            seen += c;
+            if seen > rank {
+                let v = i64::try_from(Self::value(i)).unwrap_or(i64::MAX);
+                return v.clamp(self.min, self.max);
+            }
+        }
+        self.max
+    }
+
+    /// The exact maximum (0 when empty).
+    pub fn max(&self) -> i64 {
+        if self.n == 0 {
+            0
+        } else {
+            self.max
+        }
+    }
+
+    /// The exact minimum (0 when empty).
+    pub fn min(&self) -> i64 {
+        if self.n == 0 {
+            0
+        } else {
+            self.min
+        }
+    }
+}
+
+impl Default for Histogram {
+    fn default() -> Self {
+        Histogram::new()
+    }
 }
