@@ -38,7 +38,48 @@ struct Cached {
     sequence: i64,
 }
 
-type Slot = Arc<Mutex<Option<Cached>>>;
+/// One flow's lock, with its cached state, and the results of its calls
+/// that wait for the lock: whoever takes the lock next decides on all of
+/// them in one commit, so that results arriving together (the items of a
+/// for_each step) share one instead of queueing for one each.
+#[derive(Default)]
+struct FlowSlot {
+    cached: Mutex<Option<Cached>>,
+    pending: StdMutex<Vec<Concluded>>,
+}
+
+type Slot = Arc<FlowSlot>;
+
+/// A call of this process that ended, waiting to be recorded.
+struct Concluded {
+    step_id: String,
+    token: String,
+    attempt: u32,
+    compensate: bool,
+    /// `None`: an async step accepted the call; its webhook will decide.
+    result: Option<AttemptResult>,
+    reply: tokio::sync::oneshot::Sender<Result<(), Unrecorded>>,
+}
+
+/// Why a concluded call was not recorded.
+enum Unrecorded {
+    /// The database was unreachable: worth trying again.
+    Unavailable(String),
+    Failed(String),
+}
+
+impl Concluded {
+    fn apply(&self, state: FlowState, ctx: &mut Context<'_>) -> Result<Transition, ApplyError> {
+        let (step, token, attempt) = (&self.step_id, &self.token, self.attempt);
+        match &self.result {
+            None => machine::accept_async(state, step, token, attempt, ctx.now),
+            Some(r) if self.compensate => {
+                machine::record_comp_result(state, step, token, attempt, r.clone(), ctx)
+            }
+            Some(r) => machine::record_result(state, step, token, attempt, r.clone(), ctx),
+        }
+    }
+}
 
 /// One lock (and cached state) per flow that is being worked on.
 #[derive(Default)]
@@ -109,7 +150,7 @@ impl Engine {
         };
         machine::check_fan_out(&plan, &request.init)?;
         let slot = self.inner.flows.slot(&request.id);
-        let mut guard = slot.lock().await;
+        let mut guard = slot.cached.lock().await;
         let options = FlowOptions {
             labels: request.labels.clone(),
             max_step_attempts: request
@@ -199,66 +240,112 @@ impl Engine {
         Ok(Ok(()))
     }
 
-    /// Record the outcome of a call made by this process.
-    pub(crate) async fn record(&self, call: &Call, result: AttemptResult) {
-        let outcome = self
-            .decide_persistently(&call.flow_id, |state, ctx| {
-                let record = if call.compensate {
-                    machine::record_comp_result
-                } else {
-                    machine::record_result
-                };
-                record(
-                    state,
-                    &call.step.id,
-                    &call.token,
-                    call.attempt,
-                    result.clone(),
-                    ctx,
-                )
-            })
-            .await;
-        if let Err(e) = outcome {
-            // The item stays active under this node's lease; when the lease
-            // expires the sweep calls it again. Nothing is lost.
-            tracing::error!(flow_id = %call.flow_id, step_id = %call.step.id, token = %call.token, "recording result failed: {e}");
-        }
-    }
-
-    /// `decide`, tried again while the database is unreachable (a restart, a
-    /// failover), for as long as this node's lease on the call holds: a
-    /// result the step already produced is worth more than a new call. A
-    /// commit that did land before its connection dropped is found on reload
-    /// and not repeated.
-    async fn decide_persistently<F>(&self, flow_id: &str, mut decide: F) -> Result<(), EngineError>
-    where
-        F: FnMut(FlowState, &mut Context<'_>) -> Result<Transition, ApplyError>,
-    {
+    /// Record how a call of this process ended: its result, or for an async
+    /// step its acceptance. Tried again while the database is unreachable (a
+    /// restart, a failover), for as long as this node's lease on the call
+    /// holds: a result the step already produced is worth more than a new
+    /// call. A commit that did land before its connection dropped is found on
+    /// reload and not repeated.
+    async fn conclude(&self, call: &Call, result: AttemptResult) {
+        let accepted =
+            call.step.is_async() && !call.compensate && matches!(result, AttemptResult::Success { .. });
         let give_up = tokio::time::Instant::now() + self.lease_length().to_std().unwrap_or_default();
         let mut pause = std::time::Duration::from_millis(50);
         loop {
-            match self.decide(flow_id, &mut decide).await {
-                Err(EngineError::Store(StoreError::Unavailable(e)))
+            let (reply, answer) = tokio::sync::oneshot::channel();
+            let slot = self.inner.flows.slot(&call.flow_id);
+            slot.pending
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push(Concluded {
+                    step_id: call.step.id.clone(),
+                    token: call.token.clone(),
+                    attempt: call.attempt,
+                    compensate: call.compensate,
+                    result: (!accepted).then(|| result.clone()),
+                    reply,
+                });
+            self.decide_pending(&slot, &call.flow_id).await;
+            // Recorded by this decision, or by one that took it along.
+            let error = match answer.await {
+                Ok(Ok(())) => return,
+                Ok(Err(Unrecorded::Unavailable(e)))
                     if tokio::time::Instant::now() + pause < give_up
                         && !self.inner.stopping.is_cancelled() =>
                 {
-                    tracing::warn!(%flow_id, "database unavailable, trying again in {pause:?}: {e}");
+                    tracing::warn!(flow_id = %call.flow_id, "database unavailable, trying again in {pause:?}: {e}");
                     tokio::time::sleep(pause).await;
                     pause = (pause * 2).min(std::time::Duration::from_secs(2));
+                    continue;
                 }
-                other => return other,
-            }
+                Ok(Err(Unrecorded::Unavailable(e) | Unrecorded::Failed(e))) => e,
+                Err(_) => "the deciding task went away".to_string(),
+            };
+            // The item stays active under this node's lease; when the lease
+            // expires the sweep calls it again. Nothing is lost.
+            tracing::error!(flow_id = %call.flow_id, step_id = %call.step.id, token = %call.token, "recording the call's end failed: {error}");
+            return;
+        }
+    }
+
+    /// Decide on every concluded call waiting in the flow's slot, in one
+    /// decision and one commit, and answer each.
+    async fn decide_pending(&self, slot: &FlowSlot, flow_id: &str) {
+        let mut taken: Vec<Concluded> = Vec::new();
+        let mut refused: Vec<Option<String>> = Vec::new();
+        let outcome = self
+            .decide_in(slot, flow_id, |state, ctx| {
+                taken.extend(slot.pending.lock().unwrap_or_else(|p| p.into_inner()).drain(..));
+                refused.clear();
+                let mut merged = Transition {
+                    state,
+                    events: Vec::new(),
+                    now: ctx.now,
+                };
+                for c in &taken {
+                    match c.apply(merged.state.clone(), ctx) {
+                        Ok(tx) => {
+                            merged.events.extend(tx.events);
+                            merged.state = tx.state;
+                            refused.push(None);
+                        }
+                        Err(e) => refused.push(Some(e.to_string())),
+                    }
+                }
+                Ok(merged)
+            })
+            .await;
+        for (c, refusal) in taken
+            .into_iter()
+            .zip(refused.into_iter().chain(std::iter::repeat(None)))
+        {
+            let answer = match (&outcome, refusal) {
+                (Ok(()), None) => Ok(()),
+                (Ok(()), Some(e)) => Err(Unrecorded::Failed(e)),
+                (Err(EngineError::Store(StoreError::Unavailable(e))), _) => {
+                    Err(Unrecorded::Unavailable(e.clone()))
+                }
+                (Err(e), _) => Err(Unrecorded::Failed(e.to_string())),
+            };
+            let _ = c.reply.send(answer);
         }
     }
 
     /// Take the flow's lock, decide, commit, dispatch what started.
-    pub(crate) async fn decide<F>(&self, flow_id: &str, mut decide: F) -> Result<(), EngineError>
+    pub(crate) async fn decide<F>(&self, flow_id: &str, decide: F) -> Result<(), EngineError>
+    where
+        F: FnMut(FlowState, &mut Context<'_>) -> Result<Transition, ApplyError>,
+    {
+        let slot = self.inner.flows.slot(flow_id);
+        self.decide_in(&slot, flow_id, decide).await
+    }
+
+    async fn decide_in<F>(&self, slot: &FlowSlot, flow_id: &str, mut decide: F) -> Result<(), EngineError>
     where
         F: FnMut(FlowState, &mut Context<'_>) -> Result<Transition, ApplyError>,
     {
         for _ in 0..5 {
-            let slot = self.inner.flows.slot(flow_id);
-            let mut guard = slot.lock().await;
+            let mut guard = slot.cached.lock().await;
             if guard.is_none() {
                 match self.inner.store.load_flow(flow_id).await? {
                     Some(f) => {
@@ -486,6 +573,16 @@ impl Engine {
             let Some(work) = tx.state.find_work(&d.step_id, &d.token) else {
                 continue;
             };
+            // Several decisions may share one transition: a call one of them
+            // started may already be cancelled by a later one.
+            let live = if d.compensate {
+                work.status == WorkStatus::Compensating
+            } else {
+                work.status == WorkStatus::Active && work.attempts.last().map(|a| a.number) == Some(d.attempt)
+            };
+            if !live {
+                continue;
+            }
             // The attempt timeout, cut short by the step's total deadline
             // when that comes first (then the total timeout is what fires).
             let default_ms = u64::try_from(self.inner.config.step_timeout.as_millis()).unwrap_or(u64::MAX);
@@ -574,23 +671,6 @@ impl Engine {
                 in_flight.remove(&call.token);
             }
         });
-    }
-
-    /// What a finished call means: an async step's 2xx is an acceptance
-    /// (its webhook decides); anything else is the attempt's result.
-    async fn conclude(&self, call: &Call, result: AttemptResult) {
-        if call.step.is_async() && !call.compensate && matches!(result, AttemptResult::Success { .. }) {
-            let accepted = self
-                .decide_persistently(&call.flow_id, |state, ctx| {
-                    machine::accept_async(state, &call.step.id, &call.token, call.attempt, ctx.now)
-                })
-                .await;
-            if let Err(e) = accepted {
-                tracing::error!(flow_id = %call.flow_id, token = %call.token, "recording acceptance failed: {e}");
-            }
-            return;
-        }
-        self.record(call, result).await;
     }
 
     fn in_flight(&self) -> std::sync::MutexGuard<'_, HashMap<String, (u64, CancellationToken)>> {
