@@ -76,6 +76,32 @@ fn values_list(backend: Backend, rows: usize, cols: usize) -> String {
     out
 }
 
+/// `values_list` with each Postgres parameter cast to its column's type
+/// (`types`, one per column): Postgres cannot infer the types of a `VALUES`
+/// list that is not inserted into a table. SQLite needs no casts.
+fn typed_values_list(backend: Backend, rows: usize, types: &[&str]) -> String {
+    match backend {
+        Backend::Sqlite => values_list(backend, rows, types.len()),
+        Backend::Postgres => {
+            let mut out = String::with_capacity(rows * types.len() * 20);
+            for r in 0..rows {
+                if r > 0 {
+                    out.push_str(", ");
+                }
+                out.push('(');
+                for (c, ty) in types.iter().enumerate() {
+                    if c > 0 {
+                        out.push_str(", ");
+                    }
+                    out.push_str(&format!("CAST(${} AS {ty})", r * types.len() + c + 1));
+                }
+                out.push(')');
+            }
+            out
+        }
+    }
+}
+
 fn work_key(r: &AnyRow) -> Result<WorkKey, StoreError> {
     Ok(WorkKey {
         flow_id: r.try_get("flow_id")?,
@@ -192,24 +218,47 @@ impl SqlStore {
             }
         }
 
-        // Existing flows: each update checks the sequence it was decided on.
-        for (i, c) in batch.iter().enumerate().filter(|(_, c)| c.base_sequence != 0) {
-            let updated = sqlx::query(
-                "UPDATE flows SET status = $1, sequence = $2, updated_us = $3, completed_us = $4, \
-                 deactivated_us = $5, state = $6 WHERE id = $7 AND sequence = $8",
-            )
-            .bind(c.state.status.as_str())
-            .bind(c.base_sequence + c.events.len() as i64)
-            .bind(to_us(c.at))
-            .bind(c.state.completed_at.map(to_us))
-            .bind(c.state.deactivated_at.map(to_us))
-            .bind(json_text(&c.state)?)
-            .bind(&c.flow_id)
-            .bind(c.base_sequence)
-            .execute(&mut *tx)
-            .await?;
-            if updated.rows_affected() == 0 {
-                verdicts[i] = Some(StoreError::Conflict(format!("flow {}", c.flow_id)));
+        // Existing flows: one multi-row update; each row checks the sequence
+        // it was decided on, and those that changed meanwhile are conflicts.
+        // (One flow is decided under its lock: it appears once per batch.)
+        let updates: Vec<usize> = (0..batch.len())
+            .filter(|&i| batch[i].base_sequence != 0)
+            .collect();
+        for chunk in updates.chunks(ROWS_PER_STATEMENT) {
+            let sql = format!(
+                "WITH v (id, status, seq, updated_us, completed_us, deactivated_us, state, base) AS (VALUES {}) \
+                 UPDATE flows SET status = v.status, sequence = v.seq, updated_us = v.updated_us, \
+                 completed_us = v.completed_us, deactivated_us = v.deactivated_us, state = v.state \
+                 FROM v WHERE flows.id = v.id AND flows.sequence = v.base RETURNING flows.id",
+                typed_values_list(
+                    self.backend,
+                    chunk.len(),
+                    &["TEXT", "TEXT", "BIGINT", "BIGINT", "BIGINT", "BIGINT", "TEXT", "BIGINT"]
+                )
+            );
+            let mut q = sqlx::query(&sql);
+            for &i in chunk {
+                let c = &batch[i];
+                q = q
+                    .bind(c.flow_id.clone())
+                    .bind(c.state.status.as_str())
+                    .bind(c.base_sequence + c.events.len() as i64)
+                    .bind(to_us(c.at))
+                    .bind(c.state.completed_at.map(to_us))
+                    .bind(c.state.deactivated_at.map(to_us))
+                    .bind(json_text(&c.state)?)
+                    .bind(c.base_sequence);
+            }
+            let updated: std::collections::HashSet<String> = q
+                .fetch_all(&mut *tx)
+                .await?
+                .iter()
+                .map(|r| r.try_get::<String, _>("id"))
+                .collect::<Result<_, _>>()?;
+            for &i in chunk {
+                if !updated.contains(&batch[i].flow_id) {
+                    verdicts[i] = Some(StoreError::Conflict(format!("flow {}", batch[i].flow_id)));
+                }
             }
         }
 
