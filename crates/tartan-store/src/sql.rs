@@ -306,6 +306,9 @@ impl SqlStore {
                 work.push((c.at, w, json_text(&w.detail)?));
             }
         }
+        // Rows are locked in token order, as lease renewal locks them: two
+        // transactions locking in one order cannot deadlock.
+        work.sort_by(|a, b| a.1.token.cmp(&b.1.token));
         for chunk in work.chunks(ROWS_PER_STATEMENT) {
             let sql = format!(
                 "INSERT INTO work_items (token, flow_id, step_id, status, attempt, retry_count, due_us, \
@@ -779,11 +782,19 @@ impl Store for SqlStore {
         until: chrono::DateTime<chrono::Utc>,
     ) -> Result<Vec<String>, StoreError> {
         let mut renewed = Vec::with_capacity(tokens.len());
+        // Locked in token order, as the writer locks them (see commit_batch).
+        let mut tokens = tokens.to_vec();
+        tokens.sort();
+        let lock = match self.backend {
+            Backend::Postgres => " ORDER BY token FOR UPDATE",
+            Backend::Sqlite => "",
+        };
         for chunk in tokens.chunks(ROWS_PER_STATEMENT) {
             let list: Vec<String> = (0..chunk.len()).map(|i| format!("${}", i + 3)).collect();
             let sql = format!(
-                "UPDATE work_items SET lease_expires_us = $1 WHERE lease_owner = $2 \
-                 AND status IN ('active', 'compensating') AND token IN ({}) RETURNING token",
+                "UPDATE work_items SET lease_expires_us = $1 WHERE token IN (\
+                 SELECT token FROM work_items WHERE lease_owner = $2 \
+                 AND status IN ('active', 'compensating') AND token IN ({}){lock}) RETURNING token",
                 list.join(", ")
             );
             let mut query = sqlx::query(&sql).bind(to_us(until)).bind(node);
