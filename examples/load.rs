@@ -37,7 +37,8 @@
 //!
 //! The summary is one line of `key=value` fields:
 //! - `flows_per_s` (flows completed; `failed` counts the others),
-//!   `steps_per_s` (plan steps of completed flows), `calls_per_s` (HTTP calls
+//!   `rejected` (open loop: starts the engine refused as overloaded, past
+//!   its `max_active_flows`), `steps_per_s` (plan steps of completed flows), `calls_per_s` (HTTP calls
 //!   the step server answered, retries included), from the first start to
 //!   the last finish;
 //! - `latency_ms_*`: each flow from the `start_flow` call to its finished
@@ -308,17 +309,29 @@ struct Done {
 
 /// Start flow number `i`. It is listed in flight before it starts, so its
 /// notice cannot come first.
-async fn start(engine: Engine, shape: Shape, i: u64, flights: InFlight) {
+async fn start(engine: Engine, shape: Shape, i: u64, flights: InFlight, exit_on_refusal: bool) {
     let id = format!("load-{i}");
     in_flight(&flights).insert(id.clone(), Instant::now());
     let req: tartan_core::request::StartFlow =
         serde_json::from_value(json!({"id": id, "goals": [shape.goal()], "init": shape.init(i)}))
             .unwrap_or_else(|e| panic!("request: {e}"));
-    if let Err(e) = engine.start_flow(req).await {
-        eprintln!("start {id}: {e}");
-        std::process::exit(1);
+    match engine.start_flow(req).await {
+        Ok(_) => {}
+        // Open loop past what the engine completes: it refuses starts
+        // (503 over the API) rather than queue without bound. Counted.
+        Err(tartan_engine::EngineError::Overloaded(_)) if !exit_on_refusal => {
+            in_flight(&flights).remove(&id);
+            REJECTED.fetch_add(1, Ordering::Relaxed);
+        }
+        Err(e) => {
+            eprintln!("start {id}: {e}");
+            std::process::exit(1);
+        }
     }
 }
+
+/// Starts the engine refused as overloaded (open loop only).
+static REJECTED: AtomicU64 = AtomicU64::new(0);
 
 /// Counts of how finishes were learnt.
 #[derive(Default)]
@@ -517,7 +530,7 @@ struct Run {
 fn summary(cli: &Cli, mode: &str, run: &Run, s: &Samples, watch: &Watch, calls: u64) -> String {
     let secs = run.wall.as_secs_f64().max(1e-9);
     let mut line = format!(
-        "load store={} shape={} mode={mode} completed={} failed={} unfinished={} lagged={} via_store={} \
+        "load store={} shape={} mode={mode} completed={} failed={} unfinished={} rejected={} lagged={} via_store={} \
          wall_s={:.3} flows_per_s={:.1} steps_per_s={:.1} calls_per_s={:.1} {} latency_ms_max={} {} \
          overhead_before_call_ms_p50={} overhead_after_call_ms_p50={} server_ms_p50={} \
          server_delay_ms={} unmatched_calls={} retries={} {} {} peak_rss_mib={:.1}",
@@ -526,6 +539,7 @@ fn summary(cli: &Cli, mode: &str, run: &Run, s: &Samples, watch: &Watch, calls: 
         run.completed,
         run.failed,
         run.unfinished,
+        REJECTED.load(Ordering::Relaxed),
         watch.lagged.load(Ordering::Relaxed),
         watch.via_store.load(Ordering::Relaxed),
         secs,
@@ -583,7 +597,7 @@ async fn closed_loop(cli: &Cli, rig: &mut Rig) -> (Run, Samples) {
                     Ok(permit) => permit.forget(),
                     Err(_) => return,
                 }
-                tokio::spawn(start(engine.clone(), shape, i, flights.clone()));
+                tokio::spawn(start(engine.clone(), shape, i, flights.clone(), true));
             }
         })
     };
@@ -684,7 +698,7 @@ async fn open_loop(cli: &Cli, rig: &mut Rig, rate: f64, duration: u64) -> (Run, 
                 tick.tick().await;
                 let due = ((started.elapsed().as_secs_f64() * rate) as u64 + 1).min(total);
                 while launched < due {
-                    tokio::spawn(start(engine.clone(), shape, launched, flights.clone()));
+                    tokio::spawn(start(engine.clone(), shape, launched, flights.clone(), false));
                     launched += 1;
                 }
             }

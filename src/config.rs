@@ -45,6 +45,7 @@ struct FileConfig {
     retry_max_backoff: Option<String>,
     retry_backoff_type: Option<String>,
     max_step_attempts: Option<u32>,
+    max_active_flows: Option<usize>,
     lease: Option<String>,
 }
 
@@ -60,6 +61,8 @@ pub struct Config {
     pub max_step_attempts: u32,
     /// How long a lease holds beyond the attempt timeout (`TARTAN_LEASE`).
     pub lease: Duration,
+    /// Flows in progress in this process at most (`TARTAN_MAX_ACTIVE_FLOWS`).
+    pub max_active_flows: usize,
 }
 
 impl std::fmt::Debug for Config {
@@ -73,6 +76,7 @@ impl std::fmt::Debug for Config {
             .field("work_defaults", &self.work_defaults)
             .field("max_step_attempts", &self.max_step_attempts)
             .field("lease", &self.lease)
+            .field("max_active_flows", &self.max_active_flows)
             .finish()
     }
 }
@@ -161,6 +165,15 @@ impl Config {
                 .max_step_attempts
                 .unwrap_or(tartan_core::flow::DEFAULT_MAX_STEP_ATTEMPTS),
         };
+        let max_active_flows = match env_var(&["TARTAN_MAX_ACTIVE_FLOWS"]) {
+            Some((name, v)) => v
+                .trim()
+                .parse::<usize>()
+                .ok()
+                .filter(|n| *n >= 1)
+                .with_context(|| format!("{name}: must be a whole number of at least 1, got {v:?}"))?,
+            None => file.max_active_flows.unwrap_or(10_000),
+        };
         let lease = duration_setting(
             &["TARTAN_LEASE"],
             file.lease,
@@ -187,6 +200,7 @@ impl Config {
             },
             max_step_attempts,
             lease,
+            max_active_flows,
         };
         config.validate()?;
         Ok(config)

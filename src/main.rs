@@ -62,6 +62,7 @@ async fn serve(config: Config) -> Result<()> {
         work_defaults: config.work_defaults.clone(),
         step_timeout: config.step_timeout,
         max_step_attempts: config.max_step_attempts,
+        max_active_flows: config.max_active_flows,
         lease: config.lease,
         ..EngineConfig::default()
     };

@@ -407,3 +407,63 @@ async fn three_engines_share_one_postgres_without_calling_one_item_twice_at_once
         );
     }
 }
+
+/// More flows in progress than `TARTAN_MAX_ACTIVE_FLOWS`: a start is refused
+/// with 503, `Retry-After` and a problem naming the limit, and creates
+/// nothing; once flows finish, starts are taken again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_engine_at_its_active_flow_limit_refuses_starts_with_retry_after() {
+    let db = TestDb::create(Backend::Sqlite).await.unwrap();
+    let (release, held) = tokio::sync::watch::channel(false);
+    let svc = StepServer::start_async(move |_, _| {
+        let mut held = held.clone();
+        Box::pin(async move {
+            let _ = held.wait_for(|released| *released).await;
+            json_reply(200, json!({"out": "done"}))
+        })
+    })
+    .await;
+    let engine = spawn_binary_with(&db, "limited", &[("TARTAN_MAX_ACTIVE_FLOWS", "2")]).await;
+    register(&engine, vec![sync_step("s", &svc.url("/s"), &["seed"], &["out"])]).await;
+    let start = |id: &str| json!({"id": id, "goals": ["s"], "init": {"seed": ["x"]}});
+    for id in ["held-1", "held-2"] {
+        let (status, body) = call(&engine, reqwest::Method::POST, "/engine/flow", Some(start(id))).await;
+        assert_eq!(status, 201, "{body}");
+    }
+
+    let refused = reqwest::Client::new()
+        .post(format!("http://{}/engine/flow", engine.addr))
+        .json(&start("refused"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), 503);
+    assert_eq!(refused.headers()["retry-after"], "1");
+    assert_eq!(refused.headers()["content-type"], "application/problem+json");
+    let problem: Value = refused.json().await.unwrap();
+    assert_eq!(problem["type"], "urn:tartan:problem:overloaded", "{problem}");
+    assert!(
+        problem["detail"]
+            .as_str()
+            .unwrap()
+            .contains("TARTAN_MAX_ACTIVE_FLOWS"),
+        "{problem}"
+    );
+    let (status, _) = call(&engine, reqwest::Method::GET, "/engine/flow/refused", None).await;
+    assert_eq!(status, 404, "a refused start creates nothing");
+
+    release.send_replace(true);
+    for id in ["held-1", "held-2"] {
+        assert_eq!(wait_for_terminal(&engine, id).await["status"], "completed");
+    }
+    // The finished flows no longer count: starts are taken again.
+    let (status, body) = call(
+        &engine,
+        reqwest::Method::POST,
+        "/engine/flow",
+        Some(start("refused")),
+    )
+    .await;
+    assert_eq!(status, 201, "{body}");
+    assert_eq!(wait_for_terminal(&engine, "refused").await["status"], "completed");
+}

@@ -20,6 +20,9 @@ pub struct EngineConfig {
     pub max_in_flight: usize,
     /// Default cap on the attempts of one flow's work items together.
     pub max_step_attempts: u32,
+    /// Flows with work in progress in this process at most; a start beyond
+    /// it is refused (503, Retry-After) instead of queueing without bound.
+    pub max_active_flows: usize,
 }
 
 impl Default for EngineConfig {
@@ -32,6 +35,7 @@ impl Default for EngineConfig {
             lease: Duration::from_secs(30),
             max_in_flight: 1024,
             max_step_attempts: tartan_core::flow::DEFAULT_MAX_STEP_ATTEMPTS,
+            max_active_flows: 10_000,
         }
     }
 }

@@ -21,6 +21,8 @@ pub enum EngineError {
     FlowTerminal(String, &'static str),
     #[error("the engine is shutting down")]
     ShuttingDown,
+    #[error("this engine has {0} flows in progress, its limit (TARTAN_MAX_ACTIVE_FLOWS); retry later")]
+    Overloaded(usize),
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error("{0}")]

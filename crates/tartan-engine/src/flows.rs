@@ -93,6 +93,11 @@ impl FlowLocks {
         slots.entry(flow_id.to_string()).or_default().clone()
     }
 
+    /// Flows with work in progress (their slots are kept only while busy).
+    fn len(&self) -> usize {
+        self.slots.lock().unwrap_or_else(|p| p.into_inner()).len()
+    }
+
     fn forget(&self, flow_id: &str) {
         let mut slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
         slots.remove(flow_id);
@@ -131,6 +136,10 @@ impl Engine {
             return Err(EngineError::ShuttingDown);
         }
         let request = request.normalize()?;
+        let active = self.inner.flows.len();
+        if active >= self.inner.config.max_active_flows {
+            return Err(EngineError::Overloaded(active));
+        }
         let text = serde_json::to_string(&request).map_err(|e| EngineError::Internal(e.to_string()))?;
         // Validate the deadline before anything else can answer. The flow
         // starts at this instant: its deadline is measured from it.
@@ -178,13 +187,13 @@ impl Engine {
             Err(e) => return Err(e.into()),
         }
         let sequence = tx.events.len() as i64;
-        let done = tx.state.deactivated_at.is_some();
-        *guard = Some(Cached {
+        let busy = tx.state.has_active_work();
+        *guard = busy.then(|| Cached {
             state: tx.state.clone(),
             sequence,
         });
         drop(guard);
-        if done {
+        if !busy {
             self.inner.flows.forget(&request.id);
         }
         self.after_commit(&tx);
@@ -368,16 +377,18 @@ impl Engine {
             match self.inner.writer.commit(self.commit_for(&tx, base, None)).await {
                 Ok(()) => {
                     let busy = tx.state.has_active_work();
-                    let done = tx.state.deactivated_at.is_some() && !busy;
                     // Keep in memory only flows with calls in flight: those get
                     // their next decision soon. A flow waiting for a retry (maybe
-                    // hours) is read back from the database when it is due.
+                    // hours) is read back from the database when it is due, and
+                    // does not count against `max_active_flows`. (A task that
+                    // still holds the forgotten slot decides under the
+                    // sequence check like any other process.)
                     *guard = busy.then(|| Cached {
                         sequence: base + tx.events.len() as i64,
                         state: tx.state.clone(),
                     });
                     drop(guard);
-                    if done {
+                    if !busy {
                         self.inner.flows.forget(flow_id);
                     }
                     self.after_commit(&tx);
@@ -661,8 +672,12 @@ impl Engine {
                 _ = cancel.cancelled() => None,
             };
             // The call stays listed in flight (its lease renewed) until its
-            // result is recorded, which may wait out a database outage.
+            // result is recorded, which may wait out a database outage. Its
+            // token is cancelled now that it answered: there is nothing left
+            // to abort, and a renewal that finds the row already recorded
+            // must not take it for a lost lease.
             if let Some(result) = outcome {
+                cancel.cancel();
                 engine.conclude(&call, result).await;
             }
             let mut in_flight = engine.in_flight();
@@ -694,7 +709,10 @@ impl Engine {
         let renewed: std::collections::HashSet<&str> = renewed.iter().map(String::as_str).collect();
         let mut in_flight = self.in_flight();
         for (token, id) in calls {
-            if renewed.contains(token.as_str()) || in_flight.get(&token).is_none_or(|(c, _)| *c != id) {
+            let running = in_flight
+                .get(&token)
+                .is_some_and(|(c, cancel)| *c == id && !cancel.is_cancelled());
+            if renewed.contains(token.as_str()) || !running {
                 continue;
             }
             if let Some((_, cancel)) = in_flight.remove(&token) {

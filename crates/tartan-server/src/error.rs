@@ -19,6 +19,7 @@ pub mod kind {
     pub const TOO_LARGE: &str = "urn:tartan:problem:payload-too-large";
     pub const METHOD: &str = "urn:tartan:problem:method-not-allowed";
     pub const UNAVAILABLE: &str = "urn:tartan:problem:unavailable";
+    pub const OVERLOADED: &str = "urn:tartan:problem:overloaded";
     pub const INTERNAL: &str = "urn:tartan:problem:internal";
 }
 
@@ -27,6 +28,8 @@ pub struct ApiError {
     pub status: StatusCode,
     pub kind: &'static str,
     pub detail: String,
+    /// Seconds a client should wait before trying again (`Retry-After`).
+    pub retry_after: Option<u64>,
 }
 
 impl ApiError {
@@ -35,7 +38,12 @@ impl ApiError {
             status,
             kind,
             detail: detail.into(),
+            retry_after: None,
         }
+    }
+    fn retry_after(mut self, seconds: u64) -> Self {
+        self.retry_after = Some(seconds);
+        self
     }
     pub fn bad_request(detail: impl Into<String>) -> Self {
         Self::new(StatusCode::BAD_REQUEST, kind::VALIDATION, detail)
@@ -66,12 +74,18 @@ impl IntoResponse for ApiError {
             "detail": self.detail,
             "error": self.detail,
         });
-        (
+        let mut response = (
             self.status,
             [(header::CONTENT_TYPE, "application/problem+json")],
             body.to_string(),
         )
-            .into_response()
+            .into_response();
+        if let Some(seconds) = self.retry_after {
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, header::HeaderValue::from(seconds));
+        }
+        response
     }
 }
 
@@ -92,6 +106,10 @@ impl From<EngineError> for ApiError {
             EngineError::StepNotFound(_) | EngineError::FlowNotFound(_) => ApiError::not_found(e.to_string()),
             EngineError::ShuttingDown => {
                 ApiError::new(StatusCode::SERVICE_UNAVAILABLE, kind::UNAVAILABLE, e.to_string())
+                    .retry_after(5)
+            }
+            EngineError::Overloaded(_) => {
+                ApiError::new(StatusCode::SERVICE_UNAVAILABLE, kind::OVERLOADED, e.to_string()).retry_after(1)
             }
             EngineError::Store(StoreError::Database(cause) | StoreError::Unavailable(cause)) => {
                 tracing::error!("database error: {cause}");
@@ -100,6 +118,7 @@ impl From<EngineError> for ApiError {
                     kind::UNAVAILABLE,
                     "the database is unavailable; retry later",
                 )
+                .retry_after(5)
             }
             other => ApiError::internal(other),
         }
