@@ -17,6 +17,7 @@ use crate::helpers::{
     call, json_reply, spawn_binary_with, sync_step, wait_for_terminal, Backend, Binary, Received, StepServer,
     TestDb,
 };
+use crate::timeouts::{Misbehaviour, RawStep};
 
 /// A Postgres cluster of the test's own, on a free port, that the test may
 /// stop and start (the machine's shared server must stay up for the others).
@@ -466,4 +467,37 @@ async fn an_engine_at_its_active_flow_limit_refuses_starts_with_retry_after() {
     .await;
     assert_eq!(status, 201, "{body}");
     assert_eq!(wait_for_terminal(&engine, "refused").await["status"], "completed");
+}
+
+/// A flow cancelled through one engine aborts the call another engine is
+/// making for it straight away (Postgres `NOTIFY`), not at that engine's
+/// next lease renewal (`TARTAN_LEASE / 3`: 40 s here).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancel_through_one_engine_aborts_the_call_another_is_making() {
+    let Some(db) = TestDb::create(Backend::Postgres).await else {
+        return;
+    };
+    let raw = RawStep::start(Misbehaviour::HangBeforeHeaders).await;
+    let env = [("TARTAN_LEASE", "120s")];
+    let a = spawn_binary_with(&db, "node-a", &env).await;
+    let b = spawn_binary_with(&db, "node-b", &env).await;
+    let mut hang = sync_step("hang", &raw.url(), &[], &["out"]);
+    hang["http"]["timeout"] = json!(120_000);
+    register(&a, vec![hang]).await;
+    let (status, body) = call(
+        &a,
+        reqwest::Method::POST,
+        "/engine/flow",
+        Some(json!({"id": "far", "goals": ["hang"]})),
+    )
+    .await;
+    assert_eq!(status, 201, "{body}");
+    raw.wait_for_calls(1).await;
+
+    let (status, body) = call(&b, reqwest::Method::POST, "/engine/flow/far/cancel", None).await;
+    assert_eq!(status, 202, "{body}");
+    // Within the wait of `wait_all_closed` (10 s), well before a renewal.
+    raw.wait_all_closed().await;
+    let flow = wait_for_terminal(&a, "far").await;
+    assert_eq!(flow["status"], "cancelled", "{flow}");
 }

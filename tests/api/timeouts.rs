@@ -60,7 +60,7 @@ both_backends!(
 
 /// How a raw endpoint misbehaves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Misbehaviour {
+pub(crate) enum Misbehaviour {
     /// Reads the request and never answers.
     HangBeforeHeaders,
     /// Answers the status line and the headers of a 100-byte body, then one
@@ -81,13 +81,13 @@ struct Conn {
     open_for_token: usize,
 }
 
-struct RawStep {
+pub(crate) struct RawStep {
     addr: SocketAddr,
     conns: Arc<Mutex<Vec<Conn>>>,
 }
 
 impl RawStep {
-    async fn start(mode: Misbehaviour) -> RawStep {
+    pub(crate) async fn start(mode: Misbehaviour) -> RawStep {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let conns: Arc<Mutex<Vec<Conn>>> = Arc::default();
@@ -100,7 +100,7 @@ impl RawStep {
         RawStep { addr, conns }
     }
 
-    fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         format!("http://{}/step", self.addr)
     }
 
@@ -109,7 +109,7 @@ impl RawStep {
     }
 
     /// Wait (bounded) until `n` requests have arrived.
-    async fn wait_for_calls(&self, n: usize) {
+    pub(crate) async fn wait_for_calls(&self, n: usize) {
         let until = Instant::now() + WAIT;
         while self.conns().len() < n {
             assert!(
@@ -122,7 +122,7 @@ impl RawStep {
     }
 
     /// Wait (bounded) until every connection was closed by the client.
-    async fn wait_all_closed(&self) {
+    pub(crate) async fn wait_all_closed(&self) {
         let until = Instant::now() + WAIT;
         while self.conns().iter().any(|c| c.closed.is_none()) {
             assert!(

@@ -496,8 +496,19 @@ impl Engine {
     /// What a committed transition asks of this process: abort the calls it
     /// cancelled, arm the timers it set, start the calls it made active.
     fn after_commit(&self, tx: &Transition) {
-        for token in machine::cancelled_calls(tx) {
-            self.abort_call(&token);
+        // Calls this decision cancelled that are not this process's are
+        // another's (a flow is cancelled where the request arrives): tell it.
+        let elsewhere: Vec<String> = machine::cancelled_calls(tx)
+            .into_iter()
+            .filter(|token| !self.abort_call(token))
+            .collect();
+        if !elsewhere.is_empty() {
+            let store = self.inner.store.clone();
+            tokio::spawn(async move {
+                if let Err(e) = store.announce_aborts(&elsewhere).await {
+                    tracing::warn!("announcing aborts failed (lease renewal will catch them): {e}");
+                }
+            });
         }
         let finished = tx.events.iter().any(|e| {
             matches!(
@@ -727,10 +738,15 @@ impl Engine {
         self.in_flight().contains_key(token)
     }
 
-    /// Abort the call in flight for `token`, if this process has one.
-    fn abort_call(&self, token: &str) {
-        if let Some((_, cancel)) = self.in_flight().remove(token) {
-            cancel.cancel();
+    /// Abort the call in flight for `token`, if this process has one;
+    /// whether it had.
+    pub(crate) fn abort_call(&self, token: &str) -> bool {
+        match self.in_flight().remove(token) {
+            Some((_, cancel)) => {
+                cancel.cancel();
+                true
+            }
+            None => false,
         }
     }
 

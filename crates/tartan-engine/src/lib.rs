@@ -111,6 +111,7 @@ impl Engine {
         engine.load_timers().await?;
         engine.spawn_timer_loop();
         engine.spawn_lease_renewal();
+        engine.spawn_abort_listener().await;
         Ok(engine)
     }
 

@@ -185,6 +185,36 @@ impl Engine {
         });
     }
 
+    /// Abort the calls other processes announce they cancelled (Postgres
+    /// `NOTIFY`); without it, lease renewal finds them within `TARTAN_LEASE / 3`.
+    pub(crate) async fn spawn_abort_listener(&self) {
+        let mut notices = match self.inner.store.listen_aborts().await {
+            Ok(Some(notices)) => notices,
+            Ok(None) => return,
+            Err(e) => {
+                tracing::warn!("not listening for abort notices (lease renewal covers them): {e}");
+                return;
+            }
+        };
+        let engine = self.clone();
+        tokio::spawn(async move {
+            loop {
+                let tokens = tokio::select! {
+                    n = notices.recv() => match n {
+                        Some(tokens) => tokens,
+                        None => return,
+                    },
+                    _ = engine.inner.stopping.cancelled() => return,
+                };
+                for token in tokens {
+                    if engine.abort_call(&token) {
+                        tracing::info!(%token, "call aborted: its flow was cancelled by another process");
+                    }
+                }
+            }
+        });
+    }
+
     /// Claim due retries by lease (another process sharing the database may
     /// hold them in its heap too) and start the ones this process got.
     fn claim_and_fire(&self, due: Vec<WorkKey>) {

@@ -112,4 +112,15 @@ pub trait Store: Send + Sync + 'static {
     /// Lease active work items that `node` held before it restarted, or whose
     /// lease has expired, to `node`.
     async fn claim_orphaned_work(&self, claim: &Claim) -> Result<Vec<WorkKey>, StoreError>;
+
+    /// Ask the other processes sharing the database to abort their calls of
+    /// these work items (their flow was cancelled or timed out here). Only
+    /// Postgres carries it (`NOTIFY`); one SQLite file has one process.
+    async fn announce_aborts(&self, tokens: &[String]) -> Result<(), StoreError>;
+
+    /// The abort announcements of other processes, as they come; `None`
+    /// where the database carries none. An optimisation: a process that
+    /// misses one learns at its next lease renewal that the call's lease is
+    /// gone, and aborts it then.
+    async fn listen_aborts(&self) -> Result<Option<tokio::sync::mpsc::Receiver<Vec<String>>>, StoreError>;
 }

@@ -28,5 +28,35 @@ pub(crate) async fn open(url: &str) -> Result<SqlStore, StoreError> {
         write: pool.clone(),
         read: pool,
         backend: Backend::Postgres,
+        listen_url: Some(url.to_string()),
     })
+}
+
+/// The `NOTIFY` channel of abort announcements.
+pub(crate) const ABORT_CHANNEL: &str = "tartan_abort";
+
+/// Listen for abort announcements on a connection of its own; the listener
+/// reconnects by itself after the database went away (notices sent
+/// meanwhile are lost: lease renewal is the fallback).
+pub(crate) async fn listen_aborts(url: &str) -> Result<tokio::sync::mpsc::Receiver<Vec<String>>, StoreError> {
+    let mut listener = sqlx::postgres::PgListener::connect(url).await?;
+    listener.listen(ABORT_CHANNEL).await?;
+    let (tx, rx) = tokio::sync::mpsc::channel(64);
+    tokio::spawn(async move {
+        loop {
+            match listener.recv().await {
+                Ok(notice) => {
+                    let tokens = notice.payload().split(',').map(str::to_string).collect();
+                    if tx.send(tokens).await.is_err() {
+                        return;
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!("listening for abort notices: {e}; trying again");
+                    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+                }
+            }
+        }
+    });
+    Ok(rx)
 }

@@ -20,6 +20,8 @@ const FLOW: &str = "flow";
 /// (SQLite 32766, Postgres 65535) at 12 columns.
 const ROWS_PER_STATEMENT: usize = 500;
 const CATALOG: &str = "catalog";
+/// Receipt tokens (32 characters and a comma) per abort notice.
+const ABORTS_PER_NOTICE: usize = 200;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Backend {
@@ -34,6 +36,8 @@ pub(crate) struct SqlStore {
     pub(crate) write: AnyPool,
     pub(crate) read: AnyPool,
     pub(crate) backend: Backend,
+    /// Postgres: where to listen for other processes' notices.
+    pub(crate) listen_url: Option<String>,
 }
 
 fn json_text<T: serde::Serialize>(v: &T) -> Result<String, StoreError> {
@@ -810,6 +814,28 @@ impl Store for SqlStore {
 
     async fn claim_orphaned_work(&self, claim: &Claim) -> Result<Vec<WorkKey>, StoreError> {
         self.claim_sql(claim).await
+    }
+
+    async fn announce_aborts(&self, tokens: &[String]) -> Result<(), StoreError> {
+        if self.backend != Backend::Postgres {
+            return Ok(());
+        }
+        // A notice carries at most 8000 bytes: tokens go in batches.
+        for chunk in tokens.chunks(ABORTS_PER_NOTICE) {
+            sqlx::query("SELECT pg_notify($1, $2)")
+                .bind(crate::postgres::ABORT_CHANNEL)
+                .bind(chunk.join(","))
+                .execute(&self.write)
+                .await?;
+        }
+        Ok(())
+    }
+
+    async fn listen_aborts(&self) -> Result<Option<tokio::sync::mpsc::Receiver<Vec<String>>>, StoreError> {
+        match &self.listen_url {
+            Some(url) => Ok(Some(crate::postgres::listen_aborts(url).await?)),
+            None => Ok(None),
+        }
     }
 }
 

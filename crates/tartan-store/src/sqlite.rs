@@ -53,5 +53,6 @@ pub(crate) async fn open(url: &str) -> Result<SqlStore, StoreError> {
         write,
         read,
         backend: Backend::Sqlite,
+        listen_url: None,
     })
 }
