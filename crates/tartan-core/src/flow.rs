@@ -133,7 +133,9 @@ pub struct FlowState {
     pub on_timeout: Option<OnTimeout>,
     /// Cap on the attempts of all work items together.
     pub max_step_attempts: u32,
-    pub plan: ExecutionPlan,
+    /// Fixed once the flow starts: shared, so that copying the state for a
+    /// decision does not copy every step definition.
+    pub plan: std::sync::Arc<ExecutionPlan>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub labels: BTreeMap<String, String>,
     pub attributes: BTreeMap<String, Vec<AttributeValue>>,
@@ -600,7 +602,7 @@ impl FlowState {
             deadline_at: options.deadline_at,
             on_timeout: options.on_timeout,
             max_step_attempts: options.max_step_attempts,
-            plan: plan.clone(),
+            plan: std::sync::Arc::new(plan.clone()),
             labels: options.labels.clone(),
             attributes,
             executions,
