@@ -154,26 +154,12 @@ impl Config {
             Duration::from_secs(30),
             DurationKind::Timeout,
         )?;
-        let max_step_attempts = match env_var(&["TARTAN_MAX_STEP_ATTEMPTS"]) {
-            Some((name, v)) => v
-                .trim()
-                .parse::<u32>()
-                .ok()
-                .filter(|n| *n >= 1)
-                .with_context(|| format!("{name}: must be a whole number of at least 1, got {v:?}"))?,
-            None => file
-                .max_step_attempts
-                .unwrap_or(tartan_core::flow::DEFAULT_MAX_STEP_ATTEMPTS),
-        };
-        let max_active_flows = match env_var(&["TARTAN_MAX_ACTIVE_FLOWS"]) {
-            Some((name, v)) => v
-                .trim()
-                .parse::<usize>()
-                .ok()
-                .filter(|n| *n >= 1)
-                .with_context(|| format!("{name}: must be a whole number of at least 1, got {v:?}"))?,
-            None => file.max_active_flows.unwrap_or(10_000),
-        };
+        let max_step_attempts = count_setting(
+            "TARTAN_MAX_STEP_ATTEMPTS",
+            file.max_step_attempts,
+            tartan_core::flow::DEFAULT_MAX_STEP_ATTEMPTS,
+        )?;
+        let max_active_flows = count_setting("TARTAN_MAX_ACTIVE_FLOWS", file.max_active_flows, 10_000)?;
         let lease = duration_setting(
             &["TARTAN_LEASE"],
             file.lease,
@@ -222,5 +208,22 @@ impl Config {
             }
         }
         Ok(())
+    }
+}
+
+/// A count of at least 1 from the environment, else the file, else `default`.
+fn count_setting<T: std::str::FromStr + PartialOrd + From<u8>>(
+    name: &str,
+    file: Option<T>,
+    default: T,
+) -> Result<T> {
+    match env_var(&[name]) {
+        Some((name, v)) => v
+            .trim()
+            .parse::<T>()
+            .ok()
+            .filter(|n| *n >= T::from(1))
+            .with_context(|| format!("{name}: must be a whole number of at least 1, got {v:?}")),
+        None => Ok(file.unwrap_or(default)),
     }
 }

@@ -2,7 +2,7 @@
 //! (a SQLite file or a new Postgres database), typed helpers per route, and
 //! step servers on 127.0.0.1:0 that record what they receive.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -481,4 +481,78 @@ pub async fn wait_for_terminal(engine: &Binary, id: &str) -> Value {
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
     flow
+}
+
+/// The receipt token of a call a step server received.
+pub fn token_of(r: &Received) -> String {
+    r.headers["argyll-receipt-token"]
+        .to_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// The attempt number of a call a step server received.
+pub fn attempt_of(r: &Received) -> u64 {
+    r.headers["tartan-attempt"]
+        .to_str()
+        .unwrap_or("0")
+        .parse()
+        .unwrap_or(0)
+}
+
+/// Register `steps` on `engine`.
+pub async fn register(engine: &Binary, steps: Vec<Value>) {
+    for step in steps {
+        let (status, body) = call(engine, reqwest::Method::POST, "/engine/step", Some(step)).await;
+        assert_eq!(status, 201, "{body}");
+    }
+}
+
+/// What every finished flow must show: completed; each work item succeeded
+/// exactly once; every call the step server saw for it is in its event log.
+/// Returns how many attempts were abandoned (cut off and called again).
+pub async fn check_flow(engine: &Binary, id: &str, svc: &StepServer, items: usize) -> usize {
+    let flow = wait_for_terminal(engine, id).await;
+    assert_eq!(flow["status"], "completed", "{id}: {flow}");
+    let events = call(
+        engine,
+        reqwest::Method::GET,
+        &format!("/engine/flow/{id}/events"),
+        None,
+    )
+    .await
+    .1;
+    let events = events["events"].as_array().cloned().unwrap_or_default();
+    let mut succeeded: BTreeMap<String, usize> = BTreeMap::new();
+    let mut started = BTreeSet::new();
+    for e in &events {
+        let token = e["data"]["token"].as_str().unwrap_or_default().to_string();
+        match e["type"].as_str() {
+            Some("work_succeeded") => *succeeded.entry(token).or_default() += 1,
+            Some("work_started") => {
+                started.insert((token, e["data"]["attempt"].as_u64().unwrap_or(0)));
+            }
+            _ => {}
+        }
+    }
+    assert_eq!(succeeded.len(), items, "{id}: {succeeded:?}");
+    assert!(succeeded.values().all(|n| *n == 1), "{id}: {succeeded:?}");
+    for r in svc.requests() {
+        let token = token_of(&r);
+        if succeeded.contains_key(&token) {
+            let attempt = attempt_of(&r);
+            assert!(
+                started.contains(&(token.clone(), attempt)),
+                "{id}: call {token}#{attempt} is not in the event log"
+            );
+        }
+    }
+    flow["executions"]
+        .as_object()
+        .into_iter()
+        .flat_map(|e| e.values())
+        .flat_map(|x| x["work_items"].as_object().into_iter().flat_map(|w| w.values()))
+        .flat_map(|w| w["attempts"].as_array().cloned().unwrap_or_default())
+        .filter(|a| a["outcome"] == "abandoned")
+        .count()
 }

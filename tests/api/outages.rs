@@ -6,7 +6,7 @@
 //!   calls are renewed), and when one engine is killed the others take its
 //!   work over with the same receipt token.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -14,8 +14,8 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use crate::helpers::{
-    call, json_reply, spawn_binary_with, sync_step, wait_for_terminal, Backend, Binary, Received, StepServer,
-    TestDb,
+    attempt_of, call, check_flow, json_reply, register, spawn_binary_with, sync_step, token_of,
+    wait_for_terminal, Backend, StepServer, TestDb,
 };
 use crate::timeouts::{Misbehaviour, RawStep};
 
@@ -169,78 +169,6 @@ impl Drop for OpenCall {
             *count -= 1;
         }
     }
-}
-
-fn token_of(r: &Received) -> String {
-    r.headers["argyll-receipt-token"]
-        .to_str()
-        .unwrap_or_default()
-        .to_string()
-}
-
-fn attempt_of(r: &Received) -> u64 {
-    r.headers["tartan-attempt"]
-        .to_str()
-        .unwrap_or("0")
-        .parse()
-        .unwrap_or(0)
-}
-
-/// Register `steps` on `engine`.
-async fn register(engine: &Binary, steps: Vec<Value>) {
-    for step in steps {
-        let (status, body) = call(engine, reqwest::Method::POST, "/engine/step", Some(step)).await;
-        assert_eq!(status, 201, "{body}");
-    }
-}
-
-/// What every finished flow must show: completed; each work item succeeded
-/// exactly once; every call the step server saw for it is in its event log.
-/// Returns how many attempts were abandoned (cut off and called again).
-async fn check_flow(engine: &Binary, id: &str, svc: &StepServer, items: usize) -> usize {
-    let flow = wait_for_terminal(engine, id).await;
-    assert_eq!(flow["status"], "completed", "{id}: {flow}");
-    let events = call(
-        engine,
-        reqwest::Method::GET,
-        &format!("/engine/flow/{id}/events"),
-        None,
-    )
-    .await
-    .1;
-    let events = events["events"].as_array().cloned().unwrap_or_default();
-    let mut succeeded: BTreeMap<String, usize> = BTreeMap::new();
-    let mut started = BTreeSet::new();
-    for e in &events {
-        let token = e["data"]["token"].as_str().unwrap_or_default().to_string();
-        match e["type"].as_str() {
-            Some("work_succeeded") => *succeeded.entry(token).or_default() += 1,
-            Some("work_started") => {
-                started.insert((token, e["data"]["attempt"].as_u64().unwrap_or(0)));
-            }
-            _ => {}
-        }
-    }
-    assert_eq!(succeeded.len(), items, "{id}: {succeeded:?}");
-    assert!(succeeded.values().all(|n| *n == 1), "{id}: {succeeded:?}");
-    for r in svc.requests() {
-        let token = token_of(&r);
-        if succeeded.contains_key(&token) {
-            let attempt = attempt_of(&r);
-            assert!(
-                started.contains(&(token.clone(), attempt)),
-                "{id}: call {token}#{attempt} is not in the event log"
-            );
-        }
-    }
-    flow["executions"]
-        .as_object()
-        .into_iter()
-        .flat_map(|e| e.values())
-        .flat_map(|x| x["work_items"].as_object().into_iter().flat_map(|w| w.values()))
-        .flat_map(|w| w["attempts"].as_array().cloned().unwrap_or_default())
-        .filter(|a| a["outcome"] == "abandoned")
-        .count()
 }
 
 const RESTART_FLOWS: usize = 30;
@@ -500,4 +428,33 @@ async fn a_cancel_through_one_engine_aborts_the_call_another_is_making() {
     raw.wait_all_closed().await;
     let flow = wait_for_terminal(&a, "far").await;
     assert_eq!(flow["status"], "cancelled", "{flow}");
+}
+
+/// A limit that is not a whole number of at least 1 stops the server at
+/// start-up, naming the variable.
+#[tokio::test]
+async fn invalid_limits_stop_the_server_at_start_naming_the_variable() {
+    let db = TestDb::create(Backend::Sqlite).await.unwrap();
+    for (name, value) in [
+        ("TARTAN_MAX_ACTIVE_FLOWS", "0"),
+        ("TARTAN_MAX_ACTIVE_FLOWS", "many"),
+        ("TARTAN_MAX_STEP_ATTEMPTS", "-3"),
+    ] {
+        let out = tokio::time::timeout(
+            Duration::from_secs(30),
+            tokio::process::Command::new(env!("CARGO_BIN_EXE_tartan"))
+                .args(["serve", "--listen", "127.0.0.1:0", "--database-url", &db.url])
+                .env(name, value)
+                .output(),
+        )
+        .await
+        .expect("the server stops at once")
+        .unwrap();
+        assert!(!out.status.success(), "{name}={value} was accepted");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains(name) && stderr.contains("at least 1"),
+            "{name}={value}: {stderr}"
+        );
+    }
 }

@@ -106,6 +106,14 @@ fn typed_values_list(backend: Backend, rows: usize, types: &[&str]) -> String {
     }
 }
 
+/// The `id`s a statement's `RETURNING id` gave back.
+fn returned_ids(rows: &[AnyRow]) -> Result<std::collections::HashSet<String>, StoreError> {
+    Ok(rows
+        .iter()
+        .map(|r| r.try_get::<String, _>("id"))
+        .collect::<Result<_, _>>()?)
+}
+
 fn work_key(r: &AnyRow) -> Result<WorkKey, StoreError> {
     Ok(WorkKey {
         flow_id: r.try_get("flow_id")?,
@@ -209,12 +217,7 @@ impl SqlStore {
                     .bind(state)
                     .bind(c.state.deadline_at.map(to_us));
             }
-            let inserted: std::collections::HashSet<String> = q
-                .fetch_all(&mut *tx)
-                .await?
-                .iter()
-                .map(|r| r.try_get::<String, _>("id"))
-                .collect::<Result<_, _>>()?;
+            let inserted = returned_ids(&q.fetch_all(&mut *tx).await?)?;
             for &i in chunk {
                 if !inserted.contains(&batch[i].flow_id) {
                     verdicts[i] = Some(StoreError::FlowExists(batch[i].flow_id.clone()));
@@ -253,12 +256,7 @@ impl SqlStore {
                     .bind(json_text(&c.state)?)
                     .bind(c.base_sequence);
             }
-            let updated: std::collections::HashSet<String> = q
-                .fetch_all(&mut *tx)
-                .await?
-                .iter()
-                .map(|r| r.try_get::<String, _>("id"))
-                .collect::<Result<_, _>>()?;
+            let updated = returned_ids(&q.fetch_all(&mut *tx).await?)?;
             for &i in chunk {
                 if !updated.contains(&batch[i].flow_id) {
                     verdicts[i] = Some(StoreError::Conflict(format!("flow {}", batch[i].flow_id)));
