@@ -556,3 +556,17 @@ pub async fn check_flow(engine: &Binary, id: &str, svc: &StepServer, items: usiz
         .filter(|a| a["outcome"] == "abandoned")
         .count()
 }
+
+/// What a step server noted, once it holds `n` entries (bounded wait): a
+/// webhook's answer is noted after the flow it completed, so a test that saw
+/// the flow finish may look before it is there.
+pub async fn noted<T: Clone>(notes: &Mutex<Vec<T>>, n: usize) -> Vec<T> {
+    let until = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let seen = notes.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        if seen.len() >= n || std::time::Instant::now() > until {
+            return seen;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
