@@ -785,12 +785,7 @@ async fn open_loop(cli: &Cli, rig: &mut Rig, rate: f64, duration: u64) -> (Run, 
 
 #[tokio::main]
 async fn main() {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
-        )
-        .init();
+    support::init_logging();
     let cli = Cli::parse();
     if cli.rate.is_some_and(|r| !(r > 0.0 && r.is_finite())) {
         eprintln!("--rate must be a positive number");

@@ -85,12 +85,7 @@ fn cpu_and_rss() -> (f64, f64) {
 
 #[tokio::main]
 async fn main() {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
-        )
-        .init();
+    support::init_logging();
     let args: Vec<String> = std::env::args().collect();
     let mode = args.get(1).map(String::as_str).unwrap_or("precision");
     let kind = args.get(2).map(String::as_str).unwrap_or("sqlite");

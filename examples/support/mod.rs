@@ -217,3 +217,13 @@ impl Default for Histogram {
         Histogram::new()
     }
 }
+
+/// Log warnings and errors (or what `RUST_LOG` asks for) to stderr.
+pub fn init_logging() {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .init();
+}
