@@ -10,6 +10,7 @@ use clap::Args;
 use serde::Deserialize;
 use tartan_core::duration::{parse_duration_str, DurationKind};
 use tartan_core::step::WorkDefaults;
+use tartan_server::ApiSecurity;
 
 /// Flags of `tartan serve`. Every flag has an environment variable.
 #[derive(Debug, Args)]
@@ -29,6 +30,25 @@ pub struct ServeArgs {
     /// Stable id of this engine process [default: derived from host and listen address]
     #[arg(long, env = "TARTAN_NODE_ID")]
     pub node_id: Option<String>,
+    /// Bearer tokens granting every route, comma-separated (rotation: list old and new)
+    #[arg(long, env = "TARTAN_API_TOKEN", hide_env_values = true)]
+    pub api_token: Option<String>,
+    /// File holding the API tokens (e.g. a mounted Kubernetes secret)
+    #[arg(long, env = "TARTAN_API_TOKEN_FILE")]
+    pub api_token_file: Option<PathBuf>,
+    /// Bearer tokens granting GET routes only, comma-separated
+    #[arg(long, env = "TARTAN_READ_TOKEN", hide_env_values = true)]
+    pub read_token: Option<String>,
+    /// File holding the read tokens
+    #[arg(long, env = "TARTAN_READ_TOKEN_FILE")]
+    pub read_token_file: Option<PathBuf>,
+    /// Serve without tokens on a non-loopback address (anyone who reaches it may drive the engine)
+    #[arg(long, env = "TARTAN_ALLOW_UNAUTHENTICATED", num_args = 0..=1, default_missing_value = "true",
+          value_parser = clap::builder::BoolishValueParser::new())]
+    pub allow_unauthenticated: Option<bool>,
+    /// Origins browsers may call the API from, comma-separated exact origins or * [default: none]
+    #[arg(long, env = "TARTAN_CORS_ORIGINS")]
+    pub cors_origins: Option<String>,
 }
 
 /// The file form: the same keys, all optional.
@@ -47,6 +67,12 @@ struct FileConfig {
     max_step_attempts: Option<u32>,
     max_active_flows: Option<usize>,
     lease: Option<String>,
+    api_token: Option<String>,
+    api_token_file: Option<PathBuf>,
+    read_token: Option<String>,
+    read_token_file: Option<PathBuf>,
+    allow_unauthenticated: Option<bool>,
+    cors_origins: Option<String>,
 }
 
 /// The resolved configuration.
@@ -63,6 +89,10 @@ pub struct Config {
     pub lease: Duration,
     /// Flows in progress in this process at most (`TARTAN_MAX_ACTIVE_FLOWS`).
     pub max_active_flows: usize,
+    /// Tokens and CORS origins of the API.
+    pub security: ApiSecurity,
+    /// Serve without tokens on a non-loopback address.
+    pub allow_unauthenticated: bool,
 }
 
 impl std::fmt::Debug for Config {
@@ -77,6 +107,8 @@ impl std::fmt::Debug for Config {
             .field("max_step_attempts", &self.max_step_attempts)
             .field("lease", &self.lease)
             .field("max_active_flows", &self.max_active_flows)
+            .field("security", &self.security)
+            .field("allow_unauthenticated", &self.allow_unauthenticated)
             .finish()
     }
 }
@@ -166,6 +198,18 @@ impl Config {
             Duration::from_secs(30),
             DurationKind::Timeout,
         )?;
+        let api_tokens = tokens(
+            "TARTAN_API_TOKEN",
+            args.api_token.or(file.api_token),
+            args.api_token_file.or(file.api_token_file),
+        )?;
+        let read_tokens = tokens(
+            "TARTAN_READ_TOKEN",
+            args.read_token.or(file.read_token),
+            args.read_token_file.or(file.read_token_file),
+        )?;
+        let cors_origins = list(args.cors_origins.or(file.cors_origins).as_deref().unwrap_or(""));
+        let security = ApiSecurity::new(&api_tokens, &read_tokens, &cors_origins)?;
         let config = Config {
             listen: args
                 .listen
@@ -187,16 +231,32 @@ impl Config {
             max_step_attempts,
             lease,
             max_active_flows,
+            security,
+            allow_unauthenticated: args
+                .allow_unauthenticated
+                .or(file.allow_unauthenticated)
+                .unwrap_or(false),
         };
         config.validate()?;
         Ok(config)
     }
 
     fn validate(&self) -> Result<()> {
-        if self.listen.parse::<SocketAddr>().is_err() {
+        let Ok(addr) = self.listen.parse::<SocketAddr>() else {
             bail!(
                 "--listen / TARTAN_LISTEN: expected host:port, got {:?}",
                 self.listen
+            );
+        };
+        // As Redis's protected mode: no credentials, no network exposure.
+        if !self.security.requires_token()
+            && !addr.ip().to_canonical().is_loopback()
+            && !self.allow_unauthenticated
+        {
+            bail!(
+                "refusing to listen on {addr} without authentication: anyone who can reach it could drive \
+                 the engine. Set TARTAN_API_TOKEN (or TARTAN_API_TOKEN_FILE) to require bearer tokens, \
+                 or TARTAN_ALLOW_UNAUTHENTICATED=true to serve without them"
             );
         }
         if self.work_defaults.max_backoff_ms < self.work_defaults.init_backoff_ms {
@@ -209,6 +269,32 @@ impl Config {
         }
         Ok(())
     }
+}
+
+/// The tokens of one setting, from its value or its `_FILE` (not both):
+/// comma- or newline-separated, blanks ignored. Never logged.
+fn tokens(setting: &str, value: Option<String>, file: Option<PathBuf>) -> Result<Vec<String>> {
+    let text = match (value, file) {
+        (Some(_), Some(_)) => bail!("set {setting} or {setting}_FILE, not both"),
+        (Some(v), None) => v,
+        (None, Some(path)) => std::fs::read_to_string(&path)
+            .with_context(|| format!("{setting}_FILE: reading {}", path.display()))?,
+        (None, None) => return Ok(Vec::new()),
+    };
+    let tokens = list(&text);
+    if tokens.is_empty() {
+        bail!("{setting} is set but holds no token");
+    }
+    Ok(tokens)
+}
+
+/// A comma- (or newline-) separated list, entries trimmed, blanks dropped.
+fn list(text: &str) -> Vec<String> {
+    text.split([',', '\n'])
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .map(str::to_string)
+        .collect()
 }
 
 /// A count of at least 1 from the environment, else the file, else `default`.

@@ -67,8 +67,11 @@ async fn serve(config: Config) -> Result<()> {
         ..EngineConfig::default()
     };
     let engine = Engine::start(engine_config, store).await?;
+    if !config.security.requires_token() && !addr.ip().to_canonical().is_loopback() {
+        tracing::warn!("serving without authentication on {addr} (TARTAN_ALLOW_UNAUTHENTICATED)");
+    }
     tracing::info!(store = engine.store().backend(), node_id = %engine.config().node_id, "listening on {addr}");
-    tartan_server::serve(listener, engine, shutdown_signal()).await?;
+    tartan_server::serve(listener, engine, config.security, shutdown_signal()).await?;
     tracing::info!("stopped");
     Ok(())
 }

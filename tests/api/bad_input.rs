@@ -116,14 +116,16 @@ async fn thousands_of_random_requests_get_no_server_error_and_store_nothing_refu
     let Some(app) = spawn_app(Backend::Sqlite).await else {
         return;
     };
+    let hook = app.webhook_path("f", "s", "t");
+    let heartbeat = format!("{hook}/heartbeat");
     let routes: [(Method, &str); 9] = [
         (Method::POST, "/engine/step"),
         (Method::PUT, "/engine/step/mut"),
         (Method::POST, "/engine/flow"),
         (Method::POST, "/engine/plan"),
         (Method::POST, "/engine/flow/query"),
-        (Method::POST, "/webhook/f/s/t"),
-        (Method::POST, "/webhook/f/s/t/heartbeat"),
+        (Method::POST, &hook),
+        (Method::POST, &heartbeat),
         (Method::POST, "/engine/flow/f/cancel"),
         (Method::DELETE, "/engine/step/mut"),
     ];

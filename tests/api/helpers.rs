@@ -134,6 +134,11 @@ pub async fn spawn_app(backend: Backend) -> Option<TestApp> {
 
 /// Start a server on an existing database (used for restarts).
 pub async fn start_on(db: TestDb, node_id: &str) -> TestApp {
+    start_secured(db, node_id, tartan_server::ApiSecurity::open()).await
+}
+
+/// Start a server whose API has tokens or CORS origins.
+pub async fn start_secured(db: TestDb, node_id: &str, security: tartan_server::ApiSecurity) -> TestApp {
     let store = tartan_store::open(&db.url)
         .await
         .unwrap_or_else(|e| panic!("opening store: {e}"));
@@ -151,7 +156,7 @@ pub async fn start_on(db: TestDb, node_id: &str) -> TestApp {
         .await
         .unwrap_or_else(|e| panic!("engine: {e}"));
     let (stop, stopped) = oneshot::channel::<()>();
-    tokio::spawn(tartan_server::serve(listener, engine.clone(), async {
+    tokio::spawn(tartan_server::serve(listener, engine.clone(), security, async {
         let _ = stopped.await;
     }));
     TestApp {
@@ -204,12 +209,25 @@ impl TestApp {
     }
 
     pub async fn send(&self, method: Method, path: &str, body: Option<String>) -> Reply {
+        let writes = method != Method::GET;
         let mut req = self.client.request(method, self.url(path));
+        // Routes that change state take JSON only, with or without a body.
+        if writes {
+            req = req.header("Content-Type", "application/json");
+        }
         if let Some(b) = body {
-            req = req.header("Content-Type", "application/json").body(b);
+            req = req.body(b);
         }
         let resp = req.send().await.unwrap_or_else(|e| panic!("request {path}: {e}"));
         read_reply(resp).await.0
+    }
+
+    /// The path of the signed webhook URL of a work item (what the engine
+    /// hands to the step), for requests a step would make.
+    pub fn webhook_path(&self, flow: &str, step: &str, token: &str) -> String {
+        let url = self.engine.webhook_url(flow, step, token);
+        url.trim_start_matches(&format!("http://{}", self.addr))
+            .to_string()
     }
 
     pub async fn get(&self, path: &str) -> Reply {
@@ -388,6 +406,8 @@ macro_rules! both_backends {
 pub struct Binary {
     pub child: tokio::process::Child,
     pub addr: String,
+    /// Every line it has logged so far.
+    pub log: Arc<Mutex<Vec<String>>>,
 }
 
 /// Start `tartan serve` on 127.0.0.1:0 against `db`, with a stable node id
@@ -411,7 +431,12 @@ pub async fn spawn_binary_with(db: &TestDb, node_id: &str, env: &[(&str, &str)])
             "--database-url",
             &db.url,
         ])
-        .env("RUST_LOG", "info")
+        .env(
+            "RUST_LOG",
+            env.iter()
+                .find(|(k, _)| *k == "RUST_LOG")
+                .map_or("info", |(_, v)| v),
+        )
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::inherit())
         .kill_on_drop(true)
@@ -419,8 +444,15 @@ pub async fn spawn_binary_with(db: &TestDb, node_id: &str, env: &[(&str, &str)])
         .expect("spawning tartan");
     let stdout = child.stdout.take().expect("stdout");
     let mut lines = tokio::io::BufReader::new(stdout).lines();
+    let log: Arc<Mutex<Vec<String>>> = Arc::default();
+    let keep = |line: &str| {
+        log.lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(line.to_string())
+    };
     let addr = tokio::time::timeout(Duration::from_secs(30), async {
         while let Ok(Some(line)) = lines.next_line().await {
+            keep(&line);
             if let Some(rest) = line.split("listening on ").nth(1) {
                 return rest.split_whitespace().next().map(str::to_string);
             }
@@ -432,14 +464,23 @@ pub async fn spawn_binary_with(db: &TestDb, node_id: &str, env: &[(&str, &str)])
     .flatten()
     .expect("tartan logs `listening on <addr>`");
     // Keep draining the log so the child never blocks on a full pipe.
-    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-    Binary { child, addr }
+    let kept = log.clone();
+    tokio::spawn(async move {
+        while let Ok(Some(line)) = lines.next_line().await {
+            kept.lock().unwrap_or_else(|p| p.into_inner()).push(line);
+        }
+    });
+    Binary { child, addr, log }
 }
 
 /// One request to a running binary: status and JSON body (Null when none).
 pub async fn call(engine: &Binary, method: reqwest::Method, path: &str, body: Option<Value>) -> (u16, Value) {
     let client = reqwest::Client::new();
+    let writes = method != reqwest::Method::GET;
     let mut req = client.request(method, format!("http://{}{path}", engine.addr));
+    if writes {
+        req = req.header("Content-Type", "application/json");
+    }
     if let Some(b) = body {
         req = req.json(&b);
     }

@@ -10,6 +10,7 @@ mod flows;
 mod helpers;
 mod outages;
 mod retries;
+mod security;
 mod steps;
 mod timeouts;
 mod work_items;

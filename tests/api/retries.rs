@@ -282,9 +282,14 @@ async fn spawn_scaled_app(backend: Backend) -> Option<ScaledApp> {
         .await
         .unwrap_or_else(|e| panic!("engine: {e}"));
     let (stop, stopped) = oneshot::channel::<()>();
-    tokio::spawn(tartan_server::serve(listener, engine, async {
-        let _ = stopped.await;
-    }));
+    tokio::spawn(tartan_server::serve(
+        listener,
+        engine,
+        tartan_server::ApiSecurity::open(),
+        async {
+            let _ = stopped.await;
+        },
+    ));
     Some(ScaledApp {
         api: Api {
             base: format!("http://{addr}"),

@@ -739,7 +739,12 @@ async fn heartbeats_keep_an_async_step_alive_until_its_webhook_completes_it(back
                 tokio::spawn(async move {
                     for _ in 0..10 {
                         tokio::time::sleep(Duration::from_millis(100)).await;
-                        let status = match client.post(format!("{hook}/heartbeat")).send().await {
+                        let status = match client
+                            .post(format!("{hook}/heartbeat"))
+                            .header("Content-Type", "application/json")
+                            .send()
+                            .await
+                        {
                             Ok(resp) => resp.status().as_u16(),
                             Err(_) => 0,
                         };
@@ -799,12 +804,14 @@ async fn heartbeats_keep_an_async_step_alive_until_its_webhook_completes_it(back
     }
     assert_eq!(svc.requests().len(), 1);
 
-    // A heartbeat for a token, step or flow the engine does not know: 400.
-    for path in [
-        "/webhook/f/busy/no-such-token/heartbeat".to_string(),
-        format!("/webhook/f/no-such-step/{token}/heartbeat"),
-        format!("/webhook/no-such-flow/busy/{token}/heartbeat"),
+    // A correctly signed heartbeat for a token, step or flow the engine
+    // does not know: 400.
+    for (flow, step, token) in [
+        ("f", "busy", "no-such-token"),
+        ("f", "no-such-step", token.as_str()),
+        ("no-such-flow", "busy", token.as_str()),
     ] {
+        let path = format!("{}/heartbeat", app.webhook_path(flow, step, token));
         let r = app.send(Method::POST, &path, None).await;
         assert_problem(&r, 400);
     }

@@ -255,7 +255,11 @@ async fn a_webhook_completes_an_async_step_and_duplicate_deliveries_change_nothi
     assert_eq!(reqs.len(), 1);
     let token = header(&reqs[0], "argyll-receipt-token");
     let hook = header(&reqs[0], "argyll-webhook-url");
-    assert_eq!(hook, app.url(&format!("/webhook/a/job/{token}")));
+    assert_eq!(hook, app.url(&app.webhook_path("a", "job", &token)));
+    assert!(
+        hook.starts_with(&app.url(&format!("/webhook/a/job/{token}/"))),
+        "the URL is the flow, step and token plus a signature: {hook}"
+    );
     assert_eq!(reqs[0].body, json!({"seed": "s1"}));
     assert_eq!(header(&reqs[0], "argyll-flow-id"), "a");
     assert_eq!(header(&reqs[0], "argyll-step-id"), "job");
@@ -319,10 +323,11 @@ async fn webhooks_for_unknown_flows_steps_or_tokens_or_with_non_object_bodies_ar
     );
 
     let ok = json!({"out": "x"}).to_string();
+    // Correctly signed URLs of work the engine does not know.
     for (path, what) in [
-        ("/webhook/w/wait/no-such-token".to_string(), "no-such-token"),
-        (format!("/webhook/w/no-such-step/{token}"), "no-such-step"),
-        (format!("/webhook/no-such-flow/wait/{token}"), "no-such-flow"),
+        (app.webhook_path("w", "wait", "no-such-token"), "no-such-token"),
+        (app.webhook_path("w", "no-such-step", &token), "no-such-step"),
+        (app.webhook_path("no-such-flow", "wait", &token), "no-such-flow"),
     ] {
         let (reply, _) = post_raw(&app.url(&path), "application/json", &ok).await;
         assert_problem(&reply, 400);

@@ -634,14 +634,21 @@ impl Engine {
                 let body = (step.method() != "GET").then(|| serde_json::Value::Object(work.inputs.clone()));
                 (http.endpoint.clone(), work.inputs.clone(), body)
             };
-            let webhook_url = (step.is_async() && !d.compensate).then(|| {
-                machine::webhook_url(
-                    &self.inner.config.webhook_base_url,
-                    &tx.state.id,
-                    &step.id,
-                    &d.token,
-                )
-            });
+            let webhook_url = (step.is_async() && !d.compensate)
+                .then(|| self.webhook_url(&tx.state.id, &step.id, &d.token));
+            // Flow state keeps the unsigned URL in a `webhook_url` meta
+            // input; the step alone is given the signed one.
+            let body = match (&webhook_url, body) {
+                (Some(url), Some(serde_json::Value::Object(mut inputs))) => {
+                    for (name, attr) in &step.attributes {
+                        if attr.is_meta() && attr.meta_key() == "webhook_url" {
+                            inputs.insert(step.inner_name(name).to_string(), url.clone().into());
+                        }
+                    }
+                    Some(serde_json::Value::Object(inputs))
+                }
+                (_, body) => body,
+            };
             self.spawn_call(Call {
                 flow_id: tx.state.id.clone(),
                 step: step.clone(),

@@ -14,6 +14,8 @@
 //! - `recovery`: after a restart, calls that were in flight start again with
 //!   the same receipt token.
 //! - `timers`: retries due later, in a heap; one task sleeps until the next.
+//! - `webhook_key`: the database-held key that signs webhook URLs, so that a
+//!   receipt token read from flow state cannot complete the work.
 //!
 //! The hot path: a decision commits through the writer; the work it made
 //! active is leased to this process in that same commit and dispatched from
@@ -26,6 +28,7 @@ mod error;
 mod flows;
 mod recovery;
 mod timers;
+mod webhook_key;
 mod writer;
 
 use std::sync::Arc;
@@ -66,6 +69,8 @@ struct Inner {
     writer: writer::Writer,
     timers: timers::Timers,
     http: reqwest::Client,
+    /// Signs the webhook URLs handed to async steps.
+    webhook_key: webhook_key::WebhookKey,
     /// Each call in flight, by receipt token: which call (a retry of the
     /// same token is a new one) and how to cancel it.
     in_flight: std::sync::Mutex<std::collections::HashMap<String, (u64, CancellationToken)>>,
@@ -90,6 +95,7 @@ impl Engine {
             .build()
             .map_err(|e| EngineError::Internal(format!("HTTP client: {e}")))?;
         let catalog = catalog::CatalogCache::load(store.as_ref()).await?;
+        let webhook_key = webhook_key::WebhookKey::load(store.as_ref()).await?;
         let engine = Engine {
             inner: Arc::new(Inner {
                 calls: Arc::new(tokio::sync::Semaphore::new(config.max_in_flight)),
@@ -103,6 +109,7 @@ impl Engine {
                 call_ids: std::sync::atomic::AtomicU64::new(0),
                 finished: tokio::sync::broadcast::channel(FINISHED_BUFFER).0,
                 http,
+                webhook_key,
                 stopping: CancellationToken::new(),
                 tasks: TaskTracker::new(),
             }),
@@ -127,6 +134,23 @@ impl Engine {
     /// when nobody listens.
     pub fn subscribe_finished(&self) -> tokio::sync::broadcast::Receiver<FlowFinished> {
         self.inner.finished.subscribe()
+    }
+
+    /// The webhook URL an async step is given for one work item: the base
+    /// URL, flow, step and token, and the signature that proves the caller
+    /// was handed it (docs/security.md).
+    pub fn webhook_url(&self, flow_id: &str, step_id: &str, token: &str) -> String {
+        let unsigned =
+            tartan_core::machine::webhook_url(&self.inner.config.webhook_base_url, flow_id, step_id, token);
+        format!(
+            "{unsigned}/{}",
+            self.inner.webhook_key.sign(flow_id, step_id, token)
+        )
+    }
+
+    /// Whether `signature` is the one in the webhook URL of this work item.
+    pub fn verify_webhook(&self, flow_id: &str, step_id: &str, token: &str, signature: &str) -> bool {
+        self.inner.webhook_key.verify(flow_id, step_id, token, signature)
     }
 
     /// Retries waiting in this process's timer heap.

@@ -20,6 +20,9 @@ pub mod kind {
     pub const METHOD: &str = "urn:tartan:problem:method-not-allowed";
     pub const UNAVAILABLE: &str = "urn:tartan:problem:unavailable";
     pub const OVERLOADED: &str = "urn:tartan:problem:overloaded";
+    pub const UNAUTHORIZED: &str = "urn:tartan:problem:unauthorized";
+    pub const FORBIDDEN: &str = "urn:tartan:problem:forbidden";
+    pub const MEDIA_TYPE: &str = "urn:tartan:problem:unsupported-media-type";
     pub const INTERNAL: &str = "urn:tartan:problem:internal";
 }
 

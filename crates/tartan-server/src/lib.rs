@@ -6,37 +6,31 @@
 //! # Layout
 //! - `error`: the one `ApiError`, mapped to problem+json.
 //! - `extract`: body, path and query extractors that answer in problem+json.
+//! - `security/`: bearer tokens, JSON-only writes and CORS, in front of
+//!   every route (docs/security.md).
 //! - `routes/`: one module per resource (health, engine and catalog, steps,
 //!   flows and work, webhooks).
 
 pub mod error;
 pub mod extract;
 mod routes;
+pub mod security;
 
 use std::future::Future;
 use std::net::SocketAddr;
 
-use axum::http::{Method, StatusCode};
+use axum::http::StatusCode;
 use axum::Router;
 use tartan_engine::Engine;
 use tokio::net::TcpListener;
-use tower_http::cors::{Any, CorsLayer};
 
 use crate::error::{kind, ApiError};
+pub use crate::security::ApiSecurity;
 
-/// Every route of the API.
-pub fn router(engine: Engine) -> Router {
-    let cors = CorsLayer::new()
-        .allow_origin(Any)
-        .allow_methods([
-            Method::GET,
-            Method::POST,
-            Method::PUT,
-            Method::DELETE,
-            Method::OPTIONS,
-        ])
-        .allow_headers(Any);
-    routes::routes()
+/// Every route of the API, behind `security`.
+pub fn router(engine: Engine, security: ApiSecurity) -> Router {
+    let cors = security::cors_layer(security.cors_origins());
+    let app = routes::routes()
         .fallback(|| async { ApiError::not_found("no such route") })
         .method_not_allowed_fallback(|| async {
             ApiError::new(
@@ -45,8 +39,16 @@ pub fn router(engine: Engine) -> Router {
                 "method not allowed on this route",
             )
         })
-        .layer(cors)
-        .with_state(engine)
+        .layer(axum::middleware::from_fn(security::require_json))
+        .layer(axum::middleware::from_fn_with_state(
+            security,
+            security::require_token,
+        ))
+        .with_state(engine);
+    match cors {
+        Some(cors) => app.layer(cors),
+        None => app,
+    }
 }
 
 /// Serve on a bound listener until `shutdown` resolves, then stop taking
@@ -54,9 +56,10 @@ pub fn router(engine: Engine) -> Router {
 pub async fn serve(
     listener: TcpListener,
     engine: Engine,
+    security: ApiSecurity,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    let app = router(engine.clone());
+    let app = router(engine.clone(), security);
     axum::serve(listener, app.into_make_service_with_connect_info::<SocketAddr>())
         .with_graceful_shutdown(shutdown)
         .await?;

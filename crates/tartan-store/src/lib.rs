@@ -123,4 +123,9 @@ pub trait Store: Send + Sync + 'static {
     /// misses one learns at its next lease renewal that the call's lease is
     /// gone, and aborts it then.
     async fn listen_aborts(&self) -> Result<Option<tokio::sync::mpsc::Receiver<Vec<String>>>, StoreError>;
+
+    /// The secret stored under `name`; when there is none yet, `candidate`
+    /// is stored and returned. Every process on one database gets the same
+    /// value, whichever of them wrote it first.
+    async fn secret(&self, name: &str, candidate: &str) -> Result<String, StoreError>;
 }

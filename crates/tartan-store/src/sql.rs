@@ -814,6 +814,19 @@ impl Store for SqlStore {
         self.claim_sql(claim).await
     }
 
+    async fn secret(&self, name: &str, candidate: &str) -> Result<String, StoreError> {
+        sqlx::query("INSERT INTO secrets (name, value) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING")
+            .bind(name)
+            .bind(candidate)
+            .execute(&self.write)
+            .await?;
+        let row = sqlx::query("SELECT value FROM secrets WHERE name = $1")
+            .bind(name)
+            .fetch_one(&self.write)
+            .await?;
+        Ok(row.try_get("value")?)
+    }
+
     async fn announce_aborts(&self, tokens: &[String]) -> Result<(), StoreError> {
         if self.backend != Backend::Postgres {
             return Ok(());

@@ -33,9 +33,15 @@ pub(crate) fn routes() -> Router<Engine> {
         .route("/engine/flow/{id}/cancel", post(flows::cancel))
         .route("/engine/flow/{id}/work", get(work::flow_work))
         .route("/engine/work", get(work::list))
-        .route("/webhook/{flow}/{step}/{token}", post(webhooks::deliver))
+        // The URL without its signature (Argyll's form) is refused with 403;
+        // `.../{token}/heartbeat` lands on `{signature}` and fails the check.
+        .route("/webhook/{flow}/{step}/{token}", post(webhooks::unsigned))
         .route(
-            "/webhook/{flow}/{step}/{token}/heartbeat",
+            "/webhook/{flow}/{step}/{token}/{signature}",
+            post(webhooks::deliver),
+        )
+        .route(
+            "/webhook/{flow}/{step}/{token}/{signature}/heartbeat",
             post(webhooks::heartbeat),
         )
 }

@@ -1,25 +1,29 @@
-//! `POST /webhook/{flow}/{step}/{token}`: an async step's result. 200 with an
-//! empty body, also for duplicates and late deliveries (recorded, no state
-//! change); 400 for an unknown flow, step or token or a non-object body.
+//! `POST /webhook/{flow}/{step}/{token}/{signature}`: an async step's result.
+//! 200 with an empty body, also for duplicates and late deliveries (recorded,
+//! no state change); 403 when the signature is not the one the engine handed
+//! out (docs/security.md); 400 for an unknown flow, step or token or a
+//! non-object body.
 
 use axum::extract::{Request, State};
 use axum::http::{header, StatusCode};
 use serde_json::Value;
 use tartan_engine::{Engine, WebhookRefusal, WebhookResult};
 
-use crate::error::ApiError;
+use crate::error::{kind, ApiError};
 use crate::extract::{parse_json, read_body, Path, FLOW_BODY_LIMIT};
+use crate::security::is_media_type;
 
 pub(crate) async fn deliver(
     State(engine): State<Engine>,
-    Path((flow, step, token)): Path<(String, String, String)>,
+    Path((flow, step, token, signature)): Path<(String, String, String, String)>,
     req: Request,
 ) -> Result<StatusCode, ApiError> {
+    check_signature(&engine, &flow, &step, &token, &signature)?;
     let is_problem = req
         .headers()
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
-        .is_some_and(|ct| ct.starts_with("application/problem+json"));
+        .is_some_and(|ct| is_media_type(ct, "application/problem+json"));
     let bytes = read_body(req, FLOW_BODY_LIMIT).await?;
     let body: Value = parse_json(&bytes)?;
     let Value::Object(obj) = body else {
@@ -45,16 +49,47 @@ pub(crate) async fn deliver(
     }
 }
 
-/// `POST /webhook/{flow}/{step}/{token}/heartbeat`: the async step is still
-/// working; its inactivity window starts again. 200, empty body.
+/// `POST /webhook/{flow}/{step}/{token}/{signature}/heartbeat`: the async
+/// step is still working; its inactivity window starts again. 200, empty body.
 pub(crate) async fn heartbeat(
     State(engine): State<Engine>,
-    Path((flow, step, token)): Path<(String, String, String)>,
+    Path((flow, step, token, signature)): Path<(String, String, String, String)>,
 ) -> Result<StatusCode, ApiError> {
+    check_signature(&engine, &flow, &step, &token, &signature)?;
     match engine.heartbeat(&flow, &step, &token).await? {
         Ok(()) => Ok(StatusCode::OK),
         Err(refusal) => Err(refused(refusal, &flow, &step, &token)),
     }
+}
+
+/// `POST /webhook/{flow}/{step}/{token}`: a URL put together from flow state
+/// rather than the one the engine handed out.
+pub(crate) async fn unsigned() -> ApiError {
+    forbidden()
+}
+
+/// The signature is checked before anything is looked up, so a forger
+/// learns nothing, not even whether the flow exists.
+fn check_signature(
+    engine: &Engine,
+    flow: &str,
+    step: &str,
+    token: &str,
+    signature: &str,
+) -> Result<(), ApiError> {
+    if engine.verify_webhook(flow, step, token, signature) {
+        Ok(())
+    } else {
+        Err(forbidden())
+    }
+}
+
+fn forbidden() -> ApiError {
+    ApiError::new(
+        StatusCode::FORBIDDEN,
+        kind::FORBIDDEN,
+        "webhook URL not valid: use the exact URL given in the Argyll-Webhook-URL header",
+    )
 }
 
 fn refused(refusal: WebhookRefusal, flow: &str, step: &str, token: &str) -> ApiError {

@@ -1,0 +1,100 @@
+//! Signed webhook URLs (docs/security.md, "Webhooks").
+//!
+//! Receipt tokens are visible to every reader of flow state, so a token alone
+//! must not be enough to complete someone else's work. The URL handed to an
+//! async step carries one more path segment: a keyed MAC of flow, step and
+//! token that no API response shows. The key lives in the database, so it is
+//! stable across restarts and shared by every engine on that database.
+
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine as _;
+use hmac::{Hmac, Mac};
+use sha2::Sha256;
+use subtle::ConstantTimeEq;
+use tartan_store::Store;
+
+use crate::EngineError;
+
+/// The name of the key in the store's `secrets` table.
+const KEY_NAME: &str = "webhook_key";
+/// Bytes of MAC kept in the URL: 128 bits, 22 characters of base64url.
+const MAC_BYTES: usize = 16;
+
+pub(crate) struct WebhookKey {
+    key: Vec<u8>,
+}
+
+impl WebhookKey {
+    /// The database's key; the first engine on a new database makes it.
+    pub(crate) async fn load(store: &dyn Store) -> Result<Self, EngineError> {
+        let candidate = URL_SAFE_NO_PAD.encode(rand::random::<[u8; 32]>());
+        let stored = store.secret(KEY_NAME, &candidate).await?;
+        let key = URL_SAFE_NO_PAD
+            .decode(stored.trim())
+            .map_err(|e| EngineError::Internal(format!("stored webhook key is not base64url: {e}")))?;
+        if key.len() < 16 {
+            return Err(EngineError::Internal("stored webhook key is too short".into()));
+        }
+        Ok(Self { key })
+    }
+
+    /// The signature segment of the webhook URL of one work item.
+    pub(crate) fn sign(&self, flow_id: &str, step_id: &str, token: &str) -> String {
+        URL_SAFE_NO_PAD.encode(self.mac(flow_id, step_id, token))
+    }
+
+    /// Whether `signature` is the one `sign` gives; compared in constant time.
+    pub(crate) fn verify(&self, flow_id: &str, step_id: &str, token: &str, signature: &str) -> bool {
+        let Ok(given) = URL_SAFE_NO_PAD.decode(signature) else {
+            return false;
+        };
+        let expected = self.mac(flow_id, step_id, token);
+        given.len() == expected.len() && bool::from(given.ct_eq(&expected))
+    }
+
+    fn mac(&self, flow_id: &str, step_id: &str, token: &str) -> [u8; MAC_BYTES] {
+        // new_from_slice accepts keys of any length for HMAC; the fallback
+        // is unreachable but keeps this free of panics.
+        let mut out = [0u8; MAC_BYTES];
+        let Ok(mut mac) = Hmac::<Sha256>::new_from_slice(&self.key) else {
+            return out;
+        };
+        // NUL separates the parts: ids and tokens never contain it, so two
+        // different triples never feed the MAC the same bytes.
+        for part in ["tartan-webhook-v1", flow_id, step_id, token] {
+            mac.update(part.as_bytes());
+            mac.update(&[0]);
+        }
+        out.copy_from_slice(&mac.finalize().into_bytes()[..MAC_BYTES]);
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key() -> WebhookKey {
+        WebhookKey { key: vec![7; 32] }
+    }
+
+    #[test]
+    fn a_signature_verifies_only_for_its_own_flow_step_and_token() {
+        let k = key();
+        let sig = k.sign("f", "s", "t");
+        assert_eq!(sig.len(), 22);
+        assert!(k.verify("f", "s", "t", &sig));
+        assert!(!k.verify("f", "s", "u", &sig));
+        assert!(!k.verify("g", "s", "t", &sig));
+        assert!(!k.verify("f", "x", "t", &sig));
+        assert!(!k.verify("f", "s", "t", "heartbeat"));
+        assert!(!k.verify("f", "s", "t", ""));
+        assert!(!k.verify("f", "s", "t", &sig[..21]));
+    }
+
+    #[test]
+    fn another_key_gives_another_signature() {
+        let other = WebhookKey { key: vec![8; 32] };
+        assert_ne!(key().sign("f", "s", "t"), other.sign("f", "s", "t"));
+    }
+}

@@ -1,0 +1,138 @@
+//! Bearer tokens: full (`TARTAN_API_TOKEN`) and read-only
+//! (`TARTAN_READ_TOKEN`). `/health`, `/ready` and `/webhook/...` are open:
+//! probes carry no token, and webhooks prove themselves by their signed URL.
+
+use axum::extract::{Request, State};
+use axum::http::{header, Method, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use subtle::ConstantTimeEq;
+
+use super::{digest, ApiSecurity};
+use crate::error::{kind, ApiError};
+
+#[derive(Clone, Default)]
+pub(super) struct Tokens {
+    pub(super) api: Vec<[u8; 32]>,
+    pub(super) read: Vec<[u8; 32]>,
+}
+
+#[derive(PartialEq, Eq)]
+enum Grant {
+    None,
+    Read,
+    All,
+}
+
+impl Tokens {
+    /// Every configured token is compared, whatever matched first, so the
+    /// time taken does not tell which list (or which entry) a token is in.
+    fn grant(&self, presented: &str) -> Grant {
+        let given = digest(presented);
+        let any = |list: &[[u8; 32]]| {
+            list.iter()
+                .fold(subtle::Choice::from(0), |found, t| found | t.ct_eq(&given))
+        };
+        let all = any(&self.api);
+        let read = any(&self.read);
+        if bool::from(all) {
+            Grant::All
+        } else if bool::from(read) {
+            Grant::Read
+        } else {
+            Grant::None
+        }
+    }
+}
+
+/// Routes open to everyone.
+fn is_open(path: &str) -> bool {
+    path == "/health" || path == "/ready" || path.starts_with("/webhook/")
+}
+
+/// What a read token may do: `GET` (and `HEAD`), and the two `POST` routes
+/// that only read (a plan preview, a flow query).
+fn is_read(method: &Method, path: &str) -> bool {
+    method == Method::GET
+        || method == Method::HEAD
+        || (method == Method::POST && (path == "/engine/plan" || path == "/engine/flow/query"))
+}
+
+pub(crate) async fn require_token(State(security): State<ApiSecurity>, req: Request, next: Next) -> Response {
+    if !security.requires_token() || is_open(req.uri().path()) {
+        return next.run(req).await;
+    }
+    let presented = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(bearer);
+    let Some(presented) = presented else {
+        return unauthorized("this route needs Authorization: Bearer <token>", false);
+    };
+    match security.tokens.grant(presented) {
+        Grant::All => next.run(req).await,
+        Grant::Read if is_read(req.method(), req.uri().path()) => next.run(req).await,
+        Grant::Read => ApiError::new(
+            StatusCode::FORBIDDEN,
+            kind::FORBIDDEN,
+            format!(
+                "a read token may not {} {}; it grants GET routes only",
+                req.method(),
+                req.uri().path()
+            ),
+        )
+        .into_response(),
+        Grant::None => unauthorized("the bearer token is not valid", true),
+    }
+}
+
+/// The token of `Bearer <token>` (the scheme is case-insensitive).
+fn bearer(value: &str) -> Option<&str> {
+    let (scheme, token) = value.trim().split_once(' ')?;
+    scheme
+        .eq_ignore_ascii_case("bearer")
+        .then(|| token.trim())
+        .filter(|t| !t.is_empty())
+}
+
+fn unauthorized(detail: &str, invalid: bool) -> Response {
+    tracing::debug!("refused a request without a valid bearer token");
+    let challenge = if invalid {
+        "Bearer realm=\"tartan\", error=\"invalid_token\""
+    } else {
+        "Bearer realm=\"tartan\""
+    };
+    let mut response = ApiError::new(StatusCode::UNAUTHORIZED, kind::UNAUTHORIZED, detail).into_response();
+    response.headers_mut().insert(
+        header::WWW_AUTHENTICATE,
+        header::HeaderValue::from_static(challenge),
+    );
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bearer_takes_the_token_after_a_case_insensitive_scheme() {
+        assert_eq!(bearer("Bearer abc"), Some("abc"));
+        assert_eq!(bearer("bearer  abc "), Some("abc"));
+        assert_eq!(bearer("Basic abc"), None);
+        assert_eq!(bearer("Bearer "), None);
+        assert_eq!(bearer("abc"), None);
+    }
+
+    #[test]
+    fn tokens_grant_by_list() {
+        let Ok(s) = ApiSecurity::new(&["full".into(), "full2".into()], &["reader".into()], &[]) else {
+            panic!("valid tokens");
+        };
+        assert!(s.tokens.grant("full") == Grant::All);
+        assert!(s.tokens.grant("full2") == Grant::All);
+        assert!(s.tokens.grant("reader") == Grant::Read);
+        assert!(s.tokens.grant("ful") == Grant::None);
+        assert!(s.tokens.grant("") == Grant::None);
+    }
+}

@@ -1,0 +1,92 @@
+//! What keeps the API safe to expose (docs/security.md): bearer tokens,
+//! JSON-only writes and CORS, configured once by [`ApiSecurity`].
+//!
+//! The layers run in this order: CORS (answers preflights), then
+//! authentication, then the media-type check, then the routes.
+
+mod auth;
+mod cors;
+mod media;
+
+pub(crate) use auth::require_token;
+pub(crate) use cors::cors_layer;
+pub use media::is_media_type;
+pub(crate) use media::require_json;
+
+use sha2::{Digest, Sha256};
+
+/// The API's security settings.
+#[derive(Clone, Default)]
+pub struct ApiSecurity {
+    tokens: auth::Tokens,
+    cors_origins: Vec<String>,
+}
+
+/// Why a security setting was refused.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct SecurityConfigError(pub String);
+
+impl ApiSecurity {
+    /// No tokens and no CORS: the loopback-only default.
+    pub fn open() -> Self {
+        Self::default()
+    }
+
+    /// `api` tokens grant everything, `read` tokens `GET` routes (and the
+    /// read-only POSTs `/engine/plan` and `/engine/flow/query`); `cors_origins`
+    /// lists exact origins (`https://ui.example.com`) or `*`.
+    pub fn new(
+        api: &[String],
+        read: &[String],
+        cors_origins: &[String],
+    ) -> Result<Self, SecurityConfigError> {
+        for (setting, list) in [("TARTAN_API_TOKEN", api), ("TARTAN_READ_TOKEN", read)] {
+            for token in list {
+                // A token must fit in a header; anything else could never match.
+                if token.is_empty() || !token.bytes().all(|b| b.is_ascii_graphic()) {
+                    return Err(SecurityConfigError(format!(
+                        "{setting}: a token must be visible ASCII characters without spaces or commas"
+                    )));
+                }
+            }
+        }
+        for origin in cors_origins {
+            cors::check_origin(origin)
+                .map_err(|e| SecurityConfigError(format!("TARTAN_CORS_ORIGINS: {e}")))?;
+        }
+        Ok(Self {
+            tokens: auth::Tokens {
+                api: api.iter().map(|t| digest(t)).collect(),
+                read: read.iter().map(|t| digest(t)).collect(),
+            },
+            cors_origins: cors_origins.to_vec(),
+        })
+    }
+
+    pub(crate) fn cors_origins(&self) -> &[String] {
+        &self.cors_origins
+    }
+
+    /// Whether any token is configured (else every request is let in).
+    pub fn requires_token(&self) -> bool {
+        !self.tokens.api.is_empty() || !self.tokens.read.is_empty()
+    }
+}
+
+impl std::fmt::Debug for ApiSecurity {
+    /// Counts only: tokens are never printed, not even hashed.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ApiSecurity")
+            .field("api_tokens", &self.tokens.api.len())
+            .field("read_tokens", &self.tokens.read.len())
+            .field("cors_origins", &self.cors_origins)
+            .finish()
+    }
+}
+
+/// Tokens are kept and compared as SHA-256 digests: equal lengths, so the
+/// constant-time comparison does not reveal a token's length either.
+fn digest(token: &str) -> [u8; 32] {
+    Sha256::digest(token.as_bytes()).into()
+}
