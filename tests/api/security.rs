@@ -851,61 +851,24 @@ async fn tokens_come_from_lists_and_files_and_are_never_logged() {
     let client = reqwest::Client::new();
     let url = |path: &str| format!("http://{}{path}", engine.addr);
     let step = sync_step("s", "http://127.0.0.1:9/s", &[], &["out"]);
-    let send = |method: reqwest::Method, path: &str, token: &str| {
-        client
-            .request(method, url(path))
+    for (method, path, token, status) in [
+        (reqwest::Method::POST, "/engine/step", "nope", 401),
+        (reqwest::Method::POST, "/engine/step", READER, 403),
+        (reqwest::Method::POST, "/engine/step", ROTATED, 201),
+        (reqwest::Method::GET, "/engine/step/s", READER, 200),
+        (reqwest::Method::DELETE, "/engine/step/s", READER, 403),
+        (reqwest::Method::DELETE, "/engine/step/s", FULL, 200),
+    ] {
+        let resp = client
+            .request(method.clone(), url(path))
             .header("Authorization", format!("Bearer {token}"))
             .header("Content-Type", "application/json")
             .body(step.to_string())
-    };
-    assert_eq!(
-        send(reqwest::Method::POST, "/engine/step", "nope")
             .send()
             .await
-            .unwrap()
-            .status(),
-        401
-    );
-    assert_eq!(
-        send(reqwest::Method::POST, "/engine/step", READER)
-            .send()
-            .await
-            .unwrap()
-            .status(),
-        403
-    );
-    assert_eq!(
-        send(reqwest::Method::POST, "/engine/step", ROTATED)
-            .send()
-            .await
-            .unwrap()
-            .status(),
-        201
-    );
-    assert_eq!(
-        send(reqwest::Method::GET, "/engine/step/s", READER)
-            .send()
-            .await
-            .unwrap()
-            .status(),
-        200
-    );
-    assert_eq!(
-        send(reqwest::Method::DELETE, "/engine/step/s", READER)
-            .send()
-            .await
-            .unwrap()
-            .status(),
-        403
-    );
-    assert_eq!(
-        send(reqwest::Method::DELETE, "/engine/step/s", FULL)
-            .send()
-            .await
-            .unwrap()
-            .status(),
-        200
-    );
+            .unwrap();
+        assert_eq!(resp.status(), status, "{method} {path} with {token}");
+    }
     // No token in any log line, at debug level, whatever was sent.
     tokio::time::sleep(Duration::from_millis(200)).await;
     let log = engine.log.lock().unwrap_or_else(|p| p.into_inner()).join("\n");
