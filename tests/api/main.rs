@@ -3,6 +3,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod bad_input;
+mod bookkeeping;
 mod chaos;
 mod durability;
 mod errors;

@@ -50,6 +50,26 @@ struct FlowSlot {
 
 type Slot = Arc<FlowSlot>;
 
+/// Releases a flow's slot when dropped (`FlowLocks::release`): on every way
+/// out of a start or a decision, early returns and errors included.
+struct Released<'a> {
+    flows: &'a FlowLocks,
+    flow_id: &'a str,
+    slot: &'a FlowSlot,
+}
+
+impl<'a> Released<'a> {
+    fn on_exit(flows: &'a FlowLocks, flow_id: &'a str, slot: &'a FlowSlot) -> Self {
+        Self { flows, flow_id, slot }
+    }
+}
+
+impl Drop for Released<'_> {
+    fn drop(&mut self) {
+        self.flows.release(self.flow_id, self.slot);
+    }
+}
+
 /// A call of this process that ended, waiting to be recorded.
 struct Concluded {
     step_id: String,
@@ -94,13 +114,32 @@ impl FlowLocks {
     }
 
     /// Flows with work in progress (their slots are kept only while busy).
-    fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.slots.lock().unwrap_or_else(|p| p.into_inner()).len()
     }
 
-    fn forget(&self, flow_id: &str) {
+    /// Drop the flow's slot unless it is still needed: a decision holds its
+    /// lock (that one releases it when done), results wait in it, or its
+    /// cached state has calls in flight. Called on every path out of a
+    /// decision or a start, so a flow that finished, or was never created,
+    /// never keeps a place in `max_active_flows`.
+    fn release(&self, flow_id: &str, slot: &FlowSlot) {
         let mut slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
-        slots.remove(flow_id);
+        // A newer slot of the same flow is not this caller's to drop.
+        if !slots
+            .get(flow_id)
+            .is_some_and(|s| std::ptr::eq(Arc::as_ptr(s), slot))
+        {
+            return;
+        }
+        let Ok(cached) = slot.cached.try_lock() else {
+            return;
+        };
+        let busy = cached.as_ref().is_some_and(|c| c.state.has_active_work());
+        let waiting = !slot.pending.lock().unwrap_or_else(|p| p.into_inner()).is_empty();
+        if !busy && !waiting {
+            slots.remove(flow_id);
+        }
     }
 }
 
@@ -159,6 +198,8 @@ impl Engine {
         };
         machine::check_fan_out(&plan, &request.init)?;
         let slot = self.inner.flows.slot(&request.id);
+        // Declared before the lock's guard, so dropped after it.
+        let _release = Released::on_exit(&self.inner.flows, &request.id, &slot);
         let mut guard = slot.cached.lock().await;
         let options = FlowOptions {
             labels: request.labels.clone(),
@@ -193,9 +234,6 @@ impl Engine {
             sequence,
         });
         drop(guard);
-        if !busy {
-            self.inner.flows.forget(&request.id);
-        }
         self.after_commit(&tx);
         Ok(StartOutcome::Started)
     }
@@ -349,10 +387,14 @@ impl Engine {
         self.decide_in(&slot, flow_id, decide).await
     }
 
+    /// Decide in the flow's slot. Whichever way the decision ends (nothing
+    /// to do, a refusal, a failed commit), the slot is let go unless the flow
+    /// still has calls in flight.
     async fn decide_in<F>(&self, slot: &FlowSlot, flow_id: &str, mut decide: F) -> Result<(), EngineError>
     where
         F: FnMut(FlowState, &mut Context<'_>) -> Result<Transition, ApplyError>,
     {
+        let _release = Released::on_exit(&self.inner.flows, flow_id, slot);
         for _ in 0..5 {
             let mut guard = slot.cached.lock().await;
             if guard.is_none() {
@@ -388,9 +430,6 @@ impl Engine {
                         state: tx.state.clone(),
                     });
                     drop(guard);
-                    if !busy {
-                        self.inner.flows.forget(flow_id);
-                    }
                     self.after_commit(&tx);
                     return Ok(());
                 }

@@ -153,6 +153,12 @@ impl Engine {
         self.inner.webhook_key.verify(flow_id, step_id, token, signature)
     }
 
+    /// Flows this process holds in memory with work in progress: what
+    /// `max_active_flows` is counted against.
+    pub fn active_flows(&self) -> usize {
+        self.inner.flows.len()
+    }
+
     /// Retries waiting in this process's timer heap.
     pub fn scheduled_retries(&self) -> usize {
         self.inner.timers.len()

@@ -14,6 +14,8 @@ pub(crate) async fn health(State(engine): State<Engine>) -> Json<Value> {
             "version": env!("CARGO_PKG_VERSION"),
             "store": engine.store().backend(),
             "node_id": engine.config().node_id,
+            "active_flows": engine.active_flows(),
+            "max_active_flows": engine.config().max_active_flows,
         }
     }))
 }
