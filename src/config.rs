@@ -9,6 +9,7 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use serde::Deserialize;
 use tartan_core::duration::{parse_duration_str, DurationKind};
+use tartan_core::hosts::StepHosts;
 use tartan_core::step::WorkDefaults;
 
 /// Flags of `tartan serve`. Every flag has an environment variable.
@@ -29,6 +30,10 @@ pub struct ServeArgs {
     /// Stable id of this engine process [default: derived from host and listen address]
     #[arg(long, env = "TARTAN_NODE_ID")]
     pub node_id: Option<String>,
+    /// Where steps may call: comma-separated host names, *.domain patterns,
+    /// IP addresses and CIDR ranges [default: any address but link-local]
+    #[arg(long, env = "TARTAN_STEP_HOSTS")]
+    pub step_hosts: Option<String>,
 }
 
 /// The file form: the same keys, all optional.
@@ -47,6 +52,15 @@ struct FileConfig {
     max_step_attempts: Option<u32>,
     max_active_flows: Option<usize>,
     lease: Option<String>,
+    step_hosts: Option<HostList>,
+}
+
+/// `step_hosts` in the file: the comma-separated text, or a list.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum HostList {
+    Text(String),
+    List(Vec<String>),
 }
 
 /// The resolved configuration.
@@ -63,6 +77,8 @@ pub struct Config {
     pub lease: Duration,
     /// Flows in progress in this process at most (`TARTAN_MAX_ACTIVE_FLOWS`).
     pub max_active_flows: usize,
+    /// Where steps may call (`TARTAN_STEP_HOSTS`).
+    pub step_hosts: StepHosts,
 }
 
 impl std::fmt::Debug for Config {
@@ -77,6 +93,7 @@ impl std::fmt::Debug for Config {
             .field("max_step_attempts", &self.max_step_attempts)
             .field("lease", &self.lease)
             .field("max_active_flows", &self.max_active_flows)
+            .field("step_hosts", &self.step_hosts.to_string())
             .finish()
     }
 }
@@ -166,6 +183,18 @@ impl Config {
             Duration::from_secs(30),
             DurationKind::Timeout,
         )?;
+        let step_hosts = match (args.step_hosts.filter(|s| !s.trim().is_empty()), file.step_hosts) {
+            (Some(text), _) => StepHosts::parse(&text)
+                .map_err(|e| anyhow::anyhow!("--step-hosts / TARTAN_STEP_HOSTS: {e}"))?,
+            (None, Some(list)) => {
+                let text = match list {
+                    HostList::Text(t) => t,
+                    HostList::List(l) => l.join(","),
+                };
+                StepHosts::parse(&text).map_err(|e| anyhow::anyhow!("step_hosts in the config file: {e}"))?
+            }
+            (None, None) => StepHosts::unrestricted(),
+        };
         let config = Config {
             listen: args
                 .listen
@@ -187,6 +216,7 @@ impl Config {
             max_step_attempts,
             lease,
             max_active_flows,
+            step_hosts,
         };
         config.validate()?;
         Ok(config)

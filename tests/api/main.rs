@@ -9,6 +9,7 @@ mod errors;
 mod flows;
 mod helpers;
 mod outages;
+mod outbound;
 mod retries;
 mod steps;
 mod timeouts;
