@@ -183,14 +183,19 @@ impl Config {
             Duration::from_secs(30),
             DurationKind::Timeout,
         )?;
-        let step_hosts = match (args.step_hosts.filter(|s| !s.trim().is_empty()), file.step_hosts) {
+        // An empty setting (or one of commas and spaces) is no setting.
+        let given = |text: &str| text.split(',').any(|e| !e.trim().is_empty());
+        let file_hosts = file.step_hosts.map(|list| match list {
+            HostList::Text(t) => t,
+            HostList::List(l) => l.join(","),
+        });
+        let step_hosts = match (
+            args.step_hosts.filter(|t| given(t)),
+            file_hosts.filter(|t| given(t)),
+        ) {
             (Some(text), _) => StepHosts::parse(&text)
                 .map_err(|e| anyhow::anyhow!("--step-hosts / TARTAN_STEP_HOSTS: {e}"))?,
-            (None, Some(list)) => {
-                let text = match list {
-                    HostList::Text(t) => t,
-                    HostList::List(l) => l.join(","),
-                };
+            (None, Some(text)) => {
                 StepHosts::parse(&text).map_err(|e| anyhow::anyhow!("step_hosts in the config file: {e}"))?
             }
             (None, None) => StepHosts::unrestricted(),
