@@ -181,7 +181,7 @@ impl Template {
                 return Err(format!("placeholder {{{name}}} may not stand in the user info"));
             } else {
                 return Err(format!(
-                    "placeholder {{{name}}} must stand in the host, path or query (it may not be part of a \".\" or \"..\" segment)"
+                    "placeholder {{{name}}} must stand in the host, path or query, and not where a \"..\" segment removes it"
                 ));
             };
             parts.push(part);
@@ -328,6 +328,8 @@ mod tests {
         }
         let e = Template::parse("http://{u}@h/").unwrap_err();
         assert!(e.contains("{u}") && e.contains("user info"), "{e}");
+        let e = Template::parse("http://h/a/{x}/../b").unwrap_err();
+        assert!(e.contains("{x}") && e.contains("removes it"), "{e}");
     }
 
     #[test]
