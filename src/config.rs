@@ -9,6 +9,7 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use serde::Deserialize;
 use tartan_core::duration::{parse_duration_str, DurationKind};
+use tartan_core::hosts::StepHosts;
 use tartan_core::step::WorkDefaults;
 use tartan_server::ApiSecurity;
 
@@ -49,6 +50,10 @@ pub struct ServeArgs {
     /// Origins browsers may call the API from, comma-separated exact origins or * [default: none]
     #[arg(long, env = "TARTAN_CORS_ORIGINS")]
     pub cors_origins: Option<String>,
+    /// Where steps may call: comma-separated host names, *.domain patterns,
+    /// IP addresses and CIDR ranges [default: any address but link-local]
+    #[arg(long, env = "TARTAN_STEP_HOSTS")]
+    pub step_hosts: Option<String>,
 }
 
 /// The file form: the same keys, all optional.
@@ -73,6 +78,15 @@ struct FileConfig {
     read_token_file: Option<PathBuf>,
     allow_unauthenticated: Option<bool>,
     cors_origins: Option<String>,
+    step_hosts: Option<HostList>,
+}
+
+/// `step_hosts` in the file: the comma-separated text, or a list.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum HostList {
+    Text(String),
+    List(Vec<String>),
 }
 
 /// The resolved configuration.
@@ -93,6 +107,8 @@ pub struct Config {
     pub security: ApiSecurity,
     /// Serve without tokens on a non-loopback address.
     pub allow_unauthenticated: bool,
+    /// Where steps may call (`TARTAN_STEP_HOSTS`).
+    pub step_hosts: StepHosts,
 }
 
 impl std::fmt::Debug for Config {
@@ -109,6 +125,7 @@ impl std::fmt::Debug for Config {
             .field("max_active_flows", &self.max_active_flows)
             .field("security", &self.security)
             .field("allow_unauthenticated", &self.allow_unauthenticated)
+            .field("step_hosts", &self.step_hosts.to_string())
             .finish()
     }
 }
@@ -210,6 +227,23 @@ impl Config {
         )?;
         let cors_origins = list(args.cors_origins.or(file.cors_origins).as_deref().unwrap_or(""));
         let security = ApiSecurity::new(&api_tokens, &read_tokens, &cors_origins)?;
+        // An empty setting (or one of commas and spaces) is no setting.
+        let given = |text: &str| text.split(',').any(|e| !e.trim().is_empty());
+        let file_hosts = file.step_hosts.map(|list| match list {
+            HostList::Text(t) => t,
+            HostList::List(l) => l.join(","),
+        });
+        let step_hosts = match (
+            args.step_hosts.filter(|t| given(t)),
+            file_hosts.filter(|t| given(t)),
+        ) {
+            (Some(text), _) => StepHosts::parse(&text)
+                .map_err(|e| anyhow::anyhow!("--step-hosts / TARTAN_STEP_HOSTS: {e}"))?,
+            (None, Some(text)) => {
+                StepHosts::parse(&text).map_err(|e| anyhow::anyhow!("step_hosts in the config file: {e}"))?
+            }
+            (None, None) => StepHosts::unrestricted(),
+        };
         let config = Config {
             listen: args
                 .listen
@@ -236,6 +270,7 @@ impl Config {
                 .allow_unauthenticated
                 .or(file.allow_unauthenticated)
                 .unwrap_or(false),
+            step_hosts,
         };
         config.validate()?;
         Ok(config)

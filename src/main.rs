@@ -64,8 +64,10 @@ async fn serve(config: Config) -> Result<()> {
         max_step_attempts: config.max_step_attempts,
         max_active_flows: config.max_active_flows,
         lease: config.lease,
+        step_hosts: config.step_hosts.clone(),
         ..EngineConfig::default()
     };
+    tracing::info!(step_hosts = %config.step_hosts, "steps may call");
     let engine = Engine::start(engine_config, store).await?;
     if !config.security.requires_token() && !addr.ip().to_canonical().is_loopback() {
         tracing::warn!("serving without authentication on {addr} (TARTAN_ALLOW_UNAUTHENTICATED)");

@@ -134,11 +134,25 @@ pub async fn spawn_app(backend: Backend) -> Option<TestApp> {
 
 /// Start a server on an existing database (used for restarts).
 pub async fn start_on(db: TestDb, node_id: &str) -> TestApp {
-    start_secured(db, node_id, tartan_server::ApiSecurity::open()).await
+    start_on_with(db, node_id, |_| {}).await
 }
 
 /// Start a server whose API has tokens or CORS origins.
 pub async fn start_secured(db: TestDb, node_id: &str, security: tartan_server::ApiSecurity) -> TestApp {
+    start_app(db, node_id, security, |_| {}).await
+}
+
+/// The same, with the engine's configuration adjusted by `adjust`.
+pub async fn start_on_with(db: TestDb, node_id: &str, adjust: impl FnOnce(&mut EngineConfig)) -> TestApp {
+    start_app(db, node_id, tartan_server::ApiSecurity::open(), adjust).await
+}
+
+async fn start_app(
+    db: TestDb,
+    node_id: &str,
+    security: tartan_server::ApiSecurity,
+    adjust: impl FnOnce(&mut EngineConfig),
+) -> TestApp {
     let store = tartan_store::open(&db.url)
         .await
         .unwrap_or_else(|e| panic!("opening store: {e}"));
@@ -146,12 +160,13 @@ pub async fn start_secured(db: TestDb, node_id: &str, security: tartan_server::A
         .await
         .unwrap_or_else(|e| panic!("bind: {e}"));
     let addr = listener.local_addr().unwrap_or_else(|e| panic!("addr: {e}"));
-    let config = EngineConfig {
+    let mut config = EngineConfig {
         node_id: node_id.into(),
         webhook_base_url: format!("http://{addr}"),
         step_timeout: Duration::from_secs(5),
         ..EngineConfig::default()
     };
+    adjust(&mut config);
     let engine = Engine::start(config, store)
         .await
         .unwrap_or_else(|e| panic!("engine: {e}"));

@@ -10,6 +10,7 @@ mod errors;
 mod flows;
 mod helpers;
 mod outages;
+mod outbound;
 mod retries;
 mod security;
 mod steps;

@@ -505,7 +505,12 @@ async fn the_webhook_key_survives_a_restart_and_is_shared_by_engines_on_one_data
             spawn_binary_with(&db, "node-b", &[]).await
         }
     };
-    for (hook, flow) in handed_out.iter().zip(["before", "other"]) {
+    for hook in &handed_out {
+        let flow = if hook.contains("/webhook/before/") {
+            "before"
+        } else {
+            "other"
+        };
         let on_second = move_to(hook, &second);
         let resp = reqwest::Client::new()
             .post(&on_second)
@@ -520,7 +525,11 @@ async fn the_webhook_key_survives_a_restart_and_is_shared_by_engines_on_one_data
         assert_eq!(state["status"], "completed", "{state}");
     }
     // A URL signed for one flow does not fit another's token.
-    let swapped = handed_out[0].replace("/webhook/before/", "/webhook/other/");
+    let before = handed_out
+        .iter()
+        .find(|h| h.contains("/webhook/before/"))
+        .expect("the flow `before` was handed a URL");
+    let swapped = before.replace("/webhook/before/", "/webhook/other/");
     let resp = reqwest::Client::new()
         .post(move_to(&swapped, &second))
         .json(&json!({}))

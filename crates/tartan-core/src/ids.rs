@@ -13,6 +13,12 @@ pub fn sanitize_id(raw: &str) -> String {
     kept.trim_matches('-').to_string()
 }
 
+/// `.` and `..`: as a path segment (`/engine/flow/..`, a webhook URL) they
+/// would name another resource, so they are refused as ids.
+pub fn is_dot_id(id: &str) -> bool {
+    id == "." || id == ".."
+}
+
 /// True when `text` has only characters an id may carry (before lowering).
 pub fn is_valid_id_prefix(text: &str) -> bool {
     text.chars()
@@ -32,5 +38,13 @@ mod tests {
         assert_eq!(sanitize_id("--a_b.c+d--"), "a_b.c+d");
         assert_eq!(sanitize_id("ünï"), "n");
         assert_eq!(sanitize_id("***"), "");
+    }
+
+    #[test]
+    fn dot_ids_are_told_apart() {
+        assert!(is_dot_id(&sanitize_id(" .. ")));
+        assert!(is_dot_id(&sanitize_id("-.-")));
+        assert!(!is_dot_id("..."));
+        assert!(!is_dot_id("a.b"));
     }
 }

@@ -11,6 +11,10 @@
 //! - `plan`: goals + initial inputs -> the minimal plan.
 //! - `flow`: flow state, its events and `apply`.
 //! - `machine`: the decisions that produce events.
+//! - `endpoint`: endpoint URL templates: parsing, where placeholders stand,
+//!   filling them in so that values cannot change where a call goes.
+//! - `hosts`: where steps may call (`TARTAN_STEP_HOSTS`): names, patterns,
+//!   ranges, link-local addresses.
 //! - `outcome`: classification of an attempt's HTTP outcome.
 //! - `request`: flow start requests and their limits.
 //! - `duration`: the one parser for every duration format.
@@ -19,8 +23,10 @@
 
 pub mod catalog;
 pub mod duration;
+pub mod endpoint;
 pub mod error;
 pub mod flow;
+pub mod hosts;
 pub mod ids;
 pub mod machine;
 pub mod outcome;

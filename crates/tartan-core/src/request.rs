@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::ValidationError;
 use crate::flow::Time;
-use crate::ids::{sanitize_id, MAX_FLOW_ID_LEN};
+use crate::ids::{is_dot_id, sanitize_id, MAX_FLOW_ID_LEN};
 use crate::plan::InitArgs;
 use crate::timeouts::{parse_flow_timeout, OnTimeout};
 
@@ -51,6 +51,15 @@ impl StartFlow {
         self.id = sanitize_id(&self.id);
         if self.id.is_empty() {
             return Err(ValidationError::new("id", "flow ID empty"));
+        }
+        if is_dot_id(&self.id) {
+            return Err(ValidationError::new(
+                "id",
+                format!(
+                    "flow ID {:?} is refused: it would be a relative path segment",
+                    self.id
+                ),
+            ));
         }
         if self.id.len() > MAX_FLOW_ID_LEN {
             return Err(ValidationError::new(

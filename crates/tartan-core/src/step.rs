@@ -11,8 +11,10 @@ use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 
 use crate::duration::{parse_duration, DurationKind};
+use crate::endpoint::Template;
 use crate::error::ValidationError;
-use crate::ids::sanitize_id;
+use crate::hosts::StepHosts;
+use crate::ids::{is_dot_id, sanitize_id};
 use crate::retry::{RetryDefaults, RetryPolicy};
 use crate::timeouts::TimeoutPolicy;
 
@@ -482,22 +484,7 @@ fn check_typed_json(field: &str, text: &str, attr_type: &str) -> Result<(), Vali
 
 /// The names inside `{...}` of an endpoint template.
 pub fn endpoint_params(template: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut rest = template;
-    while let Some(open) = rest.find('{') {
-        let after = &rest[open + 1..];
-        match after.find(['{', '}']) {
-            Some(i) if after.as_bytes().get(i) == Some(&b'}') => {
-                if i > 0 {
-                    out.push(after[..i].to_string());
-                }
-                rest = &after[i + 1..];
-            }
-            Some(i) => rest = &after[i..],
-            None => break,
-        }
-    }
-    out
+    crate::endpoint::params(template)
 }
 
 impl Step {
@@ -623,6 +610,15 @@ impl Step {
         if self.id.is_empty() {
             return Err(ValidationError::new("id", "step ID empty"));
         }
+        if is_dot_id(&self.id) {
+            return Err(ValidationError::new(
+                "id",
+                format!(
+                    "step ID {:?} is refused: it would be a relative path segment",
+                    self.id
+                ),
+            ));
+        }
         if self.name.is_empty() {
             return Err(ValidationError::new("name", "step name empty"));
         }
@@ -718,6 +714,41 @@ impl Step {
                         format!("compensate URL contains unknown parameter: {param:?}"),
                     ));
                 }
+            }
+        }
+        for (field, template) in self.urls() {
+            Template::parse(template).map_err(|e| ValidationError::new(field, e))?;
+        }
+        Ok(())
+    }
+
+    /// The step's URLs by field: endpoint, compensate and health check
+    /// (those set).
+    fn urls(&self) -> Vec<(&'static str, &str)> {
+        let Some(http) = &self.http else {
+            return Vec::new();
+        };
+        [
+            ("http.endpoint", &http.endpoint),
+            ("http.compensate", &http.compensate),
+            ("http.health_check", &http.health_check),
+        ]
+        .into_iter()
+        .filter(|(_, url)| !url.is_empty())
+        .map(|(field, url)| (field, url.as_str()))
+        .collect()
+    }
+
+    /// Check the hosts of the step's URLs against where steps may call. A
+    /// placeholder in a host stands for one label here; the real value is
+    /// checked when the call is made.
+    pub fn check_hosts(&self, hosts: &StepHosts) -> Result<(), ValidationError> {
+        for (field, template) in self.urls() {
+            let template = Template::parse(template).map_err(|e| ValidationError::new(field, e))?;
+            if let Some(host) = template.shape().host() {
+                hosts
+                    .check_host(&host)
+                    .map_err(|e| ValidationError::new(field, e.to_string()))?;
             }
         }
         Ok(())

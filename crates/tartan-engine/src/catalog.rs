@@ -99,12 +99,14 @@ impl Engine {
             let (stored, record) = match &change {
                 Change::Register(step) => {
                     let (s, reg) = view.catalog.check_register(step.clone(), defaults)?;
+                    s.check_hosts(&self.inner.config.step_hosts)?;
                     let record =
                         (reg == Registration::Added).then(|| CatalogChange::Registered(s.clone(), now));
                     (s, record)
                 }
                 Change::Update(step) => {
                     let s = view.catalog.check_update(step.clone(), defaults)?;
+                    s.check_hosts(&self.inner.config.step_hosts)?;
                     let unchanged = view.catalog.steps.get(&s.id) == Some(&s);
                     let record = (!unchanged).then(|| CatalogChange::Updated(s.clone(), now));
                     (s, record)

@@ -1,5 +1,6 @@
 use std::time::Duration;
 
+use tartan_core::hosts::StepHosts;
 use tartan_core::step::WorkDefaults;
 
 /// What the engine needs to know; built by the binary from flags, env and file.
@@ -23,6 +24,11 @@ pub struct EngineConfig {
     /// Flows with work in progress in this process at most; a start beyond
     /// it is refused (503, Retry-After) instead of queueing without bound.
     pub max_active_flows: usize,
+    /// Where steps may call (`TARTAN_STEP_HOSTS`): checked when a step is
+    /// registered or updated and on every call, after placeholders are
+    /// filled in and names resolved. The default allows every address but
+    /// link-local.
+    pub step_hosts: StepHosts,
 }
 
 impl Default for EngineConfig {
@@ -36,6 +42,7 @@ impl Default for EngineConfig {
             max_in_flight: 1024,
             max_step_attempts: tartan_core::flow::DEFAULT_MAX_STEP_ATTEMPTS,
             max_active_flows: 10_000,
+            step_hosts: StepHosts::unrestricted(),
         }
     }
 }

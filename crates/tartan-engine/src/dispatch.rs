@@ -2,32 +2,16 @@
 
 use std::time::Duration;
 
-use percent_encoding::{utf8_percent_encode, AsciiSet, CONTROLS};
 use serde_json::Value;
+use tartan_core::endpoint::Template;
+use tartan_core::hosts::StepHosts;
 use tartan_core::machine::AttemptResult;
-use tartan_core::outcome::{classify_response, classify_transport};
+use tartan_core::outcome::{classify_response, classify_transport, PERMANENT};
 use tartan_core::retry::parse_retry_after;
-use tartan_core::step::{endpoint_params, Args, Step};
+use tartan_core::step::{Args, Step};
 use tartan_core::timeouts::TimeoutScope;
 
-/// Characters escaped in a path segment (RFC 3986 `pchar` complement).
-const SEGMENT: &AsciiSet = &CONTROLS
-    .add(b' ')
-    .add(b'"')
-    .add(b'#')
-    .add(b'<')
-    .add(b'>')
-    .add(b'`')
-    .add(b'?')
-    .add(b'{')
-    .add(b'}')
-    .add(b'/')
-    .add(b'%')
-    .add(b'\\')
-    .add(b'^')
-    .add(b'|')
-    .add(b'[')
-    .add(b']');
+use crate::outbound;
 
 /// Everything needed to make one call.
 #[derive(Debug, Clone)]
@@ -54,19 +38,32 @@ pub(crate) struct Call {
     pub scope_start: chrono::DateTime<chrono::Utc>,
 }
 
-/// Replace `{name}` placeholders with path-escaped input values.
-pub(crate) fn expand_endpoint(template: &str, inputs: &Args) -> String {
-    let mut url = template.to_string();
-    for param in endpoint_params(template) {
-        let raw = match inputs.get(&param) {
-            Some(Value::String(s)) => s.clone(),
-            Some(Value::Null) | None => String::new(),
-            Some(other) => other.to_string(),
-        };
-        let escaped = utf8_percent_encode(&raw, SEGMENT).to_string();
-        url = url.replace(&format!("{{{param}}}"), &escaped);
+/// Fill the template's placeholders, each value encoded for where it
+/// stands (`tartan_core::endpoint`), and check the host against the policy.
+/// An error is the reason the call is refused; nothing was sent.
+pub(crate) fn expand_endpoint(
+    template: &str,
+    inputs: &Args,
+    hosts: &StepHosts,
+) -> Result<reqwest::Url, String> {
+    let url = Template::parse(template)
+        .and_then(|t| t.expand(inputs))
+        .map_err(|e| format!("endpoint refused: {e}"))?;
+    if let Some(host) = url.host() {
+        hosts.check_host(&host).map_err(|e| e.to_string())?;
     }
-    url
+    Ok(url)
+}
+
+/// A failure no retry can mend: the call was refused before or during the
+/// exchange by the rules on where steps may call.
+fn refused(error: String) -> AttemptResult {
+    AttemptResult::Failure {
+        class: PERMANENT.into(),
+        error,
+        http_status: None,
+        retry_after_ms: None,
+    }
 }
 
 /// A fresh W3C trace context for one call.
@@ -79,8 +76,11 @@ fn traceparent() -> String {
 /// Make the call and classify its outcome. The whole exchange, body
 /// included, is bounded by the attempt timeout; on expiry the request future
 /// is dropped, which closes its connection.
-pub(crate) async fn perform(http: &reqwest::Client, call: &Call) -> AttemptResult {
-    let url = expand_endpoint(&call.endpoint, &call.placeholders);
+pub(crate) async fn perform(http: &reqwest::Client, hosts: &StepHosts, call: &Call) -> AttemptResult {
+    let url = match expand_endpoint(&call.endpoint, &call.placeholders, hosts) {
+        Ok(url) => url,
+        Err(e) => return refused(e),
+    };
     let method = match (call.compensate, call.step.method()) {
         (true, _) => reqwest::Method::POST,
         (false, "GET") => reqwest::Method::GET,
@@ -89,7 +89,7 @@ pub(crate) async fn perform(http: &reqwest::Client, call: &Call) -> AttemptResul
         _ => reqwest::Method::POST,
     };
     let mut req = http
-        .request(method.clone(), &url)
+        .request(method.clone(), url)
         .header("Accept", "application/json")
         .header("Argyll-Flow-ID", &call.flow_id)
         .header("Argyll-Step-ID", &call.step.id)
@@ -126,7 +126,10 @@ pub(crate) async fn perform(http: &reqwest::Client, call: &Call) -> AttemptResul
             }
             result
         }
-        Ok(Err(e)) => classify_transport(transport_text(&e)),
+        Ok(Err(e)) => match outbound::refusal(&e) {
+            Some(reason) => refused(reason),
+            None => classify_transport(transport_text(&e)),
+        },
         Err(_) => AttemptResult::TimedOut {
             scope: call.timeout_scope,
             limit_ms: call.timeout_limit_ms,
@@ -155,17 +158,26 @@ fn transport_text(e: &reqwest::Error) -> String {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
 
     #[test]
-    fn placeholders_are_path_escaped() {
+    fn placeholders_are_encoded_and_the_host_checked() {
         let mut inputs = Args::new();
         inputs.insert("id".into(), Value::String("a b/c?d".into()));
         inputs.insert("n".into(), Value::from(7));
+        inputs.insert("ip".into(), Value::String("2852039166".into()));
+        let open = StepHosts::unrestricted();
         assert_eq!(
-            expand_endpoint("http://x/items/{id}/{n}", &inputs),
-            "http://x/items/a%20b%2Fc%3Fd/7"
+            expand_endpoint("http://x/items/{id}/{n}", &inputs, &open).map(String::from),
+            Ok("http://x/items/a%20b%2Fc%3Fd/7".to_string())
         );
+        let e = expand_endpoint("http://{ip}/", &inputs, &open).unwrap_err();
+        assert!(e.starts_with("address 169.254.169.254 is not allowed"), "{e}");
+        let e = expand_endpoint("http://x/{id", &inputs, &open).map(String::from);
+        assert_eq!(e, Ok("http://x/%7Bid".to_string()));
+        let e = expand_endpoint("http://x y/", &inputs, &open).unwrap_err();
+        assert!(e.starts_with("endpoint refused: "), "{e}");
     }
 }

@@ -722,7 +722,7 @@ impl Engine {
             let outcome = tokio::select! {
                 r = async {
                     let _permit = engine.inner.calls.clone().acquire_owned().await.ok()?;
-                    Some(dispatch::perform(&engine.inner.http, &call).await)
+                    Some(dispatch::perform(&engine.inner.http, &engine.inner.config.step_hosts, &call).await)
                 } => r,
                 // The flow was cancelled or timed out: dropping the request
                 // closes its connection; the decision is already recorded.

@@ -11,6 +11,8 @@
 //! - `writer`: the group-commit writer: every decision's events and
 //!   projections go through it, batched into one transaction.
 //! - `dispatch`: the HTTP calls of work items.
+//! - `outbound`: the client those calls go through: the step host policy
+//!   on every resolved address, redirects kept to the first origin, no proxy.
 //! - `recovery`: after a restart, calls that were in flight start again with
 //!   the same receipt token.
 //! - `timers`: retries due later, in a heap; one task sleeps until the next.
@@ -26,6 +28,7 @@ mod config;
 mod dispatch;
 mod error;
 mod flows;
+mod outbound;
 mod recovery;
 mod timers;
 mod webhook_key;
@@ -90,9 +93,7 @@ impl Engine {
     /// Build the engine on a store, load the catalog and resume the work that
     /// was in flight when this node last stopped.
     pub async fn start(config: EngineConfig, store: Arc<dyn Store>) -> Result<Engine, EngineError> {
-        let http = reqwest::Client::builder()
-            .pool_max_idle_per_host(64)
-            .build()
+        let http = outbound::client(&config.step_hosts)
             .map_err(|e| EngineError::Internal(format!("HTTP client: {e}")))?;
         let catalog = catalog::CatalogCache::load(store.as_ref()).await?;
         let webhook_key = webhook_key::WebhookKey::load(store.as_ref()).await?;
