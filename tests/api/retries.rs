@@ -1,5 +1,4 @@
-//! Retries and outcome classification end to end (SEMANTICS.md §1, §1.1, §4,
-//! §5): every scenario case of the shared conformance files, `backoff.json`
+//! Retries and outcome classification end to end (docs/retries.md and docs/api.md): every scenario case of the conformance files, `backoff.json`
 //! and `classification.json`, through the real server, the real engine and
 //! real step endpoints on 127.0.0.1. The cases of one test run concurrently,
 //! each with its own step, step server and flow, so the test lasts as long as

@@ -1,4 +1,4 @@
-//! Timeouts and cancellation end to end (SEMANTICS.md §2): attempt, step
+//! Timeouts and cancellation end to end (docs/timeouts.md): attempt, step
 //! total, inactivity and flow timeouts, heartbeats, late results, the
 //! cancellation endpoint and a flow deadline that passes while the engine is
 //! down, through the real server and real step endpoints on 127.0.0.1.
@@ -237,7 +237,7 @@ fn only_work(flow: &Value, step: &str) -> (String, Value) {
     (token.clone(), work.clone())
 }
 
-/// The timeout problem of SEMANTICS §2.
+/// The timeout problem of docs/timeouts.md.
 fn assert_timeout_problem(problem: &Value, scope: &str, limit_ms: i64, instance: &str) {
     assert_eq!(problem["type"], TIMEOUT_TYPE, "{problem}");
     assert_eq!(problem["status"], 408, "{problem}");

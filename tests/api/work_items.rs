@@ -1,5 +1,5 @@
 //! Async steps and their webhooks, for_each work items and parallelism,
-//! compensation and deactivation (CONTRACT.md §3, §4, §5.3, §5.4, §6; Argyll's
+//! compensation and deactivation (docs/api.md; Argyll's
 //! guides work-items.md, compensation.md, async-steps.md), end to end: the
 //! real server and real step servers on 127.0.0.1.
 //!

@@ -1,4 +1,4 @@
-//! The one duration parser of Tartan (SEMANTICS.md §3 "Durations").
+//! The one duration parser of Tartan (docs/durations.md).
 //!
 //! Every duration field accepts:
 //! - a JSON integer: milliseconds;

@@ -276,7 +276,7 @@ pub fn start_retry(
 }
 
 /// A step that did not complete undoes what its succeeded items did: each is
-/// compensated, when the step has a compensate endpoint (CONTRACT.md §5.4).
+/// compensated, when the step has a compensate endpoint (docs/api.md).
 fn compensate_step(tx: &mut Transition, step_id: &str) -> Result<(), ApplyError> {
     if !has_compensate(&tx.state, step_id) {
         return Ok(());

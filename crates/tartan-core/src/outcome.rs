@@ -1,4 +1,4 @@
-//! Classification of one attempt's HTTP outcome (SEMANTICS.md §4): success,
+//! Classification of one attempt's HTTP outcome (docs/retries.md): success,
 //! retryable or permanent, with the error text a person reads.
 
 use serde_json::Value;

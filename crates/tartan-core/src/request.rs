@@ -1,4 +1,4 @@
-//! Flow start requests: shape, id sanitising and the limits of CONTRACT.md §4.
+//! Flow start requests: shape, id sanitising and limits (docs/api.md).
 
 use std::collections::BTreeMap;
 

@@ -1,4 +1,4 @@
-//! The retry policy of a step (SEMANTICS.md §1 and §1.1): every retry dialect
+//! The retry policy of a step (docs/retries.md): every retry dialect
 //! normalised into one [`RetryPolicy`], and the exact delay math.
 //!
 //! Inputs:
@@ -407,7 +407,7 @@ impl TryFrom<EffectiveRetry> for RetryPolicy {
 impl RetryPolicy {
     /// The normalised policy of a step from its raw `work_config` object
     /// (Argyll fields plus Tartan's; `parallelism` and unknown keys are ignored
-    /// here) and its optional `retry` dialect object (SEMANTICS §1.1).
+    /// here) and its optional `retry` dialect object (docs/retries.md).
     ///
     /// `null` stands for absent. Errors name the JSON path of the offending
     /// field (`work_config.max_backoff`, `retry.maxAttempts`, `retry`).
@@ -1267,7 +1267,7 @@ fn coefficient(field: &str, name: &str, v: &Value) -> Result<Option<f64>, Valida
     Ok(Some(c))
 }
 
-/// Any duration form (SEMANTICS §3) as whole milliseconds.
+/// Any duration form (docs/durations.md) as whole milliseconds.
 fn duration_ms(field: &str, v: &Value, kind: DurationKind) -> Result<u64, ValidationError> {
     parse_duration(v, kind)
         .map(as_millis_u64)

@@ -1,4 +1,4 @@
-//! Timeout policies (SEMANTICS.md §2): a step's `timeouts` object (native or
+//! Timeout policies (docs/timeouts.md): a step's `timeouts` object (native or
 //! Steep names) normalised into one [`TimeoutPolicy`], the flow start
 //! `timeout`, the scope ordering used when timers fire together, and the
 //! timeout problem object with its JSON Pointer `instance`.
@@ -20,7 +20,7 @@
 //! Steep carries it per scope as `errorOnTimeout`; every value given
 //! explicitly (Steep's or `on_timeout`) must agree. A Steep timeout without
 //! `errorOnTimeout` takes Tartan's default, `error` (Steep's own default is
-//! to cancel; SEMANTICS makes `error` the default everywhere).
+//! to cancel; docs/timeouts.md makes `error` the default everywhere).
 //!
 //! Durations go through [`crate::duration::parse_duration`] with
 //! [`DurationKind::Timeout`]: zero and negative values are rejected, and the
@@ -333,7 +333,7 @@ pub fn timeout_detail(scope: TimeoutScope, limit_ms: u64) -> String {
     format!("{} of {limit_ms} ms exceeded", scope.description())
 }
 
-/// The timeout problem (SEMANTICS §2): `type`, `title`, `status` 408,
+/// The timeout problem (docs/timeouts.md): `type`, `title`, `status` 408,
 /// `detail` naming the scope and the limit, `instance` (a JSON Pointer from
 /// [`FLOW_POINTER`], [`pointer_for_step`] or [`pointer_for_work`]), plus the
 /// extensions `timeout_scope` and `elapsed_ms`.

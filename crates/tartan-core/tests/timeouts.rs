@@ -1,4 +1,4 @@
-//! Timeout policies (SEMANTICS.md §2): a step's `timeouts` in every form, the
+//! Timeout policies (docs/timeouts.md): a step's `timeouts` in every form, the
 //! agreement rules between the attempt-timeout sources, the flow start
 //! `timeout`, scope precedence and the timeout problem object.
 #![allow(clippy::unwrap_used, clippy::expect_used)]

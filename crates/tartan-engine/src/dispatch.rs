@@ -1,4 +1,4 @@
-//! One HTTP call of a work item (CONTRACT.md §5.1) and its classification.
+//! One HTTP call of a work item (docs/api.md) and its classification.
 
 use std::time::Duration;
 

@@ -10,7 +10,7 @@ use serde::de::DeserializeOwned;
 
 use crate::error::{kind, ApiError};
 
-/// Body size limits in bytes (CONTRACT.md §1).
+/// Body size limits in bytes (docs/api.md).
 pub const STEP_BODY_LIMIT: usize = 512 * 1024;
 pub const FLOW_BODY_LIMIT: usize = 1024 * 1024;
 

@@ -1,7 +1,7 @@
 #![forbid(unsafe_code)]
 //! # Tartan server
 //!
-//! The HTTP API (CONTRACT.md): axum routes over the engine.
+//! The HTTP API (docs/api.md): axum routes over the engine.
 //!
 //! # Layout
 //! - `error`: the one `ApiError`, mapped to problem+json.

@@ -46,7 +46,7 @@ pub(crate) fn routes() -> Router<Engine> {
         )
 }
 
-/// An event as the API shows it (CONTRACT.md §6).
+/// An event as the API shows it (docs/api.md).
 pub(crate) fn event_json(e: &tartan_store::StoredEvent) -> serde_json::Value {
     let aggregate = if e.aggregate_type == "catalog" {
         serde_json::json!(["catalog"])
