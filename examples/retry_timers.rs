@@ -146,7 +146,7 @@ async fn main() {
 
     if mode == "idle" {
         // Wait until every first attempt has failed and its retry is scheduled.
-        while engine.scheduled_retries() < count {
+        while engine.timers() < count {
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
         tokio::time::sleep(Duration::from_secs(2)).await;
@@ -157,7 +157,7 @@ async fn main() {
         let wall = t0.elapsed().as_secs_f64();
         println!(
             "{kind}: idle with {} retries scheduled 3 h ahead: CPU {:.3} s over {:.0} s = {:.3}% of one core; RSS {:.0} MiB",
-            engine.scheduled_retries(),
+            engine.timers(),
             cpu1 - cpu0,
             wall,
             100.0 * (cpu1 - cpu0) / wall,

@@ -17,6 +17,7 @@ both_backends!(
     flow_deadlines_firing_after_the_flows_completed_release_their_places,
     timers_heartbeats_and_webhooks_of_cancelled_flows_release_their_places,
     racing_identical_starts_release_their_places,
+    timers_of_finished_flows_leave_memory,
 );
 
 const LIMIT: &[(&str, &str)] = &[("TARTAN_MAX_ACTIVE_FLOWS", "3")];
@@ -25,12 +26,16 @@ async fn start(engine: &Binary, body: Value) -> (u16, Value) {
     call(engine, reqwest::Method::POST, "/engine/flow", Some(body)).await
 }
 
-async fn active_flows(engine: &Binary) -> u64 {
+async fn health_detail(engine: &Binary, name: &str) -> u64 {
     let (status, health) = call(engine, reqwest::Method::GET, "/health", None).await;
     assert_eq!(status, 200, "{health}");
-    health["details"]["active_flows"]
+    health["details"][name]
         .as_u64()
-        .unwrap_or_else(|| panic!("/health shows no active_flows: {health}"))
+        .unwrap_or_else(|| panic!("/health shows no {name}: {health}"))
+}
+
+async fn active_flows(engine: &Binary) -> u64 {
+    health_detail(engine, "active_flows").await
 }
 
 /// The count drops to 0 (bounded wait: the last decisions may still run).
@@ -185,4 +190,57 @@ async fn racing_identical_starts_release_their_places(backend: Backend) {
     }
     assert_no_active_flows(&engine).await;
     three_more_flows_run(&engine, "after").await;
+}
+
+async fn timers_of_finished_flows_leave_memory(backend: Backend) {
+    let Some(db) = TestDb::create(backend).await else {
+        return;
+    };
+    let engine = spawn_binary_with(&db, "bookkeeping", LIMIT).await;
+    let _quick = quick_step(&engine).await;
+    let svc = StepServer::start(|_, _| json_reply(503, json!({}))).await;
+    let mut busy = sync_step("busy", &svc.url("/busy"), &[], &["b"]);
+    busy["work_config"] =
+        json!({"max_retries": 3, "init_backoff": "1h", "max_backoff": "1h", "backoff_type": "fixed"});
+    register(&engine, vec![busy]).await;
+    // Flows that finish long before their hour-long deadline...
+    for i in 0..3 {
+        let id = format!("done-{i}");
+        let (status, body) = start(&engine, json!({"id": id, "goals": ["quick"], "timeout": "1h"})).await;
+        assert_eq!(status, 201, "{body}");
+        assert_eq!(wait_for_terminal(&engine, &id).await["status"], "completed");
+    }
+    // ...and one cancelled while it waits an hour for its retry.
+    let (status, body) = start(
+        &engine,
+        json!({"id": "waiting", "goals": ["busy"], "timeout": "1h"}),
+    )
+    .await;
+    assert_eq!(status, 201, "{body}");
+    let mut timers = 0;
+    for _ in 0..200 {
+        timers = health_detail(&engine, "timers").await;
+        if timers == 2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(timers, 2, "the waiting flow's deadline and retry are held");
+    let (status, body) = call(
+        &engine,
+        reqwest::Method::POST,
+        "/engine/flow/waiting/cancel",
+        None,
+    )
+    .await;
+    assert_eq!(status, 202, "{body}");
+    assert_eq!(wait_for_terminal(&engine, "waiting").await["status"], "cancelled");
+    assert_eq!(
+        health_detail(&engine, "timers").await,
+        0,
+        "no timer outlives its flow"
+    );
+    assert_no_active_flows(&engine).await;
+    three_more_flows_run(&engine, "after").await;
+    assert_eq!(health_detail(&engine, "timers").await, 0);
 }

@@ -15,4 +15,6 @@ mod retries;
 mod security;
 mod steps;
 mod timeouts;
+mod webhooks;
+mod why_stopped;
 mod work_items;

@@ -432,9 +432,16 @@ async fn a_problem_delivered_by_webhook_fails_the_step_unless_its_status_is_retr
         header(&busy[1], "argyll-receipt-token")
     );
     assert_eq!(header(&busy[1], "tartan-attempt"), "2");
-    assert_eq!(
+    // Each attempt has its own webhook URL (signed for that attempt), for
+    // the same work item.
+    let (first, second) = (
         header(&busy[0], "argyll-webhook-url"),
-        header(&busy[1], "argyll-webhook-url")
+        header(&busy[1], "argyll-webhook-url"),
+    );
+    assert_ne!(first, second);
+    assert_eq!(
+        first.rsplit_once('/').map(|p| p.0),
+        second.rsplit_once('/').map(|p| p.0)
     );
     let (_, work) = work_items(&flow, "busy").into_iter().next().unwrap();
     assert_eq!(work["attempts"][0]["outcome"], "retryable", "{work}");

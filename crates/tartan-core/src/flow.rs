@@ -197,6 +197,10 @@ pub struct WorkState {
     /// Position in the for_each expansion (Cartesian product order).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub index: u32,
+    /// Why the item ended without a retry: `permanent`, `max_attempts`,
+    /// `deadline` or `step_limit` (docs/retries.md, "Why it stopped").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_state: Option<String>,
 }
 
 fn is_zero(n: &u32) -> bool {
@@ -711,6 +715,7 @@ impl FlowState {
                             inactive_until: None,
                             compensation: Vec::new(),
                             accepted_at: None,
+                            retry_state: None,
                             index: order
                                 .iter()
                                 .position(|t| t == token)
@@ -779,11 +784,13 @@ impl FlowState {
                 class,
                 http_status,
                 retry_after_ms,
+                retry_state,
                 problem,
                 ..
             } => {
                 let work = self.work(step_id, token)?;
                 work.status = WorkStatus::Failed;
+                work.retry_state = retry_state.clone();
                 work.completed_at = Some(at);
                 work.next_retry_at = None;
                 work.inactive_until = None;
@@ -868,6 +875,8 @@ impl FlowState {
                 } else {
                     WorkStatus::Failed
                 };
+                // The step's total timeout is its deadline.
+                work.retry_state = Some("deadline".into());
                 work.completed_at = Some(at);
                 work.next_retry_at = None;
                 work.inactive_until = None;

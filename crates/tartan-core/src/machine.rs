@@ -515,6 +515,8 @@ fn record_failure(tx: &mut Transition, f: Failure<'_>, ctx: &mut Context<'_>) ->
     // A stored step always has a valid policy; should it not, nothing is retried.
     let policy = step.retry_policy().ok();
     let class = final_class(policy.as_ref(), f.http_status, &f.class).to_string();
+    // Which deadline a retry would have passed, for the error.
+    let mut budget_note = String::new();
     let verdict = match &policy {
         _ if class != RETRYABLE => Err("permanent"),
         None => Err("permanent"),
@@ -525,9 +527,11 @@ fn record_failure(tx: &mut Transition, f: Failure<'_>, ctx: &mut Context<'_>) ->
             let wait = chrono::Duration::milliseconds(i64::try_from(parts.delay_ms).unwrap_or(i64::MAX));
             let next = tx.now.checked_add_signed(wait).unwrap_or(tx.now);
             let first = work.attempts.first().map(|a| a.started_at).unwrap_or(tx.now);
-            let over_budget = p.max_retry_duration_ms.is_some_and(|b| next >= add_ms(first, b))
-                || work.deadline_at.is_some_and(|deadline| next >= deadline);
-            if over_budget {
+            if let Some(budget) = p.max_retry_duration_ms.filter(|b| next >= add_ms(first, *b)) {
+                budget_note = format!("the step's retry budget of {budget} ms");
+                Err("deadline")
+            } else if work.deadline_at.is_some_and(|deadline| next >= deadline) {
+                budget_note = "the step's total timeout".into();
                 Err("deadline")
             } else {
                 Ok((parts, next))
@@ -561,6 +565,7 @@ fn record_failure(tx: &mut Transition, f: Failure<'_>, ctx: &mut Context<'_>) ->
             })
         }
         Err(retry_state) => {
+            let why = why_no_retry(retry_state, &tx.state, policy.as_ref(), f.attempt, &budget_note);
             tx.emit(FlowEvent::WorkFailed {
                 flow_id: flow_id.clone(),
                 step_id: f.step_id.to_string(),
@@ -574,10 +579,16 @@ fn record_failure(tx: &mut Transition, f: Failure<'_>, ctx: &mut Context<'_>) ->
                 problem: f.problem.clone(),
             })?;
             if tx.state.executions.get(f.step_id).map(|e| e.status) == Some(StepStatus::Active) {
+                // The step's (and so the flow's) error says why it stopped,
+                // not only what the last attempt answered.
+                let error = match why {
+                    Some(why) => format!("{}; {why}", f.error),
+                    None => f.error,
+                };
                 tx.emit(FlowEvent::StepFailed {
                     flow_id: flow_id.clone(),
                     step_id: f.step_id.to_string(),
-                    error: f.error,
+                    error,
                     problem: f.problem.map(|mut p| {
                         p["instance"] = Value::String(pointer_for_step(f.step_id));
                         p
@@ -588,6 +599,31 @@ fn record_failure(tx: &mut Transition, f: Failure<'_>, ctx: &mut Context<'_>) ->
             }
             Ok(())
         }
+    }
+}
+
+/// Why a retryable failure was not retried, in words (docs/retries.md, "Why
+/// it stopped"); `None` for a permanent failure, whose error says it all.
+fn why_no_retry(
+    retry_state: &str,
+    state: &FlowState,
+    policy: Option<&RetryPolicy>,
+    attempt: u32,
+    budget: &str,
+) -> Option<String> {
+    match retry_state {
+        "max_attempts" => Some(match policy.and_then(|p| p.max_attempts) {
+            Some(max) => format!("gave up after {attempt} of the step's {max} attempts"),
+            None => format!("gave up after {attempt} attempts"),
+        }),
+        "step_limit" => Some(format!(
+            "not retried: the flow's cap of {} attempts was reached",
+            state.max_step_attempts
+        )),
+        "deadline" => Some(format!(
+            "not retried: the next attempt would start after {budget}"
+        )),
+        _ => None,
     }
 }
 
@@ -709,11 +745,13 @@ pub fn heartbeat(state: FlowState, step_id: &str, token: &str, now: Time) -> Res
         .get(step_id)
         .and_then(|s| s.timeout_policy().ok())
         .and_then(|p| p.inactivity_ms);
-    let running = tx
+    // Only an accepted call waits for its webhook; a heartbeat for a call
+    // still in flight must not arm a timer that would start a second one.
+    let waiting = tx
         .state
         .find_work(step_id, token)
-        .is_some_and(|w| w.status == WorkStatus::Active);
-    if let (Some(ms), true) = (window, running) {
+        .is_some_and(|w| w.status == WorkStatus::Active && w.accepted_at.is_some());
+    if let (Some(ms), true) = (window, waiting) {
         let flow_id = tx.state.id.clone();
         tx.emit(FlowEvent::WorkHeartbeat {
             flow_id,

@@ -159,13 +159,69 @@ pub enum WebhookResult {
     Problem { status: Option<u16>, error: String },
 }
 
-/// Why a webhook was refused.
+/// Why a webhook or heartbeat was refused.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum WebhookRefusal {
     UnknownFlow,
     UnknownStep,
     UnknownToken,
+    /// Not an async step: its results come from the call's response.
+    Synchronous,
+    /// The call of the current attempt has not been accepted (202) yet.
+    NotAccepted {
+        attempt: u32,
+    },
+    /// The URL belongs to an attempt a newer one replaced.
+    OlderAttempt {
+        given: u32,
+        current: u32,
+    },
+    /// A heartbeat for a work item no call of which is waiting any more.
+    NotWaiting {
+        status: &'static str,
+    },
 }
+
+/// How long a webhook that arrives before its call's `202` is recorded
+/// waits for it: a step may post its result the moment it answers, and the
+/// engine records the answer a moment later.
+const ACCEPTANCE_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// What a webhook or heartbeat may do to a work item (docs/api.md, "Async
+/// steps and webhooks"): `Ok(attempt)` it may go ahead, for that attempt.
+fn webhook_target(
+    state: &FlowState,
+    step_id: &str,
+    token: &str,
+    signed: Option<u32>,
+) -> Result<Result<u32, WebhookRefusal>, WaitForAcceptance> {
+    let Some(exec) = state.executions.get(step_id) else {
+        return Ok(Err(WebhookRefusal::UnknownStep));
+    };
+    let Some(work) = exec.work_items.get(token) else {
+        return Ok(Err(WebhookRefusal::UnknownToken));
+    };
+    if !state.plan.steps.get(step_id).is_some_and(|s| s.is_async()) {
+        return Ok(Err(WebhookRefusal::Synchronous));
+    }
+    let current = work.attempts.last().map(|a| a.number).unwrap_or(0);
+    let attempt = signed.unwrap_or(current);
+    if attempt < current {
+        return Ok(Err(WebhookRefusal::OlderAttempt {
+            given: attempt,
+            current,
+        }));
+    }
+    let running =
+        work.status == WorkStatus::Active && work.attempts.last().is_some_and(|a| a.ended_at.is_none());
+    if running && work.accepted_at.is_none() {
+        return Err(WaitForAcceptance(attempt));
+    }
+    Ok(Ok(attempt))
+}
+
+/// The call a webhook belongs to is still running, not yet accepted.
+struct WaitForAcceptance(u32);
 
 impl Engine {
     /// Start a flow. An identical repeat of an earlier start is accepted; a
@@ -246,24 +302,22 @@ impl Engine {
         }
     }
 
-    /// Deliver an async step's result.
+    /// Deliver an async step's result, for the attempt its URL was signed
+    /// for (`None`: a URL from before attempts were signed, taken as the
+    /// current one). A result for the current attempt that arrives after it
+    /// ended is recorded as late and changes nothing.
     pub async fn deliver_webhook(
         &self,
         flow_id: &str,
         step_id: &str,
         token: &str,
+        signed: Option<u32>,
         result: WebhookResult,
     ) -> Result<Result<(), WebhookRefusal>, EngineError> {
-        let Some(loaded) = self.inner.store.load_flow(flow_id).await? else {
-            return Ok(Err(WebhookRefusal::UnknownFlow));
+        let attempt = match self.webhook_target(flow_id, step_id, token, signed).await? {
+            Ok((attempt, _)) => attempt,
+            Err(refusal) => return Ok(Err(refusal)),
         };
-        let Some(exec) = loaded.state.executions.get(step_id) else {
-            return Ok(Err(WebhookRefusal::UnknownStep));
-        };
-        let Some(work) = exec.work_items.get(token) else {
-            return Ok(Err(WebhookRefusal::UnknownToken));
-        };
-        let attempt = work.attempts.last().map(|a| a.number).unwrap_or(0);
         let result = match result {
             WebhookResult::Outputs(outputs) => AttemptResult::Success {
                 outputs,
@@ -285,6 +339,38 @@ impl Engine {
         })
         .await?;
         Ok(Ok(()))
+    }
+
+    /// Check a webhook against the stored flow: which attempt it may act on,
+    /// and the item's status. A call still running (its `202` not recorded
+    /// yet) is waited for, briefly; then it is refused as not accepted.
+    async fn webhook_target(
+        &self,
+        flow_id: &str,
+        step_id: &str,
+        token: &str,
+        signed: Option<u32>,
+    ) -> Result<Result<(u32, WorkStatus), WebhookRefusal>, EngineError> {
+        let give_up = tokio::time::Instant::now() + ACCEPTANCE_WAIT;
+        loop {
+            let Some(loaded) = self.inner.store.load_flow(flow_id).await? else {
+                return Ok(Err(WebhookRefusal::UnknownFlow));
+            };
+            let status = |state: &FlowState| {
+                state
+                    .find_work(step_id, token)
+                    .map_or(WorkStatus::Pending, |w| w.status)
+            };
+            match webhook_target(&loaded.state, step_id, token, signed) {
+                Ok(target) => return Ok(target.map(|a| (a, status(&loaded.state)))),
+                Err(WaitForAcceptance(attempt)) if tokio::time::Instant::now() >= give_up => {
+                    return Ok(Err(WebhookRefusal::NotAccepted { attempt }));
+                }
+                // Rare (a step that answers and calls back at once), and
+                // bounded: no notice to wait on spans processes, so look again.
+                Err(WaitForAcceptance(_)) => tokio::time::sleep(std::time::Duration::from_millis(20)).await,
+            }
+        }
     }
 
     /// Record how a call of this process ended: its result, or for an async
@@ -616,6 +702,17 @@ impl Engine {
                 _ => {}
             }
         }
+        if finished {
+            // Only a compensation's retries outlive the flow (those of this
+            // decision included, hence after scheduling them).
+            self.inner.timers.retain_flow(&tx.state.id, |timer| match timer {
+                Timer::Retry { key, .. } => tx
+                    .state
+                    .find_work(&key.step_id, &key.token)
+                    .is_some_and(|w| w.status == WorkStatus::Compensating),
+                Timer::Inactivity(_) | Timer::FlowDeadline(_) => false,
+            });
+        }
         self.dispatch(tx);
     }
 
@@ -674,7 +771,7 @@ impl Engine {
                 (http.endpoint.clone(), work.inputs.clone(), body)
             };
             let webhook_url = (step.is_async() && !d.compensate)
-                .then(|| self.webhook_url(&tx.state.id, &step.id, &d.token));
+                .then(|| self.webhook_url(&tx.state.id, &step.id, &d.token, d.attempt));
             // Flow state keeps the unsigned URL in a `webhook_url` meta
             // input; the step alone is given the signed one.
             let body = match (&webhook_url, body) {
@@ -811,21 +908,23 @@ impl Engine {
         .await
     }
 
-    /// An async step's heartbeat: its inactivity window starts again.
+    /// An async step's heartbeat: its inactivity window starts again. Only
+    /// for an accepted call of the current attempt that is still waiting.
     pub async fn heartbeat(
         &self,
         flow_id: &str,
         step_id: &str,
         token: &str,
+        signed: Option<u32>,
     ) -> Result<Result<(), WebhookRefusal>, EngineError> {
-        let Some(loaded) = self.inner.store.load_flow(flow_id).await? else {
-            return Ok(Err(WebhookRefusal::UnknownFlow));
-        };
-        let Some(exec) = loaded.state.executions.get(step_id) else {
-            return Ok(Err(WebhookRefusal::UnknownStep));
-        };
-        if !exec.work_items.contains_key(token) {
-            return Ok(Err(WebhookRefusal::UnknownToken));
+        match self.webhook_target(flow_id, step_id, token, signed).await? {
+            Ok((_, WorkStatus::Active)) => {}
+            Ok((_, status)) => {
+                return Ok(Err(WebhookRefusal::NotWaiting {
+                    status: status.as_str(),
+                }))
+            }
+            Err(refusal) => return Ok(Err(refusal)),
         }
         self.decide(flow_id, |state, ctx| {
             machine::heartbeat(state, step_id, token, ctx.now)

@@ -137,20 +137,28 @@ impl Engine {
         self.inner.finished.subscribe()
     }
 
-    /// The webhook URL an async step is given for one work item: the base
-    /// URL, flow, step and token, and the signature that proves the caller
-    /// was handed it (docs/security.md).
-    pub fn webhook_url(&self, flow_id: &str, step_id: &str, token: &str) -> String {
+    /// The webhook URL an async step is given for one attempt of a work
+    /// item: the base URL, flow, step and token, and the signature that
+    /// proves the caller was handed it (docs/security.md).
+    pub fn webhook_url(&self, flow_id: &str, step_id: &str, token: &str, attempt: u32) -> String {
         let unsigned =
             tartan_core::machine::webhook_url(&self.inner.config.webhook_base_url, flow_id, step_id, token);
         format!(
             "{unsigned}/{}",
-            self.inner.webhook_key.sign(flow_id, step_id, token)
+            self.inner.webhook_key.sign(flow_id, step_id, token, attempt)
         )
     }
 
-    /// Whether `signature` is the one in the webhook URL of this work item.
-    pub fn verify_webhook(&self, flow_id: &str, step_id: &str, token: &str, signature: &str) -> bool {
+    /// Which attempt `signature` was handed out for, when it is one the
+    /// engine signed (`Some(None)`: a URL from before attempts were signed);
+    /// `None` for a forgery.
+    pub fn verify_webhook(
+        &self,
+        flow_id: &str,
+        step_id: &str,
+        token: &str,
+        signature: &str,
+    ) -> Option<Option<u32>> {
         self.inner.webhook_key.verify(flow_id, step_id, token, signature)
     }
 
@@ -160,8 +168,9 @@ impl Engine {
         self.inner.flows.len()
     }
 
-    /// Retries waiting in this process's timer heap.
-    pub fn scheduled_retries(&self) -> usize {
+    /// Timers this process holds: retries, inactivity windows, flow
+    /// deadlines. Those of finished flows are dropped when they finish.
+    pub fn timers(&self) -> usize {
         self.inner.timers.len()
     }
 

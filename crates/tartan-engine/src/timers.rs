@@ -1,12 +1,12 @@
 //! Timers: retries due later, inactivity windows of accepted async calls,
-//! flow deadlines, in one heap ordered by due time. One task sleeps until the
+//! flow deadlines, in one ordered set by due time, indexed by flow so that a
+//! flow that finishes takes its timers with it. One task sleeps until the
 //! earliest is due; nothing polls. The heap is a cache of timestamps in the
 //! database (`work_items.due_us`, `flows.deadline_us`): it is rebuilt at start
 //! and topped up by a slow sweep, the safety net for timers another process
 //! set or that lie further ahead than the sweep's horizon.
 
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -43,6 +43,13 @@ impl Timer {
             Timer::FlowDeadline(flow) => format!("f:{flow}"),
         }
     }
+
+    fn flow_id(&self) -> &str {
+        match self {
+            Timer::Retry { key, .. } | Timer::Inactivity(key) => &key.flow_id,
+            Timer::FlowDeadline(flow) => flow,
+        }
+    }
 }
 
 #[derive(Default)]
@@ -54,8 +61,25 @@ pub(crate) struct Timers {
 
 #[derive(Default)]
 struct TimerState {
-    heap: BinaryHeap<Reverse<(i64, Timer)>>,
+    /// Every timer, earliest first.
+    queue: BTreeSet<(i64, Timer)>,
     known: HashSet<String>,
+    /// The entries of `queue`, by flow.
+    by_flow: HashMap<String, BTreeSet<(i64, Timer)>>,
+}
+
+impl TimerState {
+    fn remove(&mut self, entry: &(i64, Timer)) {
+        self.queue.remove(entry);
+        self.known.remove(&entry.1.identity(entry.0));
+        let flow = entry.1.flow_id();
+        if let Some(timers) = self.by_flow.get_mut(flow) {
+            timers.remove(entry);
+            if timers.is_empty() {
+                self.by_flow.remove(flow);
+            }
+        }
+    }
 }
 
 impl Timers {
@@ -65,29 +89,45 @@ impl Timers {
         if !st.known.insert(timer.identity(due_us)) {
             return;
         }
-        let earliest = st.heap.peek().map(|Reverse((t, _))| *t);
-        st.heap.push(Reverse((due_us, timer)));
+        let earliest = st.queue.first().map(|(t, _)| *t);
+        st.by_flow
+            .entry(timer.flow_id().to_string())
+            .or_default()
+            .insert((due_us, timer.clone()));
+        st.queue.insert((due_us, timer));
         drop(st);
         if earliest.is_none_or(|t| due_us < t) {
             self.changed.notify_one();
         }
     }
 
-    /// Everything due by `now_us`, removed from the heap; and the next due time.
+    /// Everything due by `now_us`, removed; and the next due time.
     fn take_due(&self, now_us: i64) -> (Vec<Timer>, Option<i64>) {
         let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
         let mut due = Vec::new();
-        while st.heap.peek().is_some_and(|Reverse((t, _))| *t <= now_us) {
-            if let Some(Reverse((t, timer))) = st.heap.pop() {
-                st.known.remove(&timer.identity(t));
-                due.push(timer);
-            }
+        while let Some(entry) = st.queue.first().filter(|(t, _)| *t <= now_us).cloned() {
+            st.remove(&entry);
+            due.push(entry.1);
         }
-        (due, st.heap.peek().map(|Reverse((t, _))| *t))
+        (due, st.queue.first().map(|(t, _)| *t))
+    }
+
+    /// Drop the timers of a flow that `keep` does not want: those of a
+    /// finished flow have nothing left to do, and would otherwise stay in
+    /// memory until they fire (a deadline may be days away).
+    pub(crate) fn retain_flow(&self, flow_id: &str, keep: impl Fn(&Timer) -> bool) {
+        let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(timers) = st.by_flow.get(flow_id) else {
+            return;
+        };
+        let gone: Vec<(i64, Timer)> = timers.iter().filter(|(_, t)| !keep(t)).cloned().collect();
+        for entry in &gone {
+            st.remove(entry);
+        }
     }
 
     pub(crate) fn len(&self) -> usize {
-        self.state.lock().unwrap_or_else(|p| p.into_inner()).heap.len()
+        self.state.lock().unwrap_or_else(|p| p.into_inner()).queue.len()
     }
 }
 

@@ -38,21 +38,47 @@ impl WebhookKey {
         Ok(Self { key })
     }
 
-    /// The signature segment of the webhook URL of one work item.
-    pub(crate) fn sign(&self, flow_id: &str, step_id: &str, token: &str) -> String {
-        URL_SAFE_NO_PAD.encode(self.mac(flow_id, step_id, token))
+    /// The signature segment of the webhook URL of one attempt of a work
+    /// item: `{attempt}.{mac}`. The attempt is part of what is signed, so a
+    /// result or heartbeat tells which call it belongs to (a late one of an
+    /// older attempt is refused, docs/api.md "Webhooks").
+    pub(crate) fn sign(&self, flow_id: &str, step_id: &str, token: &str, attempt: u32) -> String {
+        let attempt = attempt.to_string();
+        let mac = self.mac(&["tartan-webhook-v2", flow_id, step_id, token, &attempt]);
+        format!("{attempt}.{}", URL_SAFE_NO_PAD.encode(mac))
     }
 
-    /// Whether `signature` is the one `sign` gives; compared in constant time.
-    pub(crate) fn verify(&self, flow_id: &str, step_id: &str, token: &str, signature: &str) -> bool {
-        let Ok(given) = URL_SAFE_NO_PAD.decode(signature) else {
-            return false;
+    /// Which attempt a signature was handed out for, if it is one `sign`
+    /// gave: `Some(Some(n))`; `Some(None)` for the first form, without an
+    /// attempt (URLs handed out before attempts were signed); `None` for a
+    /// forgery. MACs are compared in constant time.
+    pub(crate) fn verify(
+        &self,
+        flow_id: &str,
+        step_id: &str,
+        token: &str,
+        signature: &str,
+    ) -> Option<Option<u32>> {
+        let (attempt, mac) = match signature.split_once('.') {
+            Some((n, mac)) => (Some(n), mac),
+            None => (None, signature),
         };
-        let expected = self.mac(flow_id, step_id, token);
-        given.len() == expected.len() && bool::from(given.ct_eq(&expected))
+        let given = URL_SAFE_NO_PAD.decode(mac).ok()?;
+        let expected = match attempt {
+            Some(n) => self.mac(&["tartan-webhook-v2", flow_id, step_id, token, n]),
+            None => self.mac(&["tartan-webhook-v1", flow_id, step_id, token]),
+        };
+        if given.len() != expected.len() || !bool::from(given.ct_eq(&expected)) {
+            return None;
+        }
+        match attempt {
+            // Only a number this key signed gets here.
+            Some(n) => n.parse().ok().map(Some),
+            None => Some(None),
+        }
     }
 
-    fn mac(&self, flow_id: &str, step_id: &str, token: &str) -> [u8; MAC_BYTES] {
+    fn mac(&self, parts: &[&str]) -> [u8; MAC_BYTES] {
         // new_from_slice accepts keys of any length for HMAC; the fallback
         // is unreachable but keeps this free of panics.
         let mut out = [0u8; MAC_BYTES];
@@ -60,8 +86,8 @@ impl WebhookKey {
             return out;
         };
         // NUL separates the parts: ids and tokens never contain it, so two
-        // different triples never feed the MAC the same bytes.
-        for part in ["tartan-webhook-v1", flow_id, step_id, token] {
+        // different tuples never feed the MAC the same bytes.
+        for part in parts {
             mac.update(part.as_bytes());
             mac.update(&[0]);
         }
@@ -79,22 +105,33 @@ mod tests {
     }
 
     #[test]
-    fn a_signature_verifies_only_for_its_own_flow_step_and_token() {
+    fn a_signature_verifies_only_for_its_own_flow_step_token_and_attempt() {
         let k = key();
-        let sig = k.sign("f", "s", "t");
-        assert_eq!(sig.len(), 22);
-        assert!(k.verify("f", "s", "t", &sig));
-        assert!(!k.verify("f", "s", "u", &sig));
-        assert!(!k.verify("g", "s", "t", &sig));
-        assert!(!k.verify("f", "x", "t", &sig));
-        assert!(!k.verify("f", "s", "t", "heartbeat"));
-        assert!(!k.verify("f", "s", "t", ""));
-        assert!(!k.verify("f", "s", "t", &sig[..21]));
+        let sig = k.sign("f", "s", "t", 3);
+        assert!(sig.starts_with("3.") && sig.len() == 24, "{sig}");
+        assert_eq!(k.verify("f", "s", "t", &sig), Some(Some(3)));
+        assert_eq!(k.verify("f", "s", "u", &sig), None);
+        assert_eq!(k.verify("g", "s", "t", &sig), None);
+        assert_eq!(k.verify("f", "x", "t", &sig), None);
+        // Another attempt number with this MAC is a forgery.
+        assert_eq!(k.verify("f", "s", "t", &sig.replacen('3', "2", 1)), None);
+        assert_eq!(k.verify("f", "s", "t", "heartbeat"), None);
+        assert_eq!(k.verify("f", "s", "t", ""), None);
+        assert_eq!(k.verify("f", "s", "t", "."), None);
+        assert_eq!(k.verify("f", "s", "t", &sig[..23]), None);
+    }
+
+    #[test]
+    fn the_first_form_without_an_attempt_still_verifies() {
+        let k = key();
+        let legacy = URL_SAFE_NO_PAD.encode(k.mac(&["tartan-webhook-v1", "f", "s", "t"]));
+        assert_eq!(k.verify("f", "s", "t", &legacy), Some(None));
+        assert_eq!(k.verify("f", "s", "u", &legacy), None);
     }
 
     #[test]
     fn another_key_gives_another_signature() {
         let other = WebhookKey { key: vec![8; 32] };
-        assert_ne!(key().sign("f", "s", "t"), other.sign("f", "s", "t"));
+        assert_ne!(key().sign("f", "s", "t", 1), other.sign("f", "s", "t", 1));
     }
 }

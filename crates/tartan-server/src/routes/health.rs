@@ -16,6 +16,7 @@ pub(crate) async fn health(State(engine): State<Engine>) -> Json<Value> {
             "node_id": engine.config().node_id,
             "active_flows": engine.active_flows(),
             "max_active_flows": engine.config().max_active_flows,
+            "timers": engine.timers(),
         }
     }))
 }

@@ -1,8 +1,9 @@
 //! `POST /webhook/{flow}/{step}/{token}/{signature}`: an async step's result.
-//! 200 with an empty body, also for duplicates and late deliveries (recorded,
-//! no state change); 403 when the signature is not the one the engine handed
-//! out (docs/security.md); 400 for an unknown flow, step or token or a
-//! non-object body.
+//! 200 with an empty body, also for duplicates and late deliveries of the
+//! current attempt (recorded, no state change); 403 when the signature is not
+//! the one the engine handed out (docs/security.md); 400 for an unknown flow,
+//! step or token or a non-object body; 409 when no accepted call of that
+//! attempt waits for it (docs/api.md, "Async steps and webhooks").
 
 use axum::extract::{Request, State};
 use axum::http::{header, StatusCode};
@@ -18,7 +19,7 @@ pub(crate) async fn deliver(
     Path((flow, step, token, signature)): Path<(String, String, String, String)>,
     req: Request,
 ) -> Result<StatusCode, ApiError> {
-    check_signature(&engine, &flow, &step, &token, &signature)?;
+    let attempt = check_signature(&engine, &flow, &step, &token, &signature)?;
     let is_problem = req
         .headers()
         .get(header::CONTENT_TYPE)
@@ -43,7 +44,10 @@ pub(crate) async fn deliver(
     } else {
         WebhookResult::Outputs(obj)
     };
-    match engine.deliver_webhook(&flow, &step, &token, result).await? {
+    match engine
+        .deliver_webhook(&flow, &step, &token, attempt, result)
+        .await?
+    {
         Ok(()) => Ok(StatusCode::OK),
         Err(refusal) => Err(refused(refusal, &flow, &step, &token)),
     }
@@ -55,8 +59,8 @@ pub(crate) async fn heartbeat(
     State(engine): State<Engine>,
     Path((flow, step, token, signature)): Path<(String, String, String, String)>,
 ) -> Result<StatusCode, ApiError> {
-    check_signature(&engine, &flow, &step, &token, &signature)?;
-    match engine.heartbeat(&flow, &step, &token).await? {
+    let attempt = check_signature(&engine, &flow, &step, &token, &signature)?;
+    match engine.heartbeat(&flow, &step, &token, attempt).await? {
         Ok(()) => Ok(StatusCode::OK),
         Err(refusal) => Err(refused(refusal, &flow, &step, &token)),
     }
@@ -69,19 +73,18 @@ pub(crate) async fn unsigned() -> ApiError {
 }
 
 /// The signature is checked before anything is looked up, so a forger
-/// learns nothing, not even whether the flow exists.
+/// learns nothing, not even whether the flow exists. Gives the attempt the
+/// URL was handed out for.
 fn check_signature(
     engine: &Engine,
     flow: &str,
     step: &str,
     token: &str,
     signature: &str,
-) -> Result<(), ApiError> {
-    if engine.verify_webhook(flow, step, token, signature) {
-        Ok(())
-    } else {
-        Err(forbidden())
-    }
+) -> Result<Option<u32>, ApiError> {
+    engine
+        .verify_webhook(flow, step, token, signature)
+        .ok_or_else(forbidden)
 }
 
 fn forbidden() -> ApiError {
@@ -97,5 +100,17 @@ fn refused(refusal: WebhookRefusal, flow: &str, step: &str, token: &str) -> ApiE
         WebhookRefusal::UnknownFlow => ApiError::bad_request(format!("unknown flow: {flow}")),
         WebhookRefusal::UnknownStep => ApiError::bad_request(format!("unknown step: {step}")),
         WebhookRefusal::UnknownToken => ApiError::bad_request(format!("unknown token: {token}")),
+        WebhookRefusal::Synchronous => ApiError::conflict(format!(
+            "step {step} is synchronous: its result is the response to its call, not a webhook"
+        )),
+        WebhookRefusal::NotAccepted { attempt } => ApiError::conflict(format!(
+            "attempt {attempt} of work item {token} has not been accepted: an async step answers its call with 202 before its webhook counts"
+        )),
+        WebhookRefusal::OlderAttempt { given, current } => ApiError::conflict(format!(
+            "this URL belongs to attempt {given} of work item {token}, which attempt {current} replaced; nothing changed"
+        )),
+        WebhookRefusal::NotWaiting { status } => ApiError::conflict(format!(
+            "work item {token} is {status}: no call of it is waiting for a heartbeat"
+        )),
     }
 }

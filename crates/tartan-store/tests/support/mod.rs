@@ -303,6 +303,7 @@ pub fn detail(status: WorkStatus, note: &str) -> WorkState {
         inactive_until: None,
         compensation: Vec::new(),
         accepted_at: None,
+        retry_state: None,
         index: 0,
     }
 }
