@@ -697,6 +697,9 @@ impl FlowState {
                 exec.status = StepStatus::Active;
                 exec.started_at = Some(at);
                 exec.inputs = inputs.clone();
+                // Each item's place in element order, looked up once.
+                let positions: std::collections::HashMap<&str, usize> =
+                    order.iter().enumerate().map(|(i, t)| (t.as_str(), i)).collect();
                 for (token, item_inputs) in work_items {
                     exec.work_items.insert(
                         token.clone(),
@@ -716,10 +719,9 @@ impl FlowState {
                             compensation: Vec::new(),
                             accepted_at: None,
                             retry_state: None,
-                            index: order
-                                .iter()
-                                .position(|t| t == token)
-                                .and_then(|i| u32::try_from(i).ok())
+                            index: positions
+                                .get(token.as_str())
+                                .and_then(|i| u32::try_from(*i).ok())
                                 .unwrap_or(0),
                         },
                     );

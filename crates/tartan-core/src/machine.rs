@@ -1106,7 +1106,13 @@ fn expand(step: &Step, inputs: &Args) -> Result<Vec<Args>, String> {
             "for_each expands to {count} work items, more than {MAX_WORK_ITEMS}"
         ));
     }
-    let mut items = vec![inputs.clone()];
+    // The base every item shares, without the arrays being expanded: each
+    // item then costs its own elements, not a copy of every array.
+    let mut base = inputs.clone();
+    for (inner, _) in &for_each {
+        base.remove(inner);
+    }
+    let mut items = vec![base];
     for (inner, values) in &for_each {
         items = items
             .iter()

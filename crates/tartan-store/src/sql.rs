@@ -378,24 +378,31 @@ impl SqlStore {
             Backend::Postgres => " FOR UPDATE SKIP LOCKED",
             Backend::Sqlite => "",
         };
-        let list: Vec<String> = (0..tokens.len()).map(|i| format!("${}", i + 5)).collect();
-        let sql = format!(
-            "UPDATE work_items SET lease_owner = $1, lease_expires_us = $2 WHERE token IN (\
-             SELECT token FROM work_items WHERE status IN ('not_completed', 'compensating') AND due_us <= $3 \
-             AND (lease_owner IS NULL OR lease_owner = $1 OR lease_expires_us < $4) AND token IN ({}){lock}) \
-             RETURNING flow_id, step_id, token",
-            list.join(", ")
-        );
-        let mut query = sqlx::query(&sql)
-            .bind(&claim.node)
-            .bind(to_us(claim.lease_until))
-            .bind(to_us(claim.now))
-            .bind(to_us(claim.now));
-        for t in tokens {
-            query = query.bind(t);
+        // However many fall due together (after an outage, 100,000), each
+        // statement carries a bounded list.
+        let mut claimed = Vec::with_capacity(tokens.len());
+        for chunk in tokens.chunks(ROWS_PER_STATEMENT) {
+            let list: Vec<String> = (0..chunk.len()).map(|i| format!("${}", i + 5)).collect();
+            let sql = format!(
+                "UPDATE work_items SET lease_owner = $1, lease_expires_us = $2 WHERE token IN (\
+                 SELECT token FROM work_items WHERE status IN ('not_completed', 'compensating') AND due_us <= $3 \
+                 AND (lease_owner IS NULL OR lease_owner = $1 OR lease_expires_us < $4) AND token IN ({}){lock}) \
+                 RETURNING flow_id, step_id, token",
+                list.join(", ")
+            );
+            let mut query = sqlx::query(&sql)
+                .bind(&claim.node)
+                .bind(to_us(claim.lease_until))
+                .bind(to_us(claim.now))
+                .bind(to_us(claim.now));
+            for t in chunk {
+                query = query.bind(t);
+            }
+            for row in query.fetch_all(&self.write).await? {
+                claimed.push(work_key(&row)?);
+            }
         }
-        let rows = query.fetch_all(&self.write).await?;
-        rows.iter().map(work_key).collect()
+        Ok(claimed)
     }
 
     pub(crate) async fn claim_sql(&self, claim: &Claim) -> Result<Vec<WorkKey>, StoreError> {

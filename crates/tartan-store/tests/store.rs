@@ -63,6 +63,9 @@ store_tests! {
     case_scheduled_work => sqlite_scheduled_work, postgres_scheduled_work;
     case_concurrent_claims_never_share_an_item => sqlite_concurrent_claims_never_share_an_item,
         postgres_concurrent_claims_never_share_an_item;
+    case_a_hundred_thousand_due_retries_are_claimed_at_once =>
+        sqlite_a_hundred_thousand_due_retries_are_claimed_at_once,
+        postgres_a_hundred_thousand_due_retries_are_claimed_at_once;
 }
 
 // Reopening needs the URL, so these two are written out.
@@ -1462,4 +1465,40 @@ async fn case_renew_leases(store: Arc<dyn Store>) {
     );
     assert_eq!(lease("r.done"), Some(at(60)), "finished work is not renewed");
     assert!(store.renew_leases("a", &[], at(900)).await.unwrap().is_empty());
+}
+
+/// After an outage 100,000 retries fall due together: one claim takes them
+/// all, though no statement may carry that many parameters (SQLite allows
+/// 32,766, Postgres 65,535).
+async fn case_a_hundred_thousand_due_retries_are_claimed_at_once(store: Arc<dyn Store>) {
+    const N: usize = 100_000;
+    let flow = start("outage", &[], at(0));
+    let mut c = commit(&flow, 0, Some(REQUEST));
+    c.work = (0..N)
+        .map(|i| {
+            let mut r = row(
+                "outage",
+                GREET,
+                &format!("due.{i:06}"),
+                WorkStatus::NotCompleted,
+                at(0),
+                None,
+            );
+            r.due_at = Some(at(10));
+            r
+        })
+        .collect();
+    commit_ok(&store, c).await;
+    let tokens: Vec<String> = (0..N).map(|i| format!("due.{i:06}")).collect();
+    let claimed = store
+        .claim_due_work(&claim("a", 20, 600, N), &tokens)
+        .await
+        .unwrap();
+    assert_eq!(keys(&claimed).len(), N);
+    // Leased now: another node's claim of the same tokens gets none.
+    let again = store
+        .claim_due_work(&claim("b", 21, 600, N), &tokens)
+        .await
+        .unwrap();
+    assert!(again.is_empty(), "{} claimed twice", again.len());
 }
