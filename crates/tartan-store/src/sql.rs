@@ -31,10 +31,12 @@ pub(crate) enum Backend {
 
 /// Both databases behind the sqlx `Any` driver. SQLite gets a one-connection
 /// writer pool (it allows one writer) and a separate reader pool; Postgres
-/// uses one pool for both.
+/// uses one pool for both. The API's listings and histories have a pool of
+/// their own on both (docs/durability.md, "Connection pools").
 pub(crate) struct SqlStore {
     pub(crate) write: AnyPool,
     pub(crate) read: AnyPool,
+    pub(crate) api: AnyPool,
     pub(crate) backend: Backend,
     /// Postgres: where to listen for other processes' notices.
     pub(crate) listen_url: Option<String>,
@@ -539,7 +541,7 @@ impl Store for SqlStore {
         )
         .bind(CATALOG)
         .bind(CATALOG)
-        .fetch_all(&self.read)
+        .fetch_all(&self.api)
         .await?;
         rows.iter().map(stored_event).collect()
     }
@@ -602,7 +604,7 @@ impl Store for SqlStore {
         )
         .bind(FLOW)
         .bind(flow_id)
-        .fetch_all(&self.read)
+        .fetch_all(&self.api)
         .await?;
         rows.iter().map(stored_event).collect()
     }
@@ -652,7 +654,7 @@ impl Store for SqlStore {
         }
         let p = param(&mut binds, Bind::Int(q.limit as i64 + 1));
         sql.push_str(&format!(" ORDER BY created_us {order}, id {order} LIMIT {p}"));
-        let rows = bind_all(sqlx::query(&sql), binds).fetch_all(&self.read).await?;
+        let rows = bind_all(sqlx::query(&sql), binds).fetch_all(&self.api).await?;
         let mut flows = Vec::with_capacity(rows.len());
         for row in rows.iter().take(q.limit) {
             let text: String = row.try_get("state")?;
@@ -709,7 +711,7 @@ impl Store for SqlStore {
         }
         let p = param(&mut binds, Bind::Int(q.limit as i64 + 1));
         sql.push_str(&format!(" ORDER BY created_us, token LIMIT {p}"));
-        let rows = bind_all(sqlx::query(&sql), binds).fetch_all(&self.read).await?;
+        let rows = bind_all(sqlx::query(&sql), binds).fetch_all(&self.api).await?;
         let mut items = Vec::with_capacity(rows.len());
         let mut last_key = None;
         for row in rows.iter().take(q.limit) {
