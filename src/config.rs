@@ -269,9 +269,15 @@ impl Config {
         };
         let counts = [
             ("max_calls", args.max_calls.or(file.max_calls)),
-            ("max_queued_calls", args.max_queued_calls.or(file.max_queued_calls)),
+            (
+                "max_queued_calls",
+                args.max_queued_calls.or(file.max_queued_calls),
+            ),
             ("db_pool", args.db_pool.or(file.db_pool).map(|n| n as usize)),
-            ("db_read_pool", args.db_read_pool.or(file.db_read_pool).map(|n| n as usize)),
+            (
+                "db_read_pool",
+                args.db_read_pool.or(file.db_read_pool).map(|n| n as usize),
+            ),
         ];
         if let Some((name, _)) = counts.iter().find(|(_, n)| *n == Some(0)) {
             bail!("{name} in the config file: must be at least 1");

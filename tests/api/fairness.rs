@@ -155,7 +155,11 @@ async fn a_step_whose_endpoint_hangs_leaves_slots_to_other_steps(backend: Backen
 
     // The hanging step never got more than its share.
     tokio::time::sleep(Duration::from_millis(200)).await;
-    assert_eq!(seen.load(Ordering::SeqCst), 4, "calls made to the hanging endpoint");
+    assert_eq!(
+        seen.load(Ordering::SeqCst),
+        4,
+        "calls made to the hanging endpoint"
+    );
     let details = health(&engine).await;
     assert!(count(&details, "calls_in_flight") <= 8, "{details}");
     assert_eq!(count(&details, "calls_queued"), 1_996, "{details}");
@@ -178,7 +182,11 @@ async fn a_step_whose_endpoint_hangs_leaves_slots_to_other_steps(backend: Backen
     quick_flow(&engine, "after-cancel").await;
     // A slot freed while the abort reaches the waiting calls may start one
     // of them, aborted at once; the 1,996 are not made.
-    assert!(seen.load(Ordering::SeqCst) <= 8, "{} calls made", seen.load(Ordering::SeqCst));
+    assert!(
+        seen.load(Ordering::SeqCst) <= 8,
+        "{} calls made",
+        seen.load(Ordering::SeqCst)
+    );
 }
 
 async fn calls_beyond_the_queue_bound_are_made_later_not_lost(backend: Backend) {
@@ -226,7 +234,11 @@ async fn calls_beyond_the_queue_bound_are_made_later_not_lost(backend: Backend) 
     let details = health(&engine).await;
     assert!(count(&details, "calls_in_flight") <= 2, "{details}");
     assert!(count(&details, "calls_queued") <= 3, "{details}");
-    assert_eq!(count(&details, "calls_deferred"), 5, "2 running, 3 queued, 5 left: {details}");
+    assert_eq!(
+        count(&details, "calls_deferred"),
+        5,
+        "2 running, 3 queued, 5 left: {details}"
+    );
 
     // The five left to their lease are made when it runs out.
     let mut flow = Value::Null;

@@ -29,8 +29,9 @@ pub(crate) async fn open(url: &str, pools: &crate::Pools) -> Result<SqlStore, St
     // statement, so that they cannot hold what commits and lease renewal
     // need (docs/durability.md, "Connection pools").
     let timeout_ms = pools.read_timeout.as_millis().max(1);
+    let api_size = pools.read.unwrap_or(4);
     let api = AnyPoolOptions::new()
-        .max_connections(pools.read.unwrap_or(4))
+        .max_connections(api_size)
         .acquire_timeout(ACQUIRE_TIMEOUT)
         .after_connect(move |conn, _| {
             Box::pin(async move {
@@ -45,6 +46,7 @@ pub(crate) async fn open(url: &str, pools: &crate::Pools) -> Result<SqlStore, St
         write: engine.clone(),
         read: engine,
         api,
+        api_turns: tokio::sync::Semaphore::new(api_size as usize),
         backend: Backend::Postgres,
         listen_url: Some(url.to_string()),
     })

@@ -53,13 +53,13 @@ pub(crate) async fn open(url: &str, pools: &crate::Pools) -> Result<SqlStore, St
     let read = pool(pools.engine.unwrap_or(4))
         .connect_with(crate::sql::quiet(url)?)
         .await?;
-    let api = pool(pools.read.unwrap_or(4))
-        .connect_with(crate::sql::quiet(url)?)
-        .await?;
+    let api_size = pools.read.unwrap_or(4);
+    let api = pool(api_size).connect_with(crate::sql::quiet(url)?).await?;
     Ok(SqlStore {
         write,
         read,
         api,
+        api_turns: tokio::sync::Semaphore::new(api_size as usize),
         backend: Backend::Sqlite,
         listen_url: None,
     })
