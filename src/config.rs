@@ -71,6 +71,9 @@ pub struct ServeArgs {
     /// Database connections of the API's listings and histories, apart from the engine's [default: 4]
     #[arg(long, env = "TARTAN_DB_READ_POOL", value_parser = at_least_one_u32)]
     pub db_read_pool: Option<u32>,
+    /// Postgres: how long one listing or history statement of the API may run [default: 30s]
+    #[arg(long, env = "TARTAN_DB_READ_TIMEOUT")]
+    pub db_read_timeout: Option<String>,
 }
 
 /// A count of at least 1 given as a flag or environment variable.
@@ -282,12 +285,13 @@ impl Config {
         if let Some((name, _)) = counts.iter().find(|(_, n)| *n == Some(0)) {
             bail!("{name} in the config file: must be at least 1");
         }
-        let read_timeout = duration_setting(
-            &["TARTAN_DB_READ_TIMEOUT"],
-            file.db_read_timeout,
-            tartan_store::Pools::default().read_timeout,
-            DurationKind::Timeout,
-        )?;
+        let read_timeout = match (args.db_read_timeout, file.db_read_timeout) {
+            (Some(text), _) => parse_duration_str(&text, DurationKind::Timeout)
+                .map_err(|e| anyhow::anyhow!("--db-read-timeout / TARTAN_DB_READ_TIMEOUT: {e}"))?,
+            (None, Some(text)) => parse_duration_str(&text, DurationKind::Timeout)
+                .map_err(|e| anyhow::anyhow!("db_read_timeout in the config file: {e}"))?,
+            (None, None) => tartan_store::Pools::default().read_timeout,
+        };
         let pools = tartan_store::Pools {
             engine: args.db_pool.or(file.db_pool),
             read: args.db_read_pool.or(file.db_read_pool),

@@ -68,7 +68,6 @@ async fn serve(config: Config) -> Result<()> {
         max_calls: config.max_calls,
         max_calls_per_step: config.max_calls_per_step,
         max_queued_calls: config.max_queued_calls,
-        ..EngineConfig::default()
     };
     tracing::info!(step_hosts = %config.step_hosts, "steps may call");
     let engine = Engine::start(engine_config, store).await?;

@@ -183,3 +183,104 @@ impl SlotState {
         }
     }
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+
+    fn call(step: &str, n: usize) -> Admitted {
+        let step: tartan_core::step::Step = serde_json::from_value(serde_json::json!({
+            "id": step, "name": step, "type": "sync",
+            "http": {"endpoint": "http://127.0.0.1:1/x"}, "attributes": {},
+        }))
+        .unwrap();
+        Admitted {
+            call: Call {
+                flow_id: "f".into(),
+                step: Arc::new(step),
+                token: format!("{n}"),
+                attempt: 1,
+                endpoint: String::new(),
+                placeholders: Default::default(),
+                body: None,
+                compensate: false,
+                webhook_url: None,
+                timeout: std::time::Duration::from_secs(1),
+                timeout_scope: tartan_core::timeouts::TimeoutScope::Attempt,
+                timeout_limit_ms: 1000,
+                scope_start: chrono::Utc::now(),
+            },
+            id: n as u64,
+            cancel: CancellationToken::new(),
+        }
+    }
+
+    fn started(out: Vec<Admitted>) -> Vec<String> {
+        out.iter()
+            .map(|a| format!("{}{}", a.call.step.id, a.call.token))
+            .collect()
+    }
+
+    #[test]
+    fn one_step_holds_at_most_its_share_and_waiting_steps_are_served_in_turn() {
+        let slots = CallSlots::new(4, 2, 100);
+        // a takes its share; the rest of a waits although slots are free.
+        assert!(matches!(slots.admit(call("a", 0)), Admission::Run(_)));
+        assert!(matches!(slots.admit(call("a", 1)), Admission::Run(_)));
+        assert!(matches!(slots.admit(call("a", 2)), Admission::Queued));
+        assert!(matches!(slots.admit(call("b", 0)), Admission::Run(_)));
+        assert!(matches!(slots.admit(call("c", 0)), Admission::Run(_)));
+        for n in 1..3 {
+            assert!(matches!(slots.admit(call("b", n)), Admission::Queued));
+            assert!(matches!(slots.admit(call("c", n)), Admission::Queued));
+        }
+        assert_eq!(
+            slots.counts(),
+            CallCounts {
+                running: 4,
+                queued: 5
+            }
+        );
+        // a is below its share again: its waiting call goes first.
+        assert_eq!(started(slots.release("a")), ["a2"]);
+        // b's and c's slots go round: b, then c, then b.
+        assert_eq!(started(slots.release("b")), ["b1"]);
+        assert_eq!(started(slots.release("c")), ["c1"]);
+        assert_eq!(started(slots.release("a")), ["b2"]);
+        assert_eq!(started(slots.release("b")), ["c2"]);
+        assert_eq!(
+            slots.counts(),
+            CallCounts {
+                running: 4,
+                queued: 0
+            }
+        );
+    }
+
+    #[test]
+    fn the_queue_is_bounded_and_aborted_calls_are_skipped() {
+        let slots = CallSlots::new(1, 1, 2);
+        assert!(matches!(slots.admit(call("a", 0)), Admission::Run(_)));
+        let aborted = call("a", 1);
+        let cancel = aborted.cancel.clone();
+        assert!(matches!(slots.admit(aborted), Admission::Queued));
+        assert!(matches!(slots.admit(call("a", 2)), Admission::Queued));
+        assert!(matches!(slots.admit(call("a", 3)), Admission::Full(_)));
+        // An aborted call makes room when the queue is full.
+        cancel.cancel();
+        assert!(matches!(slots.admit(call("a", 3)), Admission::Queued));
+        assert_eq!(started(slots.release("a")), ["a2"]);
+        assert_eq!(started(slots.release("a")), ["a3"]);
+        assert!(slots.release("a").is_empty());
+        assert_eq!(
+            slots.counts(),
+            CallCounts {
+                running: 0,
+                queued: 0
+            }
+        );
+    }
+}
