@@ -54,6 +54,39 @@ pub struct ServeArgs {
     /// IP addresses and CIDR ranges [default: any address but link-local]
     #[arg(long, env = "TARTAN_STEP_HOSTS")]
     pub step_hosts: Option<String>,
+    /// Calls in flight in this process at most [default: 1024]
+    #[arg(long, env = "TARTAN_MAX_CALLS", value_parser = at_least_one)]
+    pub max_calls: Option<usize>,
+    /// Calls of one step in flight at most, so that one step whose endpoint
+    /// hangs cannot hold every slot [default: half of TARTAN_MAX_CALLS]
+    #[arg(long, env = "TARTAN_MAX_CALLS_PER_STEP", value_parser = at_least_one)]
+    pub max_calls_per_step: Option<usize>,
+    /// Calls waiting for a slot at most; one beyond it is made when its lease runs out [default: 10000]
+    #[arg(long, env = "TARTAN_MAX_QUEUED_CALLS", value_parser = at_least_one)]
+    pub max_queued_calls: Option<usize>,
+    /// Database connections of the engine (Postgres: commits, leases and the engine's reads;
+    /// SQLite: the engine's readers, beside its one writer) [default: 16 Postgres, 4 SQLite]
+    #[arg(long, env = "TARTAN_DB_POOL", value_parser = at_least_one_u32)]
+    pub db_pool: Option<u32>,
+    /// Database connections of the API's listings and histories, apart from the engine's [default: 4]
+    #[arg(long, env = "TARTAN_DB_READ_POOL", value_parser = at_least_one_u32)]
+    pub db_read_pool: Option<u32>,
+    /// Postgres: how long one listing or history statement of the API may run [default: 30s]
+    #[arg(long, env = "TARTAN_DB_READ_TIMEOUT")]
+    pub db_read_timeout: Option<String>,
+}
+
+/// A count of at least 1 given as a flag or environment variable.
+fn at_least_one(text: &str) -> std::result::Result<usize, String> {
+    text.trim()
+        .parse::<usize>()
+        .ok()
+        .filter(|n| *n >= 1)
+        .ok_or_else(|| format!("must be a whole number of at least 1, got {text:?}"))
+}
+
+fn at_least_one_u32(text: &str) -> std::result::Result<u32, String> {
+    at_least_one(text).and_then(|n| u32::try_from(n).map_err(|_| format!("too large: {text:?}")))
 }
 
 /// The file form: the same keys, all optional.
@@ -79,6 +112,12 @@ struct FileConfig {
     allow_unauthenticated: Option<bool>,
     cors_origins: Option<String>,
     step_hosts: Option<HostList>,
+    max_calls: Option<usize>,
+    max_calls_per_step: Option<usize>,
+    max_queued_calls: Option<usize>,
+    db_pool: Option<u32>,
+    db_read_pool: Option<u32>,
+    db_read_timeout: Option<String>,
 }
 
 /// `step_hosts` in the file: the comma-separated text, or a list.
@@ -109,6 +148,14 @@ pub struct Config {
     pub allow_unauthenticated: bool,
     /// Where steps may call (`TARTAN_STEP_HOSTS`).
     pub step_hosts: StepHosts,
+    /// Calls in flight at most (`TARTAN_MAX_CALLS`), of one step
+    /// (`TARTAN_MAX_CALLS_PER_STEP`), waiting (`TARTAN_MAX_QUEUED_CALLS`).
+    pub max_calls: usize,
+    pub max_calls_per_step: Option<usize>,
+    pub max_queued_calls: usize,
+    /// Connection pools (`TARTAN_DB_POOL`, `TARTAN_DB_READ_POOL`,
+    /// `TARTAN_DB_READ_TIMEOUT`).
+    pub pools: tartan_store::Pools,
 }
 
 impl std::fmt::Debug for Config {
@@ -126,6 +173,10 @@ impl std::fmt::Debug for Config {
             .field("security", &self.security)
             .field("allow_unauthenticated", &self.allow_unauthenticated)
             .field("step_hosts", &self.step_hosts.to_string())
+            .field("max_calls", &self.max_calls)
+            .field("max_calls_per_step", &self.max_calls_per_step)
+            .field("max_queued_calls", &self.max_queued_calls)
+            .field("pools", &self.pools)
             .finish()
     }
 }
@@ -215,6 +266,37 @@ impl Config {
             Duration::from_secs(30),
             DurationKind::Timeout,
         )?;
+        let max_calls_per_step = match args.max_calls_per_step.or(file.max_calls_per_step) {
+            Some(n) if n < 1 => bail!("max_calls_per_step in the config file: must be at least 1"),
+            n => n,
+        };
+        let counts = [
+            ("max_calls", args.max_calls.or(file.max_calls)),
+            (
+                "max_queued_calls",
+                args.max_queued_calls.or(file.max_queued_calls),
+            ),
+            ("db_pool", args.db_pool.or(file.db_pool).map(|n| n as usize)),
+            (
+                "db_read_pool",
+                args.db_read_pool.or(file.db_read_pool).map(|n| n as usize),
+            ),
+        ];
+        if let Some((name, _)) = counts.iter().find(|(_, n)| *n == Some(0)) {
+            bail!("{name} in the config file: must be at least 1");
+        }
+        let read_timeout = match (args.db_read_timeout, file.db_read_timeout) {
+            (Some(text), _) => parse_duration_str(&text, DurationKind::Timeout)
+                .map_err(|e| anyhow::anyhow!("--db-read-timeout / TARTAN_DB_READ_TIMEOUT: {e}"))?,
+            (None, Some(text)) => parse_duration_str(&text, DurationKind::Timeout)
+                .map_err(|e| anyhow::anyhow!("db_read_timeout in the config file: {e}"))?,
+            (None, None) => tartan_store::Pools::default().read_timeout,
+        };
+        let pools = tartan_store::Pools {
+            engine: args.db_pool.or(file.db_pool),
+            read: args.db_read_pool.or(file.db_read_pool),
+            read_timeout,
+        };
         let api_tokens = tokens(
             "TARTAN_API_TOKEN",
             args.api_token.or(file.api_token),
@@ -271,6 +353,16 @@ impl Config {
                 .or(file.allow_unauthenticated)
                 .unwrap_or(false),
             step_hosts,
+            max_calls: args
+                .max_calls
+                .or(file.max_calls)
+                .unwrap_or(tartan_engine::DEFAULT_MAX_CALLS),
+            max_calls_per_step,
+            max_queued_calls: args
+                .max_queued_calls
+                .or(file.max_queued_calls)
+                .unwrap_or(tartan_engine::DEFAULT_MAX_QUEUED_CALLS),
+            pools,
         };
         config.validate()?;
         Ok(config)

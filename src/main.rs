@@ -47,7 +47,7 @@ async fn serve(config: Config) -> Result<()> {
         .await
         .with_context(|| format!("binding {}", config.listen))?;
     let addr = listener.local_addr()?;
-    let store = tartan_store::open(&config.database_url)
+    let store = tartan_store::open_with(&config.database_url, &config.pools)
         .await
         .with_context(|| format!("opening {}", tartan_store::redact(&config.database_url)))?;
     let engine_config = EngineConfig {
@@ -65,7 +65,9 @@ async fn serve(config: Config) -> Result<()> {
         max_active_flows: config.max_active_flows,
         lease: config.lease,
         step_hosts: config.step_hosts.clone(),
-        ..EngineConfig::default()
+        max_calls: config.max_calls,
+        max_calls_per_step: config.max_calls_per_step,
+        max_queued_calls: config.max_queued_calls,
     };
     tracing::info!(step_hosts = %config.step_hosts, "steps may call");
     let engine = Engine::start(engine_config, store).await?;

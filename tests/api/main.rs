@@ -7,6 +7,7 @@ mod bookkeeping;
 mod chaos;
 mod durability;
 mod errors;
+mod fairness;
 mod flows;
 mod helpers;
 mod outages;

@@ -17,8 +17,15 @@ pub struct EngineConfig {
     pub step_timeout: Duration,
     /// How long a lease holds beyond the attempt timeout.
     pub lease: Duration,
-    /// Calls in flight in this process at most.
-    pub max_in_flight: usize,
+    /// Calls in flight in this process at most (`TARTAN_MAX_CALLS`).
+    pub max_calls: usize,
+    /// Calls of one step in flight at most (`TARTAN_MAX_CALLS_PER_STEP`);
+    /// `None`: half of `max_calls` (at least 1), so that one step whose
+    /// endpoint hangs leaves the other half to the rest.
+    pub max_calls_per_step: Option<usize>,
+    /// Calls waiting for a slot at most (`TARTAN_MAX_QUEUED_CALLS`); a call
+    /// beyond it is made when its lease runs out (docs/durability.md).
+    pub max_queued_calls: usize,
     /// Default cap on the attempts of one flow's work items together.
     pub max_step_attempts: u32,
     /// Flows with work in progress in this process at most; a start beyond
@@ -31,6 +38,20 @@ pub struct EngineConfig {
     pub step_hosts: StepHosts,
 }
 
+/// `TARTAN_MAX_CALLS` unless set.
+pub const DEFAULT_MAX_CALLS: usize = 1024;
+/// `TARTAN_MAX_QUEUED_CALLS` unless set.
+pub const DEFAULT_MAX_QUEUED_CALLS: usize = 10_000;
+
+impl EngineConfig {
+    /// The share of the call slots one step may hold.
+    pub fn max_calls_per_step(&self) -> usize {
+        self.max_calls_per_step
+            .unwrap_or(self.max_calls / 2)
+            .clamp(1, self.max_calls.max(1))
+    }
+}
+
 impl Default for EngineConfig {
     fn default() -> Self {
         Self {
@@ -39,7 +60,9 @@ impl Default for EngineConfig {
             work_defaults: WorkDefaults::default(),
             step_timeout: Duration::from_secs(30),
             lease: Duration::from_secs(30),
-            max_in_flight: 1024,
+            max_calls: DEFAULT_MAX_CALLS,
+            max_calls_per_step: None,
+            max_queued_calls: DEFAULT_MAX_QUEUED_CALLS,
             max_step_attempts: tartan_core::flow::DEFAULT_MAX_STEP_ATTEMPTS,
             max_active_flows: 10_000,
             step_hosts: StepHosts::unrestricted(),

@@ -17,7 +17,8 @@ use crate::outbound;
 #[derive(Debug, Clone)]
 pub(crate) struct Call {
     pub flow_id: String,
-    pub step: Step,
+    /// Shared by the calls of one decision (the items of a for_each step).
+    pub step: std::sync::Arc<Step>,
     pub token: String,
     pub attempt: u32,
     /// The URL template to call (the step's endpoint, or its compensate URL)

@@ -22,6 +22,7 @@ use tokio::sync::Mutex;
 use tokio_util::sync::CancellationToken;
 
 use crate::dispatch::{self, Call};
+use crate::slots::{Admission, Admitted};
 use crate::timers::Timer;
 use crate::{Engine, EngineError};
 
@@ -724,6 +725,7 @@ impl Engine {
 
     /// Start the calls a committed transition made active.
     fn dispatch(&self, tx: &Transition) {
+        let mut steps: HashMap<String, Arc<tartan_core::step::Step>> = HashMap::new();
         for d in tx.dispatches() {
             let Some(step) = tx.state.plan.steps.get(&d.step_id) else {
                 continue;
@@ -785,9 +787,13 @@ impl Engine {
                 }
                 (_, body) => body,
             };
+            let step = steps
+                .entry(d.step_id.clone())
+                .or_insert_with(|| Arc::new(step.clone()))
+                .clone();
             self.spawn_call(Call {
                 flow_id: tx.state.id.clone(),
-                step: step.clone(),
+                step,
                 token: d.token,
                 attempt: d.attempt,
                 endpoint,
@@ -803,6 +809,11 @@ impl Engine {
         }
     }
 
+    /// Admit a call to the call slots (`slots.rs`): it runs now, or waits
+    /// for a slot listed in flight (so its lease is renewed and an abort
+    /// finds it). When the queue is full it is left active under this
+    /// node's lease, not called: when that lease runs out the sweep takes
+    /// it over like the call of a dead node (docs/durability.md, "Call slots").
     fn spawn_call(&self, call: Call) {
         if self.inner.stopping.is_cancelled() {
             // Left active under this node's lease; the next start resumes it.
@@ -814,17 +825,37 @@ impl Engine {
             .call_ids
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         self.in_flight().insert(call.token.clone(), (id, cancel.clone()));
+        match self.inner.slots.admit(Admitted { call, id, cancel }) {
+            Admission::Run(admitted) => self.run_call(admitted),
+            Admission::Queued => {}
+            Admission::Full(Admitted { call, id, .. }) => {
+                self.forget_call(&call.token, id);
+                self.inner
+                    .deferred_calls
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                tracing::warn!(flow_id = %call.flow_id, step_id = %call.step.id, token = %call.token,
+                    "call queue full (TARTAN_MAX_QUEUED_CALLS); the call is made when its lease runs out");
+            }
+        }
+    }
+
+    /// Make a call that holds a slot; the slot is given back (and the next
+    /// waiting calls started) as soon as the exchange ends or is aborted.
+    fn run_call(&self, admitted: Admitted) {
         let engine = self.clone();
         self.inner.tasks.spawn(async move {
+            let Admitted { call, id, cancel } = admitted;
+            let slot = SlotHeld {
+                engine: &engine,
+                step_id: &call.step.id,
+            };
             let outcome = tokio::select! {
-                r = async {
-                    let _permit = engine.inner.calls.clone().acquire_owned().await.ok()?;
-                    Some(dispatch::perform(&engine.inner.http, &engine.inner.config.step_hosts, &call).await)
-                } => r,
+                r = dispatch::perform(&engine.inner.http, &engine.inner.config.step_hosts, &call) => Some(r),
                 // The flow was cancelled or timed out: dropping the request
                 // closes its connection; the decision is already recorded.
                 _ = cancel.cancelled() => None,
             };
+            drop(slot);
             // The call stays listed in flight (its lease renewed) until its
             // result is recorded, which may wait out a database outage. Its
             // token is cancelled now that it answered: there is nothing left
@@ -834,12 +865,28 @@ impl Engine {
                 cancel.cancel();
                 engine.conclude(&call, result).await;
             }
-            let mut in_flight = engine.in_flight();
-            // A retry of the same token may already have taken the entry.
-            if in_flight.get(&call.token).is_some_and(|(c, _)| *c == id) {
-                in_flight.remove(&call.token);
-            }
+            engine.forget_call(&call.token, id);
         });
+    }
+
+    /// Drop call `id` from the calls in flight, unless a retry of the same
+    /// token already took its entry.
+    fn forget_call(&self, token: &str, id: u64) {
+        let mut in_flight = self.in_flight();
+        if in_flight.get(token).is_some_and(|(c, _)| *c == id) {
+            in_flight.remove(token);
+        }
+    }
+
+    /// Calls holding a slot and waiting for one; calls left to their lease
+    /// because the queue was full, since start.
+    pub fn call_counts(&self) -> (crate::CallCounts, u64) {
+        (
+            self.inner.slots.counts(),
+            self.inner
+                .deferred_calls
+                .load(std::sync::atomic::Ordering::Relaxed),
+        )
     }
 
     fn in_flight(&self) -> std::sync::MutexGuard<'_, HashMap<String, (u64, CancellationToken)>> {
@@ -931,6 +978,26 @@ impl Engine {
         })
         .await?;
         Ok(Ok(()))
+    }
+}
+
+/// A call's slot, given back when dropped (the call ended, was aborted, or
+/// its task panicked); the calls that get a slot then are started, unless
+/// the engine is stopping (they stay leased; the next start resumes them).
+struct SlotHeld<'a> {
+    engine: &'a Engine,
+    step_id: &'a str,
+}
+
+impl Drop for SlotHeld<'_> {
+    fn drop(&mut self) {
+        for next in self.engine.inner.slots.release(self.step_id) {
+            if self.engine.inner.stopping.is_cancelled() {
+                self.engine.forget_call(&next.call.token, next.id);
+                continue;
+            }
+            self.engine.run_call(next);
+        }
     }
 }
 

@@ -11,6 +11,8 @@
 //! - `writer`: the group-commit writer: every decision's events and
 //!   projections go through it, batched into one transaction.
 //! - `dispatch`: the HTTP calls of work items.
+//! - `slots`: how many calls run at once, overall and per step, and the
+//!   queues of calls waiting for a slot, served round-robin across steps.
 //! - `outbound`: the client those calls go through: the step host policy
 //!   on every resolved address, redirects kept to the first origin, no proxy.
 //! - `recovery`: after a restart, calls that were in flight start again with
@@ -30,6 +32,7 @@ mod error;
 mod flows;
 mod outbound;
 mod recovery;
+mod slots;
 mod timers;
 mod webhook_key;
 mod writer;
@@ -41,9 +44,10 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 pub use catalog::CatalogView;
-pub use config::EngineConfig;
+pub use config::{EngineConfig, DEFAULT_MAX_CALLS, DEFAULT_MAX_QUEUED_CALLS};
 pub use error::EngineError;
 pub use flows::{StartOutcome, WebhookRefusal, WebhookResult};
+pub use slots::CallCounts;
 
 /// Notices of finished flows a slow subscriber may fall behind by before it
 /// misses some (it is told how many).
@@ -81,8 +85,10 @@ struct Inner {
     finished: tokio::sync::broadcast::Sender<FlowFinished>,
     /// Numbers the calls, to tell them apart in `in_flight`.
     call_ids: std::sync::atomic::AtomicU64,
-    /// Bounds the calls in flight in this process.
-    calls: Arc<tokio::sync::Semaphore>,
+    /// The calls running in this process and those waiting for a slot.
+    slots: slots::CallSlots,
+    /// Calls left to their lease because the queue was full.
+    deferred_calls: std::sync::atomic::AtomicU64,
     /// Fires when the engine stops taking new work.
     stopping: CancellationToken,
     /// Calls in flight, awaited on shutdown.
@@ -99,7 +105,12 @@ impl Engine {
         let webhook_key = webhook_key::WebhookKey::load(store.as_ref()).await?;
         let engine = Engine {
             inner: Arc::new(Inner {
-                calls: Arc::new(tokio::sync::Semaphore::new(config.max_in_flight)),
+                slots: slots::CallSlots::new(
+                    config.max_calls,
+                    config.max_calls_per_step(),
+                    config.max_queued_calls,
+                ),
+                deferred_calls: std::sync::atomic::AtomicU64::new(0),
                 writer: writer::Writer::spawn(store.clone()),
                 config,
                 store,

@@ -24,13 +24,45 @@ use async_trait::async_trait;
 pub use error::StoreError;
 pub use model::*;
 
+/// The connection pools (docs/durability.md, "Connection pools"): the
+/// engine's, for commits, leases and the reads decisions make, and the
+/// API's, for listings and histories, so that a burst of those cannot take
+/// the connections the engine needs to move flows on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pools {
+    /// Postgres: connections for commits, leases, claims and the engine's
+    /// reads (default 16). SQLite: the engine's readers (default 4), beside
+    /// its one writer.
+    pub engine: Option<u32>,
+    /// Connections for the API's listings and histories (default 4).
+    pub read: Option<u32>,
+    /// Postgres: how long one listing or history statement may run before
+    /// it is cancelled (and the request answered 503).
+    pub read_timeout: std::time::Duration,
+}
+
+impl Default for Pools {
+    fn default() -> Self {
+        Self {
+            engine: None,
+            read: None,
+            read_timeout: std::time::Duration::from_secs(30),
+        }
+    }
+}
+
 /// Open the store a database URL names: `sqlite://path` (created if missing)
 /// or `postgres://...`. Migrations are applied before it returns.
 pub async fn open(url: &str) -> Result<std::sync::Arc<dyn Store>, StoreError> {
+    open_with(url, &Pools::default()).await
+}
+
+/// `open`, with the pools sized as given.
+pub async fn open_with(url: &str, pools: &Pools) -> Result<std::sync::Arc<dyn Store>, StoreError> {
     if url.starts_with("sqlite:") {
-        Ok(std::sync::Arc::new(sqlite::open(url).await?))
+        Ok(std::sync::Arc::new(sqlite::open(url, pools).await?))
     } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-        Ok(std::sync::Arc::new(postgres::open(url).await?))
+        Ok(std::sync::Arc::new(postgres::open(url, pools).await?))
     } else {
         Err(StoreError::Config(format!(
             "unsupported database URL {:?}: use sqlite://path or postgres://...",

@@ -31,13 +31,55 @@ pub(crate) enum Backend {
 
 /// Both databases behind the sqlx `Any` driver. SQLite gets a one-connection
 /// writer pool (it allows one writer) and a separate reader pool; Postgres
-/// uses one pool for both.
+/// uses one pool for both. The API's listings and histories have a pool of
+/// their own on both (docs/durability.md, "Connection pools").
 pub(crate) struct SqlStore {
     pub(crate) write: AnyPool,
     pub(crate) read: AnyPool,
+    pub(crate) api: AnyPool,
+    /// One turn per connection of `api`: a listing holds it from its query
+    /// to its last decoded row, so that no more listings decode at once
+    /// than there are connections.
+    pub(crate) api_turns: tokio::sync::Semaphore,
     pub(crate) backend: Backend,
     /// Postgres: where to listen for other processes' notices.
     pub(crate) listen_url: Option<String>,
+}
+
+/// What a flow summary needs of a flow's state.
+#[derive(serde::Deserialize)]
+struct Brief {
+    #[serde(default)]
+    labels: std::collections::BTreeMap<String, String>,
+    #[serde(default)]
+    error: Option<String>,
+}
+
+/// How long an API read waits for its turn before it is answered 503.
+const API_TURN_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
+impl SqlStore {
+    /// An API read's turn (docs/durability.md, "Connection pools").
+    async fn api_turn(&self) -> Result<tokio::sync::SemaphorePermit<'_>, StoreError> {
+        match tokio::time::timeout(API_TURN_WAIT, self.api_turns.acquire()).await {
+            Ok(Ok(turn)) => Ok(turn),
+            Ok(Err(_)) => Err(StoreError::Unavailable("the store is closed".into())),
+            Err(_) => Err(StoreError::Unavailable(format!(
+                "every API read connection busy for {API_TURN_WAIT:?} (TARTAN_DB_READ_POOL)"
+            ))),
+        }
+    }
+}
+
+/// Decode an API read's rows on a blocking thread: a page of flow states
+/// is CPU work that would otherwise hold an async worker the engine's
+/// commits and calls need.
+async fn off_workers<T: Send + 'static>(
+    decode: impl FnOnce() -> Result<T, StoreError> + Send + 'static,
+) -> Result<T, StoreError> {
+    tokio::task::spawn_blocking(decode)
+        .await
+        .map_err(|e| StoreError::Database(format!("decoding rows: {e}")))?
 }
 
 fn json_text<T: serde::Serialize>(v: &T) -> Result<String, StoreError> {
@@ -540,15 +582,16 @@ impl Store for SqlStore {
     }
 
     async fn catalog_events(&self) -> Result<Vec<StoredEvent>, StoreError> {
+        let _turn = self.api_turn().await?;
         let rows = sqlx::query(
             "SELECT aggregate_type, aggregate_id, sequence, event_type, ts_us, data FROM events \
              WHERE aggregate_type = $1 AND aggregate_id = $2 ORDER BY sequence",
         )
         .bind(CATALOG)
         .bind(CATALOG)
-        .fetch_all(&self.read)
+        .fetch_all(&self.api)
         .await?;
-        rows.iter().map(stored_event).collect()
+        off_workers(move || rows.iter().map(stored_event).collect()).await
     }
 
     async fn commit_flows(&self, batch: Vec<FlowCommit>) -> Vec<Result<(), StoreError>> {
@@ -603,15 +646,16 @@ impl Store for SqlStore {
     }
 
     async fn flow_events(&self, flow_id: &str) -> Result<Vec<StoredEvent>, StoreError> {
+        let _turn = self.api_turn().await?;
         let rows = sqlx::query(
             "SELECT aggregate_type, aggregate_id, sequence, event_type, ts_us, data FROM events \
              WHERE aggregate_type = $1 AND aggregate_id = $2 ORDER BY sequence",
         )
         .bind(FLOW)
         .bind(flow_id)
-        .fetch_all(&self.read)
+        .fetch_all(&self.api)
         .await?;
-        rows.iter().map(stored_event).collect()
+        off_workers(move || rows.iter().map(stored_event).collect()).await
     }
 
     async fn query_flows(&self, q: &FlowQuery) -> Result<FlowPage, StoreError> {
@@ -659,27 +703,33 @@ impl Store for SqlStore {
         }
         let p = param(&mut binds, Bind::Int(q.limit as i64 + 1));
         sql.push_str(&format!(" ORDER BY created_us {order}, id {order} LIMIT {p}"));
-        let rows = bind_all(sqlx::query(&sql), binds).fetch_all(&self.read).await?;
-        let mut flows = Vec::with_capacity(rows.len());
-        for row in rows.iter().take(q.limit) {
-            let text: String = row.try_get("state")?;
-            let state: tartan_core::flow::FlowState = serde_json::from_str(&text)?;
-            let status: String = row.try_get("status")?;
-            flows.push(FlowSummary {
-                id: row.try_get("id")?,
-                status: FlowStatus::parse(&status).ok_or_else(|| StoreError::Corrupt(status.clone()))?,
-                created_at: from_us(row.try_get("created_us")?),
-                updated_at: from_us(row.try_get("updated_us")?),
-                labels: state.labels,
-                error: state.error,
-            });
-        }
-        let next_cursor = if rows.len() > q.limit {
-            flows.last().map(|f| encode_cursor(to_us(f.created_at), &f.id))
-        } else {
-            None
-        };
-        Ok(FlowPage { flows, next_cursor })
+        let _turn = self.api_turn().await?;
+        let rows = bind_all(sqlx::query(&sql), binds).fetch_all(&self.api).await?;
+        let limit = q.limit;
+        off_workers(move || {
+            let mut flows = Vec::with_capacity(rows.len());
+            for row in rows.iter().take(limit) {
+                let text: String = row.try_get("state")?;
+                // Only what a summary shows: the rest of the state is skipped.
+                let state: Brief = serde_json::from_str(&text)?;
+                let status: String = row.try_get("status")?;
+                flows.push(FlowSummary {
+                    id: row.try_get("id")?,
+                    status: FlowStatus::parse(&status).ok_or_else(|| StoreError::Corrupt(status.clone()))?,
+                    created_at: from_us(row.try_get("created_us")?),
+                    updated_at: from_us(row.try_get("updated_us")?),
+                    labels: state.labels,
+                    error: state.error,
+                });
+            }
+            let next_cursor = if rows.len() > limit {
+                flows.last().map(|f| encode_cursor(to_us(f.created_at), &f.id))
+            } else {
+                None
+            };
+            Ok(FlowPage { flows, next_cursor })
+        })
+        .await
     }
 
     async fn query_work(&self, q: &WorkQuery) -> Result<WorkPage, StoreError> {
@@ -716,27 +766,32 @@ impl Store for SqlStore {
         }
         let p = param(&mut binds, Bind::Int(q.limit as i64 + 1));
         sql.push_str(&format!(" ORDER BY created_us, token LIMIT {p}"));
-        let rows = bind_all(sqlx::query(&sql), binds).fetch_all(&self.read).await?;
-        let mut items = Vec::with_capacity(rows.len());
-        let mut last_key = None;
-        for row in rows.iter().take(q.limit) {
-            let detail: String = row.try_get("detail")?;
-            let attempt: i64 = row.try_get("attempt")?;
-            let token: String = row.try_get("token")?;
-            let created: i64 = row.try_get("created_us")?;
-            last_key = Some(encode_cursor(created, &token));
-            items.push(WorkView {
-                flow_id: row.try_get("flow_id")?,
-                step_id: row.try_get("step_id")?,
-                token,
-                attempt: u32::try_from(attempt).unwrap_or(u32::MAX),
-                lease_owner: row.try_get("lease_owner")?,
-                lease_expires_at: row.try_get::<Option<i64>, _>("lease_expires_us")?.map(from_us),
-                detail: serde_json::from_str(&detail)?,
-            });
-        }
-        let next_cursor = if rows.len() > q.limit { last_key } else { None };
-        Ok(WorkPage { items, next_cursor })
+        let _turn = self.api_turn().await?;
+        let rows = bind_all(sqlx::query(&sql), binds).fetch_all(&self.api).await?;
+        let limit = q.limit;
+        off_workers(move || {
+            let mut items = Vec::with_capacity(rows.len());
+            let mut last_key = None;
+            for row in rows.iter().take(limit) {
+                let detail: String = row.try_get("detail")?;
+                let attempt: i64 = row.try_get("attempt")?;
+                let token: String = row.try_get("token")?;
+                let created: i64 = row.try_get("created_us")?;
+                last_key = Some(encode_cursor(created, &token));
+                items.push(WorkView {
+                    flow_id: row.try_get("flow_id")?,
+                    step_id: row.try_get("step_id")?,
+                    token,
+                    attempt: u32::try_from(attempt).unwrap_or(u32::MAX),
+                    lease_owner: row.try_get("lease_owner")?,
+                    lease_expires_at: row.try_get::<Option<i64>, _>("lease_expires_us")?.map(from_us),
+                    detail: serde_json::from_str(&detail)?,
+                });
+            }
+            let next_cursor = if rows.len() > limit { last_key } else { None };
+            Ok(WorkPage { items, next_cursor })
+        })
+        .await
     }
 
     async fn scheduled_work(

@@ -29,7 +29,7 @@ fn pool(size: u32) -> AnyPoolOptions {
         })
 }
 
-pub(crate) async fn open(url: &str) -> Result<SqlStore, StoreError> {
+pub(crate) async fn open(url: &str, pools: &crate::Pools) -> Result<SqlStore, StoreError> {
     sqlx::any::install_default_drivers();
     // Create the file and apply migrations with the native driver, which
     // knows how to create a missing database file.
@@ -46,12 +46,20 @@ pub(crate) async fn open(url: &str) -> Result<SqlStore, StoreError> {
     MIGRATOR.run(&native).await?;
     native.close().await;
 
-    // One writer (SQLite allows one) and a few readers, each set up alike.
+    // One writer (SQLite allows one), a few readers for the engine and a
+    // few for the API's listings, each set up alike (docs/durability.md,
+    // "Connection pools"). WAL readers never block the writer.
     let write = pool(1).connect_with(crate::sql::quiet(url)?).await?;
-    let read = pool(4).connect_with(crate::sql::quiet(url)?).await?;
+    let read = pool(pools.engine.unwrap_or(4))
+        .connect_with(crate::sql::quiet(url)?)
+        .await?;
+    let api_size = pools.read.unwrap_or(4);
+    let api = pool(api_size).connect_with(crate::sql::quiet(url)?).await?;
     Ok(SqlStore {
         write,
         read,
+        api,
+        api_turns: tokio::sync::Semaphore::new(api_size as usize),
         backend: Backend::Sqlite,
         listen_url: None,
     })

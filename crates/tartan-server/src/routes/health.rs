@@ -7,6 +7,8 @@ use tartan_engine::Engine;
 use crate::error::{kind, ApiError};
 
 pub(crate) async fn health(State(engine): State<Engine>) -> Json<Value> {
+    let (calls, deferred) = engine.call_counts();
+    let config = engine.config();
     Json(json!({
         "status": "healthy",
         "service": "tartan",
@@ -15,8 +17,15 @@ pub(crate) async fn health(State(engine): State<Engine>) -> Json<Value> {
             "store": engine.store().backend(),
             "node_id": engine.config().node_id,
             "active_flows": engine.active_flows(),
-            "max_active_flows": engine.config().max_active_flows,
+            "max_active_flows": config.max_active_flows,
             "timers": engine.timers(),
+            // docs/durability.md, "Call slots".
+            "calls_in_flight": calls.running,
+            "max_calls": config.max_calls,
+            "max_calls_per_step": config.max_calls_per_step(),
+            "calls_queued": calls.queued,
+            "max_queued_calls": config.max_queued_calls,
+            "calls_deferred": deferred,
         }
     }))
 }

@@ -1,0 +1,286 @@
+//! Call slots: at most `max_calls` calls in flight in this process, at most
+//! `max_calls_per_step` of them of one step, and the calls waiting for a
+//! slot queued per step and served round-robin across steps, at most
+//! `max_queued_calls` of them (docs/durability.md, "Call slots").
+//!
+//! A waiting call is an entry in a queue, not a task: a task is spawned when
+//! it gets its slot. One small mutex guards the counts and the queues; it is
+//! held for a few integer updates per call, never across an await.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::Mutex;
+
+use tokio_util::sync::CancellationToken;
+
+use crate::dispatch::Call;
+
+/// A call admitted to this process: its number (to tell it from a later call
+/// of the same receipt token) and what aborts it.
+pub(crate) struct Admitted {
+    pub call: Call,
+    pub id: u64,
+    pub cancel: CancellationToken,
+}
+
+/// What `CallSlots::admit` did with a call.
+pub(crate) enum Admission {
+    /// It holds a slot: call it now.
+    Run(Admitted),
+    /// It waits in its step's queue.
+    Queued,
+    /// The queue is full: the call is handed back, not made.
+    Full(Admitted),
+}
+
+pub(crate) struct CallSlots {
+    max: usize,
+    per_step: usize,
+    max_queued: usize,
+    state: Mutex<SlotState>,
+}
+
+#[derive(Default)]
+struct SlotState {
+    running: usize,
+    queued: usize,
+    /// Steps with calls running or waiting; an entry goes when it has neither.
+    steps: HashMap<String, StepCalls>,
+    /// Steps with waiting calls, in the order they are served next.
+    ring: VecDeque<String>,
+}
+
+#[derive(Default)]
+struct StepCalls {
+    running: usize,
+    waiting: VecDeque<Admitted>,
+}
+
+/// Counts for `/health`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CallCounts {
+    /// Calls holding a slot.
+    pub running: usize,
+    /// Calls waiting for one.
+    pub queued: usize,
+}
+
+impl CallSlots {
+    pub(crate) fn new(max: usize, per_step: usize, max_queued: usize) -> Self {
+        let max = max.max(1);
+        Self {
+            max,
+            per_step: per_step.clamp(1, max),
+            max_queued,
+            state: Mutex::default(),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, SlotState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub(crate) fn counts(&self) -> CallCounts {
+        let st = self.lock();
+        CallCounts {
+            running: st.running,
+            queued: st.queued,
+        }
+    }
+
+    /// Give the call a slot if one is free to its step, else queue it
+    /// behind its step's other waiting calls, unless the queue is full.
+    pub(crate) fn admit(&self, entry: Admitted) -> Admission {
+        let mut st = self.lock();
+        let st = &mut *st;
+        let step = st.steps.entry(entry.call.step.id.clone()).or_default();
+        if st.running < self.max && step.running < self.per_step && step.waiting.is_empty() {
+            step.running += 1;
+            st.running += 1;
+            return Admission::Run(entry);
+        }
+        if st.queued >= self.max_queued {
+            // Aborted calls wait to be skipped when reached; make room first.
+            let mut dropped = 0;
+            for s in st.steps.values_mut() {
+                let before = s.waiting.len();
+                s.waiting.retain(|w| !w.cancel.is_cancelled());
+                dropped += before - s.waiting.len();
+            }
+            st.queued -= dropped;
+            if st.queued >= self.max_queued {
+                let id = entry.call.step.id.clone();
+                st.forget_if_idle(&id);
+                return Admission::Full(entry);
+            }
+        }
+        let id = entry.call.step.id.clone();
+        let Some(step) = st.steps.get_mut(&id) else {
+            return Admission::Full(entry);
+        };
+        if step.waiting.is_empty() {
+            st.ring.push_back(id);
+        }
+        step.waiting.push_back(entry);
+        st.queued += 1;
+        Admission::Queued
+    }
+
+    /// A call of `step_id` gave its slot back: the calls that get a slot now,
+    /// taken round-robin across the steps that wait, each step below its share.
+    pub(crate) fn release(&self, step_id: &str) -> Vec<Admitted> {
+        let mut st = self.lock();
+        let st = &mut *st;
+        if let Some(step) = st.steps.get_mut(step_id) {
+            step.running = step.running.saturating_sub(1);
+            st.running = st.running.saturating_sub(1);
+        }
+        st.forget_if_idle(step_id);
+        let mut start = Vec::new();
+        // Steps passed over in a row because they hold their full share:
+        // once every waiting step was, no slot can be given now.
+        let mut passed = 0;
+        while st.running < self.max && passed < st.ring.len() {
+            let Some(id) = st.ring.pop_front() else {
+                break;
+            };
+            let Some(step) = st.steps.get_mut(&id) else {
+                continue;
+            };
+            if step.running >= self.per_step {
+                st.ring.push_back(id);
+                passed += 1;
+                continue;
+            }
+            while let Some(next) = step.waiting.pop_front() {
+                st.queued -= 1;
+                // Aborted while it waited: nothing to call.
+                if !next.cancel.is_cancelled() {
+                    step.running += 1;
+                    st.running += 1;
+                    start.push(next);
+                    passed = 0;
+                    break;
+                }
+            }
+            if step.waiting.is_empty() {
+                st.forget_if_idle(&id);
+            } else {
+                st.ring.push_back(id);
+            }
+        }
+        start
+    }
+}
+
+impl SlotState {
+    fn forget_if_idle(&mut self, step_id: &str) {
+        if self
+            .steps
+            .get(step_id)
+            .is_some_and(|s| s.running == 0 && s.waiting.is_empty())
+        {
+            self.steps.remove(step_id);
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+
+    fn call(step: &str, n: usize) -> Admitted {
+        let step: tartan_core::step::Step = serde_json::from_value(serde_json::json!({
+            "id": step, "name": step, "type": "sync",
+            "http": {"endpoint": "http://127.0.0.1:1/x"}, "attributes": {},
+        }))
+        .unwrap();
+        Admitted {
+            call: Call {
+                flow_id: "f".into(),
+                step: Arc::new(step),
+                token: format!("{n}"),
+                attempt: 1,
+                endpoint: String::new(),
+                placeholders: Default::default(),
+                body: None,
+                compensate: false,
+                webhook_url: None,
+                timeout: std::time::Duration::from_secs(1),
+                timeout_scope: tartan_core::timeouts::TimeoutScope::Attempt,
+                timeout_limit_ms: 1000,
+                scope_start: chrono::Utc::now(),
+            },
+            id: n as u64,
+            cancel: CancellationToken::new(),
+        }
+    }
+
+    fn started(out: Vec<Admitted>) -> Vec<String> {
+        out.iter()
+            .map(|a| format!("{}{}", a.call.step.id, a.call.token))
+            .collect()
+    }
+
+    #[test]
+    fn one_step_holds_at_most_its_share_and_waiting_steps_are_served_in_turn() {
+        let slots = CallSlots::new(4, 2, 100);
+        // a takes its share; the rest of a waits although slots are free.
+        assert!(matches!(slots.admit(call("a", 0)), Admission::Run(_)));
+        assert!(matches!(slots.admit(call("a", 1)), Admission::Run(_)));
+        assert!(matches!(slots.admit(call("a", 2)), Admission::Queued));
+        assert!(matches!(slots.admit(call("b", 0)), Admission::Run(_)));
+        assert!(matches!(slots.admit(call("c", 0)), Admission::Run(_)));
+        for n in 1..3 {
+            assert!(matches!(slots.admit(call("b", n)), Admission::Queued));
+            assert!(matches!(slots.admit(call("c", n)), Admission::Queued));
+        }
+        assert_eq!(
+            slots.counts(),
+            CallCounts {
+                running: 4,
+                queued: 5
+            }
+        );
+        // a is below its share again: its waiting call goes first.
+        assert_eq!(started(slots.release("a")), ["a2"]);
+        // b's and c's slots go round: b, then c, then b.
+        assert_eq!(started(slots.release("b")), ["b1"]);
+        assert_eq!(started(slots.release("c")), ["c1"]);
+        assert_eq!(started(slots.release("a")), ["b2"]);
+        assert_eq!(started(slots.release("b")), ["c2"]);
+        assert_eq!(
+            slots.counts(),
+            CallCounts {
+                running: 4,
+                queued: 0
+            }
+        );
+    }
+
+    #[test]
+    fn the_queue_is_bounded_and_aborted_calls_are_skipped() {
+        let slots = CallSlots::new(1, 1, 2);
+        assert!(matches!(slots.admit(call("a", 0)), Admission::Run(_)));
+        let aborted = call("a", 1);
+        let cancel = aborted.cancel.clone();
+        assert!(matches!(slots.admit(aborted), Admission::Queued));
+        assert!(matches!(slots.admit(call("a", 2)), Admission::Queued));
+        assert!(matches!(slots.admit(call("a", 3)), Admission::Full(_)));
+        // An aborted call makes room when the queue is full.
+        cancel.cancel();
+        assert!(matches!(slots.admit(call("a", 3)), Admission::Queued));
+        assert_eq!(started(slots.release("a")), ["a2"]);
+        assert_eq!(started(slots.release("a")), ["a3"]);
+        assert!(slots.release("a").is_empty());
+        assert_eq!(
+            slots.counts(),
+            CallCounts {
+                running: 0,
+                queued: 0
+            }
+        );
+    }
+}
