@@ -72,6 +72,9 @@ struct FileConfig {
     max_step_attempts: Option<u32>,
     max_active_flows: Option<usize>,
     lease: Option<String>,
+    header_timeout: Option<String>,
+    body_timeout: Option<String>,
+    shutdown_grace: Option<String>,
     api_token: Option<String>,
     api_token_file: Option<PathBuf>,
     read_token: Option<String>,
@@ -103,6 +106,9 @@ pub struct Config {
     pub lease: Duration,
     /// Flows in progress in this process at most (`TARTAN_MAX_ACTIVE_FLOWS`).
     pub max_active_flows: usize,
+    /// Header and body read timeouts, shutdown grace (`TARTAN_HEADER_TIMEOUT`,
+    /// `TARTAN_BODY_TIMEOUT`, `TARTAN_SHUTDOWN_GRACE`).
+    pub server_limits: tartan_server::ServerLimits,
     /// Tokens and CORS origins of the API.
     pub security: ApiSecurity,
     /// Serve without tokens on a non-loopback address.
@@ -123,6 +129,7 @@ impl std::fmt::Debug for Config {
             .field("max_step_attempts", &self.max_step_attempts)
             .field("lease", &self.lease)
             .field("max_active_flows", &self.max_active_flows)
+            .field("server_limits", &self.server_limits)
             .field("security", &self.security)
             .field("allow_unauthenticated", &self.allow_unauthenticated)
             .field("step_hosts", &self.step_hosts.to_string())
@@ -215,6 +222,27 @@ impl Config {
             Duration::from_secs(30),
             DurationKind::Timeout,
         )?;
+        let server_defaults = tartan_server::ServerLimits::default();
+        let server_limits = tartan_server::ServerLimits {
+            header_timeout: duration_setting(
+                &["TARTAN_HEADER_TIMEOUT"],
+                file.header_timeout,
+                server_defaults.header_timeout,
+                DurationKind::Timeout,
+            )?,
+            body_timeout: duration_setting(
+                &["TARTAN_BODY_TIMEOUT"],
+                file.body_timeout,
+                server_defaults.body_timeout,
+                DurationKind::Timeout,
+            )?,
+            shutdown_grace: duration_setting(
+                &["TARTAN_SHUTDOWN_GRACE"],
+                file.shutdown_grace,
+                server_defaults.shutdown_grace,
+                DurationKind::Timeout,
+            )?,
+        };
         let api_tokens = tokens(
             "TARTAN_API_TOKEN",
             args.api_token.or(file.api_token),
@@ -265,6 +293,7 @@ impl Config {
             max_step_attempts,
             lease,
             max_active_flows,
+            server_limits,
             security,
             allow_unauthenticated: args
                 .allow_unauthenticated

@@ -73,7 +73,14 @@ async fn serve(config: Config) -> Result<()> {
         tracing::warn!("serving without authentication on {addr} (TARTAN_ALLOW_UNAUTHENTICATED)");
     }
     tracing::info!(store = engine.store().backend(), node_id = %engine.config().node_id, "listening on {addr}");
-    tartan_server::serve(listener, engine, config.security, shutdown_signal()).await?;
+    tartan_server::serve_with(
+        listener,
+        engine,
+        config.security,
+        config.server_limits,
+        shutdown_signal(),
+    )
+    .await?;
     tracing::info!("stopped");
     Ok(())
 }
@@ -114,5 +121,5 @@ async fn shutdown_signal() {
         _ = ctrl_c => {},
         _ = term => {},
     }
-    tracing::info!("shutting down: no new work, letting calls in flight finish");
+    tracing::info!("shutting down: no new work, handing back what has not started, letting calls in flight finish");
 }

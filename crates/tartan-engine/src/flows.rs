@@ -708,7 +708,8 @@ impl Engine {
 
     fn spawn_call(&self, call: Call) {
         if self.inner.stopping.is_cancelled() {
-            // Left active under this node's lease; the next start resumes it.
+            // Left active under this node's lease, which `shutdown` hands
+            // back: another process (or the next start) calls it.
             return;
         }
         let cancel = CancellationToken::new();
@@ -721,7 +722,15 @@ impl Engine {
         self.inner.tasks.spawn(async move {
             let outcome = tokio::select! {
                 r = async {
-                    let _permit = engine.inner.calls.clone().acquire_owned().await.ok()?;
+                    // Waiting for a slot when the process stops: not started,
+                    // so handed back (see `Engine::shutdown`).
+                    let _permit = tokio::select! {
+                        permit = engine.inner.calls.clone().acquire_owned() => permit.ok()?,
+                        _ = engine.inner.stopping.cancelled() => return None,
+                    };
+                    if !engine.mark_started(id) {
+                        return None;
+                    }
                     Some(dispatch::perform(&engine.inner.http, &engine.inner.config.step_hosts, &call).await)
                 } => r,
                 // The flow was cancelled or timed out: dropping the request
@@ -742,7 +751,35 @@ impl Engine {
             if in_flight.get(&call.token).is_some_and(|(c, _)| *c == id) {
                 in_flight.remove(&call.token);
             }
+            engine.started().remove(&id);
         });
+    }
+
+    fn started(&self) -> std::sync::MutexGuard<'_, std::collections::HashSet<u64>> {
+        self.inner.started.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Mark call `id` as going out, unless the process is stopping. Under the
+    /// `in_flight` lock, as `started_calls` reads: a call either is marked
+    /// before the stop is seen, or does not start.
+    fn mark_started(&self, id: u64) -> bool {
+        let _in_flight = self.in_flight();
+        if self.inner.stopping.is_cancelled() {
+            return false;
+        }
+        self.started().insert(id);
+        true
+    }
+
+    /// The receipt tokens of the calls that went out and are still running.
+    pub(crate) fn started_calls(&self) -> Vec<String> {
+        let in_flight = self.in_flight();
+        let started = self.started();
+        in_flight
+            .iter()
+            .filter(|(_, (id, _))| started.contains(id))
+            .map(|(token, _)| token.clone())
+            .collect()
     }
 
     fn in_flight(&self) -> std::sync::MutexGuard<'_, HashMap<String, (u64, CancellationToken)>> {

@@ -215,6 +215,35 @@ impl Engine {
         });
     }
 
+    /// Take over at once the work another process handed back when it
+    /// stopped (Postgres `NOTIFY`); without it, the sweep finds it within
+    /// `min(30 s, TARTAN_LEASE)`.
+    pub(crate) async fn spawn_handback_listener(&self) {
+        let mut notices = match self.inner.store.listen_handbacks().await {
+            Ok(Some(notices)) => notices,
+            Ok(None) => return,
+            Err(e) => {
+                tracing::warn!("not listening for handed-back work (the sweep finds it): {e}");
+                return;
+            }
+        };
+        let engine = self.clone();
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    n = notices.recv() => if n.is_none() { return },
+                    _ = engine.inner.stopping.cancelled() => return,
+                }
+                if let Err(e) = engine.load_timers().await {
+                    tracing::warn!("loading handed-back retries failed: {e}");
+                }
+                if let Err(e) = engine.take_over(false).await {
+                    tracing::warn!("taking over handed-back calls failed: {e}");
+                }
+            }
+        });
+    }
+
     /// Claim due retries by lease (another process sharing the database may
     /// hold them in its heap too) and start the ones this process got.
     fn claim_and_fire(&self, due: Vec<WorkKey>) {

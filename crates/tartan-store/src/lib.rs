@@ -124,6 +124,16 @@ pub trait Store: Send + Sync + 'static {
     /// gone, and aborts it then.
     async fn listen_aborts(&self) -> Result<Option<tokio::sync::mpsc::Receiver<Vec<String>>>, StoreError>;
 
+    /// Hand back `node`'s leases on work it holds but is not calling (all
+    /// but `keep`): queued calls, scheduled retries, running compensations it
+    /// gave up. Another process may take them at once; on Postgres it is
+    /// told so (`NOTIFY`). Returns how many were handed back.
+    async fn hand_back(&self, node: &str, keep: &[String]) -> Result<u64, StoreError>;
+
+    /// Notices that another process handed work back, as they come; `None`
+    /// where the database carries none.
+    async fn listen_handbacks(&self) -> Result<Option<tokio::sync::mpsc::Receiver<()>>, StoreError>;
+
     /// The secret stored under `name`; when there is none yet, `candidate`
     /// is stored and returned. Every process on one database gets the same
     /// value, whichever of them wrote it first.

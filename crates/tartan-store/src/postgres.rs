@@ -35,26 +35,44 @@ pub(crate) async fn open(url: &str) -> Result<SqlStore, StoreError> {
 /// The `NOTIFY` channel of abort announcements.
 pub(crate) const ABORT_CHANNEL: &str = "tartan_abort";
 
-/// Listen for abort announcements on a connection of its own; the listener
-/// reconnects by itself after the database went away (notices sent
-/// meanwhile are lost: lease renewal is the fallback).
-pub(crate) async fn listen_aborts(url: &str) -> Result<tokio::sync::mpsc::Receiver<Vec<String>>, StoreError> {
+/// The `NOTIFY` channel on which a stopping process says it handed work back.
+pub(crate) const HANDBACK_CHANNEL: &str = "tartan_handback";
+
+/// Listen on `channel` on a connection of its own; the listener reconnects
+/// by itself after the database went away (notices sent meanwhile are lost:
+/// lease renewal and the sweep are the fallbacks). Yields the payloads.
+pub(crate) async fn listen(url: &str, channel: &str) -> Result<tokio::sync::mpsc::Receiver<String>, StoreError> {
     let mut listener = sqlx::postgres::PgListener::connect(url).await?;
-    listener.listen(ABORT_CHANNEL).await?;
+    listener.listen(channel).await?;
     let (tx, rx) = tokio::sync::mpsc::channel(64);
+    let channel = channel.to_string();
     tokio::spawn(async move {
         loop {
             match listener.recv().await {
                 Ok(notice) => {
-                    let tokens = notice.payload().split(',').map(str::to_string).collect();
-                    if tx.send(tokens).await.is_err() {
+                    if tx.send(notice.payload().to_string()).await.is_err() {
                         return;
                     }
                 }
                 Err(e) => {
-                    tracing::warn!("listening for abort notices: {e}; trying again");
+                    tracing::warn!("listening on {channel}: {e}; trying again");
                     tokio::time::sleep(std::time::Duration::from_secs(1)).await;
                 }
+            }
+        }
+    });
+    Ok(rx)
+}
+
+/// Listen for abort announcements (see `listen`).
+pub(crate) async fn listen_aborts(url: &str) -> Result<tokio::sync::mpsc::Receiver<Vec<String>>, StoreError> {
+    let mut payloads = listen(url, ABORT_CHANNEL).await?;
+    let (tx, rx) = tokio::sync::mpsc::channel(64);
+    tokio::spawn(async move {
+        while let Some(payload) = payloads.recv().await {
+            let tokens = payload.split(',').map(str::to_string).collect();
+            if tx.send(tokens).await.is_err() {
+                return;
             }
         }
     });

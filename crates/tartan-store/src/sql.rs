@@ -814,6 +814,51 @@ impl Store for SqlStore {
         self.claim_sql(claim).await
     }
 
+    async fn hand_back(&self, node: &str, keep: &[String]) -> Result<u64, StoreError> {
+        // Accepted async calls (active, with a timer) wait for their webhook,
+        // which any process takes: their lease is not a call's.
+        let list: Vec<String> = (0..keep.len()).map(|i| format!("${}", i + 2)).collect();
+        let keep_clause = if keep.is_empty() {
+            String::new()
+        } else {
+            format!(" AND token NOT IN ({})", list.join(", "))
+        };
+        let sql = format!(
+            "UPDATE work_items SET lease_owner = NULL, lease_expires_us = NULL WHERE lease_owner = $1 \
+             AND (status IN ('not_completed', 'compensating') OR (status = 'active' AND due_us IS NULL)){keep_clause}"
+        );
+        let mut query = sqlx::query(&sql).bind(node);
+        for t in keep {
+            query = query.bind(t);
+        }
+        let released = query.execute(&self.write).await?.rows_affected();
+        if released > 0 && self.backend == Backend::Postgres {
+            sqlx::query("SELECT pg_notify($1, $2)")
+                .bind(crate::postgres::HANDBACK_CHANNEL)
+                .bind(node)
+                .execute(&self.write)
+                .await?;
+        }
+        Ok(released)
+    }
+
+    async fn listen_handbacks(&self) -> Result<Option<tokio::sync::mpsc::Receiver<()>>, StoreError> {
+        let Some(url) = &self.listen_url else {
+            return Ok(None);
+        };
+        let mut payloads = crate::postgres::listen(url, crate::postgres::HANDBACK_CHANNEL).await?;
+        let (tx, rx) = tokio::sync::mpsc::channel(8);
+        tokio::spawn(async move {
+            while payloads.recv().await.is_some() {
+                // Many notices while one is being handled are one.
+                if let Err(tokio::sync::mpsc::error::TrySendError::Closed(_)) = tx.try_send(()) {
+                    return;
+                }
+            }
+        });
+        Ok(Some(rx))
+    }
+
     async fn secret(&self, name: &str, candidate: &str) -> Result<String, StoreError> {
         sqlx::query("INSERT INTO secrets (name, value) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING")
             .bind(name)
