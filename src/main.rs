@@ -50,11 +50,15 @@ async fn serve(config: Config) -> Result<()> {
     let store = tartan_store::open(&config.database_url)
         .await
         .with_context(|| format!("opening {}", tartan_store::redact(&config.database_url)))?;
+    let node_id = config
+        .node_id
+        .clone()
+        .unwrap_or_else(|| format!("{}-{}", hostname(), addr.port()));
+    // One live process per node id: two would take each other's leases for
+    // their own (docs/durability.md). Held until the process ends.
+    let _node = store.hold_node(&node_id).await?;
     let engine_config = EngineConfig {
-        node_id: config
-            .node_id
-            .clone()
-            .unwrap_or_else(|| format!("{}-{}", hostname(), addr.port())),
+        node_id,
         webhook_base_url: config
             .webhook_base_url
             .clone()

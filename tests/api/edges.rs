@@ -11,9 +11,13 @@ use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
+use crate::both_backends;
 use crate::helpers::{
-    call, check_flow, json_reply, register, spawn_binary_with, sync_step, Backend, StepServer, TestDb,
+    call, check_flow, json_reply, register, spawn_binary, spawn_binary_with, sync_step, Backend, StepServer,
+    TestDb,
 };
+
+both_backends!(a_node_id_runs_in_one_process_at_a_time);
 
 /// Send `head` at once, then `trickle` one byte per second, and read what
 /// the server answers until it closes the connection (or `bound` passes):
@@ -211,4 +215,42 @@ async fn a_stopped_engine_hands_its_work_to_another_at_once() {
     assert_eq!(long_calls, 2 * EACH, "each long call cut off once and made again");
     let log = a.log.lock().unwrap().join("\n");
     assert!(log.contains("handed back"), "{log}");
+}
+
+/// A second process under a node id that is live on the same database is
+/// refused, naming the id and the way out; once the first is killed, the
+/// id starts again at once.
+async fn a_node_id_runs_in_one_process_at_a_time(backend: Backend) {
+    let Some(db) = TestDb::create(backend).await else {
+        return;
+    };
+    let mut first = spawn_binary(&db, "twin-node").await;
+    let second = tokio::process::Command::new(env!("CARGO_BIN_EXE_tartan"))
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--node-id",
+            "twin-node",
+            "--database-url",
+            &db.url,
+        ])
+        .kill_on_drop(true)
+        .output();
+    let second = tokio::time::timeout(Duration::from_secs(20), second)
+        .await
+        .expect("the second process exits instead of serving")
+        .unwrap();
+    assert!(!second.status.success(), "{:?}", second.status);
+    let said = String::from_utf8_lossy(&second.stderr);
+    assert!(said.contains("\"twin-node\""), "{said}");
+    assert!(said.contains("TARTAN_NODE_ID"), "{said}");
+    // The first one was not disturbed.
+    assert_eq!(call(&first, reqwest::Method::GET, "/health", None).await.0, 200);
+    // Another id on the same database is fine.
+    let other = spawn_binary(&db, "other-node").await;
+    assert_eq!(call(&other, reqwest::Method::GET, "/health", None).await.0, 200);
+    first.child.kill().await.unwrap();
+    let again = spawn_binary(&db, "twin-node").await;
+    assert_eq!(call(&again, reqwest::Method::GET, "/health", None).await.0, 200);
 }

@@ -53,11 +53,30 @@ pub fn redact(url: &str) -> String {
     }
 }
 
+/// Held while this process runs as a node id (see `Store::hold_node`);
+/// dropping it frees the id.
+pub struct NodeGuard {
+    _held: Box<dyn std::any::Any + Send + Sync>,
+}
+
+impl NodeGuard {
+    pub(crate) fn new(held: impl std::any::Any + Send + Sync) -> Self {
+        Self { _held: Box::new(held) }
+    }
+}
+
 /// Everything the engine and the API read and write.
 #[async_trait]
 pub trait Store: Send + Sync + 'static {
     /// `sqlite` or `postgres`.
     fn backend(&self) -> &'static str;
+
+    /// Run as `node` (a lease owner): refused with `NodeInUse` while another
+    /// live process holds the same id on this database. Postgres: a session
+    /// advisory lock on a connection of its own; SQLite: a lock on a file
+    /// next to the database. Both go with the process that holds them, so a
+    /// killed node can be restarted under its id at once (docs/durability.md).
+    async fn hold_node(&self, node: &str) -> Result<NodeGuard, StoreError>;
 
     /// The database answers and the migrations are applied.
     async fn ready(&self) -> Result<(), StoreError>;

@@ -38,6 +38,8 @@ pub(crate) struct SqlStore {
     pub(crate) backend: Backend,
     /// Postgres: where to listen for other processes' notices.
     pub(crate) listen_url: Option<String>,
+    /// SQLite: the database file (node locks live next to it).
+    pub(crate) sqlite_path: Option<std::path::PathBuf>,
 }
 
 fn json_text<T: serde::Serialize>(v: &T) -> Result<String, StoreError> {
@@ -436,6 +438,14 @@ impl Store for SqlStore {
         match self.backend {
             Backend::Sqlite => "sqlite",
             Backend::Postgres => "postgres",
+        }
+    }
+
+    async fn hold_node(&self, node: &str) -> Result<crate::NodeGuard, StoreError> {
+        match (&self.listen_url, &self.sqlite_path) {
+            (Some(url), _) => crate::postgres::hold_node(url, node).await,
+            (None, Some(path)) => crate::sqlite::hold_node(path, node),
+            (None, None) => Err(StoreError::Config("no database to hold a node id on".into())),
         }
     }
 
