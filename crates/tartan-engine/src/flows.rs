@@ -497,15 +497,21 @@ impl Engine {
                 // also keeps it from being taken for an orphaned call.
                 let waiting_webhook = (w.status == WorkStatus::Active && w.accepted_at.is_some())
                     .then(|| w.inactive_until.unwrap_or(DateTime::<Utc>::MAX_UTC));
-                let lease_until = match (w.status, w.next_retry_at) {
-                    _ if waiting_webhook.is_some() => {
-                        waiting_webhook.map(|due| due.checked_add_signed(lease_len).unwrap_or(due))
+                // A call's lease runs from the commit, on the database's
+                // clock (`lease_for`); the others are anchored to a due time.
+                let call_lease = lease_len.to_std().unwrap_or_default();
+                let (lease_until, lease_for) = match (w.status, w.next_retry_at) {
+                    _ if waiting_webhook.is_some() => (
+                        waiting_webhook.map(|due| due.checked_add_signed(lease_len).unwrap_or(due)),
+                        None,
+                    ),
+                    (WorkStatus::Active, _) | (WorkStatus::Compensating, None) => (None, Some(call_lease)),
+                    (WorkStatus::NotCompleted | WorkStatus::Compensating, Some(due)) => {
+                        (Some(due + lease_len), None)
                     }
-                    (WorkStatus::Active, _) | (WorkStatus::Compensating, None) => Some(tx.now + lease_len),
-                    (WorkStatus::NotCompleted | WorkStatus::Compensating, Some(due)) => Some(due + lease_len),
-                    _ => None,
+                    _ => (None, None),
                 };
-                let active = lease_until.is_some();
+                let active = lease_until.is_some() || lease_for.is_some();
                 Some(WorkRow {
                     flow_id: tx.state.id.clone(),
                     step_id,
@@ -516,6 +522,7 @@ impl Engine {
                     due_at: w.next_retry_at.or(waiting_webhook),
                     lease_owner: active.then(|| self.inner.config.node_id.clone()),
                     lease_expires_at: lease_until,
+                    lease_for,
                     created_at: tx.now,
                     detail: w.clone(),
                 })

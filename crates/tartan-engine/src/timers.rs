@@ -171,11 +171,11 @@ impl Engine {
                     continue;
                 }
                 let tokens: Vec<String> = calls.iter().map(|(token, _)| token.clone()).collect();
-                let until = Utc::now() + engine.lease_length();
+                let lease = engine.lease_length().to_std().unwrap_or_default();
                 match engine
                     .inner
                     .store
-                    .renew_leases(&engine.inner.config.node_id, &tokens, until)
+                    .renew_leases(&engine.inner.config.node_id, &tokens, lease)
                     .await
                 {
                     Ok(renewed) => engine.abandon_lost_calls(calls, &renewed),
@@ -249,11 +249,10 @@ impl Engine {
     fn claim_and_fire(&self, due: Vec<WorkKey>) {
         let engine = self.clone();
         self.inner.tasks.spawn(async move {
-            let now = Utc::now();
             let claim = Claim {
                 node: engine.inner.config.node_id.clone(),
-                now,
-                lease_until: now + engine.lease_length(),
+                at: None,
+                lease: engine.lease_length().to_std().unwrap_or_default(),
                 limit: due.len(),
                 include_own: true,
             };

@@ -120,12 +120,13 @@ pub trait Store: Send + Sync + 'static {
     async fn claim_due_work(&self, claim: &Claim, tokens: &[String]) -> Result<Vec<WorkKey>, StoreError>;
 
     /// Extend `node`'s leases on the given work items (calls still in flight)
-    /// to `until`; returns the tokens whose lease it still held.
+    /// to `lease` from now on the database's clock; returns the tokens whose
+    /// lease it still held.
     async fn renew_leases(
         &self,
         node: &str,
         tokens: &[String],
-        until: chrono::DateTime<chrono::Utc>,
+        lease: std::time::Duration,
     ) -> Result<Vec<String>, StoreError>;
 
     /// Lease active work items that `node` held before it restarted, or whose
