@@ -254,3 +254,37 @@ async fn a_node_id_runs_in_one_process_at_a_time(backend: Backend) {
     let again = spawn_binary(&db, "twin-node").await;
     assert_eq!(call(&again, reqwest::Method::GET, "/health", None).await.0, 200);
 }
+
+/// A step whose own attempt timeout is longer than the lease, and whose call
+/// outlasts the lease many times over, keeps its lease (renewed while it
+/// runs): the second engine on the database never takes it over, and the
+/// step is called exactly once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_longer_than_the_lease_keeps_its_lease() {
+    let Some(db) = TestDb::create(Backend::Postgres).await else {
+        return;
+    };
+    let svc = StepServer::start_async(|_, _| {
+        Box::pin(async {
+            tokio::time::sleep(Duration::from_secs(4)).await;
+            json_reply(200, json!({"patient": "done"}))
+        })
+    })
+    .await;
+    let env = [("TARTAN_LEASE", "1s"), ("TARTAN_STEP_TIMEOUT", "500ms")];
+    let a = spawn_binary_with(&db, "edges-long-a", &env).await;
+    let b = spawn_binary_with(&db, "edges-long-b", &env).await;
+    let mut step = sync_step("patient", &svc.url("/patient"), &["seed"], &["patient"]);
+    step["http"]["timeout"] = json!(10_000);
+    register(&a, vec![step]).await;
+    let (status, body) = call(
+        &a,
+        reqwest::Method::POST,
+        "/engine/flow",
+        Some(json!({"id": "long-call", "goals": ["patient"], "init": {"seed": ["s"]}})),
+    )
+    .await;
+    assert_eq!(status, 201, "{body}");
+    check_flow(&b, "long-call", &svc, 1).await;
+    assert_eq!(svc.requests().len(), 1, "the call was made once, not taken over");
+}

@@ -158,16 +158,27 @@ impl Engine {
     pub(crate) fn spawn_lease_renewal(&self) {
         let engine = self.clone();
         let every = (engine.inner.config.lease / 3).max(Duration::from_millis(100));
+        // Renewal failing this long (on this process's monotonic clock) means
+        // the lease may have run out on the database's: stop the calls before
+        // another process takes them over, so that no call runs twice at once.
+        let lease = engine.lease_length().to_std().unwrap_or_default();
+        let give_up = lease.saturating_sub(every);
         tokio::spawn(async move {
             let mut tick = tokio::time::interval(every);
             tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            // When the last renewal that held was sent: the leases it set run
+            // at least `lease` from then.
+            let mut held_since = tokio::time::Instant::now();
             loop {
                 tokio::select! {
                     _ = tick.tick() => {}
                     _ = engine.inner.stopping.cancelled() => return,
                 }
+                let sent = tokio::time::Instant::now();
                 let calls = engine.calls_in_flight();
                 if calls.is_empty() {
+                    // Calls started from now on are leased by their commit.
+                    held_since = sent;
                     continue;
                 }
                 let tokens: Vec<String> = calls.iter().map(|(token, _)| token.clone()).collect();
@@ -178,7 +189,19 @@ impl Engine {
                     .renew_leases(&engine.inner.config.node_id, &tokens, lease)
                     .await
                 {
-                    Ok(renewed) => engine.abandon_lost_calls(calls, &renewed),
+                    Ok(renewed) => {
+                        held_since = sent;
+                        engine.abandon_lost_calls(calls, &renewed)
+                    }
+                    Err(e) if sent.duration_since(held_since) >= give_up => {
+                        tracing::error!(
+                            calls = calls.len(),
+                            "renewing leases has failed for {:?} ({e}): the leases may run out, \
+                             so these calls are stopped before another process takes them over",
+                            sent.duration_since(held_since)
+                        );
+                        engine.abandon_lost_calls(calls, &[]);
+                    }
                     Err(e) => tracing::warn!("renewing leases failed: {e}"),
                 }
             }
