@@ -125,5 +125,7 @@ async fn shutdown_signal() {
         _ = ctrl_c => {},
         _ = term => {},
     }
-    tracing::info!("shutting down: no new work, handing back what has not started, letting calls in flight finish");
+    tracing::info!(
+        "shutting down: no new work, handing back what has not started, letting calls in flight finish"
+    );
 }

@@ -202,7 +202,10 @@ async fn a_stopped_engine_hands_its_work_to_another_at_once() {
     let took = stopped.elapsed();
     // Without the hand-back B would wait for the lease (30 s attempt
     // timeout + 60 s); the slowest path here is a 3 s call started again.
-    assert!(took < Duration::from_secs(15), "B finished the work {took:?} after A was stopped");
+    assert!(
+        took < Duration::from_secs(15),
+        "B finished the work {took:?} after A was stopped"
+    );
     let done = done.lock().unwrap().clone();
     assert_eq!(
         done.get("quick"),

@@ -202,12 +202,7 @@ impl Engine {
 
     /// Hand back this node's leases but those of `keep` (see `Store::hand_back`).
     async fn hand_back(&self, keep: &[String]) {
-        match self
-            .inner
-            .store
-            .hand_back(&self.inner.config.node_id, keep)
-            .await
-        {
+        match self.inner.store.hand_back(&self.inner.config.node_id, keep).await {
             Ok(0) => {}
             Ok(n) => tracing::info!(work_items = n, "handed back work this process will not call"),
             Err(e) => tracing::warn!("handing back leases failed (they expire after the lease): {e}"),

@@ -158,7 +158,10 @@ pub async fn serve_with(
             .await
             .is_err()
         {
-            tracing::warn!("requests still open after {:?}; closing them", limits.shutdown_grace);
+            tracing::warn!(
+                "requests still open after {:?}; closing them",
+                limits.shutdown_grace
+            );
         }
     };
     tokio::join!(connections, engine.shutdown(limits.shutdown_grace));

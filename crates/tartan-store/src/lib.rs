@@ -61,7 +61,9 @@ pub struct NodeGuard {
 
 impl NodeGuard {
     pub(crate) fn new(held: impl std::any::Any + Send + Sync) -> Self {
-        Self { _held: Box::new(held) }
+        Self {
+            _held: Box::new(held),
+        }
     }
 }
 

@@ -44,11 +44,12 @@ const NODE_CHECK_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
 async fn lock_node(url: &str, node: &str) -> Result<Option<sqlx::PgConnection>, StoreError> {
     use sqlx::{Connection, Row};
     let mut conn = sqlx::PgConnection::connect(url).await?;
-    let got: bool = sqlx::query("SELECT pg_try_advisory_lock(hashtextextended('tartan-node:' || $1, 0)) AS got")
-        .bind(node)
-        .fetch_one(&mut conn)
-        .await?
-        .try_get("got")?;
+    let got: bool =
+        sqlx::query("SELECT pg_try_advisory_lock(hashtextextended('tartan-node:' || $1, 0)) AS got")
+            .bind(node)
+            .fetch_one(&mut conn)
+            .await?
+            .try_get("got")?;
     Ok(got.then_some(conn))
 }
 
@@ -112,7 +113,10 @@ pub(crate) const HANDBACK_CHANNEL: &str = "tartan_handback";
 /// Listen on `channel` on a connection of its own; the listener reconnects
 /// by itself after the database went away (notices sent meanwhile are lost:
 /// lease renewal and the sweep are the fallbacks). Yields the payloads.
-pub(crate) async fn listen(url: &str, channel: &str) -> Result<tokio::sync::mpsc::Receiver<String>, StoreError> {
+pub(crate) async fn listen(
+    url: &str,
+    channel: &str,
+) -> Result<tokio::sync::mpsc::Receiver<String>, StoreError> {
     let mut listener = sqlx::postgres::PgListener::connect(url).await?;
     listener.listen(channel).await?;
     let (tx, rx) = tokio::sync::mpsc::channel(64);
