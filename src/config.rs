@@ -54,6 +54,15 @@ pub struct ServeArgs {
     /// IP addresses and CIDR ranges [default: any address but link-local]
     #[arg(long, env = "TARTAN_STEP_HOSTS")]
     pub step_hosts: Option<String>,
+    /// How long a client may take to send a request's headers [default: 10s]
+    #[arg(long, env = "TARTAN_HEADER_TIMEOUT")]
+    pub header_timeout: Option<String>,
+    /// How long a client may take to send a request's body after its headers [default: 30s]
+    #[arg(long, env = "TARTAN_BODY_TIMEOUT")]
+    pub body_timeout: Option<String>,
+    /// How long calls in flight may finish after SIGTERM before they are handed back [default: 10s]
+    #[arg(long, env = "TARTAN_SHUTDOWN_GRACE")]
+    pub shutdown_grace: Option<String>,
 }
 
 /// The file form: the same keys, all optional.
@@ -163,6 +172,22 @@ fn duration_setting(
     parse_duration_str(&text, kind).map_err(|e| anyhow::anyhow!("{source}: {e}"))
 }
 
+/// A duration from a flag (or its environment variable, which clap reads),
+/// else the file, else `default`; errors name where the value came from.
+fn flag_duration(
+    name: &str,
+    flag: Option<String>,
+    file: Option<String>,
+    default: Duration,
+) -> Result<Duration> {
+    let (source, text) = match (flag.filter(|t| !t.trim().is_empty()), file) {
+        (Some(t), _) => (name.to_string(), t),
+        (None, Some(t)) => (format!("{name} in the config file"), t),
+        (None, None) => return Ok(default),
+    };
+    parse_duration_str(&text, DurationKind::Timeout).map_err(|e| anyhow::anyhow!("{source}: {e}"))
+}
+
 impl Config {
     pub fn resolve(args: ServeArgs) -> Result<Config> {
         let file: FileConfig = match &args.config {
@@ -224,23 +249,23 @@ impl Config {
         )?;
         let server_defaults = tartan_server::ServerLimits::default();
         let server_limits = tartan_server::ServerLimits {
-            header_timeout: duration_setting(
-                &["TARTAN_HEADER_TIMEOUT"],
+            header_timeout: flag_duration(
+                "--header-timeout / TARTAN_HEADER_TIMEOUT",
+                args.header_timeout,
                 file.header_timeout,
                 server_defaults.header_timeout,
-                DurationKind::Timeout,
             )?,
-            body_timeout: duration_setting(
-                &["TARTAN_BODY_TIMEOUT"],
+            body_timeout: flag_duration(
+                "--body-timeout / TARTAN_BODY_TIMEOUT",
+                args.body_timeout,
                 file.body_timeout,
                 server_defaults.body_timeout,
-                DurationKind::Timeout,
             )?,
-            shutdown_grace: duration_setting(
-                &["TARTAN_SHUTDOWN_GRACE"],
+            shutdown_grace: flag_duration(
+                "--shutdown-grace / TARTAN_SHUTDOWN_GRACE",
+                args.shutdown_grace,
                 file.shutdown_grace,
                 server_defaults.shutdown_grace,
-                DurationKind::Timeout,
             )?,
         };
         let api_tokens = tokens(
