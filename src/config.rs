@@ -74,6 +74,15 @@ pub struct ServeArgs {
     /// Postgres: how long one listing or history statement of the API may run [default: 30s]
     #[arg(long, env = "TARTAN_DB_READ_TIMEOUT")]
     pub db_read_timeout: Option<String>,
+    /// How long a client may take to send a request's headers [default: 10s]
+    #[arg(long, env = "TARTAN_HEADER_TIMEOUT")]
+    pub header_timeout: Option<String>,
+    /// How long a client may take to send a request's body after its headers [default: 30s]
+    #[arg(long, env = "TARTAN_BODY_TIMEOUT")]
+    pub body_timeout: Option<String>,
+    /// How long calls in flight may finish after SIGTERM before they are handed back [default: 10s]
+    #[arg(long, env = "TARTAN_SHUTDOWN_GRACE")]
+    pub shutdown_grace: Option<String>,
 }
 
 /// A count of at least 1 given as a flag or environment variable.
@@ -105,6 +114,9 @@ struct FileConfig {
     max_step_attempts: Option<u32>,
     max_active_flows: Option<usize>,
     lease: Option<String>,
+    header_timeout: Option<String>,
+    body_timeout: Option<String>,
+    shutdown_grace: Option<String>,
     api_token: Option<String>,
     api_token_file: Option<PathBuf>,
     read_token: Option<String>,
@@ -142,6 +154,9 @@ pub struct Config {
     pub lease: Duration,
     /// Flows in progress in this process at most (`TARTAN_MAX_ACTIVE_FLOWS`).
     pub max_active_flows: usize,
+    /// Header and body read timeouts, shutdown grace (`TARTAN_HEADER_TIMEOUT`,
+    /// `TARTAN_BODY_TIMEOUT`, `TARTAN_SHUTDOWN_GRACE`).
+    pub server_limits: tartan_server::ServerLimits,
     /// Tokens and CORS origins of the API.
     pub security: ApiSecurity,
     /// Serve without tokens on a non-loopback address.
@@ -170,6 +185,7 @@ impl std::fmt::Debug for Config {
             .field("max_step_attempts", &self.max_step_attempts)
             .field("lease", &self.lease)
             .field("max_active_flows", &self.max_active_flows)
+            .field("server_limits", &self.server_limits)
             .field("security", &self.security)
             .field("allow_unauthenticated", &self.allow_unauthenticated)
             .field("step_hosts", &self.step_hosts.to_string())
@@ -205,6 +221,22 @@ fn duration_setting(
         },
     };
     parse_duration_str(&text, kind).map_err(|e| anyhow::anyhow!("{source}: {e}"))
+}
+
+/// A duration from a flag (or its environment variable, which clap reads),
+/// else the file, else `default`; errors name where the value came from.
+fn flag_duration(
+    name: &str,
+    flag: Option<String>,
+    file: Option<String>,
+    default: Duration,
+) -> Result<Duration> {
+    let (source, text) = match (flag.filter(|t| !t.trim().is_empty()), file) {
+        (Some(t), _) => (name.to_string(), t),
+        (None, Some(t)) => (format!("{name} in the config file"), t),
+        (None, None) => return Ok(default),
+    };
+    parse_duration_str(&text, DurationKind::Timeout).map_err(|e| anyhow::anyhow!("{source}: {e}"))
 }
 
 impl Config {
@@ -297,6 +329,27 @@ impl Config {
             read: args.db_read_pool.or(file.db_read_pool),
             read_timeout,
         };
+        let server_defaults = tartan_server::ServerLimits::default();
+        let server_limits = tartan_server::ServerLimits {
+            header_timeout: flag_duration(
+                "--header-timeout / TARTAN_HEADER_TIMEOUT",
+                args.header_timeout,
+                file.header_timeout,
+                server_defaults.header_timeout,
+            )?,
+            body_timeout: flag_duration(
+                "--body-timeout / TARTAN_BODY_TIMEOUT",
+                args.body_timeout,
+                file.body_timeout,
+                server_defaults.body_timeout,
+            )?,
+            shutdown_grace: flag_duration(
+                "--shutdown-grace / TARTAN_SHUTDOWN_GRACE",
+                args.shutdown_grace,
+                file.shutdown_grace,
+                server_defaults.shutdown_grace,
+            )?,
+        };
         let api_tokens = tokens(
             "TARTAN_API_TOKEN",
             args.api_token.or(file.api_token),
@@ -347,6 +400,7 @@ impl Config {
             max_step_attempts,
             lease,
             max_active_flows,
+            server_limits,
             security,
             allow_unauthenticated: args
                 .allow_unauthenticated

@@ -50,11 +50,15 @@ async fn serve(config: Config) -> Result<()> {
     let store = tartan_store::open_with(&config.database_url, &config.pools)
         .await
         .with_context(|| format!("opening {}", tartan_store::redact(&config.database_url)))?;
+    let node_id = config
+        .node_id
+        .clone()
+        .unwrap_or_else(|| format!("{}-{}", hostname(), addr.port()));
+    // One live process per node id: two would take each other's leases for
+    // their own (docs/durability.md). Held until the process ends.
+    let _node = store.hold_node(&node_id).await?;
     let engine_config = EngineConfig {
-        node_id: config
-            .node_id
-            .clone()
-            .unwrap_or_else(|| format!("{}-{}", hostname(), addr.port())),
+        node_id,
         webhook_base_url: config
             .webhook_base_url
             .clone()
@@ -75,7 +79,14 @@ async fn serve(config: Config) -> Result<()> {
         tracing::warn!("serving without authentication on {addr} (TARTAN_ALLOW_UNAUTHENTICATED)");
     }
     tracing::info!(store = engine.store().backend(), node_id = %engine.config().node_id, "listening on {addr}");
-    tartan_server::serve(listener, engine, config.security, shutdown_signal()).await?;
+    tartan_server::serve_with(
+        listener,
+        engine,
+        config.security,
+        config.server_limits,
+        shutdown_signal(),
+    )
+    .await?;
     tracing::info!("stopped");
     Ok(())
 }
@@ -116,5 +127,7 @@ async fn shutdown_signal() {
         _ = ctrl_c => {},
         _ = term => {},
     }
-    tracing::info!("shutting down: no new work, letting calls in flight finish");
+    tracing::info!(
+        "shutting down: no new work, handing back what has not started, letting calls in flight finish"
+    );
 }

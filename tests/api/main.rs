@@ -6,6 +6,7 @@ mod bad_input;
 mod bookkeeping;
 mod chaos;
 mod durability;
+mod edges;
 mod errors;
 mod fairness;
 mod flows;

@@ -584,15 +584,21 @@ impl Engine {
                 // also keeps it from being taken for an orphaned call.
                 let waiting_webhook = (w.status == WorkStatus::Active && w.accepted_at.is_some())
                     .then(|| w.inactive_until.unwrap_or(DateTime::<Utc>::MAX_UTC));
-                let lease_until = match (w.status, w.next_retry_at) {
-                    _ if waiting_webhook.is_some() => {
-                        waiting_webhook.map(|due| due.checked_add_signed(lease_len).unwrap_or(due))
+                // A call's lease runs from the commit, on the database's
+                // clock (`lease_for`); the others are anchored to a due time.
+                let call_lease = lease_len.to_std().unwrap_or_default();
+                let (lease_until, lease_for) = match (w.status, w.next_retry_at) {
+                    _ if waiting_webhook.is_some() => (
+                        waiting_webhook.map(|due| due.checked_add_signed(lease_len).unwrap_or(due)),
+                        None,
+                    ),
+                    (WorkStatus::Active, _) | (WorkStatus::Compensating, None) => (None, Some(call_lease)),
+                    (WorkStatus::NotCompleted | WorkStatus::Compensating, Some(due)) => {
+                        (Some(due + lease_len), None)
                     }
-                    (WorkStatus::Active, _) | (WorkStatus::Compensating, None) => Some(tx.now + lease_len),
-                    (WorkStatus::NotCompleted | WorkStatus::Compensating, Some(due)) => Some(due + lease_len),
-                    _ => None,
+                    _ => (None, None),
                 };
-                let active = lease_until.is_some();
+                let active = lease_until.is_some() || lease_for.is_some();
                 Some(WorkRow {
                     flow_id: tx.state.id.clone(),
                     step_id,
@@ -603,6 +609,7 @@ impl Engine {
                     due_at: w.next_retry_at.or(waiting_webhook),
                     lease_owner: active.then(|| self.inner.config.node_id.clone()),
                     lease_expires_at: lease_until,
+                    lease_for,
                     created_at: tx.now,
                     detail: w.clone(),
                 })
@@ -816,7 +823,8 @@ impl Engine {
     /// it over like the call of a dead node (docs/durability.md, "Call slots").
     fn spawn_call(&self, call: Call) {
         if self.inner.stopping.is_cancelled() {
-            // Left active under this node's lease; the next start resumes it.
+            // Left active under this node's lease, which `shutdown` hands
+            // back: another process (or the next start) calls it.
             return;
         }
         let cancel = CancellationToken::new();
@@ -850,7 +858,14 @@ impl Engine {
                 step_id: &call.step.id,
             };
             let outcome = tokio::select! {
-                r = dispatch::perform(&engine.inner.http, &engine.inner.config.step_hosts, &call) => Some(r),
+                r = async {
+                    // Not started when the process stops: handed back (see
+                    // `Engine::shutdown`).
+                    if !engine.mark_started(id) {
+                        return None;
+                    }
+                    Some(dispatch::perform(&engine.inner.http, &engine.inner.config.step_hosts, &call).await)
+                } => r,
                 // The flow was cancelled or timed out: dropping the request
                 // closes its connection; the decision is already recorded.
                 _ = cancel.cancelled() => None,
@@ -866,6 +881,7 @@ impl Engine {
                 engine.conclude(&call, result).await;
             }
             engine.forget_call(&call.token, id);
+            engine.started().remove(&id);
         });
     }
 
@@ -887,6 +903,33 @@ impl Engine {
                 .deferred_calls
                 .load(std::sync::atomic::Ordering::Relaxed),
         )
+    }
+
+    fn started(&self) -> std::sync::MutexGuard<'_, std::collections::HashSet<u64>> {
+        self.inner.started.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Mark call `id` as going out, unless the process is stopping. Under the
+    /// `in_flight` lock, as `started_calls` reads: a call either is marked
+    /// before the stop is seen, or does not start.
+    fn mark_started(&self, id: u64) -> bool {
+        let _in_flight = self.in_flight();
+        if self.inner.stopping.is_cancelled() {
+            return false;
+        }
+        self.started().insert(id);
+        true
+    }
+
+    /// The receipt tokens of the calls that went out and are still running.
+    pub(crate) fn started_calls(&self) -> Vec<String> {
+        let in_flight = self.in_flight();
+        let started = self.started();
+        in_flight
+            .iter()
+            .filter(|(_, (id, _))| started.contains(id))
+            .map(|(token, _)| token.clone())
+            .collect()
     }
 
     fn in_flight(&self) -> std::sync::MutexGuard<'_, HashMap<String, (u64, CancellationToken)>> {

@@ -81,6 +81,9 @@ struct Inner {
     /// Each call in flight, by receipt token: which call (a retry of the
     /// same token is a new one) and how to cancel it.
     in_flight: std::sync::Mutex<std::collections::HashMap<String, (u64, CancellationToken)>>,
+    /// The calls (by number) that got a slot and went out: on shutdown, the
+    /// ones in `in_flight` but not here are handed back at once.
+    started: std::sync::Mutex<std::collections::HashSet<u64>>,
     /// Tells subscribers which flows reached a terminal status.
     finished: tokio::sync::broadcast::Sender<FlowFinished>,
     /// Numbers the calls, to tell them apart in `in_flight`.
@@ -118,6 +121,7 @@ impl Engine {
                 flows: flows::FlowLocks::default(),
                 timers: timers::Timers::default(),
                 in_flight: std::sync::Mutex::default(),
+                started: std::sync::Mutex::default(),
                 call_ids: std::sync::atomic::AtomicU64::new(0),
                 finished: tokio::sync::broadcast::channel(FINISHED_BUFFER).0,
                 http,
@@ -131,6 +135,7 @@ impl Engine {
         engine.spawn_timer_loop();
         engine.spawn_lease_renewal();
         engine.spawn_abort_listener().await;
+        engine.spawn_handback_listener().await;
         Ok(engine)
     }
 
@@ -185,15 +190,42 @@ impl Engine {
         self.inner.timers.len()
     }
 
-    /// Stop taking new work and wait (bounded) for the calls in flight.
+    /// Stop (docs/durability.md, "Shutting down"): no new work; hand back
+    /// at once the leases of work this process holds but has not started;
+    /// let running calls finish and record their results within `grace`;
+    /// then abort those still running and hand their leases back too, so
+    /// that another process takes them over at once instead of after the
+    /// lease.
     pub async fn shutdown(&self, grace: std::time::Duration) {
         self.inner.stopping.cancel();
         self.inner.tasks.close();
+        let running = self.started_calls();
+        self.hand_back(&running).await;
         if tokio::time::timeout(grace, self.inner.tasks.wait())
             .await
             .is_err()
         {
-            tracing::warn!("calls still in flight after {grace:?}; they resume on the next start");
+            let aborted: Vec<String> = self.calls_in_flight().into_iter().map(|(t, _)| t).collect();
+            tracing::warn!(
+                calls = aborted.len(),
+                "calls still running after {grace:?}: aborted, handed back to be called again"
+            );
+            for token in &aborted {
+                self.abort_call(token);
+            }
+            // Aborted calls unwind at once; a result being recorded gets a
+            // moment to land.
+            let _ = tokio::time::timeout(std::time::Duration::from_secs(1), self.inner.tasks.wait()).await;
+        }
+        self.hand_back(&[]).await;
+    }
+
+    /// Hand back this node's leases but those of `keep` (see `Store::hand_back`).
+    async fn hand_back(&self, keep: &[String]) {
+        match self.inner.store.hand_back(&self.inner.config.node_id, keep).await {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(work_items = n, "handed back work this process will not call"),
+            Err(e) => tracing::warn!("handing back leases failed (they expire after the lease): {e}"),
         }
     }
 }

@@ -3,7 +3,6 @@
 //! as a new attempt. Nothing else needs recovering: every other state change
 //! was committed together with the work it made due.
 
-use chrono::Utc;
 use tartan_core::machine;
 use tartan_store::Claim;
 
@@ -20,16 +19,13 @@ impl Engine {
     /// Call again the work whose lease expired (its node died), and at
     /// start-up (`own`) this node's own calls cut off by its last stop.
     pub(crate) async fn take_over(&self, own: bool) -> Result<(), EngineError> {
-        let now = Utc::now();
-        let lease = chrono::Duration::from_std(self.inner.config.step_timeout + self.inner.config.lease)
-            .unwrap_or(chrono::Duration::MAX);
         let claimed = self
             .inner
             .store
             .claim_orphaned_work(&Claim {
                 node: self.inner.config.node_id.clone(),
-                now,
-                lease_until: now + lease,
+                at: None,
+                lease: self.lease_length().to_std().unwrap_or_default(),
                 limit: CLAIM_BATCH,
                 include_own: own,
             })

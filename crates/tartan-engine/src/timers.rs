@@ -198,27 +198,50 @@ impl Engine {
     pub(crate) fn spawn_lease_renewal(&self) {
         let engine = self.clone();
         let every = (engine.inner.config.lease / 3).max(Duration::from_millis(100));
+        // Renewal failing this long (on this process's monotonic clock) means
+        // the lease may have run out on the database's: stop the calls before
+        // another process takes them over, so that no call runs twice at once.
+        let lease = engine.lease_length().to_std().unwrap_or_default();
+        let give_up = lease.saturating_sub(every);
         tokio::spawn(async move {
             let mut tick = tokio::time::interval(every);
             tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            // When the last renewal that held was sent: the leases it set run
+            // at least `lease` from then.
+            let mut held_since = tokio::time::Instant::now();
             loop {
                 tokio::select! {
                     _ = tick.tick() => {}
                     _ = engine.inner.stopping.cancelled() => return,
                 }
+                let sent = tokio::time::Instant::now();
                 let calls = engine.calls_in_flight();
                 if calls.is_empty() {
+                    // Calls started from now on are leased by their commit.
+                    held_since = sent;
                     continue;
                 }
                 let tokens: Vec<String> = calls.iter().map(|(token, _)| token.clone()).collect();
-                let until = Utc::now() + engine.lease_length();
+                let lease = engine.lease_length().to_std().unwrap_or_default();
                 match engine
                     .inner
                     .store
-                    .renew_leases(&engine.inner.config.node_id, &tokens, until)
+                    .renew_leases(&engine.inner.config.node_id, &tokens, lease)
                     .await
                 {
-                    Ok(renewed) => engine.abandon_lost_calls(calls, &renewed),
+                    Ok(renewed) => {
+                        held_since = sent;
+                        engine.abandon_lost_calls(calls, &renewed)
+                    }
+                    Err(e) if sent.duration_since(held_since) >= give_up => {
+                        tracing::error!(
+                            calls = calls.len(),
+                            "renewing leases has failed for {:?} ({e}): the leases may run out, \
+                             so these calls are stopped before another process takes them over",
+                            sent.duration_since(held_since)
+                        );
+                        engine.abandon_lost_calls(calls, &[]);
+                    }
                     Err(e) => tracing::warn!("renewing leases failed: {e}"),
                 }
             }
@@ -255,16 +278,44 @@ impl Engine {
         });
     }
 
+    /// Take over at once the work another process handed back when it
+    /// stopped (Postgres `NOTIFY`); without it, the sweep finds it within
+    /// `min(30 s, TARTAN_LEASE)`.
+    pub(crate) async fn spawn_handback_listener(&self) {
+        let mut notices = match self.inner.store.listen_handbacks().await {
+            Ok(Some(notices)) => notices,
+            Ok(None) => return,
+            Err(e) => {
+                tracing::warn!("not listening for handed-back work (the sweep finds it): {e}");
+                return;
+            }
+        };
+        let engine = self.clone();
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    n = notices.recv() => if n.is_none() { return },
+                    _ = engine.inner.stopping.cancelled() => return,
+                }
+                if let Err(e) = engine.load_timers().await {
+                    tracing::warn!("loading handed-back retries failed: {e}");
+                }
+                if let Err(e) = engine.take_over(false).await {
+                    tracing::warn!("taking over handed-back calls failed: {e}");
+                }
+            }
+        });
+    }
+
     /// Claim due retries by lease (another process sharing the database may
     /// hold them in its heap too) and start the ones this process got.
     fn claim_and_fire(&self, due: Vec<WorkKey>) {
         let engine = self.clone();
         self.inner.tasks.spawn(async move {
-            let now = Utc::now();
             let claim = Claim {
                 node: engine.inner.config.node_id.clone(),
-                now,
-                lease_until: now + engine.lease_length(),
+                at: None,
+                lease: engine.lease_length().to_std().unwrap_or_default(),
                 limit: due.len(),
                 include_own: true,
             };

@@ -17,6 +17,7 @@ pub mod kind {
     pub const NOT_FOUND: &str = "urn:tartan:problem:not-found";
     pub const CONFLICT: &str = "urn:tartan:problem:conflict";
     pub const TOO_LARGE: &str = "urn:tartan:problem:payload-too-large";
+    pub const BODY_TIMEOUT: &str = "urn:tartan:problem:body-timeout";
     pub const METHOD: &str = "urn:tartan:problem:method-not-allowed";
     pub const UNAVAILABLE: &str = "urn:tartan:problem:unavailable";
     pub const OVERLOADED: &str = "urn:tartan:problem:overloaded";

@@ -14,9 +14,31 @@ use crate::error::{kind, ApiError};
 pub const STEP_BODY_LIMIT: usize = 512 * 1024;
 pub const FLOW_BODY_LIMIT: usize = 1024 * 1024;
 
-/// Read a body of at most `limit` bytes; over it is 413.
+/// When a request's body must have arrived (`TARTAN_BODY_TIMEOUT` after its
+/// headers), set by the router.
+#[derive(Debug, Clone, Copy)]
+pub struct BodyDeadline(pub tokio::time::Instant);
+
+/// Read a body of at most `limit` bytes; over it is 413, not all there by
+/// the request's `BodyDeadline` is 408 (a client trickling its body would
+/// otherwise hold a connection and a task for as long as it likes).
 pub async fn read_body(req: Request, limit: usize) -> Result<Bytes, ApiError> {
-    axum::body::to_bytes(req.into_body(), limit).await.map_err(|_| {
+    let deadline = req.extensions().get::<BodyDeadline>().copied();
+    let read = axum::body::to_bytes(req.into_body(), limit);
+    let read = match deadline {
+        Some(BodyDeadline(at)) => match tokio::time::timeout_at(at, read).await {
+            Ok(read) => read,
+            Err(_) => {
+                return Err(ApiError::new(
+                    StatusCode::REQUEST_TIMEOUT,
+                    kind::BODY_TIMEOUT,
+                    "the request body did not arrive in time (TARTAN_BODY_TIMEOUT)",
+                ))
+            }
+        },
+        None => read.await,
+    };
+    read.map_err(|_| {
         ApiError::new(
             StatusCode::PAYLOAD_TOO_LARGE,
             kind::TOO_LARGE,

@@ -17,18 +17,52 @@ mod routes;
 pub mod security;
 
 use std::future::Future;
-use std::net::SocketAddr;
+use std::time::Duration;
 
+use axum::extract::ConnectInfo;
 use axum::http::StatusCode;
 use axum::Router;
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::server::conn::auto;
+use hyper_util::server::graceful::GracefulShutdown;
 use tartan_engine::Engine;
 use tokio::net::TcpListener;
 
 use crate::error::{kind, ApiError};
 pub use crate::security::ApiSecurity;
 
-/// Every route of the API, behind `security`.
+/// Time limits of the HTTP server (docs/durability.md, "Shutting down" and
+/// "Slow clients").
+#[derive(Debug, Clone, Copy)]
+pub struct ServerLimits {
+    /// A request's headers must arrive within this (`TARTAN_HEADER_TIMEOUT`).
+    pub header_timeout: Duration,
+    /// A request's body must arrive within this of its headers
+    /// (`TARTAN_BODY_TIMEOUT`).
+    pub body_timeout: Duration,
+    /// How long calls in flight may finish after a stop is asked for
+    /// (`TARTAN_SHUTDOWN_GRACE`).
+    pub shutdown_grace: Duration,
+}
+
+impl Default for ServerLimits {
+    fn default() -> Self {
+        Self {
+            header_timeout: Duration::from_secs(10),
+            body_timeout: Duration::from_secs(30),
+            shutdown_grace: Duration::from_secs(10),
+        }
+    }
+}
+
+/// Every route of the API, behind `security`, with the default body timeout.
 pub fn router(engine: Engine, security: ApiSecurity) -> Router {
+    router_with(engine, security, ServerLimits::default().body_timeout)
+}
+
+/// Every route of the API, behind `security`; a request body must arrive
+/// within `body_timeout` of its headers.
+pub fn router_with(engine: Engine, security: ApiSecurity, body_timeout: Duration) -> Router {
     let cors = security::cors_layer(security.cors_origins());
     let app = routes::routes()
         .fallback(|| async { ApiError::not_found("no such route") })
@@ -44,6 +78,13 @@ pub fn router(engine: Engine, security: ApiSecurity) -> Router {
             security,
             security::require_token,
         ))
+        .layer(axum::middleware::from_fn(
+            move |mut req: axum::extract::Request, next: axum::middleware::Next| {
+                req.extensions_mut()
+                    .insert(extract::BodyDeadline(tokio::time::Instant::now() + body_timeout));
+                next.run(req)
+            },
+        ))
         .with_state(engine);
     match cors {
         Some(cors) => app.layer(cors),
@@ -51,18 +92,78 @@ pub fn router(engine: Engine, security: ApiSecurity) -> Router {
     }
 }
 
-/// Serve on a bound listener until `shutdown` resolves, then stop taking
-/// requests and let the engine's calls in flight finish (bounded).
+/// Serve on a bound listener with the default limits (see `serve_with`).
 pub async fn serve(
     listener: TcpListener,
     engine: Engine,
     security: ApiSecurity,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    let app = router(engine.clone(), security);
-    axum::serve(listener, app.into_make_service_with_connect_info::<SocketAddr>())
-        .with_graceful_shutdown(shutdown)
-        .await?;
-    engine.shutdown(std::time::Duration::from_secs(10)).await;
+    serve_with(listener, engine, security, ServerLimits::default(), shutdown).await
+}
+
+/// Serve on a bound listener until `shutdown` resolves. Then: stop
+/// accepting, and at once both let open requests finish and shut the
+/// engine down (it hands back the work it has not started, lets running
+/// calls finish within the grace, hands back the rest); connections still
+/// open after the grace are dropped.
+pub async fn serve_with(
+    listener: TcpListener,
+    engine: Engine,
+    security: ApiSecurity,
+    limits: ServerLimits,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let app = router_with(engine.clone(), security, limits.body_timeout);
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    // Slowloris: a client trickling its headers is cut off (hyper needs a
+    // timer for the header timeout to apply at all).
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(limits.header_timeout);
+    builder.http2().timer(TokioTimer::new());
+    let graceful = GracefulShutdown::new();
+    tokio::pin!(shutdown);
+    loop {
+        let (stream, remote) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(accepted) => accepted,
+                Err(e) => {
+                    // Out of file descriptors and the like: pass, then go on.
+                    tracing::warn!("accepting a connection failed: {e}");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            _ = &mut shutdown => break,
+        };
+        let app = app.clone();
+        let service = hyper::service::service_fn(move |mut req: hyper::Request<hyper::body::Incoming>| {
+            req.extensions_mut().insert(ConnectInfo(remote));
+            tower::ServiceExt::oneshot(app.clone(), req)
+        });
+        let conn = builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
+        let conn = graceful.watch(conn.into_owned());
+        tokio::spawn(async move {
+            // A client that went away or was too slow: nothing to report.
+            if let Err(e) = conn.await {
+                tracing::debug!("connection from {remote} ended: {e}");
+            }
+        });
+    }
+    drop(listener);
+    let connections = async {
+        if tokio::time::timeout(limits.shutdown_grace, graceful.shutdown())
+            .await
+            .is_err()
+        {
+            tracing::warn!(
+                "requests still open after {:?}; closing them",
+                limits.shutdown_grace
+            );
+        }
+    };
+    tokio::join!(connections, engine.shutdown(limits.shutdown_grace));
     Ok(())
 }

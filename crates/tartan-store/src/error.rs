@@ -19,6 +19,13 @@ pub enum StoreError {
     /// A statement failed.
     #[error("database error: {0}")]
     Database(String),
+    /// Another live process on this database runs under this node id.
+    #[error(
+        "node id {0:?} is in use by another running process on this database; give this process a \
+         different TARTAN_NODE_ID (--node-id), or stop the other one first (a stopped or killed \
+         process frees its id at once)"
+    )]
+    NodeInUse(String),
     /// The database cannot be reached (down, restarting, failing over, no
     /// connection free in time): trying again later may succeed.
     #[error("database unavailable: {0}")]

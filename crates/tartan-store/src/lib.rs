@@ -85,11 +85,32 @@ pub fn redact(url: &str) -> String {
     }
 }
 
+/// Held while this process runs as a node id (see `Store::hold_node`);
+/// dropping it frees the id.
+pub struct NodeGuard {
+    _held: Box<dyn std::any::Any + Send + Sync>,
+}
+
+impl NodeGuard {
+    pub(crate) fn new(held: impl std::any::Any + Send + Sync) -> Self {
+        Self {
+            _held: Box::new(held),
+        }
+    }
+}
+
 /// Everything the engine and the API read and write.
 #[async_trait]
 pub trait Store: Send + Sync + 'static {
     /// `sqlite` or `postgres`.
     fn backend(&self) -> &'static str;
+
+    /// Run as `node` (a lease owner): refused with `NodeInUse` while another
+    /// live process holds the same id on this database. Postgres: a session
+    /// advisory lock on a connection of its own; SQLite: a lock on a file
+    /// next to the database. Both go with the process that holds them, so a
+    /// killed node can be restarted under its id at once (docs/durability.md).
+    async fn hold_node(&self, node: &str) -> Result<NodeGuard, StoreError>;
 
     /// The database answers and the migrations are applied.
     async fn ready(&self) -> Result<(), StoreError>;
@@ -133,12 +154,13 @@ pub trait Store: Send + Sync + 'static {
     async fn claim_due_work(&self, claim: &Claim, tokens: &[String]) -> Result<Vec<WorkKey>, StoreError>;
 
     /// Extend `node`'s leases on the given work items (calls still in flight)
-    /// to `until`; returns the tokens whose lease it still held.
+    /// to `lease` from now on the database's clock; returns the tokens whose
+    /// lease it still held.
     async fn renew_leases(
         &self,
         node: &str,
         tokens: &[String],
-        until: chrono::DateTime<chrono::Utc>,
+        lease: std::time::Duration,
     ) -> Result<Vec<String>, StoreError>;
 
     /// Lease active work items that `node` held before it restarted, or whose
@@ -155,6 +177,16 @@ pub trait Store: Send + Sync + 'static {
     /// misses one learns at its next lease renewal that the call's lease is
     /// gone, and aborts it then.
     async fn listen_aborts(&self) -> Result<Option<tokio::sync::mpsc::Receiver<Vec<String>>>, StoreError>;
+
+    /// Hand back `node`'s leases on work it holds but is not calling (all
+    /// but `keep`): queued calls, scheduled retries, running compensations it
+    /// gave up. Another process may take them at once; on Postgres it is
+    /// told so (`NOTIFY`). Returns how many were handed back.
+    async fn hand_back(&self, node: &str, keep: &[String]) -> Result<u64, StoreError>;
+
+    /// Notices that another process handed work back, as they come; `None`
+    /// where the database carries none.
+    async fn listen_handbacks(&self) -> Result<Option<tokio::sync::mpsc::Receiver<()>>, StoreError>;
 
     /// The secret stored under `name`; when there is none yet, `candidate`
     /// is stored and returned. Every process on one database gets the same

@@ -57,7 +57,12 @@ pub struct WorkRow {
     pub retry_count: u32,
     pub due_at: Option<Time>,
     pub lease_owner: Option<String>,
+    /// A lease that ends at a set time (one anchored to a retry's or a
+    /// webhook's due time).
     pub lease_expires_at: Option<Time>,
+    /// A lease that ends this long after the commit, on the database's clock
+    /// (a call's lease): used when `lease_expires_at` is `None`.
+    pub lease_for: Option<std::time::Duration>,
     pub created_at: Time,
     pub detail: WorkState,
 }
@@ -129,12 +134,19 @@ pub struct WorkPage {
     pub next_cursor: Option<String>,
 }
 
-/// Who claims and until when.
+/// Who claims and for how long. Leases are computed and compared on the
+/// database's clock (docs/durability.md, "Leases"), so that processes whose
+/// clocks disagree still agree on whose lease has run out.
 #[derive(Debug, Clone)]
 pub struct Claim {
     pub node: String,
-    pub now: Time,
-    pub lease_until: Time,
+    /// When the claim is made: `None` (what the engine passes) is the
+    /// database's now; a set time replays history in tests. Due retries are
+    /// those due by this time, or by the process's clock when `None`: due
+    /// times are the engine's own decisions, on its clock.
+    pub at: Option<Time>,
+    /// How long the lease lasts from `at`.
+    pub lease: std::time::Duration,
     pub limit: usize,
     /// Also take back `node`'s own leases (at start-up, after a crash).
     pub include_own: bool,

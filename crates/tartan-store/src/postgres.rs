@@ -49,32 +49,125 @@ pub(crate) async fn open(url: &str, pools: &crate::Pools) -> Result<SqlStore, St
         api_turns: tokio::sync::Semaphore::new(api_size as usize),
         backend: Backend::Postgres,
         listen_url: Some(url.to_string()),
+        sqlite_path: None,
     })
+}
+
+/// How long a start keeps trying for a node id still held: a process killed
+/// just now frees it once its server-side session notices (milliseconds).
+const NODE_WAIT: std::time::Duration = std::time::Duration::from_secs(3);
+/// How often the connection holding a node id is checked.
+const NODE_CHECK_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Take the advisory lock of `node` on a connection of its own
+/// (`hashtextextended` gives 64 bits: two ids colliding is not a concern).
+async fn lock_node(url: &str, node: &str) -> Result<Option<sqlx::PgConnection>, StoreError> {
+    use sqlx::{Connection, Row};
+    let mut conn = sqlx::PgConnection::connect(url).await?;
+    let got: bool =
+        sqlx::query("SELECT pg_try_advisory_lock(hashtextextended('tartan-node:' || $1, 0)) AS got")
+            .bind(node)
+            .fetch_one(&mut conn)
+            .await?
+            .try_get("got")?;
+    Ok(got.then_some(conn))
+}
+
+/// A session-level advisory lock: held exactly as long as this process's
+/// connection lives, released by Postgres when the process dies. A task
+/// keeps the connection and takes the lock again after the database was
+/// away (a restart drops every session).
+pub(crate) async fn hold_node(url: &str, node: &str) -> Result<crate::NodeGuard, StoreError> {
+    let give_up = tokio::time::Instant::now() + NODE_WAIT;
+    let mut conn = loop {
+        match lock_node(url, node).await? {
+            Some(conn) => break conn,
+            None if tokio::time::Instant::now() < give_up => {
+                tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+            }
+            None => return Err(StoreError::NodeInUse(node.to_string())),
+        }
+    };
+    let (url, node) = (url.to_string(), node.to_string());
+    let keeper = tokio::spawn(async move {
+        use sqlx::Connection;
+        loop {
+            tokio::time::sleep(NODE_CHECK_EVERY).await;
+            if conn.ping().await.is_ok() {
+                continue;
+            }
+            loop {
+                match lock_node(&url, &node).await {
+                    Ok(Some(c)) => {
+                        conn = c;
+                        break;
+                    }
+                    Ok(None) => tracing::error!(
+                        node_id = %node,
+                        "another process took this node id while the database was away: two processes run under it"
+                    ),
+                    Err(e) => tracing::debug!("taking the node id back: {e}"),
+                }
+                tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+            }
+        }
+    });
+    Ok(crate::NodeGuard::new(AbortOnDrop(keeper)))
+}
+
+/// Stops the task (and so closes its connection) when dropped.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
 
 /// The `NOTIFY` channel of abort announcements.
 pub(crate) const ABORT_CHANNEL: &str = "tartan_abort";
 
-/// Listen for abort announcements on a connection of its own; the listener
-/// reconnects by itself after the database went away (notices sent
-/// meanwhile are lost: lease renewal is the fallback).
-pub(crate) async fn listen_aborts(url: &str) -> Result<tokio::sync::mpsc::Receiver<Vec<String>>, StoreError> {
+/// The `NOTIFY` channel on which a stopping process says it handed work back.
+pub(crate) const HANDBACK_CHANNEL: &str = "tartan_handback";
+
+/// Listen on `channel` on a connection of its own; the listener reconnects
+/// by itself after the database went away (notices sent meanwhile are lost:
+/// lease renewal and the sweep are the fallbacks). Yields the payloads.
+pub(crate) async fn listen(
+    url: &str,
+    channel: &str,
+) -> Result<tokio::sync::mpsc::Receiver<String>, StoreError> {
     let mut listener = sqlx::postgres::PgListener::connect(url).await?;
-    listener.listen(ABORT_CHANNEL).await?;
+    listener.listen(channel).await?;
     let (tx, rx) = tokio::sync::mpsc::channel(64);
+    let channel = channel.to_string();
     tokio::spawn(async move {
         loop {
             match listener.recv().await {
                 Ok(notice) => {
-                    let tokens = notice.payload().split(',').map(str::to_string).collect();
-                    if tx.send(tokens).await.is_err() {
+                    if tx.send(notice.payload().to_string()).await.is_err() {
                         return;
                     }
                 }
                 Err(e) => {
-                    tracing::warn!("listening for abort notices: {e}; trying again");
+                    tracing::warn!("listening on {channel}: {e}; trying again");
                     tokio::time::sleep(std::time::Duration::from_secs(1)).await;
                 }
+            }
+        }
+    });
+    Ok(rx)
+}
+
+/// Listen for abort announcements (see `listen`).
+pub(crate) async fn listen_aborts(url: &str) -> Result<tokio::sync::mpsc::Receiver<Vec<String>>, StoreError> {
+    let mut payloads = listen(url, ABORT_CHANNEL).await?;
+    let (tx, rx) = tokio::sync::mpsc::channel(64);
+    tokio::spawn(async move {
+        while let Some(payload) = payloads.recv().await {
+            let tokens = payload.split(',').map(str::to_string).collect();
+            if tx.send(tokens).await.is_err() {
+                return;
             }
         }
     });

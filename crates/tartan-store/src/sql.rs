@@ -29,6 +29,23 @@ pub(crate) enum Backend {
     Postgres,
 }
 
+impl Backend {
+    /// The database's now in microseconds since the epoch: leases are set
+    /// and compared on it, whatever the clocks of the processes sharing the
+    /// database say. SQLite runs in this process, so its clock is the
+    /// process's (docs/durability.md, "Leases").
+    fn now_us(self) -> &'static str {
+        match self {
+            Backend::Postgres => "CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000000 AS BIGINT)",
+            Backend::Sqlite => "CAST((julianday('now') - 2440587.5) * 86400000000.0 AS INTEGER)",
+        }
+    }
+}
+
+fn duration_us(d: std::time::Duration) -> i64 {
+    i64::try_from(d.as_micros()).unwrap_or(i64::MAX)
+}
+
 /// Both databases behind the sqlx `Any` driver. SQLite gets a one-connection
 /// writer pool (it allows one writer) and a separate reader pool; Postgres
 /// uses one pool for both. The API's listings and histories have a pool of
@@ -44,6 +61,8 @@ pub(crate) struct SqlStore {
     pub(crate) backend: Backend,
     /// Postgres: where to listen for other processes' notices.
     pub(crate) listen_url: Option<String>,
+    /// SQLite: the database file (node locks live next to it).
+    pub(crate) sqlite_path: Option<std::path::PathBuf>,
 }
 
 /// What a flow summary needs of a flow's state.
@@ -146,6 +165,38 @@ fn typed_values_list(backend: Backend, rows: usize, types: &[&str]) -> String {
             out
         }
     }
+}
+
+/// `values_list` for work rows: 12 columns, the ninth (the lease) taking
+/// two binds: a set time, or a length from the database's now.
+fn work_values(backend: Backend, rows: usize) -> String {
+    let mut out = String::with_capacity(rows * 120);
+    let mut n = 0;
+    let mut next = || {
+        n += 1;
+        match backend {
+            Backend::Sqlite => "?".to_string(),
+            Backend::Postgres => format!("${n}"),
+        }
+    };
+    for r in 0..rows {
+        if r > 0 {
+            out.push_str(", ");
+        }
+        let mut cols = Vec::with_capacity(12);
+        for c in 0..12 {
+            if c == 8 {
+                let (a, b) = (next(), next());
+                cols.push(format!("COALESCE({a}, {b} + {})", backend.now_us()));
+            } else {
+                cols.push(next());
+            }
+        }
+        out.push('(');
+        out.push_str(&cols.join(", "));
+        out.push(')');
+    }
+    out
 }
 
 /// The `id`s a statement's `RETURNING id` gave back.
@@ -354,13 +405,14 @@ impl SqlStore {
         // transactions locking in one order cannot deadlock.
         work.sort_by(|a, b| a.1.token.cmp(&b.1.token));
         for chunk in work.chunks(ROWS_PER_STATEMENT) {
+            let rows = work_values(self.backend, chunk.len());
             let sql = format!(
                 "INSERT INTO work_items (token, flow_id, step_id, status, attempt, retry_count, due_us, \
                  lease_owner, lease_expires_us, created_us, updated_us, detail) VALUES {} \
                  ON CONFLICT (token) DO UPDATE SET status = excluded.status, attempt = excluded.attempt, \
                  retry_count = excluded.retry_count, due_us = excluded.due_us, lease_owner = excluded.lease_owner, \
                  lease_expires_us = excluded.lease_expires_us, updated_us = excluded.updated_us, detail = excluded.detail",
-                values_list(self.backend, chunk.len(), 12)
+                rows
             );
             let mut q = sqlx::query(&sql);
             for (at, w, detail) in chunk {
@@ -374,6 +426,7 @@ impl SqlStore {
                     .bind(w.due_at.map(to_us))
                     .bind(w.lease_owner.clone())
                     .bind(w.lease_expires_at.map(to_us))
+                    .bind(w.lease_for.map(duration_us))
                     .bind(to_us(w.created_at))
                     .bind(to_us(*at))
                     .bind(detail.clone());
@@ -422,21 +475,24 @@ impl SqlStore {
         };
         // However many fall due together (after an outage, 100,000), each
         // statement carries a bounded list.
+        let now = self.backend.now_us();
+        let at = claim.at.map(to_us);
         let mut claimed = Vec::with_capacity(tokens.len());
         for chunk in tokens.chunks(ROWS_PER_STATEMENT) {
-            let list: Vec<String> = (0..chunk.len()).map(|i| format!("${}", i + 5)).collect();
+            let list: Vec<String> = (0..chunk.len()).map(|i| format!("${}", i + 6)).collect();
             let sql = format!(
-                "UPDATE work_items SET lease_owner = $1, lease_expires_us = $2 WHERE token IN (\
-                 SELECT token FROM work_items WHERE status IN ('not_completed', 'compensating') AND due_us <= $3 \
-                 AND (lease_owner IS NULL OR lease_owner = $1 OR lease_expires_us < $4) AND token IN ({}){lock}) \
+                "UPDATE work_items SET lease_owner = $1, lease_expires_us = COALESCE($2, {now}) + $3 WHERE token IN (\
+                 SELECT token FROM work_items WHERE status IN ('not_completed', 'compensating') AND due_us <= $4 \
+                 AND (lease_owner IS NULL OR lease_owner = $1 OR lease_expires_us < COALESCE($5, {now})) AND token IN ({}){lock}) \
                  RETURNING flow_id, step_id, token",
                 list.join(", ")
             );
             let mut query = sqlx::query(&sql)
                 .bind(&claim.node)
-                .bind(to_us(claim.lease_until))
-                .bind(to_us(claim.now))
-                .bind(to_us(claim.now));
+                .bind(at)
+                .bind(duration_us(claim.lease))
+                .bind(to_us(claim.at.unwrap_or_else(chrono::Utc::now)))
+                .bind(at);
             for t in chunk {
                 query = query.bind(t);
             }
@@ -457,21 +513,24 @@ impl SqlStore {
         // A node that restarted takes its own leases back at once; a sweep
         // while running takes only expired ones (its own calls are in flight).
         let own = if claim.include_own {
-            "lease_owner = $3 OR "
+            "lease_owner = $4 OR "
         } else {
-            "$3 = $3 AND "
+            "$4 = $4 AND "
         };
+        let now = self.backend.now_us();
         let sql = format!(
-            "UPDATE work_items SET lease_owner = $1, lease_expires_us = $2 WHERE token IN (\
+            "UPDATE work_items SET lease_owner = $1, lease_expires_us = COALESCE($2, {now}) + $3 WHERE token IN (\
              SELECT token FROM work_items WHERE status IN ('active', 'compensating') AND due_us IS NULL \
-             AND ({own}lease_expires_us IS NULL OR lease_expires_us < $4) \
-             ORDER BY lease_expires_us LIMIT $5{lock}) RETURNING flow_id, step_id, token"
+             AND ({own}lease_expires_us IS NULL OR lease_expires_us < COALESCE($5, {now})) \
+             ORDER BY lease_expires_us LIMIT $6{lock}) RETURNING flow_id, step_id, token"
         );
+        let at = claim.at.map(to_us);
         let rows = sqlx::query(&sql)
             .bind(&claim.node)
-            .bind(to_us(claim.lease_until))
+            .bind(at)
+            .bind(duration_us(claim.lease))
             .bind(&claim.node)
-            .bind(to_us(claim.now))
+            .bind(at)
             .bind(claim.limit as i64)
             .fetch_all(&self.write)
             .await?;
@@ -485,6 +544,14 @@ impl Store for SqlStore {
         match self.backend {
             Backend::Sqlite => "sqlite",
             Backend::Postgres => "postgres",
+        }
+    }
+
+    async fn hold_node(&self, node: &str) -> Result<crate::NodeGuard, StoreError> {
+        match (&self.listen_url, &self.sqlite_path) {
+            (Some(url), _) => crate::postgres::hold_node(url, node).await,
+            (None, Some(path)) => crate::sqlite::hold_node(path, node),
+            (None, None) => Err(StoreError::Config("no database to hold a node id on".into())),
         }
     }
 
@@ -843,7 +910,7 @@ impl Store for SqlStore {
         &self,
         node: &str,
         tokens: &[String],
-        until: chrono::DateTime<chrono::Utc>,
+        lease: std::time::Duration,
     ) -> Result<Vec<String>, StoreError> {
         let mut renewed = Vec::with_capacity(tokens.len());
         // Locked in token order, as the writer locks them (see commit_batch).
@@ -856,12 +923,13 @@ impl Store for SqlStore {
         for chunk in tokens.chunks(ROWS_PER_STATEMENT) {
             let list: Vec<String> = (0..chunk.len()).map(|i| format!("${}", i + 3)).collect();
             let sql = format!(
-                "UPDATE work_items SET lease_expires_us = $1 WHERE token IN (\
+                "UPDATE work_items SET lease_expires_us = {} + $1 WHERE token IN (\
                  SELECT token FROM work_items WHERE lease_owner = $2 \
                  AND status IN ('active', 'compensating') AND token IN ({}){lock}) RETURNING token",
+                self.backend.now_us(),
                 list.join(", ")
             );
-            let mut query = sqlx::query(&sql).bind(to_us(until)).bind(node);
+            let mut query = sqlx::query(&sql).bind(duration_us(lease)).bind(node);
             for t in chunk {
                 query = query.bind(t);
             }
@@ -874,6 +942,51 @@ impl Store for SqlStore {
 
     async fn claim_orphaned_work(&self, claim: &Claim) -> Result<Vec<WorkKey>, StoreError> {
         self.claim_sql(claim).await
+    }
+
+    async fn hand_back(&self, node: &str, keep: &[String]) -> Result<u64, StoreError> {
+        // Accepted async calls (active, with a timer) wait for their webhook,
+        // which any process takes: their lease is not a call's.
+        let list: Vec<String> = (0..keep.len()).map(|i| format!("${}", i + 2)).collect();
+        let keep_clause = if keep.is_empty() {
+            String::new()
+        } else {
+            format!(" AND token NOT IN ({})", list.join(", "))
+        };
+        let sql = format!(
+            "UPDATE work_items SET lease_owner = NULL, lease_expires_us = NULL WHERE lease_owner = $1 \
+             AND (status IN ('not_completed', 'compensating') OR (status = 'active' AND due_us IS NULL)){keep_clause}"
+        );
+        let mut query = sqlx::query(&sql).bind(node);
+        for t in keep {
+            query = query.bind(t);
+        }
+        let released = query.execute(&self.write).await?.rows_affected();
+        if released > 0 && self.backend == Backend::Postgres {
+            sqlx::query("SELECT pg_notify($1, $2)")
+                .bind(crate::postgres::HANDBACK_CHANNEL)
+                .bind(node)
+                .execute(&self.write)
+                .await?;
+        }
+        Ok(released)
+    }
+
+    async fn listen_handbacks(&self) -> Result<Option<tokio::sync::mpsc::Receiver<()>>, StoreError> {
+        let Some(url) = &self.listen_url else {
+            return Ok(None);
+        };
+        let mut payloads = crate::postgres::listen(url, crate::postgres::HANDBACK_CHANNEL).await?;
+        let (tx, rx) = tokio::sync::mpsc::channel(8);
+        tokio::spawn(async move {
+            while payloads.recv().await.is_some() {
+                // Many notices while one is being handled are one.
+                if let Err(tokio::sync::mpsc::error::TrySendError::Closed(_)) = tx.try_send(()) {
+                    return;
+                }
+            }
+        });
+        Ok(Some(rx))
     }
 
     async fn secret(&self, name: &str, candidate: &str) -> Result<String, StoreError> {

@@ -39,6 +39,7 @@ pub(crate) async fn open(url: &str, pools: &crate::Pools) -> Result<SqlStore, St
         .journal_mode(SqliteJournalMode::Wal)
         .synchronous(SqliteSynchronous::Normal)
         .busy_timeout(Duration::from_secs(10));
+    let sqlite_path = options.get_filename().to_path_buf();
     let native = SqlitePoolOptions::new()
         .max_connections(1)
         .connect_with(options)
@@ -62,5 +63,45 @@ pub(crate) async fn open(url: &str, pools: &crate::Pools) -> Result<SqlStore, St
         api_turns: tokio::sync::Semaphore::new(api_size as usize),
         backend: Backend::Sqlite,
         listen_url: None,
+        sqlite_path: Some(sqlite_path),
     })
+}
+
+/// An exclusive `flock` on `<database>.node-<id>.lock`: the kernel releases
+/// it when the process ends, however it ends. The id is spelled into the
+/// name with anything but letters, digits, `-` and `_` as `%xx`.
+pub(crate) fn hold_node(db: &std::path::Path, node: &str) -> Result<crate::NodeGuard, StoreError> {
+    let mut name = db.as_os_str().to_owned();
+    name.push(".node-");
+    let spelled: String = node
+        .bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b == b'-' || b == b'_' {
+                char::from(b).to_string()
+            } else {
+                format!("%{b:02x}")
+            }
+        })
+        .collect();
+    name.push(spelled);
+    name.push(".lock");
+    let path = std::path::PathBuf::from(name);
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(|e| StoreError::Config(format!("opening the node lock {}: {e}", path.display())))?;
+    #[cfg(unix)]
+    match rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive) {
+        Ok(()) => {}
+        Err(rustix::io::Errno::WOULDBLOCK) => return Err(StoreError::NodeInUse(node.to_string())),
+        Err(e) => {
+            return Err(StoreError::Config(format!(
+                "locking the node lock {}: {e}",
+                path.display()
+            )))
+        }
+    }
+    Ok(crate::NodeGuard::new(file))
 }

@@ -60,6 +60,8 @@ store_tests! {
     case_query_flows_paging => sqlite_query_flows_paging, postgres_query_flows_paging;
     case_claim_orphaned_work => sqlite_claim_orphaned_work, postgres_claim_orphaned_work;
     case_renew_leases => sqlite_renew_leases, postgres_renew_leases;
+    case_leases_run_on_the_database_clock =>
+        sqlite_leases_run_on_the_database_clock, postgres_leases_run_on_the_database_clock;
     case_scheduled_work => sqlite_scheduled_work, postgres_scheduled_work;
     case_concurrent_claims_never_share_an_item => sqlite_concurrent_claims_never_share_an_item,
         postgres_concurrent_claims_never_share_an_item;
@@ -216,8 +218,8 @@ fn keys(claimed: &[WorkKey]) -> BTreeSet<String> {
 fn claim(node: &str, now: i64, lease_until: i64, limit: usize) -> Claim {
     Claim {
         node: node.to_string(),
-        now: at(now),
-        lease_until: at(lease_until),
+        at: Some(at(now)),
+        lease: (at(lease_until) - at(now)).to_std().unwrap(),
         limit,
         include_own: true,
     }
@@ -1453,18 +1455,70 @@ async fn case_renew_leases(store: Arc<dyn Store>) {
         .iter()
         .map(|t| t.to_string())
         .collect();
-    let renewed = store.renew_leases("a", &tokens, at(500)).await.unwrap();
+    // Renewed for a length, from the database's now.
+    let before = chrono::Utc::now();
+    let renewed = store
+        .renew_leases("a", &tokens, std::time::Duration::from_secs(500))
+        .await
+        .unwrap();
+    let after = chrono::Utc::now();
     assert_eq!(renewed, vec!["r.mine".to_string()]);
     let views = all_work(&store, work_query()).await;
     let lease = |token: &str| views.iter().find(|w| w.token == token).unwrap().lease_expires_at;
-    assert_eq!(lease("r.mine"), Some(at(500)));
+    let mine = lease("r.mine").unwrap();
+    let slack = chrono::Duration::seconds(2);
+    let length = chrono::Duration::seconds(500);
+    assert!(
+        mine >= before + length - slack && mine <= after + length + slack,
+        "{mine} is not 500 s after {before}..{after}"
+    );
     assert_eq!(
         lease("r.theirs"),
         Some(at(60)),
         "another node's lease is untouched"
     );
     assert_eq!(lease("r.done"), Some(at(60)), "finished work is not renewed");
-    assert!(store.renew_leases("a", &[], at(900)).await.unwrap().is_empty());
+    assert!(store
+        .renew_leases("a", &[], std::time::Duration::from_secs(900))
+        .await
+        .unwrap()
+        .is_empty());
+}
+
+/// A process whose clock is months off (the fixture's `at(0)`, March 2026)
+/// still leases a call until the database's now plus the lease, and a claim
+/// made on the database's clock sees that lease as live: expiry is computed
+/// and compared on the database's clock, not on the committing process's.
+async fn case_leases_run_on_the_database_clock(store: Arc<dyn Store>) {
+    use WorkStatus::*;
+    let tx = start("clock-1", &[], at(0));
+    let mut c = commit(&tx, 0, Some(REQUEST));
+    let mut call = row("clock-1", GREET, "clock.call", Active, at(0), Some(("a", at(0))));
+    call.lease_expires_at = None;
+    call.lease_for = Some(std::time::Duration::from_secs(60));
+    c.work = vec![call];
+    let before = chrono::Utc::now();
+    commit_ok(&store, c).await;
+    let after = chrono::Utc::now();
+    let lease = all_work(&store, work_query()).await[0].lease_expires_at.unwrap();
+    let (slack, length) = (chrono::Duration::seconds(2), chrono::Duration::seconds(60));
+    assert!(
+        lease >= before + length - slack && lease <= after + length + slack,
+        "the lease {lease} runs from the database's now ({before}..{after}), not from the process's {}",
+        at(0)
+    );
+    // Another node claiming now, on the database's clock, leaves it alone;
+    // one whose clock is past the lease (a fixed `at`) would take it.
+    let claim = |at: Option<chrono::DateTime<chrono::Utc>>| Claim {
+        node: "b".into(),
+        at,
+        lease: std::time::Duration::from_secs(60),
+        limit: 10,
+        include_own: false,
+    };
+    assert!(store.claim_orphaned_work(&claim(None)).await.unwrap().is_empty());
+    let later = Some(after + chrono::Duration::seconds(120));
+    assert_eq!(store.claim_orphaned_work(&claim(later)).await.unwrap().len(), 1);
 }
 
 /// After an outage 100,000 retries fall due together: one claim takes them

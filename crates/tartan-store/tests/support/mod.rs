@@ -262,6 +262,7 @@ pub fn work_rows(state: &FlowState, now: Time, owner: &str) -> Vec<WorkRow> {
                 due_at: w.next_retry_at,
                 lease_owner: active.then(|| owner.to_string()),
                 lease_expires_at: active.then(|| now + chrono::Duration::seconds(60)),
+                lease_for: None,
                 created_at: now,
                 detail: w.clone(),
             });
@@ -327,6 +328,7 @@ pub fn row(
         due_at: None,
         lease_owner: lease.map(|(o, _)| o.to_string()),
         lease_expires_at: lease.map(|(_, t)| t),
+        lease_for: None,
         created_at,
         detail: detail(status, "original"),
     }
