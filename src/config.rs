@@ -54,6 +54,12 @@ pub struct ServeArgs {
     /// IP addresses and CIDR ranges [default: any address but link-local]
     #[arg(long, env = "TARTAN_STEP_HOSTS")]
     pub step_hosts: Option<String>,
+    /// Bytes of a step's response body (or webhook body) at most; past it the attempt fails [default: 8388608]
+    #[arg(long, env = "TARTAN_MAX_RESPONSE_BYTES")]
+    pub max_response_bytes: Option<String>,
+    /// The longest wait a step's Retry-After may ask for, e.g. 1h or 300ms [default: 1h]
+    #[arg(long, env = "TARTAN_MAX_RETRY_AFTER")]
+    pub max_retry_after: Option<String>,
 }
 
 /// The file form: the same keys, all optional.
@@ -79,6 +85,8 @@ struct FileConfig {
     allow_unauthenticated: Option<bool>,
     cors_origins: Option<String>,
     step_hosts: Option<HostList>,
+    max_response_bytes: Option<usize>,
+    max_retry_after: Option<String>,
 }
 
 /// `step_hosts` in the file: the comma-separated text, or a list.
@@ -109,6 +117,10 @@ pub struct Config {
     pub allow_unauthenticated: bool,
     /// Where steps may call (`TARTAN_STEP_HOSTS`).
     pub step_hosts: StepHosts,
+    /// A step's response body at most (`TARTAN_MAX_RESPONSE_BYTES`).
+    pub max_response_bytes: usize,
+    /// The longest `Retry-After` wait honoured (`TARTAN_MAX_RETRY_AFTER`).
+    pub max_retry_after: Duration,
 }
 
 impl std::fmt::Debug for Config {
@@ -126,6 +138,8 @@ impl std::fmt::Debug for Config {
             .field("security", &self.security)
             .field("allow_unauthenticated", &self.allow_unauthenticated)
             .field("step_hosts", &self.step_hosts.to_string())
+            .field("max_response_bytes", &self.max_response_bytes)
+            .field("max_retry_after", &self.max_retry_after)
             .finish()
     }
 }
@@ -209,6 +223,30 @@ impl Config {
             tartan_core::flow::DEFAULT_MAX_STEP_ATTEMPTS,
         )?;
         let max_active_flows = count_setting("TARTAN_MAX_ACTIVE_FLOWS", file.max_active_flows, 10_000)?;
+        let max_response_bytes = match args.max_response_bytes {
+            Some(v) => v
+                .trim()
+                .parse::<usize>()
+                .ok()
+                .filter(|n| *n >= 1)
+                .with_context(|| {
+                    format!("--max-response-bytes / TARTAN_MAX_RESPONSE_BYTES: must be a whole number of bytes, at least 1, got {v:?}")
+                })?,
+            None => match file.max_response_bytes {
+                Some(0) => bail!("max_response_bytes in the config file: must be at least 1"),
+                Some(n) => n,
+                None => tartan_engine::DEFAULT_MAX_RESPONSE_BYTES,
+            },
+        };
+        let max_retry_after = match args.max_retry_after {
+            Some(text) => parse_duration_str(&text, DurationKind::Timeout)
+                .map_err(|e| anyhow::anyhow!("--max-retry-after / TARTAN_MAX_RETRY_AFTER: {e}"))?,
+            None => match file.max_retry_after {
+                Some(text) => parse_duration_str(&text, DurationKind::Timeout)
+                    .map_err(|e| anyhow::anyhow!("max_retry_after in the config file: {e}"))?,
+                None => tartan_engine::DEFAULT_MAX_RETRY_AFTER,
+            },
+        };
         let lease = duration_setting(
             &["TARTAN_LEASE"],
             file.lease,
@@ -271,6 +309,8 @@ impl Config {
                 .or(file.allow_unauthenticated)
                 .unwrap_or(false),
             step_hosts,
+            max_response_bytes,
+            max_retry_after,
         };
         config.validate()?;
         Ok(config)

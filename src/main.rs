@@ -65,6 +65,8 @@ async fn serve(config: Config) -> Result<()> {
         max_active_flows: config.max_active_flows,
         lease: config.lease,
         step_hosts: config.step_hosts.clone(),
+        max_response_bytes: config.max_response_bytes,
+        max_retry_after: config.max_retry_after,
         ..EngineConfig::default()
     };
     tracing::info!(step_hosts = %config.step_hosts, "steps may call");

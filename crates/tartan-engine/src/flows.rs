@@ -8,7 +8,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex as StdMutex};
 
 use chrono::{DateTime, SubsecRound, Utc};
-use tartan_core::error::PlanError;
+use tartan_core::error::{PlanError, ValidationError};
 use tartan_core::flow::FlowOptions;
 use tartan_core::flow::{ApplyError, FlowEvent, FlowState, WorkStatus};
 use tartan_core::machine::{self, AttemptResult, Context, Stop, Transition};
@@ -175,6 +175,16 @@ impl Engine {
             return Err(EngineError::ShuttingDown);
         }
         let request = request.normalize()?;
+        // The operator's setting is the default and the ceiling: a request
+        // may lower it, never raise it (docs/retries.md).
+        let cap = self.inner.config.max_step_attempts;
+        if let Some(asked) = request.max_step_attempts.filter(|n| *n > cap) {
+            return Err(ValidationError::new(
+                "max_step_attempts",
+                format!("{asked} is above this engine's cap of {cap} (TARTAN_MAX_STEP_ATTEMPTS)"),
+            )
+            .into());
+        }
         let active = self.inner.flows.len();
         if active >= self.inner.config.max_active_flows {
             return Err(EngineError::Overloaded(active));
@@ -722,7 +732,13 @@ impl Engine {
             let outcome = tokio::select! {
                 r = async {
                     let _permit = engine.inner.calls.clone().acquire_owned().await.ok()?;
-                    Some(dispatch::perform(&engine.inner.http, &engine.inner.config.step_hosts, &call).await)
+                    let config = &engine.inner.config;
+                    let limits = dispatch::Limits {
+                        max_response_bytes: config.max_response_bytes,
+                        max_retry_after_ms: u64::try_from(config.max_retry_after.as_millis())
+                            .unwrap_or(u64::MAX),
+                    };
+                    Some(dispatch::perform(&engine.inner.http, &config.step_hosts, limits, &call).await)
                 } => r,
                 // The flow was cancelled or timed out: dropping the request
                 // closes its connection; the decision is already recorded.
