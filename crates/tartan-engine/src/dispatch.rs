@@ -111,14 +111,20 @@ async fn read_bounded(mut resp: reqwest::Response, limit: usize) -> Result<Body,
     if let Some(n) = announced.filter(|n| usize::try_from(*n).map_or(true, |n| n > limit)) {
         return Ok(Body::TooLarge(Some(n)));
     }
-    // Content-Length is only a hint (already checked against the limit).
-    let hint = announced.and_then(|n| usize::try_from(n).ok()).unwrap_or(0);
-    let mut body = Vec::with_capacity(hint.min(limit));
+    // The chunks are kept as they came and joined once at the end: no
+    // buffer doubling while the body grows towards the limit.
+    let mut chunks = Vec::new();
+    let mut total = 0usize;
     while let Some(chunk) = resp.chunk().await? {
-        if chunk.len() > limit - body.len() {
+        total = total.saturating_add(chunk.len());
+        if total > limit {
             return Ok(Body::TooLarge(None));
         }
-        body.extend_from_slice(&chunk);
+        chunks.push(chunk);
+    }
+    let mut body = Vec::with_capacity(total);
+    for chunk in &chunks {
+        body.extend_from_slice(chunk);
     }
     Ok(Body::Read(body))
 }
