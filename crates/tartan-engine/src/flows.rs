@@ -511,8 +511,17 @@ impl Engine {
                     _ if waiting_webhook.is_some() => {
                         waiting_webhook.map(|due| due.checked_add_signed(lease_len).unwrap_or(due))
                     }
-                    (WorkStatus::Active, _) | (WorkStatus::Compensating, None) => Some(tx.now + lease_len),
-                    (WorkStatus::NotCompleted | WorkStatus::Compensating, Some(due)) => Some(due + lease_len),
+                    (WorkStatus::Active, _) | (WorkStatus::Compensating, None) => Some(
+                        tx.now
+                            .checked_add_signed(lease_len)
+                            .unwrap_or(DateTime::<Utc>::MAX_UTC),
+                    ),
+                    // A retry may be due at the end of time (a backoff
+                    // without a cap): the lease saturates there.
+                    (WorkStatus::NotCompleted | WorkStatus::Compensating, Some(due)) => Some(
+                        due.checked_add_signed(lease_len)
+                            .unwrap_or(DateTime::<Utc>::MAX_UTC),
+                    ),
                     _ => None,
                 };
                 let active = lease_until.is_some();
