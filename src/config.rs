@@ -83,6 +83,12 @@ pub struct ServeArgs {
     /// How long calls in flight may finish after SIGTERM before they are handed back [default: 10s]
     #[arg(long, env = "TARTAN_SHUTDOWN_GRACE")]
     pub shutdown_grace: Option<String>,
+    /// Bytes of a step's response body (or webhook body) at most; past it the attempt fails [default: 8388608]
+    #[arg(long, env = "TARTAN_MAX_RESPONSE_BYTES")]
+    pub max_response_bytes: Option<String>,
+    /// The longest wait a step's Retry-After may ask for, e.g. 1h or 300ms [default: 1h]
+    #[arg(long, env = "TARTAN_MAX_RETRY_AFTER")]
+    pub max_retry_after: Option<String>,
 }
 
 /// A count of at least 1 given as a flag or environment variable.
@@ -130,6 +136,8 @@ struct FileConfig {
     db_pool: Option<u32>,
     db_read_pool: Option<u32>,
     db_read_timeout: Option<String>,
+    max_response_bytes: Option<usize>,
+    max_retry_after: Option<String>,
 }
 
 /// `step_hosts` in the file: the comma-separated text, or a list.
@@ -171,6 +179,10 @@ pub struct Config {
     /// Connection pools (`TARTAN_DB_POOL`, `TARTAN_DB_READ_POOL`,
     /// `TARTAN_DB_READ_TIMEOUT`).
     pub pools: tartan_store::Pools,
+    /// A step's response body at most (`TARTAN_MAX_RESPONSE_BYTES`).
+    pub max_response_bytes: usize,
+    /// The longest `Retry-After` wait honoured (`TARTAN_MAX_RETRY_AFTER`).
+    pub max_retry_after: Duration,
 }
 
 impl std::fmt::Debug for Config {
@@ -193,6 +205,8 @@ impl std::fmt::Debug for Config {
             .field("max_calls_per_step", &self.max_calls_per_step)
             .field("max_queued_calls", &self.max_queued_calls)
             .field("pools", &self.pools)
+            .field("max_response_bytes", &self.max_response_bytes)
+            .field("max_retry_after", &self.max_retry_after)
             .finish()
     }
 }
@@ -292,6 +306,30 @@ impl Config {
             tartan_core::flow::DEFAULT_MAX_STEP_ATTEMPTS,
         )?;
         let max_active_flows = count_setting("TARTAN_MAX_ACTIVE_FLOWS", file.max_active_flows, 10_000)?;
+        let max_response_bytes = match args.max_response_bytes {
+            Some(v) => v
+                .trim()
+                .parse::<usize>()
+                .ok()
+                .filter(|n| *n >= 1)
+                .with_context(|| {
+                    format!("--max-response-bytes / TARTAN_MAX_RESPONSE_BYTES: must be a whole number of bytes, at least 1, got {v:?}")
+                })?,
+            None => match file.max_response_bytes {
+                Some(0) => bail!("max_response_bytes in the config file: must be at least 1"),
+                Some(n) => n,
+                None => tartan_engine::DEFAULT_MAX_RESPONSE_BYTES,
+            },
+        };
+        let max_retry_after = match args.max_retry_after {
+            Some(text) => parse_duration_str(&text, DurationKind::Timeout)
+                .map_err(|e| anyhow::anyhow!("--max-retry-after / TARTAN_MAX_RETRY_AFTER: {e}"))?,
+            None => match file.max_retry_after {
+                Some(text) => parse_duration_str(&text, DurationKind::Timeout)
+                    .map_err(|e| anyhow::anyhow!("max_retry_after in the config file: {e}"))?,
+                None => tartan_engine::DEFAULT_MAX_RETRY_AFTER,
+            },
+        };
         let lease = duration_setting(
             &["TARTAN_LEASE"],
             file.lease,
@@ -417,6 +455,8 @@ impl Config {
                 .or(file.max_queued_calls)
                 .unwrap_or(tartan_engine::DEFAULT_MAX_QUEUED_CALLS),
             pools,
+            max_response_bytes,
+            max_retry_after,
         };
         config.validate()?;
         Ok(config)

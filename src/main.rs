@@ -72,6 +72,8 @@ async fn serve(config: Config) -> Result<()> {
         max_calls: config.max_calls,
         max_calls_per_step: config.max_calls_per_step,
         max_queued_calls: config.max_queued_calls,
+        max_response_bytes: config.max_response_bytes,
+        max_retry_after: config.max_retry_after,
     };
     tracing::info!(step_hosts = %config.step_hosts, "steps may call");
     let engine = Engine::start(engine_config, store).await?;

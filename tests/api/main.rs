@@ -4,6 +4,7 @@
 
 mod bad_input;
 mod bookkeeping;
+mod caps;
 mod chaos;
 mod durability;
 mod edges;

@@ -227,23 +227,94 @@ pub fn record_result(
 }
 
 /// Start attempt `attempt + 1` of an item whose call was cut off (engine
-/// restart, lease taken over), with the same token.
-pub fn redispatch(state: FlowState, step_id: &str, token: &str, now: Time) -> Result<Transition, ApplyError> {
-    let mut tx = Transition::new(state, now);
+/// restart, lease taken over), with the same token. The cut-off attempt
+/// counts like any other (docs/durability.md): when the step's attempts, its
+/// retry budget or the flow's `max_step_attempts` are used up, the item fails
+/// instead, so a step that kills the engine on every call is not called
+/// forever across restarts.
+pub fn redispatch(
+    state: FlowState,
+    step_id: &str,
+    token: &str,
+    ctx: &mut Context<'_>,
+) -> Result<Transition, ApplyError> {
+    let mut tx = Transition::new(state, ctx.now);
     let work = tx
         .state
         .find_work(step_id, token)
         .ok_or_else(|| ApplyError::UnknownWork(token.to_string()))?;
     let compensating = work.status == WorkStatus::Compensating && work.next_retry_at.is_none();
+    let policy = tx
+        .state
+        .plan
+        .steps
+        .get(step_id)
+        .and_then(|s| s.retry_policy().ok());
     if compensating {
-        let attempt = work.compensation.last().map_or(0, |a| a.number) + 1;
-        start_compensation(&mut tx, step_id, token, attempt)?;
+        let cut = work.compensation.last().map_or(0, |a| a.number);
+        if policy
+            .as_ref()
+            .is_some_and(|p| !p.allows_attempt(cut.saturating_add(1)))
+        {
+            tx.emit(FlowEvent::CompFailed {
+                flow_id: tx.state.id.clone(),
+                step_id: step_id.to_string(),
+                token: token.to_string(),
+                error: format!(
+                    "compensation attempt {cut} cut off by a restart or lease takeover; attempts used up"
+                ),
+                attempt: cut,
+                class: RETRYABLE.into(),
+                http_status: None,
+            })?;
+            advance(&mut tx, ctx)?;
+            return Ok(tx);
+        }
+        start_compensation(&mut tx, step_id, token, cut.saturating_add(1))?;
         return Ok(tx);
     }
     if work.status != WorkStatus::Active {
         return Ok(tx);
     }
-    start_next_attempt(&mut tx, step_id, token)?;
+    let cut = work.attempts.last().map_or(0, |a| a.number);
+    let first = work.attempts.first().map_or(ctx.now, |a| a.started_at);
+    let used_up = match &policy {
+        Some(p) if !p.allows_attempt(cut.saturating_add(1)) => Some((
+            "max_attempts",
+            format!(
+                "the step's {} attempts are used up",
+                p.max_attempts.unwrap_or(u32::MAX)
+            ),
+        )),
+        _ if tx.state.total_attempts() >= tx.state.max_step_attempts => Some((
+            "step_limit",
+            format!(
+                "the flow's max_step_attempts ({}) is used up",
+                tx.state.max_step_attempts
+            ),
+        )),
+        Some(p) => p
+            .max_retry_duration_ms
+            .filter(|b| ctx.now >= add_ms(first, *b))
+            .map(|b| ("deadline", format!("the step's retry budget of {b} ms is spent"))),
+        None => None,
+    };
+    let Some((retry_state, why)) = used_up else {
+        start_next_attempt(&mut tx, step_id, token)?;
+        return Ok(tx);
+    };
+    let failure = Failure {
+        step_id,
+        token,
+        attempt: cut,
+        class: RETRYABLE.into(),
+        error: format!("attempt {cut} cut off by a restart or lease takeover; attempts used up: {why}"),
+        http_status: None,
+        retry_after_ms: None,
+        problem: None,
+    };
+    fail_work(&mut tx, failure, retry_state, None)?;
+    advance(&mut tx, ctx)?;
     Ok(tx)
 }
 
@@ -524,8 +595,7 @@ fn record_failure(tx: &mut Transition, f: Failure<'_>, ctx: &mut Context<'_>) ->
         Some(_) if tx.state.total_attempts() >= tx.state.max_step_attempts => Err("step_limit"),
         Some(p) => {
             let parts = delay(p, work.retry_count, f.retry_after_ms, ctx.random);
-            let wait = chrono::Duration::milliseconds(i64::try_from(parts.delay_ms).unwrap_or(i64::MAX));
-            let next = tx.now.checked_add_signed(wait).unwrap_or(tx.now);
+            let next = add_ms(tx.now, parts.delay_ms);
             let first = work.attempts.first().map(|a| a.started_at).unwrap_or(tx.now);
             if let Some(budget) = p.max_retry_duration_ms.filter(|b| next >= add_ms(first, *b)) {
                 budget_note = format!("the step's retry budget of {budget} ms");
@@ -566,40 +636,51 @@ fn record_failure(tx: &mut Transition, f: Failure<'_>, ctx: &mut Context<'_>) ->
         }
         Err(retry_state) => {
             let why = why_no_retry(retry_state, &tx.state, policy.as_ref(), f.attempt, &budget_note);
-            tx.emit(FlowEvent::WorkFailed {
-                flow_id: flow_id.clone(),
-                step_id: f.step_id.to_string(),
-                token: f.token.to_string(),
-                error: f.error.clone(),
-                attempt: f.attempt,
-                class,
-                http_status: f.http_status,
-                retry_after_ms: f.retry_after_ms,
-                retry_state: Some(retry_state.to_string()),
-                problem: f.problem.clone(),
-            })?;
-            if tx.state.executions.get(f.step_id).map(|e| e.status) == Some(StepStatus::Active) {
-                // The step's (and so the flow's) error says why it stopped,
-                // not only what the last attempt answered.
-                let error = match why {
-                    Some(why) => format!("{}; {why}", f.error),
-                    None => f.error,
-                };
-                tx.emit(FlowEvent::StepFailed {
-                    flow_id: flow_id.clone(),
-                    step_id: f.step_id.to_string(),
-                    error,
-                    problem: f.problem.map(|mut p| {
-                        p["instance"] = Value::String(pointer_for_step(f.step_id));
-                        p
-                    }),
-                })?;
-                abandon_pending(tx, f.step_id, "another work item of the step failed")?;
-                compensate_step(tx, f.step_id)?;
-            }
-            Ok(())
+            fail_work(tx, Failure { class, ..f }, retry_state, why)
         }
     }
+}
+
+/// Fail a work item for good, saying why no retry follows (`retry_state`),
+/// and its step with it when the step is still active; the step's (and so
+/// the flow's) error adds `why` in words to what the last attempt answered.
+fn fail_work(
+    tx: &mut Transition,
+    f: Failure<'_>,
+    retry_state: &str,
+    why: Option<String>,
+) -> Result<(), ApplyError> {
+    let flow_id = tx.state.id.clone();
+    tx.emit(FlowEvent::WorkFailed {
+        flow_id: flow_id.clone(),
+        step_id: f.step_id.to_string(),
+        token: f.token.to_string(),
+        error: f.error.clone(),
+        attempt: f.attempt,
+        class: f.class,
+        http_status: f.http_status,
+        retry_after_ms: f.retry_after_ms,
+        retry_state: Some(retry_state.to_string()),
+        problem: f.problem.clone(),
+    })?;
+    if tx.state.executions.get(f.step_id).map(|e| e.status) == Some(StepStatus::Active) {
+        let error = match why {
+            Some(why) => format!("{}; {why}", f.error),
+            None => f.error,
+        };
+        tx.emit(FlowEvent::StepFailed {
+            flow_id,
+            step_id: f.step_id.to_string(),
+            error,
+            problem: f.problem.map(|mut p| {
+                p["instance"] = Value::String(pointer_for_step(f.step_id));
+                p
+            }),
+        })?;
+        abandon_pending(tx, f.step_id, "another work item of the step failed")?;
+        compensate_step(tx, f.step_id)?;
+    }
+    Ok(())
 }
 
 /// Why a retryable failure was not retried, in words (docs/retries.md, "Why
@@ -629,10 +710,9 @@ fn why_no_retry(
 
 /// `t + ms`, saturating at the far future.
 fn add_ms(t: Time, ms: u64) -> Time {
-    t.checked_add_signed(chrono::Duration::milliseconds(
-        i64::try_from(ms).unwrap_or(i64::MAX),
-    ))
-    .unwrap_or(t)
+    chrono::Duration::try_milliseconds(i64::try_from(ms).unwrap_or(i64::MAX))
+        .and_then(|d| t.checked_add_signed(d))
+        .unwrap_or(chrono::DateTime::<chrono::Utc>::MAX_UTC)
 }
 
 /// An attempt aborted by a timeout. The step total timeout ends the work item

@@ -1296,6 +1296,7 @@ fn object<'a>(
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use serde_json::json;
@@ -1339,5 +1340,34 @@ mod tests {
             ..p
         };
         assert_eq!(delay(&p, u32::MAX, None, &mut || 0.5).delay_ms, u64::MAX);
+    }
+
+    #[test]
+    fn retry_after_edge_values_never_panic() {
+        let now = DateTime::parse_from_rfc3339("2025-01-01T00:00:00Z")
+            .unwrap()
+            .with_timezone(&Utc);
+        // Huge delay-seconds saturate instead of overflowing.
+        assert_eq!(parse_retry_after("99999999999", now), Some(99_999_999_999_000));
+        assert_eq!(parse_retry_after("99999999999999999999999", now), Some(u64::MAX));
+        assert_eq!(parse_retry_after(" 120 ", now), Some(120_000));
+        assert_eq!(parse_retry_after("0", now), Some(0));
+        // The last representable date is far, not an overflow.
+        let far = parse_retry_after("Fri, 31 Dec 9999 23:59:59 GMT", now).unwrap();
+        assert!(far > 200_000_000_000_000, "{far}");
+        // Past dates, garbage and negative or fractional numbers are ignored.
+        for ignored in [
+            "Wed, 21 Oct 2015 07:28:00 GMT",
+            "garbage",
+            "",
+            "   ",
+            "-5",
+            "1.5",
+            "Fri, 31 Dec 99999 23:59:59 GMT",
+            "Fri, 32 Dec 9999 23:59:59 GMT",
+            "\u{0}\u{ffff}",
+        ] {
+            assert_eq!(parse_retry_after(ignored, now), None, "{ignored:?}");
+        }
     }
 }

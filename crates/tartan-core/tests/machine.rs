@@ -140,7 +140,18 @@ impl Run {
     }
 
     fn redispatch(&mut self, step: &str, token: &str, at: Time) -> Transition {
-        let tx = redispatch(self.state.clone(), step, token, at).unwrap();
+        let counter = &mut self.tokens;
+        let mut new_token = move || {
+            *counter += 1;
+            format!("tok-{counter}")
+        };
+        let mut ctx = Context {
+            now: at,
+            webhook_base: WEBHOOK,
+            new_token: &mut new_token,
+            random: &mut || 0.5,
+        };
+        let tx = redispatch(self.state.clone(), step, token, &mut ctx).unwrap();
         self.absorb(&tx);
         tx
     }

@@ -36,6 +36,13 @@ pub struct EngineConfig {
     /// filled in and names resolved. The default allows every address but
     /// link-local.
     pub step_hosts: StepHosts,
+    /// Bytes of a step's response body (or an async step's webhook body) at
+    /// most (`TARTAN_MAX_RESPONSE_BYTES`); past it the attempt fails
+    /// permanently (docs/errors.md).
+    pub max_response_bytes: usize,
+    /// The longest wait a step's `Retry-After` may ask for
+    /// (`TARTAN_MAX_RETRY_AFTER`); longer asks are cut to it (docs/retries.md).
+    pub max_retry_after: Duration,
 }
 
 /// `TARTAN_MAX_CALLS` unless set.
@@ -52,6 +59,11 @@ impl EngineConfig {
     }
 }
 
+/// `TARTAN_MAX_RESPONSE_BYTES` when not set: 8 MiB.
+pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 8 * 1024 * 1024;
+/// `TARTAN_MAX_RETRY_AFTER` when not set: one hour.
+pub const DEFAULT_MAX_RETRY_AFTER: Duration = Duration::from_secs(3600);
+
 impl Default for EngineConfig {
     fn default() -> Self {
         Self {
@@ -66,6 +78,8 @@ impl Default for EngineConfig {
             max_step_attempts: tartan_core::flow::DEFAULT_MAX_STEP_ATTEMPTS,
             max_active_flows: 10_000,
             step_hosts: StepHosts::unrestricted(),
+            max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
+            max_retry_after: DEFAULT_MAX_RETRY_AFTER,
         }
     }
 }

@@ -74,10 +74,72 @@ fn traceparent() -> String {
     format!("00-{trace}-{span}-01")
 }
 
+/// What bounds one call besides its timeout, from the engine's settings.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Limits {
+    /// `TARTAN_MAX_RESPONSE_BYTES`.
+    pub max_response_bytes: usize,
+    /// `TARTAN_MAX_RETRY_AFTER`, in milliseconds.
+    pub max_retry_after_ms: u64,
+}
+
+/// A response read in full, or the reason it was not.
+enum Body {
+    Read(Vec<u8>),
+    /// Longer than the limit: announced by Content-Length (`Some`) or found
+    /// while reading; the rest was never read.
+    TooLarge(Option<u64>),
+}
+
+/// The failure of a response over `TARTAN_MAX_RESPONSE_BYTES`: permanent,
+/// since the same step would send the same body again (docs/errors.md).
+fn too_large(status: u16, limit: usize, announced: Option<u64>) -> AttemptResult {
+    let size = match announced {
+        Some(n) => format!("({n} bytes announced by Content-Length)"),
+        None => "(cut off after the limit)".to_string(),
+    };
+    refused(format!(
+        "response body of HTTP {status} exceeds the limit of {limit} bytes {size}; \
+         the limit is TARTAN_MAX_RESPONSE_BYTES"
+    ))
+}
+
+/// Read the body with a running count, stopping at `limit`: a step that
+/// streams without end costs at most `limit` bytes of memory. Dropping the
+/// response closes its connection.
+async fn read_bounded(mut resp: reqwest::Response, limit: usize) -> Result<Body, reqwest::Error> {
+    let announced = resp.content_length();
+    if let Some(n) = announced.filter(|n| usize::try_from(*n).map_or(true, |n| n > limit)) {
+        return Ok(Body::TooLarge(Some(n)));
+    }
+    // The chunks are kept as they came and joined once at the end: no
+    // buffer doubling while the body grows towards the limit.
+    let mut chunks = Vec::new();
+    let mut total = 0usize;
+    while let Some(chunk) = resp.chunk().await? {
+        total = total.saturating_add(chunk.len());
+        if total > limit {
+            return Ok(Body::TooLarge(None));
+        }
+        chunks.push(chunk);
+    }
+    let mut body = Vec::with_capacity(total);
+    for chunk in &chunks {
+        body.extend_from_slice(chunk);
+    }
+    Ok(Body::Read(body))
+}
+
 /// Make the call and classify its outcome. The whole exchange, body
 /// included, is bounded by the attempt timeout; on expiry the request future
-/// is dropped, which closes its connection.
-pub(crate) async fn perform(http: &reqwest::Client, hosts: &StepHosts, call: &Call) -> AttemptResult {
+/// is dropped, which closes its connection. The body is bounded by
+/// `limits.max_response_bytes`.
+pub(crate) async fn perform(
+    http: &reqwest::Client,
+    hosts: &StepHosts,
+    limits: Limits,
+    call: &Call,
+) -> AttemptResult {
     let url = match expand_endpoint(&call.endpoint, &call.placeholders, hosts) {
         Ok(url) => url,
         Err(e) => return refused(e),
@@ -114,16 +176,22 @@ pub(crate) async fn perform(http: &reqwest::Client, hosts: &StepHosts, call: &Ca
         };
         let content_type = header(reqwest::header::CONTENT_TYPE);
         let retry_after = header(reqwest::header::RETRY_AFTER);
-        let body = resp.bytes().await?;
+        let body = read_bounded(resp, limits.max_response_bytes).await?;
         Ok::<_, reqwest::Error>((status, content_type, retry_after, body))
     };
     match tokio::time::timeout(call.timeout, exchange).await {
-        Ok(Ok((status, content_type, retry_after, body))) => {
+        Ok(Ok((status, _, _, Body::TooLarge(announced)))) => {
+            too_large(status, limits.max_response_bytes, announced)
+        }
+        Ok(Ok((status, content_type, retry_after, Body::Read(body)))) => {
             let mut result = classify_response(status, content_type.as_deref(), &body);
             if let AttemptResult::Failure { retry_after_ms, .. } = &mut result {
+                // Any size or date is cut to the operator's cap; the step's
+                // retry budget is applied where the retry is scheduled.
                 *retry_after_ms = retry_after
                     .as_deref()
-                    .and_then(|v| parse_retry_after(v, chrono::Utc::now()));
+                    .and_then(|v| parse_retry_after(v, chrono::Utc::now()))
+                    .map(|ms| ms.min(limits.max_retry_after_ms));
             }
             result
         }

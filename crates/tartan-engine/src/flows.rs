@@ -8,7 +8,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex as StdMutex};
 
 use chrono::{DateTime, SubsecRound, Utc};
-use tartan_core::error::PlanError;
+use tartan_core::error::{PlanError, ValidationError};
 use tartan_core::flow::FlowOptions;
 use tartan_core::flow::{ApplyError, FlowEvent, FlowState, WorkStatus};
 use tartan_core::machine::{self, AttemptResult, Context, Stop, Transition};
@@ -232,6 +232,16 @@ impl Engine {
             return Err(EngineError::ShuttingDown);
         }
         let request = request.normalize()?;
+        // The operator's setting is the default and the ceiling: a request
+        // may lower it, never raise it (docs/retries.md).
+        let cap = self.inner.config.max_step_attempts;
+        if let Some(asked) = request.max_step_attempts.filter(|n| *n > cap) {
+            return Err(ValidationError::new(
+                "max_step_attempts",
+                format!("{asked} is above this engine's cap of {cap} (TARTAN_MAX_STEP_ATTEMPTS)"),
+            )
+            .into());
+        }
         let active = self.inner.flows.len();
         if active >= self.inner.config.max_active_flows {
             return Err(EngineError::Overloaded(active));
@@ -593,9 +603,15 @@ impl Engine {
                         None,
                     ),
                     (WorkStatus::Active, _) | (WorkStatus::Compensating, None) => (None, Some(call_lease)),
-                    (WorkStatus::NotCompleted | WorkStatus::Compensating, Some(due)) => {
-                        (Some(due + lease_len), None)
-                    }
+                    // A retry may be due at the end of time (a backoff
+                    // without a cap): the lease saturates there.
+                    (WorkStatus::NotCompleted | WorkStatus::Compensating, Some(due)) => (
+                        Some(
+                            due.checked_add_signed(lease_len)
+                                .unwrap_or(DateTime::<Utc>::MAX_UTC),
+                        ),
+                        None,
+                    ),
                     _ => (None, None),
                 };
                 let active = lease_until.is_some() || lease_for.is_some();
@@ -864,7 +880,13 @@ impl Engine {
                     if !engine.mark_started(id) {
                         return None;
                     }
-                    Some(dispatch::perform(&engine.inner.http, &engine.inner.config.step_hosts, &call).await)
+                    let config = &engine.inner.config;
+                    let limits = dispatch::Limits {
+                        max_response_bytes: config.max_response_bytes,
+                        max_retry_after_ms: u64::try_from(config.max_retry_after.as_millis())
+                            .unwrap_or(u64::MAX),
+                    };
+                    Some(dispatch::perform(&engine.inner.http, &config.step_hosts, limits, &call).await)
                 } => r,
                 // The flow was cancelled or timed out: dropping the request
                 // closes its connection; the decision is already recorded.

@@ -44,7 +44,10 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 pub use catalog::CatalogView;
-pub use config::{EngineConfig, DEFAULT_MAX_CALLS, DEFAULT_MAX_QUEUED_CALLS};
+pub use config::{
+    EngineConfig, DEFAULT_MAX_CALLS, DEFAULT_MAX_QUEUED_CALLS, DEFAULT_MAX_RESPONSE_BYTES,
+    DEFAULT_MAX_RETRY_AFTER,
+};
 pub use error::EngineError;
 pub use flows::{StartOutcome, WebhookRefusal, WebhookResult};
 pub use slots::CallCounts;

@@ -42,7 +42,7 @@ impl Engine {
             }
             let outcome = self
                 .decide(&key.flow_id, |state, ctx| {
-                    machine::redispatch(state, &key.step_id, &key.token, ctx.now)
+                    machine::redispatch(state, &key.step_id, &key.token, ctx)
                 })
                 .await;
             if let Err(e) = outcome {

@@ -173,7 +173,11 @@ impl Engine {
                         Duration::from_micros(u64::try_from(t - Utc::now().timestamp_micros()).unwrap_or(0))
                     })
                     .unwrap_or(sweep_every);
-                let wake = (tokio::time::Instant::now() + wait).min(next_sweep);
+                // A retry far in the future must not overflow the clock.
+                let wake = tokio::time::Instant::now()
+                    .checked_add(wait)
+                    .unwrap_or(next_sweep)
+                    .min(next_sweep);
                 tokio::select! {
                     _ = tokio::time::sleep_until(wake) => {}
                     _ = engine.inner.timers.changed.notified() => {}

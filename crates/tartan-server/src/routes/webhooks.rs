@@ -3,15 +3,18 @@
 //! current attempt (recorded, no state change); 403 when the signature is not
 //! the one the engine handed out (docs/security.md); 400 for an unknown flow,
 //! step or token or a non-object body; 409 when no accepted call of that
-//! attempt waits for it (docs/api.md, "Async steps and webhooks").
+//! attempt waits for it (docs/api.md, "Async steps and webhooks"); 413 for a
+//! body over `TARTAN_MAX_RESPONSE_BYTES`, which also fails the attempt for
+//! good, as an over-long response of a sync step does (docs/errors.md).
 
 use axum::extract::{Request, State};
 use axum::http::{header, StatusCode};
+use futures::StreamExt;
 use serde_json::Value;
 use tartan_engine::{Engine, WebhookRefusal, WebhookResult};
 
 use crate::error::{kind, ApiError};
-use crate::extract::{parse_json, read_body, Path, FLOW_BODY_LIMIT};
+use crate::extract::{parse_json, Path};
 use crate::security::is_media_type;
 
 pub(crate) async fn deliver(
@@ -25,7 +28,27 @@ pub(crate) async fn deliver(
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|ct| is_media_type(ct, "application/problem+json"));
-    let bytes = read_body(req, FLOW_BODY_LIMIT).await?;
+    let limit = engine.config().max_response_bytes;
+    let Some(bytes) = read_bounded(req, limit).await? else {
+        let error = format!(
+            "webhook body exceeds the limit of {limit} bytes; the limit is TARTAN_MAX_RESPONSE_BYTES"
+        );
+        let result = WebhookResult::Problem {
+            status: None,
+            error: error.clone(),
+        };
+        return match engine
+            .deliver_webhook(&flow, &step, &token, attempt, result)
+            .await?
+        {
+            Ok(()) => Err(ApiError::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                kind::TOO_LARGE,
+                error,
+            )),
+            Err(refusal) => Err(refused(refusal, &flow, &step, &token)),
+        };
+    };
     let body: Value = parse_json(&bytes)?;
     let Value::Object(obj) = body else {
         return Err(ApiError::bad_request("body: must be a JSON object"));
@@ -51,6 +74,30 @@ pub(crate) async fn deliver(
         Ok(()) => Ok(StatusCode::OK),
         Err(refusal) => Err(refused(refusal, &flow, &step, &token)),
     }
+}
+
+/// The body with a running count: `None` once it is longer than `limit`
+/// (announced by Content-Length or found while reading; the rest is not read).
+async fn read_bounded(req: Request, limit: usize) -> Result<Option<Vec<u8>>, ApiError> {
+    let announced = req
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    if announced.is_some_and(|n| usize::try_from(n).map_or(true, |n| n > limit)) {
+        return Ok(None);
+    }
+    let mut body = Vec::new();
+    let mut stream = req.into_body().into_data_stream();
+    while let Some(chunk) = stream.next().await {
+        let chunk =
+            chunk.map_err(|e| ApiError::bad_request(format!("request body could not be read: {e}")))?;
+        if chunk.len() > limit - body.len() {
+            return Ok(None);
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(Some(body))
 }
 
 /// `POST /webhook/{flow}/{step}/{token}/{signature}/heartbeat`: the async
