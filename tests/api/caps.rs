@@ -15,7 +15,7 @@ use serde_json::{json, Value};
 
 use crate::both_backends;
 use crate::helpers::{
-    call, events, json_reply, of_type, register, spawn_binary_with, start_on_with, sync_step,
+    call, events, json_reply, memory_kib, of_type, register, spawn_binary_with, start_on_with, sync_step,
     wait_for_terminal, Backend, StepServer, TestApp, TestDb,
 };
 
@@ -94,20 +94,6 @@ async fn a_response_over_the_limit_fails_at_once_and_one_under_it_succeeds(backe
             .count();
         assert_eq!(calls, 1, "{id} was called {calls} times");
     }
-}
-
-/// Peak and current resident memory of a process, in KiB.
-fn memory_kib(pid: u32) -> (u64, u64) {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    let field = |name: &str| {
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix(name))
-            .and_then(|rest| rest.split_whitespace().next())
-            .and_then(|n| n.parse::<u64>().ok())
-            .unwrap_or(0)
-    };
-    (field("VmHWM:"), field("VmRSS:"))
 }
 
 /// A 200 that streams 64 KiB chunks (no Content-Length) and never ends.

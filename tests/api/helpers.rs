@@ -626,3 +626,17 @@ pub async fn noted<T: Clone>(notes: &Mutex<Vec<T>>, n: usize) -> Vec<T> {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
+
+/// Peak and current resident memory of a process, in KiB.
+pub fn memory_kib(pid: u32) -> (u64, u64) {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|rest| rest.split_whitespace().next())
+            .and_then(|n| n.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    (field("VmHWM:"), field("VmRSS:"))
+}

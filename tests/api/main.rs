@@ -18,6 +18,7 @@ mod retries;
 mod security;
 mod steps;
 mod timeouts;
+mod volume;
 mod webhooks;
 mod why_stopped;
 mod work_items;
