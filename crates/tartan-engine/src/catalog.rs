@@ -1,7 +1,8 @@
 //! Registering, updating and removing steps. The catalog is cached in
-//! memory; every change is checked against the whole catalog and committed
-//! with optimistic concurrency on the catalog's event sequence, so that two
-//! processes sharing a database cannot both add conflicting steps.
+//! memory; every change is checked against the whole catalog (through its
+//! attribute index, so at the cost of the change, not of the catalog) and
+//! committed with optimistic concurrency on the catalog's event sequence, so
+//! that two processes sharing a database cannot both add conflicting steps.
 
 use std::sync::Arc;
 
@@ -107,12 +108,12 @@ impl Engine {
                 Change::Update(step) => {
                     let s = view.catalog.check_update(step.clone(), defaults)?;
                     s.check_hosts(&self.inner.config.step_hosts)?;
-                    let unchanged = view.catalog.steps.get(&s.id) == Some(&s);
+                    let unchanged = view.catalog.get(&s.id) == Some(&s);
                     let record = (!unchanged).then(|| CatalogChange::Updated(s.clone(), now));
                     (s, record)
                 }
                 Change::Remove(id) => {
-                    let Some(s) = view.catalog.steps.get(id).cloned() else {
+                    let Some(s) = view.catalog.get(id).cloned() else {
                         return Err(EngineError::StepNotFound(id.clone()));
                     };
                     (s, Some(CatalogChange::Unregistered(id.clone(), now)))
@@ -123,14 +124,13 @@ impl Engine {
             };
             match self.inner.store.commit_catalog(view.sequence, record).await {
                 Ok(()) => {
+                    // A persistent map: the copy is O(1), the change O(log n).
                     let mut catalog = view.catalog.clone();
                     match &change {
                         Change::Remove(id) => {
-                            catalog.steps.remove(id);
+                            catalog.remove(id);
                         }
-                        _ => {
-                            catalog.steps.insert(stored.id.clone(), stored.clone());
-                        }
+                        _ => catalog.insert(stored.clone()),
                     }
                     *self.inner.catalog.current.write().await = Arc::new(CatalogView {
                         catalog,
