@@ -9,6 +9,7 @@ mod durability;
 mod errors;
 mod flows;
 mod helpers;
+mod limits;
 mod outages;
 mod outbound;
 mod retries;

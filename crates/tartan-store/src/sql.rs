@@ -474,7 +474,7 @@ impl Store for SqlStore {
         })
     }
 
-    async fn commit_catalog(&self, expected_sequence: i64, change: CatalogChange) -> Result<(), StoreError> {
+    async fn commit_catalog_batch(&self, expected_sequence: i64, changes: &[CatalogChange]) -> Result<(), StoreError> {
         let mut tx = self.write.begin().await?;
         // The catalog must still be where the caller decided from; a newer
         // event (or a gap) means someone else changed it. The events primary
@@ -490,42 +490,44 @@ impl Store for SqlStore {
         if head != expected_sequence {
             return Err(StoreError::Conflict("catalog".into()));
         }
-        let (event_type, data, at) = match &change {
-            CatalogChange::Registered(step, at) => {
-                ("step_registered", serde_json::json!({ "step": step }), *at)
-            }
-            CatalogChange::Updated(step, at) => ("step_updated", serde_json::json!({ "step": step }), *at),
-            CatalogChange::Unregistered(id, at) => {
-                ("step_unregistered", serde_json::json!({ "step_id": id }), *at)
-            }
-        };
-        insert_event(
-            &mut tx,
-            CATALOG,
-            CATALOG,
-            expected_sequence + 1,
-            event_type,
-            to_us(at),
-            &json_text(&data)?,
-        )
-        .await?;
-        match &change {
-            CatalogChange::Registered(step, at) | CatalogChange::Updated(step, at) => {
-                sqlx::query(
-                    "INSERT INTO steps (id, definition, updated_us) VALUES ($1, $2, $3) \
-                     ON CONFLICT (id) DO UPDATE SET definition = excluded.definition, updated_us = excluded.updated_us",
-                )
-                .bind(&step.id)
-                .bind(json_text(step)?)
-                .bind(to_us(*at))
-                .execute(&mut *tx)
-                .await?;
-            }
-            CatalogChange::Unregistered(id, _) => {
-                sqlx::query("DELETE FROM steps WHERE id = $1")
-                    .bind(id)
+        for (sequence, change) in (expected_sequence + 1..).zip(changes) {
+            let (event_type, data, at) = match change {
+                CatalogChange::Registered(step, at) => {
+                    ("step_registered", serde_json::json!({ "step": step }), *at)
+                }
+                CatalogChange::Updated(step, at) => ("step_updated", serde_json::json!({ "step": step }), *at),
+                CatalogChange::Unregistered(id, at) => {
+                    ("step_unregistered", serde_json::json!({ "step_id": id }), *at)
+                }
+            };
+            insert_event(
+                &mut tx,
+                CATALOG,
+                CATALOG,
+                sequence,
+                event_type,
+                to_us(at),
+                &json_text(&data)?,
+            )
+            .await?;
+            match change {
+                CatalogChange::Registered(step, at) | CatalogChange::Updated(step, at) => {
+                    sqlx::query(
+                        "INSERT INTO steps (id, definition, updated_us) VALUES ($1, $2, $3) \
+                         ON CONFLICT (id) DO UPDATE SET definition = excluded.definition, updated_us = excluded.updated_us",
+                    )
+                    .bind(&step.id)
+                    .bind(json_text(step)?)
+                    .bind(to_us(*at))
                     .execute(&mut *tx)
                     .await?;
+                }
+                CatalogChange::Unregistered(id, _) => {
+                    sqlx::query("DELETE FROM steps WHERE id = $1")
+                        .bind(id)
+                        .execute(&mut *tx)
+                        .await?;
+                }
             }
         }
         tx.commit().await?;
