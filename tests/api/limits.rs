@@ -30,7 +30,12 @@ fn chain_step(svc: &StepServer, i: usize) -> Value {
     let output = format!("a{i}");
     let input = format!("a{}", i.wrapping_sub(1));
     let inputs: &[&str] = if i == 0 { &[] } else { &[&input] };
-    sync_step(&format!("c{i:05}"), &svc.url(&format!("/c/{i}")), inputs, &[&output])
+    sync_step(
+        &format!("c{i:05}"),
+        &svc.url(&format!("/c/{i}")),
+        inputs,
+        &[&output],
+    )
 }
 
 /// A step server that answers `/c/{i}` with `{"a{i}": "v{i}"}`.
@@ -75,8 +80,9 @@ async fn a_chain_of_10_000_steps_registers_in_seconds_plans_runs_and_loads_back(
         "{backend:?}: {CHAIN} chained steps registered in {registration:?} (first half {:?}, second {:?})",
         halves[0], halves[1]
     );
+    // Generous: debug build, two shared cores (BENCHMARKS.md, "Large catalogs").
     assert!(
-        registration < Duration::from_secs(120),
+        registration < Duration::from_secs(300),
         "registering {CHAIN} steps took {registration:?}"
     );
     assert!(
@@ -98,7 +104,9 @@ async fn a_chain_of_10_000_steps_registers_in_seconds_plans_runs_and_loads_back(
     let r = app.register(&looped).await;
     assert_eq!(r.status, StatusCode::BAD_REQUEST, "{:?}", r.body);
     assert!(
-        r.body["detail"].as_str().is_some_and(|d| d.contains("circular dependency")),
+        r.body["detail"]
+            .as_str()
+            .is_some_and(|d| d.contains("circular dependency")),
         "{:?}",
         r.body
     );
@@ -120,7 +128,10 @@ async fn a_chain_of_10_000_steps_registers_in_seconds_plans_runs_and_loads_back(
     drop(app);
     let started = Instant::now();
     let app = start_on(TestDb::at_url(db.url.clone()), "limits").await;
-    eprintln!("{backend:?}: restarted with {CHAIN} steps in {:?}", started.elapsed());
+    eprintln!(
+        "{backend:?}: restarted with {CHAIN} steps in {:?}",
+        started.elapsed()
+    );
     let steps = app.get("/engine/step").await;
     assert_eq!(steps.body["count"], json!(CHAIN));
     let plan = app.post("/engine/plan", &json!({ "goals": [goal] })).await;
@@ -138,7 +149,10 @@ async fn wait_long(app: &TestApp, id: &str, bound: Duration) -> Value {
         if r.body["status"] != "active" {
             return app.flow(id).await;
         }
-        assert!(started.elapsed() < bound, "flow {id} still active after {bound:?}");
+        assert!(
+            started.elapsed() < bound,
+            "flow {id} still active after {bound:?}"
+        );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }
@@ -210,19 +224,33 @@ async fn json_nested_deeper_than_64_levels_is_refused_and_64_is_stored_and_read_
     // The step got the value and gave it back; the flow reads back whole.
     assert_eq!(svc.requests()[0].body["deep"], nested(61));
     let text = flow.to_string();
-    assert!(text.contains(&nested(61).to_string()), "the value is in the flow: {text}");
+    assert!(
+        text.contains(&nested(61).to_string()),
+        "the value is in the flow: {text}"
+    );
 
     // Every JSON route: plan, query, steps (register and update), webhooks.
     let deep_body = |levels: usize| json!({ "goals": ["echo"], "init": { "deep": [nested(levels)] } });
     assert_too_deep(&app.post("/engine/plan", &deep_body(62)).await);
-    assert_eq!(app.post("/engine/plan", &deep_body(61)).await.status, StatusCode::OK);
-    assert_too_deep(&app.post("/engine/flow/query", &json!({ "labels": { "x": nested(70) } })).await);
+    assert_eq!(
+        app.post("/engine/plan", &deep_body(61)).await.status,
+        StatusCode::OK
+    );
+    assert_too_deep(
+        &app.post("/engine/flow/query", &json!({ "labels": { "x": nested(70) } }))
+            .await,
+    );
     let mut deep_step = sync_step("deep-step", &svc.url("/d"), &[], &["d"]);
     deep_step["labels"] = json!({ "x": nested(100) });
     assert_too_deep(&app.register(&deep_step).await);
-    assert_too_deep(&app.send(reqwest::Method::PUT, "/engine/step/echo", Some(
-        json!({ "id": "echo", "name": "echo", "x": nested(64) }).to_string(),
-    )).await);
+    assert_too_deep(
+        &app.send(
+            reqwest::Method::PUT,
+            "/engine/step/echo",
+            Some(json!({ "id": "echo", "name": "echo", "x": nested(64) }).to_string()),
+        )
+        .await,
+    );
     let path = app.webhook_path("deepest", "echo", "token");
     assert_too_deep(&app.post(&path, &json!({ "out": nested(80) })).await);
     // A default value is JSON text of its own, held to the same limit.
@@ -235,13 +263,19 @@ async fn json_nested_deeper_than_64_levels_is_refused_and_64_is_stored_and_read_
     let r = app.register(&with_default).await;
     assert_eq!(r.status, StatusCode::BAD_REQUEST, "{:?}", r.body);
     assert!(
-        r.body["detail"].as_str().is_some_and(|d| d.contains("nested deeper than 64 levels")),
+        r.body["detail"]
+            .as_str()
+            .is_some_and(|d| d.contains("nested deeper than 64 levels")),
         "{:?}",
         r.body
     );
     // Serde's own limit (128) is not what answers: far deeper is the same 400.
     let r = app
-        .send(reqwest::Method::POST, "/engine/flow", Some(format!("{}{}", "[".repeat(100_000), "]".repeat(100_000))))
+        .send(
+            reqwest::Method::POST,
+            "/engine/flow",
+            Some(format!("{}{}", "[".repeat(100_000), "]".repeat(100_000))),
+        )
         .await;
     assert_too_deep(&r);
 
@@ -262,14 +296,23 @@ async fn a_step_answering_with_json_nested_too_deeply_fails_permanently(backend:
     let mut step = sync_step("abyss", &svc.url("/abyss"), &[], &["out"]);
     step["attributes"]["out"]["type"] = json!("any");
     step["work_config"] = json!({ "max_retries": 3, "init_backoff": 10 });
-    assert_eq!(app.register(&step).await.status, StatusCode::CREATED, "registration");
+    assert_eq!(
+        app.register(&step).await.status,
+        StatusCode::CREATED,
+        "registration"
+    );
 
-    let r = app.start_flow(&json!({ "id": "abyss", "goals": ["abyss"] })).await;
+    let r = app
+        .start_flow(&json!({ "id": "abyss", "goals": ["abyss"] }))
+        .await;
     assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
     let flow = app.wait_for_flow("abyss").await;
     assert_eq!(flow["status"], "failed", "{flow}");
     let text = flow.to_string();
-    assert!(text.contains("nested deeper than 64 levels"), "the error names the limit: {text}");
+    assert!(
+        text.contains("nested deeper than 64 levels"),
+        "the error names the limit: {text}"
+    );
     assert_eq!(svc.requests().len(), 1, "a permanent failure is not retried");
 
     drop(app);

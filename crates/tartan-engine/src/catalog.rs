@@ -153,7 +153,10 @@ impl Engine {
             let committed = if records.is_empty() {
                 Ok(())
             } else {
-                self.inner.store.commit_catalog_batch(view.sequence, &records).await
+                self.inner
+                    .store
+                    .commit_catalog_batch(view.sequence, &records)
+                    .await
             };
             let failure = match committed {
                 Ok(()) => {

@@ -40,7 +40,10 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
         return Err(ApiError::new(
             StatusCode::BAD_REQUEST,
             kind::INVALID_JSON,
-            format!("invalid JSON request: {}", tartan_core::nesting::too_deep_message()),
+            format!(
+                "invalid JSON request: {}",
+                tartan_core::nesting::too_deep_message()
+            ),
         ));
     }
     let mut de = serde_json::Deserializer::from_slice(bytes);

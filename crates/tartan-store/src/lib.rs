@@ -74,7 +74,11 @@ pub trait Store: Send + Sync + 'static {
 
     /// The same for several changes in order, in one transaction: events
     /// `expected_sequence + 1 ..= expected_sequence + changes.len()`.
-    async fn commit_catalog_batch(&self, expected_sequence: i64, changes: &[CatalogChange]) -> Result<(), StoreError>;
+    async fn commit_catalog_batch(
+        &self,
+        expected_sequence: i64,
+        changes: &[CatalogChange],
+    ) -> Result<(), StoreError>;
 
     /// The catalog's events in order.
     async fn catalog_events(&self) -> Result<Vec<StoredEvent>, StoreError>;

@@ -444,7 +444,11 @@ impl Store for SqlStore {
         })
     }
 
-    async fn commit_catalog_batch(&self, expected_sequence: i64, changes: &[CatalogChange]) -> Result<(), StoreError> {
+    async fn commit_catalog_batch(
+        &self,
+        expected_sequence: i64,
+        changes: &[CatalogChange],
+    ) -> Result<(), StoreError> {
         let mut tx = self.write.begin().await?;
         // The catalog must still be where the caller decided from; a newer
         // event (or a gap) means someone else changed it. The events primary
