@@ -12,6 +12,7 @@ mod errors;
 mod fairness;
 mod flows;
 mod helpers;
+mod limits;
 mod outages;
 mod outbound;
 mod retries;

@@ -29,7 +29,8 @@ async fn ten_thousand_items_from_a_large_input_stay_within_memory(backend: Backe
     })
     .await;
     let mut step = sync_step("each", &svc.url("/each"), &[], &["done"]);
-    step["attributes"]["items"] = json!({"role": "required", "type": "array", "required": {"for_each": true}});
+    step["attributes"]["items"] =
+        json!({"role": "required", "type": "array", "required": {"for_each": true}});
     step["work_config"] = json!({"parallelism": 100});
     step["timeouts"] = json!({"attempt": "60s"});
     register(&engine, vec![step]).await;
@@ -46,7 +47,9 @@ async fn ten_thousand_items_from_a_large_input_stay_within_memory(backend: Backe
     let mut count = 0;
     for _ in 0..600 {
         let (_, flow) = call(&engine, reqwest::Method::GET, "/engine/flow/wide", None).await;
-        count = flow["executions"]["each"]["work_items"].as_object().map_or(0, |w| w.len());
+        count = flow["executions"]["each"]["work_items"]
+            .as_object()
+            .map_or(0, |w| w.len());
         if count == 10_000 && svc.requests().len() >= 100 {
             break;
         }

@@ -1,9 +1,17 @@
 //! The step catalog as a whole: the attribute graph (who provides and who
 //! consumes each attribute) and the rules that span steps (type conflicts,
 //! dependency cycles).
+//!
+//! The catalog is persistent (`imbl`): a copy is O(1) and a change costs in
+//! proportion to the step changed, with an attribute index kept alongside, so
+//! that registering the 10,000th step costs what registering the first did
+//! (docs/api.md, "Limits"). Every walk over the graph is iterative: a client
+//! decides how long a chain is, not how deep our stack goes.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::sync::Arc;
 
+use imbl::{OrdMap, OrdSet};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{CatalogError, ValidationError};
@@ -18,10 +26,21 @@ pub struct AttributeEdges {
 
 pub type AttributeGraph = BTreeMap<String, AttributeEdges>;
 
-/// Every registered step by id.
+/// Who declares one attribute name, by role.
+#[derive(Debug, Clone, Default, PartialEq)]
+struct AttributeIndex {
+    providers: OrdSet<String>,
+    consumers: OrdSet<String>,
+    /// Every step declaring the name in any role (types must agree).
+    users: OrdSet<String>,
+}
+
+/// Every registered step by id, and the attribute index over them. Steps
+/// are shared (`Arc`) so that the map's nodes stay small.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Catalog {
-    pub steps: BTreeMap<String, Step>,
+    steps: OrdMap<String, Arc<Step>>,
+    index: OrdMap<String, AttributeIndex>,
 }
 
 /// What a registration does to the catalog.
@@ -56,13 +75,92 @@ pub fn attribute_graph<'a>(steps: impl IntoIterator<Item = &'a Step>) -> Attribu
 
 impl Catalog {
     pub fn new(steps: impl IntoIterator<Item = Step>) -> Self {
-        Self {
-            steps: steps.into_iter().map(|s| (s.id.clone(), s)).collect(),
+        let mut catalog = Self::default();
+        for step in steps {
+            catalog.insert(step);
         }
+        catalog
     }
 
+    /// Every step by id.
+    pub fn steps(&self) -> &OrdMap<String, Arc<Step>> {
+        &self.steps
+    }
+
+    pub fn get(&self, id: &str) -> Option<&Step> {
+        self.steps.get(id).map(|s| &**s)
+    }
+
+    pub fn contains(&self, id: &str) -> bool {
+        self.steps.contains_key(id)
+    }
+
+    pub fn len(&self) -> usize {
+        self.steps.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.steps.is_empty()
+    }
+
+    /// Add or replace a step (already checked).
+    pub fn insert(&mut self, step: Step) {
+        self.remove(&step.id);
+        for (name, attr) in &step.attributes {
+            let mut entry = self.index.get(name).cloned().unwrap_or_default();
+            entry.users.insert(step.id.clone());
+            if attr.is_output() {
+                entry.providers.insert(step.id.clone());
+            } else if attr.is_input() {
+                entry.consumers.insert(step.id.clone());
+            }
+            self.index.insert(name.clone(), entry);
+        }
+        self.steps.insert(step.id.clone(), Arc::new(step));
+    }
+
+    /// Remove a step; returns its definition.
+    pub fn remove(&mut self, id: &str) -> Option<Arc<Step>> {
+        let old = self.steps.remove(id)?;
+        for name in old.attributes.keys() {
+            let Some(mut entry) = self.index.get(name).cloned() else {
+                continue;
+            };
+            entry.users.remove(id);
+            entry.providers.remove(id);
+            entry.consumers.remove(id);
+            if entry.users.is_empty() {
+                self.index.remove(name);
+            } else {
+                self.index.insert(name.clone(), entry);
+            }
+        }
+        Some(old)
+    }
+
+    /// Steps that output attribute `name`, by id.
+    pub fn providers(&self, name: &str) -> impl Iterator<Item = &String> {
+        self.index.get(name).into_iter().flat_map(|e| e.providers.iter())
+    }
+
+    /// Steps that take attribute `name` as an input, by id.
+    pub fn consumers(&self, name: &str) -> impl Iterator<Item = &String> {
+        self.index.get(name).into_iter().flat_map(|e| e.consumers.iter())
+    }
+
+    /// The whole attribute graph (for display).
     pub fn graph(&self) -> AttributeGraph {
-        attribute_graph(self.steps.values())
+        self.index
+            .iter()
+            .filter(|(_, e)| !e.providers.is_empty() || !e.consumers.is_empty())
+            .map(|(name, e)| {
+                let edges = AttributeEdges {
+                    providers: e.providers.iter().cloned().collect(),
+                    consumers: e.consumers.iter().cloned().collect(),
+                };
+                (name.clone(), edges)
+            })
+            .collect()
     }
 
     /// Normalise and check a new step. Identical re-registration is
@@ -74,7 +172,7 @@ impl Catalog {
     ) -> Result<(Step, Registration), CatalogError> {
         let step = step.normalize(defaults)?;
         if let Some(old) = self.steps.get(&step.id) {
-            if *old == step {
+            if **old == step {
                 return Ok((step, Registration::Unchanged));
             }
             return Err(CatalogError::Exists(step.id));
@@ -93,10 +191,18 @@ impl Catalog {
         Ok(step)
     }
 
-    /// Rules that involve the rest of the catalog.
+    /// Rules that involve the rest of the catalog, looked up through the
+    /// index: the cost follows the step, not the catalog.
     fn check_fits(&self, step: &Step) -> Result<(), ValidationError> {
         for (name, attr) in &step.attributes {
-            for other in self.steps.values().filter(|o| o.id != step.id) {
+            // Every other user agrees on the type (this check keeps it so),
+            // so the first one stands for all.
+            let other = self
+                .index
+                .get(name)
+                .and_then(|e| e.users.iter().find(|id| **id != step.id))
+                .and_then(|id| self.steps.get(id));
+            if let Some(other) = other {
                 if let Some(theirs) = other.attributes.get(name) {
                     if theirs.attr_type != attr.attr_type {
                         return Err(ValidationError::new(
@@ -110,50 +216,123 @@ impl Catalog {
                 }
             }
         }
-        let mut steps = self.steps.clone();
-        steps.insert(step.id.clone(), step.clone());
-        if let Some(at) = find_cycle(&steps, &step.id) {
+        let mut next = self.clone();
+        next.insert(step.clone());
+        if next.on_cycle(&step.id) {
             return Err(ValidationError::new(
                 "attributes",
-                format!("circular dependency detected: step {at}"),
+                format!("circular dependency detected: step {}", step.id),
             ));
         }
         Ok(())
     }
-}
 
-/// Depth-first search from `start` along "needs an input provided by"; returns
-/// the step at which a cycle closes.
-pub fn find_cycle(steps: &BTreeMap<String, Step>, start: &str) -> Option<String> {
-    let graph = attribute_graph(steps.values());
-    let mut stack = Vec::new();
-    let mut done = BTreeSet::new();
-    visit(steps, &graph, start, &mut stack, &mut done)
-}
+    /// Steps whose outputs `id` takes as inputs.
+    fn upstream<'a>(&'a self, id: &str) -> impl Iterator<Item = &'a String> + 'a {
+        self.steps
+            .get(id)
+            .into_iter()
+            .flat_map(|s| s.inputs())
+            .flat_map(|(name, _)| self.providers(name))
+    }
 
-fn visit(
-    steps: &BTreeMap<String, Step>,
-    graph: &AttributeGraph,
-    id: &str,
-    stack: &mut Vec<String>,
-    done: &mut BTreeSet<String>,
-) -> Option<String> {
-    if stack.iter().any(|s| s == id) {
-        return Some(id.to_string());
+    /// Steps that take `id`'s outputs as inputs.
+    fn downstream<'a>(&'a self, id: &str) -> impl Iterator<Item = &'a String> + 'a {
+        self.steps
+            .get(id)
+            .into_iter()
+            .flat_map(|s| s.outputs())
+            .flat_map(|(name, _)| self.consumers(name))
     }
-    if done.contains(id) {
-        return None;
-    }
-    let step = steps.get(id)?;
-    stack.push(id.to_string());
-    for (name, _) in step.inputs() {
-        for provider in graph.get(name).map(|e| e.providers.as_slice()).unwrap_or(&[]) {
-            if let Some(at) = visit(steps, graph, provider, stack, done) {
-                return Some(at);
+
+    /// Whether `id` depends on itself. The catalog without it was acyclic, so
+    /// any new cycle passes through it. Searching up and down in lockstep and
+    /// stopping when either side runs out bounds the work by the smaller side:
+    /// a chain registered in either order costs O(1) per step.
+    fn on_cycle(&self, id: &str) -> bool {
+        let mut up = Reach::new(id);
+        let mut down = Reach::new(id);
+        loop {
+            for (search, upward) in [(&mut up, true), (&mut down, false)] {
+                let Some(node) = search.stack.pop() else {
+                    return false;
+                };
+                let next: Vec<&String> = if upward {
+                    self.upstream(node).collect()
+                } else {
+                    self.downstream(node).collect()
+                };
+                for n in next {
+                    if n == id {
+                        return true;
+                    }
+                    if search.seen.insert(n) {
+                        search.stack.push(n);
+                    }
+                }
             }
         }
     }
-    stack.pop();
-    done.insert(id.to_string());
+}
+
+/// One side of the lockstep search in `Catalog::on_cycle`.
+struct Reach<'a> {
+    stack: Vec<&'a str>,
+    seen: HashSet<&'a str>,
+}
+
+impl<'a> Reach<'a> {
+    fn new(start: &'a str) -> Self {
+        Self {
+            stack: vec![start],
+            seen: HashSet::from([start]),
+        }
+    }
+}
+
+/// The first step, in id order, at which a cycle of "needs an input provided
+/// by" closes, if there is one. Iterative depth-first search with one shared
+/// `done` set: O(steps + edges) for the whole set.
+pub fn find_cycle(steps: &BTreeMap<String, Step>) -> Option<String> {
+    let graph = attribute_graph(steps.values());
+    let providers = |id: &str| -> Vec<&str> {
+        steps
+            .get(id)
+            .into_iter()
+            .flat_map(|s| s.inputs())
+            .flat_map(|(name, _)| graph.get(name).map(|e| e.providers.as_slice()).unwrap_or(&[]))
+            .map(String::as_str)
+            .collect()
+    };
+    let mut done: BTreeSet<&str> = BTreeSet::new();
+    let mut on_path: HashSet<&str> = HashSet::new();
+    for root in steps.keys() {
+        if done.contains(root.as_str()) {
+            continue;
+        }
+        // Each frame: a step on the current path and the providers left to visit.
+        let mut path: Vec<(&str, std::vec::IntoIter<&str>)> = vec![(root, providers(root).into_iter())];
+        on_path.insert(root);
+        while let Some((id, rest)) = path.last_mut() {
+            match rest.next() {
+                Some(next) => {
+                    if on_path.contains(next) {
+                        return Some(next.to_string());
+                    }
+                    if done.contains(next) || !steps.contains_key(next) {
+                        continue;
+                    }
+                    on_path.insert(next);
+                    path.push((next, providers(next).into_iter()));
+                }
+                None => {
+                    let id = *id;
+                    on_path.remove(id);
+                    done.insert(id);
+                    path.pop();
+                }
+            }
+        }
+    }
     None
 }

@@ -15,6 +15,7 @@
 //!   filling them in so that values cannot change where a call goes.
 //! - `hosts`: where steps may call (`TARTAN_STEP_HOSTS`): names, patterns,
 //!   ranges, link-local addresses.
+//! - `nesting`: the JSON nesting limit, checked before parsing.
 //! - `outcome`: classification of an attempt's HTTP outcome.
 //! - `request`: flow start requests and their limits.
 //! - `duration`: the one parser for every duration format.
@@ -29,6 +30,7 @@ pub mod flow;
 pub mod hosts;
 pub mod ids;
 pub mod machine;
+pub mod nesting;
 pub mod outcome;
 pub mod plan;
 pub mod request;

@@ -51,6 +51,15 @@ fn classify_success_body(status: u16, body: &[u8]) -> AttemptResult {
             http_status: Some(status),
         };
     }
+    // Outputs become flow state: refuse what could not be read back.
+    if crate::nesting::is_too_deep(trimmed) {
+        return AttemptResult::Failure {
+            class: PERMANENT.into(),
+            error: format!("invalid step response: {}", crate::nesting::too_deep_message()),
+            http_status: Some(status),
+            retry_after_ms: None,
+        };
+    }
     match serde_json::from_slice::<Value>(trimmed) {
         Ok(Value::Object(outputs)) => AttemptResult::Success {
             outputs,
@@ -157,6 +166,20 @@ mod tests {
     fn two_hundreds_with_other_json_are_permanent() {
         assert_eq!(class(&classify_response(200, None, b"[1,2]")), PERMANENT);
         assert_eq!(class(&classify_response(200, None, b"{not json")), PERMANENT);
+    }
+
+    #[test]
+    fn outputs_nested_too_deeply_are_permanent_and_say_so() {
+        let deep = format!(r#"{{"out":{}1{}}}"#, "[".repeat(64), "]".repeat(64));
+        match classify_response(200, None, deep.as_bytes()) {
+            AttemptResult::Failure { class, error, .. } => {
+                assert_eq!(class, PERMANENT);
+                assert!(error.contains("nested deeper than 64 levels"), "{error}");
+            }
+            other => panic!("accepted: {other:?}"),
+        }
+        let ok = format!(r#"{{"out":{}1{}}}"#, "[".repeat(63), "]".repeat(63));
+        assert_eq!(class(&classify_response(200, None, ok.as_bytes())), SUCCESS);
     }
 
     #[test]

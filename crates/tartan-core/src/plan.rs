@@ -2,12 +2,13 @@
 //! steps to run. Only steps whose outputs the goals need, transitively, are
 //! included; a goal whose outputs the initial inputs already hold is not run.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde::{Deserialize, Serialize};
 
 use crate::catalog::{AttributeGraph, Catalog};
 use crate::error::PlanError;
+use crate::step::AttributeSpec;
 use crate::step::{Collect, Step};
 
 /// Initial values: each attribute maps to the list of its values.
@@ -47,7 +48,6 @@ pub enum PlanMode {
 
 struct Builder<'a> {
     catalog: &'a Catalog,
-    graph: AttributeGraph,
     init: &'a InitArgs,
     mode: PlanMode,
     available: BTreeSet<String>,
@@ -57,6 +57,23 @@ struct Builder<'a> {
     needed: BTreeSet<String>,
     missing: BTreeSet<String>,
     blocked: BTreeMap<String, Vec<String>>,
+}
+
+/// A step being collected (pass 2) on the explicit stack: the inputs left to
+/// trace, and the selected providers of the current input left to visit.
+struct Frame<'a> {
+    id: &'a str,
+    step: &'a Step,
+    inputs: Vec<(&'a String, &'a AttributeSpec)>,
+    next_input: usize,
+    current: Option<Input<'a>>,
+}
+
+struct Input<'a> {
+    name: &'a String,
+    attr: &'a AttributeSpec,
+    selected: Vec<String>,
+    next: usize,
 }
 
 /// Build the plan for `goals`. Missing required inputs are listed in
@@ -70,17 +87,12 @@ pub fn build_plan(
     if goals.is_empty() {
         return Err(PlanError::NoGoals);
     }
-    let unknown: Vec<String> = goals
-        .iter()
-        .filter(|g| !catalog.steps.contains_key(*g))
-        .cloned()
-        .collect();
+    let unknown: Vec<String> = goals.iter().filter(|g| !catalog.contains(g)).cloned().collect();
     if !unknown.is_empty() {
         return Err(PlanError::UnknownGoals(unknown));
     }
     let mut b = Builder {
         catalog,
-        graph: catalog.graph(),
         init,
         mode,
         available: BTreeSet::new(),
@@ -123,10 +135,7 @@ impl Builder<'_> {
     }
 
     fn providers(&self, name: &str) -> Vec<String> {
-        self.graph
-            .get(name)
-            .map(|e| e.providers.clone())
-            .unwrap_or_default()
+        self.catalog.providers(name).cloned().collect()
     }
 
     fn blocked_inputs(&self, step: &Step) -> Vec<String> {
@@ -138,7 +147,10 @@ impl Builder<'_> {
     }
 
     /// Pass 1: which steps could run at all, from the initial inputs and the
-    /// outputs of other steps that could run.
+    /// outputs of other steps that could run. A worklist: each step waits on a
+    /// count of its missing inputs, and each attribute that becomes available
+    /// wakes only its consumers, so the pass is linear in the catalog whatever
+    /// the order of ids.
     fn compute_satisfiable(&mut self) {
         self.available = self
             .init
@@ -146,88 +158,148 @@ impl Builder<'_> {
             .filter(|(_, v)| !v.is_empty())
             .map(|(k, _)| k.clone())
             .collect();
-        let mut progress = true;
-        while progress {
-            progress = false;
-            for step in self.catalog.steps.values() {
-                if self.satisfiable.contains(&step.id) || !self.blocked_inputs(step).is_empty() {
+        let counts = |a: &AttributeSpec| a.is_required() && a.collect() != Collect::None;
+        let mut waiting: HashMap<&str, usize> = HashMap::new();
+        let mut ready: Vec<&Step> = Vec::new();
+        for step in self.catalog.steps().values() {
+            if !self.blocked_inputs(step).is_empty() {
+                continue;
+            }
+            let unmet = step
+                .attributes
+                .iter()
+                .filter(|(n, a)| counts(a) && !self.available.contains(*n))
+                .count();
+            if unmet == 0 {
+                ready.push(step);
+            } else {
+                waiting.insert(&step.id, unmet);
+            }
+        }
+        while let Some(step) = ready.pop() {
+            self.satisfiable.insert(step.id.clone());
+            for (name, _) in step.outputs() {
+                if !self.available.insert(name.clone()) {
                     continue;
                 }
-                let ready = step
-                    .attributes
-                    .iter()
-                    .filter(|(_, a)| a.is_required() && a.collect() != Collect::None)
-                    .all(|(n, _)| self.available.contains(n));
-                if ready {
-                    self.satisfiable.insert(step.id.clone());
-                    progress = true;
-                    for (name, _) in step.outputs() {
-                        self.available.insert(name.clone());
+                for consumer in self.catalog.consumers(name) {
+                    let Some(c) = self.catalog.get(consumer) else {
+                        continue;
+                    };
+                    if !c.attributes.get(name).is_some_and(counts) {
+                        continue;
+                    }
+                    if let Some(left) = waiting.get_mut(consumer.as_str()) {
+                        *left -= 1;
+                        if *left == 0 {
+                            waiting.remove(consumer.as_str());
+                            ready.push(c);
+                        }
                     }
                 }
             }
         }
     }
 
-    /// Pass 2: walk back from a step to the providers of its inputs.
-    fn collect(&mut self, id: &str) {
-        if !self.visited.insert(id.to_string()) {
-            return;
+    /// Pass 2: walk back from a goal to the providers of its inputs, depth
+    /// first on an explicit stack (same order as the recursion it replaces).
+    fn collect(&mut self, goal: &str) {
+        let catalog = self.catalog;
+        let mut stack: Vec<Frame> = Vec::new();
+        if let Some(frame) = self.enter(catalog, goal) {
+            stack.push(frame);
         }
-        let Some(step) = self.catalog.steps.get(id) else {
-            return;
-        };
+        while let Some(frame) = stack.last_mut() {
+            if let Some(input) = &mut frame.current {
+                if let Some(p) = input.selected.get(input.next).cloned() {
+                    input.next += 1;
+                    self.needed.insert(p.clone());
+                    if let Some(child) = self.enter(catalog, &p) {
+                        stack.push(child);
+                    }
+                    continue;
+                }
+                let (name, attr, has_provider) = (input.name, input.attr, !input.selected.is_empty());
+                frame.current = None;
+                if attr.is_required()
+                    && !has_provider
+                    && attr.collect() != Collect::None
+                    && !self.has_init(name)
+                {
+                    self.missing.insert(name.clone());
+                }
+                continue;
+            }
+            if let Some(&(name, attr)) = frame.inputs.get(frame.next_input) {
+                frame.next_input += 1;
+                let collect = attr.collect();
+                if self.has_init(name) && collect == Collect::First {
+                    self.mark_satisfied(name);
+                    continue;
+                }
+                let providers = self.providers(name);
+                let mut selected: Vec<String> = providers
+                    .iter()
+                    .filter(|p| self.satisfiable.contains(*p))
+                    .cloned()
+                    .collect();
+                if selected.is_empty() && self.mode == PlanMode::Preview {
+                    selected = providers.clone();
+                }
+                if collect == Collect::All && selected.len() != providers.len() {
+                    selected.clear();
+                }
+                for p in &providers {
+                    if !selected.contains(p) {
+                        self.visited.insert(p.clone());
+                    }
+                }
+                frame.current = Some(Input {
+                    name,
+                    attr,
+                    selected,
+                    next: 0,
+                });
+                continue;
+            }
+            let (id, step) = (frame.id, frame.step);
+            stack.pop();
+            if self.needed.contains(id) || !self.outputs_available(step) {
+                self.included.insert(id.to_string());
+            }
+        }
+    }
+
+    /// The checks made on arriving at a step; `None` when there is nothing
+    /// to trace from it.
+    fn enter<'a>(&mut self, catalog: &'a Catalog, id: &str) -> Option<Frame<'a>> {
+        if !self.visited.insert(id.to_string()) {
+            return None;
+        }
+        let step = catalog.get(id)?;
         let blocked = self.blocked_inputs(step);
         if !blocked.is_empty() {
             self.blocked.insert(id.to_string(), blocked);
-            return;
+            return None;
         }
         // A goal whose outputs the initial inputs already hold does not run,
         // so neither do its providers, nor are its inputs required.
         if !self.needed.contains(id) && self.outputs_available(step) {
-            return;
+            return None;
         }
-        for (name, attr) in step.inputs() {
-            let collect = attr.collect();
-            if self.has_init(name) && collect == Collect::First {
-                self.mark_satisfied(name);
-                continue;
-            }
-            let providers = self.providers(name);
-            let mut selected: Vec<String> = providers
-                .iter()
-                .filter(|p| self.satisfiable.contains(*p))
-                .cloned()
-                .collect();
-            if selected.is_empty() && self.mode == PlanMode::Preview {
-                selected = providers.clone();
-            }
-            if collect == Collect::All && selected.len() != providers.len() {
-                selected.clear();
-            }
-            for p in &providers {
-                if !selected.contains(p) {
-                    self.visited.insert(p.clone());
-                }
-            }
-            for p in &selected {
-                self.needed.insert(p.clone());
-                self.collect(p);
-            }
-            let has_provider = !selected.is_empty();
-            if attr.is_required() && !has_provider && collect != Collect::None && !self.has_init(name) {
-                self.missing.insert(name.clone());
-            }
-        }
-        if self.needed.contains(id) || !self.outputs_available(step) {
-            self.included.insert(id.to_string());
-        }
+        Some(Frame {
+            id: &step.id,
+            step,
+            inputs: step.inputs().collect(),
+            next_input: 0,
+            current: None,
+        })
     }
 
     /// A provider whose outputs the initial inputs already hold need not run.
     fn mark_satisfied(&mut self, name: &str) {
         for p in self.providers(name) {
-            if let Some(step) = self.catalog.steps.get(&p) {
+            if let Some(step) = self.catalog.get(&p) {
                 if self.outputs_available(step) {
                     self.visited.insert(p);
                 }
@@ -244,7 +316,7 @@ impl Builder<'_> {
         let mut steps = BTreeMap::new();
         let mut attributes: AttributeGraph = BTreeMap::new();
         for id in &self.included {
-            if let Some(step) = self.catalog.steps.get(id) {
+            if let Some(step) = self.catalog.get(id) {
                 for (name, _) in step.outputs() {
                     attributes
                         .entry(name.clone())
@@ -272,7 +344,7 @@ impl Builder<'_> {
             if self.included.contains(id) {
                 continue;
             }
-            let Some(step) = self.catalog.steps.get(id) else {
+            let Some(step) = self.catalog.get(id) else {
                 continue;
             };
             if let Some(b) = self.blocked.get(id) {
@@ -306,10 +378,8 @@ impl Builder<'_> {
 /// Registration rejects cycles, but a plan is checked again so that a flow can
 /// never wait on itself.
 fn check_acyclic(plan: &ExecutionPlan) -> Result<(), PlanError> {
-    for id in plan.steps.keys() {
-        if let Some(at) = crate::catalog::find_cycle(&plan.steps, id) {
-            return Err(PlanError::Cycle(at));
-        }
+    match crate::catalog::find_cycle(&plan.steps) {
+        Some(at) => Err(PlanError::Cycle(at)),
+        None => Ok(()),
     }
-    Ok(())
 }

@@ -461,6 +461,10 @@ fn not_supported(field: &str, what: &str) -> ValidationError {
 
 /// A default or const value is JSON text that must fit the declared type.
 fn check_typed_json(field: &str, text: &str, attr_type: &str) -> Result<(), ValidationError> {
+    // The value ends up in flow state, which must stay readable.
+    if crate::nesting::is_too_deep(text.as_bytes()) {
+        return Err(ValidationError::new(field, crate::nesting::too_deep_message()));
+    }
     let value: Value = serde_json::from_str(text)
         .map_err(|_| ValidationError::new(field, "invalid default value for type: must be valid JSON"))?;
     let ok = match attr_type {

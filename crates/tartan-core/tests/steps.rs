@@ -673,7 +673,7 @@ fn an_identical_re_registration_is_unchanged() {
     let catalog = Catalog::new([normalized(def.clone())]);
     let (step, registration) = register(&catalog, def).unwrap();
     assert_eq!(registration, Registration::Unchanged);
-    assert_eq!(Some(&step), catalog.steps.get("a"));
+    assert_eq!(Some(&step), catalog.get("a"));
 }
 
 #[test]

@@ -1,7 +1,11 @@
 //! Registering, updating and removing steps. The catalog is cached in
-//! memory; every change is checked against the whole catalog and committed
-//! with optimistic concurrency on the catalog's event sequence, so that two
-//! processes sharing a database cannot both add conflicting steps.
+//! memory; every change is checked against the whole catalog (through its
+//! attribute index, so at the cost of the change, not of the catalog) and
+//! committed with optimistic concurrency on the catalog's event sequence, so
+//! that two processes sharing a database cannot both add conflicting steps.
+//! Changes that arrive while one is being committed are decided in order and
+//! committed together in one transaction (group commit), so many clients
+//! registering at once pay one database round trip per batch, not per step.
 
 use std::sync::Arc;
 
@@ -10,14 +14,21 @@ use tartan_core::catalog::{Catalog, Registration};
 use tartan_core::retry::RetryDefaults;
 use tartan_core::step::Step;
 use tartan_store::{CatalogChange, Store, StoreError};
-use tokio::sync::{Mutex, RwLock};
+use tokio::sync::{oneshot, Mutex, RwLock};
 
 use crate::{Engine, EngineError};
 
 pub(crate) struct CatalogCache {
     current: RwLock<Arc<CatalogView>>,
-    /// Serialises changes made by this process.
-    change: Mutex<()>,
+    /// Held by the one batch of changes being decided and committed.
+    change: Arc<Mutex<()>>,
+    /// Changes waiting for the next batch.
+    pending: std::sync::Mutex<Vec<Pending>>,
+}
+
+struct Pending {
+    change: Change,
+    reply: oneshot::Sender<Result<Step, EngineError>>,
 }
 
 /// The catalog as of one sequence.
@@ -31,7 +42,8 @@ impl CatalogCache {
     pub(crate) async fn load(store: &dyn Store) -> Result<Self, EngineError> {
         Ok(Self {
             current: RwLock::new(Arc::new(Self::read(store).await?)),
-            change: Mutex::new(()),
+            change: Arc::new(Mutex::new(())),
+            pending: std::sync::Mutex::new(Vec::new()),
         })
     }
 
@@ -89,64 +101,143 @@ impl Engine {
     }
 
     async fn change_catalog(&self, change: Change) -> Result<Step, EngineError> {
-        let _guard = self.inner.catalog.change.lock().await;
-        // One retry after a conflict: the catalog is re-read and the change
-        // decided again against what the other process committed.
+        let (reply, answer) = oneshot::channel();
+        let cache = &self.inner.catalog;
+        lock_pending(cache).push(Pending { change, reply });
+        // Whoever holds the lock next takes every change queued by then,
+        // ours included unless an earlier batch already took it. The batch
+        // runs on a task of its own so that a client going away cannot stop
+        // it half way.
+        let guard = cache.change.clone().lock_owned().await;
+        let batch = std::mem::take(&mut *lock_pending(cache));
+        if batch.is_empty() {
+            drop(guard);
+        } else {
+            let engine = self.clone();
+            tokio::spawn(async move {
+                engine.commit_changes(batch).await;
+                drop(guard);
+            });
+        }
+        answer
+            .await
+            .unwrap_or_else(|_| Err(EngineError::Internal("catalog change abandoned".into())))
+    }
+
+    /// Decide each change in order against the catalog as the earlier ones
+    /// leave it, commit those that change something in one transaction, then
+    /// answer each. After a conflict (another process changed the catalog) the
+    /// catalog is re-read and the whole batch decided again.
+    async fn commit_changes(&self, batch: Vec<Pending>) {
         let mut view = self.catalog().await;
-        for attempt in 0..3 {
-            let defaults = &self.inner.config.work_defaults;
+        let mut attempt = 0;
+        loop {
             let now = Utc::now();
-            let (stored, record) = match &change {
-                Change::Register(step) => {
-                    let (s, reg) = view.catalog.check_register(step.clone(), defaults)?;
-                    s.check_hosts(&self.inner.config.step_hosts)?;
-                    let record =
-                        (reg == Registration::Added).then(|| CatalogChange::Registered(s.clone(), now));
-                    (s, record)
-                }
-                Change::Update(step) => {
-                    let s = view.catalog.check_update(step.clone(), defaults)?;
-                    s.check_hosts(&self.inner.config.step_hosts)?;
-                    let unchanged = view.catalog.steps.get(&s.id) == Some(&s);
-                    let record = (!unchanged).then(|| CatalogChange::Updated(s.clone(), now));
-                    (s, record)
-                }
-                Change::Remove(id) => {
-                    let Some(s) = view.catalog.steps.get(id).cloned() else {
-                        return Err(EngineError::StepNotFound(id.clone()));
-                    };
-                    (s, Some(CatalogChange::Unregistered(id.clone(), now)))
-                }
-            };
-            let Some(record) = record else {
-                return Ok(stored);
-            };
-            match self.inner.store.commit_catalog(view.sequence, record).await {
-                Ok(()) => {
-                    let mut catalog = view.catalog.clone();
-                    match &change {
+            let mut catalog = view.catalog.clone();
+            let mut records = Vec::new();
+            let mut answers = Vec::with_capacity(batch.len());
+            for pending in &batch {
+                let decided = self.decide_change(&catalog, &pending.change, now);
+                if let Ok((stored, Some(record))) = &decided {
+                    // A persistent map: the copy is O(1), the change O(log n).
+                    match &pending.change {
                         Change::Remove(id) => {
-                            catalog.steps.remove(id);
+                            catalog.remove(id);
                         }
-                        _ => {
-                            catalog.steps.insert(stored.id.clone(), stored.clone());
-                        }
+                        _ => catalog.insert(stored.clone()),
                     }
-                    *self.inner.catalog.current.write().await = Arc::new(CatalogView {
-                        catalog,
-                        sequence: view.sequence + 1,
-                        last_updated: Some(now),
-                    });
-                    return Ok(stored);
+                    records.push(record.clone());
+                }
+                answers.push(decided.map(|(stored, record)| (stored, record.is_some())));
+            }
+            let committed = if records.is_empty() {
+                Ok(())
+            } else {
+                self.inner
+                    .store
+                    .commit_catalog_batch(view.sequence, &records)
+                    .await
+            };
+            let failure = match committed {
+                Ok(()) => {
+                    if !records.is_empty() {
+                        *self.inner.catalog.current.write().await = Arc::new(CatalogView {
+                            catalog,
+                            sequence: view.sequence + records.len() as i64,
+                            last_updated: Some(now),
+                        });
+                    }
+                    None
                 }
                 Err(StoreError::Conflict(_)) if attempt < 2 => {
-                    view = self.refresh_catalog().await?;
+                    attempt += 1;
+                    match self.refresh_catalog().await {
+                        Ok(fresh) => {
+                            view = fresh;
+                            continue;
+                        }
+                        Err(e) => Some(e.to_string()),
+                    }
                 }
-                Err(e) => return Err(e.into()),
+                Err(StoreError::Conflict(_)) => Some("catalog kept changing under this request".into()),
+                Err(e) => {
+                    // The store's error, for each change that needed it.
+                    for (pending, answer) in batch.into_iter().zip(answers) {
+                        let answer = match answer {
+                            Ok((_, true)) => Err(EngineError::Store(e.clone())),
+                            other => other.map(|(s, _)| s),
+                        };
+                        let _ = pending.reply.send(answer);
+                    }
+                    return;
+                }
+            };
+            for (pending, answer) in batch.into_iter().zip(answers) {
+                let answer = match (answer, &failure) {
+                    (Ok((_, true)), Some(why)) => Err(EngineError::Internal(why.clone())),
+                    (other, _) => other.map(|(s, _)| s),
+                };
+                let _ = pending.reply.send(answer);
             }
+            return;
         }
-        Err(EngineError::Internal(
-            "catalog kept changing under this request".into(),
-        ))
     }
+
+    /// What one change does to `catalog`: the step as stored, and the record
+    /// to commit (none when nothing changes).
+    fn decide_change(
+        &self,
+        catalog: &Catalog,
+        change: &Change,
+        now: chrono::DateTime<Utc>,
+    ) -> Result<(Step, Option<CatalogChange>), EngineError> {
+        let defaults = &self.inner.config.work_defaults;
+        Ok(match change {
+            Change::Register(step) => {
+                let (s, reg) = catalog.check_register(step.clone(), defaults)?;
+                s.check_hosts(&self.inner.config.step_hosts)?;
+                let record = (reg == Registration::Added).then(|| CatalogChange::Registered(s.clone(), now));
+                (s, record)
+            }
+            Change::Update(step) => {
+                let s = catalog.check_update(step.clone(), defaults)?;
+                s.check_hosts(&self.inner.config.step_hosts)?;
+                let unchanged = catalog.get(&s.id) == Some(&s);
+                let record = (!unchanged).then(|| CatalogChange::Updated(s.clone(), now));
+                (s, record)
+            }
+            Change::Remove(id) => {
+                let Some(s) = catalog.get(id).cloned() else {
+                    return Err(EngineError::StepNotFound(id.clone()));
+                };
+                (s, Some(CatalogChange::Unregistered(id.clone(), now)))
+            }
+        })
+    }
+}
+
+fn lock_pending(cache: &CatalogCache) -> std::sync::MutexGuard<'_, Vec<Pending>> {
+    // The queue is only pushed to and taken whole: a panic elsewhere cannot
+    // leave it half changed.
+    cache.pending.lock().unwrap_or_else(|p| p.into_inner())
 }

@@ -1,6 +1,6 @@
 //! Extractors that answer bad requests with problem+json instead of axum's
-//! plain-text rejections: JSON bodies (size-limited, errors naming the field
-//! by its path), path and query parameters.
+//! plain-text rejections: JSON bodies (size- and depth-limited, errors naming
+//! the field by its path), path and query parameters.
 
 use axum::body::Bytes;
 use axum::extract::{FromRequest, FromRequestParts, Request};
@@ -54,6 +54,18 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
             StatusCode::BAD_REQUEST,
             kind::INVALID_JSON,
             "request body required",
+        ));
+    }
+    // Before parsing: what is accepted must be readable back from the store
+    // (docs/api.md, "Limits").
+    if tartan_core::nesting::is_too_deep(bytes) {
+        return Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            kind::INVALID_JSON,
+            format!(
+                "invalid JSON request: {}",
+                tartan_core::nesting::too_deep_message()
+            ),
         ));
     }
     let mut de = serde_json::Deserializer::from_slice(bytes);

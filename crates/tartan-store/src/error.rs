@@ -2,7 +2,7 @@ use thiserror::Error;
 
 /// What can go wrong in the store. sqlx errors are translated here; callers
 /// never match on them.
-#[derive(Debug, Error)]
+#[derive(Debug, Clone, Error)]
 pub enum StoreError {
     /// The flow id is taken.
     #[error("flow exists: {0}")]

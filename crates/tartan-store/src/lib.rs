@@ -120,7 +120,18 @@ pub trait Store: Send + Sync + 'static {
 
     /// Append a catalog event and apply it to the `steps` projection, if the
     /// catalog is still at `expected_sequence` (else `Conflict`).
-    async fn commit_catalog(&self, expected_sequence: i64, change: CatalogChange) -> Result<(), StoreError>;
+    async fn commit_catalog(&self, expected_sequence: i64, change: CatalogChange) -> Result<(), StoreError> {
+        self.commit_catalog_batch(expected_sequence, std::slice::from_ref(&change))
+            .await
+    }
+
+    /// The same for several changes in order, in one transaction: events
+    /// `expected_sequence + 1 ..= expected_sequence + changes.len()`.
+    async fn commit_catalog_batch(
+        &self,
+        expected_sequence: i64,
+        changes: &[CatalogChange],
+    ) -> Result<(), StoreError>;
 
     /// The catalog's events in order.
     async fn catalog_events(&self) -> Result<Vec<StoredEvent>, StoreError>;

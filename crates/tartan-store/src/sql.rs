@@ -7,7 +7,7 @@ use std::str::FromStr;
 
 use sqlx::any::{AnyConnectOptions, AnyRow};
 use sqlx::ConnectOptions;
-use sqlx::{Any, AnyPool, Row, Transaction};
+use sqlx::{Any, AnyPool, Row};
 use tartan_core::flow::FlowStatus;
 use tartan_core::step::Step;
 
@@ -225,36 +225,6 @@ fn stored_event(row: &AnyRow) -> Result<StoredEvent, StoreError> {
         timestamp: from_us(row.try_get("ts_us")?),
         data: serde_json::from_str(&data)?,
     })
-}
-
-async fn insert_event(
-    tx: &mut Transaction<'_, Any>,
-    aggregate_type: &str,
-    aggregate_id: &str,
-    sequence: i64,
-    event_type: &str,
-    ts_us: i64,
-    data: &str,
-) -> Result<(), StoreError> {
-    let res = sqlx::query(
-        "INSERT INTO events (aggregate_type, aggregate_id, sequence, event_type, ts_us, data) \
-         VALUES ($1, $2, $3, $4, $5, $6)",
-    )
-    .bind(aggregate_type)
-    .bind(aggregate_id)
-    .bind(sequence)
-    .bind(event_type)
-    .bind(ts_us)
-    .bind(data)
-    .execute(&mut **tx)
-    .await;
-    match res {
-        Ok(_) => Ok(()),
-        Err(sqlx::Error::Database(e)) if e.is_unique_violation() => {
-            Err(StoreError::Conflict(format!("{aggregate_type} {aggregate_id}")))
-        }
-        Err(e) => Err(e.into()),
-    }
 }
 
 impl SqlStore {
@@ -590,7 +560,11 @@ impl Store for SqlStore {
         })
     }
 
-    async fn commit_catalog(&self, expected_sequence: i64, change: CatalogChange) -> Result<(), StoreError> {
+    async fn commit_catalog_batch(
+        &self,
+        expected_sequence: i64,
+        changes: &[CatalogChange],
+    ) -> Result<(), StoreError> {
         let mut tx = self.write.begin().await?;
         // The catalog must still be where the caller decided from; a newer
         // event (or a gap) means someone else changed it. The events primary
@@ -606,43 +580,76 @@ impl Store for SqlStore {
         if head != expected_sequence {
             return Err(StoreError::Conflict("catalog".into()));
         }
-        let (event_type, data, at) = match &change {
-            CatalogChange::Registered(step, at) => {
-                ("step_registered", serde_json::json!({ "step": step }), *at)
+        // Few statements per batch, not two per change: one multi-row insert
+        // of the events, then the projection as the batch leaves it.
+        let mut events = Vec::with_capacity(changes.len());
+        let mut last: std::collections::BTreeMap<&str, Option<(&tartan_core::step::Step, i64)>> =
+            std::collections::BTreeMap::new();
+        for (sequence, change) in (expected_sequence + 1..).zip(changes) {
+            let (event_type, data, at) = match change {
+                CatalogChange::Registered(step, at) => {
+                    last.insert(&step.id, Some((step, to_us(*at))));
+                    ("step_registered", serde_json::json!({ "step": step }), *at)
+                }
+                CatalogChange::Updated(step, at) => {
+                    last.insert(&step.id, Some((step, to_us(*at))));
+                    ("step_updated", serde_json::json!({ "step": step }), *at)
+                }
+                CatalogChange::Unregistered(id, at) => {
+                    last.insert(id, None);
+                    ("step_unregistered", serde_json::json!({ "step_id": id }), *at)
+                }
+            };
+            events.push((sequence, event_type, to_us(at), json_text(&data)?));
+        }
+        for chunk in events.chunks(ROWS_PER_STATEMENT) {
+            let sql = format!(
+                "INSERT INTO events (aggregate_type, aggregate_id, sequence, event_type, ts_us, data) VALUES {}",
+                values_list(self.backend, chunk.len(), 6)
+            );
+            let mut q = sqlx::query(&sql);
+            for (sequence, event_type, ts_us, data) in chunk {
+                q = q
+                    .bind(CATALOG)
+                    .bind(CATALOG)
+                    .bind(*sequence)
+                    .bind(*event_type)
+                    .bind(*ts_us)
+                    .bind(data.clone());
             }
-            CatalogChange::Updated(step, at) => ("step_updated", serde_json::json!({ "step": step }), *at),
-            CatalogChange::Unregistered(id, at) => {
-                ("step_unregistered", serde_json::json!({ "step_id": id }), *at)
+            match q.execute(&mut *tx).await {
+                Ok(_) => {}
+                Err(sqlx::Error::Database(e)) if e.is_unique_violation() => {
+                    return Err(StoreError::Conflict("catalog".into()));
+                }
+                Err(e) => return Err(e.into()),
             }
-        };
-        insert_event(
-            &mut tx,
-            CATALOG,
-            CATALOG,
-            expected_sequence + 1,
-            event_type,
-            to_us(at),
-            &json_text(&data)?,
-        )
-        .await?;
-        match &change {
-            CatalogChange::Registered(step, at) | CatalogChange::Updated(step, at) => {
-                sqlx::query(
-                    "INSERT INTO steps (id, definition, updated_us) VALUES ($1, $2, $3) \
-                     ON CONFLICT (id) DO UPDATE SET definition = excluded.definition, updated_us = excluded.updated_us",
-                )
-                .bind(&step.id)
-                .bind(json_text(step)?)
-                .bind(to_us(*at))
+        }
+        let mut upserts = Vec::new();
+        let mut removals = Vec::new();
+        for (id, step) in last {
+            match step {
+                Some((step, at)) => upserts.push((id, json_text(step)?, at)),
+                None => removals.push(id),
+            }
+        }
+        for chunk in upserts.chunks(ROWS_PER_STATEMENT) {
+            let sql = format!(
+                "INSERT INTO steps (id, definition, updated_us) VALUES {} \
+                 ON CONFLICT (id) DO UPDATE SET definition = excluded.definition, updated_us = excluded.updated_us",
+                values_list(self.backend, chunk.len(), 3)
+            );
+            let mut q = sqlx::query(&sql);
+            for (id, definition, at) in chunk {
+                q = q.bind(id.to_string()).bind(definition.clone()).bind(*at);
+            }
+            q.execute(&mut *tx).await?;
+        }
+        for id in removals {
+            sqlx::query("DELETE FROM steps WHERE id = $1")
+                .bind(id)
                 .execute(&mut *tx)
                 .await?;
-            }
-            CatalogChange::Unregistered(id, _) => {
-                sqlx::query("DELETE FROM steps WHERE id = $1")
-                    .bind(id)
-                    .execute(&mut *tx)
-                    .await?;
-            }
         }
         tx.commit().await?;
         Ok(())

@@ -17,13 +17,13 @@ pub(crate) async fn engine_state(State(engine): State<Engine>) -> Json<Value> {
     // is reported as unknown rather than guessed.
     let health: BTreeMap<&String, Value> = view
         .catalog
-        .steps
+        .steps()
         .keys()
         .map(|id| (id, json!({ "status": "unknown" })))
         .collect();
     Json(json!({
         "last_updated": view.last_updated,
-        "steps": view.catalog.steps,
+        "steps": view.catalog.steps(),
         "attributes": view.catalog.graph(),
         "health": { engine.config().node_id.clone(): { "health": health } },
     }))
@@ -33,7 +33,7 @@ pub(crate) async fn catalog(State(engine): State<Engine>) -> Json<Value> {
     let view = engine.catalog().await;
     Json(json!({
         "last_updated": view.last_updated,
-        "steps": view.catalog.steps,
+        "steps": view.catalog.steps(),
         "attributes": view.catalog.graph(),
     }))
 }

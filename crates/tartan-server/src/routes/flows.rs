@@ -40,7 +40,7 @@ pub(crate) async fn plan(
         return Err(ApiError::bad_request("goals: at least one goal step is required"));
     }
     let mut view = engine.catalog().await;
-    if goals.iter().any(|g| !view.catalog.steps.contains_key(g)) {
+    if goals.iter().any(|g| !view.catalog.contains(g)) {
         view = engine.refresh_catalog().await?;
     }
     let plan =

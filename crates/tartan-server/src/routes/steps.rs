@@ -15,7 +15,7 @@ type StepBody = extract::Json<Step, STEP_BODY_LIMIT>;
 
 pub(crate) async fn list(State(engine): State<Engine>) -> Json<Value> {
     let view = engine.catalog().await;
-    let steps: Vec<&Step> = view.catalog.steps.values().collect();
+    let steps: Vec<&Step> = view.catalog.steps().values().map(|s| &**s).collect();
     Json(json!({ "count": steps.len(), "steps": steps }))
 }
 
@@ -35,7 +35,7 @@ pub(crate) async fn get_one(
     Path(id): Path<String>,
 ) -> Result<Json<Step>, ApiError> {
     let view = engine.catalog().await;
-    match view.catalog.steps.get(&sanitize_id(&id)) {
+    match view.catalog.get(&sanitize_id(&id)) {
         Some(step) => Ok(Json(step.clone())),
         None => Err(ApiError::not_found(format!("step not found: {id}"))),
     }
