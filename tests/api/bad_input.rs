@@ -1,6 +1,8 @@
 //! Generated bad input: thousands of random and mutated requests to every
-//! route that takes a body. None may get a 5xx; every error is problem+json;
-//! nothing is stored by a request that was refused.
+//! route, bodies (deep JSON included), paths and query strings. None may get
+//! a 5xx; every error is problem+json; nothing is stored by a request that
+//! was refused. And hostile step responses (huge or garbage `Retry-After`,
+//! deep or oversized bodies, odd statuses) end flows, never the engine.
 
 use axum::http::{Method, StatusCode};
 use proptest::prelude::*;
@@ -136,9 +138,14 @@ async fn thousands_of_random_requests_get_no_server_error_and_store_nothing_refu
     let mut started = 0;
     let mut accepted = 0;
     for i in 0..3000 {
-        let (method, path) = &routes[i % routes.len()];
-        let body = match i % 3 {
+        let (method, path) = &routes[(i / 4) % routes.len()];
+        let body = match i % 4 {
             0 => sample(&mut runner, &json).to_string(),
+            // Nested past the 64-level limit, or right at it.
+            3 => {
+                let depth = [63, 64, 65, 100, 5000][(i / 4) % 5];
+                format!("{}{}", "[".repeat(depth), "]".repeat(depth))
+            }
             1 => sample(&mut runner, &mutated).to_string(),
             // Raw text: truncated or broken JSON.
             _ => {
@@ -159,6 +166,48 @@ async fn thousands_of_random_requests_get_no_server_error_and_store_nothing_refu
         }
         if *method == Method::DELETE && r.status == StatusCode::OK {
             registered.remove("mut");
+        }
+    }
+    // Every reading route, with hostile path segments and query strings.
+    let segments = [
+        "x",
+        "%00",
+        "..",
+        "%2e%2e",
+        "a%2Fb",
+        "😀",
+        "%ZZ",
+        &"y".repeat(5000),
+    ];
+    let queries = [
+        "",
+        "?limit=0",
+        "?limit=-1",
+        "?limit=99999999999999999999",
+        "?status=nope",
+        "?cursor=%%%",
+        "?cursor=AAAA",
+        "?step=&flow_id=&status=",
+        "?labels=a%3D",
+        "?prefix=%00",
+    ];
+    for (k, seg) in segments.iter().enumerate() {
+        for (j, q) in queries.iter().enumerate() {
+            let path = [
+                format!("/engine/flow{q}"),
+                format!("/engine/flow/{seg}{q}"),
+                format!("/engine/flow/{seg}/status{q}"),
+                format!("/engine/flow/{seg}/events{q}"),
+                format!("/engine/flow/{seg}/work{q}"),
+                format!("/engine/step/{seg}{q}"),
+                format!("/engine/work{q}"),
+                format!("/engine/catalog/events{q}"),
+                format!("/engine{q}"),
+                format!("/health{q}"),
+            ][(k + j) % 10]
+                .clone();
+            let r = app.send(Method::GET, &path, None).await;
+            assert_no_server_error("GET", &path, &r);
         }
     }
     // The mutations reach past the JSON parser: some requests are valid.
@@ -182,4 +231,92 @@ async fn thousands_of_random_requests_get_no_server_error_and_store_nothing_refu
     );
     let flows = app.get("/engine/flow").await.body;
     assert_eq!(flows.as_array().map(Vec::len), Some(started), "{flows}");
+}
+
+/// Responses no well-behaved step sends, in turn: each flow ends (failed or
+/// completed), none hangs, and the engine keeps answering.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hostile_step_responses_end_flows_not_the_engine() {
+    use axum::response::IntoResponse;
+    let Some(db) = crate::helpers::TestDb::create(Backend::Sqlite).await else {
+        return;
+    };
+    let app = crate::helpers::start_on_with(db, "hostile", |c| {
+        c.max_response_bytes = 64 * 1024;
+        c.max_retry_after = std::time::Duration::from_millis(50);
+    })
+    .await;
+    let deep = format!("{}{}", "{\"a\":".repeat(100), "1".to_string() + &"}".repeat(100));
+    let responses: Vec<(u16, Vec<(&'static str, String)>, String)> = vec![
+        (503, vec![("retry-after", "99999999999".into())], "{}".into()),
+        (
+            503,
+            vec![("retry-after", "Fri, 31 Dec 9999 23:59:59 GMT".into())],
+            "{}".into(),
+        ),
+        (429, vec![("retry-after", "-5".into())], "{}".into()),
+        (503, vec![("retry-after", "soon-ish".into())], "{}".into()),
+        (503, vec![("retry-after", "1".repeat(400))], "{}".into()),
+        (200, vec![("content-type", "application/json".into())], deep),
+        (
+            200,
+            vec![("content-type", "application/json".into())],
+            format!("{{\"y\":\"{}\"}}", "z".repeat(100_000)),
+        ),
+        (
+            200,
+            vec![("content-type", "application/json".into())],
+            "[1,2,3]".into(),
+        ),
+        (
+            200,
+            vec![("content-type", "application/json".into())],
+            "{\"y\":".into(),
+        ),
+        (299, vec![], "not json at all".into()),
+        (
+            302,
+            vec![("location", "http://169.254.169.254/".into())],
+            String::new(),
+        ),
+        (
+            418,
+            vec![("content-type", "application/problem+json".into())],
+            "{\"status\":\"x\"}".into(),
+        ),
+    ];
+    let count = responses.len();
+    let svc = crate::helpers::StepServer::start(move |r, _| {
+        let i: usize = r.path.trim_start_matches("/h/").parse().unwrap_or(0);
+        let (status, headers, body) = &responses[i % responses.len()];
+        let mut resp = (
+            StatusCode::from_u16(*status).unwrap_or(StatusCode::OK),
+            body.clone(),
+        )
+            .into_response();
+        for (k, v) in headers {
+            if let Ok(v) = axum::http::HeaderValue::from_str(v) {
+                resp.headers_mut().insert(*k, v);
+            }
+        }
+        resp
+    })
+    .await;
+    let mut step = sync_step("hostile", &svc.url("/h/{i}"), &["i"], &["y"]);
+    step["work_config"] = serde_json::json!({"max_attempts": 2, "init_backoff": 10, "max_backoff": 10});
+    let r = app.register(&step).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+    for i in 0..count {
+        let r = app
+            .start_flow(&serde_json::json!({"id": format!("h{i}"), "goals": ["hostile"], "init": {"i": [i.to_string()]}}))
+            .await;
+        assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+    }
+    for i in 0..count {
+        let flow = app.wait_for_flow(&format!("h{i}")).await;
+        let status = flow["status"].as_str().unwrap_or_default();
+        assert!(status == "failed" || status == "completed", "h{i}: {flow}");
+    }
+    let health = app.get("/health").await;
+    assert_eq!(health.status, StatusCode::OK);
 }

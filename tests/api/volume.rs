@@ -37,7 +37,7 @@ async fn ten_thousand_items_from_a_large_input_stay_within_memory(backend: Backe
     let items: Vec<Value> = (0..10_000)
         .map(|i| json!(format!("{i:06}-{}", "x".repeat(80))))
         .collect();
-    let body = json!({"id": "wide", "goals": ["each"], "init": {"items": items}});
+    let body = json!({"id": "wide", "goals": ["each"], "init": {"items": [items]}});
     let size = body.to_string().len();
     assert!((850_000..1_000_000).contains(&size), "{size} bytes");
     let (status, reply) = call(&engine, reqwest::Method::POST, "/engine/flow", Some(body)).await;
