@@ -233,6 +233,9 @@ async fn thousands_of_random_requests_get_no_server_error_and_store_nothing_refu
     assert_eq!(flows.as_array().map(Vec::len), Some(started), "{flows}");
 }
 
+/// A step's answer: status, headers, body.
+type Hostile = (u16, Vec<(&'static str, String)>, String);
+
 /// Responses no well-behaved step sends, in turn: each flow ends (failed or
 /// completed), none hangs, and the engine keeps answering.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -247,7 +250,7 @@ async fn hostile_step_responses_end_flows_not_the_engine() {
     })
     .await;
     let deep = format!("{}{}", "{\"a\":".repeat(100), "1".to_string() + &"}".repeat(100));
-    let responses: Vec<(u16, Vec<(&'static str, String)>, String)> = vec![
+    let responses: Vec<Hostile> = vec![
         (503, vec![("retry-after", "99999999999".into())], "{}".into()),
         (
             503,
