@@ -62,6 +62,21 @@ fn assert_conflict(status: u16, body: &Value, says: &str) {
     assert!(detail.contains(says), "{detail:?} should say {says:?}");
 }
 
+/// A step endpoint that answers `status` and `body` once released.
+async fn gated(status: u16, body: Value) -> (StepServer, Arc<tokio::sync::Notify>) {
+    let release = Arc::new(tokio::sync::Notify::new());
+    let gate = release.clone();
+    let svc = StepServer::start_async(move |_, _| {
+        let (gate, body) = (gate.clone(), body.clone());
+        Box::pin(async move {
+            gate.notified().await;
+            json_reply(status, body)
+        })
+    })
+    .await;
+    (svc, release)
+}
+
 async fn event_count(app: &TestApp, id: &str) -> usize {
     app.event_types(id).await.len()
 }
@@ -71,16 +86,7 @@ async fn a_webhook_for_a_synchronous_step_is_refused(backend: Backend) {
         return;
     };
     // The sync call hangs until released, so the item stays active.
-    let release = Arc::new(tokio::sync::Notify::new());
-    let gate = release.clone();
-    let svc = StepServer::start_async(move |_, _| {
-        let gate = gate.clone();
-        Box::pin(async move {
-            gate.notified().await;
-            json_reply(200, json!({"out": "from the call"}))
-        })
-    })
-    .await;
+    let (svc, release) = gated(200, json!({"out": "from the call"})).await;
     register(&app, &sync_step("plain", &svc.url("/plain"), &[], &["out"])).await;
     start(&app, "f", "plain").await;
     let calls = noted(&svc.received, 1).await;
@@ -114,16 +120,7 @@ async fn a_webhook_or_heartbeat_before_the_call_is_accepted_is_refused_and_start
     };
     // The async endpoint takes its time to accept; meanwhile its webhook URL
     // is already known (it came with the call).
-    let release = Arc::new(tokio::sync::Notify::new());
-    let gate = release.clone();
-    let svc = StepServer::start_async(move |_, _| {
-        let gate = gate.clone();
-        Box::pin(async move {
-            gate.notified().await;
-            json_reply(202, json!({}))
-        })
-    })
-    .await;
+    let (svc, release) = gated(202, json!({})).await;
     let mut step = async_step("slow", &svc.url("/slow"));
     step["timeouts"] = json!({"attempt": "30s", "inactivity": 200});
     step["work_config"] = json!({"max_attempts": 3, "init_backoff": 10, "backoff_type": "fixed"});
