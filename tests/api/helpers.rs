@@ -640,3 +640,34 @@ pub fn memory_kib(pid: u32) -> (u64, u64) {
     };
     (field("VmHWM:"), field("VmRSS:"))
 }
+
+/// Run `tartan serve` with `args` and `env` until it exits on its own (it is
+/// expected to refuse to start): whether it succeeded, its stdout, stderr.
+pub async fn serve_refusing(args: &[&str], env: &[(&str, &str)]) -> (bool, String, String) {
+    let out = tokio::time::timeout(
+        Duration::from_secs(30),
+        tokio::process::Command::new(env!("CARGO_BIN_EXE_tartan"))
+            .arg("serve")
+            .args(args)
+            .envs(env.iter().copied())
+            .env_remove("RUST_BACKTRACE")
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await
+    .expect("the server stops at once")
+    .expect("running tartan");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// The flags of a server that is never meant to get as far as its database.
+pub const UNUSED_SERVER: [&str; 4] = [
+    "--listen",
+    "127.0.0.1:0",
+    "--database-url",
+    "sqlite://unused-never-created.db",
+];

@@ -588,26 +588,13 @@ async fn an_invalid_host_list_stops_the_server_naming_the_entry() {
         (&[], &["--config", &file], "step_hosts", "a.*.example.com"),
     ];
     for (env, args, setting, entry) in cases {
-        let out = tokio::time::timeout(
-            Duration::from_secs(30),
-            tokio::process::Command::new(env!("CARGO_BIN_EXE_tartan"))
-                .args([
-                    "serve",
-                    "--listen",
-                    "127.0.0.1:0",
-                    "--database-url",
-                    "sqlite://unused-never-created.db",
-                ])
-                .args(args)
-                .envs(env.iter().copied())
-                .env_remove("RUST_BACKTRACE")
-                .output(),
-        )
-        .await
-        .expect("the server stops at once")
-        .unwrap();
-        assert!(!out.status.success(), "{env:?} {args:?} was accepted");
-        let stderr = String::from_utf8_lossy(&out.stderr);
+        let args: Vec<&str> = crate::helpers::UNUSED_SERVER
+            .iter()
+            .chain(args)
+            .copied()
+            .collect();
+        let (ok, _, stderr) = crate::helpers::serve_refusing(&args, env).await;
+        assert!(!ok, "{env:?} {args:?} was accepted");
         assert!(
             stderr.contains(setting) && stderr.contains(entry),
             "{env:?} {args:?}: {stderr}"

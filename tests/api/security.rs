@@ -770,23 +770,9 @@ async fn browsers_get_no_cors_unless_origins_are_listed() {
 /// Run `tartan serve` expecting it to refuse to start: its exit status and
 /// everything it printed.
 async fn refused_start(db: &TestDb, listen: &str, env: &[(&str, &str)]) -> (bool, String) {
-    let out = tokio::time::timeout(
-        Duration::from_secs(30),
-        tokio::process::Command::new(env!("CARGO_BIN_EXE_tartan"))
-            .args(["serve", "--listen", listen, "--database-url", &db.url])
-            .envs(env.iter().copied())
-            .kill_on_drop(true)
-            .output(),
-    )
-    .await
-    .expect("tartan should exit at once")
-    .expect("running tartan");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (out.status.success(), text)
+    let (ok, stdout, stderr) =
+        crate::helpers::serve_refusing(&["--listen", listen, "--database-url", &db.url], env).await;
+    (ok, format!("{stdout}{stderr}"))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -312,20 +312,9 @@ async fn invalid_retry_defaults_stop_the_server_naming_the_variable() {
         ("RETRY_INITIAL_BACKOFF", "5 parsecs"),
         ("TARTAN_STEP_TIMEOUT", "0"),
     ] {
-        let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_tartan"))
-            .args([
-                "serve",
-                "--listen",
-                "127.0.0.1:0",
-                "--database-url",
-                "sqlite://unused-never-created.db",
-            ])
-            .env(var, value)
-            .output()
-            .await
-            .expect("run tartan");
-        assert!(!out.status.success(), "{var}={value} must stop the server");
-        let text = String::from_utf8_lossy(&out.stderr);
+        let (ok, _, text) =
+            crate::helpers::serve_refusing(&crate::helpers::UNUSED_SERVER, &[(var, value)]).await;
+        assert!(!ok, "{var}={value} must stop the server");
         assert!(text.contains(var), "{var}: {text}");
     }
 }
