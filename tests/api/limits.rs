@@ -101,15 +101,7 @@ async fn a_chain_of_10_000_steps_registers_in_seconds_plans_runs_and_loads_back(
 
     // A loop back to the start of the chain is refused, not a crash.
     let looped = sync_step("loop", &svc.url("/c/0"), &[&format!("a{}", CHAIN - 1)], &["a0"]);
-    let r = app.register(&looped).await;
-    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{:?}", r.body);
-    assert!(
-        r.body["detail"]
-            .as_str()
-            .is_some_and(|d| d.contains("circular dependency")),
-        "{:?}",
-        r.body
-    );
+    assert_refused(&app.register(&looped).await, "circular dependency");
 
     // A flow in this catalog runs: the first 100 links of the chain. (The
     // whole chain as one flow does not yet finish in reasonable time: each
@@ -182,16 +174,19 @@ fn depth(v: &Value) -> usize {
 }
 
 #[track_caller]
-fn assert_too_deep(r: &crate::helpers::Reply) {
+/// A 400 problem whose detail says `says`.
+fn assert_refused(r: &crate::helpers::Reply, says: &str) {
     assert_eq!(r.status, StatusCode::BAD_REQUEST, "{:?}", r.body);
     assert_eq!(r.content_type, "application/problem+json");
     assert!(
-        r.body["detail"]
-            .as_str()
-            .is_some_and(|d| d.contains("nested deeper than 64 levels")),
+        r.body["detail"].as_str().is_some_and(|d| d.contains(says)),
         "{:?}",
         r.body
     );
+}
+
+fn assert_too_deep(r: &crate::helpers::Reply) {
+    assert_refused(r, "nested deeper than 64 levels");
 }
 
 async fn json_nested_deeper_than_64_levels_is_refused_and_64_is_stored_and_read_back(backend: Backend) {
@@ -260,15 +255,7 @@ async fn json_nested_deeper_than_64_levels_is_refused_and_64_is_stored_and_read_
         "type": "any",
         "optional": { "default": nested(65).to_string() },
     });
-    let r = app.register(&with_default).await;
-    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{:?}", r.body);
-    assert!(
-        r.body["detail"]
-            .as_str()
-            .is_some_and(|d| d.contains("nested deeper than 64 levels")),
-        "{:?}",
-        r.body
-    );
+    assert_too_deep(&app.register(&with_default).await);
     // Serde's own limit (128) is not what answers: far deeper is the same 400.
     let r = app
         .send(
