@@ -255,58 +255,71 @@ impl Engine {
     /// Abort the calls other processes announce they cancelled (Postgres
     /// `NOTIFY`); without it, lease renewal finds them within `TARTAN_LEASE / 3`.
     pub(crate) async fn spawn_abort_listener(&self) {
-        let mut notices = match self.inner.store.listen_aborts().await {
-            Ok(Some(notices)) => notices,
-            Ok(None) => return,
-            Err(e) => {
-                tracing::warn!("not listening for abort notices (lease renewal covers them): {e}");
-                return;
-            }
-        };
-        let engine = self.clone();
-        tokio::spawn(async move {
-            loop {
-                let tokens = tokio::select! {
-                    n = notices.recv() => match n {
-                        Some(tokens) => tokens,
-                        None => return,
-                    },
-                    _ = engine.inner.stopping.cancelled() => return,
-                };
+        let notices = self.inner.store.listen_aborts().await;
+        self.on_notices(
+            notices,
+            "abort notices (lease renewal covers them)",
+            |engine, tokens| async move {
                 for token in tokens {
                     if engine.abort_call(&token) {
                         tracing::info!(%token, "call aborted: its flow was cancelled by another process");
                     }
                 }
-            }
-        });
+            },
+        );
     }
 
     /// Take over at once the work another process handed back when it
     /// stopped (Postgres `NOTIFY`); without it, the sweep finds it within
     /// `min(30 s, TARTAN_LEASE)`.
     pub(crate) async fn spawn_handback_listener(&self) {
-        let mut notices = match self.inner.store.listen_handbacks().await {
-            Ok(Some(notices)) => notices,
-            Ok(None) => return,
-            Err(e) => {
-                tracing::warn!("not listening for handed-back work (the sweep finds it): {e}");
-                return;
-            }
-        };
-        let engine = self.clone();
-        tokio::spawn(async move {
-            loop {
-                tokio::select! {
-                    n = notices.recv() => if n.is_none() { return },
-                    _ = engine.inner.stopping.cancelled() => return,
-                }
+        let notices = self.inner.store.listen_handbacks().await;
+        self.on_notices(
+            notices,
+            "handed-back work (the sweep finds it)",
+            |engine, ()| async move {
                 if let Err(e) = engine.load_timers().await {
                     tracing::warn!("loading handed-back retries failed: {e}");
                 }
                 if let Err(e) = engine.take_over(false).await {
                     tracing::warn!("taking over handed-back calls failed: {e}");
                 }
+            },
+        );
+    }
+
+    /// Handle each notice of a store channel, one at a time, until the engine
+    /// stops. No channel (SQLite) or none to be had: nothing to do, and the
+    /// slower path named in `what` covers it.
+    fn on_notices<T, F, Fut>(
+        &self,
+        notices: Result<Option<tokio::sync::mpsc::Receiver<T>>, tartan_store::StoreError>,
+        what: &'static str,
+        handle: F,
+    ) where
+        T: Send + 'static,
+        F: Fn(Engine, T) -> Fut + Send + 'static,
+        Fut: std::future::Future<Output = ()> + Send,
+    {
+        let mut notices = match notices {
+            Ok(Some(notices)) => notices,
+            Ok(None) => return,
+            Err(e) => {
+                tracing::warn!("not listening for {what}: {e}");
+                return;
+            }
+        };
+        let engine = self.clone();
+        tokio::spawn(async move {
+            loop {
+                let notice = tokio::select! {
+                    n = notices.recv() => match n {
+                        Some(notice) => notice,
+                        None => return,
+                    },
+                    _ = engine.inner.stopping.cancelled() => return,
+                };
+                handle(engine.clone(), notice).await;
             }
         });
     }
