@@ -102,6 +102,17 @@ impl Concluded {
     }
 }
 
+/// A call of this process, from its dispatch until its result is recorded.
+pub(crate) struct InFlight {
+    /// Which call: a retry of the same token is a new one.
+    id: u64,
+    /// Aborts it.
+    cancel: CancellationToken,
+    /// It got a slot and went out; on shutdown, the calls that did not are
+    /// handed back at once.
+    started: bool,
+}
+
 /// One lock (and cached state) per flow that is being worked on.
 #[derive(Default)]
 pub(crate) struct FlowLocks {
@@ -848,7 +859,14 @@ impl Engine {
             .inner
             .call_ids
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        self.in_flight().insert(call.token.clone(), (id, cancel.clone()));
+        self.in_flight().insert(
+            call.token.clone(),
+            InFlight {
+                id,
+                cancel: cancel.clone(),
+                started: false,
+            },
+        );
         match self.inner.slots.admit(Admitted { call, id, cancel }) {
             Admission::Run(admitted) => self.run_call(admitted),
             Admission::Queued => {}
@@ -877,7 +895,7 @@ impl Engine {
                 r = async {
                     // Not started when the process stops: handed back (see
                     // `Engine::shutdown`).
-                    if !engine.mark_started(id) {
+                    if !engine.mark_started(&call.token, id) {
                         return None;
                     }
                     let config = &engine.inner.config;
@@ -903,7 +921,6 @@ impl Engine {
                 engine.conclude(&call, result).await;
             }
             engine.forget_call(&call.token, id);
-            engine.started().remove(&id);
         });
     }
 
@@ -911,7 +928,7 @@ impl Engine {
     /// token already took its entry.
     fn forget_call(&self, token: &str, id: u64) {
         let mut in_flight = self.in_flight();
-        if in_flight.get(token).is_some_and(|(c, _)| *c == id) {
+        if in_flight.get(token).is_some_and(|c| c.id == id) {
             in_flight.remove(token);
         }
     }
@@ -927,34 +944,30 @@ impl Engine {
         )
     }
 
-    fn started(&self) -> std::sync::MutexGuard<'_, std::collections::HashSet<u64>> {
-        self.inner.started.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
     /// Mark call `id` as going out, unless the process is stopping. Under the
     /// `in_flight` lock, as `started_calls` reads: a call either is marked
     /// before the stop is seen, or does not start.
-    fn mark_started(&self, id: u64) -> bool {
-        let _in_flight = self.in_flight();
+    fn mark_started(&self, token: &str, id: u64) -> bool {
+        let mut in_flight = self.in_flight();
         if self.inner.stopping.is_cancelled() {
             return false;
         }
-        self.started().insert(id);
+        if let Some(c) = in_flight.get_mut(token).filter(|c| c.id == id) {
+            c.started = true;
+        }
         true
     }
 
     /// The receipt tokens of the calls that went out and are still running.
     pub(crate) fn started_calls(&self) -> Vec<String> {
-        let in_flight = self.in_flight();
-        let started = self.started();
-        in_flight
+        self.in_flight()
             .iter()
-            .filter(|(_, (id, _))| started.contains(id))
+            .filter(|(_, c)| c.started)
             .map(|(token, _)| token.clone())
             .collect()
     }
 
-    fn in_flight(&self) -> std::sync::MutexGuard<'_, HashMap<String, (u64, CancellationToken)>> {
+    fn in_flight(&self) -> std::sync::MutexGuard<'_, HashMap<String, InFlight>> {
         self.inner.in_flight.lock().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -962,7 +975,7 @@ impl Engine {
     pub(crate) fn calls_in_flight(&self) -> Vec<(String, u64)> {
         self.in_flight()
             .iter()
-            .map(|(token, (id, _))| (token.clone(), *id))
+            .map(|(token, c)| (token.clone(), c.id))
             .collect()
     }
 
@@ -977,13 +990,13 @@ impl Engine {
         for (token, id) in calls {
             let running = in_flight
                 .get(&token)
-                .is_some_and(|(c, cancel)| *c == id && !cancel.is_cancelled());
+                .is_some_and(|c| c.id == id && !c.cancel.is_cancelled());
             if renewed.contains(token.as_str()) || !running {
                 continue;
             }
-            if let Some((_, cancel)) = in_flight.remove(&token) {
+            if let Some(c) = in_flight.remove(&token) {
                 tracing::warn!(%token, "lease lost to another process or decision; call abandoned");
-                cancel.cancel();
+                c.cancel.cancel();
             }
         }
     }
@@ -997,8 +1010,8 @@ impl Engine {
     /// whether it had.
     pub(crate) fn abort_call(&self, token: &str) -> bool {
         match self.in_flight().remove(token) {
-            Some((_, cancel)) => {
-                cancel.cancel();
+            Some(c) => {
+                c.cancel.cancel();
                 true
             }
             None => false,

@@ -81,12 +81,9 @@ struct Inner {
     http: reqwest::Client,
     /// Signs the webhook URLs handed to async steps.
     webhook_key: webhook_key::WebhookKey,
-    /// Each call in flight, by receipt token: which call (a retry of the
-    /// same token is a new one) and how to cancel it.
-    in_flight: std::sync::Mutex<std::collections::HashMap<String, (u64, CancellationToken)>>,
-    /// The calls (by number) that got a slot and went out: on shutdown, the
-    /// ones in `in_flight` but not here are handed back at once.
-    started: std::sync::Mutex<std::collections::HashSet<u64>>,
+    /// Each call in flight (waiting for a slot or going out), by receipt
+    /// token.
+    in_flight: std::sync::Mutex<std::collections::HashMap<String, flows::InFlight>>,
     /// Tells subscribers which flows reached a terminal status.
     finished: tokio::sync::broadcast::Sender<FlowFinished>,
     /// Numbers the calls, to tell them apart in `in_flight`.
@@ -124,7 +121,6 @@ impl Engine {
                 flows: flows::FlowLocks::default(),
                 timers: timers::Timers::default(),
                 in_flight: std::sync::Mutex::default(),
-                started: std::sync::Mutex::default(),
                 call_ids: std::sync::atomic::AtomicU64::new(0),
                 finished: tokio::sync::broadcast::channel(FINISHED_BUFFER).0,
                 http,
