@@ -116,6 +116,7 @@ pub struct AttributeValue {
 
 /// The whole state of a flow, in Argyll's shape plus Tartan's additions.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(from = "StoredFlowState")]
 pub struct FlowState {
     pub id: String,
     pub status: FlowStatus,
@@ -138,9 +139,83 @@ pub struct FlowState {
     pub plan: std::sync::Arc<ExecutionPlan>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub labels: BTreeMap<String, String>,
-    pub attributes: BTreeMap<String, Vec<AttributeValue>>,
-    pub executions: BTreeMap<String, ExecutionState>,
+    pub attributes: Attributes,
+    pub executions: Executions,
+    /// Work items with a call in flight (`active` or `compensating`): kept
+    /// by `apply`, recounted when a state is read back, so that "does this
+    /// flow still run anything" costs nothing per decision.
+    #[serde(skip)]
+    calls: usize,
 }
+
+/// `FlowState` as read back: the same fields, before `calls` is counted.
+#[derive(Deserialize)]
+struct StoredFlowState {
+    id: String,
+    status: FlowStatus,
+    #[serde(default)]
+    error: Option<String>,
+    #[serde(default)]
+    problem: Option<Value>,
+    created_at: Time,
+    completed_at: Option<Time>,
+    last_updated: Time,
+    deactivated_at: Option<Time>,
+    deadline_at: Option<Time>,
+    #[serde(default)]
+    on_timeout: Option<OnTimeout>,
+    max_step_attempts: u32,
+    plan: std::sync::Arc<ExecutionPlan>,
+    #[serde(default)]
+    labels: BTreeMap<String, String>,
+    attributes: Attributes,
+    executions: Executions,
+}
+
+impl From<StoredFlowState> for FlowState {
+    fn from(s: StoredFlowState) -> Self {
+        let mut state = FlowState {
+            id: s.id,
+            status: s.status,
+            error: s.error,
+            problem: s.problem,
+            created_at: s.created_at,
+            completed_at: s.completed_at,
+            last_updated: s.last_updated,
+            deactivated_at: s.deactivated_at,
+            deadline_at: s.deadline_at,
+            on_timeout: s.on_timeout,
+            max_step_attempts: s.max_step_attempts,
+            plan: s.plan,
+            labels: s.labels,
+            attributes: s.attributes,
+            executions: s.executions,
+            calls: 0,
+        };
+        state.calls = state.count_calls(Scope::Flow);
+        state
+    }
+}
+
+/// Which work items an event can change the status of.
+enum Scope<'a> {
+    None,
+    Work(&'a str, &'a str),
+    Step(&'a str),
+    Flow,
+}
+
+fn has_call(w: &WorkState) -> bool {
+    matches!(w.status, WorkStatus::Active | WorkStatus::Compensating)
+}
+
+// Persistent maps (`imbl`): the copy of a flow's state a decision works on
+// shares every step and item the decision leaves alone, so a decision costs
+// what it changes, not the size of the flow (docs/durability.md, "Flow
+// snapshots"). Serialised as plain JSON objects, in key order.
+pub type Attributes = imbl::OrdMap<String, Vec<AttributeValue>>;
+pub type Executions = imbl::OrdMap<String, ExecutionState>;
+pub type WorkItems = imbl::OrdMap<String, WorkState>;
 
 /// Progress of one plan step.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -160,7 +235,7 @@ pub struct ExecutionState {
     pub reason: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub duration: Option<i64>,
-    pub work_items: BTreeMap<String, WorkState>,
+    pub work_items: WorkItems,
 }
 
 /// One work item: one call of the step endpoint and its retries, identified by
@@ -562,7 +637,7 @@ impl FlowState {
             .iter()
             .filter(|(_, values)| !values.is_empty())
             .map(|(k, values)| {
-                let vals = values
+                let vals: Vec<AttributeValue> = values
                     .iter()
                     .map(|v| AttributeValue {
                         value: v.clone(),
@@ -589,7 +664,7 @@ impl FlowState {
                         problem: None,
                         reason: None,
                         duration: None,
-                        work_items: BTreeMap::new(),
+                        work_items: WorkItems::new(),
                     },
                 )
             })
@@ -610,6 +685,7 @@ impl FlowState {
             labels: options.labels.clone(),
             attributes,
             executions,
+            calls: 0,
         }
     }
 
@@ -676,14 +752,61 @@ impl FlowState {
 
     /// True while any work item still has a call in flight.
     pub fn has_active_work(&self) -> bool {
-        self.executions
-            .values()
-            .flat_map(|e| e.work_items.values())
-            .any(|w| matches!(w.status, WorkStatus::Active | WorkStatus::Compensating))
+        self.calls > 0
+    }
+
+    /// Calls in flight among the items `scope` names.
+    fn count_calls(&self, scope: Scope<'_>) -> usize {
+        match scope {
+            Scope::None => 0,
+            Scope::Work(step_id, token) => self
+                .find_work(step_id, token)
+                .map_or(0, |w| usize::from(has_call(w))),
+            Scope::Step(step_id) => self
+                .executions
+                .get(step_id)
+                .map_or(0, |e| e.work_items.values().filter(|w| has_call(w)).count()),
+            Scope::Flow => self
+                .executions
+                .values()
+                .flat_map(|e| e.work_items.values())
+                .filter(|w| has_call(w))
+                .count(),
+        }
     }
 
     /// Change the state by one event. Only this function changes a flow.
     pub fn apply(&mut self, event: &FlowEvent, at: Time) -> Result<(), ApplyError> {
+        let scope = || match event {
+            FlowEvent::WorkStarted { step_id, token, .. }
+            | FlowEvent::WorkSucceeded { step_id, token, .. }
+            | FlowEvent::WorkFailed { step_id, token, .. }
+            | FlowEvent::WorkNotCompleted { step_id, token, .. }
+            | FlowEvent::WorkRetryScheduled { step_id, token, .. }
+            | FlowEvent::WorkAccepted { step_id, token, .. }
+            | FlowEvent::WorkHeartbeat { step_id, token, .. }
+            | FlowEvent::WorkTimedOut { step_id, token, .. }
+            | FlowEvent::WorkCancelled { step_id, token, .. }
+            | FlowEvent::CompStarted { step_id, token, .. }
+            | FlowEvent::CompSucceeded { step_id, token, .. }
+            | FlowEvent::CompFailed { step_id, token, .. }
+            | FlowEvent::CompRetryScheduled { step_id, token, .. } => Scope::Work(step_id, token),
+            FlowEvent::StepStarted { step_id, .. }
+            | FlowEvent::StepTimedOut { step_id, .. }
+            | FlowEvent::StepCancelled { step_id, .. }
+            | FlowEvent::StepCompleted { step_id, .. }
+            | FlowEvent::StepFailed { step_id, .. }
+            | FlowEvent::StepSkipped { step_id, .. } => Scope::Step(step_id),
+            FlowEvent::AttributeSet { .. } | FlowEvent::WorkLateResult { .. } => Scope::None,
+            _ => Scope::Flow,
+        };
+        let before = self.count_calls(scope());
+        self.change(event, at)?;
+        self.calls = self.calls.saturating_sub(before) + self.count_calls(scope());
+        Ok(())
+    }
+
+    fn change(&mut self, event: &FlowEvent, at: Time) -> Result<(), ApplyError> {
         match event {
             FlowEvent::FlowStarted { .. } => return Err(ApplyError::AlreadyStarted),
             FlowEvent::StepStarted {

@@ -4,7 +4,7 @@
 //! transition see it; the caller stores the events and the resulting state
 //! in one transaction and then carries out the work that became active.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 
@@ -1358,6 +1358,8 @@ pub fn webhook_url(base: &str, flow_id: &str, step_id: &str, token: &str) -> Str
 /// ones, finish the flow, deactivate it when nothing runs any more.
 fn advance(tx: &mut Transition, ctx: &mut Context<'_>) -> Result<(), ApplyError> {
     let flow_id = tx.state.id.clone();
+    let plan = std::sync::Arc::clone(&tx.state.plan);
+    let mut looked = 0;
     loop {
         if tx.state.status != FlowStatus::Active {
             break;
@@ -1370,19 +1372,35 @@ fn advance(tx: &mut Transition, ctx: &mut Context<'_>) -> Result<(), ApplyError>
             })?;
             break;
         }
-        let pending: Vec<String> = tx
-            .state
-            .executions
-            .iter()
-            .filter(|(_, e)| e.status == StepStatus::Pending)
-            .map(|(id, _)| id.clone())
-            .collect();
+        // Only the steps whose inputs the events since the last look could
+        // have changed: every other pending step was waiting then and still
+        // is. (Looking at all of them made each decision cost the size of
+        // the plan: a chain of 10,000 steps took 10,000² looks.)
+        let pending: Vec<String> = match affected(&plan, &tx.events[looked..]) {
+            None => tx
+                .state
+                .executions
+                .iter()
+                .filter(|(_, e)| e.status == StepStatus::Pending)
+                .map(|(id, _)| id.clone())
+                .collect(),
+            Some(ids) => ids
+                .into_iter()
+                .filter(|id| {
+                    tx.state
+                        .executions
+                        .get(id)
+                        .is_some_and(|e| e.status == StepStatus::Pending)
+                })
+                .collect(),
+        };
+        looked = tx.events.len();
         let mut progressed = false;
         for step_id in pending {
-            let Some(step) = tx.state.plan.steps.get(&step_id).cloned() else {
+            let Some(step) = plan.steps.get(&step_id) else {
                 continue;
             };
-            match readiness(&tx.state, &step) {
+            match readiness(&tx.state, step) {
                 Readiness::Waiting => {}
                 Readiness::Unreachable(reason) => {
                     tx.emit(FlowEvent::StepSkipped {
@@ -1401,7 +1419,7 @@ fn advance(tx: &mut Transition, ctx: &mut Context<'_>) -> Result<(), ApplyError>
                     progressed = true;
                 }
                 Readiness::Ready(inputs) => {
-                    start_step(tx, &step, inputs, ctx)?;
+                    start_step(tx, step, inputs, ctx)?;
                     progressed = true;
                 }
             }
@@ -1427,6 +1445,39 @@ fn advance(tx: &mut Transition, ctx: &mut Context<'_>) -> Result<(), ApplyError>
         tx.emit(FlowEvent::FlowDeactivated { flow_id, status })?;
     }
     Ok(())
+}
+
+/// The pending steps whose readiness `events` may have changed: those that
+/// read an attribute that was set, or one whose provider finished (a
+/// provider's end can make an input final or unreachable). `None`: the flow
+/// has just started, and every step is new.
+fn affected(plan: &ExecutionPlan, events: &[FlowEvent]) -> Option<BTreeSet<String>> {
+    let mut names: BTreeSet<&str> = BTreeSet::new();
+    for event in events {
+        match event {
+            FlowEvent::FlowStarted { .. } => return None,
+            FlowEvent::AttributeSet { key, .. } => {
+                names.insert(key);
+            }
+            FlowEvent::StepCompleted { step_id, .. }
+            | FlowEvent::StepFailed { step_id, .. }
+            | FlowEvent::StepSkipped { step_id, .. }
+            | FlowEvent::StepTimedOut { step_id, .. }
+            | FlowEvent::StepCancelled { step_id, .. } => {
+                if let Some(step) = plan.steps.get(step_id) {
+                    names.extend(step.outputs().map(|(n, _)| n.as_str()));
+                }
+            }
+            _ => {}
+        }
+    }
+    Some(
+        names
+            .into_iter()
+            .filter_map(|n| plan.attributes.get(n))
+            .flat_map(|edges| edges.consumers.iter().cloned())
+            .collect(),
+    )
 }
 
 /// The error (and problem, e.g. a timeout's) of the first goal that failed or

@@ -13,8 +13,10 @@ use std::collections::BTreeMap;
 use common::{chain_def, goals, normalized, step};
 use tartan_core::catalog::{Catalog, Registration};
 use tartan_core::error::CatalogError;
+use tartan_core::flow::{FlowOptions, FlowStatus};
+use tartan_core::machine::{self, AttemptResult, Context};
 use tartan_core::plan::{build_plan, start_plan, InitArgs, PlanMode};
-use tartan_core::step::{Step, WorkDefaults};
+use tartan_core::step::{Args, Step, WorkDefaults};
 
 const SMALL_STACK: usize = 256 * 1024;
 
@@ -129,5 +131,52 @@ fn a_chain_registered_backwards_is_as_cheap_and_still_refuses_a_loop() {
             Err(CatalogError::Invalid(e)) => assert!(e.message.contains("circular dependency"), "{e}"),
             other => panic!("a cycle was accepted: {other:?}"),
         }
+    });
+}
+
+/// A flow over a chain of 10,000 steps runs to the end, one call at a time:
+/// each decision looks only at the steps its events concern, so the run is
+/// linear in the chain, not quadratic (docs/api.md, "Limits").
+#[test]
+fn a_flow_over_a_10_000_step_chain_runs_to_completion() {
+    const N: usize = 10_000;
+    let catalog = Catalog::new(chain_steps(N));
+    on_small_stack(move || {
+        let started = Instant::now();
+        let plan = start_plan(&catalog, &goals(&[&chain_id(N - 1, N)]), &InitArgs::new()).unwrap();
+        let now = chrono::Utc::now();
+        let mut n = 0u64;
+        let mut token = move || {
+            n += 1;
+            format!("t{n}")
+        };
+        let mut random = || 0.5;
+        let mut ctx = Context {
+            now,
+            webhook_base: "http://127.0.0.1:9",
+            new_token: &mut token,
+            random: &mut random,
+        };
+        let options = FlowOptions {
+            max_step_attempts: 100_000,
+            ..FlowOptions::default()
+        };
+        let mut tx = machine::start_flow("long", plan, InitArgs::new(), options, &mut ctx).unwrap();
+        for i in 0..N {
+            let calls = tx.dispatches();
+            assert_eq!(calls.len(), 1, "link {i}: one call at a time");
+            let call = &calls[0];
+            assert_eq!(call.step_id, chain_id(i, N));
+            let mut outputs = Args::new();
+            outputs.insert(format!("a{i}"), serde_json::json!(i));
+            let result = AttemptResult::Success {
+                outputs,
+                http_status: Some(200),
+            };
+            tx = machine::record_result(tx.state, &call.step_id, &call.token, 1, result, &mut ctx).unwrap();
+        }
+        assert_eq!(tx.state.status, FlowStatus::Completed);
+        assert!(tx.dispatches().is_empty());
+        eprintln!("{N} links run in {:?}", started.elapsed());
     });
 }

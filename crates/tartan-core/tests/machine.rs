@@ -158,6 +158,15 @@ impl Run {
 
     fn absorb(&mut self, tx: &Transition) {
         self.state = tx.state.clone();
+        // Read back from JSON, the state is the same: what `apply` keeps
+        // beside the fields (the count of calls in flight) agrees with a
+        // recount after every decision of every test.
+        let text = serde_json::to_string(&self.state).unwrap();
+        let back: FlowState = serde_json::from_str(&text).unwrap();
+        assert!(
+            back == self.state,
+            "the state read back differs from the decided one"
+        );
         self.log.extend(tx.events.iter().map(|e| (e.clone(), tx.now)));
     }
 

@@ -35,7 +35,8 @@ pub enum StartOutcome {
 }
 
 struct Cached {
-    state: FlowState,
+    /// The same allocation as the last commit's state: keeping it costs no copy.
+    state: Arc<FlowState>,
     sequence: i64,
 }
 
@@ -291,6 +292,7 @@ impl Engine {
             machine::start_flow(&request.id, plan, request.init.clone(), options, ctx)
         })?;
         let commit = self.commit_for(&tx, 0, Some(text.clone()));
+        let state = Arc::clone(&commit.state);
         match self.inner.writer.commit(commit).await {
             Ok(()) => {}
             Err(StoreError::FlowExists(_)) => {
@@ -307,10 +309,7 @@ impl Engine {
         }
         let sequence = tx.events.len() as i64;
         let busy = tx.state.has_active_work();
-        *guard = busy.then(|| Cached {
-            state: tx.state.clone(),
-            sequence,
-        });
+        *guard = busy.then_some(Cached { state, sequence });
         drop(guard);
         self.after_commit(&tx);
         Ok(StartOutcome::Started)
@@ -509,7 +508,7 @@ impl Engine {
                 match self.inner.store.load_flow(flow_id).await? {
                     Some(f) => {
                         *guard = Some(Cached {
-                            state: f.state,
+                            state: Arc::new(f.state),
                             sequence: f.sequence,
                         })
                     }
@@ -520,11 +519,13 @@ impl Engine {
                 continue;
             };
             let base = cached.sequence;
-            let tx = self.decision_context(now(), |ctx| decide(cached.state.clone(), ctx))?;
+            let tx = self.decision_context(now(), |ctx| decide(FlowState::clone(&cached.state), ctx))?;
             if tx.events.is_empty() {
                 return Ok(());
             }
-            match self.inner.writer.commit(self.commit_for(&tx, base, None)).await {
+            let commit = self.commit_for(&tx, base, None);
+            let state = Arc::clone(&commit.state);
+            match self.inner.writer.commit(commit).await {
                 Ok(()) => {
                     let busy = tx.state.has_active_work();
                     // Keep in memory only flows with calls in flight: those get
@@ -535,7 +536,7 @@ impl Engine {
                     // sequence check like any other process.)
                     *guard = busy.then(|| Cached {
                         sequence: base + tx.events.len() as i64,
-                        state: tx.state.clone(),
+                        state,
                     });
                     drop(guard);
                     self.after_commit(&tx);
@@ -647,7 +648,7 @@ impl Engine {
             base_sequence,
             at: tx.now,
             events: tx.events.clone(),
-            state: tx.state.clone(),
+            state: Arc::new(tx.state.clone()),
             request,
             work,
         }

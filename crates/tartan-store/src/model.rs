@@ -39,7 +39,10 @@ pub struct FlowCommit {
     pub base_sequence: i64,
     pub at: Time,
     pub events: Vec<FlowEvent>,
-    pub state: FlowState,
+    /// The state after the events: its columns are updated, and it is
+    /// written whole only as a snapshot, now and then (docs/durability.md,
+    /// "Flow snapshots"). Shared with the engine's copy, not cloned.
+    pub state: std::sync::Arc<FlowState>,
     /// The start request, stored when the flow is created.
     pub request: Option<String>,
     /// Work items whose rows change.
@@ -72,6 +75,9 @@ pub struct WorkRow {
 pub struct LoadedFlow {
     pub state: FlowState,
     pub sequence: i64,
+    /// The sequence of the snapshot the state was rebuilt from (0: none,
+    /// every event was replayed); the events after it were replayed.
+    pub snapshot: i64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -8,7 +8,7 @@ use std::str::FromStr;
 use sqlx::any::{AnyConnectOptions, AnyRow};
 use sqlx::ConnectOptions;
 use sqlx::{Any, AnyPool, Row};
-use tartan_core::flow::FlowStatus;
+use tartan_core::flow::{FlowState, FlowStatus};
 use tartan_core::step::Step;
 
 use crate::error::StoreError;
@@ -20,6 +20,10 @@ const FLOW: &str = "flow";
 /// (SQLite 32766, Postgres 65535) at 12 columns.
 const ROWS_PER_STATEMENT: usize = 500;
 const CATALOG: &str = "catalog";
+/// A flow's snapshot is written again once the events after it weigh more
+/// than it does, and at least this much (docs/durability.md, "Flow
+/// snapshots"): small flows are never snapshotted while they run.
+const MIN_SNAPSHOT_TAIL: i64 = 64 * 1024;
 /// Receipt tokens (32 characters and a comma) per abort notice.
 const ABORTS_PER_NOTICE: usize = 200;
 
@@ -63,15 +67,6 @@ pub(crate) struct SqlStore {
     pub(crate) listen_url: Option<String>,
     /// SQLite: the database file (node locks live next to it).
     pub(crate) sqlite_path: Option<std::path::PathBuf>,
-}
-
-/// What a flow summary needs of a flow's state.
-#[derive(serde::Deserialize)]
-struct Brief {
-    #[serde(default)]
-    labels: std::collections::BTreeMap<String, String>,
-    #[serde(default)]
-    error: Option<String>,
 }
 
 /// How long an API read waits for its turn before it is answered 503.
@@ -243,7 +238,22 @@ impl SqlStore {
         let mut verdicts: Vec<Option<StoreError>> = (0..batch.len()).map(|_| None).collect();
         let mut tx = self.write.begin().await?;
 
-        // New flows. A second creation of one id in the same batch loses.
+        // The events' text first: their size decides whether a flow's
+        // snapshot is written again (docs/durability.md, "Flow snapshots").
+        let mut texts: Vec<Vec<String>> = Vec::with_capacity(batch.len());
+        for c in batch {
+            texts.push(
+                c.events
+                    .iter()
+                    .map(|e| json_text(&e.data()))
+                    .collect::<Result<_, _>>()?,
+            );
+        }
+        let bytes = |i: usize| texts[i].iter().map(|t| t.len() as i64).sum::<i64>();
+
+        // New flows. A second creation of one id in the same batch loses. No
+        // snapshot yet: until there is one, the state is the replay of the
+        // events, and these first events weigh what a snapshot would.
         let mut seen = std::collections::HashSet::new();
         let creations: Vec<usize> = (0..batch.len())
             .filter(|&i| batch[i].base_sequence == 0)
@@ -256,17 +266,14 @@ impl SqlStore {
             })
             .collect();
         for chunk in creations.chunks(ROWS_PER_STATEMENT) {
-            let mut states = Vec::with_capacity(chunk.len());
-            for &i in chunk {
-                states.push(json_text(&batch[i].state)?);
-            }
             let sql = format!(
-                "INSERT INTO flows (id, status, sequence, created_us, updated_us, completed_us, deactivated_us, request, state, deadline_us) \
+                "INSERT INTO flows (id, status, sequence, created_us, updated_us, completed_us, deactivated_us, \
+                 request, state, deadline_us, error, snapshot_seq, snapshot_bytes, tail_bytes) \
                  VALUES {} ON CONFLICT (id) DO NOTHING RETURNING id",
-                values_list(self.backend, chunk.len(), 10)
+                values_list(self.backend, chunk.len(), 14)
             );
             let mut q = sqlx::query(&sql);
-            for (&i, state) in chunk.iter().zip(states) {
+            for &i in chunk {
                 let c = &batch[i];
                 q = q
                     .bind(c.flow_id.clone())
@@ -277,8 +284,12 @@ impl SqlStore {
                     .bind(c.state.completed_at.map(to_us))
                     .bind(c.state.deactivated_at.map(to_us))
                     .bind(c.request.clone().unwrap_or_default())
-                    .bind(state)
-                    .bind(c.state.deadline_at.map(to_us));
+                    .bind(String::new())
+                    .bind(c.state.deadline_at.map(to_us))
+                    .bind(c.state.error.clone())
+                    .bind(0_i64)
+                    .bind(bytes(i))
+                    .bind(0_i64);
             }
             let inserted = returned_ids(&q.fetch_all(&mut *tx).await?)?;
             for &i in chunk {
@@ -288,22 +299,26 @@ impl SqlStore {
             }
         }
 
-        // Existing flows: one multi-row update; each row checks the sequence
-        // it was decided on, and those that changed meanwhile are conflicts.
-        // (One flow is decided under its lock: it appears once per batch.)
+        // Existing flows: one multi-row update of a few columns; each row
+        // checks the sequence it was decided on, and those that changed
+        // meanwhile are conflicts. (One flow is decided under its lock: it
+        // appears once per batch.) The events' weight adds to the flow's tail.
         let updates: Vec<usize> = (0..batch.len())
             .filter(|&i| batch[i].base_sequence != 0)
             .collect();
+        let mut snapshots = Vec::new();
         for chunk in updates.chunks(ROWS_PER_STATEMENT) {
             let sql = format!(
-                "WITH v (id, status, seq, updated_us, completed_us, deactivated_us, state, base) AS (VALUES {}) \
+                "WITH v (id, status, seq, updated_us, completed_us, deactivated_us, error, tail, base) AS (VALUES {}) \
                  UPDATE flows SET status = v.status, sequence = v.seq, updated_us = v.updated_us, \
-                 completed_us = v.completed_us, deactivated_us = v.deactivated_us, state = v.state \
-                 FROM v WHERE flows.id = v.id AND flows.sequence = v.base RETURNING flows.id",
+                 completed_us = v.completed_us, deactivated_us = v.deactivated_us, error = v.error, \
+                 tail_bytes = flows.tail_bytes + v.tail \
+                 FROM v WHERE flows.id = v.id AND flows.sequence = v.base \
+                 RETURNING flows.id, flows.tail_bytes, flows.snapshot_bytes",
                 typed_values_list(
                     self.backend,
                     chunk.len(),
-                    &["TEXT", "TEXT", "BIGINT", "BIGINT", "BIGINT", "BIGINT", "TEXT", "BIGINT"]
+                    &["TEXT", "TEXT", "BIGINT", "BIGINT", "BIGINT", "BIGINT", "TEXT", "BIGINT", "BIGINT"]
                 )
             );
             let mut q = sqlx::query(&sql);
@@ -316,34 +331,57 @@ impl SqlStore {
                     .bind(to_us(c.at))
                     .bind(c.state.completed_at.map(to_us))
                     .bind(c.state.deactivated_at.map(to_us))
-                    .bind(json_text(&c.state)?)
+                    .bind(c.state.error.clone())
+                    .bind(bytes(i))
                     .bind(c.base_sequence);
             }
-            let updated = returned_ids(&q.fetch_all(&mut *tx).await?)?;
+            let mut updated = std::collections::HashMap::new();
+            for row in q.fetch_all(&mut *tx).await? {
+                let id: String = row.try_get("id")?;
+                let tail: i64 = row.try_get("tail_bytes")?;
+                let base: i64 = row.try_get("snapshot_bytes")?;
+                updated.insert(id, tail > base.max(MIN_SNAPSHOT_TAIL));
+            }
             for &i in chunk {
-                if !updated.contains(&batch[i].flow_id) {
-                    verdicts[i] = Some(StoreError::Conflict(format!("flow {}", batch[i].flow_id)));
+                match updated.get(&batch[i].flow_id) {
+                    None => verdicts[i] = Some(StoreError::Conflict(format!("flow {}", batch[i].flow_id))),
+                    Some(true) => snapshots.push(i),
+                    Some(false) => {}
                 }
             }
         }
 
-        let passed: Vec<&FlowCommit> = batch
-            .iter()
-            .zip(&verdicts)
-            .filter(|(_, v)| v.is_none())
-            .map(|(c, _)| c)
-            .collect();
+        // Snapshots of the flows whose tail outweighs their base: rare, so
+        // what every decision writes stays in proportion to what changed.
+        for chunk in snapshots.chunks(ROWS_PER_STATEMENT) {
+            let sql = format!(
+                "WITH v (id, state, seq, bytes) AS (VALUES {}) \
+                 UPDATE flows SET state = v.state, snapshot_seq = v.seq, snapshot_bytes = v.bytes, tail_bytes = 0 \
+                 FROM v WHERE flows.id = v.id",
+                typed_values_list(self.backend, chunk.len(), &["TEXT", "TEXT", "BIGINT", "BIGINT"])
+            );
+            let mut q = sqlx::query(&sql);
+            for &i in chunk {
+                let c = &batch[i];
+                let state = json_text(&*c.state)?;
+                let size = state.len() as i64;
+                q = q
+                    .bind(c.flow_id.clone())
+                    .bind(state)
+                    .bind(c.base_sequence + c.events.len() as i64)
+                    .bind(size);
+            }
+            q.execute(&mut *tx).await?;
+        }
 
         // Their events.
         let mut events = Vec::new();
-        for c in &passed {
-            for (k, e) in c.events.iter().enumerate() {
-                events.push((
-                    c,
-                    c.base_sequence + 1 + k as i64,
-                    e.type_name(),
-                    json_text(&e.data())?,
-                ));
+        for (i, c) in batch.iter().enumerate() {
+            if verdicts[i].is_some() {
+                continue;
+            }
+            for (k, (e, text)) in c.events.iter().zip(&texts[i]).enumerate() {
+                events.push((c, c.base_sequence + 1 + k as i64, e.type_name(), text));
             }
         }
         for chunk in events.chunks(ROWS_PER_STATEMENT) {
@@ -359,10 +397,17 @@ impl SqlStore {
                     .bind(*seq)
                     .bind(*kind)
                     .bind(to_us(c.at))
-                    .bind(data.clone());
+                    .bind((*data).clone());
             }
             q.execute(&mut *tx).await?;
         }
+
+        let passed: Vec<&FlowCommit> = batch
+            .iter()
+            .zip(&verdicts)
+            .filter(|(_, v)| v.is_none())
+            .map(|(c, _)| c)
+            .collect();
 
         // Their work items.
         let mut work = Vec::new();
@@ -569,14 +614,21 @@ impl Store for SqlStore {
         // The catalog must still be where the caller decided from; a newer
         // event (or a gap) means someone else changed it. The events primary
         // key catches a concurrent writer that read the same head.
+        // The last event by a backward index scan: `MAX(sequence)` let
+        // Postgres, with stale statistics, count through every catalog
+        // event of the key instead, so each registration cost the size of
+        // the catalog.
         let head: i64 = sqlx::query(
-            "SELECT COALESCE(MAX(sequence), 0) AS head FROM events WHERE aggregate_type = $1 AND aggregate_id = $2",
+            "SELECT sequence FROM events WHERE aggregate_type = $1 AND aggregate_id = $2 \
+             ORDER BY sequence DESC LIMIT 1",
         )
         .bind(CATALOG)
         .bind(CATALOG)
-        .fetch_one(&mut *tx)
+        .fetch_optional(&mut *tx)
         .await?
-        .try_get("head")?;
+        .map(|row| row.try_get("sequence"))
+        .transpose()?
+        .unwrap_or(0);
         if head != expected_sequence {
             return Err(StoreError::Conflict("catalog".into()));
         }
@@ -694,17 +746,59 @@ impl Store for SqlStore {
     }
 
     async fn load_flow(&self, flow_id: &str) -> Result<Option<LoadedFlow>, StoreError> {
-        let row = sqlx::query("SELECT sequence, state FROM flows WHERE id = $1")
+        // The row first, then the events after its snapshot: events never
+        // change once written, so the two reads agree without a transaction
+        // even while another process commits (docs/durability.md, "Flow
+        // snapshots").
+        let row = sqlx::query("SELECT sequence, state, snapshot_seq FROM flows WHERE id = $1")
             .bind(flow_id)
             .fetch_optional(&self.read)
             .await?;
         let Some(row) = row else {
             return Ok(None);
         };
-        let text: String = row.try_get("state")?;
+        let sequence: i64 = row.try_get("sequence")?;
+        let from: i64 = row.try_get("snapshot_seq")?;
+        let snapshot: String = row.try_get("state")?;
+        let tail = if from < sequence {
+            sqlx::query(
+                "SELECT aggregate_type, aggregate_id, sequence, event_type, ts_us, data FROM events \
+                 WHERE aggregate_type = $1 AND aggregate_id = $2 AND sequence > $3 AND sequence <= $4 \
+                 ORDER BY sequence",
+            )
+            .bind(FLOW)
+            .bind(flow_id)
+            .bind(from)
+            .bind(sequence)
+            .fetch_all(&self.read)
+            .await?
+        } else {
+            Vec::new()
+        };
+        let id = flow_id.to_string();
+        let state = off_workers(move || {
+            let events = tail
+                .iter()
+                .map(|r| {
+                    let stored = stored_event(r)?;
+                    Ok((event_of(&stored)?, stored.timestamp))
+                })
+                .collect::<Result<Vec<_>, StoreError>>()?;
+            let corrupt = |e: tartan_core::flow::ApplyError| StoreError::Corrupt(format!("flow {id}: {e}"));
+            if snapshot.is_empty() {
+                return FlowState::replay(events.iter().map(|(e, at)| (e, *at))).map_err(corrupt);
+            }
+            let mut state: FlowState = serde_json::from_str(&snapshot)?;
+            for (e, at) in &events {
+                state.apply(e, *at).map_err(corrupt)?;
+            }
+            Ok(state)
+        })
+        .await?;
         Ok(Some(LoadedFlow {
-            state: serde_json::from_str(&text)?,
-            sequence: row.try_get("sequence")?,
+            state,
+            sequence,
+            snapshot: from,
         }))
     }
 
@@ -734,7 +828,7 @@ impl Store for SqlStore {
 
     async fn query_flows(&self, q: &FlowQuery) -> Result<FlowPage, StoreError> {
         let mut sql =
-            String::from("SELECT id, status, created_us, updated_us, state FROM flows f WHERE 1 = 1");
+            String::from("SELECT id, status, created_us, updated_us, error FROM flows f WHERE 1 = 1");
         let mut binds: Vec<Bind> = Vec::new();
         let param = |binds: &mut Vec<Bind>, b: Bind| {
             binds.push(b);
@@ -780,30 +874,51 @@ impl Store for SqlStore {
         let _turn = self.api_turn().await?;
         let rows = bind_all(sqlx::query(&sql), binds).fetch_all(&self.api).await?;
         let limit = q.limit;
-        off_workers(move || {
-            let mut flows = Vec::with_capacity(rows.len());
-            for row in rows.iter().take(limit) {
-                let text: String = row.try_get("state")?;
-                // Only what a summary shows: the rest of the state is skipped.
-                let state: Brief = serde_json::from_str(&text)?;
-                let status: String = row.try_get("status")?;
-                flows.push(FlowSummary {
-                    id: row.try_get("id")?,
-                    status: FlowStatus::parse(&status).ok_or_else(|| StoreError::Corrupt(status.clone()))?,
-                    created_at: from_us(row.try_get("created_us")?),
-                    updated_at: from_us(row.try_get("updated_us")?),
-                    labels: state.labels,
-                    error: state.error,
-                });
+        // The page's labels, in one more statement.
+        let page: Vec<String> = rows
+            .iter()
+            .take(limit)
+            .map(|r| r.try_get("id"))
+            .collect::<Result<_, _>>()?;
+        let mut labels: std::collections::HashMap<String, std::collections::BTreeMap<String, String>> =
+            std::collections::HashMap::new();
+        if !page.is_empty() {
+            let sql = format!(
+                "SELECT flow_id, key, value FROM flow_labels WHERE flow_id IN ({})",
+                (1..=page.len())
+                    .map(|n| format!("${n}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+            let label_rows = bind_all(sqlx::query(&sql), page.into_iter().map(Bind::Text).collect())
+                .fetch_all(&self.api)
+                .await?;
+            for r in label_rows {
+                labels
+                    .entry(r.try_get("flow_id")?)
+                    .or_default()
+                    .insert(r.try_get("key")?, r.try_get("value")?);
             }
-            let next_cursor = if rows.len() > limit {
-                flows.last().map(|f| encode_cursor(to_us(f.created_at), &f.id))
-            } else {
-                None
-            };
-            Ok(FlowPage { flows, next_cursor })
-        })
-        .await
+        }
+        let mut flows = Vec::with_capacity(rows.len());
+        for row in rows.iter().take(limit) {
+            let status: String = row.try_get("status")?;
+            let id: String = row.try_get("id")?;
+            flows.push(FlowSummary {
+                labels: labels.remove(&id).unwrap_or_default(),
+                id,
+                status: FlowStatus::parse(&status).ok_or_else(|| StoreError::Corrupt(status.clone()))?,
+                created_at: from_us(row.try_get("created_us")?),
+                updated_at: from_us(row.try_get("updated_us")?),
+                error: row.try_get("error")?,
+            });
+        }
+        let next_cursor = if rows.len() > limit {
+            flows.last().map(|f| encode_cursor(to_us(f.created_at), &f.id))
+        } else {
+            None
+        };
+        Ok(FlowPage { flows, next_cursor })
     }
 
     async fn query_work(&self, q: &WorkQuery) -> Result<WorkPage, StoreError> {

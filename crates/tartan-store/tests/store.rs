@@ -54,6 +54,9 @@ store_tests! {
         postgres_failed_commit_leaves_nothing_behind;
     case_flow_events_round_trip_and_replay => sqlite_flow_events_round_trip_and_replay,
         postgres_flow_events_round_trip_and_replay;
+    case_a_long_flow_is_snapshotted_and_loads_back_at_every_step =>
+        sqlite_a_long_flow_is_snapshotted_and_loads_back_at_every_step,
+        postgres_a_long_flow_is_snapshotted_and_loads_back_at_every_step;
     case_work_rows_upsert_and_filter => sqlite_work_rows_upsert_and_filter, postgres_work_rows_upsert_and_filter;
     case_work_paging => sqlite_work_paging, postgres_work_paging;
     case_query_flows_filters => sqlite_query_flows_filters, postgres_query_flows_filters;
@@ -741,6 +744,84 @@ async fn case_flow_events_round_trip_and_replay(store: Arc<dyn Store>) {
         .collect();
     let replayed_other = FlowState::replay(decoded_other.iter().map(|(e, t)| (e, *t))).unwrap();
     assert_eq!(replayed_other, other);
+}
+
+/// A flow whose events outgrow its first ones (ten failures of 20 KB each):
+/// its snapshot is written again once the events after it outweigh it, and
+/// at every step what loads back (snapshot plus replayed events) is exactly
+/// the state the decisions produced.
+async fn case_a_long_flow_is_snapshotted_and_loads_back_at_every_step(store: Arc<dyn Store>) {
+    let tx = start("long", &[("env", "prod")], at(0));
+    commit_ok(&store, commit(&tx, 0, Some(REQUEST))).await;
+    let (mut state, mut seq) = (tx.state, tx.events.len() as i64);
+    let token = only_token(&state);
+    let loaded = store.load_flow("long").await.unwrap().unwrap();
+    assert_eq!(
+        (loaded.state.clone(), loaded.sequence, loaded.snapshot),
+        (state.clone(), seq, 0)
+    );
+
+    let mut snapshots = BTreeSet::new();
+    for attempt in 1..=10u32 {
+        let now = at(i64::from(attempt) * 100_000);
+        let mut new_token = || "unused".to_string();
+        let mut random = || 0.5;
+        let mut ctx = tartan_core::machine::Context {
+            now,
+            webhook_base: "http://127.0.0.1:9",
+            new_token: &mut new_token,
+            random: &mut random,
+        };
+        let failed = tartan_core::machine::record_result(
+            state.clone(),
+            GREET,
+            &token,
+            attempt,
+            tartan_core::machine::AttemptResult::Failure {
+                class: "retryable".into(),
+                error: format!("{attempt}:{}", "x".repeat(20_000)),
+                http_status: Some(503),
+                retry_after_ms: None,
+            },
+            &mut ctx,
+        )
+        .unwrap();
+        commit_ok(&store, commit(&failed, seq, None)).await;
+        seq += failed.events.len() as i64;
+        let due = failed
+            .state
+            .find_work(GREET, &token)
+            .and_then(|w| w.next_retry_at)
+            .unwrap();
+        let retry = tartan_core::machine::start_retry(failed.state, GREET, &token, due).unwrap();
+        assert!(!retry.events.is_empty(), "attempt {attempt}: the retry starts");
+        commit_ok(&store, commit(&retry, seq, None)).await;
+        seq += retry.events.len() as i64;
+        state = retry.state;
+
+        let loaded = store.load_flow("long").await.unwrap().unwrap();
+        assert_eq!(loaded.sequence, seq, "attempt {attempt}");
+        assert!(
+            loaded.state == state,
+            "attempt {attempt}: the loaded state differs from the decided one"
+        );
+        snapshots.insert(loaded.snapshot);
+    }
+    // 200 KB of events after a start of a few KB: snapshots were taken (more
+    // than one, each once the events after the last outweighed it), and the
+    // last load replayed only the events after the latest.
+    assert!(snapshots.len() >= 3, "snapshots loaded from: {snapshots:?}");
+    // ...and not at every decision: 20 decisions, a handful of snapshots.
+    assert!(
+        snapshots.len() <= 6,
+        "a snapshot nearly every decision: {snapshots:?}"
+    );
+    assert!(snapshots.iter().all(|&s| s < seq));
+    // A listing still shows the labels and the flow's (empty) error.
+    let page = store.query_flows(&flow_query()).await.unwrap();
+    let long = page.flows.iter().find(|f| f.id == "long").unwrap();
+    assert_eq!(long.labels.get("env").map(String::as_str), Some("prod"));
+    assert_eq!(long.error, None);
 }
 
 // ---------------------------------------------------------------------------
