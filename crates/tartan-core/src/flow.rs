@@ -537,6 +537,27 @@ pub enum FlowEvent {
 
 impl FlowEvent {
     /// The event's `type` as stored and shown.
+    /// The work item (step id, token) whose state this event changes, for
+    /// the events of one item.
+    pub fn work_item(&self) -> Option<(&str, &str)> {
+        match self {
+            FlowEvent::WorkStarted { step_id, token, .. }
+            | FlowEvent::WorkSucceeded { step_id, token, .. }
+            | FlowEvent::WorkFailed { step_id, token, .. }
+            | FlowEvent::WorkNotCompleted { step_id, token, .. }
+            | FlowEvent::WorkRetryScheduled { step_id, token, .. }
+            | FlowEvent::WorkAccepted { step_id, token, .. }
+            | FlowEvent::WorkHeartbeat { step_id, token, .. }
+            | FlowEvent::WorkTimedOut { step_id, token, .. }
+            | FlowEvent::WorkCancelled { step_id, token, .. }
+            | FlowEvent::CompStarted { step_id, token, .. }
+            | FlowEvent::CompSucceeded { step_id, token, .. }
+            | FlowEvent::CompFailed { step_id, token, .. }
+            | FlowEvent::CompRetryScheduled { step_id, token, .. } => Some((step_id, token)),
+            _ => None,
+        }
+    }
+
     pub fn type_name(&self) -> &'static str {
         match self {
             FlowEvent::FlowStarted { .. } => "flow_started",
@@ -777,27 +798,18 @@ impl FlowState {
 
     /// Change the state by one event. Only this function changes a flow.
     pub fn apply(&mut self, event: &FlowEvent, at: Time) -> Result<(), ApplyError> {
-        let scope = || match event {
-            FlowEvent::WorkStarted { step_id, token, .. }
-            | FlowEvent::WorkSucceeded { step_id, token, .. }
-            | FlowEvent::WorkFailed { step_id, token, .. }
-            | FlowEvent::WorkNotCompleted { step_id, token, .. }
-            | FlowEvent::WorkRetryScheduled { step_id, token, .. }
-            | FlowEvent::WorkAccepted { step_id, token, .. }
-            | FlowEvent::WorkHeartbeat { step_id, token, .. }
-            | FlowEvent::WorkTimedOut { step_id, token, .. }
-            | FlowEvent::WorkCancelled { step_id, token, .. }
-            | FlowEvent::CompStarted { step_id, token, .. }
-            | FlowEvent::CompSucceeded { step_id, token, .. }
-            | FlowEvent::CompFailed { step_id, token, .. }
-            | FlowEvent::CompRetryScheduled { step_id, token, .. } => Scope::Work(step_id, token),
-            FlowEvent::StepStarted { step_id, .. }
-            | FlowEvent::StepTimedOut { step_id, .. }
-            | FlowEvent::StepCancelled { step_id, .. }
-            | FlowEvent::StepCompleted { step_id, .. }
-            | FlowEvent::StepFailed { step_id, .. }
-            | FlowEvent::StepSkipped { step_id, .. } => Scope::Step(step_id),
-            FlowEvent::AttributeSet { .. } | FlowEvent::WorkLateResult { .. } => Scope::None,
+        let scope = || match (event.work_item(), event) {
+            (Some((step_id, token)), _) => Scope::Work(step_id, token),
+            (
+                _,
+                FlowEvent::StepStarted { step_id, .. }
+                | FlowEvent::StepTimedOut { step_id, .. }
+                | FlowEvent::StepCancelled { step_id, .. }
+                | FlowEvent::StepCompleted { step_id, .. }
+                | FlowEvent::StepFailed { step_id, .. }
+                | FlowEvent::StepSkipped { step_id, .. },
+            ) => Scope::Step(step_id),
+            (_, FlowEvent::AttributeSet { .. } | FlowEvent::WorkLateResult { .. }) => Scope::None,
             _ => Scope::Flow,
         };
         let before = self.count_calls(scope());

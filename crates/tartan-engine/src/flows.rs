@@ -576,23 +576,8 @@ impl Engine {
         let touched: BTreeSet<(String, String)> = tx
             .events
             .iter()
-            .filter_map(|e| match e {
-                FlowEvent::WorkStarted { step_id, token, .. }
-                | FlowEvent::WorkSucceeded { step_id, token, .. }
-                | FlowEvent::WorkFailed { step_id, token, .. }
-                | FlowEvent::WorkRetryScheduled { step_id, token, .. }
-                | FlowEvent::WorkAccepted { step_id, token, .. }
-                | FlowEvent::WorkHeartbeat { step_id, token, .. }
-                | FlowEvent::WorkTimedOut { step_id, token, .. }
-                | FlowEvent::WorkCancelled { step_id, token, .. }
-                | FlowEvent::CompStarted { step_id, token, .. }
-                | FlowEvent::CompSucceeded { step_id, token, .. }
-                | FlowEvent::CompFailed { step_id, token, .. }
-                | FlowEvent::CompRetryScheduled { step_id, token, .. } => {
-                    Some((step_id.clone(), token.clone()))
-                }
-                _ => None,
-            })
+            .filter_map(FlowEvent::work_item)
+            .map(|(step_id, token)| (step_id.to_string(), token.to_string()))
             .collect();
         let lease_len = self.lease_length();
         let work = touched
