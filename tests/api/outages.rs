@@ -5,6 +5,8 @@
 //!   no work item is ever called by two processes at once (leases of long
 //!   calls are renewed), and when one engine is killed the others take its
 //!   work over with the same receipt token.
+//! - Lease renewal that keeps failing stops the call before its lease can
+//!   run out.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
@@ -250,6 +252,111 @@ async fn the_engine_rides_out_a_postgres_restart_mid_run() {
     let (status, reply) = call(&engine, reqwest::Method::POST, "/engine/flow", Some(body)).await;
     assert_eq!(status, 201, "{reply}");
     check_flow(&engine, "pg-after", &svc, 2).await;
+}
+
+/// Notes when a call's handler ended, however it ended (answered, or
+/// dropped because the engine closed the connection).
+struct Ended(Arc<Mutex<Vec<Instant>>>);
+
+impl Drop for Ended {
+    fn drop(&mut self) {
+        self.0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(Instant::now());
+    }
+}
+
+/// A call that outlasts its lease many times over is kept alive by renewal;
+/// when the database goes away and renewal keeps failing, the engine stops
+/// the call itself, long before the step's own timeout, rather than let it
+/// run on past a lease another process could take over (docs/durability.md,
+/// "Leases"). Once the database is back, the item is called again under the
+/// same token, never two calls at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failing_lease_renewal_stops_the_call_before_its_lease_runs_out() {
+    let Some(pg) = PrivatePostgres::start().await else {
+        return;
+    };
+    let db = TestDb::at_url(pg.url());
+    let open: Arc<Mutex<HashMap<String, usize>>> = Arc::default();
+    let overlaps: Arc<Mutex<Vec<String>>> = Arc::default();
+    let ended: Arc<Mutex<Vec<Instant>>> = Arc::default();
+    let (o, ov, en) = (open.clone(), overlaps.clone(), ended.clone());
+    // The first call hangs (its step allows it a minute); the next answers.
+    let svc = StepServer::start_async(move |r, n| {
+        let (open, overlaps, ended) = (o.clone(), ov.clone(), en.clone());
+        Box::pin(async move {
+            let _open = OpenCall::enter(token_of(&r), open, &overlaps);
+            let _ended = Ended(ended);
+            if n == 0 {
+                tokio::time::sleep(Duration::from_secs(120)).await;
+            }
+            json_reply(200, json!({ "long": "done" }))
+        })
+    })
+    .await;
+    // A lease is 1 s (the engine's attempt timeout) + 1 s, renewed every
+    // 1/3 s; the call needs a minute.
+    let env = [("TARTAN_LEASE", "1s"), ("TARTAN_STEP_TIMEOUT", "1s")];
+    let engine = spawn_binary_with(&db, "renewal", &env).await;
+    let mut long = sync_step("long", &svc.url("/long"), &["seed"], &["long"]);
+    long["http"]["timeout"] = json!(60_000);
+    register(&engine, vec![long]).await;
+    let body = json!({"id": "renewed", "goals": ["long"], "init": {"seed": [1]}});
+    let (status, reply) = call(&engine, reqwest::Method::POST, "/engine/flow", Some(body)).await;
+    assert_eq!(status, 201, "{reply}");
+    let arrived = Instant::now() + Duration::from_secs(30);
+    while svc.requests().is_empty() {
+        assert!(Instant::now() < arrived, "the call did not arrive");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // Past its first lease, the call is still running: renewal holds it.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert!(
+        ended.lock().unwrap().is_empty(),
+        "the call ended while its lease was being renewed"
+    );
+
+    let stopped = Instant::now();
+    pg.ctl(&["stop"]).await;
+    // From here no renewal can succeed: the lease runs out at most 2 s on.
+    let down = Instant::now();
+    let until = stopped + Duration::from_secs(20);
+    while ended.lock().unwrap().is_empty() {
+        assert!(
+            Instant::now() < until,
+            "the call still runs 20 s after the database went away (its lease was 2 s)"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let stop = ended.lock().unwrap()[0];
+    assert!(stop >= stopped, "the call ended before the database went away");
+    eprintln!(
+        "the call was stopped {:?} after the database went away",
+        stop - stopped
+    );
+    // Before the lease could run out (2 s), with slack for a loaded machine;
+    // a renewal left to hang on its connection held the call 10 s.
+    assert!(
+        stop < down + Duration::from_secs(5),
+        "the call ran {:?} after the database was down, past its 2 s lease",
+        stop.saturating_duration_since(down)
+    );
+
+    pg.ctl(&["start"]).await;
+    let abandoned = check_flow(&engine, "renewed", &svc, 1).await;
+    assert_eq!(abandoned, 1, "the stopped attempt is recorded as abandoned");
+    let requests = svc.requests();
+    assert_eq!(requests.len(), 2, "called again once");
+    assert_eq!(
+        token_of(&requests[0]),
+        token_of(&requests[1]),
+        "under the same token"
+    );
+    assert_eq!((attempt_of(&requests[0]), attempt_of(&requests[1])), (1, 2));
+    let overlaps = overlaps.lock().unwrap().clone();
+    assert!(overlaps.is_empty(), "calls of one item overlapped: {overlaps:?}");
 }
 
 const SHARED_FLOWS: usize = 24;

@@ -227,26 +227,34 @@ impl Engine {
                 }
                 let tokens: Vec<String> = calls.iter().map(|(token, _)| token.clone()).collect();
                 let lease = engine.lease_length().to_std().unwrap_or_default();
-                match engine
+                // Bounded by the point where the lease may run out: a renewal
+                // that hangs (a database gone away, a pool waiting for a
+                // connection) must not keep the calls running past it.
+                let renewal = engine
                     .inner
                     .store
-                    .renew_leases(&engine.inner.config.node_id, &tokens, lease)
-                    .await
-                {
-                    Ok(renewed) => {
+                    .renew_leases(&engine.inner.config.node_id, &tokens, lease);
+                match tokio::time::timeout_at(held_since + give_up, renewal).await {
+                    Ok(Ok(renewed)) => {
                         held_since = sent;
                         engine.abandon_lost_calls(calls, &renewed)
                     }
-                    Err(e) if sent.duration_since(held_since) >= give_up => {
+                    Ok(Err(e)) if sent.duration_since(held_since) < give_up => {
+                        tracing::warn!("renewing leases failed: {e}")
+                    }
+                    failed => {
+                        let why = match failed {
+                            Ok(Err(e)) => e.to_string(),
+                            _ => "no answer".to_string(),
+                        };
                         tracing::error!(
                             calls = calls.len(),
-                            "renewing leases has failed for {:?} ({e}): the leases may run out, \
+                            "renewing leases has failed for {:?} ({why}): the leases may run out, \
                              so these calls are stopped before another process takes them over",
-                            sent.duration_since(held_since)
+                            held_since.elapsed()
                         );
                         engine.abandon_lost_calls(calls, &[]);
                     }
-                    Err(e) => tracing::warn!("renewing leases failed: {e}"),
                 }
             }
         });
