@@ -223,7 +223,9 @@ pub struct ExecutionState {
     pub status: StepStatus,
     pub started_at: Option<Time>,
     pub completed_at: Option<Time>,
-    pub inputs: Args,
+    /// Shared: a for_each step's inputs hold the whole array, and a
+    /// decision that changes one of its items copies the execution.
+    pub inputs: std::sync::Arc<Args>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub outputs: Option<Args>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -679,7 +681,7 @@ impl FlowState {
                         status: StepStatus::Pending,
                         started_at: None,
                         completed_at: None,
-                        inputs: Args::new(),
+                        inputs: std::sync::Arc::new(Args::new()),
                         outputs: None,
                         error: None,
                         problem: None,
@@ -831,7 +833,7 @@ impl FlowState {
                 let exec = self.execution(step_id)?;
                 exec.status = StepStatus::Active;
                 exec.started_at = Some(at);
-                exec.inputs = inputs.clone();
+                exec.inputs = std::sync::Arc::new(inputs.clone());
                 // Each item's place in element order, looked up once.
                 let positions: std::collections::HashMap<&str, usize> =
                     order.iter().enumerate().map(|(i, t)| (t.as_str(), i)).collect();

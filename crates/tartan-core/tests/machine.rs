@@ -367,7 +367,7 @@ fn a_completed_step_starts_the_next_with_its_inputs_by_mapped_name() {
     let tx = run.record("a", "tok-1", 1, ok(json!({ "xOut": 5 })), t(2));
     assert_eq!(tx.dispatches(), [dispatch("b", "tok-2", 1)]);
     assert_eq!(run.status("b"), StepStatus::Active);
-    assert_eq!(run.state.executions["b"].inputs, args(json!({ "inX": 5 })));
+    assert_eq!(*run.state.executions["b"].inputs, args(json!({ "inX": 5 })));
     assert_eq!(run.work("b").inputs, args(json!({ "inX": 5 })));
 }
 

@@ -315,6 +315,15 @@ impl Engine {
         Ok(StartOutcome::Started)
     }
 
+    /// The flow's status, without rebuilding its state (cheap to poll).
+    pub async fn flow_status(&self, flow_id: &str) -> Result<tartan_core::flow::FlowStatus, EngineError> {
+        self.inner
+            .store
+            .flow_status(flow_id)
+            .await?
+            .ok_or_else(|| EngineError::FlowNotFound(flow_id.to_string()))
+    }
+
     /// The flow's projection, as stored.
     pub async fn flow(&self, flow_id: &str) -> Result<FlowState, EngineError> {
         match self.inner.store.load_flow(flow_id).await? {

@@ -143,6 +143,9 @@ pub trait Store: Send + Sync + 'static {
     /// A flow's projection and the sequence of its last event.
     async fn load_flow(&self, flow_id: &str) -> Result<Option<LoadedFlow>, StoreError>;
 
+    /// A flow's status alone, from its row: no state is rebuilt.
+    async fn flow_status(&self, flow_id: &str) -> Result<Option<tartan_core::flow::FlowStatus>, StoreError>;
+
     /// The start request a flow was created with (for idempotent starts).
     async fn flow_request(&self, flow_id: &str) -> Result<Option<String>, StoreError>;
 

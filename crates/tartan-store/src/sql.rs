@@ -802,6 +802,20 @@ impl Store for SqlStore {
         }))
     }
 
+    async fn flow_status(&self, flow_id: &str) -> Result<Option<FlowStatus>, StoreError> {
+        let row = sqlx::query("SELECT status FROM flows WHERE id = $1")
+            .bind(flow_id)
+            .fetch_optional(&self.read)
+            .await?;
+        let Some(row) = row else {
+            return Ok(None);
+        };
+        let status: String = row.try_get("status")?;
+        FlowStatus::parse(&status)
+            .map(Some)
+            .ok_or_else(|| StoreError::Corrupt(format!("flow {flow_id}: status {status:?}")))
+    }
+
     async fn flow_request(&self, flow_id: &str) -> Result<Option<String>, StoreError> {
         let row = sqlx::query("SELECT request FROM flows WHERE id = $1")
             .bind(flow_id)

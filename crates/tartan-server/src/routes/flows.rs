@@ -72,8 +72,8 @@ pub(crate) async fn status(
     State(engine): State<Engine>,
     Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
-    let state = engine.flow(&id).await?;
-    Ok(Json(json!({ "id": state.id, "status": state.status })))
+    let status = engine.flow_status(&id).await?;
+    Ok(Json(json!({ "id": id, "status": status })))
 }
 
 pub(crate) async fn events(
