@@ -38,6 +38,11 @@ use serde_json::{json, Value};
 
 use support::{percentile, BenchDb};
 
+// The allocator the `tartan` binary runs with, so the engine side measures
+// what a server does.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Debug, Clone, Copy, ValueEnum)]
 enum StoreKind {
     Sqlite,
