@@ -71,6 +71,22 @@ struct Run {
     tokens: u32,
 }
 
+/// A decision's context at `at`: tokens `tok-1`, `tok-2`, ... counted in
+/// `tokens`, randomness fixed at 0.5.
+fn with_context<R>(tokens: &mut u32, at: Time, decide: impl FnOnce(&mut Context<'_>) -> R) -> R {
+    let mut new_token = move || {
+        *tokens += 1;
+        format!("tok-{tokens}")
+    };
+    let mut ctx = Context {
+        now: at,
+        webhook_base: WEBHOOK,
+        new_token: &mut new_token,
+        random: &mut || 0.5,
+    };
+    decide(&mut ctx)
+}
+
 impl Run {
     fn start(catalog: &Catalog, goal_ids: &[&str], init: InitArgs, at: Time) -> (Run, Transition) {
         let plan = match start_plan(catalog, &goals(goal_ids), &init) {
@@ -78,20 +94,10 @@ impl Run {
             Err(e) => panic!("no plan: {e}"),
         };
         let mut tokens = 0;
-        let tx = {
-            let counter = &mut tokens;
-            let mut new_token = move || {
-                *counter += 1;
-                format!("tok-{counter}")
-            };
-            let mut ctx = Context {
-                now: at,
-                webhook_base: WEBHOOK,
-                new_token: &mut new_token,
-                random: &mut || 0.5,
-            };
-            start_flow(FLOW, plan, init, FlowOptions::default(), &mut ctx).unwrap()
-        };
+        let tx = with_context(&mut tokens, at, |ctx| {
+            start_flow(FLOW, plan, init, FlowOptions::default(), ctx)
+        })
+        .unwrap();
         let mut run = Run {
             state: tx.state.clone(),
             log: Vec::new(),
@@ -109,18 +115,10 @@ impl Run {
         result: AttemptResult,
         at: Time,
     ) -> Result<Transition, ApplyError> {
-        let counter = &mut self.tokens;
-        let mut new_token = move || {
-            *counter += 1;
-            format!("tok-{counter}")
-        };
-        let mut ctx = Context {
-            now: at,
-            webhook_base: WEBHOOK,
-            new_token: &mut new_token,
-            random: &mut || 0.5,
-        };
-        let tx = record_result(self.state.clone(), step, token, attempt, result, &mut ctx)?;
+        let state = self.state.clone();
+        let tx = with_context(&mut self.tokens, at, |ctx| {
+            record_result(state, step, token, attempt, result, ctx)
+        })?;
         self.absorb(&tx);
         Ok(tx)
     }
@@ -140,18 +138,8 @@ impl Run {
     }
 
     fn redispatch(&mut self, step: &str, token: &str, at: Time) -> Transition {
-        let counter = &mut self.tokens;
-        let mut new_token = move || {
-            *counter += 1;
-            format!("tok-{counter}")
-        };
-        let mut ctx = Context {
-            now: at,
-            webhook_base: WEBHOOK,
-            new_token: &mut new_token,
-            random: &mut || 0.5,
-        };
-        let tx = redispatch(self.state.clone(), step, token, &mut ctx).unwrap();
+        let state = self.state.clone();
+        let tx = with_context(&mut self.tokens, at, |ctx| redispatch(state, step, token, ctx)).unwrap();
         self.absorb(&tx);
         tx
     }
