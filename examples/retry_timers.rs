@@ -207,7 +207,7 @@ async fn main() {
             let Some(first) = w.detail.attempts.first() else {
                 continue;
             };
-            let Some(delay) = first.delay.as_ref().and_then(|d| d["delay_ms"].as_i64()) else {
+            let Some(delay) = first.delay.and_then(|d| i64::try_from(d.delay_ms).ok()) else {
                 continue;
             };
             let Some(ended) = first.ended_at else { continue };

@@ -10,7 +10,7 @@ use clap::Args;
 use serde::Deserialize;
 use tartan_core::duration::{parse_duration_str, DurationKind};
 use tartan_core::hosts::StepHosts;
-use tartan_core::step::WorkDefaults;
+use tartan_core::retry::{BackoffType, RetryDefaults};
 use tartan_server::ApiSecurity;
 
 /// Flags of `tartan serve`. Every flag has an environment variable.
@@ -155,7 +155,7 @@ pub struct Config {
     pub webhook_base_url: Option<String>,
     pub node_id: Option<String>,
     pub step_timeout: Duration,
-    pub work_defaults: WorkDefaults,
+    pub work_defaults: RetryDefaults,
     /// Default cap on a flow's attempts (`TARTAN_MAX_STEP_ATTEMPTS`).
     pub max_step_attempts: u32,
     /// How long a lease holds beyond the attempt timeout (`TARTAN_LEASE`).
@@ -263,7 +263,7 @@ impl Config {
             }
             None => FileConfig::default(),
         };
-        let defaults = WorkDefaults::default();
+        let defaults = RetryDefaults::default();
         let max_retries = match env_var(&["TARTAN_RETRY_MAX_RETRIES", "RETRY_MAX_RETRIES"]) {
             Some((name, v)) => v
                 .trim()
@@ -285,14 +285,18 @@ impl Config {
             Duration::from_millis(defaults.max_backoff_ms),
             DurationKind::Timeout,
         )?;
+        // Parsed here, whatever its source: a misspelt type stops start-up
+        // naming the setting, rather than failing every registration.
         let backoff_type = match env_var(&["TARTAN_RETRY_BACKOFF_TYPE", "RETRY_BACKOFF_TYPE"]) {
-            Some((name, v)) => {
-                if !["fixed", "linear", "exponential"].contains(&v.as_str()) {
-                    bail!("{name}: must be fixed, linear or exponential, got {v:?}");
-                }
-                v
-            }
-            None => file.retry_backoff_type.unwrap_or(defaults.backoff_type),
+            Some((name, v)) => v
+                .parse::<BackoffType>()
+                .map_err(|e| anyhow::anyhow!("{name}: {e}"))?,
+            None => match file.retry_backoff_type {
+                Some(v) => v
+                    .parse::<BackoffType>()
+                    .map_err(|e| anyhow::anyhow!("retry_backoff_type in the configuration file: {e}"))?,
+                None => defaults.backoff_type,
+            },
         };
         let step_timeout = duration_setting(
             &["TARTAN_STEP_TIMEOUT", "STEP_TIMEOUT"],
@@ -429,7 +433,7 @@ impl Config {
             webhook_base_url: args.webhook_base_url.or(file.webhook_base_url),
             node_id: args.node_id.or(file.node_id),
             step_timeout,
-            work_defaults: WorkDefaults {
+            work_defaults: RetryDefaults {
                 max_retries,
                 init_backoff_ms: u64::try_from(init.as_millis()).unwrap_or(u64::MAX),
                 max_backoff_ms: u64::try_from(max.as_millis()).unwrap_or(u64::MAX),

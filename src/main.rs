@@ -63,7 +63,7 @@ async fn serve(config: Config) -> Result<()> {
             .webhook_base_url
             .clone()
             .unwrap_or_else(|| format!("http://{addr}")),
-        work_defaults: config.work_defaults.clone(),
+        work_defaults: config.work_defaults,
         step_timeout: config.step_timeout,
         max_step_attempts: config.max_step_attempts,
         max_active_flows: config.max_active_flows,

@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 use tokio::sync::Barrier;
 
 use crate::both_backends;
-use crate::helpers::{json_reply, spawn_app, sync_step, Backend, StepServer};
+use crate::helpers::{json_reply, read_reply, spawn_app, sync_step, Backend, StepServer};
 
 both_backends!(
     a_chain_of_steps_runs_in_order_and_completes_the_flow,
@@ -18,6 +18,7 @@ both_backends!(
     a_failing_step_fails_the_flow_with_its_error,
     a_flow_is_started_once_per_id,
     flows_can_be_listed_and_queried,
+    a_status_request_that_waits_answers_when_the_flow_finishes,
 );
 
 /// A step server that upper-cases or greets, echoing what it was sent.
@@ -389,4 +390,70 @@ async fn flows_can_be_listed_and_queried(backend: Backend) {
     assert_eq!(bad.status, StatusCode::BAD_REQUEST);
     let bad = app.post("/engine/flow/query", &json!({"limit": 5000})).await;
     assert_eq!(bad.status, StatusCode::BAD_REQUEST);
+}
+
+/// `GET /engine/flow/{id}/status?wait=D` answers as soon as the flow is no
+/// longer active, and no later than `D` while it is; bad waits are 400s.
+async fn a_status_request_that_waits_answers_when_the_flow_finishes(backend: Backend) {
+    let Some(app) = spawn_app(backend).await else {
+        return;
+    };
+    let release = Arc::new(tokio::sync::Notify::new());
+    let gate = release.clone();
+    let svc = StepServer::start_async(move |_, _| {
+        let gate = gate.clone();
+        Box::pin(async move {
+            gate.notified().await;
+            json_reply(200, json!({"greeting": "hi"})).into_response()
+        })
+    })
+    .await;
+    app.register(&sync_step("greet", &svc.url("/greet"), &["who"], &["greeting"]))
+        .await;
+    let r = app
+        .start_flow(&json!({"id": "waited", "goals": ["greet"], "init": {"who": ["a"]}}))
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED);
+
+    // A wait that runs out while the flow runs answers `active`.
+    let r = app.get("/engine/flow/waited/status?wait=100").await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert_eq!(r.body["status"], "active");
+
+    // A long wait is still waiting while the step holds its answer ...
+    let (client, url) = (app.client.clone(), app.url("/engine/flow/waited/status?wait=30s"));
+    let waiting = tokio::spawn(async move {
+        let resp = client
+            .get(url)
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("status: {e}"));
+        read_reply(resp).await.0
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!waiting.is_finished(), "answered before the flow finished");
+    // ... and answers once it finishes, long before its 30 s.
+    while svc.requests().is_empty() {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    release.notify_waiters();
+    let r = tokio::time::timeout(Duration::from_secs(10), waiting)
+        .await
+        .unwrap_or_else(|_| panic!("the waiting request did not answer when the flow finished"))
+        .unwrap_or_else(|e| panic!("waiting task: {e}"));
+    assert_eq!(r.status, StatusCode::OK);
+    assert_eq!(r.body, json!({"id": "waited", "status": "completed"}));
+
+    // A finished flow answers at once; what cannot be waited for is refused.
+    let r = app.get("/engine/flow/waited/status?wait=30s").await;
+    assert_eq!(r.body["status"], "completed");
+    let r = app.get("/engine/flow/nope/status?wait=1s").await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND);
+    for (wait, says) in [("soon", "wait:"), ("61s", "at most 60 s"), ("-5s", "wait:")] {
+        let r = app.get(&format!("/engine/flow/waited/status?wait={wait}")).await;
+        assert_eq!(r.status, StatusCode::BAD_REQUEST, "wait={wait}");
+        assert_eq!(r.content_type, "application/problem+json");
+        let detail = r.body["detail"].as_str().unwrap_or_default();
+        assert!(detail.contains(says), "wait={wait}: {detail}");
+    }
 }

@@ -20,7 +20,7 @@ use chrono::{DateTime, Utc};
 use futures::future::join_all;
 use serde_json::{json, Map, Value};
 use tartan_core::duration::{as_millis_u64, parse_duration, DurationKind};
-use tartan_core::step::WorkDefaults;
+use tartan_core::retry::{BackoffType, RetryDefaults};
 use tartan_engine::{Engine, EngineConfig};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -269,11 +269,11 @@ async fn spawn_scaled_app(backend: Backend) -> Option<ScaledApp> {
         node_id: "retries".into(),
         webhook_base_url: format!("http://{addr}"),
         step_timeout: Duration::from_secs(5),
-        work_defaults: WorkDefaults {
+        work_defaults: RetryDefaults {
             max_retries: 10,
             init_backoff_ms: 10,
             max_backoff_ms: 600,
-            backoff_type: "exponential".into(),
+            backoff_type: BackoffType::Exponential,
         },
         ..EngineConfig::default()
     };

@@ -15,7 +15,8 @@ use imbl::{OrdMap, OrdSet};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{CatalogError, ValidationError};
-use crate::step::{Step, WorkDefaults};
+use crate::retry::RetryDefaults;
+use crate::step::Step;
 
 /// Providers and consumers of one attribute.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -168,7 +169,7 @@ impl Catalog {
     pub fn check_register(
         &self,
         step: Step,
-        defaults: &WorkDefaults,
+        defaults: &RetryDefaults,
     ) -> Result<(Step, Registration), CatalogError> {
         let step = step.normalize(defaults)?;
         if let Some(old) = self.steps.get(&step.id) {
@@ -182,7 +183,7 @@ impl Catalog {
     }
 
     /// Normalise and check a replacement for an existing step.
-    pub fn check_update(&self, step: Step, defaults: &WorkDefaults) -> Result<Step, CatalogError> {
+    pub fn check_update(&self, step: Step, defaults: &RetryDefaults) -> Result<Step, CatalogError> {
         let step = step.normalize(defaults)?;
         if !self.steps.contains_key(&step.id) {
             return Err(CatalogError::NotFound(step.id));
@@ -293,8 +294,8 @@ impl<'a> Reach<'a> {
 /// The first step, in id order, at which a cycle of "needs an input provided
 /// by" closes, if there is one. Iterative depth-first search with one shared
 /// `done` set: O(steps + edges) for the whole set.
-pub fn find_cycle(steps: &BTreeMap<String, Step>) -> Option<String> {
-    let graph = attribute_graph(steps.values());
+pub fn find_cycle(steps: &BTreeMap<String, Arc<Step>>) -> Option<String> {
+    let graph = attribute_graph(steps.values().map(|s| &**s));
     let providers = |id: &str| -> Vec<&str> {
         steps
             .get(id)

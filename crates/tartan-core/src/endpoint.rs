@@ -17,7 +17,7 @@ use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 use serde_json::Value;
 use url::Url;
 
-use crate::step::Args;
+use crate::json::Args;
 
 /// Everything but RFC 3986's unreserved characters.
 const COMPONENT: &AsciiSet = &NON_ALPHANUMERIC

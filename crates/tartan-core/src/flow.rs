@@ -8,7 +8,9 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::outcome::{AttemptOutcome, FailureClass};
 use crate::plan::{ExecutionPlan, InitArgs};
+use crate::retry::{DelayParts, RetryState};
 use crate::step::Args;
 use crate::timeouts::OnTimeout;
 
@@ -148,6 +150,30 @@ pub struct FlowState {
     calls: usize,
 }
 
+impl Default for FlowState {
+    /// A flow not started yet: what `machine::Command::Start` starts from.
+    fn default() -> Self {
+        FlowState {
+            id: String::new(),
+            status: FlowStatus::Active,
+            error: None,
+            problem: None,
+            created_at: Time::MIN_UTC,
+            completed_at: None,
+            last_updated: Time::MIN_UTC,
+            deactivated_at: None,
+            deadline_at: None,
+            on_timeout: None,
+            max_step_attempts: DEFAULT_MAX_STEP_ATTEMPTS,
+            plan: std::sync::Arc::default(),
+            labels: BTreeMap::new(),
+            attributes: Attributes::new(),
+            executions: Executions::new(),
+            calls: 0,
+        }
+    }
+}
+
 /// `FlowState` as read back: the same fields, before `calls` is counted.
 #[derive(Deserialize)]
 struct StoredFlowState {
@@ -277,7 +303,7 @@ pub struct WorkState {
     /// Why the item ended without a retry: `permanent`, `max_attempts`,
     /// `deadline` or `step_limit` (docs/retries.md, "Why it stopped").
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub retry_state: Option<String>,
+    pub retry_state: Option<RetryState>,
 }
 
 fn is_zero(n: &u32) -> bool {
@@ -290,8 +316,8 @@ pub struct Attempt {
     pub number: u32,
     pub started_at: Time,
     pub ended_at: Option<Time>,
-    /// `success`, `retryable`, `permanent` or `abandoned`; absent while running.
-    pub outcome: Option<String>,
+    /// How the attempt ended; absent while running.
+    pub outcome: Option<AttemptOutcome>,
     pub http_status: Option<u16>,
     pub error: Option<String>,
     /// The response's `Retry-After`, in ms, when it had one.
@@ -299,7 +325,7 @@ pub struct Attempt {
     pub retry_after_ms: Option<u64>,
     /// The wait that followed this attempt and how it was computed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub delay: Option<Value>,
+    pub delay: Option<DelayParts>,
 }
 
 /// Every change of a flow. Field names follow Argyll's events.
@@ -308,7 +334,7 @@ pub struct Attempt {
 pub enum FlowEvent {
     FlowStarted {
         flow_id: String,
-        plan: ExecutionPlan,
+        plan: std::sync::Arc<ExecutionPlan>,
         init: InitArgs,
         #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
         labels: BTreeMap<String, String>,
@@ -353,14 +379,14 @@ pub enum FlowEvent {
         token: String,
         error: String,
         attempt: u32,
-        class: String,
+        class: FailureClass,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         http_status: Option<u16>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         retry_after_ms: Option<u64>,
         /// Why no retry follows: `permanent`, `max_attempts`, `deadline`, `step_limit`.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        retry_state: Option<String>,
+        retry_state: Option<RetryState>,
         /// The timeout problem, when the attempt timed out.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         problem: Option<Value>,
@@ -372,7 +398,7 @@ pub enum FlowEvent {
         token: String,
         error: String,
         attempt: u32,
-        class: String,
+        class: FailureClass,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         http_status: Option<u16>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -390,8 +416,8 @@ pub enum FlowEvent {
         next_retry_at: Time,
         delay_ms: u64,
         /// The delay's parts: computed backoff, cap, jitter, Retry-After floor.
-        delay: Value,
-        class: String,
+        delay: DelayParts,
+        class: FailureClass,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         http_status: Option<u16>,
     },
@@ -490,7 +516,7 @@ pub enum FlowEvent {
         token: String,
         error: String,
         attempt: u32,
-        class: String,
+        class: FailureClass,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         http_status: Option<u16>,
     },
@@ -502,8 +528,8 @@ pub enum FlowEvent {
         retry_count: u32,
         next_retry_at: Time,
         delay_ms: u64,
-        delay: Value,
-        class: String,
+        delay: DelayParts,
+        class: FailureClass,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         http_status: Option<u16>,
     },
@@ -538,9 +564,9 @@ pub enum FlowEvent {
 }
 
 impl FlowEvent {
-    /// The event's `type` as stored and shown.
     /// The work item (step id, token) whose state this event changes, for
-    /// the events of one item.
+    /// the events of one item. Every event is named: a new one does not
+    /// compile until someone decides whether it changes an item.
     pub fn work_item(&self) -> Option<(&str, &str)> {
         match self {
             FlowEvent::WorkStarted { step_id, token, .. }
@@ -556,10 +582,26 @@ impl FlowEvent {
             | FlowEvent::CompSucceeded { step_id, token, .. }
             | FlowEvent::CompFailed { step_id, token, .. }
             | FlowEvent::CompRetryScheduled { step_id, token, .. } => Some((step_id, token)),
-            _ => None,
+            // A late result changes nothing; a step's start creates items
+            // that no call has touched yet.
+            FlowEvent::WorkLateResult { .. }
+            | FlowEvent::FlowStarted { .. }
+            | FlowEvent::StepStarted { .. }
+            | FlowEvent::StepTimedOut { .. }
+            | FlowEvent::StepCancelled { .. }
+            | FlowEvent::FlowTimedOut { .. }
+            | FlowEvent::FlowCancelled { .. }
+            | FlowEvent::AttributeSet { .. }
+            | FlowEvent::StepCompleted { .. }
+            | FlowEvent::StepFailed { .. }
+            | FlowEvent::StepSkipped { .. }
+            | FlowEvent::FlowCompleted { .. }
+            | FlowEvent::FlowFailed { .. }
+            | FlowEvent::FlowDeactivated { .. } => None,
         }
     }
 
+    /// The event's `type` as stored and shown.
     pub fn type_name(&self) -> &'static str {
         match self {
             FlowEvent::FlowStarted { .. } => "flow_started",
@@ -645,13 +687,15 @@ pub enum ApplyError {
     UnknownStep(String),
     #[error("unknown work item {0}")]
     UnknownWork(String),
+    #[error("step {0} of the plan has no parsed policies (it was never normalised)")]
+    Unparsed(String),
 }
 
 impl FlowState {
     /// The state right after `flow_started`.
     pub fn started(
         flow_id: &str,
-        plan: &ExecutionPlan,
+        plan: &std::sync::Arc<ExecutionPlan>,
         init: &InitArgs,
         options: &FlowOptions,
         at: Time,
@@ -704,7 +748,7 @@ impl FlowState {
             deadline_at: options.deadline_at,
             on_timeout: options.on_timeout,
             max_step_attempts: options.max_step_attempts,
-            plan: std::sync::Arc::new(plan.clone()),
+            plan: std::sync::Arc::clone(plan),
             labels: options.labels.clone(),
             attributes,
             executions,
@@ -880,7 +924,7 @@ impl FlowState {
                 // An attempt still open here was cut off by an engine stop.
                 if let Some(open) = work.attempts.last_mut().filter(|a| a.ended_at.is_none()) {
                     open.ended_at = Some(at);
-                    open.outcome = Some("abandoned".into());
+                    open.outcome = Some(AttemptOutcome::Abandoned);
                     open.error = Some("engine stopped before the attempt finished".into());
                 }
                 work.status = WorkStatus::Active;
@@ -912,7 +956,7 @@ impl FlowState {
                 work.inactive_until = None;
                 if let Some(a) = work.attempts.last_mut() {
                     a.ended_at = Some(at);
-                    a.outcome = Some("success".into());
+                    a.outcome = Some(AttemptOutcome::Success);
                     a.http_status = *http_status;
                 }
             }
@@ -929,7 +973,7 @@ impl FlowState {
             } => {
                 let work = self.work(step_id, token)?;
                 work.status = WorkStatus::Failed;
-                work.retry_state = retry_state.clone();
+                work.retry_state = *retry_state;
                 work.completed_at = Some(at);
                 work.next_retry_at = None;
                 work.inactive_until = None;
@@ -938,7 +982,7 @@ impl FlowState {
                 // A failure decided while waiting (deadline) ends no attempt.
                 if let Some(a) = work.attempts.last_mut().filter(|a| a.ended_at.is_none()) {
                     a.ended_at = Some(at);
-                    a.outcome = Some(class.clone());
+                    a.outcome = Some((*class).into());
                     a.http_status = *http_status;
                     a.error = Some(error.clone());
                     a.retry_after_ms = *retry_after_ms;
@@ -961,7 +1005,7 @@ impl FlowState {
                 work.problem = problem.clone();
                 if let Some(a) = work.attempts.last_mut() {
                     a.ended_at = Some(at);
-                    a.outcome = Some(class.clone());
+                    a.outcome = Some((*class).into());
                     a.http_status = *http_status;
                     a.error = Some(error.clone());
                     a.retry_after_ms = *retry_after_ms;
@@ -979,7 +1023,7 @@ impl FlowState {
                 work.retry_count = *retry_count;
                 work.next_retry_at = Some(*next_retry_at);
                 if let Some(a) = work.attempts.last_mut() {
-                    a.delay = Some(delay.clone());
+                    a.delay = Some(*delay);
                 }
             }
             FlowEvent::WorkAccepted {
@@ -1015,7 +1059,7 @@ impl FlowState {
                     WorkStatus::Failed
                 };
                 // The step's total timeout is its deadline.
-                work.retry_state = Some("deadline".into());
+                work.retry_state = Some(RetryState::Deadline);
                 work.completed_at = Some(at);
                 work.next_retry_at = None;
                 work.inactive_until = None;
@@ -1023,7 +1067,7 @@ impl FlowState {
                 work.problem = Some(problem.clone());
                 if let Some(a) = work.attempts.last_mut().filter(|a| a.ended_at.is_none()) {
                     a.ended_at = Some(at);
-                    a.outcome = Some("timeout".into());
+                    a.outcome = Some(AttemptOutcome::Timeout);
                     a.error = Some(error.clone());
                 }
             }
@@ -1040,7 +1084,7 @@ impl FlowState {
                 work.inactive_until = None;
                 if let Some(a) = work.attempts.last_mut().filter(|a| a.ended_at.is_none()) {
                     a.ended_at = Some(at);
-                    a.outcome = Some("cancelled".into());
+                    a.outcome = Some(AttemptOutcome::Cancelled);
                     a.error = Some(reason.clone());
                 }
             }
@@ -1113,7 +1157,7 @@ impl FlowState {
                 // A compensation call still open here was cut off by an engine stop.
                 if let Some(open) = work.compensation.last_mut().filter(|a| a.ended_at.is_none()) {
                     open.ended_at = Some(at);
-                    open.outcome = Some("abandoned".into());
+                    open.outcome = Some(AttemptOutcome::Abandoned);
                     open.error = Some("engine stopped before the call finished".into());
                 }
                 work.compensation.push(Attempt {
@@ -1132,7 +1176,7 @@ impl FlowState {
                 work.status = WorkStatus::Compensated;
                 if let Some(a) = work.compensation.last_mut() {
                     a.ended_at = Some(at);
-                    a.outcome = Some("success".into());
+                    a.outcome = Some(AttemptOutcome::Success);
                 }
             }
             FlowEvent::CompFailed {
@@ -1149,7 +1193,7 @@ impl FlowState {
                 work.error = Some(error.clone());
                 if let Some(a) = work.compensation.last_mut().filter(|a| a.ended_at.is_none()) {
                     a.ended_at = Some(at);
-                    a.outcome = Some(class.clone());
+                    a.outcome = Some((*class).into());
                     a.http_status = *http_status;
                     a.error = Some(error.clone());
                 }
@@ -1168,10 +1212,10 @@ impl FlowState {
                 work.next_retry_at = Some(*next_retry_at);
                 if let Some(a) = work.compensation.last_mut() {
                     a.ended_at = Some(at);
-                    a.outcome = Some(class.clone());
+                    a.outcome = Some((*class).into());
                     a.http_status = *http_status;
                     a.error = Some(error.clone());
-                    a.delay = Some(delay.clone());
+                    a.delay = Some(*delay);
                 }
             }
             FlowEvent::StepFailed {

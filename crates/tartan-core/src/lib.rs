@@ -5,6 +5,8 @@
 //! function of its arguments, so it is where the property and table tests live.
 //!
 //! # Layout
+//! From the leaves up (a module uses only those above it):
+//! - `json`: named JSON values, and how a value's kind is named.
 //! - `ids`: step and flow id sanitising.
 //! - `step`: step definitions and their validation.
 //! - `catalog`: rules across steps (attribute graph, type conflicts, cycles).
@@ -29,6 +31,7 @@ pub mod error;
 pub mod flow;
 pub mod hosts;
 pub mod ids;
+pub mod json;
 pub mod machine;
 pub mod nesting;
 pub mod outcome;

@@ -1,49 +1,160 @@
 //! Classification of one attempt's HTTP outcome (docs/retries.md): success,
 //! retryable or permanent, with the error text a person reads.
 
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::machine::AttemptResult;
-use crate::step::Args;
+use crate::json::{json_kind, Args};
+use crate::retry::RetryPolicy;
+use crate::timeouts::TimeoutScope;
 
-pub const SUCCESS: &str = "success";
-pub const RETRYABLE: &str = "retryable";
-pub const PERMANENT: &str = "permanent";
-
-/// Statuses retried by default: any 5xx, 408, 425 and 429.
-pub fn default_retryable(status: u16) -> bool {
-    (500..600).contains(&status) || matches!(status, 408 | 425 | 429)
+/// How one attempt ended, as the dispatcher saw it; the step's policy
+/// classifies a failure ([`classify`]).
+#[derive(Debug, Clone, PartialEq)]
+pub enum AttemptResult {
+    /// 2xx with an object (or nothing): the response's keys.
+    Success { outputs: Args, http_status: Option<u16> },
+    /// The call was aborted by a timeout of this scope.
+    TimedOut {
+        scope: TimeoutScope,
+        limit_ms: u64,
+        elapsed_ms: u64,
+    },
+    /// Anything else.
+    Failure {
+        cause: FailureCause,
+        error: String,
+        retry_after_ms: Option<u64>,
+    },
 }
 
-/// Classify a complete HTTP response.
+/// What made an attempt fail, before any policy is applied.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FailureCause {
+    /// The step answered with this status; a 2xx here had a body that
+    /// could not be taken as outputs.
+    Status(u16),
+    /// No answer: refused, reset, cut off.
+    Transport,
+    /// Not sent: the rules on where steps may call refused it.
+    Refused,
+    /// An async step reported a failure without a status.
+    Reported,
+}
+
+impl FailureCause {
+    pub fn http_status(self) -> Option<u16> {
+        match self {
+            FailureCause::Status(s) => Some(s),
+            FailureCause::Transport | FailureCause::Refused | FailureCause::Reported => None,
+        }
+    }
+}
+
+/// Whether a failed attempt may be retried (docs/retries.md,
+/// "Classification"). The wire strings are `retryable` and `permanent`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FailureClass {
+    Retryable,
+    Permanent,
+}
+
+impl FailureClass {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FailureClass::Retryable => "retryable",
+            FailureClass::Permanent => "permanent",
+        }
+    }
+}
+
+/// How one attempt ended, as its record shows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AttemptOutcome {
+    Success,
+    Retryable,
+    Permanent,
+    /// Ended by the step's total timeout.
+    Timeout,
+    /// Its flow was cancelled or timed out while it ran.
+    Cancelled,
+    /// Cut off by a restart or a lease takeover.
+    Abandoned,
+}
+
+impl AttemptOutcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AttemptOutcome::Success => "success",
+            AttemptOutcome::Retryable => "retryable",
+            AttemptOutcome::Permanent => "permanent",
+            AttemptOutcome::Timeout => "timeout",
+            AttemptOutcome::Cancelled => "cancelled",
+            AttemptOutcome::Abandoned => "abandoned",
+        }
+    }
+}
+
+impl From<FailureClass> for AttemptOutcome {
+    fn from(class: FailureClass) -> Self {
+        match class {
+            FailureClass::Retryable => AttemptOutcome::Retryable,
+            FailureClass::Permanent => AttemptOutcome::Permanent,
+        }
+    }
+}
+
+/// The one place a failure is classified: a status by the step's
+/// `retry_on` (a 2xx that failed had an unreadable body: permanent), no
+/// answer and timeouts are retryable, a refused call or a reported failure
+/// without a status is permanent.
+pub fn classify(cause: FailureCause, policy: &RetryPolicy) -> FailureClass {
+    let retryable = match cause {
+        FailureCause::Status(s) if (200..300).contains(&s) => false,
+        FailureCause::Status(s) => policy.retries_status(s),
+        FailureCause::Transport => true,
+        FailureCause::Refused | FailureCause::Reported => false,
+    };
+    if retryable {
+        FailureClass::Retryable
+    } else {
+        FailureClass::Permanent
+    }
+}
+
+/// Read a complete HTTP response: outputs, or a failure with the error text
+/// a person reads.
 pub fn classify_response(status: u16, content_type: Option<&str>, body: &[u8]) -> AttemptResult {
     if (200..300).contains(&status) {
-        return classify_success_body(status, body);
+        return read_success_body(status, body);
     }
-    let class = if default_retryable(status) {
-        RETRYABLE
-    } else {
-        PERMANENT
-    };
     AttemptResult::Failure {
-        class: class.into(),
+        cause: FailureCause::Status(status),
         error: error_text(status, content_type, body),
-        http_status: Some(status),
         retry_after_ms: None,
     }
 }
 
-/// A transport failure (refused, reset, timeout, body cut off) is retryable.
+/// A transport failure (refused, reset, timeout, body cut off).
 pub fn classify_transport(error: String) -> AttemptResult {
     AttemptResult::Failure {
-        class: RETRYABLE.into(),
+        cause: FailureCause::Transport,
         error,
-        http_status: None,
         retry_after_ms: None,
     }
 }
 
-fn classify_success_body(status: u16, body: &[u8]) -> AttemptResult {
+fn unreadable(status: u16, error: String) -> AttemptResult {
+    AttemptResult::Failure {
+        cause: FailureCause::Status(status),
+        error,
+        retry_after_ms: None,
+    }
+}
+
+fn read_success_body(status: u16, body: &[u8]) -> AttemptResult {
     let trimmed = body.trim_ascii();
     if trimmed.is_empty() {
         return AttemptResult::Success {
@@ -53,12 +164,10 @@ fn classify_success_body(status: u16, body: &[u8]) -> AttemptResult {
     }
     // Outputs become flow state: refuse what could not be read back.
     if crate::nesting::is_too_deep(trimmed) {
-        return AttemptResult::Failure {
-            class: PERMANENT.into(),
-            error: format!("invalid step response: {}", crate::nesting::too_deep_message()),
-            http_status: Some(status),
-            retry_after_ms: None,
-        };
+        return unreadable(
+            status,
+            format!("invalid step response: {}", crate::nesting::too_deep_message()),
+        );
     }
     match serde_json::from_slice::<Value>(trimmed) {
         Ok(Value::Object(outputs)) => AttemptResult::Success {
@@ -69,33 +178,14 @@ fn classify_success_body(status: u16, body: &[u8]) -> AttemptResult {
             outputs: Args::new(),
             http_status: Some(status),
         },
-        Ok(other) => AttemptResult::Failure {
-            class: PERMANENT.into(),
-            error: format!(
+        Ok(other) => unreadable(
+            status,
+            format!(
                 "invalid step response: expected a JSON object, got {}",
                 json_kind(&other)
             ),
-            http_status: Some(status),
-            retry_after_ms: None,
-        },
-        Err(e) => AttemptResult::Failure {
-            class: PERMANENT.into(),
-            error: format!("invalid step response: {e}"),
-            http_status: Some(status),
-            retry_after_ms: None,
-        },
-    }
-}
-
-/// "a string", "an array", ... for messages about a JSON value.
-pub(crate) fn json_kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
+        ),
+        Err(e) => unreadable(status, format!("invalid step response: {e}")),
     }
 }
 
@@ -146,13 +236,25 @@ fn reason_phrase(status: u16) -> &'static str {
 mod tests {
     use super::*;
 
-    fn class(r: &AttemptResult) -> &str {
-        match r {
-            AttemptResult::Success { .. } => SUCCESS,
-            AttemptResult::Failure { class, .. } => class,
-            AttemptResult::TimedOut { .. } => RETRYABLE,
+    fn default_policy() -> RetryPolicy {
+        match crate::retry::RetryDefaults::default().policy() {
+            Ok(p) => p,
+            Err(e) => panic!("the default policy is invalid: {e}"),
         }
     }
+
+    /// The class under the default policy, or `success`.
+    fn class(r: &AttemptResult) -> &'static str {
+        match r {
+            AttemptResult::Success { .. } => "success",
+            AttemptResult::Failure { cause, .. } => classify(*cause, &default_policy()).as_str(),
+            AttemptResult::TimedOut { .. } => "retryable",
+        }
+    }
+
+    const SUCCESS: &str = "success";
+    const RETRYABLE: &str = "retryable";
+    const PERMANENT: &str = "permanent";
 
     #[test]
     fn two_hundreds_with_objects_empty_or_null_succeed() {
@@ -171,9 +273,10 @@ mod tests {
     #[test]
     fn outputs_nested_too_deeply_are_permanent_and_say_so() {
         let deep = format!(r#"{{"out":{}1{}}}"#, "[".repeat(64), "]".repeat(64));
-        match classify_response(200, None, deep.as_bytes()) {
-            AttemptResult::Failure { class, error, .. } => {
-                assert_eq!(class, PERMANENT);
+        let r = classify_response(200, None, deep.as_bytes());
+        assert_eq!(class(&r), PERMANENT);
+        match r {
+            AttemptResult::Failure { error, .. } => {
                 assert!(error.contains("nested deeper than 64 levels"), "{error}");
             }
             other => panic!("accepted: {other:?}"),
@@ -193,5 +296,16 @@ mod tests {
         assert_eq!(class(&classify_response(503, None, b"")), RETRYABLE);
         assert_eq!(class(&classify_response(429, None, b"")), RETRYABLE);
         assert_eq!(class(&classify_response(418, None, b"")), PERMANENT);
+    }
+
+    #[test]
+    fn no_answer_is_retryable_and_a_refused_call_is_not() {
+        let policy = default_policy();
+        assert_eq!(
+            classify(FailureCause::Transport, &policy),
+            FailureClass::Retryable
+        );
+        assert_eq!(classify(FailureCause::Refused, &policy), FailureClass::Permanent);
+        assert_eq!(classify(FailureCause::Reported, &policy), FailureClass::Permanent);
     }
 }

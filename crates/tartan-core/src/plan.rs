@@ -3,25 +3,65 @@
 //! included; a goal whose outputs the initial inputs already hold is not run.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
 use crate::catalog::{AttributeGraph, Catalog};
 use crate::error::PlanError;
+use crate::retry::RetryDefaults;
 use crate::step::AttributeSpec;
 use crate::step::{Collect, Step};
 
 /// Initial values: each attribute maps to the list of its values.
 pub type InitArgs = BTreeMap<String, Vec<serde_json::Value>>;
 
-/// The compiled plan of a flow, in Argyll's shape.
+/// The compiled plan of a flow, in Argyll's shape. Its steps carry their
+/// typed policies: a plan read back from storage parses them again, once.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "StoredPlan")]
 pub struct ExecutionPlan {
     pub goals: Vec<String>,
     pub required: Vec<String>,
-    pub steps: BTreeMap<String, Step>,
+    /// Shared with the catalog: a plan copies no step definition.
+    pub steps: BTreeMap<String, Arc<Step>>,
     pub attributes: AttributeGraph,
     pub excluded: ExcludedSteps,
+}
+
+/// A plan as stored, before its steps' policies are parsed.
+#[derive(Deserialize)]
+struct StoredPlan {
+    goals: Vec<String>,
+    required: Vec<String>,
+    steps: BTreeMap<String, Step>,
+    attributes: AttributeGraph,
+    excluded: ExcludedSteps,
+}
+
+impl TryFrom<StoredPlan> for ExecutionPlan {
+    type Error = String;
+
+    fn try_from(p: StoredPlan) -> Result<Self, String> {
+        let steps = p
+            .steps
+            .into_iter()
+            .map(|(id, step)| {
+                // The stored work_config is explicit: the defaults fill nothing.
+                let step = step
+                    .with_effective_retry(&RetryDefaults::default())
+                    .map_err(|e| format!("stored step {id}: {e}"))?;
+                Ok((id, Arc::new(step)))
+            })
+            .collect::<Result<_, String>>()?;
+        Ok(ExecutionPlan {
+            goals: p.goals,
+            required: p.required,
+            steps,
+            attributes: p.attributes,
+            excluded: p.excluded,
+        })
+    }
 }
 
 /// Steps met while tracing dependencies that the plan does not run.
@@ -316,7 +356,7 @@ impl Builder<'_> {
         let mut steps = BTreeMap::new();
         let mut attributes: AttributeGraph = BTreeMap::new();
         for id in &self.included {
-            if let Some(step) = self.catalog.get(id) {
+            if let Some(step) = self.catalog.steps().get(id) {
                 for (name, _) in step.outputs() {
                     attributes
                         .entry(name.clone())
@@ -324,7 +364,7 @@ impl Builder<'_> {
                         .providers
                         .push(id.clone());
                 }
-                steps.insert(id.clone(), step.clone());
+                steps.insert(id.clone(), Arc::clone(step));
             }
         }
         for step in steps.values() {

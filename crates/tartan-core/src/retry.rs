@@ -32,8 +32,7 @@ use serde_json::{Map, Value};
 
 use crate::duration::{as_millis_u64, parse_duration, DurationKind};
 use crate::error::ValidationError;
-use crate::outcome::json_kind;
-use crate::step::WorkDefaults;
+use crate::json::json_kind;
 
 /// `max_backoff_ms` of a policy whose delays are not capped.
 pub const NO_CAP: u64 = u64::MAX;
@@ -268,18 +267,35 @@ impl Default for RetryDefaults {
 }
 
 impl RetryDefaults {
-    /// The same defaults from the step module's string-typed form.
-    pub fn from_work_defaults(d: &WorkDefaults) -> Result<Self, ValidationError> {
-        let backoff_type = d
-            .backoff_type
-            .parse()
-            .map_err(|e: String| ValidationError::new("backoff_type", e))?;
-        Ok(Self {
-            max_retries: d.max_retries,
-            init_backoff_ms: d.init_backoff_ms,
-            max_backoff_ms: d.max_backoff_ms,
-            backoff_type,
-        })
+    /// The policy of a step that gives no retry fields.
+    pub fn policy(&self) -> Result<RetryPolicy, ValidationError> {
+        from_work_config(None, self)
+    }
+}
+
+/// Why a failed work item was not retried (docs/retries.md, "Why it
+/// stopped"); the wire strings are the snake_case names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RetryState {
+    /// The failure was permanent.
+    Permanent,
+    /// The step's attempts were used up.
+    MaxAttempts,
+    /// The next attempt would start after a budget or deadline.
+    Deadline,
+    /// The flow's `max_step_attempts` was reached.
+    StepLimit,
+}
+
+impl RetryState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RetryState::Permanent => "permanent",
+            RetryState::MaxAttempts => "max_attempts",
+            RetryState::Deadline => "deadline",
+            RetryState::StepLimit => "step_limit",
+        }
     }
 }
 

@@ -6,6 +6,7 @@
 //! as integers.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
@@ -18,8 +19,7 @@ use crate::ids::{is_dot_id, sanitize_id};
 use crate::retry::{RetryDefaults, RetryPolicy};
 use crate::timeouts::TimeoutPolicy;
 
-/// A JSON object of named values (inputs, outputs).
-pub type Args = serde_json::Map<String, Value>;
+pub use crate::json::Args;
 
 /// A registered step: an HTTP endpoint with declared inputs and outputs.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -66,6 +66,29 @@ pub struct Step {
     /// `effective_retry`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub effective_timeouts: Option<Value>,
+    /// The retry and timeout policies as typed values, parsed once when
+    /// the step is normalised or read back (`with_effective_retry`), never
+    /// per decision. Not part of the JSON.
+    #[serde(skip)]
+    policies: Parsed,
+}
+
+/// A step's policies, typed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StepPolicies {
+    pub retry: RetryPolicy,
+    pub timeouts: TimeoutPolicy,
+}
+
+/// The parsed policies beside the JSON they come from. Equal whenever the
+/// JSON is: two steps compare by what they say, not by what was derived.
+#[derive(Debug, Clone, Default)]
+struct Parsed(Option<Arc<StepPolicies>>);
+
+impl PartialEq for Parsed {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
 }
 
 /// How a step is called over HTTP.
@@ -191,26 +214,6 @@ pub enum Collect {
     All,
     Some,
     None,
-}
-
-/// The global retry defaults filled into every step's `work_config`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct WorkDefaults {
-    pub max_retries: i64,
-    pub init_backoff_ms: u64,
-    pub max_backoff_ms: u64,
-    pub backoff_type: String,
-}
-
-impl Default for WorkDefaults {
-    fn default() -> Self {
-        Self {
-            max_retries: 10,
-            init_backoff_ms: 1000,
-            max_backoff_ms: 60_000,
-            backoff_type: "exponential".into(),
-        }
-    }
 }
 
 pub const STEP_SYNC: &str = "sync";
@@ -522,7 +525,7 @@ impl Step {
 
     /// Sanitise the id, fill the HTTP method and the global work defaults, then
     /// validate. The result is what gets stored and compared.
-    pub fn normalize(mut self, defaults: &WorkDefaults) -> Result<Step, ValidationError> {
+    pub fn normalize(mut self, defaults: &RetryDefaults) -> Result<Step, ValidationError> {
         self.id = sanitize_id(&self.id);
         if let Some(h) = &mut self.http {
             if h.method.is_empty() {
@@ -534,7 +537,7 @@ impl Step {
         if self.retry.as_ref().is_some_and(|r| !r.is_null()) {
             // The dialect carries the whole policy: no defaults are mixed in.
             self.work_config = Some(work);
-            return self.with_effective_retry(&RetryDefaults::from_work_defaults(defaults)?);
+            return self.with_effective_retry(defaults);
         }
         // `max_attempts` given alone fixes the retries too (they must agree);
         // `max_attempts: 1` (no retry) has no `max_retries` form, as 0 there
@@ -557,7 +560,7 @@ impl Step {
             work.max_backoff = defaults.max_backoff_ms;
         }
         if work.backoff_type.is_empty() {
-            work.backoff_type = defaults.backoff_type.clone();
+            work.backoff_type = defaults.backoff_type.as_str().to_string();
         }
         if work.max_backoff < work.init_backoff {
             return Err(ValidationError::new(
@@ -566,15 +569,13 @@ impl Step {
             ));
         }
         self.work_config = Some(work);
-        self.with_effective_retry(&RetryDefaults::from_work_defaults(defaults)?)
+        self.with_effective_retry(defaults)
     }
 
-    /// The step's normalised timeouts (the attempt timeout may come from
-    /// `http.timeout`, `timeouts` or a Serverless Workflow retry policy).
-    pub fn timeout_policy(&self) -> Result<TimeoutPolicy, ValidationError> {
-        let http_ms = self.http.as_ref().map(|h| h.timeout).unwrap_or(0);
-        let sw_attempt = self.retry_policy()?.attempt_timeout_ms;
-        TimeoutPolicy::from_step(self.timeouts.as_ref(), http_ms, sw_attempt)
+    /// The step's typed policies: parsed when it was normalised or read
+    /// back. `None` for a step that went through neither.
+    pub fn policies(&self) -> Option<&StepPolicies> {
+        self.policies.0.as_deref()
     }
 
     /// `work_config` as JSON, the form `crate::retry` reads.
@@ -586,27 +587,25 @@ impl Step {
             .map_err(|e| ValidationError::new("work_config", e.to_string()))
     }
 
-    /// The step's normalised retry policy.
-    pub fn retry_policy(&self) -> Result<RetryPolicy, ValidationError> {
-        let work = self.work_config_json()?;
-        RetryPolicy::from_step(work.as_ref(), self.retry.as_ref(), &RetryDefaults::default())
-    }
-
-    /// Validate the retry policy and show it as `effective_retry`. Also used
-    /// for steps loaded from storage, where the read-only field is absent.
+    /// Parse the retry and timeout policies (the attempt timeout may come
+    /// from `http.timeout`, `timeouts` or a Serverless Workflow retry
+    /// policy), keep them typed, and show them as `effective_retry` and
+    /// `effective_timeouts`. Also used for steps loaded from storage, where
+    /// the read-only fields are absent.
     pub fn with_effective_retry(mut self, defaults: &RetryDefaults) -> Result<Step, ValidationError> {
         let work = self.work_config_json()?;
-        let policy = RetryPolicy::from_step(work.as_ref(), self.retry.as_ref(), defaults)?;
+        let retry = RetryPolicy::from_step(work.as_ref(), self.retry.as_ref(), defaults)?;
+        let http_ms = self.http.as_ref().map(|h| h.timeout).unwrap_or(0);
+        let timeouts = TimeoutPolicy::from_step(self.timeouts.as_ref(), http_ms, retry.attempt_timeout_ms)?;
         self.effective_retry = Some(
-            serde_json::to_value(&policy)
+            serde_json::to_value(&retry)
                 .map_err(|e| ValidationError::new("effective_retry", e.to_string()))?,
         );
-        let http_ms = self.http.as_ref().map(|h| h.timeout).unwrap_or(0);
-        let timeouts = TimeoutPolicy::from_step(self.timeouts.as_ref(), http_ms, policy.attempt_timeout_ms)?;
         self.effective_timeouts = Some(
             serde_json::to_value(&timeouts)
                 .map_err(|e| ValidationError::new("effective_timeouts", e.to_string()))?,
         );
+        self.policies = Parsed(Some(Arc::new(StepPolicies { retry, timeouts })));
         Ok(self)
     }
 

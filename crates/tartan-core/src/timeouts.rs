@@ -36,7 +36,7 @@ use serde_json::{json, Map, Value};
 
 use crate::duration::{as_millis_u64, parse_duration, DurationKind};
 use crate::error::ValidationError;
-use crate::outcome::json_kind;
+use crate::json::json_kind;
 
 /// The problem `type` of every timeout (Serverless Workflow's timeout error).
 pub const TIMEOUT_PROBLEM_TYPE: &str = "https://serverlessworkflow.io/spec/1.0.0/errors/timeout";

@@ -13,10 +13,11 @@ use std::collections::BTreeMap;
 use common::{chain_def, goals, normalized, step};
 use tartan_core::catalog::{Catalog, Registration};
 use tartan_core::error::CatalogError;
-use tartan_core::flow::{FlowOptions, FlowStatus};
-use tartan_core::machine::{self, AttemptResult, Context};
+use tartan_core::flow::{FlowOptions, FlowState, FlowStatus};
+use tartan_core::machine::{self, AttemptResult, Command, Context};
 use tartan_core::plan::{build_plan, start_plan, InitArgs, PlanMode};
-use tartan_core::step::{Args, Step, WorkDefaults};
+use tartan_core::retry::RetryDefaults;
+use tartan_core::step::{Args, Step};
 
 const SMALL_STACK: usize = 256 * 1024;
 
@@ -88,7 +89,7 @@ fn a_100_000_step_chain_plans_and_is_checked_for_cycles_on_a_small_stack() {
 
         // Closing the chain into a loop is refused.
         let started = Instant::now();
-        let defaults = WorkDefaults::default();
+        let defaults = RetryDefaults::default();
         let closing = chain_def("loop", &[&format!("a{}", N - 1)], &["a0"]);
         match catalog.check_register(step(closing), &defaults) {
             Err(CatalogError::Invalid(e)) => assert!(e.message.contains("circular dependency"), "{e}"),
@@ -110,7 +111,7 @@ fn a_100_000_step_chain_plans_and_is_checked_for_cycles_on_a_small_stack() {
 fn a_chain_registered_backwards_is_as_cheap_and_still_refuses_a_loop() {
     const N: usize = 20_000;
     on_small_stack(|| {
-        let defaults = WorkDefaults::default();
+        let defaults = RetryDefaults::default();
         let mut catalog = Catalog::default();
         for i in (0..N).rev() {
             let (s, _) = catalog
@@ -161,7 +162,13 @@ fn a_flow_over_a_10_000_step_chain_runs_to_completion() {
             max_step_attempts: 100_000,
             ..FlowOptions::default()
         };
-        let mut tx = machine::start_flow("long", plan, InitArgs::new(), options, &mut ctx).unwrap();
+        let start = Command::Start {
+            flow_id: "long".into(),
+            plan,
+            init: InitArgs::new(),
+            options,
+        };
+        let mut tx = machine::apply(FlowState::default(), start, &mut ctx).unwrap();
         for i in 0..N {
             let calls = tx.dispatches();
             assert_eq!(calls.len(), 1, "link {i}: one call at a time");
@@ -173,7 +180,13 @@ fn a_flow_over_a_10_000_step_chain_runs_to_completion() {
                 outputs,
                 http_status: Some(200),
             };
-            tx = machine::record_result(tx.state, &call.step_id, &call.token, 1, result, &mut ctx).unwrap();
+            let record = Command::Record {
+                step_id: call.step_id.clone(),
+                token: call.token.clone(),
+                attempt: 1,
+                result,
+            };
+            tx = machine::apply(tx.state, record, &mut ctx).unwrap();
         }
         assert_eq!(tx.state.status, FlowStatus::Completed);
         assert!(tx.dispatches().is_empty());

@@ -1,4 +1,4 @@
-//! The flow state machine (`start_flow`, `record_result`, `redispatch`) and
+//! The flow state machine (`apply` with `Start`, `Record`, `Redispatch`) and
 //! the event log it writes (`FlowState::replay`, `FlowEvent` round trips),
 //! with a fixed clock and counted receipt tokens.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -13,9 +13,8 @@ use tartan_core::flow::{
     ApplyError, AttributeValue, FlowEvent, FlowOptions, FlowState, FlowStatus, StepStatus, Time, WorkState,
     WorkStatus,
 };
-use tartan_core::machine::{
-    record_result, redispatch, start_flow, AttemptResult, Context, Dispatch, Transition,
-};
+use tartan_core::machine::{apply, AttemptResult, Command, Context, Dispatch, Effect, Transition, Wake};
+use tartan_core::outcome::{AttemptOutcome, FailureCause};
 use tartan_core::plan::{start_plan, InitArgs};
 use tartan_core::step::Args;
 
@@ -43,9 +42,8 @@ fn ok(outputs: Value) -> AttemptResult {
 
 fn permanent(status: u16, error: &str) -> AttemptResult {
     AttemptResult::Failure {
-        class: "permanent".into(),
+        cause: FailureCause::Status(status),
         error: error.into(),
-        http_status: Some(status),
         retry_after_ms: None,
     }
 }
@@ -95,7 +93,13 @@ impl Run {
         };
         let mut tokens = 0;
         let tx = with_context(&mut tokens, at, |ctx| {
-            start_flow(FLOW, plan, init, FlowOptions::default(), ctx)
+            let start = Command::Start {
+                flow_id: FLOW.into(),
+                plan,
+                init,
+                options: FlowOptions::default(),
+            };
+            apply(FlowState::default(), start, ctx)
         })
         .unwrap();
         let mut run = Run {
@@ -117,7 +121,13 @@ impl Run {
     ) -> Result<Transition, ApplyError> {
         let state = self.state.clone();
         let tx = with_context(&mut self.tokens, at, |ctx| {
-            record_result(state, step, token, attempt, result, ctx)
+            let record = Command::Record {
+                step_id: step.into(),
+                token: token.into(),
+                attempt,
+                result,
+            };
+            apply(state, record, ctx)
         })?;
         self.absorb(&tx);
         Ok(tx)
@@ -139,7 +149,11 @@ impl Run {
 
     fn redispatch(&mut self, step: &str, token: &str, at: Time) -> Transition {
         let state = self.state.clone();
-        let tx = with_context(&mut self.tokens, at, |ctx| redispatch(state, step, token, ctx)).unwrap();
+        let redispatch = Command::Redispatch {
+            step_id: step.into(),
+            token: token.into(),
+        };
+        let tx = with_context(&mut self.tokens, at, |ctx| apply(state, redispatch, ctx)).unwrap();
         self.absorb(&tx);
         tx
     }
@@ -344,7 +358,10 @@ fn a_successful_result_sets_the_mapped_outputs_with_their_provenance() {
     let work = run.work("a");
     assert_eq!(work.status, WorkStatus::Succeeded);
     assert_eq!(work.outputs, Some(args(json!({ "xOut": 5, "extra": true }))));
-    assert_eq!(work.attempts[0].outcome.as_deref(), Some("success"));
+    assert_eq!(
+        work.attempts[0].outcome.map(AttemptOutcome::as_str),
+        Some("success")
+    );
     assert_eq!(work.attempts[0].http_status, Some(200));
     assert_eq!(work.attempts[0].ended_at, Some(t(2)));
 }
@@ -400,7 +417,7 @@ fn a_permanent_failure_of_a_goal_fails_the_flow_and_deactivates_it() {
     );
     assert_eq!(run.state.deactivated_at, Some(t(1)));
     let attempt = &run.work("g").attempts[0];
-    assert_eq!(attempt.outcome.as_deref(), Some("permanent"));
+    assert_eq!(attempt.outcome.map(AttemptOutcome::as_str), Some("permanent"));
     assert_eq!(attempt.http_status, Some(400));
     assert_eq!(attempt.error.as_deref(), Some("no such order"));
 }
@@ -611,7 +628,10 @@ fn redispatching_an_active_item_starts_the_next_attempt_with_the_same_token() {
     assert_eq!(work.attempts.len(), 2);
     assert_eq!(work.attempts[0].number, 1);
     assert_eq!(work.attempts[0].ended_at, Some(t(30)));
-    assert_eq!(work.attempts[0].outcome.as_deref(), Some("abandoned"));
+    assert_eq!(
+        work.attempts[0].outcome.map(AttemptOutcome::as_str),
+        Some("abandoned")
+    );
     assert_eq!(work.attempts[1].number, 2);
     assert_eq!(work.attempts[1].started_at, t(30));
     assert_eq!(work.attempts[1].outcome, None);
@@ -777,4 +797,214 @@ fn event_data_carries_no_type_tag() {
     assert_eq!(data["token"], json!("tok-1"));
     assert_eq!(data["attempt"], json!(1));
     assert!(data.get("type").is_none());
+}
+
+// ---------------------------------------------------------------------------
+// Effects: what a decision asks of the engine, derived with its events
+
+fn call(step: &str, token: &str, attempt: u32) -> Effect {
+    Effect::Call(dispatch(step, token, attempt))
+}
+
+fn touch(step: &str, token: &str) -> Effect {
+    Effect::Touch {
+        step_id: step.into(),
+        token: token.into(),
+    }
+}
+
+fn retryable(status: u16) -> AttemptResult {
+    AttemptResult::Failure {
+        cause: FailureCause::Status(status),
+        error: format!("HTTP {status}"),
+        retry_after_ms: None,
+    }
+}
+
+impl Run {
+    fn decide(&mut self, command: Command, at: Time) -> Transition {
+        let state = self.state.clone();
+        let tx = with_context(&mut self.tokens, at, |ctx| apply(state, command, ctx)).unwrap();
+        self.absorb(&tx);
+        tx
+    }
+}
+
+#[test]
+fn a_start_calls_the_ready_step_and_writes_its_item() {
+    let (_, tx) = start_chain();
+    assert_eq!(tx.effects, [touch("a", "tok-1"), call("a", "tok-1", 1)]);
+}
+
+#[test]
+fn a_start_with_a_deadline_arms_it() {
+    let plan = start_plan(&chain(), &goals(&["c"]), &init(&[("in", json!(1))])).unwrap();
+    let options = FlowOptions {
+        deadline_at: Some(t(60)),
+        ..FlowOptions::default()
+    };
+    let mut tokens = 0;
+    let tx = with_context(&mut tokens, t(0), |ctx| {
+        let start = Command::Start {
+            flow_id: FLOW.into(),
+            plan,
+            init: init(&[("in", json!(1))]),
+            options,
+        };
+        apply(FlowState::default(), start, ctx)
+    })
+    .unwrap();
+    assert_eq!(
+        tx.effects[0],
+        Effect::Arm {
+            wake: Wake::Deadline,
+            at: t(60)
+        }
+    );
+    assert_eq!(tx.dispatches(), [dispatch("a", "tok-1", 1)]);
+}
+
+#[test]
+fn starting_a_started_flow_is_refused() {
+    let (run, _) = start_chain();
+    let plan = start_plan(&chain(), &goals(&["c"]), &InitArgs::new());
+    let mut tokens = 0;
+    let again = with_context(&mut tokens, t(1), |ctx| {
+        let start = Command::Start {
+            flow_id: FLOW.into(),
+            plan: plan.unwrap_or_default(),
+            init: InitArgs::new(),
+            options: FlowOptions::default(),
+        };
+        apply(run.state.clone(), start, ctx)
+    });
+    assert!(matches!(again, Err(ApplyError::AlreadyStarted)), "{again:?}");
+}
+
+#[test]
+fn a_retryable_failure_arms_the_retry_and_calls_nothing() {
+    let (mut run, _) = start_chain();
+    let tx = run.record("a", "tok-1", 1, retryable(503), t(1));
+    let FlowEvent::WorkRetryScheduled { next_retry_at, .. } = &tx.events[1] else {
+        panic!("no retry scheduled: {:?}", types(&tx));
+    };
+    assert_eq!(
+        tx.effects,
+        [
+            touch("a", "tok-1"),
+            Effect::Arm {
+                wake: Wake::Retry {
+                    step_id: "a".into(),
+                    token: "tok-1".into()
+                },
+                at: *next_retry_at
+            }
+        ]
+    );
+    let due = run.decide(
+        Command::RetryDue {
+            step_id: "a".into(),
+            token: "tok-1".into(),
+        },
+        *next_retry_at,
+    );
+    assert_eq!(due.effects, [touch("a", "tok-1"), call("a", "tok-1", 2)]);
+}
+
+#[test]
+fn a_retry_that_is_not_due_yet_does_nothing() {
+    let (mut run, _) = start_chain();
+    run.record("a", "tok-1", 1, retryable(503), t(1));
+    let early = run.decide(
+        Command::RetryDue {
+            step_id: "a".into(),
+            token: "tok-1".into(),
+        },
+        t(1),
+    );
+    assert!(early.events.is_empty() && early.effects.is_empty());
+}
+
+#[test]
+fn the_last_result_finishes_the_flow() {
+    let (mut run, _) = start_chain();
+    run.record("a", "tok-1", 1, ok(json!({ "x": 1 })), t(1));
+    run.record("b", "tok-2", 1, ok(json!({ "y": 2 })), t(2));
+    let tx = run.record("c", "tok-3", 1, ok(json!({ "z": 3 })), t(3));
+    assert_eq!(
+        tx.effects,
+        [touch("c", "tok-3"), Effect::Finished(FlowStatus::Completed)]
+    );
+}
+
+#[test]
+fn cancelling_aborts_the_call_in_flight_and_finishes_the_flow() {
+    let (mut run, _) = start_chain();
+    let tx = run.decide(
+        Command::Stop(tartan_core::machine::Stop::Cancel("by test".into())),
+        t(1),
+    );
+    assert_eq!(
+        tx.effects,
+        [
+            touch("a", "tok-1"),
+            Effect::Abort {
+                step_id: "a".into(),
+                token: "tok-1".into()
+            },
+            Effect::Finished(FlowStatus::Cancelled)
+        ]
+    );
+}
+
+#[test]
+fn a_call_stopped_in_the_decision_that_made_it_is_never_made() {
+    let (run, started) = start_chain();
+    let mut merged = started;
+    let mut tokens = run.tokens;
+    let stopped = with_context(&mut tokens, t(0), |ctx| {
+        apply(
+            merged.state.clone(),
+            Command::Stop(tartan_core::machine::Stop::Cancel("at once".into())),
+            ctx,
+        )
+    })
+    .unwrap();
+    merged.absorb(stopped);
+    assert!(merged.dispatches().is_empty(), "{:?}", merged.effects);
+    assert!(
+        !merged.effects.iter().any(|e| matches!(e, Effect::Abort { .. })),
+        "nothing went out, so nothing is aborted: {:?}",
+        merged.effects
+    );
+    assert!(merged.effects.contains(&Effect::Finished(FlowStatus::Cancelled)));
+}
+
+#[test]
+fn an_accepted_async_call_arms_its_inactivity_window() {
+    let mut def = chain_def("a", &["in"], &["x"]);
+    def["type"] = json!("async");
+    def["timeouts"] = json!({ "inactivity": "30s" });
+    let (mut run, _) = Run::start(&catalog(vec![def]), &["a"], init(&[("in", json!(1))]), t(0));
+    let tx = run.decide(
+        Command::Accept {
+            step_id: "a".into(),
+            token: "tok-1".into(),
+            attempt: 1,
+        },
+        t(1),
+    );
+    assert_eq!(
+        tx.effects,
+        [
+            touch("a", "tok-1"),
+            Effect::Arm {
+                wake: Wake::Inactivity {
+                    step_id: "a".into(),
+                    token: "tok-1".into()
+                },
+                at: t(31)
+            }
+        ]
+    );
 }

@@ -9,10 +9,11 @@ use common::{chain_def, normalized, step, sync_def};
 use serde_json::{json, Value};
 use tartan_core::catalog::{Catalog, Registration};
 use tartan_core::error::{CatalogError, ValidationError};
-use tartan_core::step::{Step, WorkConfig, WorkDefaults};
+use tartan_core::retry::{BackoffType, RetryDefaults};
+use tartan_core::step::{Step, WorkConfig};
 
 fn normalize(def: Value) -> Result<Step, ValidationError> {
-    step(def).normalize(&WorkDefaults::default())
+    step(def).normalize(&RetryDefaults::default())
 }
 
 /// The error a definition is rejected with; fails the test if it is accepted.
@@ -470,11 +471,11 @@ fn features_of_later_releases_are_rejected_by_name() {
 fn global_work_defaults_are_filled_in() {
     let step = assert_accepted(with(json!({})));
     let w = work(&step);
-    let d = WorkDefaults::default();
+    let d = RetryDefaults::default();
     assert_eq!(w.max_retries, d.max_retries);
     assert_eq!(w.init_backoff, d.init_backoff_ms);
     assert_eq!(w.max_backoff, d.max_backoff_ms);
-    assert_eq!(w.backoff_type, d.backoff_type);
+    assert_eq!(w.backoff_type, d.backoff_type.as_str());
 }
 
 #[test]
@@ -511,11 +512,11 @@ fn given_work_values_are_kept() {
 
 #[test]
 fn the_configured_defaults_are_the_ones_filled_in() {
-    let defaults = WorkDefaults {
+    let defaults = RetryDefaults {
         max_retries: 3,
         init_backoff_ms: 200,
         max_backoff_ms: 5000,
-        backoff_type: "fixed".into(),
+        backoff_type: BackoffType::Fixed,
     };
     let step = step(with(json!({}))).normalize(&defaults).unwrap();
     let w = work(&step);
@@ -630,11 +631,11 @@ fn negative_or_malformed_backoffs_are_rejected() {
 // Catalog
 
 fn register(catalog: &Catalog, def: Value) -> Result<(Step, Registration), CatalogError> {
-    catalog.check_register(step(def), &WorkDefaults::default())
+    catalog.check_register(step(def), &RetryDefaults::default())
 }
 
 fn update(catalog: &Catalog, def: Value) -> Result<Step, CatalogError> {
-    catalog.check_update(step(def), &WorkDefaults::default())
+    catalog.check_update(step(def), &RetryDefaults::default())
 }
 
 #[track_caller]
@@ -819,7 +820,7 @@ fn max_attempts_alone_sets_the_retries() {
     for (attempts, retries) in [(3, 2), (-1, -1), (1, 0)] {
         let step = assert_accepted(with(json!({ "work_config": { "max_attempts": attempts } })));
         assert_eq!(work(&step).max_retries, retries, "max_attempts {attempts}");
-        let policy = step.retry_policy().unwrap();
+        let policy = &step.policies().unwrap().retry;
         let expected = if attempts < 0 { None } else { Some(attempts as u32) };
         assert_eq!(policy.max_attempts, expected, "max_attempts {attempts}");
     }

@@ -49,11 +49,19 @@ impl CatalogCache {
 
     async fn read(store: &dyn Store) -> Result<CatalogView, EngineError> {
         let snap = store.load_catalog().await?;
-        // `effective_retry` is read-only and not stored: compute it again.
-        let steps = snap.steps.into_iter().map(|s| {
-            let fallback = s.clone();
-            s.with_effective_retry(&RetryDefaults::default())
-                .unwrap_or(fallback)
+        // The typed policies and `effective_retry` are not stored: parse
+        // them again, once per step. A stored step was valid when it was
+        // registered; one this version cannot read (stored by another) is
+        // left out of the catalog, loudly, rather than run without a policy.
+        let steps = snap.steps.into_iter().filter_map(|s| {
+            let id = s.id.clone();
+            match s.with_effective_retry(&RetryDefaults::default()) {
+                Ok(step) => Some(step),
+                Err(e) => {
+                    tracing::error!(step_id = %id, "stored step left out of the catalog: its policy is invalid: {e}");
+                    None
+                }
+            }
         });
         Ok(CatalogView {
             catalog: Catalog::new(steps),

@@ -1,7 +1,7 @@
 use std::time::Duration;
 
 use tartan_core::hosts::StepHosts;
-use tartan_core::step::WorkDefaults;
+use tartan_core::retry::RetryDefaults;
 
 /// What the engine needs to know; built by the binary from flags, env and file.
 #[derive(Debug, Clone)]
@@ -12,7 +12,7 @@ pub struct EngineConfig {
     /// Base URL async steps call back (`http://host:port`).
     pub webhook_base_url: String,
     /// Retry defaults filled into every step.
-    pub work_defaults: WorkDefaults,
+    pub work_defaults: RetryDefaults,
     /// Attempt timeout when a step sets none.
     pub step_timeout: Duration,
     /// How long a lease holds beyond the attempt timeout.
@@ -69,7 +69,7 @@ impl Default for EngineConfig {
         Self {
             node_id: "tartan".into(),
             webhook_base_url: "http://127.0.0.1:8080".into(),
-            work_defaults: WorkDefaults::default(),
+            work_defaults: RetryDefaults::default(),
             step_timeout: Duration::from_secs(30),
             lease: Duration::from_secs(30),
             max_calls: DEFAULT_MAX_CALLS,

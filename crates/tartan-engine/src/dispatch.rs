@@ -6,7 +6,7 @@ use serde_json::Value;
 use tartan_core::endpoint::Template;
 use tartan_core::hosts::StepHosts;
 use tartan_core::machine::AttemptResult;
-use tartan_core::outcome::{classify_response, classify_transport, PERMANENT};
+use tartan_core::outcome::{classify_response, classify_transport, FailureCause};
 use tartan_core::retry::parse_retry_after;
 use tartan_core::step::{Args, Step};
 use tartan_core::timeouts::TimeoutScope;
@@ -60,9 +60,8 @@ pub(crate) fn expand_endpoint(
 /// exchange by the rules on where steps may call.
 fn refused(error: String) -> AttemptResult {
     AttemptResult::Failure {
-        class: PERMANENT.into(),
+        cause: FailureCause::Refused,
         error,
-        http_status: None,
         retry_after_ms: None,
     }
 }

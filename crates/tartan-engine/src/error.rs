@@ -23,6 +23,8 @@ pub enum EngineError {
     ShuttingDown,
     #[error("this engine has {0} flows in progress, its limit (TARTAN_MAX_ACTIVE_FLOWS); retry later")]
     Overloaded(usize),
+    #[error("{0} clients already wait for flows to finish; retry later")]
+    TooManyWaiters(usize),
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error("{0}")]

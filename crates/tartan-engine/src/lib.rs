@@ -86,6 +86,8 @@ struct Inner {
     in_flight: std::sync::Mutex<std::collections::HashMap<String, flows::InFlight>>,
     /// Tells subscribers which flows reached a terminal status.
     finished: tokio::sync::broadcast::Sender<FlowFinished>,
+    /// Clients waiting for flows to finish.
+    waiters: flows::Waiters,
     /// Numbers the calls, to tell them apart in `in_flight`.
     call_ids: std::sync::atomic::AtomicU64,
     /// The calls running in this process and those waiting for a slot.
@@ -123,6 +125,7 @@ impl Engine {
                 in_flight: std::sync::Mutex::default(),
                 call_ids: std::sync::atomic::AtomicU64::new(0),
                 finished: tokio::sync::broadcast::channel(FINISHED_BUFFER).0,
+                waiters: flows::Waiters::default(),
                 http,
                 webhook_key,
                 stopping: CancellationToken::new(),

@@ -3,7 +3,7 @@
 //! as a new attempt. Nothing else needs recovering: every other state change
 //! was committed together with the work it made due.
 
-use tartan_core::machine;
+use tartan_core::machine::Command;
 use tartan_store::Claim;
 
 use crate::{Engine, EngineError};
@@ -40,11 +40,11 @@ impl Engine {
                 // renewed it; calling again would run the step twice at once.
                 continue;
             }
-            let outcome = self
-                .decide(&key.flow_id, |state, ctx| {
-                    machine::redispatch(state, &key.step_id, &key.token, ctx)
-                })
-                .await;
+            let redispatch = Command::Redispatch {
+                step_id: key.step_id.clone(),
+                token: key.token.clone(),
+            };
+            let outcome = self.decide(&key.flow_id, redispatch).await;
             if let Err(e) = outcome {
                 tracing::error!(flow_id = %key.flow_id, token = %key.token, "resuming work failed: {e}");
             }

@@ -11,7 +11,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use tartan_core::machine;
+use tartan_core::machine::Command;
 use tartan_store::{Claim, ScheduledTimer, WorkKey};
 use tokio::sync::Notify;
 
@@ -361,25 +361,21 @@ impl Engine {
         let engine = self.clone();
         self.inner.tasks.spawn(async move {
             let (flow_id, outcome) = match &timer {
-                Timer::Retry { key, .. } => (
-                    &key.flow_id,
-                    engine
-                        .decide(&key.flow_id, |state, ctx| {
-                            machine::start_retry(state, &key.step_id, &key.token, ctx.now)
-                        })
-                        .await,
-                ),
-                Timer::Inactivity(key) => (
-                    &key.flow_id,
-                    engine
-                        .decide(&key.flow_id, |state, ctx| {
-                            machine::check_inactivity(state, &key.step_id, &key.token, ctx)
-                        })
-                        .await,
-                ),
-                Timer::FlowDeadline(flow_id) => {
-                    (flow_id, engine.decide(flow_id, machine::flow_deadline).await)
+                Timer::Retry { key, .. } => {
+                    let due = Command::RetryDue {
+                        step_id: key.step_id.clone(),
+                        token: key.token.clone(),
+                    };
+                    (&key.flow_id, engine.decide(&key.flow_id, due).await)
                 }
+                Timer::Inactivity(key) => {
+                    let due = Command::InactivityDue {
+                        step_id: key.step_id.clone(),
+                        token: key.token.clone(),
+                    };
+                    (&key.flow_id, engine.decide(&key.flow_id, due).await)
+                }
+                Timer::FlowDeadline(flow_id) => (flow_id, engine.decide(flow_id, Command::DeadlineDue).await),
             };
             if let Err(e) = outcome {
                 tracing::error!(%flow_id, "timer {timer:?} failed: {e}");

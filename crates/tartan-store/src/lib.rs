@@ -6,13 +6,17 @@
 //! steps) are updated in the same transaction.
 //!
 //! # Layout
-//! - `model`: the rows and commits the trait speaks in.
-//! - `sql`: the implementation shared by both databases (sqlx `Any` driver;
-//!   the SQL is portable: `$n` placeholders, BIGINT microsecond times, JSON as
-//!   TEXT).
-//! - `sqlite`, `postgres`: what differs: connecting, pragmas, migrations,
-//!   claiming with `FOR UPDATE SKIP LOCKED`.
+//! From the leaves up (a module uses only those above it):
+//! - `error`, `model`: the errors, rows and commits the trait speaks in.
+//! - `dialect`: every difference between the two databases' SQL.
+//! - `connection`: the pools the store holds, one per use.
+//! - `sqlite`, `postgres`: connecting, pragmas, migrations, node locks,
+//!   Postgres's notices.
+//! - `sql`: the implementation shared by both databases (sqlx `Any`
+//!   driver, one text of SQL); `sql::commit` is the batch commit.
 
+mod connection;
+mod dialect;
 mod error;
 mod model;
 mod postgres;

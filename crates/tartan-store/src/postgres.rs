@@ -1,12 +1,13 @@
 //! Postgres: for production and for several engine processes on one
-//! database. Claims use `FOR UPDATE SKIP LOCKED` (see `sql::claim_sql`).
+//! database. Claims lock with `FOR UPDATE SKIP LOCKED` (`dialect`).
 
 use sqlx::any::AnyPoolOptions;
 use sqlx::postgres::PgPoolOptions;
 use sqlx::Executor;
 
+use crate::connection::SqlStore;
+use crate::dialect::{quiet, Backend};
 use crate::error::StoreError;
-use crate::sql::{Backend, SqlStore};
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations/postgres");
 
@@ -23,7 +24,7 @@ pub(crate) async fn open(url: &str, pools: &crate::Pools) -> Result<SqlStore, St
         // connection, then is answered 503; the engine's own commits try
         // again (see `decide_persistently`).
         .acquire_timeout(ACQUIRE_TIMEOUT)
-        .connect_with(crate::sql::quiet(url)?)
+        .connect_with(quiet(url)?)
         .await?;
     // The API's listings: a pool of their own, and a bound on each
     // statement, so that they cannot hold what commits and lease renewal
@@ -40,7 +41,7 @@ pub(crate) async fn open(url: &str, pools: &crate::Pools) -> Result<SqlStore, St
                 Ok(())
             })
         })
-        .connect_with(crate::sql::quiet(url)?)
+        .connect_with(quiet(url)?)
         .await?;
     Ok(SqlStore {
         write: engine.clone(),

@@ -10,8 +10,9 @@ use sqlx::any::AnyPoolOptions;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::Executor;
 
+use crate::connection::SqlStore;
+use crate::dialect::{quiet, Backend};
 use crate::error::StoreError;
-use crate::sql::{Backend, SqlStore};
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations/sqlite");
 
@@ -50,12 +51,10 @@ pub(crate) async fn open(url: &str, pools: &crate::Pools) -> Result<SqlStore, St
     // One writer (SQLite allows one), a few readers for the engine and a
     // few for the API's listings, each set up alike (docs/durability.md,
     // "Connection pools"). WAL readers never block the writer.
-    let write = pool(1).connect_with(crate::sql::quiet(url)?).await?;
-    let read = pool(pools.engine.unwrap_or(4))
-        .connect_with(crate::sql::quiet(url)?)
-        .await?;
+    let write = pool(1).connect_with(quiet(url)?).await?;
+    let read = pool(pools.engine.unwrap_or(4)).connect_with(quiet(url)?).await?;
     let api_size = pools.read.unwrap_or(4);
-    let api = pool(api_size).connect_with(crate::sql::quiet(url)?).await?;
+    let api = pool(api_size).connect_with(quiet(url)?).await?;
     Ok(SqlStore {
         write,
         read,

@@ -14,6 +14,7 @@ use std::sync::Arc;
 
 use serde_json::json;
 use tartan_core::flow::{FlowEvent, FlowState, FlowStatus, Time, WorkStatus};
+use tartan_core::machine::Command;
 use tartan_store::{
     event_of, CatalogChange, Claim, FlowCommit, FlowQuery, FlowSummary, ScheduledTimer, SortOrder, Store,
     StoreError, WorkKey, WorkQuery, WorkView,
@@ -772,20 +773,17 @@ async fn case_a_long_flow_is_snapshotted_and_loads_back_at_every_step(store: Arc
             new_token: &mut new_token,
             random: &mut random,
         };
-        let failed = tartan_core::machine::record_result(
-            state.clone(),
-            GREET,
-            &token,
+        let record = Command::Record {
+            step_id: GREET.to_string(),
+            token: token.clone(),
             attempt,
-            tartan_core::machine::AttemptResult::Failure {
-                class: "retryable".into(),
+            result: tartan_core::machine::AttemptResult::Failure {
+                cause: tartan_core::outcome::FailureCause::Status(503),
                 error: format!("{attempt}:{}", "x".repeat(20_000)),
-                http_status: Some(503),
                 retry_after_ms: None,
             },
-            &mut ctx,
-        )
-        .unwrap();
+        };
+        let failed = tartan_core::machine::apply(state.clone(), record, &mut ctx).unwrap();
         commit_ok(&store, commit(&failed, seq, None)).await;
         seq += failed.events.len() as i64;
         let due = failed
@@ -793,7 +791,12 @@ async fn case_a_long_flow_is_snapshotted_and_loads_back_at_every_step(store: Arc
             .find_work(GREET, &token)
             .and_then(|w| w.next_retry_at)
             .unwrap();
-        let retry = tartan_core::machine::start_retry(failed.state, GREET, &token, due).unwrap();
+        ctx.now = due;
+        let due = Command::RetryDue {
+            step_id: GREET.to_string(),
+            token: token.clone(),
+        };
+        let retry = tartan_core::machine::apply(failed.state, due, &mut ctx).unwrap();
         assert!(!retry.events.is_empty(), "attempt {attempt}: the retry starts");
         commit_ok(&store, commit(&retry, seq, None)).await;
         seq += retry.events.len() as i64;

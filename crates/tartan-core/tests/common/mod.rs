@@ -5,7 +5,8 @@
 use serde_json::{json, Value};
 use tartan_core::catalog::Catalog;
 use tartan_core::plan::InitArgs;
-use tartan_core::step::{Step, WorkDefaults};
+use tartan_core::retry::RetryDefaults;
+use tartan_core::step::Step;
 
 /// A step from its JSON definition, as the API would decode it.
 pub fn step(def: Value) -> Step {
@@ -42,7 +43,7 @@ pub fn chain_def(id: &str, inputs: &[&str], outputs: &[&str]) -> Value {
 pub fn normalized(def: Value) -> Step {
     let raw = step(def);
     let id = raw.id.clone();
-    match raw.normalize(&WorkDefaults::default()) {
+    match raw.normalize(&RetryDefaults::default()) {
         Ok(step) => step,
         Err(e) => panic!("step {id} is not valid: {e}"),
     }

@@ -7,6 +7,7 @@ use axum::http::StatusCode;
 use axum::Json;
 use serde::Deserialize;
 use serde_json::{json, Value};
+use tartan_core::duration::{parse_duration_str, DurationKind};
 use tartan_core::flow::FlowStatus;
 use tartan_core::ids::{is_valid_id_prefix, sanitize_id};
 use tartan_core::plan::{build_plan, PlanMode};
@@ -16,7 +17,7 @@ use tartan_store::{FlowQuery, FlowSummary, SortOrder};
 
 use super::event_json;
 use crate::error::ApiError;
-use crate::extract::{self, Path};
+use crate::extract::{self, Path, Query};
 
 /// Most flows one query returns.
 const MAX_QUERY_LIMIT: usize = 1000;
@@ -68,12 +69,43 @@ pub(crate) async fn cancel(
     ))
 }
 
+/// Longest `wait` a status request may ask for.
+const MAX_STATUS_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
+
+#[derive(Deserialize)]
+pub(crate) struct StatusParams {
+    /// Answer once the flow is no longer active, or after this long
+    /// (milliseconds, or any duration format; at most 60 s).
+    wait: Option<String>,
+}
+
+/// `GET /engine/flow/{id}/status[?wait=D]`: the flow's status from its row
+/// alone; with `wait`, as soon as the flow finishes (docs/api.md, "Flows").
 pub(crate) async fn status(
     State(engine): State<Engine>,
     Path(id): Path<String>,
+    Query(params): Query<StatusParams>,
 ) -> Result<Json<Value>, ApiError> {
-    let status = engine.flow_status(&id).await?;
+    let status = match params.wait.as_deref().map(status_wait).transpose()? {
+        Some(wait) => engine.wait_for_flow(&id, wait).await?,
+        None => engine.flow_status(&id).await?,
+    };
     Ok(Json(json!({ "id": id, "status": status })))
+}
+
+fn status_wait(text: &str) -> Result<std::time::Duration, ApiError> {
+    let wait = match text.trim().parse::<u64>() {
+        Ok(ms) => std::time::Duration::from_millis(ms),
+        Err(_) => parse_duration_str(text, DurationKind::Delay)
+            .map_err(|e| ApiError::bad_request(format!("wait: {e}")))?,
+    };
+    if wait > MAX_STATUS_WAIT {
+        return Err(ApiError::bad_request(format!(
+            "wait: at most {} s, got {text:?}",
+            MAX_STATUS_WAIT.as_secs()
+        )));
+    }
+    Ok(wait)
 }
 
 pub(crate) async fn events(

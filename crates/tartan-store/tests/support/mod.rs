@@ -18,9 +18,11 @@ use serde_json::json;
 use sqlx::{Connection, PgConnection};
 use tartan_core::catalog::Catalog;
 use tartan_core::flow::{FlowOptions, FlowState, Time, WorkState, WorkStatus, DEFAULT_MAX_STEP_ATTEMPTS};
-use tartan_core::machine::{self, AttemptResult, Context, Transition};
+use tartan_core::machine::{self, AttemptResult, Command, Context, Transition};
+use tartan_core::outcome::FailureCause;
 use tartan_core::plan::{start_plan, InitArgs};
-use tartan_core::step::{Args, Step, WorkDefaults};
+use tartan_core::retry::RetryDefaults;
+use tartan_core::step::{Args, Step};
 use tartan_store::{FlowCommit, Store, WorkRow};
 
 /// The maintenance database the test databases are created from.
@@ -140,7 +142,7 @@ pub fn step(id: &str, endpoint: &str) -> Step {
         }
     }))
     .unwrap();
-    step.normalize(&WorkDefaults::default()).unwrap()
+    step.normalize(&RetryDefaults::default()).unwrap()
 }
 
 /// The id of the one step every test flow runs.
@@ -185,7 +187,13 @@ pub fn start(flow_id: &str, labels: &[(&str, &str)], now: Time) -> Transition {
         max_step_attempts: DEFAULT_MAX_STEP_ATTEMPTS,
         ..FlowOptions::default()
     };
-    let tx = machine::start_flow(flow_id, plan, init, options, &mut ctx).unwrap();
+    let start = Command::Start {
+        flow_id: flow_id.to_string(),
+        plan,
+        init,
+        options,
+    };
+    let tx = machine::apply(FlowState::default(), start, &mut ctx).unwrap();
     assert_eq!(tx.events.len(), 3, "fixture: a start is three events");
     tx
 }
@@ -205,7 +213,13 @@ fn record(state: &FlowState, result: AttemptResult, now: Time) -> Transition {
         new_token: &mut new_token,
         random: &mut random,
     };
-    machine::record_result(state.clone(), GREET, &token, 1, result, &mut ctx).unwrap()
+    let record = Command::Record {
+        step_id: GREET.to_string(),
+        token,
+        attempt: 1,
+        result,
+    };
+    machine::apply(state.clone(), record, &mut ctx).unwrap()
 }
 
 /// The step's call succeeded: the flow completes.
@@ -228,15 +242,14 @@ pub fn succeed(state: &FlowState, now: Time) -> Transition {
     tx
 }
 
-/// The step's call failed permanently (no HTTP status, so the class given
-/// here decides rather than the step's retry policy): the flow fails.
+/// The step's call failed permanently (refused before it was sent, so no
+/// retry policy can retry it): the flow fails.
 pub fn fail(state: &FlowState, now: Time) -> Transition {
     let tx = record(
         state,
         AttemptResult::Failure {
-            class: "permanent".into(),
+            cause: FailureCause::Refused,
             error: "boom".into(),
-            http_status: None,
             retry_after_ms: None,
         },
         now,

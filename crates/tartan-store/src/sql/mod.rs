@@ -1,88 +1,41 @@
-//! The store implementation both databases share. Queries use `$n`
-//! placeholders in ascending order (SQLite binds them by number too), BIGINT
-//! microsecond times and JSON as TEXT, so one text of SQL serves both.
+//! The store implementation both databases share: one text of SQL serves
+//! both (the differences are in `dialect`).
+//!
+//! # Layout
+//! - this file: the `Store` trait's reads and small writes.
+//! - `commit`: a batch of decisions in one transaction.
+//! - `claims`: leasing due retries and orphaned calls.
+
+mod claims;
+mod commit;
 
 use async_trait::async_trait;
-use std::str::FromStr;
 
-use sqlx::any::{AnyConnectOptions, AnyRow};
-use sqlx::ConnectOptions;
-use sqlx::{Any, AnyPool, Row};
+use sqlx::any::AnyRow;
+use sqlx::{Any, Row};
 use tartan_core::flow::{FlowState, FlowStatus};
 use tartan_core::step::Step;
 
+use crate::connection::SqlStore;
+use crate::dialect::values_list;
 use crate::error::StoreError;
 use crate::model::*;
 use crate::Store;
 
-const FLOW: &str = "flow";
+pub(super) const FLOW: &str = "flow";
 /// Rows per multi-row statement: well under both databases' bind limits
 /// (SQLite 32766, Postgres 65535) at 12 columns.
-const ROWS_PER_STATEMENT: usize = 500;
+pub(super) const ROWS_PER_STATEMENT: usize = 500;
 const CATALOG: &str = "catalog";
 /// A flow's snapshot is written again once the events after it weigh more
 /// than it does, and at least this much (docs/durability.md, "Flow
 /// snapshots"): small flows are never snapshotted while they run.
-const MIN_SNAPSHOT_TAIL: i64 = 64 * 1024;
+pub(super) const MIN_SNAPSHOT_TAIL: i64 = 64 * 1024;
 /// Receipt tokens (32 characters and a comma) per abort notice.
 const ABORTS_PER_NOTICE: usize = 200;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Backend {
-    Sqlite,
-    Postgres,
-}
-
-impl Backend {
-    /// The database's now in microseconds since the epoch: leases are set
-    /// and compared on it, whatever the clocks of the processes sharing the
-    /// database say. SQLite runs in this process, so its clock is the
-    /// process's (docs/durability.md, "Leases").
-    fn now_us(self) -> &'static str {
-        match self {
-            Backend::Postgres => "CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000000 AS BIGINT)",
-            Backend::Sqlite => "CAST((julianday('now') - 2440587.5) * 86400000000.0 AS INTEGER)",
-        }
-    }
-}
-
-fn duration_us(d: std::time::Duration) -> i64 {
+pub(super) fn duration_us(d: std::time::Duration) -> i64 {
     i64::try_from(d.as_micros()).unwrap_or(i64::MAX)
-}
-
-/// Both databases behind the sqlx `Any` driver. SQLite gets a one-connection
-/// writer pool (it allows one writer) and a separate reader pool; Postgres
-/// uses one pool for both. The API's listings and histories have a pool of
-/// their own on both (docs/durability.md, "Connection pools").
-pub(crate) struct SqlStore {
-    pub(crate) write: AnyPool,
-    pub(crate) read: AnyPool,
-    pub(crate) api: AnyPool,
-    /// One turn per connection of `api`: a listing holds it from its query
-    /// to its last decoded row, so that no more listings decode at once
-    /// than there are connections.
-    pub(crate) api_turns: tokio::sync::Semaphore,
-    pub(crate) backend: Backend,
-    /// Postgres: where to listen for other processes' notices.
-    pub(crate) listen_url: Option<String>,
-    /// SQLite: the database file (node locks live next to it).
-    pub(crate) sqlite_path: Option<std::path::PathBuf>,
-}
-
-/// How long an API read waits for its turn before it is answered 503.
-const API_TURN_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
-
-impl SqlStore {
-    /// An API read's turn (docs/durability.md, "Connection pools").
-    async fn api_turn(&self) -> Result<tokio::sync::SemaphorePermit<'_>, StoreError> {
-        match tokio::time::timeout(API_TURN_WAIT, self.api_turns.acquire()).await {
-            Ok(Ok(turn)) => Ok(turn),
-            Ok(Err(_)) => Err(StoreError::Unavailable("the store is closed".into())),
-            Err(_) => Err(StoreError::Unavailable(format!(
-                "every API read connection busy for {API_TURN_WAIT:?} (TARTAN_DB_READ_POOL)"
-            ))),
-        }
-    }
 }
 
 /// Decode an API read's rows on a blocking thread: a page of flow states
@@ -96,113 +49,19 @@ async fn off_workers<T: Send + 'static>(
         .map_err(|e| StoreError::Database(format!("decoding rows: {e}")))?
 }
 
-fn json_text<T: serde::Serialize>(v: &T) -> Result<String, StoreError> {
+pub(super) fn json_text<T: serde::Serialize>(v: &T) -> Result<String, StoreError> {
     serde_json::to_string(v).map_err(|e| StoreError::Corrupt(e.to_string()))
 }
 
-/// Connect options without sqlx's statement logging: its slow-statement
-/// warning prints whole batched statements (hundreds of rows of
-/// placeholders); the writer logs its batches' timing itself.
-pub(crate) fn quiet(url: &str) -> Result<AnyConnectOptions, StoreError> {
-    let options = AnyConnectOptions::from_str(url)
-        .map_err(|e| StoreError::Config(format!("invalid database URL: {e}")))?;
-    Ok(options.disable_statement_logging())
-}
-
-/// `($1, $2, $3), ($4, $5, $6), ...` for `rows` rows of `cols` columns. SQLite
-/// gets anonymous `?`: looking up a numbered parameter's name costs SQLite a
-/// scan of all of them, which makes long statements quadratic.
-fn values_list(backend: Backend, rows: usize, cols: usize) -> String {
-    let mut out = String::with_capacity(rows * cols * 5);
-    for r in 0..rows {
-        if r > 0 {
-            out.push_str(", ");
-        }
-        out.push('(');
-        for c in 0..cols {
-            if c > 0 {
-                out.push_str(", ");
-            }
-            match backend {
-                Backend::Sqlite => out.push('?'),
-                Backend::Postgres => {
-                    out.push('$');
-                    out.push_str(&(r * cols + c + 1).to_string());
-                }
-            }
-        }
-        out.push(')');
-    }
-    out
-}
-
-/// `values_list` with each Postgres parameter cast to its column's type
-/// (`types`, one per column): Postgres cannot infer the types of a `VALUES`
-/// list that is not inserted into a table. SQLite needs no casts.
-fn typed_values_list(backend: Backend, rows: usize, types: &[&str]) -> String {
-    match backend {
-        Backend::Sqlite => values_list(backend, rows, types.len()),
-        Backend::Postgres => {
-            let mut out = String::with_capacity(rows * types.len() * 20);
-            for r in 0..rows {
-                if r > 0 {
-                    out.push_str(", ");
-                }
-                out.push('(');
-                for (c, ty) in types.iter().enumerate() {
-                    if c > 0 {
-                        out.push_str(", ");
-                    }
-                    out.push_str(&format!("CAST(${} AS {ty})", r * types.len() + c + 1));
-                }
-                out.push(')');
-            }
-            out
-        }
-    }
-}
-
-/// `values_list` for work rows: 12 columns, the ninth (the lease) taking
-/// two binds: a set time, or a length from the database's now.
-fn work_values(backend: Backend, rows: usize) -> String {
-    let mut out = String::with_capacity(rows * 120);
-    let mut n = 0;
-    let mut next = || {
-        n += 1;
-        match backend {
-            Backend::Sqlite => "?".to_string(),
-            Backend::Postgres => format!("${n}"),
-        }
-    };
-    for r in 0..rows {
-        if r > 0 {
-            out.push_str(", ");
-        }
-        let mut cols = Vec::with_capacity(12);
-        for c in 0..12 {
-            if c == 8 {
-                let (a, b) = (next(), next());
-                cols.push(format!("COALESCE({a}, {b} + {})", backend.now_us()));
-            } else {
-                cols.push(next());
-            }
-        }
-        out.push('(');
-        out.push_str(&cols.join(", "));
-        out.push(')');
-    }
-    out
-}
-
 /// The `id`s a statement's `RETURNING id` gave back.
-fn returned_ids(rows: &[AnyRow]) -> Result<std::collections::HashSet<String>, StoreError> {
+pub(super) fn returned_ids(rows: &[AnyRow]) -> Result<std::collections::HashSet<String>, StoreError> {
     Ok(rows
         .iter()
         .map(|r| r.try_get::<String, _>("id"))
         .collect::<Result<_, _>>()?)
 }
 
-fn work_key(r: &AnyRow) -> Result<WorkKey, StoreError> {
+pub(super) fn work_key(r: &AnyRow) -> Result<WorkKey, StoreError> {
     Ok(WorkKey {
         flow_id: r.try_get("flow_id")?,
         step_id: r.try_get("step_id")?,
@@ -222,344 +81,10 @@ fn stored_event(row: &AnyRow) -> Result<StoredEvent, StoreError> {
     })
 }
 
-impl SqlStore {
-    /// One decision in a transaction of its own (the fallback path).
-    async fn commit_single(&self, commit: &FlowCommit) -> Result<(), StoreError> {
-        let verdicts = self.commit_batch(std::slice::from_ref(commit)).await?;
-        verdicts.into_iter().next().unwrap_or(Ok(()))
-    }
-
-    /// A whole batch of decisions in one transaction and few statements: one
-    /// multi-row insert for new flows, one sequence-checked update per
-    /// existing flow, then multi-row inserts for the events, work items and
-    /// labels of the decisions that passed their check. Round trips, not rows,
-    /// are what a commit costs.
-    async fn commit_batch(&self, batch: &[FlowCommit]) -> Result<Vec<Result<(), StoreError>>, StoreError> {
-        let mut verdicts: Vec<Option<StoreError>> = (0..batch.len()).map(|_| None).collect();
-        let mut tx = self.write.begin().await?;
-
-        // The events' text first: their size decides whether a flow's
-        // snapshot is written again (docs/durability.md, "Flow snapshots").
-        let mut texts: Vec<Vec<String>> = Vec::with_capacity(batch.len());
-        for c in batch {
-            texts.push(
-                c.events
-                    .iter()
-                    .map(|e| json_text(&e.data()))
-                    .collect::<Result<_, _>>()?,
-            );
-        }
-        let bytes = |i: usize| texts[i].iter().map(|t| t.len() as i64).sum::<i64>();
-
-        // New flows. A second creation of one id in the same batch loses. No
-        // snapshot yet: until there is one, the state is the replay of the
-        // events, and these first events weigh what a snapshot would.
-        let mut seen = std::collections::HashSet::new();
-        let creations: Vec<usize> = (0..batch.len())
-            .filter(|&i| batch[i].base_sequence == 0)
-            .filter(|&i| {
-                let first = seen.insert(batch[i].flow_id.as_str());
-                if !first {
-                    verdicts[i] = Some(StoreError::FlowExists(batch[i].flow_id.clone()));
-                }
-                first
-            })
-            .collect();
-        for chunk in creations.chunks(ROWS_PER_STATEMENT) {
-            let sql = format!(
-                "INSERT INTO flows (id, status, sequence, created_us, updated_us, completed_us, deactivated_us, \
-                 request, state, deadline_us, error, snapshot_seq, snapshot_bytes, tail_bytes) \
-                 VALUES {} ON CONFLICT (id) DO NOTHING RETURNING id",
-                values_list(self.backend, chunk.len(), 14)
-            );
-            let mut q = sqlx::query(&sql);
-            for &i in chunk {
-                let c = &batch[i];
-                q = q
-                    .bind(c.flow_id.clone())
-                    .bind(c.state.status.as_str())
-                    .bind(c.base_sequence + c.events.len() as i64)
-                    .bind(to_us(c.state.created_at))
-                    .bind(to_us(c.at))
-                    .bind(c.state.completed_at.map(to_us))
-                    .bind(c.state.deactivated_at.map(to_us))
-                    .bind(c.request.clone().unwrap_or_default())
-                    .bind(String::new())
-                    .bind(c.state.deadline_at.map(to_us))
-                    .bind(c.state.error.clone())
-                    .bind(0_i64)
-                    .bind(bytes(i))
-                    .bind(0_i64);
-            }
-            let inserted = returned_ids(&q.fetch_all(&mut *tx).await?)?;
-            for &i in chunk {
-                if !inserted.contains(&batch[i].flow_id) {
-                    verdicts[i] = Some(StoreError::FlowExists(batch[i].flow_id.clone()));
-                }
-            }
-        }
-
-        // Existing flows: one multi-row update of a few columns; each row
-        // checks the sequence it was decided on, and those that changed
-        // meanwhile are conflicts. (One flow is decided under its lock: it
-        // appears once per batch.) The events' weight adds to the flow's tail.
-        let updates: Vec<usize> = (0..batch.len())
-            .filter(|&i| batch[i].base_sequence != 0)
-            .collect();
-        let mut snapshots = Vec::new();
-        for chunk in updates.chunks(ROWS_PER_STATEMENT) {
-            let sql = format!(
-                "WITH v (id, status, seq, updated_us, completed_us, deactivated_us, error, tail, base) AS (VALUES {}) \
-                 UPDATE flows SET status = v.status, sequence = v.seq, updated_us = v.updated_us, \
-                 completed_us = v.completed_us, deactivated_us = v.deactivated_us, error = v.error, \
-                 tail_bytes = flows.tail_bytes + v.tail \
-                 FROM v WHERE flows.id = v.id AND flows.sequence = v.base \
-                 RETURNING flows.id, flows.tail_bytes, flows.snapshot_bytes",
-                typed_values_list(
-                    self.backend,
-                    chunk.len(),
-                    &["TEXT", "TEXT", "BIGINT", "BIGINT", "BIGINT", "BIGINT", "TEXT", "BIGINT", "BIGINT"]
-                )
-            );
-            let mut q = sqlx::query(&sql);
-            for &i in chunk {
-                let c = &batch[i];
-                q = q
-                    .bind(c.flow_id.clone())
-                    .bind(c.state.status.as_str())
-                    .bind(c.base_sequence + c.events.len() as i64)
-                    .bind(to_us(c.at))
-                    .bind(c.state.completed_at.map(to_us))
-                    .bind(c.state.deactivated_at.map(to_us))
-                    .bind(c.state.error.clone())
-                    .bind(bytes(i))
-                    .bind(c.base_sequence);
-            }
-            let mut updated = std::collections::HashMap::new();
-            for row in q.fetch_all(&mut *tx).await? {
-                let id: String = row.try_get("id")?;
-                let tail: i64 = row.try_get("tail_bytes")?;
-                let base: i64 = row.try_get("snapshot_bytes")?;
-                updated.insert(id, tail > base.max(MIN_SNAPSHOT_TAIL));
-            }
-            for &i in chunk {
-                match updated.get(&batch[i].flow_id) {
-                    None => verdicts[i] = Some(StoreError::Conflict(format!("flow {}", batch[i].flow_id))),
-                    Some(true) => snapshots.push(i),
-                    Some(false) => {}
-                }
-            }
-        }
-
-        // Snapshots of the flows whose tail outweighs their base: rare, so
-        // what every decision writes stays in proportion to what changed.
-        for chunk in snapshots.chunks(ROWS_PER_STATEMENT) {
-            let sql = format!(
-                "WITH v (id, state, seq, bytes) AS (VALUES {}) \
-                 UPDATE flows SET state = v.state, snapshot_seq = v.seq, snapshot_bytes = v.bytes, tail_bytes = 0 \
-                 FROM v WHERE flows.id = v.id",
-                typed_values_list(self.backend, chunk.len(), &["TEXT", "TEXT", "BIGINT", "BIGINT"])
-            );
-            let mut q = sqlx::query(&sql);
-            for &i in chunk {
-                let c = &batch[i];
-                let state = json_text(&*c.state)?;
-                let size = state.len() as i64;
-                q = q
-                    .bind(c.flow_id.clone())
-                    .bind(state)
-                    .bind(c.base_sequence + c.events.len() as i64)
-                    .bind(size);
-            }
-            q.execute(&mut *tx).await?;
-        }
-
-        // Their events.
-        let mut events = Vec::new();
-        for (i, c) in batch.iter().enumerate() {
-            if verdicts[i].is_some() {
-                continue;
-            }
-            for (k, (e, text)) in c.events.iter().zip(&texts[i]).enumerate() {
-                events.push((c, c.base_sequence + 1 + k as i64, e.type_name(), text));
-            }
-        }
-        for chunk in events.chunks(ROWS_PER_STATEMENT) {
-            let sql = format!(
-                "INSERT INTO events (aggregate_type, aggregate_id, sequence, event_type, ts_us, data) VALUES {}",
-                values_list(self.backend, chunk.len(), 6)
-            );
-            let mut q = sqlx::query(&sql);
-            for (c, seq, kind, data) in chunk {
-                q = q
-                    .bind(FLOW)
-                    .bind(c.flow_id.clone())
-                    .bind(*seq)
-                    .bind(*kind)
-                    .bind(to_us(c.at))
-                    .bind((*data).clone());
-            }
-            q.execute(&mut *tx).await?;
-        }
-
-        let passed: Vec<&FlowCommit> = batch
-            .iter()
-            .zip(&verdicts)
-            .filter(|(_, v)| v.is_none())
-            .map(|(c, _)| c)
-            .collect();
-
-        // Their work items.
-        let mut work = Vec::new();
-        for c in &passed {
-            for w in &c.work {
-                work.push((c.at, w, json_text(&w.detail)?));
-            }
-        }
-        // Rows are locked in token order, as lease renewal locks them: two
-        // transactions locking in one order cannot deadlock.
-        work.sort_by(|a, b| a.1.token.cmp(&b.1.token));
-        for chunk in work.chunks(ROWS_PER_STATEMENT) {
-            let rows = work_values(self.backend, chunk.len());
-            let sql = format!(
-                "INSERT INTO work_items (token, flow_id, step_id, status, attempt, retry_count, due_us, \
-                 lease_owner, lease_expires_us, created_us, updated_us, detail) VALUES {} \
-                 ON CONFLICT (token) DO UPDATE SET status = excluded.status, attempt = excluded.attempt, \
-                 retry_count = excluded.retry_count, due_us = excluded.due_us, lease_owner = excluded.lease_owner, \
-                 lease_expires_us = excluded.lease_expires_us, updated_us = excluded.updated_us, detail = excluded.detail",
-                rows
-            );
-            let mut q = sqlx::query(&sql);
-            for (at, w, detail) in chunk {
-                q = q
-                    .bind(w.token.clone())
-                    .bind(w.flow_id.clone())
-                    .bind(w.step_id.clone())
-                    .bind(w.status.as_str())
-                    .bind(i64::from(w.attempt))
-                    .bind(i64::from(w.retry_count))
-                    .bind(w.due_at.map(to_us))
-                    .bind(w.lease_owner.clone())
-                    .bind(w.lease_expires_at.map(to_us))
-                    .bind(w.lease_for.map(duration_us))
-                    .bind(to_us(w.created_at))
-                    .bind(to_us(*at))
-                    .bind(detail.clone());
-            }
-            q.execute(&mut *tx).await?;
-        }
-
-        // Labels of the new flows.
-        let labels: Vec<(&str, &String, &String)> = passed
-            .iter()
-            .filter(|c| c.base_sequence == 0)
-            .flat_map(|c| {
-                c.state
-                    .labels
-                    .iter()
-                    .map(move |(k, v)| (c.flow_id.as_str(), k, v))
-            })
-            .collect();
-        for chunk in labels.chunks(ROWS_PER_STATEMENT) {
-            let sql = format!(
-                "INSERT INTO flow_labels (flow_id, key, value) VALUES {}",
-                values_list(self.backend, chunk.len(), 3)
-            );
-            let mut q = sqlx::query(&sql);
-            for (id, k, v) in chunk {
-                q = q.bind(id.to_string()).bind((*k).clone()).bind((*v).clone());
-            }
-            q.execute(&mut *tx).await?;
-        }
-
-        tx.commit().await?;
-        Ok(verdicts.into_iter().map(|v| v.map_or(Ok(()), Err)).collect())
-    }
-
-    pub(crate) async fn claim_due_sql(
-        &self,
-        claim: &Claim,
-        tokens: &[String],
-    ) -> Result<Vec<WorkKey>, StoreError> {
-        if tokens.is_empty() {
-            return Ok(Vec::new());
-        }
-        let lock = match self.backend {
-            Backend::Postgres => " FOR UPDATE SKIP LOCKED",
-            Backend::Sqlite => "",
-        };
-        // However many fall due together (after an outage, 100,000), each
-        // statement carries a bounded list.
-        let now = self.backend.now_us();
-        let at = claim.at.map(to_us);
-        let mut claimed = Vec::with_capacity(tokens.len());
-        for chunk in tokens.chunks(ROWS_PER_STATEMENT) {
-            let list: Vec<String> = (0..chunk.len()).map(|i| format!("${}", i + 6)).collect();
-            let sql = format!(
-                "UPDATE work_items SET lease_owner = $1, lease_expires_us = COALESCE($2, {now}) + $3 WHERE token IN (\
-                 SELECT token FROM work_items WHERE status IN ('not_completed', 'compensating') AND due_us <= $4 \
-                 AND (lease_owner IS NULL OR lease_owner = $1 OR lease_expires_us < COALESCE($5, {now})) AND token IN ({}){lock}) \
-                 RETURNING flow_id, step_id, token",
-                list.join(", ")
-            );
-            let mut query = sqlx::query(&sql)
-                .bind(&claim.node)
-                .bind(at)
-                .bind(duration_us(claim.lease))
-                .bind(to_us(claim.at.unwrap_or_else(chrono::Utc::now)))
-                .bind(at);
-            for t in chunk {
-                query = query.bind(t);
-            }
-            for row in query.fetch_all(&self.write).await? {
-                claimed.push(work_key(&row)?);
-            }
-        }
-        Ok(claimed)
-    }
-
-    pub(crate) async fn claim_sql(&self, claim: &Claim) -> Result<Vec<WorkKey>, StoreError> {
-        // Postgres locks the chosen rows so that two nodes never take the same
-        // item; SQLite has one writer, so the plain subquery is already safe.
-        let lock = match self.backend {
-            Backend::Postgres => " FOR UPDATE SKIP LOCKED",
-            Backend::Sqlite => "",
-        };
-        // A node that restarted takes its own leases back at once; a sweep
-        // while running takes only expired ones (its own calls are in flight).
-        let own = if claim.include_own {
-            "lease_owner = $4 OR "
-        } else {
-            "$4 = $4 AND "
-        };
-        let now = self.backend.now_us();
-        let sql = format!(
-            "UPDATE work_items SET lease_owner = $1, lease_expires_us = COALESCE($2, {now}) + $3 WHERE token IN (\
-             SELECT token FROM work_items WHERE status IN ('active', 'compensating') AND due_us IS NULL \
-             AND ({own}lease_expires_us IS NULL OR lease_expires_us < COALESCE($5, {now})) \
-             ORDER BY lease_expires_us LIMIT $6{lock}) RETURNING flow_id, step_id, token"
-        );
-        let at = claim.at.map(to_us);
-        let rows = sqlx::query(&sql)
-            .bind(&claim.node)
-            .bind(at)
-            .bind(duration_us(claim.lease))
-            .bind(&claim.node)
-            .bind(at)
-            .bind(claim.limit as i64)
-            .fetch_all(&self.write)
-            .await?;
-        rows.iter().map(work_key).collect()
-    }
-}
-
 #[async_trait]
 impl Store for SqlStore {
     fn backend(&self) -> &'static str {
-        match self.backend {
-            Backend::Sqlite => "sqlite",
-            Backend::Postgres => "postgres",
-        }
+        self.backend.name()
     }
 
     async fn hold_node(&self, node: &str) -> Result<crate::NodeGuard, StoreError> {
@@ -1052,10 +577,7 @@ impl Store for SqlStore {
         // Locked in token order, as the writer locks them (see commit_batch).
         let mut tokens = tokens.to_vec();
         tokens.sort();
-        let lock = match self.backend {
-            Backend::Postgres => " ORDER BY token FOR UPDATE",
-            Backend::Sqlite => "",
-        };
+        let lock = self.backend.lock_in_token_order();
         for chunk in tokens.chunks(ROWS_PER_STATEMENT) {
             let list: Vec<String> = (0..chunk.len()).map(|i| format!("${}", i + 3)).collect();
             let sql = format!(
@@ -1098,7 +620,7 @@ impl Store for SqlStore {
             query = query.bind(t);
         }
         let released = query.execute(&self.write).await?.rows_affected();
-        if released > 0 && self.backend == Backend::Postgres {
+        if released > 0 && self.backend.notifies() {
             sqlx::query("SELECT pg_notify($1, $2)")
                 .bind(crate::postgres::HANDBACK_CHANNEL)
                 .bind(node)
@@ -1139,7 +661,7 @@ impl Store for SqlStore {
     }
 
     async fn announce_aborts(&self, tokens: &[String]) -> Result<(), StoreError> {
-        if self.backend != Backend::Postgres {
+        if !self.backend.notifies() {
             return Ok(());
         }
         // A notice carries at most 8000 bytes: tokens go in batches.

@@ -1,0 +1,98 @@
+//! Async steps: a call answered `202` is accepted and waits for its webhook;
+//! heartbeats restart its inactivity window; a window that passes is a
+//! timeout of the attempt (docs/api.md, "Async steps and webhooks").
+
+use std::sync::Arc;
+
+use crate::flow::{ApplyError, FlowEvent, FlowStatus, WorkStatus};
+use crate::outcome::AttemptResult;
+use crate::timeouts::TimeoutScope;
+
+use super::{add_ms, commands, ms_between, policies, Context, Transition};
+
+/// An async step accepted attempt `attempt`: no call is in flight any more
+/// (after a restart it is not made again); its inactivity window starts, when
+/// the step has one.
+pub(super) fn accept(
+    tx: &mut Transition,
+    step_id: &str,
+    token: &str,
+    attempt: u32,
+) -> Result<(), ApplyError> {
+    let plan = Arc::clone(&tx.state.plan);
+    let window = policies(&plan, step_id)?.timeouts.inactivity_ms;
+    let running = tx.state.find_work(step_id, token).is_some_and(|w| {
+        w.status == WorkStatus::Active && w.attempts.last().map(|a| a.number) == Some(attempt)
+    });
+    if !running {
+        return Ok(());
+    }
+    let flow_id = tx.state.id.clone();
+    let now = tx.now;
+    tx.emit(FlowEvent::WorkAccepted {
+        flow_id,
+        step_id: step_id.to_string(),
+        token: token.to_string(),
+        attempt,
+        inactive_until: window.map(|ms| add_ms(now, ms)),
+    })
+}
+
+/// A heartbeat of an async step: its inactivity window starts again.
+pub(super) fn heartbeat(tx: &mut Transition, step_id: &str, token: &str) -> Result<(), ApplyError> {
+    let plan = Arc::clone(&tx.state.plan);
+    let window = policies(&plan, step_id)?.timeouts.inactivity_ms;
+    // Only an accepted call waits for its webhook; a heartbeat for a call
+    // still in flight must not arm a timer that would start a second one.
+    let waiting = tx
+        .state
+        .find_work(step_id, token)
+        .is_some_and(|w| w.status == WorkStatus::Active && w.accepted_at.is_some());
+    let (Some(ms), true) = (window, waiting) else {
+        return Ok(());
+    };
+    let flow_id = tx.state.id.clone();
+    let until = add_ms(tx.now, ms);
+    tx.emit(FlowEvent::WorkHeartbeat {
+        flow_id,
+        step_id: step_id.to_string(),
+        token: token.to_string(),
+        inactive_until: until,
+    })
+}
+
+/// The inactivity window of an accepted async call may have passed: if so,
+/// the attempt timed out.
+pub(super) fn inactivity_due(
+    tx: &mut Transition,
+    step_id: &str,
+    token: &str,
+    ctx: &mut Context<'_>,
+) -> Result<(), ApplyError> {
+    let now = ctx.now;
+    let Some(work) = tx.state.find_work(step_id, token) else {
+        return Err(ApplyError::UnknownWork(token.to_string()));
+    };
+    let expired = work.status == WorkStatus::Active && work.inactive_until.is_some_and(|t| t <= now);
+    if !expired || tx.state.status != FlowStatus::Active {
+        return Ok(());
+    }
+    let attempt = work.attempts.last().map(|a| a.number).unwrap_or(0);
+    let elapsed = work.attempts.last().map_or(0, |a| ms_between(a.started_at, now));
+    let plan = Arc::clone(&tx.state.plan);
+    let limit = policies(&plan, step_id)?.timeouts.inactivity_ms.unwrap_or(0);
+    let result = AttemptResult::TimedOut {
+        scope: TimeoutScope::Inactivity,
+        limit_ms: limit,
+        elapsed_ms: elapsed,
+    };
+    commands::record(tx, step_id, token, attempt, result, ctx)
+}
+
+/// Where an async step delivers its result.
+pub fn webhook_url(base: &str, flow_id: &str, step_id: &str, token: &str) -> String {
+    format!(
+        "{}/webhook/{flow_id}/{step_id}/{token}",
+        base.trim_end_matches('/')
+    )
+}

@@ -1,0 +1,334 @@
+//! The commands that move a flow: start it, record a call's result, call a
+//! cut-off item again, start a due retry, stop it.
+
+use std::sync::Arc;
+
+use crate::flow::{ApplyError, FlowEvent, FlowOptions, FlowState, FlowStatus, StepStatus, WorkStatus};
+use crate::outcome::{AttemptResult, FailureCause};
+use crate::plan::{ExecutionPlan, InitArgs};
+use crate::retry::RetryState;
+use crate::timeouts::{timeout_problem, OnTimeout, TimeoutScope};
+
+use super::compensation::{compensate_step, has_compensate, start_compensation};
+use super::failure::{fail_work, record_failure, record_timeout, Failure};
+use super::readiness::{advance, finish_step_if_done};
+use super::{add_ms, ms_between, policies, Context, Stop, Transition};
+
+/// Start a flow: record it and start every step that is ready.
+pub(super) fn start(
+    tx: &mut Transition,
+    flow_id: String,
+    plan: ExecutionPlan,
+    init: InitArgs,
+    options: FlowOptions,
+    ctx: &mut Context<'_>,
+) -> Result<(), ApplyError> {
+    if !tx.state.id.is_empty() {
+        return Err(ApplyError::AlreadyStarted);
+    }
+    let plan = Arc::new(plan);
+    let state = FlowState::started(&flow_id, &plan, &init, &options, ctx.now);
+    tx.begin(
+        state,
+        FlowEvent::FlowStarted {
+            flow_id,
+            plan,
+            init,
+            labels: options.labels,
+            max_step_attempts: options.max_step_attempts,
+            deadline_at: options.deadline_at,
+            on_timeout: options.on_timeout,
+        },
+    );
+    advance(tx, ctx)
+}
+
+/// Record the result of attempt `attempt` of a work item and move the flow on.
+/// A result for an item that is no longer running that attempt is recorded as
+/// `work_late_result` and changes nothing.
+pub(super) fn record(
+    tx: &mut Transition,
+    step_id: &str,
+    token: &str,
+    attempt: u32,
+    result: AttemptResult,
+    ctx: &mut Context<'_>,
+) -> Result<(), ApplyError> {
+    let flow_id = tx.state.id.clone();
+    let current = tx.state.find_work(step_id, token).map(|w| {
+        let running = w.attempts.last().map(|a| a.number);
+        (w.status, running)
+    });
+    match current {
+        Some((WorkStatus::Active, Some(n))) if n == attempt => {}
+        Some(_) => {
+            return tx.emit(FlowEvent::WorkLateResult {
+                flow_id,
+                step_id: step_id.to_string(),
+                token: token.to_string(),
+                attempt,
+                detail: "result for an attempt that is no longer running".into(),
+            });
+        }
+        None => return Err(ApplyError::UnknownWork(token.to_string())),
+    }
+    match result {
+        AttemptResult::Success { outputs, http_status } => {
+            tx.emit(FlowEvent::WorkSucceeded {
+                flow_id,
+                step_id: step_id.to_string(),
+                token: token.to_string(),
+                outputs,
+                attempt,
+                http_status,
+            })?;
+            let step_ended = matches!(
+                tx.state.executions.get(step_id).map(|e| e.status),
+                Some(StepStatus::Failed | StepStatus::Cancelled)
+            );
+            if step_ended {
+                // An item still running when its step failed: what it did is
+                // undone like the items that succeeded before.
+                if has_compensate(&tx.state, step_id) {
+                    start_compensation(tx, step_id, token, 1)?;
+                }
+            } else {
+                finish_step_if_done(tx, step_id)?;
+            }
+        }
+        AttemptResult::Failure {
+            cause,
+            error,
+            retry_after_ms,
+        } => {
+            let failure = Failure {
+                step_id,
+                token,
+                attempt,
+                cause,
+                error,
+                retry_after_ms,
+                problem: None,
+            };
+            record_failure(tx, failure, ctx)?;
+        }
+        AttemptResult::TimedOut {
+            scope,
+            limit_ms,
+            elapsed_ms,
+        } => record_timeout(tx, step_id, token, attempt, (scope, limit_ms, elapsed_ms), ctx)?,
+    }
+    advance(tx, ctx)
+}
+
+/// Start attempt `attempt + 1` of an item whose call was cut off (engine
+/// restart, lease taken over), with the same token. The cut-off attempt
+/// counts like any other (docs/durability.md): when the step's attempts, its
+/// retry budget or the flow's `max_step_attempts` are used up, the item fails
+/// instead, so a step that kills the engine on every call is not called
+/// forever across restarts.
+pub(super) fn redispatch(
+    tx: &mut Transition,
+    step_id: &str,
+    token: &str,
+    ctx: &mut Context<'_>,
+) -> Result<(), ApplyError> {
+    let plan = Arc::clone(&tx.state.plan);
+    let policy = &policies(&plan, step_id)?.retry;
+    let work = tx
+        .state
+        .find_work(step_id, token)
+        .ok_or_else(|| ApplyError::UnknownWork(token.to_string()))?;
+    if work.status == WorkStatus::Compensating && work.next_retry_at.is_none() {
+        let cut = work.compensation.last().map_or(0, |a| a.number);
+        if !policy.allows_attempt(cut.saturating_add(1)) {
+            tx.emit(FlowEvent::CompFailed {
+                flow_id: tx.state.id.clone(),
+                step_id: step_id.to_string(),
+                token: token.to_string(),
+                error: format!(
+                    "compensation attempt {cut} cut off by a restart or lease takeover; attempts used up"
+                ),
+                attempt: cut,
+                class: crate::outcome::FailureClass::Retryable,
+                http_status: None,
+            })?;
+            return advance(tx, ctx);
+        }
+        return start_compensation(tx, step_id, token, cut.saturating_add(1));
+    }
+    if work.status != WorkStatus::Active {
+        return Ok(());
+    }
+    let cut = work.attempts.last().map_or(0, |a| a.number);
+    let first = work.attempts.first().map_or(ctx.now, |a| a.started_at);
+    let used_up = if !policy.allows_attempt(cut.saturating_add(1)) {
+        Some((
+            RetryState::MaxAttempts,
+            format!(
+                "the step's {} attempts are used up",
+                policy.max_attempts.unwrap_or(u32::MAX)
+            ),
+        ))
+    } else if tx.state.total_attempts() >= tx.state.max_step_attempts {
+        Some((
+            RetryState::StepLimit,
+            format!(
+                "the flow's max_step_attempts ({}) is used up",
+                tx.state.max_step_attempts
+            ),
+        ))
+    } else {
+        policy
+            .max_retry_duration_ms
+            .filter(|b| ctx.now >= add_ms(first, *b))
+            .map(|b| {
+                (
+                    RetryState::Deadline,
+                    format!("the step's retry budget of {b} ms is spent"),
+                )
+            })
+    };
+    let Some((retry_state, why)) = used_up else {
+        return start_next_attempt(tx, step_id, token);
+    };
+    let failure = Failure {
+        step_id,
+        token,
+        attempt: cut,
+        cause: FailureCause::Transport,
+        error: format!("attempt {cut} cut off by a restart or lease takeover; attempts used up: {why}"),
+        retry_after_ms: None,
+        problem: None,
+    };
+    fail_work(
+        tx,
+        failure,
+        crate::outcome::FailureClass::Retryable,
+        retry_state,
+        None,
+    )?;
+    advance(tx, ctx)
+}
+
+/// Start the next attempt of a work item whose retry is due.
+pub(super) fn retry_due(tx: &mut Transition, step_id: &str, token: &str) -> Result<(), ApplyError> {
+    let now = tx.now;
+    let Some(work) = tx.state.find_work(step_id, token) else {
+        return Err(ApplyError::UnknownWork(token.to_string()));
+    };
+    let due = work.next_retry_at.is_some_and(|t| t <= now);
+    // Compensation goes on after the flow has ended.
+    if work.status == WorkStatus::Compensating && due {
+        let attempt = work.compensation.last().map_or(0, |a| a.number) + 1;
+        return start_compensation(tx, step_id, token, attempt);
+    }
+    if tx.state.status != FlowStatus::Active || work.status != WorkStatus::NotCompleted || !due {
+        return Ok(());
+    }
+    start_next_attempt(tx, step_id, token)
+}
+
+/// Emit `work_started` for the item's next attempt, same token and inputs.
+fn start_next_attempt(tx: &mut Transition, step_id: &str, token: &str) -> Result<(), ApplyError> {
+    let work = tx
+        .state
+        .find_work(step_id, token)
+        .ok_or_else(|| ApplyError::UnknownWork(token.to_string()))?;
+    let attempt = work.attempts.last().map(|a| a.number).unwrap_or(0) + 1;
+    let inputs = work.inputs.clone();
+    let flow_id = tx.state.id.clone();
+    tx.emit(FlowEvent::WorkStarted {
+        flow_id,
+        step_id: step_id.to_string(),
+        token: token.to_string(),
+        inputs,
+        attempt,
+        deadline_at: None,
+    })
+}
+
+/// Stop a flow: every work item that is pending, running or waiting for a
+/// retry is cancelled (their calls in flight are aborted), running steps
+/// are cancelled, and the flow fails with the timeout problem or is
+/// cancelled. Nothing happens to a flow that is no longer active.
+pub(super) fn stop(tx: &mut Transition, stop: Stop, ctx: &mut Context<'_>) -> Result<(), ApplyError> {
+    if tx.state.status != FlowStatus::Active {
+        return Ok(());
+    }
+    let flow_id = tx.state.id.clone();
+    let reason = match &stop {
+        Stop::Timeout => "flow timed out".to_string(),
+        Stop::Cancel(r) => r.clone(),
+    };
+    let open: Vec<(String, String)> = tx
+        .state
+        .executions
+        .iter()
+        .flat_map(|(step_id, e)| {
+            e.work_items
+                .iter()
+                .filter(|(_, w)| {
+                    matches!(
+                        w.status,
+                        WorkStatus::Pending | WorkStatus::Active | WorkStatus::NotCompleted
+                    )
+                })
+                .map(move |(token, _)| (step_id.clone(), token.clone()))
+        })
+        .collect();
+    for (step_id, token) in open {
+        tx.emit(FlowEvent::WorkCancelled {
+            flow_id: flow_id.clone(),
+            step_id,
+            token,
+            reason: reason.clone(),
+        })?;
+    }
+    let active_steps: Vec<String> = tx
+        .state
+        .executions
+        .iter()
+        .filter(|(_, e)| e.status == StepStatus::Active)
+        .map(|(id, _)| id.clone())
+        .collect();
+    for step_id in active_steps {
+        tx.emit(FlowEvent::StepCancelled {
+            flow_id: flow_id.clone(),
+            step_id: step_id.clone(),
+            reason: reason.clone(),
+        })?;
+        compensate_step(tx, &step_id)?;
+    }
+    match stop {
+        Stop::Timeout => {
+            let created = tx.state.created_at;
+            let limit = tx.state.deadline_at.map_or(0, |d| ms_between(created, d));
+            let elapsed = ms_between(created, tx.now);
+            let problem = timeout_problem(TimeoutScope::Flow, limit, elapsed, "/");
+            tx.emit(FlowEvent::FlowTimedOut {
+                flow_id: flow_id.clone(),
+                problem: problem.clone(),
+            })?;
+            if tx.state.on_timeout == Some(OnTimeout::Cancel) {
+                tx.emit(FlowEvent::FlowCancelled { flow_id, reason })?;
+            } else {
+                tx.emit(FlowEvent::FlowFailed {
+                    flow_id,
+                    error: format!("flow timeout of {limit} ms exceeded"),
+                    problem: Some(problem),
+                })?;
+            }
+        }
+        Stop::Cancel(_) => tx.emit(FlowEvent::FlowCancelled { flow_id, reason })?,
+    }
+    advance(tx, ctx)
+}
+
+/// The flow's deadline may have passed: time it out.
+pub(super) fn deadline_due(tx: &mut Transition, ctx: &mut Context<'_>) -> Result<(), ApplyError> {
+    if tx.state.deadline_at.is_some_and(|d| d <= ctx.now) {
+        stop(tx, Stop::Timeout, ctx)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,160 @@
+//! The flow state machine: given a flow and a command (start it, record a
+//! call's result, a retry is due, stop it, ...), which events follow and
+//! what the engine must do about them. There is one entry point, [`apply`];
+//! every emitted event is applied at once, so later decisions in the same
+//! transition see it, and its effects are derived as it is emitted
+//! ([`Effect`]). The caller commits the events and then carries out the
+//! effects.
+//!
+//! # Layout
+//! - `transition`: the result of a decision, and the one match that derives
+//!   each event's effects.
+//! - `commands`: start, record a result, redispatch a cut-off call, a due
+//!   retry, stop (cancel, deadline).
+//! - `readiness`: which pending steps can start, starting them, finishing a
+//!   step and the flow (`advance`).
+//! - `failure`: a failed or timed-out attempt: retry, or fail the item and
+//!   its step, saying why.
+//! - `compensation`: undoing what a failed step's items did.
+//! - `async_calls`: accepted async calls, heartbeats and inactivity.
+
+mod async_calls;
+mod commands;
+mod compensation;
+mod failure;
+mod readiness;
+mod transition;
+
+use crate::flow::{ApplyError, FlowOptions, FlowState, Time};
+use crate::plan::{ExecutionPlan, InitArgs};
+use crate::step::StepPolicies;
+
+pub use crate::outcome::AttemptResult;
+pub use async_calls::webhook_url;
+pub use readiness::{check_fan_out, MAX_WORK_ITEMS};
+pub use transition::{Dispatch, Effect, Transition, Wake};
+
+/// What the caller supplies: the clock, the webhook base and new tokens.
+pub struct Context<'a> {
+    pub now: Time,
+    /// `http://host:port` that async steps are told to call back.
+    pub webhook_base: &'a str,
+    /// Fresh, unguessable receipt tokens.
+    pub new_token: &'a mut (dyn FnMut() -> String + Send),
+    /// Uniform in [0, 1), for jitter.
+    pub random: &'a mut (dyn FnMut() -> f64 + Send),
+}
+
+/// Something that happened to a flow, for the machine to decide on.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Command {
+    /// Start the flow (the state given is [`FlowState::default`]).
+    Start {
+        flow_id: String,
+        plan: ExecutionPlan,
+        init: InitArgs,
+        options: FlowOptions,
+    },
+    /// Attempt `attempt` of an item ended.
+    Record {
+        step_id: String,
+        token: String,
+        attempt: u32,
+        result: AttemptResult,
+    },
+    /// Compensation call `attempt` of an item ended.
+    RecordCompensation {
+        step_id: String,
+        token: String,
+        attempt: u32,
+        result: AttemptResult,
+    },
+    /// An async step accepted attempt `attempt` (202): its webhook decides.
+    Accept {
+        step_id: String,
+        token: String,
+        attempt: u32,
+    },
+    /// An async step's heartbeat.
+    Heartbeat { step_id: String, token: String },
+    /// The item's call was cut off (restart, lease taken over): call again.
+    Redispatch { step_id: String, token: String },
+    /// The item's retry (or its compensation's) may be due.
+    RetryDue { step_id: String, token: String },
+    /// The item's inactivity window may have passed.
+    InactivityDue { step_id: String, token: String },
+    /// The flow's deadline may have passed.
+    DeadlineDue,
+    /// Stop the flow before its steps are done.
+    Stop(Stop),
+}
+
+/// Why a flow stops before its steps are done.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Stop {
+    /// Its deadline passed.
+    Timeout,
+    /// A client cancelled it.
+    Cancel(String),
+}
+
+/// Decide on `command`: the events that follow from `state`, the state they
+/// lead to, and their effects. An error changes nothing.
+pub fn apply(state: FlowState, command: Command, ctx: &mut Context<'_>) -> Result<Transition, ApplyError> {
+    let mut tx = Transition::unchanged(state, ctx.now);
+    match command {
+        Command::Start {
+            flow_id,
+            plan,
+            init,
+            options,
+        } => commands::start(&mut tx, flow_id, plan, init, options, ctx)?,
+        Command::Record {
+            step_id,
+            token,
+            attempt,
+            result,
+        } => commands::record(&mut tx, &step_id, &token, attempt, result, ctx)?,
+        Command::RecordCompensation {
+            step_id,
+            token,
+            attempt,
+            result,
+        } => compensation::record(&mut tx, &step_id, &token, attempt, result, ctx)?,
+        Command::Accept {
+            step_id,
+            token,
+            attempt,
+        } => async_calls::accept(&mut tx, &step_id, &token, attempt)?,
+        Command::Heartbeat { step_id, token } => async_calls::heartbeat(&mut tx, &step_id, &token)?,
+        Command::Redispatch { step_id, token } => commands::redispatch(&mut tx, &step_id, &token, ctx)?,
+        Command::RetryDue { step_id, token } => commands::retry_due(&mut tx, &step_id, &token)?,
+        Command::InactivityDue { step_id, token } => {
+            async_calls::inactivity_due(&mut tx, &step_id, &token, ctx)?
+        }
+        Command::DeadlineDue => commands::deadline_due(&mut tx, ctx)?,
+        Command::Stop(stop) => commands::stop(&mut tx, stop, ctx)?,
+    }
+    Ok(tx)
+}
+
+/// The typed policies of a step of the flow's plan.
+fn policies<'a>(plan: &'a ExecutionPlan, step_id: &str) -> Result<&'a StepPolicies, ApplyError> {
+    plan.steps
+        .get(step_id)
+        .ok_or_else(|| ApplyError::UnknownStep(step_id.to_string()))?
+        .policies()
+        .ok_or_else(|| ApplyError::Unparsed(step_id.to_string()))
+}
+
+/// `t + ms`, saturating at the far future.
+fn add_ms(t: Time, ms: u64) -> Time {
+    chrono::Duration::try_milliseconds(i64::try_from(ms).unwrap_or(i64::MAX))
+        .and_then(|d| t.checked_add_signed(d))
+        .unwrap_or(chrono::DateTime::<chrono::Utc>::MAX_UTC)
+}
+
+/// Milliseconds from `from` to `to`, 0 when `to` is earlier.
+fn ms_between(from: Time, to: Time) -> u64 {
+    u64::try_from((to - from).num_milliseconds()).unwrap_or(0)
+}

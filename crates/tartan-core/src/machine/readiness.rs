@@ -1,0 +1,527 @@
+//! Which pending steps can start, and moving the flow as far as it can go:
+//! starting ready steps (their work items, up to their parallelism),
+//! skipping unreachable ones, completing steps and finishing the flow.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::flow::{ApplyError, FlowEvent, FlowState, FlowStatus, StepStatus, WorkStatus};
+use crate::json::{json_kind, Args};
+use crate::plan::{ExecutionPlan, InitArgs};
+use crate::step::{AttributeSpec, Collect, Step};
+
+use super::async_calls::webhook_url;
+use super::{add_ms, policies, Context, Transition};
+
+/// Map a step's response onto its declared outputs, set them as attributes and
+/// complete the step once every work item has succeeded.
+pub(super) fn finish_step_if_done(tx: &mut Transition, step_id: &str) -> Result<(), ApplyError> {
+    if let Some(step) = tx.state.plan.steps.get(step_id).cloned() {
+        fill_slots(tx, &step)?;
+    }
+    let Some(exec) = tx.state.executions.get(step_id) else {
+        return Err(ApplyError::UnknownStep(step_id.to_string()));
+    };
+    if exec.status != StepStatus::Active
+        || exec
+            .work_items
+            .values()
+            .any(|w| w.status != WorkStatus::Succeeded)
+    {
+        return Ok(());
+    }
+    let Some(step) = tx.state.plan.steps.get(step_id).cloned() else {
+        return Err(ApplyError::UnknownStep(step_id.to_string()));
+    };
+    let mut items: Vec<(u32, Args, Args)> = exec
+        .work_items
+        .values()
+        .map(|w| (w.index, w.inputs.clone(), w.outputs.clone().unwrap_or_default()))
+        .collect();
+    items.sort_by_key(|(i, _, _)| *i);
+    let started = exec.started_at.unwrap_or(tx.now);
+    let flow_id = tx.state.id.clone();
+    let for_each: Vec<(&String, &str)> = step
+        .inputs()
+        .filter(|(_, a)| a.for_each())
+        .map(|(n, _)| (n, step.inner_name(n)))
+        .collect();
+    let mut outputs = Args::new();
+    for (name, _) in step.outputs() {
+        let inner = step.inner_name(name);
+        let value = if for_each.is_empty() {
+            match items.first().and_then(|(_, _, out)| out.get(inner)) {
+                Some(v) => v.clone(),
+                None => continue,
+            }
+        } else {
+            // Each element carries its for_each inputs and its output (Argyll).
+            Value::Array(
+                items
+                    .iter()
+                    .filter_map(|(_, inputs, out)| {
+                        let v = out.get(inner)?;
+                        let mut element = Args::new();
+                        for (attr, inner_in) in &for_each {
+                            if let Some(x) = inputs.get(*inner_in) {
+                                element.insert((*attr).clone(), x.clone());
+                            }
+                        }
+                        element.insert(name.clone(), v.clone());
+                        Some(Value::Object(element))
+                    })
+                    .collect(),
+            )
+        };
+        outputs.insert(name.clone(), value.clone());
+        tx.emit(FlowEvent::AttributeSet {
+            flow_id: flow_id.clone(),
+            step_id: step_id.to_string(),
+            key: name.clone(),
+            value,
+        })?;
+    }
+    let duration = (tx.now - started).num_milliseconds();
+    tx.emit(FlowEvent::StepCompleted {
+        flow_id,
+        step_id: step_id.to_string(),
+        outputs,
+        duration,
+    })
+}
+
+/// Whether a step's input can be given a value now.
+enum InputState {
+    Ready(Option<Value>),
+    Waiting,
+    Unreachable,
+}
+
+fn input_state(state: &FlowState, name: &str, attr: &AttributeSpec) -> InputState {
+    let values: Vec<&Value> = state
+        .attributes
+        .get(name)
+        .map(|v| v.iter().map(|a| &a.value).collect())
+        .unwrap_or_default();
+    let providers: Vec<StepStatus> = state
+        .plan
+        .attributes
+        .get(name)
+        .map(|e| {
+            e.providers
+                .iter()
+                .filter_map(|p| state.executions.get(p).map(|x| x.status))
+                .collect()
+        })
+        .unwrap_or_default();
+    let terminal = providers.iter().all(|s| s.is_terminal());
+    let all_succeeded = providers.iter().all(|s| *s == StepStatus::Completed);
+    let has = !values.is_empty();
+    let array = || Value::Array(values.iter().map(|v| (*v).clone()).collect());
+    match attr.collect() {
+        Collect::First if has => InputState::Ready(values.first().map(|v| (*v).clone())),
+        Collect::Last if has && terminal => InputState::Ready(values.last().map(|v| (*v).clone())),
+        Collect::Some if has && terminal => InputState::Ready(Some(array())),
+        Collect::All if has && terminal && all_succeeded => InputState::Ready(Some(array())),
+        Collect::None if !has && terminal => InputState::Ready(None),
+        Collect::None if has => InputState::Unreachable,
+        _ if terminal => InputState::Unreachable,
+        _ => InputState::Waiting,
+    }
+}
+
+/// The inputs of a step, by the names the endpoint uses, if it can start.
+enum Readiness {
+    Ready(Args),
+    Waiting,
+    Unreachable(String),
+}
+
+fn readiness(state: &FlowState, step: &Step) -> Readiness {
+    let mut inputs = Args::new();
+    for (name, attr) in &step.attributes {
+        let inner = step.inner_name(name).to_string();
+        if attr.is_const() {
+            if let Some(v) = attr.const_value() {
+                inputs.insert(inner, v);
+            }
+            continue;
+        }
+        if !attr.is_input() {
+            continue;
+        }
+        match input_state(state, name, attr) {
+            InputState::Ready(Some(v)) => {
+                inputs.insert(inner, v);
+            }
+            InputState::Ready(None) => {}
+            InputState::Waiting => return Readiness::Waiting,
+            InputState::Unreachable if attr.is_required() => {
+                return Readiness::Unreachable(format!("required input {name} is unavailable"))
+            }
+            InputState::Unreachable => {
+                if let Some(v) = attr.default_value() {
+                    inputs.insert(inner, v);
+                }
+            }
+        }
+    }
+    Readiness::Ready(inputs)
+}
+
+/// Most work items one for_each may expand into.
+pub const MAX_WORK_ITEMS: usize = 10_000;
+
+/// The inputs of each work item: one, or one per element of the Cartesian
+/// product of the for_each inputs, in element order.
+fn expand(step: &Step, inputs: &Args) -> Result<Vec<Args>, String> {
+    let for_each: Vec<(String, Vec<Value>)> = step
+        .inputs()
+        .filter(|(_, a)| a.for_each())
+        .filter_map(|(name, _)| {
+            let inner = step.inner_name(name).to_string();
+            inputs.get(&inner).map(|v| (inner, v.clone()))
+        })
+        .map(|(inner, v)| match v {
+            Value::Array(items) => Ok((inner, items)),
+            other => Err(format!(
+                "for_each input {inner} is {}, not an array",
+                json_kind(&other)
+            )),
+        })
+        .collect::<Result<_, _>>()?;
+    let count = for_each
+        .iter()
+        .try_fold(1usize, |n, (_, items)| n.checked_mul(items.len()))
+        .unwrap_or(usize::MAX);
+    if count > MAX_WORK_ITEMS {
+        return Err(format!(
+            "for_each expands to {count} work items, more than {MAX_WORK_ITEMS}"
+        ));
+    }
+    // The base every item shares, without the arrays being expanded: each
+    // item then costs its own elements, not a copy of every array.
+    let mut base = inputs.clone();
+    for (inner, _) in &for_each {
+        base.remove(inner);
+    }
+    let mut items = vec![base];
+    for (inner, values) in &for_each {
+        items = items
+            .iter()
+            .flat_map(|base| {
+                values.iter().map(move |v| {
+                    let mut item = base.clone();
+                    item.insert(inner.clone(), v.clone());
+                    item
+                })
+            })
+            .collect();
+    }
+    Ok(items)
+}
+
+/// A flow start whose initial inputs alone expand a for_each past
+/// [`MAX_WORK_ITEMS`] is refused before anything runs.
+pub fn check_fan_out(plan: &ExecutionPlan, init: &InitArgs) -> Result<(), crate::error::ValidationError> {
+    for step in plan.steps.values() {
+        let mut count: usize = 1;
+        let mut names = Vec::new();
+        for (name, _) in step.inputs().filter(|(_, a)| a.for_each()) {
+            if let Some(Value::Array(items)) = init.get(name).and_then(|v| v.first()) {
+                count = count.saturating_mul(items.len());
+                names.push(name.as_str());
+            }
+        }
+        if count > MAX_WORK_ITEMS {
+            return Err(crate::error::ValidationError::new(
+                format!("init.{}", names.join(", init.")),
+                format!(
+                    "step {} would expand into {count} work items, more than {MAX_WORK_ITEMS}",
+                    step.id
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// How many items of a step may be in flight (active or waiting for a
+/// retry) at once: `work_config.parallelism`, at least 1.
+fn parallelism(step: &Step) -> usize {
+    let p = step.work_config.as_ref().map_or(0, |w| w.parallelism);
+    usize::try_from(p).unwrap_or(1).max(1)
+}
+
+/// Start a ready step: create its work items and start as many as its
+/// parallelism allows.
+fn start_step(
+    tx: &mut Transition,
+    step: &Step,
+    inputs: Args,
+    ctx: &mut Context<'_>,
+) -> Result<(), ApplyError> {
+    let flow_id = tx.state.id.clone();
+    let items = match expand(step, &inputs) {
+        Ok(items) => items,
+        Err(error) => {
+            return tx.emit(FlowEvent::StepFailed {
+                flow_id,
+                step_id: step.id.clone(),
+                error,
+                problem: None,
+            })
+        }
+    };
+    let mut order = Vec::with_capacity(items.len());
+    let mut work_items = BTreeMap::new();
+    for item in items {
+        let token = (ctx.new_token)();
+        work_items.insert(
+            token.clone(),
+            with_meta(step, &flow_id, &token, ctx.webhook_base, item),
+        );
+        order.push(token);
+    }
+    let fan_out = order.len() > 1;
+    tx.emit(FlowEvent::StepStarted {
+        flow_id,
+        step_id: step.id.clone(),
+        inputs,
+        work_items,
+        order: if fan_out { order } else { Vec::new() },
+    })?;
+    fill_slots(tx, step)?;
+    // No element, no call: the step is done at once.
+    finish_step_if_done(tx, &step.id)
+}
+
+/// Start pending items of an active step, in element order, while fewer than
+/// its parallelism are in flight.
+fn fill_slots(tx: &mut Transition, step: &Step) -> Result<(), ApplyError> {
+    let Some(exec) = tx.state.executions.get(&step.id) else {
+        return Ok(());
+    };
+    if exec.status != StepStatus::Active || tx.state.status != FlowStatus::Active {
+        return Ok(());
+    }
+    let busy = exec
+        .work_items
+        .values()
+        .filter(|w| matches!(w.status, WorkStatus::Active | WorkStatus::NotCompleted))
+        .count();
+    let mut pending: Vec<(u32, String)> = exec
+        .work_items
+        .iter()
+        .filter(|(_, w)| w.status == WorkStatus::Pending)
+        .map(|(t, w)| (w.index, t.clone()))
+        .collect();
+    pending.sort();
+    let free = parallelism(step).saturating_sub(busy);
+    let plan = Arc::clone(&tx.state.plan);
+    let deadline = policies(&plan, &step.id)?
+        .timeouts
+        .total_ms
+        .map(|ms| add_ms(tx.now, ms));
+    for (_, token) in pending.into_iter().take(free) {
+        let inputs = tx
+            .state
+            .find_work(&step.id, &token)
+            .map(|w| w.inputs.clone())
+            .unwrap_or_default();
+        tx.emit(FlowEvent::WorkStarted {
+            flow_id: tx.state.id.clone(),
+            step_id: step.id.clone(),
+            token,
+            inputs,
+            attempt: 1,
+            deadline_at: deadline,
+        })?;
+    }
+    Ok(())
+}
+
+/// Metadata inputs of one work item.
+fn with_meta(step: &Step, flow_id: &str, token: &str, webhook_base: &str, mut inputs: Args) -> Args {
+    for (name, attr) in &step.attributes {
+        if !attr.is_meta() {
+            continue;
+        }
+        let value = match attr.meta_key() {
+            "flow_id" => flow_id.to_string(),
+            "step_id" => step.id.clone(),
+            "receipt_token" => token.to_string(),
+            "webhook_url" if step.is_async() => webhook_url(webhook_base, flow_id, &step.id, token),
+            _ => continue,
+        };
+        inputs.insert(step.inner_name(name).to_string(), Value::String(value));
+    }
+    inputs
+}
+
+/// Move the flow as far as it can go: start ready steps, skip unreachable
+/// ones, finish the flow, deactivate it when nothing runs any more.
+pub(super) fn advance(tx: &mut Transition, ctx: &mut Context<'_>) -> Result<(), ApplyError> {
+    let flow_id = tx.state.id.clone();
+    let plan = Arc::clone(&tx.state.plan);
+    let mut looked = 0;
+    loop {
+        if tx.state.status != FlowStatus::Active {
+            break;
+        }
+        if let Some((error, problem)) = failed_goal(&tx.state) {
+            tx.emit(FlowEvent::FlowFailed {
+                flow_id: flow_id.clone(),
+                error,
+                problem,
+            })?;
+            break;
+        }
+        // Only the steps whose inputs the events since the last look could
+        // have changed: every other pending step was waiting then and still
+        // is. (Looking at all of them made each decision cost the size of
+        // the plan: a chain of 10,000 steps took 10,000² looks.)
+        let pending: Vec<String> = match affected(&plan, &tx.events[looked..]) {
+            None => tx
+                .state
+                .executions
+                .iter()
+                .filter(|(_, e)| e.status == StepStatus::Pending)
+                .map(|(id, _)| id.clone())
+                .collect(),
+            Some(ids) => ids
+                .into_iter()
+                .filter(|id| {
+                    tx.state
+                        .executions
+                        .get(id)
+                        .is_some_and(|e| e.status == StepStatus::Pending)
+                })
+                .collect(),
+        };
+        looked = tx.events.len();
+        let mut progressed = false;
+        for step_id in pending {
+            let Some(step) = plan.steps.get(&step_id) else {
+                continue;
+            };
+            match readiness(&tx.state, step) {
+                Readiness::Waiting => {}
+                Readiness::Unreachable(reason) => {
+                    tx.emit(FlowEvent::StepSkipped {
+                        flow_id: flow_id.clone(),
+                        step_id,
+                        reason,
+                    })?;
+                    progressed = true;
+                }
+                Readiness::Ready(_) if policies(&plan, &step_id)?.retry.is_skipped() => {
+                    tx.emit(FlowEvent::StepSkipped {
+                        flow_id: flow_id.clone(),
+                        step_id,
+                        reason: "the retry policy allows 0 attempts".into(),
+                    })?;
+                    progressed = true;
+                }
+                Readiness::Ready(inputs) => {
+                    start_step(tx, step, inputs, ctx)?;
+                    progressed = true;
+                }
+            }
+        }
+        if progressed {
+            // Look again: what just started or was skipped may decide a goal.
+            continue;
+        }
+        if tx.state.executions.values().all(|e| e.status.is_terminal()) {
+            let result = goal_outputs(&tx.state);
+            tx.emit(FlowEvent::FlowCompleted {
+                flow_id: flow_id.clone(),
+                result,
+            })?;
+        }
+        break;
+    }
+    if tx.state.status != FlowStatus::Active
+        && tx.state.deactivated_at.is_none()
+        && !tx.state.has_active_work()
+    {
+        let status = tx.state.status;
+        tx.emit(FlowEvent::FlowDeactivated { flow_id, status })?;
+    }
+    Ok(())
+}
+
+/// The pending steps whose readiness `events` may have changed: those that
+/// read an attribute that was set, or one whose provider finished (a
+/// provider's end can make an input final or unreachable). `None`: the flow
+/// has just started, and every step is new.
+fn affected(plan: &ExecutionPlan, events: &[FlowEvent]) -> Option<BTreeSet<String>> {
+    let mut names: BTreeSet<&str> = BTreeSet::new();
+    for event in events {
+        match event {
+            FlowEvent::FlowStarted { .. } => return None,
+            FlowEvent::AttributeSet { key, .. } => {
+                names.insert(key);
+            }
+            FlowEvent::StepCompleted { step_id, .. }
+            | FlowEvent::StepFailed { step_id, .. }
+            | FlowEvent::StepSkipped { step_id, .. }
+            | FlowEvent::StepTimedOut { step_id, .. }
+            | FlowEvent::StepCancelled { step_id, .. } => {
+                if let Some(step) = plan.steps.get(step_id) {
+                    names.extend(step.outputs().map(|(n, _)| n.as_str()));
+                }
+            }
+            _ => {}
+        }
+    }
+    Some(
+        names
+            .into_iter()
+            .filter_map(|n| plan.attributes.get(n))
+            .flat_map(|edges| edges.consumers.iter().cloned())
+            .collect(),
+    )
+}
+
+/// The error (and problem, e.g. a timeout's) of the first goal that failed or
+/// can no longer run.
+fn failed_goal(state: &FlowState) -> Option<(String, Option<Value>)> {
+    state.plan.goals.iter().find_map(|goal| {
+        let exec = state.executions.get(goal)?;
+        let error = match exec.status {
+            StepStatus::Failed => Some(format!(
+                "goal step {goal} failed: {}",
+                exec.error.as_deref().unwrap_or("unknown error")
+            )),
+            StepStatus::Skipped => Some(format!(
+                "goal step {goal} skipped: {}",
+                exec.reason.as_deref().unwrap_or("unreachable")
+            )),
+            StepStatus::Cancelled => Some(format!(
+                "goal step {goal} cancelled: {}",
+                exec.error
+                    .as_deref()
+                    .or(exec.reason.as_deref())
+                    .unwrap_or("cancelled")
+            )),
+            _ => None,
+        }?;
+        Some((error, exec.problem.clone()))
+    })
+}
+
+fn goal_outputs(state: &FlowState) -> Args {
+    let mut result = Args::new();
+    for goal in &state.plan.goals {
+        if let Some(outputs) = state.executions.get(goal).and_then(|e| e.outputs.as_ref()) {
+            for (k, v) in outputs {
+                result.insert(k.clone(), v.clone());
+            }
+        }
+    }
+    result
+}

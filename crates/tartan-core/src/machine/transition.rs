@@ -1,0 +1,259 @@
+//! A decision's result: the events, the state they lead to, and what the
+//! engine must do about them (effects), derived from each event as it is
+//! emitted.
+
+use std::collections::BTreeSet;
+
+use crate::flow::{ApplyError, FlowEvent, FlowState, FlowStatus, Time, WorkStatus};
+
+/// The events of one decision, the state they lead to and their effects.
+#[derive(Debug, Clone)]
+pub struct Transition {
+    pub state: FlowState,
+    pub events: Vec<FlowEvent>,
+    /// What the engine carries out once the events are committed, in order.
+    pub effects: Vec<Effect>,
+    pub now: Time,
+    /// The items already named by a `Touch` effect.
+    touched: BTreeSet<(String, String)>,
+    /// The tokens of the calls in `effects`.
+    called: BTreeSet<String>,
+}
+
+/// Something a committed transition asks of the engine.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Effect {
+    /// Make a call: it was recorded as started, so it is durable before it
+    /// goes out.
+    Call(Dispatch),
+    /// Abort the call in flight for this item, wherever it runs.
+    Abort { step_id: String, token: String },
+    /// Wake the flow at `at`.
+    Arm { wake: Wake, at: Time },
+    /// The item's row changed: the commit writes it.
+    Touch { step_id: String, token: String },
+    /// The flow finished (completed, failed or cancelled).
+    Finished(FlowStatus),
+}
+
+/// A call that became due in a transition.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Dispatch {
+    pub step_id: String,
+    pub token: String,
+    pub attempt: u32,
+    /// A call of the step's compensate endpoint, not of the step itself.
+    pub compensate: bool,
+}
+
+/// Why a flow is to be woken.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Wake {
+    /// The item's retry (or its compensation's) is due.
+    Retry { step_id: String, token: String },
+    /// The item's inactivity window ends.
+    Inactivity { step_id: String, token: String },
+    /// The flow's deadline.
+    Deadline,
+}
+
+impl Transition {
+    /// A transition that has changed nothing yet.
+    pub fn unchanged(state: FlowState, now: Time) -> Self {
+        Self {
+            state,
+            events: Vec::new(),
+            effects: Vec::new(),
+            now,
+            touched: BTreeSet::new(),
+            called: BTreeSet::new(),
+        }
+    }
+
+    /// Begin a flow: `state` is what `flow_started` makes of nothing.
+    pub(crate) fn begin(&mut self, state: FlowState, started: FlowEvent) {
+        self.state = state;
+        self.derive(&started, false);
+        self.events.push(started);
+    }
+
+    /// Apply `event`, record it and derive its effects.
+    pub(crate) fn emit(&mut self, event: FlowEvent) -> Result<(), ApplyError> {
+        let call_in_flight = event
+            .work_item()
+            .and_then(|(step, token)| self.state.find_work(step, token))
+            .is_some_and(|w| w.status == WorkStatus::Active);
+        self.state.apply(&event, self.now)?;
+        self.derive(&event, call_in_flight);
+        self.events.push(event);
+        Ok(())
+    }
+
+    /// Take on the events and effects of `next`, decided on this
+    /// transition's state: several decisions committed as one.
+    pub fn absorb(&mut self, next: Transition) {
+        self.state = next.state;
+        self.events.extend(next.events);
+        for effect in next.effects {
+            self.push(effect);
+        }
+        self.now = next.now;
+    }
+
+    /// The calls this transition makes.
+    pub fn dispatches(&self) -> Vec<Dispatch> {
+        self.effects
+            .iter()
+            .filter_map(|e| match e {
+                Effect::Call(d) => Some(d.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The effects of one event, decided in one match over every event:
+    /// a new event does not compile until someone decides what it does.
+    fn derive(&mut self, event: &FlowEvent, call_in_flight: bool) {
+        if let Some((step_id, token)) = event.work_item() {
+            self.push(Effect::Touch {
+                step_id: step_id.to_string(),
+                token: token.to_string(),
+            });
+        }
+        let item = |step_id: &String, token: &String| (step_id.clone(), token.clone());
+        match event {
+            FlowEvent::FlowStarted { deadline_at, .. } => {
+                if let Some(at) = deadline_at {
+                    self.push(Effect::Arm {
+                        wake: Wake::Deadline,
+                        at: *at,
+                    });
+                }
+            }
+            FlowEvent::WorkStarted {
+                step_id,
+                token,
+                attempt,
+                ..
+            } => self.push(Effect::Call(Dispatch {
+                step_id: step_id.clone(),
+                token: token.clone(),
+                attempt: *attempt,
+                compensate: false,
+            })),
+            FlowEvent::CompStarted {
+                step_id,
+                token,
+                attempt,
+                ..
+            } => self.push(Effect::Call(Dispatch {
+                step_id: step_id.clone(),
+                token: token.clone(),
+                attempt: *attempt,
+                compensate: true,
+            })),
+            FlowEvent::WorkCancelled { step_id, token, .. }
+            | FlowEvent::WorkTimedOut { step_id, token, .. } => {
+                if call_in_flight {
+                    let (step_id, token) = item(step_id, token);
+                    self.push(Effect::Abort { step_id, token });
+                }
+            }
+            FlowEvent::WorkRetryScheduled {
+                step_id,
+                token,
+                next_retry_at,
+                ..
+            }
+            | FlowEvent::CompRetryScheduled {
+                step_id,
+                token,
+                next_retry_at,
+                ..
+            } => {
+                let (step_id, token) = item(step_id, token);
+                self.push(Effect::Arm {
+                    wake: Wake::Retry { step_id, token },
+                    at: *next_retry_at,
+                });
+            }
+            FlowEvent::WorkAccepted {
+                step_id,
+                token,
+                inactive_until,
+                ..
+            } => {
+                if let Some(at) = inactive_until {
+                    let (step_id, token) = item(step_id, token);
+                    self.push(Effect::Arm {
+                        wake: Wake::Inactivity { step_id, token },
+                        at: *at,
+                    });
+                }
+            }
+            FlowEvent::WorkHeartbeat {
+                step_id,
+                token,
+                inactive_until,
+                ..
+            } => {
+                let (step_id, token) = item(step_id, token);
+                self.push(Effect::Arm {
+                    wake: Wake::Inactivity { step_id, token },
+                    at: *inactive_until,
+                });
+            }
+            FlowEvent::FlowCompleted { .. }
+            | FlowEvent::FlowFailed { .. }
+            | FlowEvent::FlowCancelled { .. } => {
+                self.push(Effect::Finished(self.state.status));
+            }
+            // A flow timeout is followed by `flow_failed` or `flow_cancelled`,
+            // which finish it; the rest change state only.
+            FlowEvent::FlowTimedOut { .. }
+            | FlowEvent::FlowDeactivated { .. }
+            | FlowEvent::StepStarted { .. }
+            | FlowEvent::WorkSucceeded { .. }
+            | FlowEvent::WorkFailed { .. }
+            | FlowEvent::WorkLateResult { .. }
+            | FlowEvent::WorkNotCompleted { .. }
+            | FlowEvent::StepTimedOut { .. }
+            | FlowEvent::StepCancelled { .. }
+            | FlowEvent::AttributeSet { .. }
+            | FlowEvent::StepCompleted { .. }
+            | FlowEvent::StepFailed { .. }
+            | FlowEvent::CompSucceeded { .. }
+            | FlowEvent::CompFailed { .. }
+            | FlowEvent::StepSkipped { .. } => {}
+        }
+    }
+
+    /// Add an effect. An item is touched once; an abort of a call this
+    /// transition itself made takes that call back instead (it never went
+    /// out).
+    fn push(&mut self, effect: Effect) {
+        match &effect {
+            Effect::Touch { step_id, token } => {
+                if !self.touched.insert((step_id.clone(), token.clone())) {
+                    return;
+                }
+            }
+            Effect::Abort { token, .. } => {
+                // Rare (a flow stopped in the decision that started its
+                // calls): the scan is paid only then.
+                if self.called.remove(token) {
+                    self.effects
+                        .retain(|e| !matches!(e, Effect::Call(d) if d.token == *token && !d.compensate));
+                    return;
+                }
+            }
+            Effect::Call(d) => {
+                if !d.compensate {
+                    self.called.insert(d.token.clone());
+                }
+            }
+            Effect::Arm { .. } | Effect::Finished(_) => {}
+        }
+        self.effects.push(effect);
+    }
+}

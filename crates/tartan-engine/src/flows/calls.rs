@@ -1,0 +1,353 @@
+//! The calls in flight of this process: made from a decision's `Call`
+//! effects once it is committed, admitted to the call slots, their ends
+//! recorded as decisions, aborted when a decision or a lost lease says so.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use tartan_core::flow::WorkStatus;
+use tartan_core::machine::{AttemptResult, Dispatch, Transition};
+use tartan_core::timeouts::TimeoutScope;
+use tokio_util::sync::CancellationToken;
+
+use crate::dispatch::{self, Call};
+use crate::slots::{Admission, Admitted};
+use crate::Engine;
+
+use super::decide::{Concluded, Unrecorded};
+
+/// A call of this process, from its dispatch until its result is recorded.
+pub(crate) struct InFlight {
+    /// Which call: a retry of the same token is a new one.
+    id: u64,
+    /// Aborts it.
+    cancel: CancellationToken,
+    /// It got a slot and went out; on shutdown, the calls that did not are
+    /// handed back at once.
+    started: bool,
+}
+
+impl Engine {
+    /// Record how a call of this process ended: its result, or for an async
+    /// step its acceptance. Tried again while the database is unreachable (a
+    /// restart, a failover), for as long as this node's lease on the call
+    /// holds: a result the step already produced is worth more than a new
+    /// call. A commit that did land before its connection dropped is found on
+    /// reload and not repeated.
+    async fn conclude(&self, call: &Call, result: AttemptResult) {
+        let accepted =
+            call.step.is_async() && !call.compensate && matches!(result, AttemptResult::Success { .. });
+        let give_up = tokio::time::Instant::now() + self.lease_length().to_std().unwrap_or_default();
+        let mut pause = std::time::Duration::from_millis(50);
+        loop {
+            let (reply, answer) = tokio::sync::oneshot::channel();
+            let slot = self.inner.flows.slot(&call.flow_id);
+            slot.pending
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push(Concluded {
+                    step_id: call.step.id.clone(),
+                    token: call.token.clone(),
+                    attempt: call.attempt,
+                    compensate: call.compensate,
+                    result: (!accepted).then(|| result.clone()),
+                    reply,
+                });
+            self.decide_pending(&slot, &call.flow_id).await;
+            // Recorded by this decision, or by one that took it along.
+            let error = match answer.await {
+                Ok(Ok(())) => return,
+                Ok(Err(Unrecorded::Unavailable(e)))
+                    if tokio::time::Instant::now() + pause < give_up
+                        && !self.inner.stopping.is_cancelled() =>
+                {
+                    tracing::warn!(flow_id = %call.flow_id, "database unavailable, trying again in {pause:?}: {e}");
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(std::time::Duration::from_secs(2));
+                    continue;
+                }
+                Ok(Err(Unrecorded::Unavailable(e) | Unrecorded::Failed(e))) => e,
+                Err(_) => "the deciding task went away".to_string(),
+            };
+            // The item stays active under this node's lease; when the lease
+            // expires the sweep calls it again. Nothing is lost.
+            tracing::error!(flow_id = %call.flow_id, step_id = %call.step.id, token = %call.token, "recording the call's end failed: {error}");
+            return;
+        }
+    }
+
+    /// Make a call a committed decision started (`Effect::Call`).
+    pub(super) fn make_call(&self, tx: &Transition, d: &Dispatch) {
+        let Some(step) = tx.state.plan.steps.get(&d.step_id) else {
+            return;
+        };
+        let Some(work) = tx.state.find_work(&d.step_id, &d.token) else {
+            return;
+        };
+        // A call a later decision of the same transition ended is taken
+        // back there (`Effect::Abort`); the state says the same.
+        let live = if d.compensate {
+            work.status == WorkStatus::Compensating
+        } else {
+            work.status == WorkStatus::Active && work.attempts.last().map(|a| a.number) == Some(d.attempt)
+        };
+        if !live {
+            return;
+        }
+        // The attempt timeout, cut short by the step's total deadline
+        // when that comes first (then the total timeout is what fires).
+        let default_ms = u64::try_from(self.inner.config.step_timeout.as_millis()).unwrap_or(u64::MAX);
+        let policy = step.policies().map(|p| &p.timeouts);
+        let attempt_ms = policy.map_or(default_ms, |p| p.attempt_or(default_ms));
+        let mut bound = (attempt_ms, TimeoutScope::Attempt, attempt_ms, tx.now);
+        let total = policy.and_then(|p| p.total_ms).filter(|_| !d.compensate);
+        if let (Some(deadline), Some(total)) = (work.deadline_at, total) {
+            let remaining = u64::try_from((deadline - tx.now).num_milliseconds()).unwrap_or(0);
+            if remaining <= attempt_ms {
+                let first = work.attempts.first().map_or(tx.now, |a| a.started_at);
+                bound = (remaining, TimeoutScope::Total, total, first);
+            }
+        }
+        let (timeout_ms, timeout_scope, timeout_limit_ms, scope_start) = bound;
+        let Some(http) = step.http.as_ref() else {
+            return;
+        };
+        let (endpoint, placeholders, body) = if d.compensate {
+            // Placeholders from inputs and outputs, outputs win.
+            let outputs = work.outputs.clone().unwrap_or_default();
+            let mut values = work.inputs.clone();
+            values.extend(outputs.clone());
+            let body = serde_json::json!({ "input": work.inputs, "output": outputs });
+            (http.compensate.clone(), values, Some(body))
+        } else {
+            let body = (step.method() != "GET").then(|| serde_json::Value::Object(work.inputs.clone()));
+            (http.endpoint.clone(), work.inputs.clone(), body)
+        };
+        let webhook_url = (step.is_async() && !d.compensate)
+            .then(|| self.webhook_url(&tx.state.id, &step.id, &d.token, d.attempt));
+        // Flow state keeps the unsigned URL in a `webhook_url` meta
+        // input; the step alone is given the signed one.
+        let body = match (&webhook_url, body) {
+            (Some(url), Some(serde_json::Value::Object(mut inputs))) => {
+                for (name, attr) in &step.attributes {
+                    if attr.is_meta() && attr.meta_key() == "webhook_url" {
+                        inputs.insert(step.inner_name(name).to_string(), url.clone().into());
+                    }
+                }
+                Some(serde_json::Value::Object(inputs))
+            }
+            (_, body) => body,
+        };
+        let step = Arc::clone(step);
+        self.spawn_call(Call {
+            flow_id: tx.state.id.clone(),
+            step,
+            token: d.token.clone(),
+            attempt: d.attempt,
+            endpoint,
+            placeholders,
+            body,
+            compensate: d.compensate,
+            webhook_url,
+            timeout: std::time::Duration::from_millis(timeout_ms),
+            timeout_scope,
+            timeout_limit_ms,
+            scope_start,
+        });
+    }
+
+    /// Admit a call to the call slots (`slots.rs`): it runs now, or waits
+    /// for a slot listed in flight (so its lease is renewed and an abort
+    /// finds it). When the queue is full it is left active under this
+    /// node's lease, not called: when that lease runs out the sweep takes
+    /// it over like the call of a dead node (docs/durability.md, "Call slots").
+    fn spawn_call(&self, call: Call) {
+        if self.inner.stopping.is_cancelled() {
+            // Left active under this node's lease, which `shutdown` hands
+            // back: another process (or the next start) calls it.
+            return;
+        }
+        let cancel = CancellationToken::new();
+        let id = self
+            .inner
+            .call_ids
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.in_flight().insert(
+            call.token.clone(),
+            InFlight {
+                id,
+                cancel: cancel.clone(),
+                started: false,
+            },
+        );
+        match self.inner.slots.admit(Admitted { call, id, cancel }) {
+            Admission::Run(admitted) => self.run_call(admitted),
+            Admission::Queued => {}
+            Admission::Full(Admitted { call, id, .. }) => {
+                self.forget_call(&call.token, id);
+                self.inner
+                    .deferred_calls
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                tracing::warn!(flow_id = %call.flow_id, step_id = %call.step.id, token = %call.token,
+                    "call queue full (TARTAN_MAX_QUEUED_CALLS); the call is made when its lease runs out");
+            }
+        }
+    }
+
+    /// Make a call that holds a slot; the slot is given back (and the next
+    /// waiting calls started) as soon as the exchange ends or is aborted.
+    fn run_call(&self, admitted: Admitted) {
+        let engine = self.clone();
+        self.inner.tasks.spawn(async move {
+            let Admitted { call, id, cancel } = admitted;
+            let slot = SlotHeld {
+                engine: &engine,
+                step_id: &call.step.id,
+            };
+            let outcome = tokio::select! {
+                r = async {
+                    // Not started when the process stops: handed back (see
+                    // `Engine::shutdown`).
+                    if !engine.mark_started(&call.token, id) {
+                        return None;
+                    }
+                    let config = &engine.inner.config;
+                    let limits = dispatch::Limits {
+                        max_response_bytes: config.max_response_bytes,
+                        max_retry_after_ms: u64::try_from(config.max_retry_after.as_millis())
+                            .unwrap_or(u64::MAX),
+                    };
+                    Some(dispatch::perform(&engine.inner.http, &config.step_hosts, limits, &call).await)
+                } => r,
+                // The flow was cancelled or timed out: dropping the request
+                // closes its connection; the decision is already recorded.
+                _ = cancel.cancelled() => None,
+            };
+            drop(slot);
+            // The call stays listed in flight (its lease renewed) until its
+            // result is recorded, which may wait out a database outage. Its
+            // token is cancelled now that it answered: there is nothing left
+            // to abort, and a renewal that finds the row already recorded
+            // must not take it for a lost lease.
+            if let Some(result) = outcome {
+                cancel.cancel();
+                engine.conclude(&call, result).await;
+            }
+            engine.forget_call(&call.token, id);
+        });
+    }
+
+    /// Drop call `id` from the calls in flight, unless a retry of the same
+    /// token already took its entry.
+    fn forget_call(&self, token: &str, id: u64) {
+        let mut in_flight = self.in_flight();
+        if in_flight.get(token).is_some_and(|c| c.id == id) {
+            in_flight.remove(token);
+        }
+    }
+
+    /// Calls holding a slot and waiting for one; calls left to their lease
+    /// because the queue was full, since start.
+    pub fn call_counts(&self) -> (crate::CallCounts, u64) {
+        (
+            self.inner.slots.counts(),
+            self.inner
+                .deferred_calls
+                .load(std::sync::atomic::Ordering::Relaxed),
+        )
+    }
+
+    /// Mark call `id` as going out, unless the process is stopping. Under the
+    /// `in_flight` lock, as `started_calls` reads: a call either is marked
+    /// before the stop is seen, or does not start.
+    fn mark_started(&self, token: &str, id: u64) -> bool {
+        let mut in_flight = self.in_flight();
+        if self.inner.stopping.is_cancelled() {
+            return false;
+        }
+        if let Some(c) = in_flight.get_mut(token).filter(|c| c.id == id) {
+            c.started = true;
+        }
+        true
+    }
+
+    /// The receipt tokens of the calls that went out and are still running.
+    pub(crate) fn started_calls(&self) -> Vec<String> {
+        self.in_flight()
+            .iter()
+            .filter(|(_, c)| c.started)
+            .map(|(token, _)| token.clone())
+            .collect()
+    }
+
+    fn in_flight(&self) -> std::sync::MutexGuard<'_, HashMap<String, InFlight>> {
+        self.inner.in_flight.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// This process's calls in flight: receipt token and call number.
+    pub(crate) fn calls_in_flight(&self) -> Vec<(String, u64)> {
+        self.in_flight()
+            .iter()
+            .map(|(token, c)| (token.clone(), c.id))
+            .collect()
+    }
+
+    /// Abort the calls whose lease this process no longer holds: another
+    /// process took the work over (this one was presumed dead), or cancelled
+    /// or timed out the flow. Its result could not be recorded anyway, and
+    /// two processes must not run one call at once. A call that ended or was
+    /// replaced by a newer call of its token since `calls` was read is left.
+    pub(crate) fn abandon_lost_calls(&self, calls: Vec<(String, u64)>, renewed: &[String]) {
+        let renewed: std::collections::HashSet<&str> = renewed.iter().map(String::as_str).collect();
+        let mut in_flight = self.in_flight();
+        for (token, id) in calls {
+            let running = in_flight
+                .get(&token)
+                .is_some_and(|c| c.id == id && !c.cancel.is_cancelled());
+            if renewed.contains(token.as_str()) || !running {
+                continue;
+            }
+            if let Some(c) = in_flight.remove(&token) {
+                tracing::warn!(%token, "lease lost to another process or decision; call abandoned");
+                c.cancel.cancel();
+            }
+        }
+    }
+
+    /// Whether this process has a call in flight for `token`.
+    pub(crate) fn is_in_flight(&self, token: &str) -> bool {
+        self.in_flight().contains_key(token)
+    }
+
+    /// Abort the call in flight for `token`, if this process has one;
+    /// whether it had.
+    pub(crate) fn abort_call(&self, token: &str) -> bool {
+        match self.in_flight().remove(token) {
+            Some(c) => {
+                c.cancel.cancel();
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+/// A call's slot, given back when dropped (the call ended, was aborted, or
+/// its task panicked); the calls that get a slot then are started, unless
+/// the engine is stopping (they stay leased; the next start resumes them).
+struct SlotHeld<'a> {
+    engine: &'a Engine,
+    step_id: &'a str,
+}
+
+impl Drop for SlotHeld<'_> {
+    fn drop(&mut self) {
+        for next in self.engine.inner.slots.release(self.step_id) {
+            if self.engine.inner.stopping.is_cancelled() {
+                self.engine.forget_call(&next.call.token, next.id);
+                continue;
+            }
+            self.engine.run_call(next);
+        }
+    }
+}

@@ -1,0 +1,432 @@
+//! Deciding on a flow: one lock (and cached state) per flow in this
+//! process; a decision takes it, applies a command with
+//! `tartan_core::machine::apply`, commits the events and the rows the
+//! effects touched through the writer, and only then carries out the
+//! effects. A commit that finds the flow changed by another process
+//! (sequence conflict) reloads the flow and decides again.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex as StdMutex};
+
+use chrono::{DateTime, SubsecRound, Utc};
+use tartan_core::flow::{ApplyError, FlowState, WorkStatus};
+use tartan_core::machine::{self, AttemptResult, Command, Context, Effect, Transition, Wake};
+use tartan_store::{FlowCommit, StoreError, WorkKey, WorkRow};
+use tokio::sync::Mutex;
+
+use crate::timers::Timer;
+use crate::{Engine, EngineError};
+
+/// A flow's state as of its last commit by this process.
+pub(super) struct Cached {
+    /// The same allocation as the last commit's state: keeping it costs no copy.
+    pub(super) state: Arc<FlowState>,
+    pub(super) sequence: i64,
+}
+
+/// One flow's lock, with its cached state, and the results of its calls
+/// that wait for the lock: whoever takes the lock next decides on all of
+/// them in one commit, so that results arriving together (the items of a
+/// for_each step) share one instead of queueing for one each.
+#[derive(Default)]
+pub(super) struct FlowSlot {
+    pub(super) cached: Mutex<Option<Cached>>,
+    pub(super) pending: StdMutex<Vec<Concluded>>,
+}
+
+type Slot = Arc<FlowSlot>;
+
+/// Releases a flow's slot when dropped (`FlowLocks::release`): on every way
+/// out of a start or a decision, early returns and errors included.
+pub(super) struct Released<'a> {
+    flows: &'a FlowLocks,
+    flow_id: &'a str,
+    slot: &'a FlowSlot,
+}
+
+impl<'a> Released<'a> {
+    pub(super) fn on_exit(flows: &'a FlowLocks, flow_id: &'a str, slot: &'a FlowSlot) -> Self {
+        Self { flows, flow_id, slot }
+    }
+}
+
+impl Drop for Released<'_> {
+    fn drop(&mut self) {
+        self.flows.release(self.flow_id, self.slot);
+    }
+}
+
+/// A call of this process that ended, waiting to be recorded.
+pub(super) struct Concluded {
+    pub(super) step_id: String,
+    pub(super) token: String,
+    pub(super) attempt: u32,
+    pub(super) compensate: bool,
+    /// `None`: an async step accepted the call; its webhook will decide.
+    pub(super) result: Option<AttemptResult>,
+    pub(super) reply: tokio::sync::oneshot::Sender<Result<(), Unrecorded>>,
+}
+
+/// Why a concluded call was not recorded.
+pub(super) enum Unrecorded {
+    /// The database was unreachable: worth trying again.
+    Unavailable(String),
+    Failed(String),
+}
+
+impl Concluded {
+    /// What the machine is told about this call.
+    fn command(&self) -> Command {
+        let (step_id, token, attempt) = (self.step_id.clone(), self.token.clone(), self.attempt);
+        match &self.result {
+            None => Command::Accept {
+                step_id,
+                token,
+                attempt,
+            },
+            Some(result) if self.compensate => Command::RecordCompensation {
+                step_id,
+                token,
+                attempt,
+                result: result.clone(),
+            },
+            Some(result) => Command::Record {
+                step_id,
+                token,
+                attempt,
+                result: result.clone(),
+            },
+        }
+    }
+}
+
+/// One lock (and cached state) per flow that is being worked on.
+#[derive(Default)]
+pub(crate) struct FlowLocks {
+    slots: StdMutex<HashMap<String, Slot>>,
+}
+
+impl FlowLocks {
+    pub(super) fn slot(&self, flow_id: &str) -> Slot {
+        let mut slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
+        slots.entry(flow_id.to_string()).or_default().clone()
+    }
+
+    /// Flows with work in progress (their slots are kept only while busy).
+    pub(crate) fn len(&self) -> usize {
+        self.slots.lock().unwrap_or_else(|p| p.into_inner()).len()
+    }
+
+    /// Drop the flow's slot unless it is still needed: a decision holds its
+    /// lock (that one releases it when done), results wait in it, or its
+    /// cached state has calls in flight. Called on every path out of a
+    /// decision or a start, so a flow that finished, or was never created,
+    /// never keeps a place in `max_active_flows`.
+    fn release(&self, flow_id: &str, slot: &FlowSlot) {
+        let mut slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
+        // A newer slot of the same flow is not this caller's to drop.
+        if !slots
+            .get(flow_id)
+            .is_some_and(|s| std::ptr::eq(Arc::as_ptr(s), slot))
+        {
+            return;
+        }
+        let Ok(cached) = slot.cached.try_lock() else {
+            return;
+        };
+        let busy = cached.as_ref().is_some_and(|c| c.state.has_active_work());
+        let waiting = !slot.pending.lock().unwrap_or_else(|p| p.into_inner()).is_empty();
+        if !busy && !waiting {
+            slots.remove(flow_id);
+        }
+    }
+}
+
+pub(super) fn new_token() -> String {
+    uuid::Uuid::new_v4().simple().to_string()
+}
+
+/// Times are kept at microsecond precision, as stored.
+pub(super) fn now() -> DateTime<Utc> {
+    Utc::now().trunc_subsecs(6)
+}
+
+impl Engine {
+    /// Decide on every concluded call waiting in the flow's slot, in one
+    /// decision and one commit, and answer each.
+    pub(super) async fn decide_pending(&self, slot: &FlowSlot, flow_id: &str) {
+        let mut taken: Vec<Concluded> = Vec::new();
+        let mut refused: Vec<Option<String>> = Vec::new();
+        let outcome = self
+            .decide_in(slot, flow_id, |state, ctx| {
+                taken.extend(slot.pending.lock().unwrap_or_else(|p| p.into_inner()).drain(..));
+                refused.clear();
+                let mut merged = Transition::unchanged(state, ctx.now);
+                for c in &taken {
+                    // Each on a copy: one refused leaves the others standing.
+                    match machine::apply(merged.state.clone(), c.command(), ctx) {
+                        Ok(tx) => {
+                            merged.absorb(tx);
+                            refused.push(None);
+                        }
+                        Err(e) => refused.push(Some(e.to_string())),
+                    }
+                }
+                Ok(merged)
+            })
+            .await;
+        for (c, refusal) in taken
+            .into_iter()
+            .zip(refused.into_iter().chain(std::iter::repeat(None)))
+        {
+            let answer = match (&outcome, refusal) {
+                (Ok(()), None) => Ok(()),
+                (Ok(()), Some(e)) => Err(Unrecorded::Failed(e)),
+                (Err(EngineError::Store(StoreError::Unavailable(e))), _) => {
+                    Err(Unrecorded::Unavailable(e.clone()))
+                }
+                (Err(e), _) => Err(Unrecorded::Failed(e.to_string())),
+            };
+            let _ = c.reply.send(answer);
+        }
+    }
+
+    /// Take the flow's lock, apply `command`, commit, carry out the effects.
+    pub(crate) async fn decide(&self, flow_id: &str, command: Command) -> Result<(), EngineError> {
+        let slot = self.inner.flows.slot(flow_id);
+        self.decide_in(&slot, flow_id, |state, ctx| {
+            machine::apply(state, command.clone(), ctx)
+        })
+        .await
+    }
+
+    /// Decide in the flow's slot. Whichever way the decision ends (nothing
+    /// to do, a refusal, a failed commit), the slot is let go unless the flow
+    /// still has calls in flight.
+    async fn decide_in<F>(&self, slot: &FlowSlot, flow_id: &str, mut decide: F) -> Result<(), EngineError>
+    where
+        F: FnMut(FlowState, &mut Context<'_>) -> Result<Transition, ApplyError>,
+    {
+        let _release = Released::on_exit(&self.inner.flows, flow_id, slot);
+        for _ in 0..5 {
+            let mut guard = slot.cached.lock().await;
+            if guard.is_none() {
+                match self.inner.store.load_flow(flow_id).await? {
+                    Some(f) => {
+                        *guard = Some(Cached {
+                            state: Arc::new(f.state),
+                            sequence: f.sequence,
+                        })
+                    }
+                    None => return Err(EngineError::FlowNotFound(flow_id.to_string())),
+                }
+            }
+            let Some(cached) = guard.as_ref() else {
+                continue;
+            };
+            let base = cached.sequence;
+            let tx = self.decision_context(now(), |ctx| decide(FlowState::clone(&cached.state), ctx))?;
+            if tx.events.is_empty() {
+                return Ok(());
+            }
+            let commit = self.commit_for(&tx, base, None);
+            let state = Arc::clone(&commit.state);
+            match self.inner.writer.commit(commit).await {
+                Ok(()) => {
+                    let busy = tx.state.has_active_work();
+                    // Keep in memory only flows with calls in flight: those get
+                    // their next decision soon. A flow waiting for a retry (maybe
+                    // hours) is read back from the database when it is due, and
+                    // does not count against `max_active_flows`. (A task that
+                    // still holds the forgotten slot decides under the
+                    // sequence check like any other process.)
+                    *guard = busy.then(|| Cached {
+                        sequence: base + tx.events.len() as i64,
+                        state,
+                    });
+                    drop(guard);
+                    self.carry_out(&tx);
+                    return Ok(());
+                }
+                Err(StoreError::Conflict(_)) => {
+                    // Another process moved the flow on: reload and decide again.
+                    *guard = None;
+                }
+                Err(e) => {
+                    *guard = None;
+                    return Err(e.into());
+                }
+            }
+        }
+        Err(EngineError::Internal(format!(
+            "flow {flow_id} kept changing under this decision"
+        )))
+    }
+
+    /// The context of one decision: the clock, webhook base, token and
+    /// randomness sources.
+    pub(super) fn decision_context<R>(
+        &self,
+        at: DateTime<Utc>,
+        decide: impl FnOnce(&mut Context<'_>) -> R,
+    ) -> R {
+        let mut token = new_token;
+        let mut random = rand::random::<f64>;
+        let mut ctx = Context {
+            now: at,
+            webhook_base: &self.inner.config.webhook_base_url,
+            new_token: &mut token,
+            random: &mut random,
+        };
+        decide(&mut ctx)
+    }
+
+    /// The rows and events one transition writes.
+    pub(super) fn commit_for(
+        &self,
+        tx: &Transition,
+        base_sequence: i64,
+        request: Option<String>,
+    ) -> FlowCommit {
+        let lease_len = self.lease_length();
+        let work = tx
+            .effects
+            .iter()
+            .filter_map(|effect| match effect {
+                Effect::Touch { step_id, token } => Some((step_id.clone(), token.clone())),
+                Effect::Call(_) | Effect::Abort { .. } | Effect::Arm { .. } | Effect::Finished(_) => None,
+            })
+            .filter_map(|(step_id, token)| {
+                let w = tx.state.find_work(&step_id, &token)?;
+                // Active work, and retries this process scheduled, are leased to
+                // it in the same commit: it calls them from memory, no claim needed.
+                // An accepted async call waits for its webhook: its row carries
+                // the inactivity deadline (or "never") as its timer, which
+                // also keeps it from being taken for an orphaned call.
+                let waiting_webhook = (w.status == WorkStatus::Active && w.accepted_at.is_some())
+                    .then(|| w.inactive_until.unwrap_or(DateTime::<Utc>::MAX_UTC));
+                // A call's lease runs from the commit, on the database's
+                // clock (`lease_for`); the others are anchored to a due time.
+                let call_lease = lease_len.to_std().unwrap_or_default();
+                let (lease_until, lease_for) = match (w.status, w.next_retry_at) {
+                    _ if waiting_webhook.is_some() => (
+                        waiting_webhook.map(|due| due.checked_add_signed(lease_len).unwrap_or(due)),
+                        None,
+                    ),
+                    (WorkStatus::Active, _) | (WorkStatus::Compensating, None) => (None, Some(call_lease)),
+                    // A retry may be due at the end of time (a backoff
+                    // without a cap): the lease saturates there.
+                    (WorkStatus::NotCompleted | WorkStatus::Compensating, Some(due)) => (
+                        Some(
+                            due.checked_add_signed(lease_len)
+                                .unwrap_or(DateTime::<Utc>::MAX_UTC),
+                        ),
+                        None,
+                    ),
+                    _ => (None, None),
+                };
+                let active = lease_until.is_some() || lease_for.is_some();
+                Some(WorkRow {
+                    flow_id: tx.state.id.clone(),
+                    step_id,
+                    token,
+                    status: w.status,
+                    attempt: w.attempts.last().map(|a| a.number).unwrap_or(0),
+                    retry_count: w.retry_count,
+                    due_at: w.next_retry_at.or(waiting_webhook),
+                    lease_owner: active.then(|| self.inner.config.node_id.clone()),
+                    lease_expires_at: lease_until,
+                    lease_for,
+                    created_at: tx.now,
+                    detail: w.clone(),
+                })
+            })
+            .collect();
+        FlowCommit {
+            flow_id: tx.state.id.clone(),
+            base_sequence,
+            at: tx.now,
+            events: tx.events.clone(),
+            state: Arc::new(tx.state.clone()),
+            request,
+            work,
+        }
+    }
+
+    /// Carry out a committed transition's effects, in one loop: abort the
+    /// calls it cancelled, arm the timers it set, make the calls it started,
+    /// tell who waits that the flow finished.
+    pub(super) fn carry_out(&self, tx: &Transition) {
+        let flow_id = &tx.state.id;
+        let key = |step_id: &String, token: &String| WorkKey {
+            flow_id: flow_id.clone(),
+            step_id: step_id.clone(),
+            token: token.clone(),
+        };
+        // Calls cancelled that are not this process's are another's (a flow
+        // is cancelled where the request arrives): tell it.
+        let mut elsewhere = Vec::new();
+        let mut calls = Vec::new();
+        let mut finished = None;
+        for effect in &tx.effects {
+            match effect {
+                Effect::Call(d) => calls.push(d),
+                Effect::Abort { token, .. } => {
+                    if !self.abort_call(token) {
+                        elsewhere.push(token.clone());
+                    }
+                }
+                Effect::Arm { wake, at } => {
+                    let timer = match wake {
+                        Wake::Retry { step_id, token } => Timer::Retry {
+                            key: key(step_id, token),
+                            claim: false,
+                        },
+                        Wake::Inactivity { step_id, token } => Timer::Inactivity(key(step_id, token)),
+                        Wake::Deadline => Timer::FlowDeadline(flow_id.clone()),
+                    };
+                    self.inner.timers.schedule(timer, *at);
+                }
+                // Written by the commit.
+                Effect::Touch { .. } => {}
+                Effect::Finished(status) => finished = Some(*status),
+            }
+        }
+        if !elsewhere.is_empty() {
+            let store = self.inner.store.clone();
+            tokio::spawn(async move {
+                if let Err(e) = store.announce_aborts(&elsewhere).await {
+                    tracing::warn!("announcing aborts failed (lease renewal will catch them): {e}");
+                }
+            });
+        }
+        if let Some(status) = finished {
+            self.inner.waiters.finished(flow_id);
+            if self.inner.finished.receiver_count() > 0 {
+                let _ = self.inner.finished.send(crate::FlowFinished {
+                    flow_id: flow_id.clone(),
+                    status,
+                    at: tx.now,
+                });
+            }
+            // Only a compensation's retries outlive the flow (those armed
+            // by this decision included, hence after arming them).
+            self.inner.timers.retain_flow(flow_id, |timer| match timer {
+                Timer::Retry { key, .. } => tx
+                    .state
+                    .find_work(&key.step_id, &key.token)
+                    .is_some_and(|w| w.status == WorkStatus::Compensating),
+                Timer::Inactivity(_) | Timer::FlowDeadline(_) => false,
+            });
+        }
+        for call in calls {
+            self.make_call(tx, call);
+        }
+    }
+
+    /// How long a lease holds: the attempt timeout plus `TARTAN_LEASE`.
+    pub(crate) fn lease_length(&self) -> chrono::Duration {
+        chrono::Duration::from_std(self.inner.config.step_timeout + self.inner.config.lease)
+            .unwrap_or(chrono::Duration::MAX)
+    }
+}

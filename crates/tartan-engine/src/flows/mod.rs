@@ -1,0 +1,363 @@
+//! The engine's operations on flows: start one, read it, deliver an async
+//! step's webhook or heartbeat, cancel it. Each change is a decision: the
+//! flow's lock is taken, `tartan_core::machine::apply` decides, the writer
+//! commits, and only then are the decision's effects carried out.
+//!
+//! # Layout
+//! - this file: the public operations.
+//! - `decide`: each flow's lock and cached state, deciding, committing
+//!   (the rows a decision writes) and carrying out the effects.
+//! - `waiters`: clients waiting for a flow to finish.
+//! - `calls`: the calls in flight: making them from a decision's `Call`
+//!   effects, the call slots, recording how they ended, aborting them.
+
+mod calls;
+mod decide;
+mod waiters;
+
+use std::sync::Arc;
+use tartan_core::error::{PlanError, ValidationError};
+use tartan_core::flow::{FlowOptions, FlowState, WorkStatus};
+use tartan_core::machine::{self, AttemptResult, Command, Stop};
+use tartan_core::outcome::FailureCause;
+use tartan_core::plan::start_plan;
+use tartan_core::request::StartFlow;
+use tartan_core::step::Args;
+use tartan_store::StoreError;
+
+use crate::{Engine, EngineError};
+
+pub(crate) use calls::InFlight;
+pub(crate) use decide::FlowLocks;
+use decide::{now, Cached, Released};
+pub(crate) use waiters::Waiters;
+pub use waiters::MAX_WAITERS;
+
+/// What `start_flow` did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StartOutcome {
+    Started,
+    /// The same request had already started this flow.
+    AlreadyStarted,
+}
+
+/// What an async step's webhook delivered.
+#[derive(Debug, Clone)]
+pub enum WebhookResult {
+    Outputs(Args),
+    Problem { status: Option<u16>, error: String },
+}
+
+/// Why a webhook or heartbeat was refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WebhookRefusal {
+    UnknownFlow,
+    UnknownStep,
+    UnknownToken,
+    /// Not an async step: its results come from the call's response.
+    Synchronous,
+    /// The call of the current attempt has not been accepted (202) yet.
+    NotAccepted {
+        attempt: u32,
+    },
+    /// The URL belongs to an attempt a newer one replaced.
+    OlderAttempt {
+        given: u32,
+        current: u32,
+    },
+    /// A heartbeat for a work item no call of which is waiting any more.
+    NotWaiting {
+        status: &'static str,
+    },
+}
+
+/// How long a webhook that arrives before its call's `202` is recorded
+/// waits for it: a step may post its result the moment it answers, and the
+/// engine records the answer a moment later.
+const ACCEPTANCE_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// What a webhook or heartbeat may do to a work item (docs/api.md, "Async
+/// steps and webhooks"): `Ok(attempt)` it may go ahead, for that attempt.
+fn webhook_target(
+    state: &FlowState,
+    step_id: &str,
+    token: &str,
+    signed: Option<u32>,
+) -> Result<Result<u32, WebhookRefusal>, WaitForAcceptance> {
+    let Some(exec) = state.executions.get(step_id) else {
+        return Ok(Err(WebhookRefusal::UnknownStep));
+    };
+    let Some(work) = exec.work_items.get(token) else {
+        return Ok(Err(WebhookRefusal::UnknownToken));
+    };
+    if !state.plan.steps.get(step_id).is_some_and(|s| s.is_async()) {
+        return Ok(Err(WebhookRefusal::Synchronous));
+    }
+    let current = work.attempts.last().map(|a| a.number).unwrap_or(0);
+    let attempt = signed.unwrap_or(current);
+    if attempt < current {
+        return Ok(Err(WebhookRefusal::OlderAttempt {
+            given: attempt,
+            current,
+        }));
+    }
+    let running =
+        work.status == WorkStatus::Active && work.attempts.last().is_some_and(|a| a.ended_at.is_none());
+    if running && work.accepted_at.is_none() {
+        return Err(WaitForAcceptance(attempt));
+    }
+    Ok(Ok(attempt))
+}
+
+/// The call a webhook belongs to is still running, not yet accepted.
+struct WaitForAcceptance(u32);
+
+impl Engine {
+    /// Start a flow. An identical repeat of an earlier start is accepted; a
+    /// different request under the same id is `FlowExists`.
+    pub async fn start_flow(&self, request: StartFlow) -> Result<StartOutcome, EngineError> {
+        if self.inner.stopping.is_cancelled() {
+            return Err(EngineError::ShuttingDown);
+        }
+        let request = request.normalize()?;
+        // The operator's setting is the default and the ceiling: a request
+        // may lower it, never raise it (docs/retries.md).
+        let cap = self.inner.config.max_step_attempts;
+        if let Some(asked) = request.max_step_attempts.filter(|n| *n > cap) {
+            return Err(ValidationError::new(
+                "max_step_attempts",
+                format!("{asked} is above this engine's cap of {cap} (TARTAN_MAX_STEP_ATTEMPTS)"),
+            )
+            .into());
+        }
+        let active = self.inner.flows.len();
+        if active >= self.inner.config.max_active_flows {
+            return Err(EngineError::Overloaded(active));
+        }
+        let text = serde_json::to_string(&request).map_err(|e| EngineError::Internal(e.to_string()))?;
+        // Validate the deadline before anything else can answer. The flow
+        // starts at this instant: its deadline is measured from it.
+        let started = now();
+        let (deadline_at, on_timeout) = request.deadline(started)?;
+        if let Some(existing) = self.inner.store.flow_request(&request.id).await? {
+            return same_request(&request.id, &existing, &text);
+        }
+        let mut view = self.catalog().await;
+        let plan = match start_plan(&view.catalog, &request.goals, &request.init) {
+            Err(PlanError::UnknownGoals(_)) => {
+                // Another process may have registered the step just now.
+                view = self.refresh_catalog().await?;
+                start_plan(&view.catalog, &request.goals, &request.init)?
+            }
+            other => other?,
+        };
+        machine::check_fan_out(&plan, &request.init)?;
+        let slot = self.inner.flows.slot(&request.id);
+        // Declared before the lock's guard, so dropped after it.
+        let _release = Released::on_exit(&self.inner.flows, &request.id, &slot);
+        let mut guard = slot.cached.lock().await;
+        let options = FlowOptions {
+            labels: request.labels.clone(),
+            max_step_attempts: request
+                .max_step_attempts
+                .unwrap_or(self.inner.config.max_step_attempts),
+            deadline_at,
+            on_timeout,
+        };
+        let start = Command::Start {
+            flow_id: request.id.clone(),
+            plan,
+            init: request.init.clone(),
+            options,
+        };
+        let tx = self.decision_context(started, |ctx| machine::apply(FlowState::default(), start, ctx))?;
+        let commit = self.commit_for(&tx, 0, Some(text.clone()));
+        let state = Arc::clone(&commit.state);
+        match self.inner.writer.commit(commit).await {
+            Ok(()) => {}
+            Err(StoreError::FlowExists(_)) => {
+                drop(guard);
+                let existing = self
+                    .inner
+                    .store
+                    .flow_request(&request.id)
+                    .await?
+                    .unwrap_or_default();
+                return same_request(&request.id, &existing, &text);
+            }
+            Err(e) => return Err(e.into()),
+        }
+        let sequence = tx.events.len() as i64;
+        let busy = tx.state.has_active_work();
+        *guard = busy.then_some(Cached { state, sequence });
+        drop(guard);
+        self.carry_out(&tx);
+        Ok(StartOutcome::Started)
+    }
+
+    /// The flow's status, without rebuilding its state (cheap to poll).
+    pub async fn flow_status(&self, flow_id: &str) -> Result<tartan_core::flow::FlowStatus, EngineError> {
+        self.inner
+            .store
+            .flow_status(flow_id)
+            .await?
+            .ok_or_else(|| EngineError::FlowNotFound(flow_id.to_string()))
+    }
+
+    /// The flow's status as soon as it is no longer active, or after
+    /// `wait` if it still is. Woken by the decision that finishes the flow
+    /// in this process; one another process finishes is seen within
+    /// `waiters::RECHECK`.
+    pub async fn wait_for_flow(
+        &self,
+        flow_id: &str,
+        wait: std::time::Duration,
+    ) -> Result<tartan_core::flow::FlowStatus, EngineError> {
+        let give_up = tokio::time::Instant::now() + wait;
+        let waiting = self
+            .inner
+            .waiters
+            .wait_for(flow_id)
+            .ok_or(EngineError::TooManyWaiters(MAX_WAITERS))?;
+        loop {
+            // Listening before the status is read: a finish in between is
+            // not missed.
+            let notified = waiting.notice.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            let status = self.flow_status(flow_id).await?;
+            let now = tokio::time::Instant::now();
+            if status != tartan_core::flow::FlowStatus::Active || now >= give_up {
+                return Ok(status);
+            }
+            let _ = tokio::time::timeout_at(give_up.min(now + waiters::RECHECK), notified).await;
+        }
+    }
+
+    /// The flow's projection, as stored.
+    pub async fn flow(&self, flow_id: &str) -> Result<FlowState, EngineError> {
+        match self.inner.store.load_flow(flow_id).await? {
+            Some(f) => Ok(f.state),
+            None => Err(EngineError::FlowNotFound(flow_id.to_string())),
+        }
+    }
+
+    /// Deliver an async step's result, for the attempt its URL was signed
+    /// for (`None`: a URL from before attempts were signed, taken as the
+    /// current one). A result for the current attempt that arrives after it
+    /// ended is recorded as late and changes nothing.
+    pub async fn deliver_webhook(
+        &self,
+        flow_id: &str,
+        step_id: &str,
+        token: &str,
+        signed: Option<u32>,
+        result: WebhookResult,
+    ) -> Result<Result<(), WebhookRefusal>, EngineError> {
+        let attempt = match self.webhook_target(flow_id, step_id, token, signed).await? {
+            Ok((attempt, _)) => attempt,
+            Err(refusal) => return Ok(Err(refusal)),
+        };
+        let result = match result {
+            WebhookResult::Outputs(outputs) => AttemptResult::Success {
+                outputs,
+                http_status: None,
+            },
+            WebhookResult::Problem { status, error } => AttemptResult::Failure {
+                cause: status.map_or(FailureCause::Reported, FailureCause::Status),
+                error,
+                retry_after_ms: None,
+            },
+        };
+        let record = Command::Record {
+            step_id: step_id.to_string(),
+            token: token.to_string(),
+            attempt,
+            result,
+        };
+        self.decide(flow_id, record).await?;
+        Ok(Ok(()))
+    }
+
+    /// Check a webhook against the stored flow: which attempt it may act on,
+    /// and the item's status. A call still running (its `202` not recorded
+    /// yet) is waited for, briefly; then it is refused as not accepted.
+    async fn webhook_target(
+        &self,
+        flow_id: &str,
+        step_id: &str,
+        token: &str,
+        signed: Option<u32>,
+    ) -> Result<Result<(u32, WorkStatus), WebhookRefusal>, EngineError> {
+        let give_up = tokio::time::Instant::now() + ACCEPTANCE_WAIT;
+        loop {
+            let Some(loaded) = self.inner.store.load_flow(flow_id).await? else {
+                return Ok(Err(WebhookRefusal::UnknownFlow));
+            };
+            let status = |state: &FlowState| {
+                state
+                    .find_work(step_id, token)
+                    .map_or(WorkStatus::Pending, |w| w.status)
+            };
+            match webhook_target(&loaded.state, step_id, token, signed) {
+                Ok(target) => return Ok(target.map(|a| (a, status(&loaded.state)))),
+                Err(WaitForAcceptance(attempt)) if tokio::time::Instant::now() >= give_up => {
+                    return Ok(Err(WebhookRefusal::NotAccepted { attempt }));
+                }
+                // Rare (a step that answers and calls back at once), and
+                // bounded: no notice to wait on spans processes, so look again.
+                Err(WaitForAcceptance(_)) => tokio::time::sleep(std::time::Duration::from_millis(20)).await,
+            }
+        }
+    }
+
+    /// Cancel an active flow: no new work, calls in flight aborted.
+    pub async fn cancel_flow(&self, flow_id: &str) -> Result<(), EngineError> {
+        let state = self.flow(flow_id).await?;
+        if state.status != tartan_core::flow::FlowStatus::Active {
+            return Err(EngineError::FlowTerminal(
+                flow_id.to_string(),
+                state.status.as_str(),
+            ));
+        }
+        self.decide(
+            flow_id,
+            Command::Stop(Stop::Cancel("cancelled by request".into())),
+        )
+        .await
+    }
+
+    /// An async step's heartbeat: its inactivity window starts again. Only
+    /// for an accepted call of the current attempt that is still waiting.
+    pub async fn heartbeat(
+        &self,
+        flow_id: &str,
+        step_id: &str,
+        token: &str,
+        signed: Option<u32>,
+    ) -> Result<Result<(), WebhookRefusal>, EngineError> {
+        match self.webhook_target(flow_id, step_id, token, signed).await? {
+            Ok((_, WorkStatus::Active)) => {}
+            Ok((_, status)) => {
+                return Ok(Err(WebhookRefusal::NotWaiting {
+                    status: status.as_str(),
+                }))
+            }
+            Err(refusal) => return Ok(Err(refusal)),
+        }
+        let heartbeat = Command::Heartbeat {
+            step_id: step_id.to_string(),
+            token: token.to_string(),
+        };
+        self.decide(flow_id, heartbeat).await?;
+        Ok(Ok(()))
+    }
+}
+
+fn same_request(flow_id: &str, existing: &str, new: &str) -> Result<StartOutcome, EngineError> {
+    if existing == new {
+        Ok(StartOutcome::AlreadyStarted)
+    } else {
+        Err(EngineError::FlowExists(flow_id.to_string()))
+    }
+}

@@ -1,0 +1,81 @@
+//! Clients waiting for a flow to finish (`GET /engine/flow/{id}/status?wait=`):
+//! woken by the decision that finishes the flow in this process, without
+//! polling. A flow another process finishes is seen when the waiter looks
+//! at the store again, every [`RECHECK`].
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::Notify;
+
+/// How often a waiter reads the flow's status again when nothing in this
+/// process woke it: the flow may be finished by another process.
+pub(crate) const RECHECK: Duration = Duration::from_millis(250);
+
+/// Most clients waiting at once; more are refused (503) rather than queued.
+pub const MAX_WAITERS: usize = 10_000;
+
+/// The flows waited for, each with the notice its waiters share and how
+/// many they are, and how many wait in all.
+#[derive(Default)]
+pub(crate) struct Waiters {
+    flows: Mutex<Table>,
+}
+
+/// Each flow's notice and waiter count, and the count of all waiters.
+type Table = (HashMap<String, (Arc<Notify>, usize)>, usize);
+
+/// One client's place among the waiters, given up when dropped.
+pub(crate) struct Waiting<'a> {
+    waiters: &'a Waiters,
+    flow_id: String,
+    pub(crate) notice: Arc<Notify>,
+}
+
+impl Waiters {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Table> {
+        self.flows.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Wait for `flow_id`; `None` when [`MAX_WAITERS`] already wait.
+    pub(crate) fn wait_for(&self, flow_id: &str) -> Option<Waiting<'_>> {
+        let mut guard = self.lock();
+        let (flows, total) = &mut *guard;
+        if *total >= MAX_WAITERS {
+            return None;
+        }
+        *total += 1;
+        let entry = flows
+            .entry(flow_id.to_string())
+            .or_insert_with(|| (Arc::new(Notify::new()), 0));
+        entry.1 += 1;
+        Some(Waiting {
+            waiters: self,
+            flow_id: flow_id.to_string(),
+            notice: Arc::clone(&entry.0),
+        })
+    }
+
+    /// The flow finished in this process: wake whoever waits for it.
+    pub(crate) fn finished(&self, flow_id: &str) {
+        let guard = self.lock();
+        if let Some((notice, _)) = guard.0.get(flow_id) {
+            notice.notify_waiters();
+        }
+    }
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        let mut guard = self.waiters.lock();
+        let (flows, total) = &mut *guard;
+        *total = total.saturating_sub(1);
+        if let Some(entry) = flows.get_mut(&self.flow_id) {
+            entry.1 = entry.1.saturating_sub(1);
+            if entry.1 == 0 {
+                flows.remove(&self.flow_id);
+            }
+        }
+    }
+}

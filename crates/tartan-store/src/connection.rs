@@ -1,0 +1,42 @@
+//! The store's connections: a pool per use, and the turns of the API's
+//! reads (docs/durability.md, "Connection pools").
+
+use sqlx::AnyPool;
+
+use crate::dialect::Backend;
+use crate::error::StoreError;
+
+/// Both databases behind the sqlx `Any` driver. SQLite gets a one-connection
+/// writer pool (it allows one writer) and a separate reader pool; Postgres
+/// uses one pool for both. The API's listings and histories have a pool of
+/// their own on both (docs/durability.md, "Connection pools").
+pub(crate) struct SqlStore {
+    pub(crate) write: AnyPool,
+    pub(crate) read: AnyPool,
+    pub(crate) api: AnyPool,
+    /// One turn per connection of `api`: a listing holds it from its query
+    /// to its last decoded row, so that no more listings decode at once
+    /// than there are connections.
+    pub(crate) api_turns: tokio::sync::Semaphore,
+    pub(crate) backend: Backend,
+    /// Postgres: where to listen for other processes' notices.
+    pub(crate) listen_url: Option<String>,
+    /// SQLite: the database file (node locks live next to it).
+    pub(crate) sqlite_path: Option<std::path::PathBuf>,
+}
+
+/// How long an API read waits for its turn before it is answered 503.
+const API_TURN_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
+impl SqlStore {
+    /// An API read's turn (docs/durability.md, "Connection pools").
+    pub(crate) async fn api_turn(&self) -> Result<tokio::sync::SemaphorePermit<'_>, StoreError> {
+        match tokio::time::timeout(API_TURN_WAIT, self.api_turns.acquire()).await {
+            Ok(Ok(turn)) => Ok(turn),
+            Ok(Err(_)) => Err(StoreError::Unavailable("the store is closed".into())),
+            Err(_) => Err(StoreError::Unavailable(format!(
+                "every API read connection busy for {API_TURN_WAIT:?} (TARTAN_DB_READ_POOL)"
+            ))),
+        }
+    }
+}

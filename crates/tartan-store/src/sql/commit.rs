@@ -1,0 +1,349 @@
+//! Committing a batch of decisions: one transaction of a few statements,
+//! each named for what it writes. Round trips, not rows, are what a commit
+//! costs:
+//!
+//! 1. [`create_flows`]: one multi-row insert of the new flows;
+//! 2. [`advance_flows`]: one multi-row, sequence-checked update of the
+//!    existing flows' small columns; a flow another process moved on is a
+//!    conflict;
+//! 3. [`write_snapshots`]: the rare snapshot of a flow whose events since
+//!    the last one outweigh it (docs/durability.md, "Flow snapshots");
+//! 4. [`append_events`], [`write_work_items`], [`label_flows`]: the rows of
+//!    the decisions that passed their check.
+
+use std::collections::{HashMap, HashSet};
+
+use sqlx::{Any, Row, Transaction};
+
+use crate::connection::SqlStore;
+use crate::dialect::{typed_values_list, values_list, work_values, Backend};
+use crate::error::StoreError;
+use crate::model::*;
+
+use super::{duration_us, json_text, returned_ids, FLOW, MIN_SNAPSHOT_TAIL, ROWS_PER_STATEMENT};
+
+type Tx<'c> = Transaction<'c, Any>;
+
+/// One decision of the batch, with its events' text (their size decides
+/// whether its flow's snapshot is written again).
+struct Decision<'a> {
+    commit: &'a FlowCommit,
+    texts: Vec<String>,
+    /// Why it did not pass, if it did not.
+    refused: Option<StoreError>,
+}
+
+impl Decision<'_> {
+    fn event_bytes(&self) -> i64 {
+        self.texts.iter().map(|t| t.len() as i64).sum()
+    }
+
+    fn sequence(&self) -> i64 {
+        self.commit.base_sequence + self.commit.events.len() as i64
+    }
+}
+
+impl SqlStore {
+    /// One decision in a transaction of its own (the fallback path).
+    pub(super) async fn commit_single(&self, commit: &FlowCommit) -> Result<(), StoreError> {
+        let verdicts = self.commit_batch(std::slice::from_ref(commit)).await?;
+        verdicts.into_iter().next().unwrap_or(Ok(()))
+    }
+
+    /// A whole batch of decisions in one transaction.
+    pub(super) async fn commit_batch(
+        &self,
+        batch: &[FlowCommit],
+    ) -> Result<Vec<Result<(), StoreError>>, StoreError> {
+        let mut decisions = batch
+            .iter()
+            .map(|commit| {
+                let texts = commit
+                    .events
+                    .iter()
+                    .map(|e| json_text(&e.data()))
+                    .collect::<Result<_, _>>()?;
+                Ok(Decision {
+                    commit,
+                    texts,
+                    refused: None,
+                })
+            })
+            .collect::<Result<Vec<_>, StoreError>>()?;
+        let mut tx = self.write.begin().await?;
+        create_flows(&mut tx, self.backend, &mut decisions).await?;
+        let snapshots = advance_flows(&mut tx, self.backend, &mut decisions).await?;
+        write_snapshots(&mut tx, self.backend, &decisions, &snapshots).await?;
+        let passed: Vec<&Decision<'_>> = decisions.iter().filter(|d| d.refused.is_none()).collect();
+        append_events(&mut tx, self.backend, &passed).await?;
+        write_work_items(&mut tx, self.backend, &passed).await?;
+        label_flows(&mut tx, self.backend, &passed).await?;
+        tx.commit().await?;
+        Ok(decisions
+            .into_iter()
+            .map(|d| d.refused.map_or(Ok(()), Err))
+            .collect())
+    }
+}
+
+/// Insert the new flows. A second creation of one id in the same batch, or
+/// of an id that exists, loses. No snapshot yet: until there is one, the
+/// state is the replay of the events, and these first events weigh what a
+/// snapshot would.
+async fn create_flows(
+    tx: &mut Tx<'_>,
+    backend: Backend,
+    decisions: &mut [Decision<'_>],
+) -> Result<(), StoreError> {
+    let mut seen = HashSet::new();
+    let mut creations = Vec::new();
+    for (i, d) in decisions.iter_mut().enumerate() {
+        if d.commit.base_sequence != 0 {
+            continue;
+        }
+        if seen.insert(d.commit.flow_id.clone()) {
+            creations.push(i);
+        } else {
+            d.refused = Some(StoreError::FlowExists(d.commit.flow_id.clone()));
+        }
+    }
+    for chunk in creations.chunks(ROWS_PER_STATEMENT) {
+        let sql = format!(
+            "INSERT INTO flows (id, status, sequence, created_us, updated_us, completed_us, deactivated_us, \
+             request, state, deadline_us, error, snapshot_seq, snapshot_bytes, tail_bytes) \
+             VALUES {} ON CONFLICT (id) DO NOTHING RETURNING id",
+            values_list(backend, chunk.len(), 14)
+        );
+        let mut q = sqlx::query(&sql);
+        for &i in chunk {
+            let d = &decisions[i];
+            let c = d.commit;
+            q = q
+                .bind(c.flow_id.clone())
+                .bind(c.state.status.as_str())
+                .bind(d.sequence())
+                .bind(to_us(c.state.created_at))
+                .bind(to_us(c.at))
+                .bind(c.state.completed_at.map(to_us))
+                .bind(c.state.deactivated_at.map(to_us))
+                .bind(c.request.clone().unwrap_or_default())
+                .bind(String::new())
+                .bind(c.state.deadline_at.map(to_us))
+                .bind(c.state.error.clone())
+                .bind(0_i64)
+                .bind(d.event_bytes())
+                .bind(0_i64);
+        }
+        let inserted = returned_ids(&q.fetch_all(&mut **tx).await?)?;
+        for &i in chunk {
+            let d = &mut decisions[i];
+            if !inserted.contains(&d.commit.flow_id) {
+                d.refused = Some(StoreError::FlowExists(d.commit.flow_id.clone()));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Update the existing flows' small columns; each row checks the sequence
+/// it was decided on, and those that changed meanwhile are conflicts. (One
+/// flow is decided under its lock: it appears once per batch.) The events'
+/// weight adds to the flow's tail; the flows whose tail now outweighs
+/// their snapshot are returned, to be snapshotted.
+async fn advance_flows(
+    tx: &mut Tx<'_>,
+    backend: Backend,
+    decisions: &mut [Decision<'_>],
+) -> Result<Vec<usize>, StoreError> {
+    let updates: Vec<usize> = (0..decisions.len())
+        .filter(|&i| decisions[i].commit.base_sequence != 0)
+        .collect();
+    let mut snapshots = Vec::new();
+    for chunk in updates.chunks(ROWS_PER_STATEMENT) {
+        let sql = format!(
+            "WITH v (id, status, seq, updated_us, completed_us, deactivated_us, error, tail, base) AS (VALUES {}) \
+             UPDATE flows SET status = v.status, sequence = v.seq, updated_us = v.updated_us, \
+             completed_us = v.completed_us, deactivated_us = v.deactivated_us, error = v.error, \
+             tail_bytes = flows.tail_bytes + v.tail \
+             FROM v WHERE flows.id = v.id AND flows.sequence = v.base \
+             RETURNING flows.id, flows.tail_bytes, flows.snapshot_bytes",
+            typed_values_list(
+                backend,
+                chunk.len(),
+                &["TEXT", "TEXT", "BIGINT", "BIGINT", "BIGINT", "BIGINT", "TEXT", "BIGINT", "BIGINT"]
+            )
+        );
+        let mut q = sqlx::query(&sql);
+        for &i in chunk {
+            let d = &decisions[i];
+            let c = d.commit;
+            q = q
+                .bind(c.flow_id.clone())
+                .bind(c.state.status.as_str())
+                .bind(d.sequence())
+                .bind(to_us(c.at))
+                .bind(c.state.completed_at.map(to_us))
+                .bind(c.state.deactivated_at.map(to_us))
+                .bind(c.state.error.clone())
+                .bind(d.event_bytes())
+                .bind(c.base_sequence);
+        }
+        let mut updated = HashMap::new();
+        for row in q.fetch_all(&mut **tx).await? {
+            let id: String = row.try_get("id")?;
+            let tail: i64 = row.try_get("tail_bytes")?;
+            let base: i64 = row.try_get("snapshot_bytes")?;
+            updated.insert(id, tail > base.max(MIN_SNAPSHOT_TAIL));
+        }
+        for &i in chunk {
+            let d = &mut decisions[i];
+            match updated.get(&d.commit.flow_id) {
+                None => d.refused = Some(StoreError::Conflict(format!("flow {}", d.commit.flow_id))),
+                Some(true) => snapshots.push(i),
+                Some(false) => {}
+            }
+        }
+    }
+    Ok(snapshots)
+}
+
+/// Snapshot the flows whose tail outweighs their base: rare, so that what
+/// every decision writes stays in proportion to what changed.
+async fn write_snapshots(
+    tx: &mut Tx<'_>,
+    backend: Backend,
+    decisions: &[Decision<'_>],
+    which: &[usize],
+) -> Result<(), StoreError> {
+    for chunk in which.chunks(ROWS_PER_STATEMENT) {
+        let sql = format!(
+            "WITH v (id, state, seq, bytes) AS (VALUES {}) \
+             UPDATE flows SET state = v.state, snapshot_seq = v.seq, snapshot_bytes = v.bytes, tail_bytes = 0 \
+             FROM v WHERE flows.id = v.id",
+            typed_values_list(backend, chunk.len(), &["TEXT", "TEXT", "BIGINT", "BIGINT"])
+        );
+        let mut q = sqlx::query(&sql);
+        for &i in chunk {
+            let d = &decisions[i];
+            let state = json_text(&*d.commit.state)?;
+            let size = state.len() as i64;
+            q = q
+                .bind(d.commit.flow_id.clone())
+                .bind(state)
+                .bind(d.sequence())
+                .bind(size);
+        }
+        q.execute(&mut **tx).await?;
+    }
+    Ok(())
+}
+
+/// Append the decisions' events to their flows' logs.
+async fn append_events(
+    tx: &mut Tx<'_>,
+    backend: Backend,
+    passed: &[&Decision<'_>],
+) -> Result<(), StoreError> {
+    let events: Vec<(&FlowCommit, i64, &str, &String)> = passed
+        .iter()
+        .flat_map(|d| {
+            let c = d.commit;
+            c.events
+                .iter()
+                .zip(&d.texts)
+                .enumerate()
+                .map(move |(k, (e, text))| (c, c.base_sequence + 1 + k as i64, e.type_name(), text))
+        })
+        .collect();
+    for chunk in events.chunks(ROWS_PER_STATEMENT) {
+        let sql = format!(
+            "INSERT INTO events (aggregate_type, aggregate_id, sequence, event_type, ts_us, data) VALUES {}",
+            values_list(backend, chunk.len(), 6)
+        );
+        let mut q = sqlx::query(&sql);
+        for (c, seq, kind, data) in chunk {
+            q = q
+                .bind(FLOW)
+                .bind(c.flow_id.clone())
+                .bind(*seq)
+                .bind(*kind)
+                .bind(to_us(c.at))
+                .bind((*data).clone());
+        }
+        q.execute(&mut **tx).await?;
+    }
+    Ok(())
+}
+
+/// Insert or update the rows of the work items the decisions touched.
+async fn write_work_items(
+    tx: &mut Tx<'_>,
+    backend: Backend,
+    passed: &[&Decision<'_>],
+) -> Result<(), StoreError> {
+    let mut work = Vec::new();
+    for d in passed {
+        for w in &d.commit.work {
+            work.push((d.commit.at, w, json_text(&w.detail)?));
+        }
+    }
+    // Rows are locked in token order, as lease renewal locks them: two
+    // transactions locking in one order cannot deadlock.
+    work.sort_by(|a, b| a.1.token.cmp(&b.1.token));
+    for chunk in work.chunks(ROWS_PER_STATEMENT) {
+        let sql = format!(
+            "INSERT INTO work_items (token, flow_id, step_id, status, attempt, retry_count, due_us, \
+             lease_owner, lease_expires_us, created_us, updated_us, detail) VALUES {} \
+             ON CONFLICT (token) DO UPDATE SET status = excluded.status, attempt = excluded.attempt, \
+             retry_count = excluded.retry_count, due_us = excluded.due_us, lease_owner = excluded.lease_owner, \
+             lease_expires_us = excluded.lease_expires_us, updated_us = excluded.updated_us, detail = excluded.detail",
+            work_values(backend, chunk.len())
+        );
+        let mut q = sqlx::query(&sql);
+        for (at, w, detail) in chunk {
+            q = q
+                .bind(w.token.clone())
+                .bind(w.flow_id.clone())
+                .bind(w.step_id.clone())
+                .bind(w.status.as_str())
+                .bind(i64::from(w.attempt))
+                .bind(i64::from(w.retry_count))
+                .bind(w.due_at.map(to_us))
+                .bind(w.lease_owner.clone())
+                .bind(w.lease_expires_at.map(to_us))
+                .bind(w.lease_for.map(duration_us))
+                .bind(to_us(w.created_at))
+                .bind(to_us(*at))
+                .bind(detail.clone());
+        }
+        q.execute(&mut **tx).await?;
+    }
+    Ok(())
+}
+
+/// Insert the labels of the new flows.
+async fn label_flows(tx: &mut Tx<'_>, backend: Backend, passed: &[&Decision<'_>]) -> Result<(), StoreError> {
+    let labels: Vec<(&str, &String, &String)> = passed
+        .iter()
+        .filter(|d| d.commit.base_sequence == 0)
+        .flat_map(|d| {
+            let c = d.commit;
+            c.state
+                .labels
+                .iter()
+                .map(move |(k, v)| (c.flow_id.as_str(), k, v))
+        })
+        .collect();
+    for chunk in labels.chunks(ROWS_PER_STATEMENT) {
+        let sql = format!(
+            "INSERT INTO flow_labels (flow_id, key, value) VALUES {}",
+            values_list(backend, chunk.len(), 3)
+        );
+        let mut q = sqlx::query(&sql);
+        for (id, k, v) in chunk {
+            q = q.bind(id.to_string()).bind((*k).clone()).bind((*v).clone());
+        }
+        q.execute(&mut **tx).await?;
+    }
+    Ok(())
+}
