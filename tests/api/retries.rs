@@ -39,14 +39,7 @@ const FLOW_BOUND: Duration = Duration::from_secs(40);
 /// Cases known to fail because of an engine bug, each reported precisely.
 /// Their checks still run and are printed; they do not fail the test, and
 /// the test fails once they pass, so that they are taken off the list.
-///
-/// - B17: `work_config: {max_attempts: 3, init_backoff: 100, backoff_type:
-///   fixed}` is refused at registration with a 400 "work_config.max_attempts:
-///   max_attempts (3) and max_retries (10) disagree". `Step::normalize`
-///   (crates/tartan-core/src/step.rs) fills the global default max_retries
-///   into the absent field before `RetryPolicy::from_step` checks that the
-///   two agree, so `max_attempts` alone is refused unless it equals the
-///   default + 1. Expected (§1): accepted, 3 attempts, waits 100, 100.
+/// None today.
 const KNOWN_BACKOFF_FAILURES: &[&str] = &[];
 const KNOWN_CLASSIFICATION_FAILURES: &[&str] = &[];
 
@@ -431,7 +424,7 @@ impl Answer {
             reply(self.status, Some("application/json"), "{}", &headers)
         } else if self.problem {
             // A problem with neither title nor detail: the recorded error is
-            // then "HTTP 404 Not Found" (§4), which B08 expects to name 404.
+            // then "HTTP 404 Not Found" (docs/retries.md, "Classification"), which B08 expects to name 404.
             // With a title, the error would be the title alone.
             let body = json!({"type": "about:blank", "status": self.status}).to_string();
             reply(self.status, Some("application/problem+json"), &body, &headers)
@@ -771,7 +764,7 @@ async fn run_backoff_case(api: &Api, case: &Value) -> Result<String, String> {
         if final_state == "failed" {
             let failed = events_of(&events, "work_failed");
             let state = failed.first().map(|e| e["data"]["retry_state"].clone());
-            // Given by the case, else what §1 implies: every failure after a
+            // Given by the case, else what docs/retries.md, "Why it stopped", implies: every failure after a
             // single attempt in the file is a status outside retry_on
             // (permanent); the others used up their count (max_attempts).
             let wanted = match expect["retry_state"].as_str() {

@@ -1,6 +1,6 @@
 //! Async steps and their webhooks, for_each work items and parallelism,
-//! compensation and deactivation (docs/api.md; Argyll's
-//! guides work-items.md, compensation.md, async-steps.md), end to end: the
+//! compensation and deactivation (docs/api.md, "Async steps and webhooks";
+//! docs/work-items.md), end to end: the
 //! real server and real step servers on 127.0.0.1.
 //!
 //! Every wait is bounded; delays are tens of milliseconds.
@@ -203,7 +203,7 @@ async fn assert_deactivated_last(app: &TestApp, id: &str, status: &str) {
 }
 
 // ---------------------------------------------------------------------------
-// 1. Async steps and webhooks (§5.3).
+// 1. Async steps and webhooks (docs/api.md, "Async steps and webhooks").
 
 async fn a_webhook_completes_an_async_step_and_duplicate_deliveries_change_nothing(backend: Backend) {
     let Some(app) = spawn_app(backend).await else {
@@ -642,7 +642,7 @@ async fn a_step_server_written_like_argylls_python_sdk_runs_sync_and_async_steps
 }
 
 // ---------------------------------------------------------------------------
-// 3. for_each work items (§4, work-items.md).
+// 3. for_each work items (docs/work-items.md, "for_each").
 
 async fn a_for_each_step_runs_one_item_per_element_in_order_within_its_parallelism(backend: Backend) {
     let Some(app) = spawn_app(backend).await else {
@@ -879,7 +879,7 @@ async fn a_for_each_over_more_than_ten_thousand_items_is_refused_at_flow_start(b
 }
 
 // ---------------------------------------------------------------------------
-// 4. Partial failure and compensation (§5.4, compensation.md).
+// 4. Partial failure and compensation (docs/work-items.md, "Compensation").
 
 async fn a_failing_item_fails_the_step_cancels_the_rest_and_compensates_the_succeeded_items(
     backend: Backend,
@@ -1174,7 +1174,7 @@ async fn compensate_url_placeholders_come_from_inputs_and_outputs_and_outputs_wi
 }
 
 // ---------------------------------------------------------------------------
-// 5. Deactivation (§6).
+// 5. Deactivation (docs/api.md, "Flows").
 
 async fn a_terminal_flow_ends_with_flow_deactivated_and_reports_its_status(backend: Backend) {
     let Some(app) = spawn_app(backend).await else {

@@ -1,6 +1,6 @@
 //! Retry policies and delay math: every case of the conformance files
-//! (`tests/data/backoff.json` and `tests/data/classification.json`, verbatim
-//! copies of the project's conformance cases), plus property tests.
+//! (`tests/data/backoff.json` and `tests/data/classification.json`; docs/retries.md,
+//! "The cases"), plus property tests.
 //!
 //! The engine's retry loop is simulated here, purely: attempts are instant,
 //! the clock moves only by the scheduled waits, the random source is fixed.

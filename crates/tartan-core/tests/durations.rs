@@ -1,6 +1,6 @@
 //! Duration parser: every case of the conformance file
-//! (`tests/data/durations.json`, a verbatim copy of
-//! `tests/data/durations.json`), plus property tests.
+//! (`tests/data/durations.json`, the cases of docs/durations.md), plus
+//! property tests.
 
 use std::time::Duration;
 
