@@ -642,6 +642,19 @@ impl FlowEvent {
         }
     }
 
+    /// The `data` member alone, as JSON text: what the store writes. The
+    /// event is written once and its envelope cut off, rather than built
+    /// as a `Value` and written again.
+    pub fn data_text(&self) -> Result<String, serde_json::Error> {
+        let whole = serde_json::to_string(self)?;
+        let prefix = format!("{{\"type\":\"{}\",\"data\":", self.type_name());
+        match whole.strip_prefix(&prefix).and_then(|rest| rest.strip_suffix('}')) {
+            Some(data) => Ok(data.to_string()),
+            // Not the envelope expected (an event without data): the slow way.
+            None => serde_json::to_string(&self.data()),
+        }
+    }
+
     /// Rebuild an event from its stored type and data.
     pub fn from_parts(type_name: &str, data: Value) -> Result<Self, serde_json::Error> {
         serde_json::from_value(serde_json::json!({ "type": type_name, "data": data }))

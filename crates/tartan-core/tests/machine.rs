@@ -1008,3 +1008,13 @@ fn an_accepted_async_call_arms_its_inactivity_window() {
         ]
     );
 }
+
+#[test]
+fn the_text_the_store_writes_is_each_events_data() {
+    let run = full_run();
+    for (event, _) in &run.log {
+        let text = event.data_text().unwrap();
+        let parsed: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(parsed, event.data(), "{}", event.type_name());
+    }
+}

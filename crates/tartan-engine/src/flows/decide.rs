@@ -225,11 +225,12 @@ impl Engine {
                 continue;
             };
             let base = cached.sequence;
-            let tx = self.decision_context(now(), |ctx| decide(FlowState::clone(&cached.state), ctx))?;
+            let mut tx = self.decision_context(now(), |ctx| decide(FlowState::clone(&cached.state), ctx))?;
             if tx.events.is_empty() {
                 return Ok(());
             }
-            let commit = self.commit_for(&tx, base, None);
+            let sequence = base + tx.events.len() as i64;
+            let commit = self.commit_for(&mut tx, base, None);
             let state = Arc::clone(&commit.state);
             match self.inner.writer.commit(commit).await {
                 Ok(()) => {
@@ -240,10 +241,7 @@ impl Engine {
                     // does not count against `max_active_flows`. (A task that
                     // still holds the forgotten slot decides under the
                     // sequence check like any other process.)
-                    *guard = busy.then(|| Cached {
-                        sequence: base + tx.events.len() as i64,
-                        state,
-                    });
+                    *guard = busy.then_some(Cached { sequence, state });
                     drop(guard);
                     self.carry_out(&tx);
                     return Ok(());
@@ -284,7 +282,7 @@ impl Engine {
     /// The rows and events one transition writes.
     pub(super) fn commit_for(
         &self,
-        tx: &Transition,
+        tx: &mut Transition,
         base_sequence: i64,
         request: Option<String>,
     ) -> FlowCommit {
@@ -346,7 +344,8 @@ impl Engine {
             flow_id: tx.state.id.clone(),
             base_sequence,
             at: tx.now,
-            events: tx.events.clone(),
+            // Moved: what the engine does next needs the effects, not the events.
+            events: std::mem::take(&mut tx.events),
             state: Arc::new(tx.state.clone()),
             request,
             work,

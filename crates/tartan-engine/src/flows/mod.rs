@@ -139,9 +139,8 @@ impl Engine {
         // starts at this instant: its deadline is measured from it.
         let started = now();
         let (deadline_at, on_timeout) = request.deadline(started)?;
-        if let Some(existing) = self.inner.store.flow_request(&request.id).await? {
-            return same_request(&request.id, &existing, &text);
-        }
+        // A repeated id is found by the commit (the flow row exists): no
+        // read before every start to look for one.
         let mut view = self.catalog().await;
         let plan = match start_plan(&view.catalog, &request.goals, &request.init) {
             Err(PlanError::UnknownGoals(_)) => {
@@ -170,8 +169,9 @@ impl Engine {
             init: request.init.clone(),
             options,
         };
-        let tx = self.decision_context(started, |ctx| machine::apply(FlowState::default(), start, ctx))?;
-        let commit = self.commit_for(&tx, 0, Some(text.clone()));
+        let mut tx = self.decision_context(started, |ctx| machine::apply(FlowState::default(), start, ctx))?;
+        let sequence = tx.events.len() as i64;
+        let commit = self.commit_for(&mut tx, 0, Some(text.clone()));
         let state = Arc::clone(&commit.state);
         match self.inner.writer.commit(commit).await {
             Ok(()) => {}
@@ -187,7 +187,6 @@ impl Engine {
             }
             Err(e) => return Err(e.into()),
         }
-        let sequence = tx.events.len() as i64;
         let busy = tx.state.has_active_work();
         *guard = busy.then_some(Cached { state, sequence });
         drop(guard);

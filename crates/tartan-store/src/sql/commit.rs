@@ -10,6 +10,14 @@
 //!    the last one outweigh it (docs/durability.md, "Flow snapshots");
 //! 4. [`append_events`], [`write_work_items`], [`label_flows`]: the rows of
 //!    the decisions that passed their check.
+//!
+//! On Postgres, where every statement is a round trip over the network,
+//! steps 1, 2 and 4 are one statement ([`commit_in_one_statement`]): the
+//! batch travels as one JSON parameter, and data-modifying CTEs create and
+//! advance the flows and write the rows of those that passed. It runs on its
+//! own (autocommit): one round trip and one WAL flush per batch. SQLite runs
+//! in this process, has no data-modifying CTEs, and takes the steps as a
+//! transaction of separate statements.
 
 use std::collections::{HashMap, HashSet};
 
@@ -61,7 +69,7 @@ impl SqlStore {
                 let texts = commit
                     .events
                     .iter()
-                    .map(|e| json_text(&e.data()))
+                    .map(|e| e.data_text().map_err(|e| StoreError::Corrupt(e.to_string())))
                     .collect::<Result<_, _>>()?;
                 Ok(Decision {
                     commit,
@@ -70,6 +78,15 @@ impl SqlStore {
                 })
             })
             .collect::<Result<Vec<_>, StoreError>>()?;
+        refuse_repeated_creations(&mut decisions);
+        if self.backend == Backend::Postgres {
+            let snapshots = commit_in_one_statement(&self.write, &mut decisions).await?;
+            write_snapshots_after(&self.write, &decisions, &snapshots).await?;
+            return Ok(decisions
+                .into_iter()
+                .map(|d| d.refused.map_or(Ok(()), Err))
+                .collect());
+        }
         let mut tx = self.write.begin().await?;
         create_flows(&mut tx, self.backend, &mut decisions).await?;
         let snapshots = advance_flows(&mut tx, self.backend, &mut decisions).await?;
@@ -83,6 +100,16 @@ impl SqlStore {
             .into_iter()
             .map(|d| d.refused.map_or(Ok(()), Err))
             .collect())
+    }
+}
+
+/// A second creation of one flow id in the same batch loses.
+fn refuse_repeated_creations(decisions: &mut [Decision<'_>]) {
+    let mut seen = HashSet::new();
+    for d in decisions.iter_mut().filter(|d| d.commit.base_sequence == 0) {
+        if !seen.insert(d.commit.flow_id.clone()) {
+            d.refused = Some(StoreError::FlowExists(d.commit.flow_id.clone()));
+        }
     }
 }
 
@@ -344,6 +371,261 @@ async fn label_flows(tx: &mut Tx<'_>, backend: Backend, passed: &[&Decision<'_>]
             q = q.bind(id.to_string()).bind((*k).clone()).bind((*v).clone());
         }
         q.execute(&mut **tx).await?;
+    }
+    Ok(())
+}
+
+/// JSON text assembled by hand, so that the events' and work items' JSON,
+/// already written once, is embedded as it is rather than parsed and
+/// written again (what `serde_json::value::RawValue` would cost).
+struct JsonRows {
+    out: String,
+    first_row: bool,
+    first_field: bool,
+}
+
+impl JsonRows {
+    fn new() -> Self {
+        Self {
+            out: String::from("["),
+            first_row: true,
+            first_field: true,
+        }
+    }
+
+    fn row(&mut self) -> &mut Self {
+        if !self.first_row {
+            self.out.push(',');
+        }
+        self.first_row = false;
+        self.first_field = true;
+        self.out.push('{');
+        self
+    }
+
+    fn key(&mut self, key: &str) {
+        if !self.first_field {
+            self.out.push(',');
+        }
+        self.first_field = false;
+        self.out.push('"');
+        self.out.push_str(key);
+        self.out.push_str("\":");
+    }
+
+    fn text(&mut self, key: &str, value: Option<&str>) -> &mut Self {
+        self.key(key);
+        match value.map(serde_json::to_string) {
+            Some(Ok(quoted)) => self.out.push_str(&quoted),
+            _ => self.out.push_str("null"),
+        }
+        self
+    }
+
+    fn int(&mut self, key: &str, value: Option<i64>) -> &mut Self {
+        self.key(key);
+        match value {
+            Some(n) => self.out.push_str(&n.to_string()),
+            None => self.out.push_str("null"),
+        }
+        self
+    }
+
+    /// Valid JSON text, embedded as it is.
+    fn raw(&mut self, key: &str, json: &str) -> &mut Self {
+        self.key(key);
+        self.out.push_str(json);
+        self
+    }
+
+    fn end_row(&mut self) {
+        self.out.push('}');
+    }
+
+    fn finish(mut self) -> String {
+        self.out.push(']');
+        self.out
+    }
+}
+
+/// The batch as one JSON document: the flows to create and to advance, and
+/// the events, work items and labels of all (the statement keeps those of
+/// the flows that passed).
+fn batch_json(decisions: &[Decision<'_>]) -> Result<String, StoreError> {
+    let live = || decisions.iter().filter(|d| d.refused.is_none());
+    let mut created = JsonRows::new();
+    let mut advanced = JsonRows::new();
+    let mut events = JsonRows::new();
+    let mut work = JsonRows::new();
+    let mut labels = JsonRows::new();
+    for d in live() {
+        let c = d.commit;
+        let rows = if c.base_sequence == 0 { &mut created } else { &mut advanced };
+        rows.row()
+            .text("id", Some(&c.flow_id))
+            .text("status", Some(c.state.status.as_str()))
+            .int("seq", Some(d.sequence()))
+            .int("updated_us", Some(to_us(c.at)))
+            .int("completed_us", c.state.completed_at.map(to_us))
+            .int("deactivated_us", c.state.deactivated_at.map(to_us))
+            .text("error", c.state.error.as_deref())
+            .int("tail", Some(d.event_bytes()));
+        if c.base_sequence == 0 {
+            rows.int("created_us", Some(to_us(c.state.created_at)))
+                .text("request", Some(c.request.as_deref().unwrap_or_default()))
+                .int("deadline_us", c.state.deadline_at.map(to_us));
+            for (k, v) in &c.state.labels {
+                labels.row().text("flow_id", Some(&c.flow_id)).text("key", Some(k)).text("value", Some(v));
+                labels.end_row();
+            }
+        } else {
+            rows.int("base", Some(c.base_sequence));
+        }
+        rows.end_row();
+        for (k, (e, text)) in c.events.iter().zip(&d.texts).enumerate() {
+            events
+                .row()
+                .text("flow_id", Some(&c.flow_id))
+                .int("seq", Some(c.base_sequence + 1 + k as i64))
+                .text("type", Some(e.type_name()))
+                .int("ts_us", Some(to_us(c.at)))
+                .raw("data", text);
+            events.end_row();
+        }
+        for w in &c.work {
+            let detail = json_text(&w.detail)?;
+            work.row()
+                .text("token", Some(&w.token))
+                .text("flow_id", Some(&w.flow_id))
+                .text("step_id", Some(&w.step_id))
+                .text("status", Some(w.status.as_str()))
+                .int("attempt", Some(i64::from(w.attempt)))
+                .int("retry_count", Some(i64::from(w.retry_count)))
+                .int("due_us", w.due_at.map(to_us))
+                .text("lease_owner", w.lease_owner.as_deref())
+                .int("lease_expires_us", w.lease_expires_at.map(to_us))
+                .int("lease_for_us", w.lease_for.map(duration_us))
+                .int("created_us", Some(to_us(w.created_at)))
+                .int("updated_us", Some(to_us(c.at)))
+                .raw("detail", &detail);
+            work.end_row();
+        }
+    }
+    Ok(format!(
+        "{{\"created\":{},\"advanced\":{},\"events\":{},\"work\":{},\"labels\":{}}}",
+        created.finish(),
+        advanced.finish(),
+        events.finish(),
+        work.finish(),
+        labels.finish()
+    ))
+}
+
+/// Steps 1, 2 and 4 in one Postgres statement. Every sub-statement sees the
+/// table as it was before the statement; the events, work items and labels
+/// are kept only for the flows `created` or `advanced` returned, so a
+/// decision that lost its sequence check writes nothing. Work items are
+/// upserted in token order, the order lease renewal locks them in.
+/// Returns the decisions whose flow is due a snapshot.
+async fn commit_in_one_statement(
+    pool: &sqlx::AnyPool,
+    decisions: &mut [Decision<'_>],
+) -> Result<Vec<usize>, StoreError> {
+    const SQL: &str = "WITH b AS (SELECT CAST($1 AS json) AS j), \
+        created AS (INSERT INTO flows (id, status, sequence, created_us, updated_us, completed_us, deactivated_us, \
+            request, state, deadline_us, error, snapshot_seq, snapshot_bytes, tail_bytes) \
+          SELECT c.id, c.status, c.seq, c.created_us, c.updated_us, c.completed_us, c.deactivated_us, c.request, '', \
+            c.deadline_us, c.error, 0, c.tail, 0 \
+          FROM b, json_to_recordset(b.j->'created') AS c(id text, status text, seq bigint, created_us bigint, \
+            updated_us bigint, completed_us bigint, deactivated_us bigint, request text, deadline_us bigint, \
+            error text, tail bigint) \
+          ON CONFLICT (id) DO NOTHING RETURNING id), \
+        advanced AS (UPDATE flows SET status = v.status, sequence = v.seq, updated_us = v.updated_us, \
+            completed_us = v.completed_us, deactivated_us = v.deactivated_us, error = v.error, \
+            tail_bytes = flows.tail_bytes + v.tail \
+          FROM b, json_to_recordset(b.j->'advanced') AS v(id text, status text, seq bigint, updated_us bigint, \
+            completed_us bigint, deactivated_us bigint, error text, tail bigint, base bigint) \
+          WHERE flows.id = v.id AND flows.sequence = v.base \
+          RETURNING flows.id, flows.tail_bytes, flows.snapshot_bytes), \
+        passed AS (SELECT id FROM created UNION ALL SELECT id FROM advanced), \
+        new_events AS (INSERT INTO events (aggregate_type, aggregate_id, sequence, event_type, ts_us, data) \
+          SELECT 'flow', e.flow_id, e.seq, e.type, e.ts_us, CAST(e.data AS text) \
+          FROM b, json_to_recordset(b.j->'events') AS e(flow_id text, seq bigint, type text, ts_us bigint, data json) \
+          WHERE e.flow_id IN (SELECT id FROM passed)), \
+        new_work AS (INSERT INTO work_items (token, flow_id, step_id, status, attempt, retry_count, due_us, \
+            lease_owner, lease_expires_us, created_us, updated_us, detail) \
+          SELECT w.token, w.flow_id, w.step_id, w.status, w.attempt, w.retry_count, w.due_us, w.lease_owner, \
+            COALESCE(w.lease_expires_us, w.lease_for_us + CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000000 AS BIGINT)), \
+            w.created_us, w.updated_us, CAST(w.detail AS text) \
+          FROM b, json_to_recordset(b.j->'work') AS w(token text, flow_id text, step_id text, status text, \
+            attempt bigint, retry_count bigint, due_us bigint, lease_owner text, lease_expires_us bigint, \
+            lease_for_us bigint, created_us bigint, updated_us bigint, detail json) \
+          WHERE w.flow_id IN (SELECT id FROM passed) ORDER BY w.token \
+          ON CONFLICT (token) DO UPDATE SET status = excluded.status, attempt = excluded.attempt, \
+            retry_count = excluded.retry_count, due_us = excluded.due_us, lease_owner = excluded.lease_owner, \
+            lease_expires_us = excluded.lease_expires_us, updated_us = excluded.updated_us, detail = excluded.detail), \
+        new_labels AS (INSERT INTO flow_labels (flow_id, key, value) \
+          SELECT l.flow_id, l.key, l.value FROM b, json_to_recordset(b.j->'labels') AS l(flow_id text, key text, value text) \
+          WHERE l.flow_id IN (SELECT id FROM created)) \
+        SELECT id, CAST(0 AS bigint) AS tail_bytes, CAST(0 AS bigint) AS snapshot_bytes, 1 AS created FROM created \
+        UNION ALL SELECT id, tail_bytes, snapshot_bytes, 0 FROM advanced";
+    let rows = sqlx::query(SQL).bind(batch_json(decisions)?).fetch_all(pool).await?;
+    let mut created = HashSet::new();
+    let mut advanced = HashMap::new();
+    for row in rows {
+        let id: String = row.try_get("id")?;
+        if row.try_get::<i32, _>("created")? == 1 {
+            created.insert(id);
+        } else {
+            let tail: i64 = row.try_get("tail_bytes")?;
+            let base: i64 = row.try_get("snapshot_bytes")?;
+            advanced.insert(id, tail > base.max(MIN_SNAPSHOT_TAIL));
+        }
+    }
+    let mut snapshots = Vec::new();
+    for (i, d) in decisions.iter_mut().enumerate() {
+        if d.refused.is_some() {
+            continue;
+        }
+        let id = &d.commit.flow_id;
+        if d.commit.base_sequence == 0 {
+            if !created.contains(id) {
+                d.refused = Some(StoreError::FlowExists(id.clone()));
+            }
+        } else {
+            match advanced.get(id) {
+                None => d.refused = Some(StoreError::Conflict(format!("flow {id}"))),
+                Some(true) => snapshots.push(i),
+                Some(false) => {}
+            }
+        }
+    }
+    Ok(snapshots)
+}
+
+/// Postgres: the snapshots, after the commit that called for them, each on
+/// its own. A snapshot is the state as of its sequence, right whenever it
+/// is written (loading reads the events after it); one older than the
+/// flow's current snapshot is not written.
+async fn write_snapshots_after(
+    pool: &sqlx::AnyPool,
+    decisions: &[Decision<'_>],
+    which: &[usize],
+) -> Result<(), StoreError> {
+    for &i in which {
+        let d = &decisions[i];
+        let state = json_text(&*d.commit.state)?;
+        let size = state.len() as i64;
+        sqlx::query(
+            "UPDATE flows SET state = $1, snapshot_seq = $2, snapshot_bytes = $3, tail_bytes = 0 \
+             WHERE id = $4 AND snapshot_seq < $2",
+        )
+        .bind(state)
+        .bind(d.sequence())
+        .bind(size)
+        .bind(d.commit.flow_id.clone())
+        .execute(pool)
+        .await?;
     }
     Ok(())
 }
