@@ -11,7 +11,7 @@
 //!     [--flows N] [--concurrency C] [--server-delay-ms D]
 //! cargo run --release --example load -- [--store ..] [--shape ..] --rate R --duration SECS [--warmup SECS]
 //! cargo run --release --example load -- api (--server URL | --spawn sqlite|postgres) [--token T]
-//!     [--flows 1000] [--clients 32] [--alone 50] [--poll-ms 10]
+//!     [--flows 1000] [--floor-flows 10000] [--clients 32] [--alone 50] [--poll-ms 10]
 //! ```
 //!
 //! `api` is another benchmark: a `tartan serve` (running, or started by the

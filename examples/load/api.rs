@@ -15,8 +15,10 @@
 //!   the flows run alone. Polling costs the server reads of its own; at one
 //!   poll a millisecond per client they would be most of what is measured.
 //!
-//! Each side runs `--flows` flows with `--clients` in flight (throughput),
-//! then `--alone` flows one after another (single-flow latency, the median).
+//! Each side runs flows with `--clients` in flight (throughput: `--flows`
+//! through Tartan, `--floor-flows` on the floor, so that both last about a
+//! second), then `--alone` flows one after another (single-flow latency, the
+//! median).
 //!
 //! The server is either one already running (`--server URL`, which must
 //! reach 127.0.0.1, where the step server listens), or one this tool starts
@@ -68,9 +70,14 @@ pub struct ApiArgs {
     /// Bearer token sent to the API; with `--spawn` the server requires it.
     #[arg(long)]
     token: Option<String>,
-    /// Flows per throughput run.
-    #[arg(long, default_value_t = 1000)]
+    /// Flows of Tartan's throughput run.
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
     flows: u64,
+    /// Flows of the floor's throughput run: more than Tartan's, as each takes
+    /// a fraction of the time; at ~10,000 flows/s the default lasts a second,
+    /// long enough that a hiccup of the machine does not decide the rate.
+    #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..))]
+    floor_flows: u64,
     /// Clients with a flow in flight at once.
     #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u64).range(1..))]
     clients: u64,
@@ -149,10 +156,11 @@ async fn bench(args: &ApiArgs, server: &str, steps: SocketAddr) {
         tartan.line(&format!("side=tartan store={store} server={}", api.base))
     );
     println!(
-        "load_api store={store} throughput_ratio={:.3} latency_multiple={:.2} flows={} clients={} alone={} poll_ms={}",
+        "load_api store={store} throughput_ratio={:.3} latency_multiple={:.2} flows={} floor_flows={} clients={} alone={} poll_ms={}",
         tartan.flows_per_s / floor.flows_per_s,
         tartan.alone_p50_us as f64 / floor.alone_p50_us as f64,
         args.flows,
+        args.floor_flows,
         args.clients,
         args.alone,
         args.poll_ms
@@ -291,7 +299,7 @@ fn us(d: Duration) -> i64 {
 /// `flows` runs of `one` with `clients` in flight, then `alone` one after
 /// another: throughput and latencies. `one` gets the flow's id and how often
 /// to look whether it finished.
-async fn measure<F, Fut>(args: &ApiArgs, prefix: &str, one: F) -> Run
+async fn measure<F, Fut>(args: &ApiArgs, flows: u64, prefix: &str, one: F) -> Run
 where
     F: Fn(String, Duration) -> Fut + Clone + Send + Sync + 'static,
     Fut: Future<Output = ()> + Send,
@@ -302,7 +310,7 @@ where
     // Dropped on a panic, the set aborts the other clients.
     let mut tasks = tokio::task::JoinSet::new();
     for _ in 0..args.clients {
-        let (next, one, flows, prefix) = (next.clone(), one.clone(), args.flows, prefix.to_string());
+        let (next, one, prefix) = (next.clone(), one.clone(), prefix.to_string());
         tasks.spawn(async move {
             let mut took = Histogram::new();
             loop {
@@ -328,7 +336,7 @@ where
         single.record(us(t.elapsed()));
     }
     Run {
-        flows_per_s: args.flows as f64 / wall.as_secs_f64(),
+        flows_per_s: flows as f64 / wall.as_secs_f64(),
         latency,
         alone_p50_us: single.quantile(0.5),
     }
@@ -337,25 +345,30 @@ where
 /// The floor: the chain's three calls, made by the client itself.
 async fn floor(args: &ApiArgs, chain: &Chain, steps: SocketAddr, client: reqwest::Client) -> Run {
     let (keys, seed) = (chain.steps.clone(), chain.seed.clone());
-    measure(args, &format!("{}-floor", chain.prefix), move |id, _| {
-        let (client, keys, seed) = (client.clone(), keys.clone(), seed.clone());
-        async move {
-            let mut input = json!({ seed: id });
-            for key in &keys {
-                let url = format!("http://{steps}/{key}");
-                let (status, out) = answer(client.post(&url).json(&input), &url).await;
-                assert_eq!(status, 200, "step {key}: {out}");
-                input = out;
+    measure(
+        args,
+        args.floor_flows,
+        &format!("{}-floor", chain.prefix),
+        move |id, _| {
+            let (client, keys, seed) = (client.clone(), keys.clone(), seed.clone());
+            async move {
+                let mut input = json!({ seed: id });
+                for key in &keys {
+                    let url = format!("http://{steps}/{key}");
+                    let (status, out) = answer(client.post(&url).json(&input), &url).await;
+                    assert_eq!(status, 200, "step {key}: {out}");
+                    input = out;
+                }
             }
-        }
-    })
+        },
+    )
     .await
 }
 
 /// The same flows, run by Tartan through its API.
 async fn tartan(args: &ApiArgs, chain: &Chain, api: Api) -> Run {
     let (goal, seed) = (chain.goal().to_string(), chain.seed.clone());
-    measure(args, &chain.prefix, move |id, poll| {
+    measure(args, args.flows, &chain.prefix, move |id, poll| {
         let (api, goal, seed) = (api.clone(), goal.clone(), seed.clone());
         async move {
             let start = json!({ "id": id, "goals": [goal], "init": { seed: [id] } });
