@@ -10,7 +10,14 @@
 //! cargo run --release --example load -- [--store sqlite|postgres] [--shape chain|fanout|retry]
 //!     [--flows N] [--concurrency C] [--server-delay-ms D]
 //! cargo run --release --example load -- [--store ..] [--shape ..] --rate R --duration SECS [--warmup SECS]
+//! cargo run --release --example load -- api (--server URL | --spawn sqlite|postgres) [--token T]
+//!     [--flows 1000] [--floor-flows 10000] [--clients 32] [--alone 50] [--poll-ms 10]
 //! ```
+//!
+//! `api` is another benchmark: a `tartan serve` (running, or started by the
+//! tool) driven over its REST API as a client does, against the same calls
+//! made with no engine, in one run (`load/api.rs`). What follows is about
+//! the in-process engine.
 //!
 //! Shapes:
 //! - `chain`: three sync steps a → b → c, each answering at once (3 calls a flow);
@@ -72,7 +79,7 @@ use axum::body::Bytes;
 use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use chrono::{DateTime, Utc};
-use clap::{Parser, ValueEnum};
+use clap::{Parser, Subcommand, ValueEnum};
 use futures::StreamExt;
 use serde_json::{json, Value};
 use tartan_core::flow::{FlowEvent, FlowStatus};
@@ -84,6 +91,8 @@ use tokio::sync::{broadcast, mpsc, Semaphore};
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+#[path = "load/api.rs"]
+mod api;
 mod support;
 
 use support::{proc_status_mib, BenchDb, Histogram};
@@ -200,8 +209,13 @@ impl Shape {
 }
 
 #[derive(Debug, Parser)]
-#[command(about = "Tartan load tool: an engine, a step server and flows of one shape, in one process")]
+#[command(
+    about = "Tartan load tool: an engine, a step server and flows of one shape, in one process",
+    args_conflicts_with_subcommands = true
+)]
 struct Cli {
+    #[command(subcommand)]
+    mode: Option<Mode>,
     #[arg(long, value_enum, default_value = "sqlite")]
     store: StoreKind,
     #[arg(long, value_enum, default_value = "chain")]
@@ -225,6 +239,13 @@ struct Cli {
     /// The step server sleeps this long in each call (counted as its own time).
     #[arg(long, default_value_t = 0)]
     server_delay_ms: u64,
+}
+
+#[derive(Debug, Subcommand)]
+enum Mode {
+    /// Tartan through its REST API (a running `tartan serve`, or one started
+    /// here), against the same calls made with no engine, in one run.
+    Api(api::ApiArgs),
 }
 
 // ---------------------------------------------------------------------------
@@ -786,7 +807,10 @@ async fn open_loop(cli: &Cli, rig: &mut Rig, rate: f64, duration: u64) -> (Run, 
 #[tokio::main]
 async fn main() {
     support::init_logging();
-    let cli = Cli::parse();
+    let mut cli = Cli::parse();
+    if let Some(Mode::Api(args)) = cli.mode.take() {
+        return api::run(args).await;
+    }
     if cli.rate.is_some_and(|r| !(r > 0.0 && r.is_finite())) {
         eprintln!("--rate must be a positive number");
         std::process::exit(2);

@@ -73,6 +73,18 @@ impl BenchDb {
                 for suffix in ["", "-wal", "-shm"] {
                     let _ = std::fs::remove_file(format!("{path}{suffix}"));
                 }
+                // A `tartan serve` on it leaves its node lock, `<db>.node-<id>.lock`.
+                let path = std::path::Path::new(&path);
+                let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
+                    return;
+                };
+                let lock = format!("{}.node-", name.to_string_lossy());
+                for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+                    let file = entry.file_name().to_string_lossy().into_owned();
+                    if file.starts_with(&lock) && file.ends_with(".lock") {
+                        let _ = std::fs::remove_file(entry.path());
+                    }
+                }
             }
         }
     }
@@ -165,6 +177,16 @@ impl Histogram {
         self.n += 1;
         self.min = self.min.min(v);
         self.max = self.max.max(v);
+    }
+
+    /// Add what `other` recorded.
+    pub fn merge(&mut self, other: &Histogram) {
+        for (mine, theirs) in self.counts.iter_mut().zip(&other.counts) {
+            *mine += theirs;
+        }
+        self.n += other.n;
+        self.min = self.min.min(other.min);
+        self.max = self.max.max(other.max);
     }
 
     pub fn len(&self) -> u64 {

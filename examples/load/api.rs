@@ -1,0 +1,480 @@
+//! `load api`: Tartan as its users run it, driven over its REST API from
+//! another process, against the same calls made with no engine at all
+//! (BENCHMARKS.md, "Against the floor, through the API"). The machine is
+//! shared and its speed drifts, so speed is reported as a ratio to a floor
+//! measured in the same run:
+//!
+//! - **floor**: `--clients` clients each run flows by making the three calls
+//!   of the chain a → b → c themselves, straight to this tool's step server
+//!   (no engine, no database);
+//! - **tartan**: the three steps are registered on a `tartan serve` with
+//!   `POST /engine/step`, and the same clients start the same flows with
+//!   `POST /engine/flow` and watch each finish through
+//!   `GET /engine/flow/{id}/status`, what an API client can see: every
+//!   `--poll-ms` (10) while the clients run together, every millisecond for
+//!   the flows run alone. Polling costs the server reads of its own; at one
+//!   poll a millisecond per client they would be most of what is measured.
+//!
+//! Each side runs flows with `--clients` in flight (throughput: `--flows`
+//! through Tartan, `--floor-flows` on the floor, so that both last about a
+//! second), then `--alone` flows one after another (single-flow latency, the
+//! median).
+//!
+//! The server is either one already running (`--server URL`, which must
+//! reach 127.0.0.1, where the step server listens), or one this tool starts
+//! (`--spawn sqlite|postgres`): the `tartan` binary built beside this tool,
+//! on a fresh database (the same as the load tool's), stopped and the
+//! database removed on every way out, a panic or Ctrl-C included.
+//!
+//! Ids are prefixed with `load-<unix seconds>-<pid>` (steps, their
+//! attributes and flows), so runs against one server do not meet: a step
+//! registered again identically is accepted, but a different one under the
+//! same id is a 409, and each run's step server has a new port. The steps
+//! are removed at the end; the flows stay.
+//!
+//! Output: one `key=value` line per side, then the ratios:
+//! `throughput_ratio` (Tartan flows/s over floor flows/s) and
+//! `latency_multiple` (Tartan's single-flow p50 over the floor's).
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::panic::AssertUnwindSafe;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use axum::http::Uri;
+use clap::Args;
+use futures::FutureExt;
+use serde_json::{json, Value};
+
+use crate::support::{self, BenchDb, Histogram};
+use crate::{ms, StoreKind};
+
+#[derive(Debug, Args)]
+pub struct ApiArgs {
+    /// A running `tartan serve` to drive, e.g. http://127.0.0.1:8080; it must
+    /// be able to call 127.0.0.1, where this tool's step server listens.
+    #[arg(long, required_unless_present = "spawn", conflicts_with = "spawn")]
+    server: Option<String>,
+    /// Start `tartan serve` on a fresh database of this store instead, and
+    /// stop it at the end.
+    #[arg(long, value_enum)]
+    spawn: Option<StoreKind>,
+    /// The binary `--spawn` runs [default: `tartan` in the target directory
+    /// this tool was built in, e.g. target/release/tartan].
+    #[arg(long, requires = "spawn")]
+    tartan: Option<PathBuf>,
+    /// Bearer token sent to the API; with `--spawn` the server requires it.
+    #[arg(long)]
+    token: Option<String>,
+    /// Flows of Tartan's throughput run.
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
+    flows: u64,
+    /// Flows of the floor's throughput run: more than Tartan's, as each takes
+    /// a fraction of the time; at ~10,000 flows/s the default lasts a second,
+    /// long enough that a hiccup of the machine does not decide the rate.
+    #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..))]
+    floor_flows: u64,
+    /// Clients with a flow in flight at once.
+    #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u64).range(1..))]
+    clients: u64,
+    /// Flows run one after another for the single-flow latency.
+    #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u64).range(1..))]
+    alone: u64,
+    /// How often a client asks whether its flow finished, while many run.
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..))]
+    poll_ms: u64,
+}
+
+/// How long a spawned server may take to answer `/ready`.
+const READY_WAIT: Duration = Duration::from_secs(30);
+
+pub async fn run(args: ApiArgs) {
+    let steps = step_server().await;
+    let Some(store) = args.spawn else {
+        let server = args
+            .server
+            .clone()
+            .unwrap_or_else(|| panic!("--server or --spawn is required"));
+        return bench(&args, &server, steps).await;
+    };
+    let db = BenchDb::create(store.name(), "load_api").await;
+    // A panic or Ctrl-C stops the server (its guard's drop) before the
+    // database is removed; the panic goes on after.
+    let interrupted = AssertUnwindSafe(async {
+        let server = Spawned::start(&args, &db.url).await;
+        tokio::select! {
+            () = bench(&args, &server.url, steps) => false,
+            _ = tokio::signal::ctrl_c() => true,
+        }
+    })
+    .catch_unwind()
+    .await;
+    db.drop().await;
+    match interrupted {
+        Ok(false) => {}
+        Ok(true) => {
+            eprintln!("interrupted");
+            std::process::exit(130);
+        }
+        Err(panic) => std::panic::resume_unwind(panic),
+    }
+}
+
+/// Both sides against the server at `server`, their lines printed.
+async fn bench(args: &ApiArgs, server: &str, steps: SocketAddr) {
+    let client = reqwest::Client::builder()
+        .pool_max_idle_per_host(usize::try_from(args.clients).unwrap_or(usize::MAX) * 2)
+        .build()
+        .unwrap_or_else(|e| panic!("client: {e}"));
+    let api = Api {
+        client: client.clone(),
+        base: server.trim_end_matches('/').to_string(),
+        token: args.token.clone(),
+    };
+    let (status, health) = api.get("/health").await;
+    assert_eq!(status, 200, "GET {server}/health: {health}");
+    let store = health["details"]["store"]
+        .as_str()
+        .unwrap_or("unknown")
+        .to_string();
+    let unix = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let chain = Chain::new(&format!("load-{unix}-{}", std::process::id()));
+
+    let floor = floor(args, &chain, steps, client).await;
+    println!("{}", floor.line("side=floor"));
+    chain.register(&api, steps).await;
+    let tartan = tartan(args, &chain, api.clone()).await;
+    chain.unregister(&api).await;
+    println!(
+        "{}",
+        tartan.line(&format!("side=tartan store={store} server={}", api.base))
+    );
+    println!(
+        "load_api store={store} throughput_ratio={:.3} latency_multiple={:.2} flows={} floor_flows={} clients={} alone={} poll_ms={}",
+        tartan.flows_per_s / floor.flows_per_s,
+        tartan.alone_p50_us as f64 / floor.alone_p50_us as f64,
+        args.flows,
+        args.floor_flows,
+        args.clients,
+        args.alone,
+        args.poll_ms
+    );
+}
+
+// ---------------------------------------------------------------------------
+// The chain, its step server and the server's API.
+
+/// The chain a → b → c of one run: step ids, and the attributes they take
+/// and give, all under the run's prefix.
+struct Chain {
+    prefix: String,
+    seed: String,
+    /// Each step's id, which is also the name of its output.
+    steps: [String; 3],
+}
+
+impl Chain {
+    fn new(prefix: &str) -> Chain {
+        Chain {
+            prefix: prefix.to_string(),
+            seed: format!("{prefix}-seed"),
+            steps: ["a", "b", "c"].map(|s| format!("{prefix}-{s}")),
+        }
+    }
+
+    fn goal(&self) -> &str {
+        &self.steps[2]
+    }
+
+    async fn register(&self, api: &Api, steps: SocketAddr) {
+        let mut input = &self.seed;
+        for key in &self.steps {
+            let step = json!({
+                "id": key, "name": key, "type": "sync",
+                "http": { "endpoint": format!("http://{steps}/{key}") },
+                "attributes": {
+                    input: { "role": "required", "type": "any" },
+                    key: { "role": "output", "type": "any" },
+                },
+            });
+            let (status, body) = api.post("/engine/step", &step).await;
+            assert_eq!(status, 201, "registering {key}: {body}");
+            input = key;
+        }
+    }
+
+    /// Remove the run's steps (what fails is said, not fatal).
+    async fn unregister(&self, api: &Api) {
+        for key in self.steps.iter().rev() {
+            let url = format!("{}/engine/step/{key}", api.base);
+            match api.authed(api.client.delete(&url)).send().await {
+                Ok(r) if r.status().is_success() => {}
+                Ok(r) => eprintln!("DELETE {url}: {}", r.status()),
+                Err(e) => eprintln!("DELETE {url}: {e}"),
+            }
+        }
+    }
+}
+
+/// A step server answering `POST /{key}` with `{"{key}": 1}` at once.
+async fn step_server() -> SocketAddr {
+    let app = axum::Router::new().fallback(|uri: Uri| async move {
+        let key = uri.path().trim_start_matches('/').to_string();
+        axum::Json(json!({ key: 1 }))
+    });
+    support::serve(app).await
+}
+
+/// The status and JSON answer (null when it is not JSON) of `req`, which is
+/// `what` (a method and URL) for the panic message when it gets no answer.
+async fn answer(req: reqwest::RequestBuilder, what: &str) -> (u16, Value) {
+    let r = req.send().await.unwrap_or_else(|e| panic!("{what}: {e}"));
+    let status = r.status().as_u16();
+    (status, r.json().await.unwrap_or(Value::Null))
+}
+
+/// The server's API, with the bearer token when one is given.
+#[derive(Clone)]
+struct Api {
+    client: reqwest::Client,
+    base: String,
+    token: Option<String>,
+}
+
+impl Api {
+    fn authed(&self, req: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
+        match &self.token {
+            Some(token) => req.bearer_auth(token),
+            None => req,
+        }
+    }
+
+    async fn post(&self, path: &str, body: &Value) -> (u16, Value) {
+        let url = format!("{}{path}", self.base);
+        answer(
+            self.authed(self.client.post(&url)).json(body),
+            &format!("POST {url}"),
+        )
+        .await
+    }
+
+    async fn get(&self, path: &str) -> (u16, Value) {
+        let url = format!("{}{path}", self.base);
+        answer(self.authed(self.client.get(&url)), &format!("GET {url}")).await
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Measuring.
+
+/// What one side measured (µs).
+struct Run {
+    flows_per_s: f64,
+    latency: Histogram,
+    alone_p50_us: i64,
+}
+
+impl Run {
+    fn line(&self, side: &str) -> String {
+        format!(
+            "load_api {side} flows_per_s={:.1} latency_ms_p50={} latency_ms_p99={} alone_ms_p50={}",
+            self.flows_per_s,
+            ms(self.latency.quantile(0.5)),
+            ms(self.latency.quantile(0.99)),
+            ms(self.alone_p50_us)
+        )
+    }
+}
+
+fn us(d: Duration) -> i64 {
+    i64::try_from(d.as_micros()).unwrap_or(i64::MAX)
+}
+
+/// `flows` runs of `one` with `clients` in flight, then `alone` one after
+/// another: throughput and latencies. `one` gets the flow's id and how often
+/// to look whether it finished.
+async fn measure<F, Fut>(args: &ApiArgs, flows: u64, prefix: &str, one: F) -> Run
+where
+    F: Fn(String, Duration) -> Fut + Clone + Send + Sync + 'static,
+    Fut: Future<Output = ()> + Send,
+{
+    let poll = Duration::from_millis(args.poll_ms);
+    let next = Arc::new(AtomicU64::new(0));
+    let started = Instant::now();
+    // Dropped on a panic, the set aborts the other clients.
+    let mut tasks = tokio::task::JoinSet::new();
+    for _ in 0..args.clients {
+        let (next, one, prefix) = (next.clone(), one.clone(), prefix.to_string());
+        tasks.spawn(async move {
+            let mut took = Histogram::new();
+            loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= flows {
+                    return took;
+                }
+                let t = Instant::now();
+                one(format!("{prefix}-{i}"), poll).await;
+                took.record(us(t.elapsed()));
+            }
+        });
+    }
+    let mut latency = Histogram::new();
+    while let Some(took) = tasks.join_next().await {
+        latency.merge(&took.unwrap_or_else(|e| panic!("client task: {e}")));
+    }
+    let wall = started.elapsed();
+    let mut single = Histogram::new();
+    for i in 0..args.alone {
+        let t = Instant::now();
+        one(format!("{prefix}-alone-{i}"), Duration::from_millis(1)).await;
+        single.record(us(t.elapsed()));
+    }
+    Run {
+        flows_per_s: flows as f64 / wall.as_secs_f64(),
+        latency,
+        alone_p50_us: single.quantile(0.5),
+    }
+}
+
+/// The floor: the chain's three calls, made by the client itself.
+async fn floor(args: &ApiArgs, chain: &Chain, steps: SocketAddr, client: reqwest::Client) -> Run {
+    let (keys, seed) = (chain.steps.clone(), chain.seed.clone());
+    measure(
+        args,
+        args.floor_flows,
+        &format!("{}-floor", chain.prefix),
+        move |id, _| {
+            let (client, keys, seed) = (client.clone(), keys.clone(), seed.clone());
+            async move {
+                let mut input = json!({ seed: id });
+                for key in &keys {
+                    let url = format!("http://{steps}/{key}");
+                    let (status, out) = answer(client.post(&url).json(&input), &url).await;
+                    assert_eq!(status, 200, "step {key}: {out}");
+                    input = out;
+                }
+            }
+        },
+    )
+    .await
+}
+
+/// The same flows, run by Tartan through its API.
+async fn tartan(args: &ApiArgs, chain: &Chain, api: Api) -> Run {
+    let (goal, seed) = (chain.goal().to_string(), chain.seed.clone());
+    measure(args, args.flows, &chain.prefix, move |id, poll| {
+        let (api, goal, seed) = (api.clone(), goal.clone(), seed.clone());
+        async move {
+            let start = json!({ "id": id, "goals": [goal], "init": { seed: [id] } });
+            let (status, body) = api.post("/engine/flow", &start).await;
+            assert_eq!(status, 201, "starting {id}: {body}");
+            let path = format!("/engine/flow/{id}/status");
+            loop {
+                let (_, body) = api.get(&path).await;
+                match body["status"].as_str() {
+                    Some("active") => tokio::time::sleep(poll).await,
+                    Some("completed") => return,
+                    other => panic!("flow {id} ended {other:?}: {body}"),
+                }
+            }
+        }
+    })
+    .await
+}
+
+// ---------------------------------------------------------------------------
+// A `tartan serve` of this run.
+
+/// A `tartan serve` child process; killed when dropped.
+struct Spawned {
+    child: Child,
+    url: String,
+}
+
+impl Spawned {
+    /// Start the binary on `database_url`, on a free port of 127.0.0.1 with
+    /// no environment but its settings here, and wait until it is ready.
+    async fn start(args: &ApiArgs, database_url: &str) -> Spawned {
+        let binary = args.tartan.clone().unwrap_or_else(default_binary);
+        if !binary.is_file() {
+            panic!(
+                "no tartan binary at {}: build it (cargo build --release --bin tartan) or pass --tartan",
+                binary.display()
+            );
+        }
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .unwrap_or_else(|e| panic!("a free port: {e}"))
+            .port();
+        let listen = format!("127.0.0.1:{port}");
+        let mut cmd = Command::new(&binary);
+        cmd.arg("serve")
+            .env_clear()
+            .env("DATABASE_URL", database_url)
+            .env("TARTAN_LISTEN", &listen)
+            .env("TARTAN_NODE_ID", format!("load-api-{}", std::process::id()))
+            .env("TARTAN_STEP_HOSTS", "127.0.0.1")
+            .env(
+                "RUST_LOG",
+                std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into()),
+            )
+            .stdin(Stdio::null())
+            // Its log on this tool's stderr; stdout is for the results.
+            .stdout(Stdio::from(std::io::stderr()))
+            .stderr(Stdio::inherit());
+        if let Some(token) = &args.token {
+            cmd.env("TARTAN_API_TOKEN", token);
+        }
+        let child = cmd
+            .spawn()
+            .unwrap_or_else(|e| panic!("starting {}: {e}", binary.display()));
+        let mut spawned = Spawned {
+            child,
+            url: format!("http://{listen}"),
+        };
+        spawned.wait_ready().await;
+        spawned
+    }
+
+    async fn wait_ready(&mut self) {
+        let client = reqwest::Client::new();
+        let url = format!("{}/ready", self.url);
+        let began = Instant::now();
+        loop {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                panic!("tartan serve exited ({status}) before it was ready; its log is above");
+            }
+            if let Ok(r) = client.get(&url).send().await {
+                if r.status().is_success() {
+                    return;
+                }
+            }
+            if began.elapsed() > READY_WAIT {
+                panic!("tartan serve not ready at {url} after {READY_WAIT:?}");
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
+
+impl Drop for Spawned {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `tartan` in the directory above this tool's (`target/<profile>/examples/load`).
+fn default_binary() -> PathBuf {
+    let exe = std::env::current_exe().unwrap_or_else(|e| panic!("this tool's path: {e}"));
+    exe.parent()
+        .and_then(|examples| examples.parent())
+        .unwrap_or_else(|| panic!("no target directory above {}", exe.display()))
+        .join(format!("tartan{}", std::env::consts::EXE_SUFFIX))
+}
