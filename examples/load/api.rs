@@ -9,11 +9,11 @@
 //!   (no engine, no database);
 //! - **tartan**: the three steps are registered on a `tartan serve` with
 //!   `POST /engine/step`, and the same clients start the same flows with
-//!   `POST /engine/flow` and watch each finish through
-//!   `GET /engine/flow/{id}/status`, what an API client can see: every
-//!   `--poll-ms` (10) while the clients run together, every millisecond for
-//!   the flows run alone. Polling costs the server reads of its own; at one
-//!   poll a millisecond per client they would be most of what is measured.
+//!   `POST /engine/flow` and learn that each finished through
+//!   `GET /engine/flow/{id}/status?wait=30s`, which answers when the flow
+//!   finishes (docs/api.md, "Waiting for a flow"): one request per flow.
+//!   `--poll-ms N` polls the status every N ms instead (every millisecond
+//!   for the flows run alone), as a client that cannot wait would.
 //!
 //! Each side runs flows with `--clients` in flight (throughput: `--flows`
 //! through Tartan, `--floor-flows` on the floor, so that both last about a
@@ -84,8 +84,9 @@ pub struct ApiArgs {
     /// Flows run one after another for the single-flow latency.
     #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u64).range(1..))]
     alone: u64,
-    /// How often a client asks whether its flow finished, while many run.
-    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..))]
+    /// How often a client asks whether its flow finished, while many run;
+    /// 0 (the default): one request that waits for it (`status?wait=30s`).
+    #[arg(long, default_value_t = 0)]
     poll_ms: u64,
 }
 
@@ -332,7 +333,12 @@ where
     let mut single = Histogram::new();
     for i in 0..args.alone {
         let t = Instant::now();
-        one(format!("{prefix}-alone-{i}"), Duration::from_millis(1)).await;
+        let alone_poll = if poll.is_zero() {
+            poll
+        } else {
+            Duration::from_millis(1)
+        };
+        one(format!("{prefix}-alone-{i}"), alone_poll).await;
         single.record(us(t.elapsed()));
     }
     Run {
@@ -374,7 +380,11 @@ async fn tartan(args: &ApiArgs, chain: &Chain, api: Api) -> Run {
             let start = json!({ "id": id, "goals": [goal], "init": { seed: [id] } });
             let (status, body) = api.post("/engine/flow", &start).await;
             assert_eq!(status, 201, "starting {id}: {body}");
-            let path = format!("/engine/flow/{id}/status");
+            let path = if poll.is_zero() {
+                format!("/engine/flow/{id}/status?wait=30s")
+            } else {
+                format!("/engine/flow/{id}/status")
+            };
             loop {
                 let (_, body) = api.get(&path).await;
                 match body["status"].as_str() {

@@ -648,7 +648,10 @@ impl FlowEvent {
     pub fn data_text(&self) -> Result<String, serde_json::Error> {
         let whole = serde_json::to_string(self)?;
         let prefix = format!("{{\"type\":\"{}\",\"data\":", self.type_name());
-        match whole.strip_prefix(&prefix).and_then(|rest| rest.strip_suffix('}')) {
+        match whole
+            .strip_prefix(&prefix)
+            .and_then(|rest| rest.strip_suffix('}'))
+        {
             Some(data) => Ok(data.to_string()),
             // Not the envelope expected (an event without data): the slow way.
             None => serde_json::to_string(&self.data()),

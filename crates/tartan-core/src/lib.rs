@@ -5,24 +5,24 @@
 //! function of its arguments, so it is where the property and table tests live.
 //!
 //! # Layout
-//! From the leaves up (a module uses only those above it):
-//! - `json`: named JSON values, and how a value's kind is named.
-//! - `ids`: step and flow id sanitising.
-//! - `step`: step definitions and their validation.
-//! - `catalog`: rules across steps (attribute graph, type conflicts, cycles).
-//! - `plan`: goals + initial inputs -> the minimal plan.
-//! - `flow`: flow state, its events and `apply`.
-//! - `machine`: the decisions that produce events.
+//! From the leaves up (a module uses only those listed before it):
+//! - `json`, `ids`, `nesting`, `error`, `duration`, `hosts`: named JSON
+//!   values, id sanitising, the JSON nesting limit, the error types, the one
+//!   parser for every duration format, where steps may call.
 //! - `endpoint`: endpoint URL templates: parsing, where placeholders stand,
 //!   filling them in so that values cannot change where a call goes.
-//! - `hosts`: where steps may call (`TARTAN_STEP_HOSTS`): names, patterns,
-//!   ranges, link-local addresses.
-//! - `nesting`: the JSON nesting limit, checked before parsing.
-//! - `outcome`: classification of an attempt's HTTP outcome.
+//! - `retry`: retry policies (every dialect normalised), the delay math, why
+//!   a retry did not follow.
+//! - `timeouts`: timeout policies (step, flow), scope precedence, the
+//!   timeout problem.
+//! - `outcome`: how an attempt ended, and its classification (the one place).
+//! - `step`: step definitions, their validation and their typed policies.
+//! - `catalog`: rules across steps (attribute graph, type conflicts, cycles).
+//! - `plan`: goals + initial inputs -> the minimal plan.
+//! - `flow`: flow state, its events and the fold that applies them.
 //! - `request`: flow start requests and their limits.
-//! - `duration`: the one parser for every duration format.
-//! - `retry`: retry policies (every dialect normalised) and the delay math.
-//! - `timeouts`: timeout policies (step, flow), scope precedence, the timeout problem.
+//! - `machine`: the decisions: `apply(state, command, ctx)` returns the
+//!   events and their effects.
 
 pub mod catalog;
 pub mod duration;

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::error::ValidationError;
-use crate::flow::Time;
+use crate::flow::{FlowOptions, Time};
 use crate::ids::{is_dot_id, sanitize_id, MAX_FLOW_ID_LEN};
 use crate::plan::InitArgs;
 use crate::timeouts::{parse_flow_timeout, OnTimeout};
@@ -36,6 +36,18 @@ pub struct StartFlow {
     pub max_step_attempts: Option<u32>,
 }
 
+/// A start request, parsed and checked: what the engine starts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FlowStart {
+    pub id: String,
+    pub goals: Vec<String>,
+    pub init: InitArgs,
+    pub options: FlowOptions,
+    /// The normalised request as JSON text: a repeated start with the same
+    /// id is accepted when its text is the same.
+    pub text: String,
+}
+
 /// `POST /engine/plan`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PlanRequest {
@@ -46,8 +58,37 @@ pub struct PlanRequest {
 }
 
 impl StartFlow {
+    /// Parse the request into what is started, in one step: ids sanitised,
+    /// limits checked, the attempt cap (the engine's `cap` unless the
+    /// request lowers it; it may not raise it, docs/retries.md), and the
+    /// deadline measured from `now`, the flow's start.
+    pub fn parse(self, now: Time, cap: u32) -> Result<FlowStart, ValidationError> {
+        let request = self.normalize()?;
+        if let Some(asked) = request.max_step_attempts.filter(|n| *n > cap) {
+            return Err(ValidationError::new(
+                "max_step_attempts",
+                format!("{asked} is above this engine's cap of {cap} (TARTAN_MAX_STEP_ATTEMPTS)"),
+            ));
+        }
+        let (deadline_at, on_timeout) = request.deadline(now)?;
+        let text = serde_json::to_string(&request)
+            .map_err(|e| ValidationError::new("request", format!("cannot be written back: {e}")))?;
+        Ok(FlowStart {
+            options: FlowOptions {
+                labels: request.labels,
+                max_step_attempts: request.max_step_attempts.unwrap_or(cap),
+                deadline_at,
+                on_timeout,
+            },
+            id: request.id,
+            goals: request.goals,
+            init: request.init,
+            text,
+        })
+    }
+
     /// Sanitise ids and check the limits.
-    pub fn normalize(mut self) -> Result<Self, ValidationError> {
+    fn normalize(mut self) -> Result<Self, ValidationError> {
         self.id = sanitize_id(&self.id);
         if self.id.is_empty() {
             return Err(ValidationError::new("id", "flow ID empty"));
@@ -100,7 +141,7 @@ impl StartFlow {
 
     /// The flow's deadline and what it does, from `timeout` and `deadline_at`
     /// (the earlier wins when both are given). `now` is the start time.
-    pub fn deadline(&self, now: Time) -> Result<(Option<Time>, Option<OnTimeout>), ValidationError> {
+    fn deadline(&self, now: Time) -> Result<(Option<Time>, Option<OnTimeout>), ValidationError> {
         let mut deadline: Option<Time> = None;
         let mut on_timeout = None;
         if let Some(v) = self.timeout.as_ref().filter(|v| !v.is_null()) {

@@ -7,9 +7,12 @@
 //! - `config`: what the engine is told at start-up.
 //! - `catalog`: registering, updating and removing steps.
 //! - `flows`: starting flows and moving them on; one lock per flow, so each
-//!   decision sees the state the last one left.
+//!   decision sees the state the last one left. `flows::decide` applies a
+//!   command with `tartan_core::machine::apply`, commits, then carries out
+//!   the decision's effects in one loop; `flows::calls` makes the calls.
 //! - `writer`: the group-commit writer: every decision's events and
-//!   projections go through it, batched into one transaction.
+//!   projections go through it, batched into one commit (docs/durability.md,
+//!   "Group commit").
 //! - `dispatch`: the HTTP calls of work items.
 //! - `slots`: how many calls run at once, overall and per step, and the
 //!   queues of calls waiting for a slot, served round-robin across steps.

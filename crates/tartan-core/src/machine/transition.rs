@@ -120,7 +120,6 @@ impl Transition {
                 token: token.to_string(),
             });
         }
-        let item = |step_id: &String, token: &String| (step_id.clone(), token.clone());
         match event {
             FlowEvent::FlowStarted { deadline_at, .. } => {
                 if let Some(at) = deadline_at {
@@ -155,8 +154,10 @@ impl Transition {
             FlowEvent::WorkCancelled { step_id, token, .. }
             | FlowEvent::WorkTimedOut { step_id, token, .. } => {
                 if call_in_flight {
-                    let (step_id, token) = item(step_id, token);
-                    self.push(Effect::Abort { step_id, token });
+                    self.push(Effect::Abort {
+                        step_id: step_id.clone(),
+                        token: token.clone(),
+                    });
                 }
             }
             FlowEvent::WorkRetryScheduled {
@@ -170,13 +171,12 @@ impl Transition {
                 token,
                 next_retry_at,
                 ..
-            } => {
-                let (step_id, token) = item(step_id, token);
-                self.push(Effect::Arm {
-                    wake: Wake::Retry { step_id, token },
-                    at: *next_retry_at,
-                });
-            }
+            } => self.arm(
+                |step_id, token| Wake::Retry { step_id, token },
+                step_id,
+                token,
+                *next_retry_at,
+            ),
             FlowEvent::WorkAccepted {
                 step_id,
                 token,
@@ -184,11 +184,12 @@ impl Transition {
                 ..
             } => {
                 if let Some(at) = inactive_until {
-                    let (step_id, token) = item(step_id, token);
-                    self.push(Effect::Arm {
-                        wake: Wake::Inactivity { step_id, token },
-                        at: *at,
-                    });
+                    self.arm(
+                        |step_id, token| Wake::Inactivity { step_id, token },
+                        step_id,
+                        token,
+                        *at,
+                    );
                 }
             }
             FlowEvent::WorkHeartbeat {
@@ -196,13 +197,12 @@ impl Transition {
                 token,
                 inactive_until,
                 ..
-            } => {
-                let (step_id, token) = item(step_id, token);
-                self.push(Effect::Arm {
-                    wake: Wake::Inactivity { step_id, token },
-                    at: *inactive_until,
-                });
-            }
+            } => self.arm(
+                |step_id, token| Wake::Inactivity { step_id, token },
+                step_id,
+                token,
+                *inactive_until,
+            ),
             FlowEvent::FlowCompleted { .. }
             | FlowEvent::FlowFailed { .. }
             | FlowEvent::FlowCancelled { .. } => {
@@ -226,6 +226,14 @@ impl Transition {
             | FlowEvent::CompFailed { .. }
             | FlowEvent::StepSkipped { .. } => {}
         }
+    }
+
+    /// Wake the flow at `at` for one of its items.
+    fn arm(&mut self, wake: impl FnOnce(String, String) -> Wake, step_id: &str, token: &str, at: Time) {
+        self.push(Effect::Arm {
+            wake: wake(step_id.to_string(), token.to_string()),
+            at,
+        });
     }
 
     /// Add an effect. An item is touched once; an abort of a call this

@@ -16,12 +16,12 @@ mod decide;
 mod waiters;
 
 use std::sync::Arc;
-use tartan_core::error::{PlanError, ValidationError};
-use tartan_core::flow::{FlowOptions, FlowState, WorkStatus};
+use tartan_core::error::PlanError;
+use tartan_core::flow::{FlowState, WorkStatus};
 use tartan_core::machine::{self, AttemptResult, Command, Stop};
 use tartan_core::outcome::FailureCause;
 use tartan_core::plan::start_plan;
-use tartan_core::request::StartFlow;
+use tartan_core::request::{FlowStart, StartFlow};
 use tartan_core::step::Args;
 use tartan_store::StoreError;
 
@@ -119,57 +119,44 @@ impl Engine {
         if self.inner.stopping.is_cancelled() {
             return Err(EngineError::ShuttingDown);
         }
-        let request = request.normalize()?;
-        // The operator's setting is the default and the ceiling: a request
-        // may lower it, never raise it (docs/retries.md).
-        let cap = self.inner.config.max_step_attempts;
-        if let Some(asked) = request.max_step_attempts.filter(|n| *n > cap) {
-            return Err(ValidationError::new(
-                "max_step_attempts",
-                format!("{asked} is above this engine's cap of {cap} (TARTAN_MAX_STEP_ATTEMPTS)"),
-            )
-            .into());
-        }
+        // The flow starts at this instant: its deadline is measured from it.
+        let started = now();
+        let start = request.parse(started, self.inner.config.max_step_attempts)?;
         let active = self.inner.flows.len();
         if active >= self.inner.config.max_active_flows {
             return Err(EngineError::Overloaded(active));
         }
-        let text = serde_json::to_string(&request).map_err(|e| EngineError::Internal(e.to_string()))?;
-        // Validate the deadline before anything else can answer. The flow
-        // starts at this instant: its deadline is measured from it.
-        let started = now();
-        let (deadline_at, on_timeout) = request.deadline(started)?;
         // A repeated id is found by the commit (the flow row exists): no
         // read before every start to look for one.
         let mut view = self.catalog().await;
-        let plan = match start_plan(&view.catalog, &request.goals, &request.init) {
+        let plan = match start_plan(&view.catalog, &start.goals, &start.init) {
             Err(PlanError::UnknownGoals(_)) => {
                 // Another process may have registered the step just now.
                 view = self.refresh_catalog().await?;
-                start_plan(&view.catalog, &request.goals, &request.init)?
+                start_plan(&view.catalog, &start.goals, &start.init)?
             }
             other => other?,
         };
-        machine::check_fan_out(&plan, &request.init)?;
-        let slot = self.inner.flows.slot(&request.id);
+        machine::check_fan_out(&plan, &start.init)?;
+        let FlowStart {
+            id,
+            init,
+            options,
+            text,
+            ..
+        } = start;
+        let slot = self.inner.flows.slot(&id);
         // Declared before the lock's guard, so dropped after it.
-        let _release = Released::on_exit(&self.inner.flows, &request.id, &slot);
+        let _release = Released::on_exit(&self.inner.flows, &id, &slot);
         let mut guard = slot.cached.lock().await;
-        let options = FlowOptions {
-            labels: request.labels.clone(),
-            max_step_attempts: request
-                .max_step_attempts
-                .unwrap_or(self.inner.config.max_step_attempts),
-            deadline_at,
-            on_timeout,
-        };
-        let start = Command::Start {
-            flow_id: request.id.clone(),
+        let command = Command::Start {
+            flow_id: id.clone(),
             plan,
-            init: request.init.clone(),
+            init,
             options,
         };
-        let mut tx = self.decision_context(started, |ctx| machine::apply(FlowState::default(), start, ctx))?;
+        let mut tx =
+            self.decision_context(started, |ctx| machine::apply(FlowState::default(), command, ctx))?;
         let sequence = tx.events.len() as i64;
         let commit = self.commit_for(&mut tx, 0, Some(text.clone()));
         let state = Arc::clone(&commit.state);
@@ -177,13 +164,8 @@ impl Engine {
             Ok(()) => {}
             Err(StoreError::FlowExists(_)) => {
                 drop(guard);
-                let existing = self
-                    .inner
-                    .store
-                    .flow_request(&request.id)
-                    .await?
-                    .unwrap_or_default();
-                return same_request(&request.id, &existing, &text);
+                let existing = self.inner.store.flow_request(&id).await?.unwrap_or_default();
+                return same_request(&id, &existing, &text);
             }
             Err(e) => return Err(e.into()),
         }

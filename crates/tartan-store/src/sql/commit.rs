@@ -13,7 +13,7 @@
 //!
 //! On Postgres, where every statement is a round trip over the network,
 //! steps 1, 2 and 4 are one statement ([`commit_in_one_statement`]): the
-//! batch travels as one JSON parameter, and data-modifying CTEs create and
+//! batch travels as five JSON parameters, and data-modifying CTEs create and
 //! advance the flows and write the rows of those that passed. It runs on its
 //! own (autocommit): one round trip and one WAL flush per batch. SQLite runs
 //! in this process, has no data-modifying CTEs, and takes the steps as a
@@ -448,10 +448,10 @@ impl JsonRows {
     }
 }
 
-/// The batch as one JSON document: the flows to create and to advance, and
-/// the events, work items and labels of all (the statement keeps those of
-/// the flows that passed).
-fn batch_json(decisions: &[Decision<'_>]) -> Result<String, StoreError> {
+/// The batch as five JSON arrays, one parameter each (Postgres parses each
+/// once): the flows to create and to advance, and the events, work items
+/// and labels of all (the statement keeps those of the flows that passed).
+fn batch_json(decisions: &[Decision<'_>]) -> Result<[String; 5], StoreError> {
     let live = || decisions.iter().filter(|d| d.refused.is_none());
     let mut created = JsonRows::new();
     let mut advanced = JsonRows::new();
@@ -460,7 +460,11 @@ fn batch_json(decisions: &[Decision<'_>]) -> Result<String, StoreError> {
     let mut labels = JsonRows::new();
     for d in live() {
         let c = d.commit;
-        let rows = if c.base_sequence == 0 { &mut created } else { &mut advanced };
+        let rows = if c.base_sequence == 0 {
+            &mut created
+        } else {
+            &mut advanced
+        };
         rows.row()
             .text("id", Some(&c.flow_id))
             .text("status", Some(c.state.status.as_str()))
@@ -475,7 +479,11 @@ fn batch_json(decisions: &[Decision<'_>]) -> Result<String, StoreError> {
                 .text("request", Some(c.request.as_deref().unwrap_or_default()))
                 .int("deadline_us", c.state.deadline_at.map(to_us));
             for (k, v) in &c.state.labels {
-                labels.row().text("flow_id", Some(&c.flow_id)).text("key", Some(k)).text("value", Some(v));
+                labels
+                    .row()
+                    .text("flow_id", Some(&c.flow_id))
+                    .text("key", Some(k))
+                    .text("value", Some(v));
                 labels.end_row();
             }
         } else {
@@ -511,14 +519,13 @@ fn batch_json(decisions: &[Decision<'_>]) -> Result<String, StoreError> {
             work.end_row();
         }
     }
-    Ok(format!(
-        "{{\"created\":{},\"advanced\":{},\"events\":{},\"work\":{},\"labels\":{}}}",
+    Ok([
         created.finish(),
         advanced.finish(),
         events.finish(),
         work.finish(),
-        labels.finish()
-    ))
+        labels.finish(),
+    ])
 }
 
 /// Steps 1, 2 and 4 in one Postgres statement. Every sub-statement sees the
@@ -531,33 +538,33 @@ async fn commit_in_one_statement(
     pool: &sqlx::AnyPool,
     decisions: &mut [Decision<'_>],
 ) -> Result<Vec<usize>, StoreError> {
-    const SQL: &str = "WITH b AS (SELECT CAST($1 AS json) AS j), \
+    const SQL: &str = "WITH \
         created AS (INSERT INTO flows (id, status, sequence, created_us, updated_us, completed_us, deactivated_us, \
             request, state, deadline_us, error, snapshot_seq, snapshot_bytes, tail_bytes) \
           SELECT c.id, c.status, c.seq, c.created_us, c.updated_us, c.completed_us, c.deactivated_us, c.request, '', \
             c.deadline_us, c.error, 0, c.tail, 0 \
-          FROM b, json_to_recordset(b.j->'created') AS c(id text, status text, seq bigint, created_us bigint, \
+          FROM json_to_recordset(CAST($1 AS json)) AS c(id text, status text, seq bigint, created_us bigint, \
             updated_us bigint, completed_us bigint, deactivated_us bigint, request text, deadline_us bigint, \
             error text, tail bigint) \
           ON CONFLICT (id) DO NOTHING RETURNING id), \
         advanced AS (UPDATE flows SET status = v.status, sequence = v.seq, updated_us = v.updated_us, \
             completed_us = v.completed_us, deactivated_us = v.deactivated_us, error = v.error, \
             tail_bytes = flows.tail_bytes + v.tail \
-          FROM b, json_to_recordset(b.j->'advanced') AS v(id text, status text, seq bigint, updated_us bigint, \
+          FROM json_to_recordset(CAST($2 AS json)) AS v(id text, status text, seq bigint, updated_us bigint, \
             completed_us bigint, deactivated_us bigint, error text, tail bigint, base bigint) \
           WHERE flows.id = v.id AND flows.sequence = v.base \
           RETURNING flows.id, flows.tail_bytes, flows.snapshot_bytes), \
         passed AS (SELECT id FROM created UNION ALL SELECT id FROM advanced), \
         new_events AS (INSERT INTO events (aggregate_type, aggregate_id, sequence, event_type, ts_us, data) \
           SELECT 'flow', e.flow_id, e.seq, e.type, e.ts_us, CAST(e.data AS text) \
-          FROM b, json_to_recordset(b.j->'events') AS e(flow_id text, seq bigint, type text, ts_us bigint, data json) \
+          FROM json_to_recordset(CAST($3 AS json)) AS e(flow_id text, seq bigint, type text, ts_us bigint, data json) \
           WHERE e.flow_id IN (SELECT id FROM passed)), \
         new_work AS (INSERT INTO work_items (token, flow_id, step_id, status, attempt, retry_count, due_us, \
             lease_owner, lease_expires_us, created_us, updated_us, detail) \
           SELECT w.token, w.flow_id, w.step_id, w.status, w.attempt, w.retry_count, w.due_us, w.lease_owner, \
             COALESCE(w.lease_expires_us, w.lease_for_us + CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000000 AS BIGINT)), \
             w.created_us, w.updated_us, CAST(w.detail AS text) \
-          FROM b, json_to_recordset(b.j->'work') AS w(token text, flow_id text, step_id text, status text, \
+          FROM json_to_recordset(CAST($4 AS json)) AS w(token text, flow_id text, step_id text, status text, \
             attempt bigint, retry_count bigint, due_us bigint, lease_owner text, lease_expires_us bigint, \
             lease_for_us bigint, created_us bigint, updated_us bigint, detail json) \
           WHERE w.flow_id IN (SELECT id FROM passed) ORDER BY w.token \
@@ -565,11 +572,19 @@ async fn commit_in_one_statement(
             retry_count = excluded.retry_count, due_us = excluded.due_us, lease_owner = excluded.lease_owner, \
             lease_expires_us = excluded.lease_expires_us, updated_us = excluded.updated_us, detail = excluded.detail), \
         new_labels AS (INSERT INTO flow_labels (flow_id, key, value) \
-          SELECT l.flow_id, l.key, l.value FROM b, json_to_recordset(b.j->'labels') AS l(flow_id text, key text, value text) \
+          SELECT l.flow_id, l.key, l.value FROM json_to_recordset(CAST($5 AS json)) AS l(flow_id text, key text, value text) \
           WHERE l.flow_id IN (SELECT id FROM created)) \
         SELECT id, CAST(0 AS bigint) AS tail_bytes, CAST(0 AS bigint) AS snapshot_bytes, 1 AS created FROM created \
         UNION ALL SELECT id, tail_bytes, snapshot_bytes, 0 FROM advanced";
-    let rows = sqlx::query(SQL).bind(batch_json(decisions)?).fetch_all(pool).await?;
+    let [created, advanced, events, work, labels] = batch_json(decisions)?;
+    let rows = sqlx::query(SQL)
+        .bind(created)
+        .bind(advanced)
+        .bind(events)
+        .bind(work)
+        .bind(labels)
+        .fetch_all(pool)
+        .await?;
     let mut created = HashSet::new();
     let mut advanced = HashMap::new();
     for row in rows {
