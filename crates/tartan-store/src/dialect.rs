@@ -2,7 +2,9 @@
 //! database's clock, placeholders, casts, row locks and notices. The rest
 //! of the store writes one text of SQL for both: `$n` placeholders in
 //! ascending order (SQLite binds them by number too), BIGINT microsecond
-//! times and JSON as TEXT.
+//! times and JSON as TEXT. One exception: on Postgres a batch commit is a
+//! single statement of data-modifying CTEs, which SQLite lacks
+//! (`sql::commit` says why).
 
 use std::str::FromStr;
 

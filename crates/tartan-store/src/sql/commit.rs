@@ -79,7 +79,16 @@ impl SqlStore {
             })
             .collect::<Result<Vec<_>, StoreError>>()?;
         refuse_repeated_creations(&mut decisions);
-        if self.backend == Backend::Postgres {
+        // One statement sees the tables as they were before it: a flow
+        // decided twice in one batch (never by the engine, which decides a
+        // flow under its lock; possible through the trait) takes the
+        // statements in turn instead.
+        let mut seen = HashSet::new();
+        let repeated = decisions
+            .iter()
+            .filter(|d| d.refused.is_none())
+            .any(|d| !seen.insert(d.commit.flow_id.as_str()));
+        if self.backend == Backend::Postgres && !repeated {
             let snapshots = commit_in_one_statement(&self.write, &mut decisions).await?;
             write_snapshots_after(&self.write, &decisions, &snapshots).await?;
             return Ok(decisions
@@ -538,7 +547,9 @@ async fn commit_in_one_statement(
     pool: &sqlx::AnyPool,
     decisions: &mut [Decision<'_>],
 ) -> Result<Vec<usize>, StoreError> {
-    const SQL: &str = "WITH \
+    static SQL: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+        format!(
+            "WITH \
         created AS (INSERT INTO flows (id, status, sequence, created_us, updated_us, completed_us, deactivated_us, \
             request, state, deadline_us, error, snapshot_seq, snapshot_bytes, tail_bytes) \
           SELECT c.id, c.status, c.seq, c.created_us, c.updated_us, c.completed_us, c.deactivated_us, c.request, '', \
@@ -562,7 +573,7 @@ async fn commit_in_one_statement(
         new_work AS (INSERT INTO work_items (token, flow_id, step_id, status, attempt, retry_count, due_us, \
             lease_owner, lease_expires_us, created_us, updated_us, detail) \
           SELECT w.token, w.flow_id, w.step_id, w.status, w.attempt, w.retry_count, w.due_us, w.lease_owner, \
-            COALESCE(w.lease_expires_us, w.lease_for_us + CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000000 AS BIGINT)), \
+            COALESCE(w.lease_expires_us, w.lease_for_us + {now}), \
             w.created_us, w.updated_us, CAST(w.detail AS text) \
           FROM json_to_recordset(CAST($4 AS json)) AS w(token text, flow_id text, step_id text, status text, \
             attempt bigint, retry_count bigint, due_us bigint, lease_owner text, lease_expires_us bigint, \
@@ -575,9 +586,12 @@ async fn commit_in_one_statement(
           SELECT l.flow_id, l.key, l.value FROM json_to_recordset(CAST($5 AS json)) AS l(flow_id text, key text, value text) \
           WHERE l.flow_id IN (SELECT id FROM created)) \
         SELECT id, CAST(0 AS bigint) AS tail_bytes, CAST(0 AS bigint) AS snapshot_bytes, 1 AS created FROM created \
-        UNION ALL SELECT id, tail_bytes, snapshot_bytes, 0 FROM advanced";
+        UNION ALL SELECT id, tail_bytes, snapshot_bytes, 0 FROM advanced",
+            now = Backend::Postgres.now_us()
+        )
+    });
     let [created, advanced, events, work, labels] = batch_json(decisions)?;
-    let rows = sqlx::query(SQL)
+    let rows = sqlx::query(SQL.as_str())
         .bind(created)
         .bind(advanced)
         .bind(events)
