@@ -143,7 +143,7 @@ impl Run {
     ) -> Transition {
         match self.try_record(step, token, attempt, result, at) {
             Ok(tx) => tx,
-            Err(e) => panic!("record_result({step}, {token}, {attempt}) failed: {e}"),
+            Err(e) => panic!("recording {step} {token} attempt {attempt} failed: {e}"),
         }
     }
 
