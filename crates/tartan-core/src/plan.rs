@@ -49,7 +49,7 @@ impl TryFrom<StoredPlan> for ExecutionPlan {
             .map(|(id, step)| {
                 // The stored work_config is explicit: the defaults fill nothing.
                 let step = step
-                    .with_effective_retry(&RetryDefaults::default())
+                    .with_policies(&RetryDefaults::default())
                     .map_err(|e| format!("stored step {id}: {e}"))?;
                 Ok((id, Arc::new(step)))
             })

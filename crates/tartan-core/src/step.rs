@@ -592,19 +592,29 @@ impl Step {
     /// policy), keep them typed, and show them as `effective_retry` and
     /// `effective_timeouts`. Also used for steps loaded from storage, where
     /// the read-only fields are absent.
-    pub fn with_effective_retry(mut self, defaults: &RetryDefaults) -> Result<Step, ValidationError> {
+    pub fn with_effective_retry(self, defaults: &RetryDefaults) -> Result<Step, ValidationError> {
+        let mut step = self.with_policies(defaults)?;
+        let Some(parsed) = step.policies.0.clone() else {
+            return Ok(step);
+        };
+        step.effective_retry = Some(
+            serde_json::to_value(&parsed.retry)
+                .map_err(|e| ValidationError::new("effective_retry", e.to_string()))?,
+        );
+        step.effective_timeouts = Some(
+            serde_json::to_value(&parsed.timeouts)
+                .map_err(|e| ValidationError::new("effective_timeouts", e.to_string()))?,
+        );
+        Ok(step)
+    }
+
+    /// Parse the typed policies alone: for a step read back with its
+    /// `effective_*` fields already shown (a stored plan's).
+    pub fn with_policies(mut self, defaults: &RetryDefaults) -> Result<Step, ValidationError> {
         let work = self.work_config_json()?;
         let retry = RetryPolicy::from_step(work.as_ref(), self.retry.as_ref(), defaults)?;
         let http_ms = self.http.as_ref().map(|h| h.timeout).unwrap_or(0);
         let timeouts = TimeoutPolicy::from_step(self.timeouts.as_ref(), http_ms, retry.attempt_timeout_ms)?;
-        self.effective_retry = Some(
-            serde_json::to_value(&retry)
-                .map_err(|e| ValidationError::new("effective_retry", e.to_string()))?,
-        );
-        self.effective_timeouts = Some(
-            serde_json::to_value(&timeouts)
-                .map_err(|e| ValidationError::new("effective_timeouts", e.to_string()))?,
-        );
         self.policies = Parsed(Some(Arc::new(StepPolicies { retry, timeouts })));
         Ok(self)
     }

@@ -12,7 +12,7 @@ use crate::timeouts::{timeout_problem, OnTimeout, TimeoutScope};
 use super::compensation::{compensate_step, has_compensate, start_compensation};
 use super::failure::{fail_work, record_failure, record_timeout, Failure};
 use super::readiness::{advance, finish_step_if_done};
-use super::{add_ms, ms_between, policies, Context, Stop, Transition};
+use super::{add_ms, late_result, ms_between, policies, Context, Stop, Transition};
 
 /// Start a flow: record it and start every step that is ready.
 pub(super) fn start(
@@ -62,13 +62,13 @@ pub(super) fn record(
     match current {
         Some((WorkStatus::Active, Some(n))) if n == attempt => {}
         Some(_) => {
-            return tx.emit(FlowEvent::WorkLateResult {
-                flow_id,
-                step_id: step_id.to_string(),
-                token: token.to_string(),
+            return late_result(
+                tx,
+                step_id,
+                token,
                 attempt,
-                detail: "result for an attempt that is no longer running".into(),
-            });
+                "result for an attempt that is no longer running",
+            );
         }
         None => return Err(ApplyError::UnknownWork(token.to_string())),
     }

@@ -9,7 +9,7 @@ use crate::outcome::{classify, AttemptResult, FailureCause, FailureClass};
 use crate::retry::delay;
 
 use super::readiness::advance;
-use super::{add_ms, policies, Context, Transition};
+use super::{add_ms, late_result, policies, Context, Transition};
 
 /// Compensate each succeeded item of a step, in element order, when the
 /// step has a compensate endpoint.
@@ -82,13 +82,13 @@ pub(super) fn record(
             .last()
             .is_some_and(|a| a.number == attempt && a.ended_at.is_none());
     if !running {
-        return tx.emit(FlowEvent::WorkLateResult {
-            flow_id,
-            step_id: step_id.to_string(),
-            token: token.to_string(),
+        return late_result(
+            tx,
+            step_id,
+            token,
             attempt,
-            detail: "compensation result for a call that is no longer running".into(),
-        });
+            "compensation result for a call that is no longer running",
+        );
     }
     let (cause, error, retry_after_ms) = match result {
         AttemptResult::Success { .. } => {

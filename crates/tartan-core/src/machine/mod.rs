@@ -147,6 +147,25 @@ fn policies<'a>(plan: &'a ExecutionPlan, step_id: &str) -> Result<&'a StepPolici
         .ok_or_else(|| ApplyError::Unparsed(step_id.to_string()))
 }
 
+/// A result for a call the item no longer waits for: recorded, changing
+/// nothing.
+fn late_result(
+    tx: &mut Transition,
+    step_id: &str,
+    token: &str,
+    attempt: u32,
+    detail: &str,
+) -> Result<(), ApplyError> {
+    let flow_id = tx.state.id.clone();
+    tx.emit(crate::flow::FlowEvent::WorkLateResult {
+        flow_id,
+        step_id: step_id.to_string(),
+        token: token.to_string(),
+        attempt,
+        detail: detail.to_string(),
+    })
+}
+
 /// `t + ms`, saturating at the far future.
 fn add_ms(t: Time, ms: u64) -> Time {
     chrono::Duration::try_milliseconds(i64::try_from(ms).unwrap_or(i64::MAX))

@@ -79,10 +79,16 @@ impl Transition {
 
     /// Apply `event`, record it and derive its effects.
     pub(crate) fn emit(&mut self, event: FlowEvent) -> Result<(), ApplyError> {
-        let call_in_flight = event
-            .work_item()
-            .and_then(|(step, token)| self.state.find_work(step, token))
-            .is_some_and(|w| w.status == WorkStatus::Active);
+        // Only an ended item's call may need aborting; the lookup is paid
+        // for those events alone.
+        let call_in_flight = match &event {
+            FlowEvent::WorkCancelled { step_id, token, .. }
+            | FlowEvent::WorkTimedOut { step_id, token, .. } => self
+                .state
+                .find_work(step_id, token)
+                .is_some_and(|w| w.status == WorkStatus::Active),
+            _ => false,
+        };
         self.state.apply(&event, self.now)?;
         self.derive(&event, call_in_flight);
         self.events.push(event);
@@ -134,13 +140,8 @@ impl Transition {
                 token,
                 attempt,
                 ..
-            } => self.push(Effect::Call(Dispatch {
-                step_id: step_id.clone(),
-                token: token.clone(),
-                attempt: *attempt,
-                compensate: false,
-            })),
-            FlowEvent::CompStarted {
+            }
+            | FlowEvent::CompStarted {
                 step_id,
                 token,
                 attempt,
@@ -149,7 +150,7 @@ impl Transition {
                 step_id: step_id.clone(),
                 token: token.clone(),
                 attempt: *attempt,
-                compensate: true,
+                compensate: matches!(event, FlowEvent::CompStarted { .. }),
             })),
             FlowEvent::WorkCancelled { step_id, token, .. }
             | FlowEvent::WorkTimedOut { step_id, token, .. } => {
