@@ -8,6 +8,7 @@
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 mod config;
+mod telemetry;
 
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
@@ -57,6 +58,7 @@ async fn serve(config: Config) -> Result<()> {
     // One live process per node id: two would take each other's leases for
     // their own (docs/durability.md). Held until the process ends.
     let _node = store.hold_node(&node_id).await?;
+    let traces = telemetry::init_traces()?;
     let engine_config = EngineConfig {
         node_id,
         webhook_base_url: config
@@ -74,6 +76,7 @@ async fn serve(config: Config) -> Result<()> {
         max_queued_calls: config.max_queued_calls,
         max_response_bytes: config.max_response_bytes,
         max_retry_after: config.max_retry_after,
+        tracer: traces.as_ref().map(telemetry::TraceGuard::tracer),
     };
     tracing::info!(step_hosts = %config.step_hosts, "steps may call");
     let engine = Engine::start(engine_config, store).await?;

@@ -153,6 +153,7 @@ impl Engine {
             timeout_scope,
             timeout_limit_ms,
             scope_start,
+            trace: tx.state.trace.as_deref().and_then(crate::traces::FlowIds::of),
         });
     }
 
@@ -217,7 +218,8 @@ impl Engine {
                         max_retry_after_ms: u64::try_from(config.max_retry_after.as_millis())
                             .unwrap_or(u64::MAX),
                     };
-                    Some(dispatch::perform(&engine.inner.http, &config.step_hosts, limits, &call).await)
+                    let tracer = config.tracer.as_ref();
+                    Some(dispatch::perform(&engine.inner.http, &config.step_hosts, limits, tracer, &call).await)
                 } => r,
                 // The flow was cancelled or timed out: dropping the request
                 // closes its connection; the decision is already recorded.
