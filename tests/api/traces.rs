@@ -20,6 +20,52 @@ both_backends!(
     without_export_step_calls_still_carry_the_flows_trace
 );
 
+/// A collector that takes the request and never answers: flows run on as
+/// if there were none (the exporter has a thread of its own and a bounded
+/// queue; spans beyond it are dropped).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_collector_that_never_answers_holds_nothing_up() {
+    let Some(db) = TestDb::create(Backend::Sqlite).await else {
+        return;
+    };
+    let app = axum::Router::new().route(
+        "/v1/traces",
+        axum::routing::post(std::future::pending::<&'static str>),
+    );
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    let exporter = opentelemetry_otlp::SpanExporter::builder()
+        .with_http()
+        .with_protocol(Protocol::HttpJson)
+        .with_endpoint(format!("http://{addr}/v1/traces"))
+        .with_timeout(Duration::from_secs(1))
+        .build()
+        .unwrap();
+    let batches = BatchConfigBuilder::default()
+        .with_max_queue_size(16)
+        .with_max_export_batch_size(4)
+        .with_scheduled_delay(Duration::from_millis(10))
+        .build();
+    let provider = SdkTracerProvider::builder()
+        .with_span_processor(
+            BatchSpanProcessor::builder(exporter)
+                .with_batch_config(batches)
+                .build(),
+        )
+        .build();
+    let tracer = opentelemetry::trace::TracerProvider::tracer(&provider, "tartan-test");
+    let app = start_on_with(db, "stuck-collector", move |c| c.tracer = Some(tracer)).await;
+    let svc = two_steps(&app).await;
+    // Far more spans than the queue holds, while every export hangs.
+    for i in 0..20 {
+        start_with(&app, &format!("f{i}"), None).await;
+    }
+    assert_eq!(svc.requests().len(), 40);
+}
+
 /// An OTLP/HTTP receiver (JSON encoding): every span exported to it, with
 /// the attributes of its resource.
 struct Collector {
