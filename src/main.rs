@@ -44,6 +44,7 @@ async fn main() -> Result<()> {
 }
 
 async fn serve(config: Config) -> Result<()> {
+    let traces = telemetry::init_traces()?;
     let listener = TcpListener::bind(&config.listen)
         .await
         .with_context(|| format!("binding {}", config.listen))?;
@@ -58,7 +59,6 @@ async fn serve(config: Config) -> Result<()> {
     // One live process per node id: two would take each other's leases for
     // their own (docs/durability.md). Held until the process ends.
     let _node = store.hold_node(&node_id).await?;
-    let traces = telemetry::init_traces()?;
     let engine_config = EngineConfig {
         node_id,
         webhook_base_url: config

@@ -450,3 +450,16 @@ async fn the_binary_exports_and_a_flows_trace_survives_a_restart() {
         .map(|a| a["value"]["stringValue"].clone());
     assert_eq!(service, Some(json!("tartan")));
 }
+
+/// Traces go over OTLP/HTTP only: a gRPC protocol is refused at start
+/// rather than sent to a port that does not speak it.
+#[tokio::test]
+async fn a_grpc_protocol_is_refused_at_start() {
+    let env = [
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4317"),
+        ("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc"),
+    ];
+    let (ok, _, stderr) = serve_refusing(&UNUSED_SERVER, &env).await;
+    assert!(!ok, "grpc was accepted");
+    assert!(stderr.contains("OTEL_EXPORTER_OTLP_PROTOCOL"), "{stderr}");
+}
