@@ -232,6 +232,18 @@ async fn check_flow(collector: &Collector, svc: &StepServer, flow_id: &str) -> (
     {
         assert_eq!(s["parentSpanId"], start_id, "a child of the start: {s:#}");
     }
+    let decisions = named(&spans, "tartan.flow.decide");
+    for step in ["a", "b"] {
+        assert!(
+            decisions
+                .iter()
+                .any(|d| attr(d, "tartan.command").as_deref() == Some("record")
+                    && attr(d, "tartan.step_id").as_deref() == Some(step)
+                    && attr(d, "tartan.attempt").as_deref() == Some("1")
+                    && attr(d, "tartan.token").is_some()),
+            "the decision on {step}'s result names it: {decisions:#?}"
+        );
+    }
     let calls = named(&spans, "tartan.step.call");
     let mut steps: Vec<String> = calls.iter().map(|s| attr(s, "tartan.step_id").unwrap()).collect();
     steps.sort();

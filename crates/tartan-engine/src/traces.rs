@@ -201,9 +201,9 @@ pub(crate) struct Decision<'a> {
 }
 
 impl<'a> Decision<'a> {
-    /// The results of calls of this process, decided on together.
-    pub(crate) const RESULTS: Decision<'static> = Decision {
-        command: "record_results",
+    /// A decision about the whole flow.
+    const FLOW: Decision<'static> = Decision {
+        command: "",
         step_id: None,
         token: None,
         attempt: None,
@@ -219,7 +219,7 @@ impl<'a> Decision<'a> {
         match command {
             Command::Start { .. } => Decision {
                 command: "start",
-                ..Self::RESULTS
+                ..Self::FLOW
             },
             Command::Record {
                 step_id,
@@ -244,11 +244,11 @@ impl<'a> Decision<'a> {
             Command::InactivityDue { step_id, token } => item("inactivity_due", step_id, token, None),
             Command::DeadlineDue => Decision {
                 command: "deadline_due",
-                ..Self::RESULTS
+                ..Self::FLOW
             },
             Command::Stop(_) => Decision {
                 command: "stop",
-                ..Self::RESULTS
+                ..Self::FLOW
             },
         }
     }

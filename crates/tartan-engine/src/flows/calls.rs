@@ -12,6 +12,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::dispatch::{self, Call};
 use crate::slots::{Admission, Admitted};
+use crate::traces::Decision;
 use crate::Engine;
 
 use super::decide::{Concluded, Unrecorded};
@@ -53,7 +54,17 @@ impl Engine {
                     result: (!accepted).then(|| result.clone()),
                     reply,
                 });
-            self.decide_pending(&slot, &call.flow_id).await;
+            let about = Decision {
+                command: match (call.compensate, accepted) {
+                    (true, _) => "record_compensation",
+                    (false, true) => "accept",
+                    (false, false) => "record",
+                },
+                step_id: Some(&call.step.id),
+                token: Some(&call.token),
+                attempt: Some(call.attempt),
+            };
+            self.decide_pending(&slot, &call.flow_id, about).await;
             // Recorded by this decision, or by one that took it along.
             let error = match answer.await {
                 Ok(Ok(())) => return,

@@ -154,12 +154,13 @@ pub(super) fn now() -> DateTime<Utc> {
 
 impl Engine {
     /// Decide on every concluded call waiting in the flow's slot, in one
-    /// decision and one commit, and answer each.
-    pub(super) async fn decide_pending(&self, slot: &FlowSlot, flow_id: &str) {
+    /// decision and one commit, and answer each. `about` names the call
+    /// that asked, for the decision's span (others may be taken along).
+    pub(super) async fn decide_pending(&self, slot: &FlowSlot, flow_id: &str, about: Decision<'_>) {
         let mut taken: Vec<Concluded> = Vec::new();
         let mut refused: Vec<Option<String>> = Vec::new();
         let outcome = self
-            .decide_in(slot, flow_id, Decision::RESULTS, |state, ctx| {
+            .decide_in(slot, flow_id, about, |state, ctx| {
                 taken.extend(slot.pending.lock().unwrap_or_else(|p| p.into_inner()).drain(..));
                 refused.clear();
                 let mut merged = Transition::unchanged(state, ctx.now);
