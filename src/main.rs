@@ -8,6 +8,7 @@
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 mod config;
+mod telemetry;
 
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
@@ -97,6 +98,7 @@ fn config_check(args: &ServeArgs) -> Result<()> {
 }
 
 async fn serve(config: Config) -> Result<()> {
+    let traces = telemetry::init_traces()?;
     let listener = TcpListener::bind(&config.listen)
         .await
         .with_context(|| format!("binding {}", config.listen))?;
@@ -128,6 +130,7 @@ async fn serve(config: Config) -> Result<()> {
         max_queued_calls: config.max_queued_calls,
         max_response_bytes: config.max_response_bytes,
         max_retry_after: config.max_retry_after,
+        tracer: traces.as_ref().map(telemetry::TraceGuard::tracer),
     };
     tracing::info!(step_hosts = %config.step_hosts, "steps may call");
     if config.webhook_base_url.is_none() && addr.ip().is_unspecified() {

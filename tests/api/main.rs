@@ -20,6 +20,7 @@ mod retries;
 mod security;
 mod steps;
 mod timeouts;
+mod traces;
 mod volume;
 mod webhooks;
 mod why_stopped;

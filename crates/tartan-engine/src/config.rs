@@ -43,6 +43,9 @@ pub struct EngineConfig {
     /// The longest wait a step's `Retry-After` may ask for
     /// (`TARTAN_MAX_RETRY_AFTER`); longer asks are cut to it (docs/retries.md).
     pub max_retry_after: Duration,
+    /// Where the spans of starts, decisions and calls go
+    /// (docs/operating-traces.md); `None`: no spans are made.
+    pub tracer: Option<crate::Tracer>,
 }
 
 /// `TARTAN_MAX_CALLS` unless set.
@@ -80,6 +83,7 @@ impl Default for EngineConfig {
             step_hosts: StepHosts::unrestricted(),
             max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
             max_retry_after: DEFAULT_MAX_RETRY_AFTER,
+            tracer: None,
         }
     }
 }

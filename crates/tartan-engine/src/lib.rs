@@ -21,6 +21,8 @@
 //! - `recovery`: after a restart, calls that were in flight start again with
 //!   the same receipt token.
 //! - `timers`: retries due later, in a heap; one task sleeps until the next.
+//! - `traces`: the trace a flow keeps, the `traceparent` of its calls, and
+//!   the spans of starts, decisions and calls (docs/operating-traces.md).
 //! - `webhook_key`: the database-held key that signs webhook URLs, so that a
 //!   receipt token read from flow state cannot complete the work.
 //!
@@ -37,6 +39,7 @@ mod outbound;
 mod recovery;
 mod slots;
 mod timers;
+mod traces;
 mod webhook_key;
 mod writer;
 
@@ -54,6 +57,7 @@ pub use config::{
 pub use error::EngineError;
 pub use flows::{StartOutcome, WebhookRefusal, WebhookResult};
 pub use slots::CallCounts;
+pub use traces::Tracer;
 
 /// Notices of finished flows a slow subscriber may fall behind by before it
 /// misses some (it is told how many).
