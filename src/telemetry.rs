@@ -1,4 +1,4 @@
-//! OpenTelemetry traces (docs/operating-traces.md): off unless an OTLP
+//! OpenTelemetry traces (docs/operating.md, "Traces"): off unless an OTLP
 //! endpoint is set in the standard variables; then spans are batched and
 //! exported over OTLP/HTTP from the SDK's own thread.
 

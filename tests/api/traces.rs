@@ -1,4 +1,4 @@
-//! OpenTelemetry traces (docs/operating-traces.md): a flow keeps the trace
+//! OpenTelemetry traces (docs/operating.md, "Traces"): a flow keeps the trace
 //! it was started in (or one of its own), its spans are exported over
 //! OTLP/HTTP to a receiver on 127.0.0.1:0, and its step calls carry the
 //! trace in their `traceparent`.

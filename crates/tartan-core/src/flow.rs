@@ -685,7 +685,7 @@ pub struct FlowOptions {
     pub trace: Option<std::sync::Arc<FlowTrace>>,
 }
 
-/// The W3C trace context a flow keeps from its start (docs/operating-traces.md),
+/// The W3C trace context a flow keeps from its start (docs/operating.md, "Traces"),
 /// so that its calls, after a restart too, carry the trace it began in.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FlowTrace {

@@ -44,7 +44,7 @@ pub struct EngineConfig {
     /// (`TARTAN_MAX_RETRY_AFTER`); longer asks are cut to it (docs/retries.md).
     pub max_retry_after: Duration,
     /// Where the spans of starts, decisions and calls go
-    /// (docs/operating-traces.md); `None`: no spans are made.
+    /// (docs/operating.md, "Traces"); `None`: no spans are made.
     pub tracer: Option<crate::Tracer>,
 }
 

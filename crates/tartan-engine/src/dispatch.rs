@@ -38,7 +38,7 @@ pub(crate) struct Call {
     pub timeout_limit_ms: u64,
     /// When that timeout's scope started (the attempt, or the first attempt).
     pub scope_start: chrono::DateTime<chrono::Utc>,
-    /// The flow's trace (docs/operating-traces.md).
+    /// The flow's trace (docs/operating.md, "Traces").
     pub trace: Option<traces::FlowIds>,
 }
 
@@ -126,7 +126,7 @@ async fn read_bounded(mut resp: reqwest::Response, limit: usize) -> Result<Body,
 }
 
 /// Make the call and classify its outcome, in a span of its own when the
-/// engine has a tracer (docs/operating-traces.md).
+/// engine has a tracer (docs/operating.md, "Traces").
 pub(crate) async fn perform(
     http: &reqwest::Client,
     hosts: &StepHosts,

@@ -22,7 +22,7 @@
 //!   the same receipt token.
 //! - `timers`: retries due later, in a heap; one task sleeps until the next.
 //! - `traces`: the trace a flow keeps, the `traceparent` of its calls, and
-//!   the spans of starts, decisions and calls (docs/operating-traces.md).
+//!   the spans of starts, decisions and calls (docs/operating.md, "Traces").
 //! - `webhook_key`: the database-held key that signs webhook URLs, so that a
 //!   receipt token read from flow state cannot complete the work.
 //!

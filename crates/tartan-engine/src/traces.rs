@@ -1,4 +1,4 @@
-//! Traces (docs/operating-traces.md): the trace a flow keeps from its start,
+//! Traces (docs/operating.md, "Traces"): the trace a flow keeps from its start,
 //! the `traceparent` each call carries, and the spans of starts, decisions
 //! and calls when the engine was given a tracer.
 //!

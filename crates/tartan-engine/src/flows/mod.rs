@@ -121,7 +121,7 @@ impl Engine {
 
     /// `start_flow`, continuing the caller's trace when `traceparent` is a
     /// valid W3C one; else (and when absent) the flow gets a trace of its
-    /// own. Kept with the flow (docs/operating-traces.md).
+    /// own. Kept with the flow (docs/operating.md, "Traces").
     pub async fn start_flow_traced(
         &self,
         request: StartFlow,

@@ -29,7 +29,7 @@ pub(crate) async fn start(
     extract::Json(request): extract::Json<StartFlow>,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
     let id = sanitize_id(&request.id);
-    // The caller's trace (docs/operating-traces.md): one `traceparent`
+    // The caller's trace (docs/operating.md, "Traces"): one `traceparent`
     // header, else none; the engine ignores one that is not valid.
     let mut given = headers.get_all("traceparent").iter();
     let traceparent = match (given.next(), given.next()) {
