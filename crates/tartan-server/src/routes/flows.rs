@@ -23,13 +23,21 @@ use crate::extract::{self, Path, Query};
 const MAX_QUERY_LIMIT: usize = 1000;
 const DEFAULT_QUERY_LIMIT: usize = 100;
 
+/// `POST /engine/flow`; a refusal is counted by its reason
+/// (docs/operating-metrics.md), a body that could not be read included.
 pub(crate) async fn start(
     State(engine): State<Engine>,
-    extract::Json(request): extract::Json<StartFlow>,
+    request: Result<extract::Json<StartFlow>, ApiError>,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
-    let id = sanitize_id(&request.id);
-    engine.start_flow(request).await?;
-    Ok((StatusCode::CREATED, Json(json!({ "message": "", "flow_id": id }))))
+    let started = async {
+        let extract::Json(request) = request?;
+        let id = sanitize_id(&request.id);
+        engine.start_flow(request).await?;
+        Ok((StatusCode::CREATED, Json(json!({ "message": "", "flow_id": id }))))
+    };
+    started
+        .await
+        .inspect_err(|e| engine.metrics().start_refused(crate::metrics::start_refusal(e)))
 }
 
 pub(crate) async fn plan(
