@@ -11,9 +11,14 @@ use serde_json::json;
 use tartan_server::ApiSecurity;
 
 use crate::both_backends;
-use crate::helpers::{json_reply, spawn_app, start_secured, sync_step, Backend, StepServer, TestApp, TestDb};
+use crate::helpers::{
+    json_reply, noted, spawn_app, start_secured, sync_step, Backend, StepServer, TestApp, TestDb,
+};
 
-both_backends!(a_flow_with_retries_moves_the_counters_it_should);
+both_backends!(
+    a_flow_with_retries_moves_the_counters_it_should,
+    an_async_step_counts_its_acceptance_and_its_webhooks,
+);
 
 const READER: &str = "metrics-reader-token-0123";
 const FULL: &str = "metrics-full-token-4567";
@@ -272,6 +277,70 @@ async fn a_flow_with_retries_moves_the_counters_it_should(backend: Backend) {
         .filter(|v| v.contains("metered-flow") || v.contains("/no/such"))
         .collect();
     assert!(leaked.is_empty(), "labels with a flow id or raw path: {leaked:?}");
+}
+
+/// An async step: its call counts as `accepted`, its webhook and a late
+/// heartbeat by how they were answered.
+async fn an_async_step_counts_its_acceptance_and_its_webhooks(backend: Backend) {
+    let Some(app) = spawn_app(backend).await else {
+        return;
+    };
+    let svc = StepServer::start(|_, _| json_reply(202, json!({}))).await;
+    let mut step = sync_step("later", &svc.url("/later"), &[], &["out"]);
+    step["type"] = json!("async");
+    let r = app.register(&step).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+    let r = app
+        .start_flow(&json!({"id": "async-flow", "goals": ["later"]}))
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+    let calls = noted(&svc.received, 1).await;
+    let hook = calls
+        .first()
+        .and_then(|c| c.headers.get("argyll-webhook-url"))
+        .and_then(|v| v.to_str().ok())
+        .map(String::from)
+        .unwrap_or_else(|| panic!("no webhook URL in {calls:?}"));
+    let post = |url: String| {
+        let client = app.client.clone();
+        async move {
+            let resp = client
+                .post(url)
+                .json(&json!({"out": "done"}))
+                .send()
+                .await
+                .unwrap_or_else(|e| panic!("webhook: {e}"));
+            resp.status().as_u16()
+        }
+    };
+    assert_eq!(post(hook.clone()).await, 200);
+    assert_eq!(app.wait_for_flow("async-flow").await["status"], "completed");
+    // Nothing waits for a heartbeat any more.
+    assert_eq!(post(format!("{hook}/heartbeat")).await, 409);
+
+    let s = scrape_until(&app, |s| {
+        s.value("tartan_flows_finished_total", &[("status", "completed")]) >= 1.0
+    })
+    .await;
+    let attempts = |outcome| {
+        s.value(
+            "tartan_attempts_total",
+            &[("step", "later"), ("call", "work"), ("outcome", outcome)],
+        )
+    };
+    assert_eq!(attempts("accepted"), 1.0);
+    assert_eq!(attempts("success"), 0.0, "the call only accepted the work");
+    let webhooks = |kind, result| s.value("tartan_webhooks_total", &[("kind", kind), ("result", result)]);
+    assert_eq!(webhooks("result", "ok"), 1.0);
+    assert_eq!(webhooks("heartbeat", "conflict"), 1.0);
+    assert_eq!(webhooks("result", "forbidden"), 0.0);
+    // Webhook routes are labelled by their template too.
+    let delivered = [
+        ("route", "/webhook/{flow}/{step}/{token}/{signature}"),
+        ("method", "POST"),
+        ("status", "200"),
+    ];
+    assert_eq!(s.value("tartan_http_requests_total", &delivered), 1.0);
 }
 
 /// With tokens configured, `/metrics` needs one (a read token is enough);
