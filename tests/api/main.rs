@@ -14,6 +14,7 @@ mod fairness;
 mod flows;
 mod helpers;
 mod limits;
+mod metrics;
 mod outages;
 mod outbound;
 mod retries;

@@ -25,6 +25,8 @@
 //!   the spans of starts, decisions and calls (docs/operating.md, "Traces").
 //! - `webhook_key`: the database-held key that signs webhook URLs, so that a
 //!   receipt token read from flow state cannot complete the work.
+//! - `metrics`: this engine's Prometheus metrics, recorded by the engine
+//!   and the server, rendered for `GET /metrics` (docs/operating.md, "Metrics").
 //!
 //! The hot path: a decision commits through the writer; the work it made
 //! active is leased to this process in that same commit and dispatched from
@@ -35,6 +37,7 @@ mod config;
 mod dispatch;
 mod error;
 mod flows;
+pub mod metrics;
 mod outbound;
 mod recovery;
 mod slots;
@@ -56,6 +59,7 @@ pub use config::{
 };
 pub use error::EngineError;
 pub use flows::{StartOutcome, WebhookRefusal, WebhookResult};
+pub use metrics::Metrics;
 pub use slots::CallCounts;
 pub use traces::Tracer;
 
@@ -91,6 +95,8 @@ struct Inner {
     /// Each call in flight (waiting for a slot or going out), by receipt
     /// token.
     in_flight: std::sync::Mutex<std::collections::HashMap<String, flows::InFlight>>,
+    /// This engine's metrics (its own registry: engines never share one).
+    metrics: Arc<metrics::Metrics>,
     /// Tells subscribers which flows reached a terminal status.
     finished: tokio::sync::broadcast::Sender<FlowFinished>,
     /// Clients waiting for flows to finish.
@@ -115,6 +121,7 @@ impl Engine {
             .map_err(|e| EngineError::Internal(format!("HTTP client: {e}")))?;
         let catalog = catalog::CatalogCache::load(store.as_ref()).await?;
         let webhook_key = webhook_key::WebhookKey::load(store.as_ref()).await?;
+        let metrics = Arc::new(metrics::Metrics::new());
         let engine = Engine {
             inner: Arc::new(Inner {
                 slots: slots::CallSlots::new(
@@ -123,7 +130,8 @@ impl Engine {
                     config.max_queued_calls,
                 ),
                 deferred_calls: std::sync::atomic::AtomicU64::new(0),
-                writer: writer::Writer::spawn(store.clone()),
+                writer: writer::Writer::spawn(store.clone(), Arc::clone(&metrics)),
+                metrics,
                 config,
                 store,
                 catalog,

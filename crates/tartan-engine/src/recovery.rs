@@ -40,6 +40,7 @@ impl Engine {
                 // renewed it; calling again would run the step twice at once.
                 continue;
             }
+            self.inner.metrics.lease_taken_over();
             let redispatch = Command::Redispatch {
                 step_id: key.step_id.clone(),
                 token: key.token.clone(),

@@ -66,11 +66,15 @@ struct TimerState {
     known: HashSet<String>,
     /// The entries of `queue`, by flow.
     by_flow: HashMap<String, BTreeSet<(i64, Timer)>>,
+    /// The retries in `queue` (a gauge of docs/operating.md, "Metrics").
+    retries: usize,
 }
 
 impl TimerState {
     fn remove(&mut self, entry: &(i64, Timer)) {
-        self.queue.remove(entry);
+        if self.queue.remove(entry) && matches!(entry.1, Timer::Retry { .. }) {
+            self.retries = self.retries.saturating_sub(1);
+        }
         self.known.remove(&entry.1.identity(entry.0));
         let flow = entry.1.flow_id();
         if let Some(timers) = self.by_flow.get_mut(flow) {
@@ -94,20 +98,24 @@ impl Timers {
             .entry(timer.flow_id().to_string())
             .or_default()
             .insert((due_us, timer.clone()));
-        st.queue.insert((due_us, timer));
+        let retry = matches!(timer, Timer::Retry { .. });
+        if st.queue.insert((due_us, timer)) && retry {
+            st.retries += 1;
+        }
         drop(st);
         if earliest.is_none_or(|t| due_us < t) {
             self.changed.notify_one();
         }
     }
 
-    /// Everything due by `now_us`, removed; and the next due time.
-    fn take_due(&self, now_us: i64) -> (Vec<Timer>, Option<i64>) {
+    /// Everything due by `now_us`, removed, with its due time; and the next
+    /// due time.
+    fn take_due(&self, now_us: i64) -> (Vec<(i64, Timer)>, Option<i64>) {
         let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
         let mut due = Vec::new();
         while let Some(entry) = st.queue.first().filter(|(t, _)| *t <= now_us).cloned() {
             st.remove(&entry);
-            due.push(entry.1);
+            due.push(entry);
         }
         (due, st.queue.first().map(|(t, _)| *t))
     }
@@ -128,6 +136,12 @@ impl Timers {
 
     pub(crate) fn len(&self) -> usize {
         self.state.lock().unwrap_or_else(|p| p.into_inner()).queue.len()
+    }
+
+    /// Timers armed, and how many of them are retries.
+    pub(crate) fn counts(&self) -> (usize, usize) {
+        let st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        (st.queue.len(), st.retries)
     }
 }
 
@@ -157,9 +171,14 @@ impl Engine {
                 .max(Duration::from_millis(100));
             let mut next_sweep = tokio::time::Instant::now() + sweep_every;
             loop {
-                let (due, next) = engine.inner.timers.take_due(Utc::now().timestamp_micros());
+                let now_us = Utc::now().timestamp_micros();
+                let (due, next) = engine.inner.timers.take_due(now_us);
                 let mut to_claim = Vec::new();
-                for timer in due {
+                for (due_us, timer) in due {
+                    if let Timer::Retry { .. } = timer {
+                        let late = u64::try_from(now_us - due_us).unwrap_or(0);
+                        engine.inner.metrics.retry_fired(Duration::from_micros(late));
+                    }
                     match timer {
                         Timer::Retry { key, claim: true } => to_claim.push(key),
                         other => engine.fire(other),

@@ -8,6 +8,8 @@ use std::sync::Arc;
 use tartan_store::{FlowCommit, Store, StoreError};
 use tokio::sync::{mpsc, oneshot};
 
+use crate::metrics::{Metrics, Tally};
+
 /// Commits at most this many decisions per transaction.
 const MAX_BATCH: usize = 512;
 
@@ -22,9 +24,9 @@ pub(crate) struct Writer {
 }
 
 impl Writer {
-    pub(crate) fn spawn(store: Arc<dyn Store>) -> Self {
+    pub(crate) fn spawn(store: Arc<dyn Store>, metrics: Arc<Metrics>) -> Self {
         let (queue, rx) = mpsc::channel(MAX_BATCH * 8);
-        tokio::spawn(run(store, rx));
+        tokio::spawn(run(store, rx, metrics));
         Self { queue }
     }
 
@@ -41,8 +43,11 @@ impl Writer {
     }
 }
 
-async fn run(store: Arc<dyn Store>, mut rx: mpsc::Receiver<Request>) {
+async fn run(store: Arc<dyn Store>, mut rx: mpsc::Receiver<Request>, metrics: Arc<Metrics>) {
     let mut batch = Vec::with_capacity(MAX_BATCH);
+    // What each decision counts for in the metrics, read before its events
+    // go to the store, counted once it is committed (docs/operating.md, "Metrics").
+    let mut tallies: Vec<Tally> = Vec::with_capacity(MAX_BATCH);
     while let Some(first) = rx.recv().await {
         batch.push(first);
         while batch.len() < MAX_BATCH {
@@ -53,14 +58,17 @@ async fn run(store: Arc<dyn Store>, mut rx: mpsc::Receiver<Request>) {
         }
         let (commits, replies): (Vec<_>, Vec<_>) = batch.drain(..).map(|r| (r.commit, r.reply)).unzip();
         let size = commits.len();
+        tallies.clear();
+        tallies.extend(commits.iter().map(|c| Tally::of(&c.events)));
         let started = std::time::Instant::now();
         let results = store.commit_flows(commits).await;
-        tracing::debug!(
-            size,
-            elapsed_us = started.elapsed().as_micros() as u64,
-            "group commit"
-        );
-        for (reply, result) in replies.into_iter().zip(results) {
+        let took = started.elapsed();
+        metrics.commit_batch(size, took);
+        tracing::debug!(size, elapsed_us = took.as_micros() as u64, "group commit");
+        for ((reply, result), tally) in replies.into_iter().zip(results).zip(&tallies) {
+            if result.is_ok() {
+                metrics.committed(tally);
+            }
             // The asker may have gone away (request cancelled); the commit stands.
             let _ = reply.send(result);
         }

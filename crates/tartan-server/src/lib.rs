@@ -11,9 +11,12 @@
 //!   every route (docs/security.md).
 //! - `routes/`: one module per resource (health, engine and catalog, steps,
 //!   flows and work, webhooks).
+//! - `metrics`: `GET /metrics` and the request metrics layer
+//!   (docs/operating.md, "Metrics").
 
 pub mod error;
 pub mod extract;
+mod metrics;
 mod observe;
 mod routes;
 pub mod security;
@@ -86,6 +89,11 @@ pub fn router_with(engine: Engine, security: ApiSecurity, body_timeout: Duration
                     .insert(extract::BodyDeadline(tokio::time::Instant::now() + body_timeout));
                 next.run(req)
             },
+        ))
+        // Outermost of the route layers: refusals by the others are counted too.
+        .layer(axum::middleware::from_fn_with_state(
+            engine.clone(),
+            metrics::record,
         ))
         // Outermost, so that refused requests are logged too.
         .layer(axum::middleware::from_fn(observe::log_request))

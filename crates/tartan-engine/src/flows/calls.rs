@@ -200,6 +200,7 @@ impl Engine {
                 self.inner
                     .deferred_calls
                     .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                self.inner.metrics.call_deferred();
                 tracing::warn!(flow_id = %call.flow_id, step_id = %call.step.id, token = %call.token,
                     "call queue full (TARTAN_MAX_QUEUED_CALLS); the call is made when its lease runs out");
             }
@@ -216,6 +217,7 @@ impl Engine {
                 engine: &engine,
                 step_id: &call.step.id,
             };
+            let started = std::time::Instant::now();
             let outcome = tokio::select! {
                 r = async {
                     // Not started when the process stops: handed back (see
@@ -230,11 +232,17 @@ impl Engine {
                             .unwrap_or(u64::MAX),
                     };
                     let tracer = config.tracer.as_ref();
-                    Some(dispatch::perform(&engine.inner.http, &config.step_hosts, limits, tracer, &call).await)
+                    let result =
+                        dispatch::perform(&engine.inner.http, &config.step_hosts, limits, tracer, &call).await;
+                    engine.inner.metrics.call_ended(&call, &result, started.elapsed());
+                    Some(result)
                 } => r,
                 // The flow was cancelled or timed out: dropping the request
                 // closes its connection; the decision is already recorded.
-                _ = cancel.cancelled() => None,
+                _ = cancel.cancelled() => {
+                    engine.inner.metrics.call_aborted(&call);
+                    None
+                }
             };
             drop(slot);
             // The call stays listed in flight (its lease renewed) until its
@@ -322,6 +330,7 @@ impl Engine {
             }
             if let Some(c) = in_flight.remove(&token) {
                 tracing::warn!(%token, "lease lost to another process or decision; call abandoned");
+                self.inner.metrics.lease_lost();
                 c.cancel.cancel();
             }
         }

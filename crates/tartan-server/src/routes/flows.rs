@@ -23,21 +23,29 @@ use crate::extract::{self, Path, Query};
 const MAX_QUERY_LIMIT: usize = 1000;
 const DEFAULT_QUERY_LIMIT: usize = 100;
 
+/// `POST /engine/flow`; a refusal is counted by its reason
+/// (docs/operating.md, "Metrics"), a body that could not be read included.
 pub(crate) async fn start(
     State(engine): State<Engine>,
     headers: HeaderMap,
-    extract::Json(request): extract::Json<StartFlow>,
+    request: Result<extract::Json<StartFlow>, ApiError>,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
-    let id = sanitize_id(&request.id);
-    // The caller's trace (docs/operating.md, "Traces"): one `traceparent`
-    // header, else none; the engine ignores one that is not valid.
-    let mut given = headers.get_all("traceparent").iter();
-    let traceparent = match (given.next(), given.next()) {
-        (Some(one), None) => one.to_str().ok(),
-        _ => None,
+    let started = async {
+        let extract::Json(request) = request?;
+        let id = sanitize_id(&request.id);
+        // The caller's trace (docs/operating.md, "Traces"): one `traceparent`
+        // header, else none; the engine ignores one that is not valid.
+        let mut given = headers.get_all("traceparent").iter();
+        let traceparent = match (given.next(), given.next()) {
+            (Some(one), None) => one.to_str().ok(),
+            _ => None,
+        };
+        engine.start_flow_traced(request, traceparent).await?;
+        Ok((StatusCode::CREATED, Json(json!({ "message": "", "flow_id": id }))))
     };
-    engine.start_flow_traced(request, traceparent).await?;
-    Ok((StatusCode::CREATED, Json(json!({ "message": "", "flow_id": id }))))
+    started
+        .await
+        .inspect_err(|e| engine.metrics().start_refused(crate::metrics::start_refusal(e)))
 }
 
 pub(crate) async fn plan(

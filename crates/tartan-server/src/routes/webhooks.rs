@@ -11,6 +11,7 @@ use axum::extract::{Request, State};
 use axum::http::{header, StatusCode};
 use futures::StreamExt;
 use serde_json::Value;
+use tartan_engine::metrics::{WebhookKind, WebhookOutcome};
 use tartan_engine::{Engine, WebhookRefusal, WebhookResult};
 
 use crate::error::{kind, ApiError};
@@ -22,7 +23,35 @@ pub(crate) async fn deliver(
     Path((flow, step, token, signature)): Path<(String, String, String, String)>,
     req: Request,
 ) -> Result<StatusCode, ApiError> {
-    let attempt = check_signature(&engine, &flow, &step, &token, &signature)?;
+    let answer = deliver_to(&engine, &flow, &step, &token, &signature, req).await;
+    counted(&engine, WebhookKind::Result, answer)
+}
+
+/// Count a webhook's answer (docs/operating.md, "Metrics") and give it back.
+fn counted(
+    engine: &Engine,
+    kind: WebhookKind,
+    answer: Result<StatusCode, ApiError>,
+) -> Result<StatusCode, ApiError> {
+    let status = match &answer {
+        Ok(status) => *status,
+        Err(e) => e.status,
+    };
+    engine
+        .metrics()
+        .webhook(kind, WebhookOutcome::of_status(status.as_u16()));
+    answer
+}
+
+async fn deliver_to(
+    engine: &Engine,
+    flow: &str,
+    step: &str,
+    token: &str,
+    signature: &str,
+    req: Request,
+) -> Result<StatusCode, ApiError> {
+    let attempt = check_signature(engine, flow, step, token, signature)?;
     let is_problem = req
         .headers()
         .get(header::CONTENT_TYPE)
@@ -37,16 +66,13 @@ pub(crate) async fn deliver(
             status: None,
             error: error.clone(),
         };
-        return match engine
-            .deliver_webhook(&flow, &step, &token, attempt, result)
-            .await?
-        {
+        return match engine.deliver_webhook(flow, step, token, attempt, result).await? {
             Ok(()) => Err(ApiError::new(
                 StatusCode::PAYLOAD_TOO_LARGE,
                 kind::TOO_LARGE,
                 error,
             )),
-            Err(refusal) => Err(refused(refusal, &flow, &step, &token)),
+            Err(refusal) => Err(refused(refusal, flow, step, token)),
         };
     };
     let body: Value = parse_json(&bytes)?;
@@ -67,12 +93,9 @@ pub(crate) async fn deliver(
     } else {
         WebhookResult::Outputs(obj)
     };
-    match engine
-        .deliver_webhook(&flow, &step, &token, attempt, result)
-        .await?
-    {
+    match engine.deliver_webhook(flow, step, token, attempt, result).await? {
         Ok(()) => Ok(StatusCode::OK),
-        Err(refusal) => Err(refused(refusal, &flow, &step, &token)),
+        Err(refusal) => Err(refused(refusal, flow, step, token)),
     }
 }
 
@@ -106,17 +129,21 @@ pub(crate) async fn heartbeat(
     State(engine): State<Engine>,
     Path((flow, step, token, signature)): Path<(String, String, String, String)>,
 ) -> Result<StatusCode, ApiError> {
-    let attempt = check_signature(&engine, &flow, &step, &token, &signature)?;
-    match engine.heartbeat(&flow, &step, &token, attempt).await? {
-        Ok(()) => Ok(StatusCode::OK),
-        Err(refusal) => Err(refused(refusal, &flow, &step, &token)),
-    }
+    let answer = async {
+        let attempt = check_signature(&engine, &flow, &step, &token, &signature)?;
+        match engine.heartbeat(&flow, &step, &token, attempt).await? {
+            Ok(()) => Ok(StatusCode::OK),
+            Err(refusal) => Err(refused(refusal, &flow, &step, &token)),
+        }
+    };
+    let answer = answer.await;
+    counted(&engine, WebhookKind::Heartbeat, answer)
 }
 
 /// `POST /webhook/{flow}/{step}/{token}`: a URL put together from flow state
 /// rather than the one the engine handed out.
-pub(crate) async fn unsigned() -> ApiError {
-    forbidden()
+pub(crate) async fn unsigned(State(engine): State<Engine>) -> Result<StatusCode, ApiError> {
+    counted(&engine, WebhookKind::Result, Err(forbidden()))
 }
 
 /// The signature is checked before anything is looked up, so a forger
