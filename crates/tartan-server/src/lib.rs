@@ -6,17 +6,15 @@
 //! # Layout
 //! - `error`: the one `ApiError`, mapped to problem+json.
 //! - `extract`: body, path and query extractors that answer in problem+json.
-//! - `observe/`: the request log (docs/operating.md).
+//! - `observe/`: the request log and metrics: `GET /metrics` and the
+//!   request metrics layer (docs/operating.md, "Metrics" and "Logs").
 //! - `security/`: bearer tokens, JSON-only writes and CORS, in front of
 //!   every route (docs/security.md).
 //! - `routes/`: one module per resource (health, engine and catalog, steps,
 //!   flows and work, webhooks).
-//! - `metrics`: `GET /metrics` and the request metrics layer
-//!   (docs/operating.md, "Metrics").
 
 pub mod error;
 pub mod extract;
-mod metrics;
 mod observe;
 mod routes;
 pub mod security;
@@ -93,7 +91,7 @@ pub fn router_with(engine: Engine, security: ApiSecurity, body_timeout: Duration
         // Outermost of the route layers: refusals by the others are counted too.
         .layer(axum::middleware::from_fn_with_state(
             engine.clone(),
-            metrics::record,
+            observe::metrics::record,
         ))
         // Outermost, so that refused requests are logged too.
         .layer(axum::middleware::from_fn(observe::log_request))

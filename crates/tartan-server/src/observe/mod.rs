@@ -1,6 +1,7 @@
 //! What the API tells operators about itself (docs/operating.md): a log line
-//! per request, tied to a request id.
+//! per request, tied to a request id, and the metrics.
 
+pub(crate) mod metrics;
 mod request_log;
 
 pub(crate) use request_log::log_request;

@@ -43,9 +43,11 @@ pub(crate) async fn start(
         engine.start_flow_traced(request, traceparent).await?;
         Ok((StatusCode::CREATED, Json(json!({ "message": "", "flow_id": id }))))
     };
-    started
-        .await
-        .inspect_err(|e| engine.metrics().start_refused(crate::metrics::start_refusal(e)))
+    started.await.inspect_err(|e| {
+        engine
+            .metrics()
+            .start_refused(crate::observe::metrics::start_refusal(e))
+    })
 }
 
 pub(crate) async fn plan(

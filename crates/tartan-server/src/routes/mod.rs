@@ -15,7 +15,7 @@ pub(crate) fn routes() -> Router<Engine> {
     Router::new()
         .route("/health", get(health::health))
         .route("/ready", get(health::ready))
-        .route("/metrics", get(crate::metrics::render))
+        .route("/metrics", get(crate::observe::metrics::render))
         .route("/engine", get(engine::engine_state))
         .route("/engine/", get(engine::engine_state))
         .route("/engine/catalog", get(engine::catalog))
