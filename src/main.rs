@@ -8,6 +8,7 @@
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 mod config;
+mod purge;
 
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
@@ -25,10 +26,14 @@ struct Cli {
     command: Command,
 }
 
+// Parsed once at start-up: the size of its largest variant costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Run the engine and its API.
     Serve(ServeArgs),
+    /// Delete finished flows older than a duration (docs/operating-retention.md).
+    Purge(purge::PurgeArgs),
 }
 
 #[tokio::main]
@@ -39,6 +44,7 @@ async fn main() -> Result<()> {
         .init();
     match Cli::parse().command {
         Command::Serve(args) => serve(Config::resolve(args)?).await,
+        Command::Purge(args) => purge::run(args).await,
     }
 }
 
@@ -74,6 +80,7 @@ async fn serve(config: Config) -> Result<()> {
         max_queued_calls: config.max_queued_calls,
         max_response_bytes: config.max_response_bytes,
         max_retry_after: config.max_retry_after,
+        retention: purge::retention_setting()?,
     };
     tracing::info!(step_hosts = %config.step_hosts, "steps may call");
     let engine = Engine::start(engine_config, store).await?;

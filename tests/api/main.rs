@@ -15,6 +15,7 @@ mod helpers;
 mod limits;
 mod outages;
 mod outbound;
+mod retention;
 mod retries;
 mod security;
 mod steps;

@@ -43,6 +43,11 @@ pub struct EngineConfig {
     /// The longest wait a step's `Retry-After` may ask for
     /// (`TARTAN_MAX_RETRY_AFTER`); longer asks are cut to it (docs/retries.md).
     pub max_retry_after: Duration,
+    /// How long finished flows are kept (`TARTAN_RETENTION`): a background
+    /// task deletes those deactivated longer ago, with their events, work
+    /// items and labels (docs/operating-retention.md). `None` keeps every
+    /// flow.
+    pub retention: Option<Duration>,
 }
 
 /// `TARTAN_MAX_CALLS` unless set.
@@ -63,6 +68,8 @@ impl EngineConfig {
 pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 8 * 1024 * 1024;
 /// `TARTAN_MAX_RETRY_AFTER` when not set: one hour.
 pub const DEFAULT_MAX_RETRY_AFTER: Duration = Duration::from_secs(3600);
+/// `TARTAN_RETENTION` when not set: 30 days.
+pub const DEFAULT_RETENTION: Duration = Duration::from_secs(30 * 24 * 3600);
 
 impl Default for EngineConfig {
     fn default() -> Self {
@@ -80,6 +87,7 @@ impl Default for EngineConfig {
             step_hosts: StepHosts::unrestricted(),
             max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
             max_retry_after: DEFAULT_MAX_RETRY_AFTER,
+            retention: None,
         }
     }
 }

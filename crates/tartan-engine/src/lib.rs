@@ -21,6 +21,8 @@
 //! - `recovery`: after a restart, calls that were in flight start again with
 //!   the same receipt token.
 //! - `timers`: retries due later, in a heap; one task sleeps until the next.
+//! - `retention`: deleting finished flows past their retention, in the
+//!   background (docs/operating-retention.md).
 //! - `webhook_key`: the database-held key that signs webhook URLs, so that a
 //!   receipt token read from flow state cannot complete the work.
 //!
@@ -35,6 +37,7 @@ mod error;
 mod flows;
 mod outbound;
 mod recovery;
+mod retention;
 mod slots;
 mod timers;
 mod webhook_key;
@@ -49,10 +52,11 @@ use tokio_util::task::TaskTracker;
 pub use catalog::CatalogView;
 pub use config::{
     EngineConfig, DEFAULT_MAX_CALLS, DEFAULT_MAX_QUEUED_CALLS, DEFAULT_MAX_RESPONSE_BYTES,
-    DEFAULT_MAX_RETRY_AFTER,
+    DEFAULT_MAX_RETRY_AFTER, DEFAULT_RETENTION,
 };
 pub use error::EngineError;
 pub use flows::{StartOutcome, WebhookRefusal, WebhookResult};
+pub use retention::PURGE_BATCH;
 pub use slots::CallCounts;
 
 /// Notices of finished flows a slow subscriber may fall behind by before it
@@ -141,6 +145,7 @@ impl Engine {
         engine.spawn_lease_renewal();
         engine.spawn_abort_listener().await;
         engine.spawn_handback_listener().await;
+        engine.spawn_retention();
         Ok(engine)
     }
 
