@@ -19,6 +19,7 @@ use crate::helpers::{
 both_backends!(
     finished_flows_past_the_cutoff_are_purged_with_everything_of_theirs,
     the_engine_purges_finished_flows_past_its_retention,
+    purges_running_at_once_delete_each_flow_once,
     a_flow_history_walked_in_pages_gives_every_event_once_in_order,
     a_long_catalog_history_is_answered_a_page_at_a_time,
     bad_page_parameters_are_refused_naming_them,
@@ -382,5 +383,49 @@ async fn the_purge_command_deletes_flows_finished_before_its_cutoff() {
     assert!(stdout.starts_with("purged 1 "), "{stdout}");
     assert_eq!(rows_of(&url, "done").await, [0; 4]);
     assert_gone(&app, "done").await;
+    assert_eq!(app.flow("running").await["status"], "active");
+}
+
+async fn purges_running_at_once_delete_each_flow_once(backend: Backend) {
+    let Some(db) = TestDb::create(backend).await else {
+        return;
+    };
+    let url = db.url.clone();
+    let app = start_on(db, "retention").await;
+    let _svc = steps(&app).await;
+    let ids: Vec<String> = (0..30).map(|i| format!("f{i}")).collect();
+    for id in &ids {
+        start(&app, id, "finish").await;
+    }
+    for id in &ids {
+        app.wait_for_flow(id).await;
+    }
+    start_stuck(&app, "running").await;
+    // Three purgers, as three processes would be: each its own store, small
+    // batches, all at once.
+    let later = Utc::now() + chrono::Duration::hours(1);
+    let purgers = (0..3).map(|_| {
+        let url = url.clone();
+        tokio::spawn(async move {
+            let store = tartan_store::open(&url).await.unwrap();
+            let mut total = 0;
+            loop {
+                let n = store.purge_finished(later, 4).await.unwrap();
+                total += n;
+                if n == 0 {
+                    return total;
+                }
+            }
+        })
+    });
+    let totals: Vec<usize> = futures::future::join_all(purgers)
+        .await
+        .into_iter()
+        .map(|t| t.unwrap())
+        .collect();
+    assert_eq!(totals.iter().sum::<usize>(), ids.len(), "{totals:?}");
+    for id in &ids {
+        assert_eq!(rows_of(&url, id).await, [0; 4], "{id}");
+    }
     assert_eq!(app.flow("running").await["status"], "active");
 }
