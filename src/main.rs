@@ -9,6 +9,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 mod config;
 mod purge;
+mod telemetry;
 
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
@@ -16,7 +17,7 @@ use tartan_engine::{Engine, EngineConfig};
 use tokio::net::TcpListener;
 use tracing_subscriber::EnvFilter;
 
-use crate::config::{Config, ServeArgs};
+use crate::config::{Config, LogFormat, ServeArgs};
 
 /// Tartan: an HTTP step-orchestration engine.
 #[derive(Debug, Parser)]
@@ -34,21 +35,79 @@ enum Command {
     Serve(ServeArgs),
     /// Delete finished flows older than a duration (docs/operating-retention.md).
     Purge(purge::PurgeArgs),
+    /// Work with the configuration.
+    #[command(subcommand)]
+    Config(ConfigCommand),
+}
+
+#[derive(Debug, Subcommand)]
+enum ConfigCommand {
+    /// Print the resolved configuration, each value with its source; exit
+    /// non-zero, naming the setting, when it is invalid.
+    Check(ServeArgs),
 }
 
 #[tokio::main]
 async fn main() -> Result<()> {
-    tracing_subscriber::fmt()
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stdout()))
-        .with_env_filter(EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")))
-        .init();
     match Cli::parse().command {
-        Command::Serve(args) => serve(Config::resolve(args)?).await,
-        Command::Purge(args) => purge::run(args).await,
+        Command::Serve(args) => {
+            let loaded = Config::load(&args)?;
+            init_logging(loaded.config.log_format);
+            let settings = loaded
+                .report()
+                .iter()
+                .filter_map(|line| Some(format!("{}={}", line.key, line.value.as_deref()?)))
+                .collect::<Vec<_>>()
+                .join(" ");
+            tracing::info!(%settings, "configuration (secrets redacted; `tartan config check` shows each source)");
+            serve(loaded.config).await
+        }
+        Command::Config(ConfigCommand::Check(args)) => config_check(&args),
+        Command::Purge(args) => {
+            init_logging(LogFormat::Text);
+            purge::run(args).await
+        }
     }
 }
 
+/// One line per request (the server's request log) and everything else, as
+/// text or as JSON objects (`TARTAN_LOG_FORMAT`); `RUST_LOG` filters.
+fn init_logging(format: LogFormat) {
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt().with_env_filter(filter);
+    match format {
+        LogFormat::Json => builder
+            .json()
+            .flatten_event(true)
+            .with_current_span(true)
+            .with_span_list(false)
+            .init(),
+        LogFormat::Text => builder
+            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stdout()))
+            .init(),
+    }
+}
+
+/// `tartan config check`: the resolved settings as a TOML file would hold
+/// them, each with its source.
+fn config_check(args: &ServeArgs) -> Result<()> {
+    use std::fmt::Write as _;
+    let loaded = Config::load(args)?;
+    let mut out =
+        String::from("# The resolved configuration (secrets redacted), each value with its source.\n");
+    for line in loaded.report() {
+        let _ = match line.value {
+            Some(value) => writeln!(out, "{} = {value}  # {}", line.key, line.origin),
+            None => writeln!(out, "# {} is not set", line.key),
+        };
+    }
+    // A closed pipe (`| head`) is not an error worth a panic.
+    let _ = std::io::Write::write_all(&mut std::io::stdout(), out.as_bytes());
+    Ok(())
+}
+
 async fn serve(config: Config) -> Result<()> {
+    let traces = telemetry::init_traces()?;
     let listener = TcpListener::bind(&config.listen)
         .await
         .with_context(|| format!("binding {}", config.listen))?;
@@ -80,9 +139,16 @@ async fn serve(config: Config) -> Result<()> {
         max_queued_calls: config.max_queued_calls,
         max_response_bytes: config.max_response_bytes,
         max_retry_after: config.max_retry_after,
-        retention: purge::retention_setting()?,
+        retention: config.retention,
+        tracer: traces.as_ref().map(telemetry::TraceGuard::tracer),
     };
     tracing::info!(step_hosts = %config.step_hosts, "steps may call");
+    if config.webhook_base_url.is_none() && addr.ip().is_unspecified() {
+        tracing::warn!(
+            "webhook URLs handed to async steps start with http://{addr}, which other hosts cannot reach: \
+             set TARTAN_WEBHOOK_BASE_URL to an address they can"
+        );
+    }
     let engine = Engine::start(engine_config, store).await?;
     if !config.security.requires_token() && !addr.ip().to_canonical().is_loopback() {
         tracing::warn!("serving without authentication on {addr} (TARTAN_ALLOW_UNAUTHENTICATED)");

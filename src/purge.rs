@@ -91,21 +91,6 @@ pub async fn run(args: PurgeArgs) -> Result<()> {
     Ok(())
 }
 
-/// `TARTAN_RETENTION` for `serve` (docs/operating-retention.md): 30 days
-/// unless set; `0` keeps every flow. Read here until the configuration
-/// loader (src/config.rs) takes the setting over.
-pub fn retention_setting() -> Result<Option<Duration>> {
-    let Some(text) = std::env::var("TARTAN_RETENTION")
-        .ok()
-        .filter(|t| !t.trim().is_empty())
-    else {
-        return Ok(Some(tartan_engine::DEFAULT_RETENTION));
-    };
-    let retention = parse_duration_str(&text, DurationKind::Delay)
-        .map_err(|e| anyhow::anyhow!("TARTAN_RETENTION: {e}"))?;
-    Ok((!retention.is_zero()).then_some(retention))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -426,7 +426,7 @@ impl Spawned {
         let mut cmd = Command::new(&binary);
         cmd.arg("serve")
             .env_clear()
-            .env("DATABASE_URL", database_url)
+            .env("TARTAN_DATABASE_URL", database_url)
             .env("TARTAN_LISTEN", &listen)
             .env("TARTAN_NODE_ID", format!("load-api-{}", std::process::id()))
             .env("TARTAN_STEP_HOSTS", "127.0.0.1")

@@ -469,7 +469,11 @@ pub async fn spawn_binary_with(db: &TestDb, node_id: &str, env: &[(&str, &str)])
         while let Ok(Some(line)) = lines.next_line().await {
             keep(&line);
             if let Some(rest) = line.split("listening on ").nth(1) {
-                return rest.split_whitespace().next().map(str::to_string);
+                // Text lines end the address with a space, JSON lines with a quote.
+                return rest
+                    .split(|c: char| c.is_whitespace() || c == '"')
+                    .next()
+                    .map(str::to_string);
             }
         }
         None

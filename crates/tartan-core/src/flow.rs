@@ -141,6 +141,11 @@ pub struct FlowState {
     pub plan: std::sync::Arc<ExecutionPlan>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub labels: BTreeMap<String, String>,
+    /// The trace the flow's decisions and calls belong to (none for flows
+    /// started before traces were kept). Shared: copying the state for a
+    /// decision copies no string of it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<std::sync::Arc<FlowTrace>>,
     pub attributes: Attributes,
     pub executions: Executions,
     /// Work items with a call in flight (`active` or `compensating`): kept
@@ -167,6 +172,7 @@ impl Default for FlowState {
             max_step_attempts: DEFAULT_MAX_STEP_ATTEMPTS,
             plan: std::sync::Arc::default(),
             labels: BTreeMap::new(),
+            trace: None,
             attributes: Attributes::new(),
             executions: Executions::new(),
             calls: 0,
@@ -194,6 +200,8 @@ struct StoredFlowState {
     plan: std::sync::Arc<ExecutionPlan>,
     #[serde(default)]
     labels: BTreeMap<String, String>,
+    #[serde(default)]
+    trace: Option<std::sync::Arc<FlowTrace>>,
     attributes: Attributes,
     executions: Executions,
 }
@@ -214,6 +222,7 @@ impl From<StoredFlowState> for FlowState {
             max_step_attempts: s.max_step_attempts,
             plan: s.plan,
             labels: s.labels,
+            trace: s.trace,
             attributes: s.attributes,
             executions: s.executions,
             calls: 0,
@@ -344,6 +353,8 @@ pub enum FlowEvent {
         deadline_at: Option<Time>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         on_timeout: Option<OnTimeout>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        trace: Option<std::sync::Arc<FlowTrace>>,
     },
     StepStarted {
         flow_id: String,
@@ -671,6 +682,23 @@ pub struct FlowOptions {
     pub max_step_attempts: u32,
     pub deadline_at: Option<Time>,
     pub on_timeout: Option<OnTimeout>,
+    pub trace: Option<std::sync::Arc<FlowTrace>>,
+}
+
+/// The W3C trace context a flow keeps from its start (docs/operating.md, "Traces"),
+/// so that its calls, after a restart too, carry the trace it began in.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FlowTrace {
+    /// 32 lowercase hex digits: the caller's trace, or one made at start.
+    pub trace_id: String,
+    /// 16 lowercase hex digits: the flow's start span, parent of the spans
+    /// of its decisions and calls.
+    pub span_id: String,
+    /// The caller's span, from the `traceparent` the flow was started with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_id: Option<String>,
+    /// Whether the trace is sampled (the caller's flag, when there was one).
+    pub sampled: bool,
 }
 
 impl Default for FlowOptions {
@@ -680,6 +708,7 @@ impl Default for FlowOptions {
             max_step_attempts: DEFAULT_MAX_STEP_ATTEMPTS,
             deadline_at: None,
             on_timeout: None,
+            trace: None,
         }
     }
 }
@@ -766,6 +795,7 @@ impl FlowState {
             max_step_attempts: options.max_step_attempts,
             plan: std::sync::Arc::clone(plan),
             labels: options.labels.clone(),
+            trace: options.trace.clone(),
             attributes,
             executions,
             calls: 0,
@@ -787,6 +817,7 @@ impl FlowState {
                         max_step_attempts,
                         deadline_at,
                         on_timeout,
+                        trace,
                     },
                 ) => {
                     let options = FlowOptions {
@@ -794,6 +825,7 @@ impl FlowState {
                         max_step_attempts: *max_step_attempts,
                         deadline_at: *deadline_at,
                         on_timeout: *on_timeout,
+                        trace: trace.clone(),
                     };
                     state = Some(FlowState::started(flow_id, plan, init, &options, at));
                 }

@@ -79,6 +79,7 @@ impl StartFlow {
                 max_step_attempts: request.max_step_attempts.unwrap_or(cap),
                 deadline_at,
                 on_timeout,
+                trace: None,
             },
             id: request.id,
             goals: request.goals,

@@ -48,6 +48,9 @@ pub struct EngineConfig {
     /// items and labels (docs/operating-retention.md). `None` keeps every
     /// flow.
     pub retention: Option<Duration>,
+    /// Where the spans of starts, decisions and calls go
+    /// (docs/operating.md, "Traces"); `None`: no spans are made.
+    pub tracer: Option<crate::Tracer>,
 }
 
 /// `TARTAN_MAX_CALLS` unless set.
@@ -68,8 +71,6 @@ impl EngineConfig {
 pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 8 * 1024 * 1024;
 /// `TARTAN_MAX_RETRY_AFTER` when not set: one hour.
 pub const DEFAULT_MAX_RETRY_AFTER: Duration = Duration::from_secs(3600);
-/// `TARTAN_RETENTION` when not set: 30 days.
-pub const DEFAULT_RETENTION: Duration = Duration::from_secs(30 * 24 * 3600);
 
 impl Default for EngineConfig {
     fn default() -> Self {
@@ -88,6 +89,7 @@ impl Default for EngineConfig {
             max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
             max_retry_after: DEFAULT_MAX_RETRY_AFTER,
             retention: None,
+            tracer: None,
         }
     }
 }

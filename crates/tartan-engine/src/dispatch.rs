@@ -12,6 +12,7 @@ use tartan_core::step::{Args, Step};
 use tartan_core::timeouts::TimeoutScope;
 
 use crate::outbound;
+use crate::traces::{self, Tracer};
 
 /// Everything needed to make one call.
 #[derive(Debug, Clone)]
@@ -37,6 +38,8 @@ pub(crate) struct Call {
     pub timeout_limit_ms: u64,
     /// When that timeout's scope started (the attempt, or the first attempt).
     pub scope_start: chrono::DateTime<chrono::Utc>,
+    /// The flow's trace (docs/operating.md, "Traces").
+    pub trace: Option<traces::FlowIds>,
 }
 
 /// Fill the template's placeholders, each value encoded for where it
@@ -64,13 +67,6 @@ fn refused(error: String) -> AttemptResult {
         error,
         retry_after_ms: None,
     }
-}
-
-/// A fresh W3C trace context for one call.
-fn traceparent() -> String {
-    let trace = uuid::Uuid::new_v4().simple().to_string();
-    let span = &uuid::Uuid::new_v4().simple().to_string()[..16];
-    format!("00-{trace}-{span}-01")
 }
 
 /// What bounds one call besides its timeout, from the engine's settings.
@@ -129,15 +125,45 @@ async fn read_bounded(mut resp: reqwest::Response, limit: usize) -> Result<Body,
     Ok(Body::Read(body))
 }
 
-/// Make the call and classify its outcome. The whole exchange, body
-/// included, is bounded by the attempt timeout; on expiry the request future
-/// is dropped, which closes its connection. The body is bounded by
-/// `limits.max_response_bytes`.
+/// Make the call and classify its outcome, in a span of its own when the
+/// engine has a tracer (docs/operating.md, "Traces").
 pub(crate) async fn perform(
     http: &reqwest::Client,
     hosts: &StepHosts,
     limits: Limits,
+    tracer: Option<&Tracer>,
     call: &Call,
+) -> AttemptResult {
+    let span = match (tracer, call.trace) {
+        (Some(tracer), Some(flow)) => Some(traces::call_span(
+            tracer,
+            flow,
+            &call.flow_id,
+            &call.step.id,
+            &call.token,
+            call.attempt,
+            call.compensate,
+        )),
+        _ => None,
+    };
+    let traceparent = traces::call_traceparent(call.trace, span.as_ref());
+    let result = exchange(http, hosts, limits, call, traceparent).await;
+    if let Some(mut span) = span {
+        traces::end_call_span(&mut span, &result);
+    }
+    result
+}
+
+/// The exchange of `perform`. The whole exchange, body included, is
+/// bounded by the attempt timeout; on expiry the request future is dropped,
+/// which closes its connection. The body is bounded by
+/// `limits.max_response_bytes`.
+async fn exchange(
+    http: &reqwest::Client,
+    hosts: &StepHosts,
+    limits: Limits,
+    call: &Call,
+    traceparent: String,
 ) -> AttemptResult {
     let url = match expand_endpoint(&call.endpoint, &call.placeholders, hosts) {
         Ok(url) => url,
@@ -157,7 +183,7 @@ pub(crate) async fn perform(
         .header("Argyll-Step-ID", &call.step.id)
         .header("Argyll-Receipt-Token", &call.token)
         .header("Tartan-Attempt", call.attempt.to_string())
-        .header("traceparent", traceparent());
+        .header("traceparent", traceparent);
     if let Some(hook) = &call.webhook_url {
         req = req.header("Argyll-Webhook-URL", hook);
     }

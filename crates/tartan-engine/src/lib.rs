@@ -23,6 +23,8 @@
 //! - `timers`: retries due later, in a heap; one task sleeps until the next.
 //! - `retention`: deleting finished flows past their retention, in the
 //!   background (docs/operating-retention.md).
+//! - `traces`: the trace a flow keeps, the `traceparent` of its calls, and
+//!   the spans of starts, decisions and calls (docs/operating.md, "Traces").
 //! - `webhook_key`: the database-held key that signs webhook URLs, so that a
 //!   receipt token read from flow state cannot complete the work.
 //!
@@ -40,6 +42,7 @@ mod recovery;
 mod retention;
 mod slots;
 mod timers;
+mod traces;
 mod webhook_key;
 mod writer;
 
@@ -52,12 +55,13 @@ use tokio_util::task::TaskTracker;
 pub use catalog::CatalogView;
 pub use config::{
     EngineConfig, DEFAULT_MAX_CALLS, DEFAULT_MAX_QUEUED_CALLS, DEFAULT_MAX_RESPONSE_BYTES,
-    DEFAULT_MAX_RETRY_AFTER, DEFAULT_RETENTION,
+    DEFAULT_MAX_RETRY_AFTER,
 };
 pub use error::EngineError;
 pub use flows::{StartOutcome, WebhookRefusal, WebhookResult};
 pub use retention::PURGE_BATCH;
 pub use slots::CallCounts;
+pub use traces::Tracer;
 
 /// Notices of finished flows a slow subscriber may fall behind by before it
 /// misses some (it is told how many).

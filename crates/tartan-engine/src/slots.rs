@@ -212,6 +212,7 @@ mod tests {
                 timeout_scope: tartan_core::timeouts::TimeoutScope::Attempt,
                 timeout_limit_ms: 1000,
                 scope_start: chrono::Utc::now(),
+                trace: None,
             },
             id: n as u64,
             cancel: CancellationToken::new(),

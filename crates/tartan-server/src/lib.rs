@@ -6,6 +6,7 @@
 //! # Layout
 //! - `error`: the one `ApiError`, mapped to problem+json.
 //! - `extract`: body, path and query extractors that answer in problem+json.
+//! - `observe/`: the request log (docs/operating.md).
 //! - `security/`: bearer tokens, JSON-only writes and CORS, in front of
 //!   every route (docs/security.md).
 //! - `routes/`: one module per resource (health, engine and catalog, steps,
@@ -13,6 +14,7 @@
 
 pub mod error;
 pub mod extract;
+mod observe;
 mod routes;
 pub mod security;
 
@@ -85,6 +87,8 @@ pub fn router_with(engine: Engine, security: ApiSecurity, body_timeout: Duration
                 next.run(req)
             },
         ))
+        // Outermost, so that refused requests are logged too.
+        .layer(axum::middleware::from_fn(observe::log_request))
         .with_state(engine);
     match cors {
         Some(cors) => app.layer(cors),

@@ -38,6 +38,7 @@ pub(super) fn start(
             max_step_attempts: options.max_step_attempts,
             deadline_at: options.deadline_at,
             on_timeout: options.on_timeout,
+            trace: options.trace,
         },
     );
     advance(tx, ctx)

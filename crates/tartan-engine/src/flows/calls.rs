@@ -12,6 +12,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::dispatch::{self, Call};
 use crate::slots::{Admission, Admitted};
+use crate::traces::Decision;
 use crate::Engine;
 
 use super::decide::{Concluded, Unrecorded};
@@ -53,7 +54,17 @@ impl Engine {
                     result: (!accepted).then(|| result.clone()),
                     reply,
                 });
-            self.decide_pending(&slot, &call.flow_id).await;
+            let about = Decision {
+                command: match (call.compensate, accepted) {
+                    (true, _) => "record_compensation",
+                    (false, true) => "accept",
+                    (false, false) => "record",
+                },
+                step_id: Some(&call.step.id),
+                token: Some(&call.token),
+                attempt: Some(call.attempt),
+            };
+            self.decide_pending(&slot, &call.flow_id, about).await;
             // Recorded by this decision, or by one that took it along.
             let error = match answer.await {
                 Ok(Ok(())) => return,
@@ -153,6 +164,7 @@ impl Engine {
             timeout_scope,
             timeout_limit_ms,
             scope_start,
+            trace: tx.state.trace.as_deref().and_then(crate::traces::FlowIds::of),
         });
     }
 
@@ -217,7 +229,8 @@ impl Engine {
                         max_retry_after_ms: u64::try_from(config.max_retry_after.as_millis())
                             .unwrap_or(u64::MAX),
                     };
-                    Some(dispatch::perform(&engine.inner.http, &config.step_hosts, limits, &call).await)
+                    let tracer = config.tracer.as_ref();
+                    Some(dispatch::perform(&engine.inner.http, &config.step_hosts, limits, tracer, &call).await)
                 } => r,
                 // The flow was cancelled or timed out: dropping the request
                 // closes its connection; the decision is already recorded.

@@ -15,6 +15,7 @@ use tartan_store::{FlowCommit, StoreError, WorkKey, WorkRow};
 use tokio::sync::Mutex;
 
 use crate::timers::Timer;
+use crate::traces::{self, Decision};
 use crate::{Engine, EngineError};
 
 /// A flow's state as of its last commit by this process.
@@ -153,12 +154,13 @@ pub(super) fn now() -> DateTime<Utc> {
 
 impl Engine {
     /// Decide on every concluded call waiting in the flow's slot, in one
-    /// decision and one commit, and answer each.
-    pub(super) async fn decide_pending(&self, slot: &FlowSlot, flow_id: &str) {
+    /// decision and one commit, and answer each. `about` names the call
+    /// that asked, for the decision's span (others may be taken along).
+    pub(super) async fn decide_pending(&self, slot: &FlowSlot, flow_id: &str, about: Decision<'_>) {
         let mut taken: Vec<Concluded> = Vec::new();
         let mut refused: Vec<Option<String>> = Vec::new();
         let outcome = self
-            .decide_in(slot, flow_id, |state, ctx| {
+            .decide_in(slot, flow_id, about, |state, ctx| {
                 taken.extend(slot.pending.lock().unwrap_or_else(|p| p.into_inner()).drain(..));
                 refused.clear();
                 let mut merged = Transition::unchanged(state, ctx.now);
@@ -194,7 +196,7 @@ impl Engine {
     /// Take the flow's lock, apply `command`, commit, carry out the effects.
     pub(crate) async fn decide(&self, flow_id: &str, command: Command) -> Result<(), EngineError> {
         let slot = self.inner.flows.slot(flow_id);
-        self.decide_in(&slot, flow_id, |state, ctx| {
+        self.decide_in(&slot, flow_id, Decision::of(&command), |state, ctx| {
             machine::apply(state, command.clone(), ctx)
         })
         .await
@@ -203,7 +205,13 @@ impl Engine {
     /// Decide in the flow's slot. Whichever way the decision ends (nothing
     /// to do, a refusal, a failed commit), the slot is let go unless the flow
     /// still has calls in flight.
-    async fn decide_in<F>(&self, slot: &FlowSlot, flow_id: &str, mut decide: F) -> Result<(), EngineError>
+    async fn decide_in<F>(
+        &self,
+        slot: &FlowSlot,
+        flow_id: &str,
+        about: Decision<'_>,
+        mut decide: F,
+    ) -> Result<(), EngineError>
     where
         F: FnMut(FlowState, &mut Context<'_>) -> Result<Transition, ApplyError>,
     {
@@ -224,6 +232,13 @@ impl Engine {
             let Some(cached) = guard.as_ref() else {
                 continue;
             };
+            // Ended when dropped, at the end of this round.
+            let _span = self
+                .inner
+                .config
+                .tracer
+                .as_ref()
+                .and_then(|tracer| traces::decision_span(tracer, &cached.state, about));
             let base = cached.sequence;
             let mut tx = self.decision_context(now(), |ctx| decide(FlowState::clone(&cached.state), ctx))?;
             if tx.events.is_empty() {

@@ -25,7 +25,7 @@ use tartan_core::request::{FlowStart, StartFlow};
 use tartan_core::step::Args;
 use tartan_store::StoreError;
 
-use crate::{Engine, EngineError};
+use crate::{traces, Engine, EngineError};
 
 pub(crate) use calls::InFlight;
 pub(crate) use decide::FlowLocks;
@@ -116,12 +116,32 @@ impl Engine {
     /// Start a flow. An identical repeat of an earlier start is accepted; a
     /// different request under the same id is `FlowExists`.
     pub async fn start_flow(&self, request: StartFlow) -> Result<StartOutcome, EngineError> {
+        self.start_flow_traced(request, None).await
+    }
+
+    /// `start_flow`, continuing the caller's trace when `traceparent` is a
+    /// valid W3C one; else (and when absent) the flow gets a trace of its
+    /// own. Kept with the flow (docs/operating.md, "Traces").
+    pub async fn start_flow_traced(
+        &self,
+        request: StartFlow,
+        traceparent: Option<&str>,
+    ) -> Result<StartOutcome, EngineError> {
         if self.inner.stopping.is_cancelled() {
             return Err(EngineError::ShuttingDown);
         }
         // The flow starts at this instant: its deadline is measured from it.
         let started = now();
-        let start = request.parse(started, self.inner.config.max_step_attempts)?;
+        let mut start = request.parse(started, self.inner.config.max_step_attempts)?;
+        let mut trace = traces::new_flow_trace(traceparent);
+        // Ended when dropped, once the start is done (or refused).
+        let _span = self
+            .inner
+            .config
+            .tracer
+            .as_ref()
+            .and_then(|tracer| traces::start_span(tracer, &start.id, &mut trace));
+        start.options.trace = Some(Arc::new(trace));
         let active = self.inner.flows.len();
         if active >= self.inner.config.max_active_flows {
             return Err(EngineError::Overloaded(active));

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 
 use axum::extract::State;
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode};
 use axum::Json;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -25,10 +25,18 @@ const DEFAULT_QUERY_LIMIT: usize = 100;
 
 pub(crate) async fn start(
     State(engine): State<Engine>,
+    headers: HeaderMap,
     extract::Json(request): extract::Json<StartFlow>,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
     let id = sanitize_id(&request.id);
-    engine.start_flow(request).await?;
+    // The caller's trace (docs/operating.md, "Traces"): one `traceparent`
+    // header, else none; the engine ignores one that is not valid.
+    let mut given = headers.get_all("traceparent").iter();
+    let traceparent = match (given.next(), given.next()) {
+        (Some(one), None) => one.to_str().ok(),
+        _ => None,
+    };
+    engine.start_flow_traced(request, traceparent).await?;
     Ok((StatusCode::CREATED, Json(json!({ "message": "", "flow_id": id }))))
 }
 

@@ -1,0 +1,96 @@
+//! OpenTelemetry traces (docs/operating.md, "Traces"): off unless an OTLP
+//! endpoint is set in the standard variables; then spans are batched and
+//! exported over OTLP/HTTP from the SDK's own thread.
+
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use opentelemetry::trace::TracerProvider as _;
+use opentelemetry::{InstrumentationScope, Key, Value};
+use opentelemetry_otlp::{Protocol, WithExportConfig as _};
+use opentelemetry_sdk::trace::SdkTracerProvider;
+use opentelemetry_sdk::Resource;
+
+/// How long the spans still queued at exit may take to be sent.
+const SHUTDOWN_BOUND: Duration = Duration::from_secs(5);
+
+/// The service name when neither `OTEL_SERVICE_NAME` nor
+/// `OTEL_RESOURCE_ATTRIBUTES` names one.
+const SERVICE_NAME: &str = "tartan";
+
+/// Holds the exporter while the process runs; dropping it sends what is
+/// queued, within `SHUTDOWN_BOUND`.
+pub struct TraceGuard {
+    provider: SdkTracerProvider,
+}
+
+impl TraceGuard {
+    /// The tracer the engine makes its spans with.
+    pub fn tracer(&self) -> tartan_engine::Tracer {
+        self.provider.tracer_with_scope(
+            InstrumentationScope::builder("tartan")
+                .with_version(env!("CARGO_PKG_VERSION"))
+                .build(),
+        )
+    }
+}
+
+impl Drop for TraceGuard {
+    fn drop(&mut self) {
+        // Blocks this thread (not the exporter's) for at most the bound.
+        if let Err(e) = self.provider.shutdown_with_timeout(SHUTDOWN_BOUND) {
+            tracing::warn!("traces not all exported at exit: {e}");
+        }
+    }
+}
+
+/// Set up trace export from the environment: `None` (and no exporter, no
+/// spans) unless `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` or
+/// `OTEL_EXPORTER_OTLP_ENDPOINT` is set, or when `OTEL_SDK_DISABLED=true`.
+/// The exporter and the SDK read the other standard variables themselves
+/// (headers, timeout, sampler, batch sizes, resource attributes).
+pub fn init_traces() -> Result<Option<TraceGuard>> {
+    let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
+    if var("OTEL_SDK_DISABLED").is_some_and(|v| v.trim().eq_ignore_ascii_case("true")) {
+        return Ok(None);
+    }
+    let endpoint = match (
+        var("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"),
+        var("OTEL_EXPORTER_OTLP_ENDPOINT"),
+    ) {
+        (Some(traces), _) => traces,
+        (None, Some(base)) => format!("{}/v1/traces", base.trim_end_matches('/')),
+        (None, None) => return Ok(None),
+    };
+    // The exporter crate does not read the protocol variables itself.
+    let protocol = var("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL").or_else(|| var("OTEL_EXPORTER_OTLP_PROTOCOL"));
+    let protocol = match protocol.as_deref().map(str::trim) {
+        None | Some("http/protobuf") => Protocol::HttpBinary,
+        Some("http/json") => Protocol::HttpJson,
+        Some(other) => bail!(
+            "OTEL_EXPORTER_OTLP_PROTOCOL={other:?} is not supported: traces are exported over \
+             OTLP/HTTP, as http/protobuf (the default) or http/json"
+        ),
+    };
+    let exporter = opentelemetry_otlp::SpanExporter::builder()
+        .with_http()
+        .with_protocol(protocol)
+        .build()
+        .context("setting up the OTLP trace exporter")?;
+    let mut resource = Resource::builder().build();
+    let named = resource
+        .get(&Key::from_static_str("service.name"))
+        .is_some_and(|name| name != Value::from("unknown_service"));
+    if !named {
+        resource = Resource::builder().with_service_name(SERVICE_NAME).build();
+    }
+    // The batch processor: a bounded queue (OTEL_BSP_MAX_QUEUE_SIZE, spans
+    // beyond it are dropped) emptied by a thread of its own, so a slow or
+    // unreachable collector never holds up the engine.
+    let provider = SdkTracerProvider::builder()
+        .with_batch_exporter(exporter)
+        .with_resource(resource)
+        .build();
+    tracing::info!(%endpoint, protocol = ?protocol, "exporting traces over OTLP/HTTP");
+    Ok(Some(TraceGuard { provider }))
+}

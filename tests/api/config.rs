@@ -1,0 +1,371 @@
+//! One configuration (docs/operating.md, "Configuration"): defaults, the TOML
+//! file, the environment and flags merged by one loader, every value checked
+//! whatever its source; and the logs an operator reads (docs/operating.md,
+//! "Logs").
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::helpers::{call, spawn_binary_with, Backend, TestDb};
+
+/// `tartan config check` with these arguments and environment: exit status,
+/// stdout, stderr.
+async fn config_check(args: &[&str], env: &[(&str, &str)]) -> (bool, String, String) {
+    let out = tokio::time::timeout(
+        Duration::from_secs(30),
+        tokio::process::Command::new(env!("CARGO_BIN_EXE_tartan"))
+            .args(["config", "check"])
+            .args(args)
+            .env_clear()
+            .envs(env.iter().copied())
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await
+    .expect("config check answers at once")
+    .expect("running tartan");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// The line of `key` in the output of `config check`.
+fn line_of<'a>(out: &'a str, key: &str) -> &'a str {
+    out.lines()
+        .find(|l| l.starts_with(&format!("{key} = ")))
+        .unwrap_or_else(|| panic!("no line for {key} in:\n{out}"))
+}
+
+fn temp_file(name: &str, text: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("tartan-config-{}", uuid::Uuid::new_v4().simple()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+#[tokio::test]
+async fn config_check_prints_each_value_with_its_source_in_order_of_precedence() {
+    let file = temp_file(
+        "tartan.toml",
+        "max_calls = 64\nmax_queued_calls = 50\nstep_timeout = 1500\nlease = \"2s\"\nretention = 0\n",
+    );
+    let file_arg = file.display().to_string();
+    let (ok, out, err) = config_check(
+        &["--config", &file_arg, "--max-queued-calls", "70"],
+        &[
+            ("TARTAN_MAX_CALLS", "32"),
+            ("TARTAN_MAX_QUEUED_CALLS", "60"),
+            (
+                "TARTAN_DATABASE_URL",
+                "postgres://tartan:hunter2@db.internal/tartan",
+            ),
+            ("DATABASE_URL", "postgres://other@elsewhere/db"),
+            ("TARTAN_API_TOKEN", "secret-token-value"),
+        ],
+    )
+    .await;
+    assert!(ok, "{err}");
+    // Environment over file, flag over environment, file over default.
+    assert_eq!(
+        line_of(&out, "max_calls"),
+        "max_calls = 32  # TARTAN_MAX_CALLS (environment variable)"
+    );
+    assert_eq!(
+        line_of(&out, "max_queued_calls"),
+        "max_queued_calls = 70  # --max-queued-calls (command-line flag)"
+    );
+    assert!(
+        line_of(&out, "lease").contains(&format!("# lease in {file_arg}")),
+        "{out}"
+    );
+    assert_eq!(
+        line_of(&out, "header_timeout"),
+        "header_timeout = \"10s\"  # header_timeout (default)"
+    );
+    // Durations take integer milliseconds in the file too.
+    assert!(
+        line_of(&out, "step_timeout").starts_with("step_timeout = 1500  #"),
+        "{out}"
+    );
+    assert!(
+        line_of(&out, "retention").starts_with("retention = 0  #"),
+        "{out}"
+    );
+    // TARTAN_DATABASE_URL wins over DATABASE_URL; its password is hidden.
+    let db = line_of(&out, "database_url");
+    assert!(
+        db.contains("db.internal") && db.contains("TARTAN_DATABASE_URL"),
+        "{db}"
+    );
+    assert!(
+        !out.contains("hunter2") && !out.contains("secret-token-value"),
+        "{out}"
+    );
+    assert!(line_of(&out, "api_token").contains("<redacted>"), "{out}");
+
+    // DATABASE_URL alone is still read.
+    let (ok, out, err) = config_check(&[], &[("DATABASE_URL", "sqlite://fallback.db")]).await;
+    assert!(ok, "{err}");
+    assert!(line_of(&out, "database_url").contains("fallback.db"), "{out}");
+    let _ = std::fs::remove_dir_all(file.parent().unwrap());
+}
+
+/// Values from the file are checked as values from the environment are:
+/// `max_active_flows = 0` would refuse every start, a misspelt backoff type
+/// every registration.
+#[tokio::test]
+async fn an_invalid_value_stops_start_up_naming_the_key_and_its_source() {
+    // The file, the environment, the flags, and what the error must say.
+    type Case<'a> = (&'a str, &'a [(&'a str, &'a str)], &'a [&'a str], &'a [&'a str]);
+    let cases: [Case; 7] = [
+        (
+            "max_active_flows = 0\n",
+            &[],
+            &[],
+            &["max_active_flows in ", "at least 1"],
+        ),
+        (
+            "retry_backoff_type = \"exponentail\"\n",
+            &[],
+            &[],
+            &["retry_backoff_type in ", "exponentail"],
+        ),
+        (
+            "step_timeout = \"soon\"\n",
+            &[],
+            &[],
+            &["step_timeout in ", "soon"],
+        ),
+        ("max_calls = 8\nmax_callz = 9\n", &[], &[], &["max_callz"]),
+        (
+            "",
+            &[("TARTAN_LOG_FORMAT", "xml")],
+            &[],
+            &["TARTAN_LOG_FORMAT (environment variable)", "xml"],
+        ),
+        (
+            "",
+            &[],
+            &["--db-pool", "none"],
+            &["--db-pool (command-line flag)", "at least 1"],
+        ),
+        (
+            "retry_initial_backoff = 5000\n",
+            &[("TARTAN_RETRY_MAX_BACKOFF", "1s")],
+            &[],
+            &[
+                "TARTAN_RETRY_MAX_BACKOFF (environment variable)",
+                "retry_initial_backoff in ",
+            ],
+        ),
+    ];
+    for (toml, env, flags, said) in cases {
+        let file = temp_file("tartan.toml", toml);
+        let file_arg = file.display().to_string();
+        let mut args = vec!["--config", file_arg.as_str()];
+        args.extend_from_slice(flags);
+        let (ok, out, err) = config_check(&args, env).await;
+        assert!(!ok, "{toml:?} {env:?} {flags:?} was accepted:\n{out}");
+        for part in said {
+            assert!(
+                err.contains(part),
+                "{toml:?} {env:?} {flags:?}: expected {part:?} in:\n{err}"
+            );
+        }
+        if toml.contains("max_active_flows") {
+            assert!(err.contains(&file_arg), "the file is named: {err}");
+        }
+        // `serve` refuses the same configuration before it opens anything.
+        let (ok, _, serve_err) = crate::helpers::serve_refusing(&args, env).await;
+        assert!(!ok && serve_err.contains(said[0]), "{serve_err}");
+        let _ = std::fs::remove_dir_all(file.parent().unwrap());
+    }
+    // A file that was named must exist.
+    let (ok, _, err) = config_check(&["--config", "/nonexistent/tartan.toml"], &[]).await;
+    assert!(!ok && err.contains("/nonexistent/tartan.toml"), "{err}");
+}
+
+/// The example file lists every key, and is itself a valid configuration.
+#[tokio::test]
+async fn the_example_file_lists_every_key_and_is_valid() {
+    let example = concat!(env!("CARGO_MANIFEST_DIR"), "/tartan.example.toml");
+    let text = std::fs::read_to_string(example).unwrap();
+    let (ok, out, err) = config_check(&[], &[]).await;
+    assert!(ok, "{err}");
+    for line in out.lines().filter(|l| !l.starts_with("# The")) {
+        let key = line.trim_start_matches("# ").split([' ', '=']).next().unwrap();
+        assert!(
+            text.lines().any(|l| l
+                .trim_start_matches('#')
+                .trim_start()
+                .starts_with(&format!("{key} ="))),
+            "tartan.example.toml does not mention {key}"
+        );
+    }
+    // Uncommented, its values are the defaults: check it loads.
+    let uncommented: String = text
+        .lines()
+        .map(|l| match l.strip_prefix("# ") {
+            Some(rest) if rest.contains(" = ") && !rest.starts_with(' ') => rest,
+            _ => l,
+        })
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let file = temp_file("example.toml", &uncommented);
+    let (ok, _, err) = config_check(
+        &["--config", &file.display().to_string()],
+        &[("TARTAN_API_TOKEN_FILE", "")],
+    )
+    .await;
+    assert!(ok, "the example, uncommented, is refused: {err}\n{uncommented}");
+    let _ = std::fs::remove_dir_all(file.parent().unwrap());
+}
+
+const TOKEN: &str = "log-test-token-0123456789";
+
+/// JSON log lines: the configuration once at start-up (secrets redacted),
+/// then one line per request with method, matched route, status, latency
+/// and the request id, which the response echoes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn json_logs_carry_a_line_per_request_with_its_request_id() {
+    let Some(db) = TestDb::create(Backend::Sqlite).await else {
+        return;
+    };
+    let bin = spawn_binary_with(
+        &db,
+        "log-node",
+        &[("TARTAN_LOG_FORMAT", "json"), ("TARTAN_API_TOKEN", TOKEN)],
+    )
+    .await;
+    let client = reqwest::Client::new();
+    let url = |path: &str| format!("http://{}{path}", bin.addr);
+    let mine = client
+        .get(url("/engine/flow/some-flow-id"))
+        .bearer_auth(TOKEN)
+        .header("X-Request-Id", "req-42")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(mine.status(), 404);
+    assert_eq!(mine.headers()["x-request-id"], "req-42");
+    // Without one, or with one too long to log, the server makes one.
+    let refused = client.get(url("/engine/step")).send().await.unwrap();
+    assert_eq!(refused.status(), 401);
+    let made = refused.headers()["x-request-id"].to_str().unwrap().to_string();
+    assert_eq!(made.len(), 32, "{made}");
+    let long = client
+        .get(url("/health"))
+        .header("X-Request-Id", "x".repeat(500))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(long.headers()["x-request-id"].len(), 32);
+    let (status, _) = call(&bin, reqwest::Method::GET, "/health", None).await;
+    assert_eq!(status, 200);
+
+    // Every line is a JSON object; find the request lines.
+    let lines = || -> Vec<Value> {
+        bin.log
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+            .collect()
+    };
+    let mut found = Vec::new();
+    for _ in 0..100 {
+        found = lines()
+            .into_iter()
+            .filter(|l| l["target"] == "tartan::request")
+            .collect();
+        if found.len() >= 4 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let mine = found
+        .iter()
+        .find(|l| l["request_id"] == "req-42")
+        .unwrap_or_else(|| panic!("{found:?}"));
+    assert_eq!(mine["method"], "GET");
+    assert_eq!(mine["route"], "/engine/flow/{id}", "the route, not the path");
+    assert_eq!(mine["status"], 404);
+    assert!(mine["latency_ms"].as_f64().is_some_and(|ms| ms >= 0.0), "{mine}");
+    let refused = found.iter().find(|l| l["request_id"] == made.as_str()).unwrap();
+    assert_eq!(refused["status"], 401);
+    assert_eq!(refused["route"], "/engine/step");
+    // The configuration, once, with the token hidden.
+    let all = lines();
+    let configs: Vec<_> = all.iter().filter(|l| l["settings"].is_string()).collect();
+    assert_eq!(configs.len(), 1, "{all:?}");
+    let settings = configs[0]["settings"].as_str().unwrap();
+    assert!(
+        settings.contains("max_calls=1024") && settings.contains("api_token=\"<redacted>\""),
+        "{settings}"
+    );
+    assert!(
+        !bin.log.lock().unwrap().iter().any(|l| l.contains(TOKEN)),
+        "the token was logged"
+    );
+}
+
+/// Webhook URLs derived from 0.0.0.0 reach no other host: said at start-up.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_webhook_base_url_other_hosts_cannot_reach_is_warned_about() {
+    let Some(db) = TestDb::create(Backend::Sqlite).await else {
+        return;
+    };
+    let bin = spawn_binary_with(
+        &db,
+        "warn-node",
+        &[("TARTAN_API_TOKEN", TOKEN), ("TARTAN_LISTEN", "0.0.0.0:0")],
+    )
+    .await;
+    // The flag given by the helper (127.0.0.1:0) wins over TARTAN_LISTEN:
+    // no warning for a loopback address.
+    assert!(!bin
+        .log
+        .lock()
+        .unwrap()
+        .iter()
+        .any(|l| l.contains("TARTAN_WEBHOOK_BASE_URL")));
+    drop(bin);
+
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_tartan"))
+        .args([
+            "serve",
+            "--listen",
+            "0.0.0.0:0",
+            "--database-url",
+            &db.url,
+            "--node-id",
+            "warn-2",
+        ])
+        .env("TARTAN_API_TOKEN", TOKEN)
+        .env("RUST_LOG", "info")
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let mut lines = tokio::io::AsyncBufReadExt::lines(tokio::io::BufReader::new(stdout));
+    let warned = tokio::time::timeout(Duration::from_secs(30), async {
+        while let Ok(Some(line)) = lines.next_line().await {
+            if line.contains("WARN") && line.contains("TARTAN_WEBHOOK_BASE_URL") {
+                return true;
+            }
+            if line.contains("listening on") {
+                return false;
+            }
+        }
+        false
+    })
+    .await
+    .unwrap_or(false);
+    assert!(warned, "no warning about the webhook base URL");
+    child.kill().await.unwrap();
+}
