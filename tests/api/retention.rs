@@ -429,3 +429,49 @@ async fn purges_running_at_once_delete_each_flow_once(backend: Backend) {
     }
     assert_eq!(app.flow("running").await["status"], "active");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_server_purges_after_tartan_retention() {
+    use crate::helpers::{call, register, spawn_binary_with, wait_for_terminal};
+    let db = TestDb::create(Backend::Sqlite).await.expect("a SQLite file");
+    let svc = StepServer::start(|_, _| json_reply(200, json!({"out": "done"}))).await;
+    let engine = spawn_binary_with(&db, "retention", &[("TARTAN_RETENTION", "1s")]).await;
+    register(
+        &engine,
+        vec![sync_step("finish", &svc.url("/ok"), &["who"], &["out"])],
+    )
+    .await;
+    let start = json!({"id": "brief", "goals": ["finish"], "init": {"who": ["a"]}});
+    let (status, body) = call(&engine, reqwest::Method::POST, "/engine/flow", Some(start)).await;
+    assert_eq!(status, 201, "{body}");
+    assert_eq!(wait_for_terminal(&engine, "brief").await["status"], "completed");
+    let mut gone = false;
+    for _ in 0..300 {
+        if call(&engine, reqwest::Method::GET, "/engine/flow/brief", None)
+            .await
+            .0
+            == 404
+        {
+            gone = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(gone, "the finished flow is still there");
+    // The sweep logs what it deleted once its batches are done.
+    let logged = || {
+        engine
+            .log
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|l| l.contains("purged finished flows past their retention"))
+    };
+    for _ in 0..100 {
+        if logged() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(logged(), "{}", engine.log.lock().unwrap().join("\n"));
+}
