@@ -8,6 +8,7 @@
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 mod config;
+mod purge;
 mod telemetry;
 
 use anyhow::{Context, Result};
@@ -26,10 +27,14 @@ struct Cli {
     command: Command,
 }
 
+// Parsed once at start-up: the size of its largest variant costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Run the engine and its API.
     Serve(ServeArgs),
+    /// Delete finished flows older than a duration (docs/operating.md, "Retention").
+    Purge(purge::PurgeArgs),
     /// Work with the configuration.
     #[command(subcommand)]
     Config(ConfigCommand),
@@ -58,6 +63,10 @@ async fn main() -> Result<()> {
             serve(loaded.config).await
         }
         Command::Config(ConfigCommand::Check(args)) => config_check(&args),
+        Command::Purge(args) => {
+            init_logging(LogFormat::Text);
+            purge::run(args).await
+        }
     }
 }
 
@@ -130,6 +139,7 @@ async fn serve(config: Config) -> Result<()> {
         max_queued_calls: config.max_queued_calls,
         max_response_bytes: config.max_response_bytes,
         max_retry_after: config.max_retry_after,
+        retention: config.retention,
         tracer: traces.as_ref().map(telemetry::TraceGuard::tracer),
     };
     tracing::info!(step_hosts = %config.step_hosts, "steps may call");

@@ -241,7 +241,6 @@ pub struct Config {
     pub max_response_bytes: usize,
     pub max_retry_after: Duration,
     /// Finished flows older than this are deleted; `None` keeps them.
-    #[allow(dead_code)] // until the engine's purge task lands
     pub retention: Option<Duration>,
 }
 

@@ -17,6 +17,7 @@ mod limits;
 mod metrics;
 mod outages;
 mod outbound;
+mod retention;
 mod retries;
 mod security;
 mod steps;

@@ -43,6 +43,11 @@ pub struct EngineConfig {
     /// The longest wait a step's `Retry-After` may ask for
     /// (`TARTAN_MAX_RETRY_AFTER`); longer asks are cut to it (docs/retries.md).
     pub max_retry_after: Duration,
+    /// How long finished flows are kept (`TARTAN_RETENTION`): a background
+    /// task deletes those deactivated longer ago, with their events, work
+    /// items and labels (docs/operating.md, "Retention"). `None` keeps every
+    /// flow.
+    pub retention: Option<Duration>,
     /// Where the spans of starts, decisions and calls go
     /// (docs/operating.md, "Traces"); `None`: no spans are made.
     pub tracer: Option<crate::Tracer>,
@@ -83,6 +88,7 @@ impl Default for EngineConfig {
             step_hosts: StepHosts::unrestricted(),
             max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
             max_retry_after: DEFAULT_MAX_RETRY_AFTER,
+            retention: None,
             tracer: None,
         }
     }

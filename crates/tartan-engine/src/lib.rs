@@ -21,6 +21,8 @@
 //! - `recovery`: after a restart, calls that were in flight start again with
 //!   the same receipt token.
 //! - `timers`: retries due later, in a heap; one task sleeps until the next.
+//! - `retention`: deleting finished flows past their retention, in the
+//!   background (docs/operating.md, "Retention").
 //! - `traces`: the trace a flow keeps, the `traceparent` of its calls, and
 //!   the spans of starts, decisions and calls (docs/operating.md, "Traces").
 //! - `webhook_key`: the database-held key that signs webhook URLs, so that a
@@ -40,6 +42,7 @@ mod flows;
 pub mod metrics;
 mod outbound;
 mod recovery;
+mod retention;
 mod slots;
 mod timers;
 mod traces;
@@ -60,6 +63,7 @@ pub use config::{
 pub use error::EngineError;
 pub use flows::{StartOutcome, WebhookRefusal, WebhookResult};
 pub use metrics::Metrics;
+pub use retention::PURGE_BATCH;
 pub use slots::CallCounts;
 pub use traces::Tracer;
 
@@ -153,6 +157,7 @@ impl Engine {
         engine.spawn_lease_renewal();
         engine.spawn_abort_listener().await;
         engine.spawn_handback_listener().await;
+        engine.spawn_retention();
         Ok(engine)
     }
 

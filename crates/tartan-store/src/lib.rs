@@ -140,6 +140,10 @@ pub trait Store: Send + Sync + 'static {
     /// The catalog's events in order.
     async fn catalog_events(&self) -> Result<Vec<StoredEvent>, StoreError>;
 
+    /// At most `limit` of the catalog's events with a sequence after
+    /// `after`, in order, and where the next page starts.
+    async fn catalog_events_page(&self, after: i64, limit: usize) -> Result<EventPage, StoreError>;
+
     /// Commit a batch of flow changes in one transaction; each commit still
     /// succeeds or fails on its own (`FlowExists`, `Conflict`).
     async fn commit_flows(&self, batch: Vec<FlowCommit>) -> Vec<Result<(), StoreError>>;
@@ -155,6 +159,26 @@ pub trait Store: Send + Sync + 'static {
 
     /// A flow's events in order.
     async fn flow_events(&self, flow_id: &str) -> Result<Vec<StoredEvent>, StoreError>;
+
+    /// At most `limit` of a flow's events with a sequence after `after`, in
+    /// order, and where the next page starts. An unknown flow has none.
+    async fn flow_events_page(
+        &self,
+        flow_id: &str,
+        after: i64,
+        limit: usize,
+    ) -> Result<EventPage, StoreError>;
+
+    /// Delete at most `batch` finished flows (completed, failed or
+    /// cancelled, and deactivated: nothing of them runs any more) that were
+    /// deactivated before `before`, with everything keyed by them: events,
+    /// work items, labels. One transaction; returns how many flows went.
+    /// Processes purging at once take different flows (docs/operating.md, "Retention").
+    async fn purge_finished(
+        &self,
+        before: chrono::DateTime<chrono::Utc>,
+        batch: usize,
+    ) -> Result<usize, StoreError>;
 
     async fn query_flows(&self, query: &FlowQuery) -> Result<FlowPage, StoreError>;
 

@@ -16,6 +16,16 @@ pub struct StoredEvent {
     pub data: Value,
 }
 
+/// One page of an event history (docs/api.md, "Event histories").
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct EventPage {
+    /// The events after the page's start, in order.
+    pub events: Vec<StoredEvent>,
+    /// The sequence of the page's last event when more follow it: the
+    /// `after` of the next page. `None` on the last page.
+    pub next: Option<i64>,
+}
+
 #[derive(Debug, Clone, Default)]
 pub struct CatalogSnapshot {
     pub steps: Vec<Step>,

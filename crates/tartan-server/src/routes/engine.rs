@@ -8,8 +8,9 @@ use axum::Json;
 use serde_json::{json, Value};
 use tartan_engine::Engine;
 
-use super::event_json;
+use super::history::{page_json, PageParams};
 use crate::error::ApiError;
+use crate::extract::Query;
 
 pub(crate) async fn engine_state(State(engine): State<Engine>) -> Json<Value> {
     let view = engine.catalog().await;
@@ -38,8 +39,16 @@ pub(crate) async fn catalog(State(engine): State<Engine>) -> Json<Value> {
     }))
 }
 
-pub(crate) async fn catalog_events(State(engine): State<Engine>) -> Result<Json<Value>, ApiError> {
-    let events = engine.store().catalog_events().await?;
-    let list: Vec<Value> = events.iter().map(event_json).collect();
-    Ok(Json(json!({ "count": list.len(), "events": list })))
+/// `GET /engine/catalog/events[?after=SEQ&limit=N]` (docs/api.md, "Event
+/// histories").
+pub(crate) async fn catalog_events(
+    State(engine): State<Engine>,
+    Query(params): Query<PageParams>,
+) -> Result<Json<Value>, ApiError> {
+    let request = params.request()?;
+    let page = engine
+        .store()
+        .catalog_events_page(request.after, request.limit)
+        .await?;
+    Ok(Json(page_json(&page, request)))
 }

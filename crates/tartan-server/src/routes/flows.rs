@@ -15,7 +15,7 @@ use tartan_core::request::{PlanRequest, StartFlow};
 use tartan_engine::{Engine, EngineError};
 use tartan_store::{FlowQuery, FlowSummary, SortOrder};
 
-use super::event_json;
+use super::history::{page_json, PageParams};
 use crate::error::ApiError;
 use crate::extract::{self, Path, Query};
 
@@ -126,16 +126,24 @@ fn status_wait(text: &str) -> Result<std::time::Duration, ApiError> {
     Ok(wait)
 }
 
+/// `GET /engine/flow/{id}/events[?after=SEQ&limit=N]` (docs/api.md,
+/// "Event histories").
 pub(crate) async fn events(
     State(engine): State<Engine>,
     Path(id): Path<String>,
+    Query(params): Query<PageParams>,
 ) -> Result<Json<Value>, ApiError> {
-    let events = engine.store().flow_events(&id).await?;
-    if events.is_empty() {
+    let request = params.request()?;
+    let page = engine
+        .store()
+        .flow_events_page(&id, request.after, request.limit)
+        .await?;
+    // Every flow has events from its start: none from the first means no
+    // such flow; none after a sequence may be the end of one that exists.
+    if page.events.is_empty() && (request.after == 0 || engine.store().flow_status(&id).await?.is_none()) {
         return Err(ApiError::not_found(format!("flow not found: {id}")));
     }
-    let list: Vec<Value> = events.iter().map(event_json).collect();
-    Ok(Json(json!({ "count": list.len(), "events": list })))
+    Ok(Json(page_json(&page, request)))
 }
 
 /// `GET /engine/flow`: the most recent flows, as a bare array (Argyll).

@@ -3,6 +3,7 @@
 mod engine;
 mod flows;
 mod health;
+mod history;
 mod steps;
 mod webhooks;
 mod work;

@@ -5,9 +5,13 @@
 //! - this file: the `Store` trait's reads and small writes.
 //! - `commit`: a batch of decisions in one transaction.
 //! - `claims`: leasing due retries and orphaned calls.
+//! - `history`: event histories a page at a time.
+//! - `purge`: deleting finished flows past their retention.
 
 mod claims;
 mod commit;
+mod history;
+mod purge;
 
 use async_trait::async_trait;
 
@@ -245,6 +249,10 @@ impl Store for SqlStore {
         off_workers(move || rows.iter().map(stored_event).collect()).await
     }
 
+    async fn catalog_events_page(&self, after: i64, limit: usize) -> Result<EventPage, StoreError> {
+        self.events_page(CATALOG, CATALOG, after, limit).await
+    }
+
     async fn commit_flows(&self, batch: Vec<FlowCommit>) -> Vec<Result<(), StoreError>> {
         match self.commit_batch(&batch).await {
             Ok(results) => results,
@@ -363,6 +371,23 @@ impl Store for SqlStore {
         .fetch_all(&self.api)
         .await?;
         off_workers(move || rows.iter().map(stored_event).collect()).await
+    }
+
+    async fn flow_events_page(
+        &self,
+        flow_id: &str,
+        after: i64,
+        limit: usize,
+    ) -> Result<EventPage, StoreError> {
+        self.events_page(FLOW, flow_id, after, limit).await
+    }
+
+    async fn purge_finished(
+        &self,
+        before: chrono::DateTime<chrono::Utc>,
+        batch: usize,
+    ) -> Result<usize, StoreError> {
+        self.purge_sql(before, batch).await
     }
 
     async fn query_flows(&self, q: &FlowQuery) -> Result<FlowPage, StoreError> {

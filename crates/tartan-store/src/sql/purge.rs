@@ -1,0 +1,69 @@
+//! Deleting finished flows past their retention (docs/operating.md, "Retention"):
+//! a batch of flows and every row keyed by them, in one transaction.
+
+use sqlx::Row;
+
+use crate::connection::SqlStore;
+use crate::dialect::values_list;
+use crate::error::StoreError;
+use crate::model::*;
+
+use super::{FLOW, ROWS_PER_STATEMENT};
+
+impl SqlStore {
+    /// Delete up to `batch` flows deactivated before `before`.
+    pub(super) async fn purge_sql(
+        &self,
+        before: chrono::DateTime<chrono::Utc>,
+        batch: usize,
+    ) -> Result<usize, StoreError> {
+        if batch == 0 {
+            return Ok(0);
+        }
+        let mut tx = self.write.begin().await?;
+        // The flow rows first, in a statement that writes: SQLite takes its
+        // write lock at once (waiting its busy timeout for another process's
+        // commit) instead of failing to upgrade a read later. A deactivated
+        // flow has no call in flight and no compensation pending, and its
+        // status never changes again. On Postgres the rows are locked and
+        // those another transaction holds are skipped: a process purging
+        // beside this one takes other flows, and a late result being
+        // committed for one of them leaves it to the next sweep. A commit
+        // that comes after the delete finds no flow row to advance and
+        // writes nothing (a sequence conflict, then "flow not found").
+        let sql = format!(
+            "DELETE FROM flows WHERE id IN (SELECT id FROM flows WHERE deactivated_us IS NOT NULL \
+             AND deactivated_us < $1 AND status IN ('completed', 'failed', 'cancelled') \
+             ORDER BY deactivated_us LIMIT $2{}) RETURNING id",
+            self.backend.skip_locked()
+        );
+        let ids: Vec<String> = sqlx::query(&sql)
+            .bind(to_us(before))
+            .bind(i64::try_from(batch).unwrap_or(i64::MAX))
+            .fetch_all(&mut *tx)
+            .await?
+            .iter()
+            .map(|r| r.try_get::<String, _>("id"))
+            .collect::<Result<_, _>>()?;
+        if ids.is_empty() {
+            return Ok(0);
+        }
+        for chunk in ids.chunks(ROWS_PER_STATEMENT) {
+            let list = values_list(self.backend, 1, chunk.len());
+            // Every other table keyed by a flow (migrations/).
+            for sql in [
+                format!("DELETE FROM events WHERE aggregate_type = '{FLOW}' AND aggregate_id IN {list}"),
+                format!("DELETE FROM work_items WHERE flow_id IN {list}"),
+                format!("DELETE FROM flow_labels WHERE flow_id IN {list}"),
+            ] {
+                let mut query = sqlx::query(&sql);
+                for id in chunk {
+                    query = query.bind(id);
+                }
+                query.execute(&mut *tx).await?;
+            }
+        }
+        tx.commit().await?;
+        Ok(ids.len())
+    }
+}
