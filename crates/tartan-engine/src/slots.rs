@@ -79,6 +79,13 @@ impl CallSlots {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// Hold the slots: no call gets one until the guard is dropped. Aborts
+    /// of many calls land under it, so that a call ending meanwhile cannot
+    /// hand its slot to a waiting call about to be aborted too.
+    pub(crate) fn hold(&self) -> impl Drop + '_ {
+        self.lock()
+    }
+
     pub(crate) fn counts(&self) -> CallCounts {
         let st = self.lock();
         CallCounts {

@@ -382,14 +382,28 @@ impl Engine {
         let mut elsewhere = Vec::new();
         let mut calls = Vec::new();
         let mut finished = None;
+        let aborts: Vec<&String> = tx
+            .effects
+            .iter()
+            .filter_map(|effect| match effect {
+                Effect::Abort { token, .. } => Some(token),
+                _ => None,
+            })
+            .collect();
+        if !aborts.is_empty() {
+            // With the slots held, a call that ends while these land cannot
+            // give its slot to a waiting call this decision aborts too.
+            let _held = self.inner.slots.hold();
+            for token in aborts {
+                if !self.abort_call(token) {
+                    elsewhere.push(token.clone());
+                }
+            }
+        }
         for effect in &tx.effects {
             match effect {
                 Effect::Call(d) => calls.push(d),
-                Effect::Abort { token, .. } => {
-                    if !self.abort_call(token) {
-                        elsewhere.push(token.clone());
-                    }
-                }
+                Effect::Abort { .. } => {}
                 Effect::Arm { wake, at } => {
                     let timer = match wake {
                         Wake::Retry { step_id, token } => Timer::Retry {
