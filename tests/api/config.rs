@@ -12,24 +12,11 @@ use crate::helpers::{call, spawn_binary_with, Backend, TestDb};
 /// `tartan config check` with these arguments and environment: exit status,
 /// stdout, stderr.
 async fn config_check(args: &[&str], env: &[(&str, &str)]) -> (bool, String, String) {
-    let out = tokio::time::timeout(
-        Duration::from_secs(30),
-        tokio::process::Command::new(env!("CARGO_BIN_EXE_tartan"))
-            .args(["config", "check"])
-            .args(args)
-            .env_clear()
-            .envs(env.iter().copied())
-            .kill_on_drop(true)
-            .output(),
-    )
-    .await
-    .expect("config check answers at once")
-    .expect("running tartan");
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    let args: Vec<&str> = ["config", "check"]
+        .into_iter()
+        .chain(args.iter().copied())
+        .collect();
+    crate::helpers::run_tartan(&args, env).await
 }
 
 /// The line of `key` in the output of `config check`.

@@ -645,27 +645,33 @@ pub fn memory_kib(pid: u32) -> (u64, u64) {
     (field("VmHWM:"), field("VmRSS:"))
 }
 
-/// Run `tartan serve` with `args` and `env` until it exits on its own (it is
-/// expected to refuse to start): whether it succeeded, its stdout, stderr.
-pub async fn serve_refusing(args: &[&str], env: &[(&str, &str)]) -> (bool, String, String) {
+/// Run the `tartan` binary to its end with `args` and only the environment
+/// `env`: whether it succeeded, its stdout and its stderr.
+pub async fn run_tartan(args: &[&str], env: &[(&str, &str)]) -> (bool, String, String) {
     let out = tokio::time::timeout(
-        Duration::from_secs(30),
+        Duration::from_secs(60),
         tokio::process::Command::new(env!("CARGO_BIN_EXE_tartan"))
-            .arg("serve")
             .args(args)
+            .env_clear()
             .envs(env.iter().copied())
-            .env_remove("RUST_BACKTRACE")
             .kill_on_drop(true)
             .output(),
     )
     .await
-    .expect("the server stops at once")
+    .expect("tartan ends by itself")
     .expect("running tartan");
     (
         out.status.success(),
         String::from_utf8_lossy(&out.stdout).into_owned(),
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
+}
+
+/// Run `tartan serve` expecting it to refuse to start: its exit status,
+/// stdout and stderr.
+pub async fn serve_refusing(args: &[&str], env: &[(&str, &str)]) -> (bool, String, String) {
+    let args: Vec<&str> = std::iter::once("serve").chain(args.iter().copied()).collect();
+    run_tartan(&args, env).await
 }
 
 /// The flags of a server that is never meant to get as far as its database.

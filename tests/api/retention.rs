@@ -330,28 +330,11 @@ async fn bad_page_parameters_are_refused_naming_them(backend: Backend) {
     }
 }
 
-/// Run `tartan purge` with `args` and `env`: whether it succeeded, its
-/// stdout and stderr.
+/// Run `tartan purge` with `args` and only the environment `env`: whether
+/// it succeeded, its stdout and stderr.
 async fn purge(args: &[&str], env: &[(&str, &str)]) -> (bool, String, String) {
-    let out = tokio::time::timeout(
-        Duration::from_secs(60),
-        tokio::process::Command::new(env!("CARGO_BIN_EXE_tartan"))
-            .arg("purge")
-            .args(args)
-            .env_remove("DATABASE_URL")
-            .env_remove("TARTAN_DATABASE_URL")
-            .envs(env.iter().copied())
-            .kill_on_drop(true)
-            .output(),
-    )
-    .await
-    .expect("purge ends")
-    .expect("running tartan purge");
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    let args: Vec<&str> = std::iter::once("purge").chain(args.iter().copied()).collect();
+    crate::helpers::run_tartan(&args, env).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
