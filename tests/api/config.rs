@@ -322,37 +322,24 @@ async fn a_webhook_base_url_other_hosts_cannot_reach_is_warned_about() {
         .any(|l| l.contains("TARTAN_WEBHOOK_BASE_URL")));
     drop(bin);
 
-    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_tartan"))
-        .args([
-            "serve",
+    let bin = crate::helpers::spawn_serve(
+        &[
             "--listen",
             "0.0.0.0:0",
             "--database-url",
             &db.url,
             "--node-id",
             "warn-2",
-        ])
-        .env("TARTAN_API_TOKEN", TOKEN)
-        .env("RUST_LOG", "info")
-        .stdout(std::process::Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let mut lines = tokio::io::AsyncBufReadExt::lines(tokio::io::BufReader::new(stdout));
-    let warned = tokio::time::timeout(Duration::from_secs(30), async {
-        while let Ok(Some(line)) = lines.next_line().await {
-            if line.contains("WARN") && line.contains("TARTAN_WEBHOOK_BASE_URL") {
-                return true;
-            }
-            if line.contains("listening on") {
-                return false;
-            }
-        }
-        false
-    })
-    .await
-    .unwrap_or(false);
+        ],
+        &[("TARTAN_API_TOKEN", TOKEN)],
+    )
+    .await;
+    // Logged before `listening on`, so there by now.
+    let warned = bin
+        .log
+        .lock()
+        .unwrap()
+        .iter()
+        .any(|l| l.contains("WARN") && l.contains("TARTAN_WEBHOOK_BASE_URL"));
     assert!(warned, "no warning about the webhook base URL");
-    child.kill().await.unwrap();
 }

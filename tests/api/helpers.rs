@@ -433,19 +433,29 @@ pub async fn spawn_binary(db: &TestDb, node_id: &str) -> Binary {
 
 /// The same, with extra environment (e.g. short leases).
 pub async fn spawn_binary_with(db: &TestDb, node_id: &str, env: &[(&str, &str)]) -> Binary {
-    use tokio::io::AsyncBufReadExt;
-    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_tartan"));
-    command.envs(env.iter().copied());
-    let mut child = command
-        .args([
-            "serve",
+    spawn_serve(
+        &[
             "--listen",
             "127.0.0.1:0",
             "--node-id",
             node_id,
             "--database-url",
             &db.url,
-        ])
+        ],
+        env,
+    )
+    .await
+}
+
+/// Start `tartan serve` with these flags and extra environment; returns
+/// once it logs `listening on <addr>`.
+pub async fn spawn_serve(args: &[&str], env: &[(&str, &str)]) -> Binary {
+    use tokio::io::AsyncBufReadExt;
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_tartan"));
+    command.envs(env.iter().copied());
+    let mut child = command
+        .arg("serve")
+        .args(args)
         .env(
             "RUST_LOG",
             env.iter()

@@ -89,12 +89,11 @@ pub fn router_with(engine: Engine, security: ApiSecurity, body_timeout: Duration
             },
         ))
         // Outermost of the route layers: refusals by the others are counted too.
+        // Outermost, so that refused requests are counted and logged too.
         .layer(axum::middleware::from_fn_with_state(
             engine.clone(),
-            observe::metrics::record,
+            observe::observe_request,
         ))
-        // Outermost, so that refused requests are logged too.
-        .layer(axum::middleware::from_fn(observe::log_request))
         .with_state(engine);
     match cors {
         Some(cors) => app.layer(cors),

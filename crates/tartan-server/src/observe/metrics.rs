@@ -1,33 +1,14 @@
-//! `GET /metrics` and the API's request metrics (docs/operating.md, "Metrics").
-//! The engine keeps the registry; this module records every request by the
-//! route template it matched (never its raw path), method and status, and
-//! renders the registry.
+//! `GET /metrics` (docs/operating.md, "Metrics"): the engine keeps the
+//! registry, this module renders it. Requests are recorded by the request
+//! layer (`requests`), beside their log line.
 
-use axum::extract::{MatchedPath, Request, State};
+use axum::extract::State;
 use axum::http::{header, StatusCode};
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use tartan_engine::metrics::{method_label, StartRefusal, CONTENT_TYPE};
+use tartan_engine::metrics::{StartRefusal, CONTENT_TYPE};
 use tartan_engine::Engine;
 
 use crate::error::{kind, ApiError};
-
-/// Record a request once its response is ready. A layer on the router, so
-/// it runs after routing: `MatchedPath` is there for every matched route.
-pub(crate) async fn record(State(engine): State<Engine>, req: Request, next: Next) -> Response {
-    let started = std::time::Instant::now();
-    let method = method_label(req.method().as_str());
-    // An `Arc` inside: cloning it allocates nothing.
-    let route = req.extensions().get::<MatchedPath>().cloned();
-    let response = next.run(req).await;
-    engine.metrics().http_request(
-        route.as_ref().map(MatchedPath::as_str),
-        method,
-        response.status().as_u16(),
-        started.elapsed(),
-    );
-    response
-}
 
 /// `GET /metrics`: every metric of this process, in the OpenMetrics text
 /// format.

@@ -2,6 +2,6 @@
 //! per request, tied to a request id, and the metrics.
 
 pub(crate) mod metrics;
-mod request_log;
+mod requests;
 
-pub(crate) use request_log::log_request;
+pub(crate) use requests::observe_request;

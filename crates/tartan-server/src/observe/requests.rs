@@ -1,13 +1,16 @@
-//! One log line per API request: method, matched route, status, latency and
-//! a request id, taken from `X-Request-Id` or made here, and echoed in the
-//! response (docs/operating.md, "Logs").
+//! Every API request, observed once: its metrics (docs/operating.md,
+//! "Metrics") and one log line with method, matched route, status, latency
+//! and a request id, taken from `X-Request-Id` or made here, and echoed in
+//! the response (docs/operating.md, "Logs").
 
 use std::time::Instant;
 
-use axum::extract::{MatchedPath, Request};
+use axum::extract::{MatchedPath, Request, State};
 use axum::http::HeaderValue;
 use axum::middleware::Next;
 use axum::response::Response;
+use tartan_engine::metrics::{method_label, UNMATCHED_ROUTE};
+use tartan_engine::Engine;
 use tracing::Instrument;
 
 const REQUEST_ID: &str = "x-request-id";
@@ -16,11 +19,9 @@ const REQUEST_ID: &str = "x-request-id";
 /// one is replaced, so a client cannot flood the log through it.
 const MAX_REQUEST_ID: usize = 128;
 
-/// The route as registered (`/engine/flow/{id}`), never the path itself, so
-/// that log lines group by route and no id in a path is repeated twice.
-const UNMATCHED: &str = "unmatched";
-
-pub(crate) async fn log_request(req: Request, next: Next) -> Response {
+/// A layer on the router, so it runs after routing: `MatchedPath` is there
+/// for every matched route.
+pub(crate) async fn observe_request(State(engine): State<Engine>, req: Request, next: Next) -> Response {
     let started = Instant::now();
     let id = req
         .headers()
@@ -28,22 +29,27 @@ pub(crate) async fn log_request(req: Request, next: Next) -> Response {
         .filter(|v| acceptable(v.as_bytes()))
         .cloned()
         .unwrap_or_else(new_id);
-    let shown = String::from_utf8_lossy(id.as_bytes()).into_owned();
+    // Visible ASCII, checked above or made here: never the fallback.
+    let shown = id.to_str().unwrap_or("-");
     let method = req.method().clone();
-    let route = req
-        .extensions()
-        .get::<MatchedPath>()
-        .map_or(UNMATCHED, |p| p.as_str())
-        .to_owned();
+    // An `Arc` inside: cloning it allocates nothing.
+    let route = req.extensions().get::<MatchedPath>().cloned();
     let span = tracing::info_span!("request", request_id = %shown);
     let mut response = next.run(req).instrument(span).await;
     let status = response.status().as_u16();
-    let latency_ms = started.elapsed().as_secs_f64() * 1000.0;
+    let took = started.elapsed();
+    let route = route.as_ref().map(MatchedPath::as_str);
+    engine
+        .metrics()
+        .http_request(route, method_label(method.as_str()), status, took);
+    let latency_ms = took.as_secs_f64() * 1000.0;
     tracing::info!(
         target: "tartan::request",
         request_id = %shown,
         method = %method,
-        route = %route,
+        // The route as registered (`/engine/flow/{id}`), never the path: lines
+        // group by route, and no id in a path is logged.
+        route = route.unwrap_or(UNMATCHED_ROUTE),
         status,
         latency_ms,
         "request"
