@@ -64,21 +64,11 @@ pub async fn run(args: PurgeArgs) -> Result<()> {
     let store = tartan_store::open_with(&url, &pools)
         .await
         .with_context(|| format!("opening {}", tartan_store::redact(&url)))?;
-    let mut total = 0usize;
-    loop {
-        let started = tokio::time::Instant::now();
-        let purged = store
-            .purge_finished(cutoff, tartan_engine::PURGE_BATCH)
-            .await
-            .with_context(|| format!("purging (after {total} flows were deleted)"))?;
-        total += purged;
-        if purged < tartan_engine::PURGE_BATCH {
-            break;
-        }
-        // As long a pause as the batch took: engines sharing the database
-        // keep at least half of its time.
-        tokio::time::sleep(started.elapsed()).await;
-    }
+    // Nothing stops it but the end of the work (or Ctrl-C, which ends the
+    // process between batches' transactions or rolls one back).
+    let (total, result) =
+        tartan_engine::purge_before(&*store, cutoff, &tokio_util::sync::CancellationToken::new()).await;
+    result.with_context(|| format!("purging (after {total} flows were deleted)"))?;
     println!(
         "purged {total} finished flows deactivated before {} ({} ago) from {}",
         cutoff.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),

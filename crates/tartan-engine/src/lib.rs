@@ -63,7 +63,7 @@ pub use config::{
 pub use error::EngineError;
 pub use flows::{StartOutcome, WebhookRefusal, WebhookResult};
 pub use metrics::Metrics;
-pub use retention::PURGE_BATCH;
+pub use retention::purge_before;
 pub use slots::CallCounts;
 pub use traces::Tracer;
 

@@ -8,12 +8,14 @@
 use std::time::Duration;
 
 use tartan_core::duration::format_duration;
+use tartan_store::{Store, StoreError};
 use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
 
 use crate::Engine;
 
 /// Flows per batch: each batch is one short transaction.
-pub const PURGE_BATCH: usize = 500;
+const PURGE_BATCH: usize = 500;
 /// Sweeps run at most this far apart.
 const MAX_SWEEP_INTERVAL: Duration = Duration::from_secs(60);
 /// Sweeps run at least this far apart, however short the retention.
@@ -57,10 +59,7 @@ impl Engine {
         });
     }
 
-    /// Purge every flow past `retention`, a batch at a time, pausing between
-    /// batches at least as long as the last one took: a backlog (retention
-    /// just switched on) is worked off without taking more than half of the
-    /// database's time from the flows.
+    /// Purge every flow past `retention` (see [`purge_before`]).
     async fn sweep(&self, retention: Duration) {
         // A retention past what a date can hold keeps everything.
         let Some(before) = chrono::Duration::from_std(retention)
@@ -69,29 +68,9 @@ impl Engine {
         else {
             return;
         };
-        let mut total = 0usize;
-        loop {
-            let started = Instant::now();
-            let purged = tokio::select! {
-                purged = self.inner.store.purge_finished(before, PURGE_BATCH) => purged,
-                _ = self.inner.stopping.cancelled() => break,
-            };
-            match purged {
-                Ok(n) => {
-                    total += n;
-                    if n < PURGE_BATCH {
-                        break;
-                    }
-                }
-                Err(e) => {
-                    tracing::warn!("purging finished flows failed (the next sweep tries again): {e}");
-                    break;
-                }
-            }
-            tokio::select! {
-                _ = tokio::time::sleep(started.elapsed().max(MIN_BATCH_PAUSE)) => {}
-                _ = self.inner.stopping.cancelled() => break,
-            }
+        let (total, result) = purge_before(&*self.inner.store, before, &self.inner.stopping).await;
+        if let Err(e) = result {
+            tracing::warn!("purging finished flows failed (the next sweep tries again): {e}");
         }
         if total > 0 {
             tracing::info!(
@@ -99,6 +78,40 @@ impl Engine {
                 retention = %format_duration(retention),
                 "purged finished flows past their retention"
             );
+        }
+    }
+}
+
+/// Purge every flow deactivated before `before`, a batch at a time, pausing
+/// between batches at least as long as the last one took: a backlog
+/// (retention just switched on, or `tartan purge`) is worked off without
+/// taking more than half of the database's time from the flows. Ends early
+/// when `stop` is cancelled; how many flows were purged, and the error that
+/// ended it, if one did.
+pub async fn purge_before(
+    store: &dyn Store,
+    before: chrono::DateTime<chrono::Utc>,
+    stop: &CancellationToken,
+) -> (usize, Result<(), StoreError>) {
+    let mut total = 0usize;
+    loop {
+        let started = Instant::now();
+        let purged = tokio::select! {
+            purged = store.purge_finished(before, PURGE_BATCH) => purged,
+            _ = stop.cancelled() => return (total, Ok(())),
+        };
+        match purged {
+            Ok(n) => {
+                total += n;
+                if n < PURGE_BATCH {
+                    return (total, Ok(()));
+                }
+            }
+            Err(e) => return (total, Err(e)),
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(started.elapsed().max(MIN_BATCH_PAUSE)) => {}
+            _ = stop.cancelled() => return (total, Ok(())),
         }
     }
 }
