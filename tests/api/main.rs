@@ -15,6 +15,7 @@ mod flows;
 mod helpers;
 mod limits;
 mod metrics;
+mod openapi;
 mod outages;
 mod outbound;
 mod retention;

@@ -1,12 +1,13 @@
 //! Route table. Handlers live beside the resource they serve.
 
-mod engine;
-mod flows;
-mod health;
+mod bodies;
+pub(crate) mod engine;
+pub(crate) mod flows;
+pub(crate) mod health;
 mod history;
-mod steps;
-mod webhooks;
-mod work;
+pub(crate) mod steps;
+pub(crate) mod webhooks;
+pub(crate) mod work;
 
 use axum::routing::{get, post};
 use axum::Router;
@@ -17,8 +18,9 @@ pub(crate) fn routes() -> Router<Engine> {
         .route("/health", get(health::health))
         .route("/ready", get(health::ready))
         .route("/metrics", get(crate::observe::metrics::render))
+        .route("/openapi.json", get(crate::openapi::document_route))
         .route("/engine", get(engine::engine_state))
-        .route("/engine/", get(engine::engine_state))
+        .route("/engine/", get(engine::engine_state_slash))
         .route("/engine/catalog", get(engine::catalog))
         .route("/engine/catalog/events", get(engine::catalog_events))
         .route("/engine/step", get(steps::list).post(steps::register))
@@ -46,20 +48,4 @@ pub(crate) fn routes() -> Router<Engine> {
             "/webhook/{flow}/{step}/{token}/{signature}/heartbeat",
             post(webhooks::heartbeat),
         )
-}
-
-/// An event as the API shows it (docs/api.md).
-pub(crate) fn event_json(e: &tartan_store::StoredEvent) -> serde_json::Value {
-    let aggregate = if e.aggregate_type == "catalog" {
-        serde_json::json!(["catalog"])
-    } else {
-        serde_json::json!([e.aggregate_type, e.aggregate_id])
-    };
-    serde_json::json!({
-        "type": e.event_type,
-        "aggregate_id": aggregate,
-        "sequence": e.sequence,
-        "timestamp": e.timestamp,
-        "data": e.data,
-    })
 }

@@ -52,7 +52,7 @@ fn is_open(path: &str) -> bool {
 
 /// What a read token may do: `GET` (and `HEAD`), and the two `POST` routes
 /// that only read (a plan preview, a flow query).
-fn is_read(method: &Method, path: &str) -> bool {
+pub(crate) fn is_read(method: &Method, path: &str) -> bool {
     method == Method::GET
         || method == Method::HEAD
         || (method == Method::POST && (path == "/engine/plan" || path == "/engine/flow/query"))
