@@ -128,6 +128,14 @@ fn refusals(path: &str, method: &Method, operation: &mut Operation) {
             add(operation, 403, "A read token may not change anything");
         }
     }
+    // Anything that reads or writes the database.
+    if !matches!(path, "/health" | "/metrics" | "/openapi.json") {
+        add(
+            operation,
+            503,
+            "The database is unavailable, or the engine is stopping or overloaded; see `Retry-After`",
+        );
+    }
     if operation.request_body.is_some() {
         add(
             operation,
