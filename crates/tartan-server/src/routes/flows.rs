@@ -75,15 +75,69 @@ pub(crate) async fn get_one(
     Ok(Json(json!(state)))
 }
 
-/// `POST /engine/flow/{id}/cancel`: 202 once the flow is cancelled.
+#[derive(Deserialize)]
+pub(crate) struct CancelParams {
+    /// `false`: kill the flow, no compensation (docs/api.md, "Retry and kill").
+    compensate: Option<String>,
+}
+
+/// `POST /engine/flow/{id}/cancel[?compensate=false]`: 202 once the flow is
+/// cancelled.
 pub(crate) async fn cancel(
     State(engine): State<Engine>,
     Path(id): Path<String>,
+    Query(params): Query<CancelParams>,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
-    engine.cancel_flow(&id).await?;
+    let compensate = match params.compensate.as_deref() {
+        None | Some("true") => true,
+        Some("false") => false,
+        Some(other) => {
+            return Err(ApiError::bad_request(format!(
+                "compensate: {other:?} is not true or false"
+            )))
+        }
+    };
+    engine.cancel_flow_with(&id, compensate).await?;
     Ok((
         StatusCode::ACCEPTED,
-        Json(json!({ "message": "Flow cancelled", "flow_id": id })),
+        Json(json!({ "message": "Flow cancelled", "flow_id": id, "compensate": compensate })),
+    ))
+}
+
+/// Largest body a retry takes: it has one optional flag.
+const RETRY_BODY_LIMIT: usize = 4 * 1024;
+
+/// A retry's optional body.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RetryBody {
+    #[serde(default = "yes")]
+    reset_attempts: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// `POST /engine/flow/{id}/retry`: 202 once a failed or cancelled flow runs
+/// again from where it stopped (docs/api.md, "Retry and kill").
+pub(crate) async fn retry(
+    State(engine): State<Engine>,
+    Path(id): Path<String>,
+    request: axum::extract::Request,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
+    let bytes = crate::extract::read_body(request, RETRY_BODY_LIMIT).await?;
+    let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
+    let body = match first {
+        None => RetryBody { reset_attempts: true },
+        // serde would take `[true]` for the struct: only an object is one.
+        Some(b'{') => crate::extract::parse_json::<RetryBody>(&bytes)?,
+        Some(_) => return Err(ApiError::bad_request("the body must be a JSON object (or absent)")),
+    };
+    engine.retry_flow(&id, body.reset_attempts, None).await?;
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(json!({ "message": "Flow retried", "flow_id": id, "reset_attempts": body.reset_attempts })),
     ))
 }
 
