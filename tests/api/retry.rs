@@ -24,7 +24,10 @@ both_backends!(
 );
 
 fn problem(status: u16, detail: &str) -> axum::response::Response {
-    json_reply(status, json!({"type": "about:blank", "status": status, "detail": detail}))
+    json_reply(
+        status,
+        json!({"type": "about:blank", "status": status, "detail": detail}),
+    )
 }
 
 /// `make` (output `x`) feeds `use` (output `y`), which declines its first
@@ -139,7 +142,8 @@ async fn a_retry_of_an_active_completed_or_unknown_flow_is_refused(backend: Back
         })
     })
     .await;
-    app.register(&sync_step("hang", &hang.url("/hang"), &[], &["h"])).await;
+    app.register(&sync_step("hang", &hang.url("/hang"), &[], &["h"]))
+        .await;
     let svc = two_steps(&app, 0).await;
     app.start_flow(&json!({"id": "busy", "goals": ["hang"]})).await;
     app.start_flow(&json!({"id": "done", "goals": ["use"]})).await;
@@ -148,10 +152,18 @@ async fn a_retry_of_an_active_completed_or_unknown_flow_is_refused(backend: Back
     let busy = retry(&app, "busy", None).await;
     assert_eq!(busy.status, StatusCode::CONFLICT, "{:?}", busy.body);
     assert_eq!(busy.content_type, "application/problem+json");
-    assert!(busy.body["detail"].as_str().unwrap_or("").contains("active"), "{:?}", busy.body);
+    assert!(
+        busy.body["detail"].as_str().unwrap_or("").contains("active"),
+        "{:?}",
+        busy.body
+    );
     let done = retry(&app, "done", None).await;
     assert_eq!(done.status, StatusCode::CONFLICT, "{:?}", done.body);
-    assert!(done.body["detail"].as_str().unwrap_or("").contains("completed"), "{:?}", done.body);
+    assert!(
+        done.body["detail"].as_str().unwrap_or("").contains("completed"),
+        "{:?}",
+        done.body
+    );
     let unknown = retry(&app, "nope", None).await;
     assert_eq!(unknown.status, StatusCode::NOT_FOUND, "{:?}", unknown.body);
 
@@ -169,7 +181,11 @@ async fn a_retry_of_an_active_completed_or_unknown_flow_is_refused(backend: Back
         .send(Method::POST, "/engine/flow/busy/cancel?compensate=maybe", None)
         .await;
     assert_eq!(bad.status, StatusCode::BAD_REQUEST, "{:?}", bad.body);
-    assert!(bad.body["detail"].as_str().unwrap_or("").contains("compensate"), "{:?}", bad.body);
+    assert!(
+        bad.body["detail"].as_str().unwrap_or("").contains("compensate"),
+        "{:?}",
+        bad.body
+    );
 }
 
 async fn a_cancelled_flow_can_be_retried(backend: Backend) {
@@ -186,7 +202,8 @@ async fn a_cancelled_flow_can_be_retried(backend: Backend) {
         })
     })
     .await;
-    app.register(&sync_step("slow", &svc.url("/slow"), &[], &["s"])).await;
+    app.register(&sync_step("slow", &svc.url("/slow"), &[], &["s"]))
+        .await;
     app.start_flow(&json!({"id": "c", "goals": ["slow"]})).await;
     wait_for_calls(&svc, 1).await;
     let r = app.send(Method::POST, "/engine/flow/c/cancel", None).await;
@@ -214,7 +231,8 @@ async fn a_flow_timeout_counts_again_from_the_retry(backend: Backend) {
         })
     })
     .await;
-    app.register(&sync_step("slow", &svc.url("/slow"), &[], &["s"])).await;
+    app.register(&sync_step("slow", &svc.url("/slow"), &[], &["s"]))
+        .await;
     app.start_flow(&json!({"id": "t", "goals": ["slow"], "timeout": "400ms"}))
         .await;
     let timed_out = app.wait_for_flow("t").await;
@@ -289,7 +307,10 @@ async fn a_kill_skips_compensation(backend: Backend) {
         // Element 1 succeeded, element 2 is in flight.
         for _ in 0..400 {
             let f = app.flow(id).await;
-            let items = f["executions"]["charge"]["work_items"].as_object().cloned().unwrap_or_default();
+            let items = f["executions"]["charge"]["work_items"]
+                .as_object()
+                .cloned()
+                .unwrap_or_default();
             if items.values().any(|w| w["status"] == "succeeded") {
                 break;
             }
@@ -370,8 +391,12 @@ async fn a_read_token_may_not_retry_or_kill(backend: Backend) {
     let Some(db) = TestDb::create(backend).await else {
         return;
     };
-    let security = tartan_server::ApiSecurity::new(&["full-token-0123456789".into()], &["reader-token-abcdefghij".into()], &[])
-        .unwrap_or_else(|e| panic!("security settings: {e}"));
+    let security = tartan_server::ApiSecurity::new(
+        &["full-token-0123456789".into()],
+        &["reader-token-abcdefghij".into()],
+        &[],
+    )
+    .unwrap_or_else(|e| panic!("security settings: {e}"));
     let app = start_secured(db, "test-node", security).await;
     let send = |path: &str, token: &str| {
         app.client

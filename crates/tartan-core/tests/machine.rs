@@ -1084,7 +1084,10 @@ fn a_kill_cancels_without_compensation() {
     );
     assert!(matches!(
         tx.events.iter().find(|e| e.type_name() == "flow_cancelled"),
-        Some(FlowEvent::FlowCancelled { compensate: false, .. })
+        Some(FlowEvent::FlowCancelled {
+            compensate: false,
+            ..
+        })
     ));
     assert!(run.state.killed);
     assert_eq!(run.replayed(), run.state);

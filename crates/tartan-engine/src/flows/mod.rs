@@ -356,7 +356,9 @@ impl Engine {
             FlowStatus::Failed | FlowStatus::Cancelled => {}
         }
         if state.deactivated_at.is_none() || state.has_active_work() {
-            return refuse("it is still deactivating (calls or compensations in flight); retry once it is deactivated");
+            return refuse(
+                "it is still deactivating (calls or compensations in flight); retry once it is deactivated",
+            );
         }
         if self.inner.stopping.is_cancelled() {
             return Err(EngineError::ShuttingDown);

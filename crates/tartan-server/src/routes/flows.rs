@@ -132,7 +132,11 @@ pub(crate) async fn retry(
         None => RetryBody { reset_attempts: true },
         // serde would take `[true]` for the struct: only an object is one.
         Some(b'{') => crate::extract::parse_json::<RetryBody>(&bytes)?,
-        Some(_) => return Err(ApiError::bad_request("the body must be a JSON object (or absent)")),
+        Some(_) => {
+            return Err(ApiError::bad_request(
+                "the body must be a JSON object (or absent)",
+            ))
+        }
     };
     engine.retry_flow(&id, body.reset_attempts, None).await?;
     Ok((
