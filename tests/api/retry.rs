@@ -254,6 +254,32 @@ async fn a_flow_timeout_counts_again_from_the_retry(backend: Backend) {
         of_type(&evs, "flow_retried")[0]["data"]["deadline_at"].is_string(),
         "{evs:?}"
     );
+
+    // A flow that times out again, after a retry, is given the same
+    // timeout, counted from the retry.
+    let hang = StepServer::start_async(|_, _| {
+        Box::pin(async {
+            tokio::time::sleep(Duration::from_secs(30)).await;
+            json_reply(200, json!({}))
+        })
+    })
+    .await;
+    app.register(&sync_step("hang", &hang.url("/hang"), &[], &["h"]))
+        .await;
+    app.start_flow(&json!({"id": "t2", "goals": ["hang"], "timeout": "300ms"}))
+        .await;
+    assert_eq!(app.wait_for_flow("t2").await["status"], "failed");
+    for round in 0..2 {
+        let r = retry(&app, "t2", None).await;
+        assert_eq!(r.status, StatusCode::ACCEPTED, "{round}: {:?}", r.body);
+        let flow = app.wait_for_flow("t2").await;
+        assert_eq!(flow["status"], "failed", "{flow}");
+        assert_eq!(
+            flow["error"], "flow timeout of 300 ms exceeded",
+            "{round}: {flow}"
+        );
+    }
+    assert_eq!(hang.requests().len(), 3, "one call per run");
 }
 
 async fn wait_for_calls(svc: &StepServer, n: usize) {

@@ -155,6 +155,10 @@ pub struct FlowState {
     /// that succeeds after the cancel is not compensated either.
     #[serde(default, skip_serializing_if = "is_false")]
     pub killed: bool,
+    /// When the flow was last retried: its timeout counts from then
+    /// (from `created_at` before any retry).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retried_at: Option<Time>,
     #[serde(skip)]
     calls: usize,
 }
@@ -180,6 +184,7 @@ impl Default for FlowState {
             attributes: Attributes::new(),
             executions: Executions::new(),
             killed: false,
+            retried_at: None,
             calls: 0,
         }
     }
@@ -211,6 +216,8 @@ struct StoredFlowState {
     executions: Executions,
     #[serde(default)]
     killed: bool,
+    #[serde(default)]
+    retried_at: Option<Time>,
 }
 
 impl From<StoredFlowState> for FlowState {
@@ -233,6 +240,7 @@ impl From<StoredFlowState> for FlowState {
             attributes: s.attributes,
             executions: s.executions,
             killed: s.killed,
+            retried_at: s.retried_at,
             calls: 0,
         };
         state.calls = state.count_calls(Scope::Flow);
@@ -850,6 +858,7 @@ impl FlowState {
             attributes,
             executions,
             killed: false,
+            retried_at: None,
             calls: 0,
         }
     }
@@ -967,6 +976,11 @@ impl FlowState {
             .map(|w| w.attempts.len())
             .sum();
         u32::try_from(n).unwrap_or(u32::MAX)
+    }
+
+    /// When the flow's timeout started counting: its start, or its last retry.
+    pub fn timeout_from(&self) -> Time {
+        self.retried_at.unwrap_or(self.created_at)
     }
 
     /// True while any work item still has a call in flight.
@@ -1280,7 +1294,10 @@ impl FlowState {
                 work,
                 deadline_at,
                 ..
-            } => self.retried(*reset_attempts, steps, work, *deadline_at)?,
+            } => {
+                self.retried(*reset_attempts, steps, work, *deadline_at)?;
+                self.retried_at = Some(at);
+            }
             // Recorded for the reader of the log; the state does not change.
             FlowEvent::WorkLateResult { .. } => return Ok(()),
             FlowEvent::AttributeSet {

@@ -307,9 +307,9 @@ pub(super) fn stop(tx: &mut Transition, stop: Stop, ctx: &mut Context<'_>) -> Re
     }
     match stop {
         Stop::Timeout => {
-            let created = tx.state.created_at;
-            let limit = tx.state.deadline_at.map_or(0, |d| ms_between(created, d));
-            let elapsed = ms_between(created, tx.now);
+            let from = tx.state.timeout_from();
+            let limit = tx.state.deadline_at.map_or(0, |d| ms_between(from, d));
+            let elapsed = ms_between(from, tx.now);
             let problem = timeout_problem(TimeoutScope::Flow, limit, elapsed, "/");
             tx.emit(FlowEvent::FlowTimedOut {
                 flow_id: flow_id.clone(),
@@ -390,7 +390,7 @@ pub(super) fn retry(
     // The same timeout as at the start, counted from the retry.
     let deadline_at = state
         .deadline_at
-        .map(|d| add_ms(ctx.now, ms_between(state.created_at, d)));
+        .map(|d| add_ms(ctx.now, ms_between(state.timeout_from(), d)));
     let flow_id = state.id.clone();
     tx.emit(FlowEvent::FlowRetried {
         flow_id,
