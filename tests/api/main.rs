@@ -20,6 +20,7 @@ mod outages;
 mod outbound;
 mod retention;
 mod retries;
+mod retry;
 mod security;
 mod steps;
 mod timeouts;

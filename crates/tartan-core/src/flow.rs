@@ -164,6 +164,15 @@ pub struct FlowState {
     /// Work items with a call in flight (`active` or `compensating`): kept
     /// by `apply`, recounted when a state is read back, so that "does this
     /// flow still run anything" costs nothing per decision.
+    /// Cancelled without compensation (`cancel?compensate=false`): a call
+    /// that succeeds after the cancel is not compensated either.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub killed: bool,
+    /// When the flow was last retried: its timeout counts from then
+    /// (from `created_at` before any retry).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>, format = DateTime))]
+    pub retried_at: Option<Time>,
     #[serde(skip)]
     calls: usize,
 }
@@ -188,6 +197,8 @@ impl Default for FlowState {
             trace: None,
             attributes: Attributes::new(),
             executions: Executions::new(),
+            killed: false,
+            retried_at: None,
             calls: 0,
         }
     }
@@ -217,6 +228,10 @@ struct StoredFlowState {
     trace: Option<std::sync::Arc<FlowTrace>>,
     attributes: Attributes,
     executions: Executions,
+    #[serde(default)]
+    killed: bool,
+    #[serde(default)]
+    retried_at: Option<Time>,
 }
 
 impl From<StoredFlowState> for FlowState {
@@ -238,6 +253,8 @@ impl From<StoredFlowState> for FlowState {
             trace: s.trace,
             attributes: s.attributes,
             executions: s.executions,
+            killed: s.killed,
+            retried_at: s.retried_at,
             calls: 0,
         };
         state.calls = state.count_calls(Scope::Flow);
@@ -598,11 +615,51 @@ pub enum FlowEvent {
     FlowCancelled {
         flow_id: String,
         reason: String,
+        /// `false`: killed, the succeeded work of its steps is not
+        /// compensated (docs/api.md, "Retry and kill").
+        #[serde(default = "yes", skip_serializing_if = "is_true")]
+        compensate: bool,
+    },
+    /// A finished flow (failed, cancelled, timed out) runs again from where
+    /// it stopped: the listed steps and items start over, nothing that
+    /// succeeded runs again.
+    FlowRetried {
+        flow_id: String,
+        reset_attempts: bool,
+        /// The steps that go back to running (they have items) or pending.
+        steps: Vec<String>,
+        /// The items that start over.
+        work: Vec<RetriedWork>,
+        /// The flow's new deadline: its timeout counts again from the retry.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        deadline_at: Option<Time>,
+        /// The bulk job that retried it, if one did.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        by: Option<String>,
     },
     FlowDeactivated {
         flow_id: String,
         status: FlowStatus,
     },
+}
+
+/// One item a retry starts over.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RetriedWork {
+    pub step_id: String,
+    pub token: String,
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn is_true(b: &bool) -> bool {
+    *b
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 impl FlowEvent {
@@ -639,7 +696,9 @@ impl FlowEvent {
             | FlowEvent::StepSkipped { .. }
             | FlowEvent::FlowCompleted { .. }
             | FlowEvent::FlowFailed { .. }
-            | FlowEvent::FlowDeactivated { .. } => None,
+            | FlowEvent::FlowDeactivated { .. }
+            // Changes many items: the transition touches each of them.
+            | FlowEvent::FlowRetried { .. } => None,
         }
     }
 
@@ -673,6 +732,7 @@ impl FlowEvent {
             FlowEvent::FlowCompleted { .. } => "flow_completed",
             FlowEvent::FlowFailed { .. } => "flow_failed",
             FlowEvent::FlowDeactivated { .. } => "flow_deactivated",
+            FlowEvent::FlowRetried { .. } => "flow_retried",
         }
     }
 
@@ -830,6 +890,8 @@ impl FlowState {
             trace: options.trace.clone(),
             attributes,
             executions,
+            killed: false,
+            retried_at: None,
             calls: 0,
         }
     }
@@ -868,6 +930,58 @@ impl FlowState {
         state.ok_or(ApplyError::NotStarted)
     }
 
+    /// `flow_retried`: the flow is active again; the listed items are
+    /// pending again (with fresh attempt counts when `reset_attempts`), the
+    /// listed steps running again (pending, when they have no items).
+    fn retried(
+        &mut self,
+        reset_attempts: bool,
+        steps: &[String],
+        work: &[RetriedWork],
+        deadline_at: Option<Time>,
+    ) -> Result<(), ApplyError> {
+        self.status = FlowStatus::Active;
+        self.completed_at = None;
+        self.deactivated_at = None;
+        self.error = None;
+        self.problem = None;
+        self.killed = false;
+        self.deadline_at = deadline_at;
+        for item in work {
+            let w = self.work(&item.step_id, &item.token)?;
+            w.status = WorkStatus::Pending;
+            w.completed_at = None;
+            w.next_retry_at = None;
+            w.outputs = None;
+            w.error = None;
+            w.problem = None;
+            w.deadline_at = None;
+            w.inactive_until = None;
+            w.accepted_at = None;
+            w.retry_state = None;
+            if reset_attempts {
+                w.started_at = None;
+                w.retry_count = 0;
+                w.attempts.clear();
+            }
+        }
+        for step_id in steps {
+            let exec = self.execution(step_id)?;
+            exec.status = if exec.work_items.is_empty() {
+                StepStatus::Pending
+            } else {
+                StepStatus::Active
+            };
+            exec.completed_at = None;
+            exec.outputs = None;
+            exec.error = None;
+            exec.problem = None;
+            exec.reason = None;
+            exec.duration = None;
+        }
+        Ok(())
+    }
+
     fn execution(&mut self, step_id: &str) -> Result<&mut ExecutionState, ApplyError> {
         self.executions
             .get_mut(step_id)
@@ -895,6 +1009,11 @@ impl FlowState {
             .map(|w| w.attempts.len())
             .sum();
         u32::try_from(n).unwrap_or(u32::MAX)
+    }
+
+    /// When the flow's timeout started counting: its start, or its last retry.
+    pub fn timeout_from(&self) -> Time {
+        self.retried_at.unwrap_or(self.created_at)
     }
 
     /// True while any work item still has a call in flight.
@@ -1194,10 +1313,23 @@ impl FlowState {
             FlowEvent::FlowTimedOut { problem, .. } => {
                 self.problem = Some(problem.clone());
             }
-            FlowEvent::FlowCancelled { reason, .. } => {
+            FlowEvent::FlowCancelled {
+                reason, compensate, ..
+            } => {
                 self.status = FlowStatus::Cancelled;
                 self.completed_at = Some(at);
                 self.error = Some(reason.clone());
+                self.killed = !*compensate;
+            }
+            FlowEvent::FlowRetried {
+                reset_attempts,
+                steps,
+                work,
+                deadline_at,
+                ..
+            } => {
+                self.retried(*reset_attempts, steps, work, *deadline_at)?;
+                self.retried_at = Some(at);
             }
             // Recorded for the reader of the log; the state does not change.
             FlowEvent::WorkLateResult { .. } => return Ok(()),

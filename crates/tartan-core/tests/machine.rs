@@ -1018,3 +1018,77 @@ fn the_text_the_store_writes_is_each_events_data() {
         assert_eq!(parsed, event.data(), "{}", event.type_name());
     }
 }
+
+// ---------------------------------------------------------------------------
+// Retrying a finished flow
+
+#[test]
+fn a_retry_restarts_what_failed_and_what_was_skipped_and_nothing_else() {
+    let (mut run, _) = start_chain();
+    run.record("a", "tok-1", 1, ok(json!({ "x": 1 })), t(1));
+    let failed = run.record("b", "tok-2", 1, permanent(400, "no"), t(2));
+    assert_eq!(run.state.status, FlowStatus::Failed, "{:?}", types(&failed));
+    assert!(run.state.deactivated_at.is_some());
+    assert_eq!(run.status("c"), StepStatus::Skipped);
+
+    let retry = Command::Retry {
+        reset_attempts: true,
+        by: None,
+    };
+    let tx = run.decide(retry.clone(), t(3));
+    assert_eq!(types(&tx), ["flow_retried", "work_started"]);
+    assert_eq!(tx.dispatches(), [dispatch("b", "tok-2", 1)], "a fresh attempt 1");
+    assert!(matches!(
+        &tx.events[0],
+        FlowEvent::FlowRetried { steps, work, .. }
+            if steps == &["b".to_string(), "c".to_string()] && work.len() == 1 && work[0].token == "tok-2"
+    ));
+    assert_eq!(run.state.status, FlowStatus::Active);
+    assert_eq!(run.state.deactivated_at, None);
+    assert_eq!(run.status("a"), StepStatus::Completed);
+    assert_eq!(run.status("c"), StepStatus::Pending);
+    assert_eq!(run.replayed(), run.state, "replay reproduces the retried state");
+
+    // Active now: a second retry changes nothing.
+    let again = run.decide(retry, t(4));
+    assert!(again.events.is_empty(), "{:?}", types(&again));
+
+    run.record("b", "tok-2", 1, ok(json!({ "y": 2 })), t(5));
+    run.record("c", "tok-3", 1, ok(json!({ "z": 3 })), t(6));
+    assert_eq!(run.state.status, FlowStatus::Completed);
+    assert_eq!(run.replayed(), run.state);
+}
+
+#[test]
+fn a_retry_may_keep_counting_attempts() {
+    let (mut run, _) = start_chain();
+    run.record("a", "tok-1", 1, permanent(400, "no"), t(1));
+    let tx = run.decide(
+        Command::Retry {
+            reset_attempts: false,
+            by: Some("job-1".into()),
+        },
+        t(2),
+    );
+    assert_eq!(tx.dispatches(), [dispatch("a", "tok-1", 2)]);
+    assert_eq!(run.work("a").attempts.len(), 2);
+    assert_eq!(run.replayed(), run.state);
+}
+
+#[test]
+fn a_kill_cancels_without_compensation() {
+    let (mut run, _) = start_chain();
+    let tx = run.decide(
+        Command::Stop(tartan_core::machine::Stop::Kill("by test".into())),
+        t(1),
+    );
+    assert!(matches!(
+        tx.events.iter().find(|e| e.type_name() == "flow_cancelled"),
+        Some(FlowEvent::FlowCancelled {
+            compensate: false,
+            ..
+        })
+    ));
+    assert!(run.state.killed);
+    assert_eq!(run.replayed(), run.state);
+}

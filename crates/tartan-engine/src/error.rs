@@ -19,6 +19,9 @@ pub enum EngineError {
     FlowNotFound(String),
     #[error("flow {0} is {1}, not active")]
     FlowTerminal(String, &'static str),
+    /// A retry of a flow that cannot be retried now: the detail says why.
+    #[error("flow {0} cannot be retried: {1}")]
+    NotRetryable(String, String),
     #[error("the engine is shutting down")]
     ShuttingDown,
     #[error("this engine has {0} flows in progress, its limit (TARTAN_MAX_ACTIVE_FLOWS); retry later")]

@@ -250,6 +250,10 @@ impl<'a> Decision<'a> {
                 command: "stop",
                 ..Self::FLOW
             },
+            Command::Retry { .. } => Decision {
+                command: "retry",
+                ..Self::FLOW
+            },
         }
     }
 }

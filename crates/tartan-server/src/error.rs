@@ -121,9 +121,10 @@ impl From<EngineError> for ApiError {
                 }
                 PlanError::NoGoals | PlanError::Cycle(_) => ApiError::bad_request(p.to_string()),
             },
-            EngineError::StepExists(_) | EngineError::FlowExists(_) | EngineError::FlowTerminal(..) => {
-                ApiError::conflict(e.to_string())
-            }
+            EngineError::StepExists(_)
+            | EngineError::FlowExists(_)
+            | EngineError::FlowTerminal(..)
+            | EngineError::NotRetryable(..) => ApiError::conflict(e.to_string()),
             EngineError::StepNotFound(_) | EngineError::FlowNotFound(_) => ApiError::not_found(e.to_string()),
             EngineError::ShuttingDown => {
                 ApiError::new(StatusCode::SERVICE_UNAVAILABLE, kind::UNAVAILABLE, e.to_string())

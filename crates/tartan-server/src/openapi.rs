@@ -46,6 +46,7 @@ use crate::routes;
         routes::flows::status,
         routes::flows::events,
         routes::flows::cancel,
+        routes::flows::retry,
         routes::work::flow_work,
         routes::work::list,
         routes::webhooks::unsigned,

@@ -89,8 +89,9 @@ pub(super) fn record(
             );
             if step_ended {
                 // An item still running when its step failed: what it did is
-                // undone like the items that succeeded before.
-                if has_compensate(&tx.state, step_id) {
+                // undone like the items that succeeded before (unless the
+                // flow was killed: cancelled without compensation).
+                if has_compensate(&tx.state, step_id) && !tx.state.killed {
                     start_compensation(tx, step_id, token, 1)?;
                 }
             } else {
@@ -260,8 +261,9 @@ pub(super) fn stop(tx: &mut Transition, stop: Stop, ctx: &mut Context<'_>) -> Re
     let flow_id = tx.state.id.clone();
     let reason = match &stop {
         Stop::Timeout => "flow timed out".to_string(),
-        Stop::Cancel(r) => r.clone(),
+        Stop::Cancel(r) | Stop::Kill(r) => r.clone(),
     };
+    let compensate = !matches!(stop, Stop::Kill(_));
     let open: Vec<(String, String)> = tx
         .state
         .executions
@@ -299,20 +301,26 @@ pub(super) fn stop(tx: &mut Transition, stop: Stop, ctx: &mut Context<'_>) -> Re
             step_id: step_id.clone(),
             reason: reason.clone(),
         })?;
-        compensate_step(tx, &step_id)?;
+        if compensate {
+            compensate_step(tx, &step_id)?;
+        }
     }
     match stop {
         Stop::Timeout => {
-            let created = tx.state.created_at;
-            let limit = tx.state.deadline_at.map_or(0, |d| ms_between(created, d));
-            let elapsed = ms_between(created, tx.now);
+            let from = tx.state.timeout_from();
+            let limit = tx.state.deadline_at.map_or(0, |d| ms_between(from, d));
+            let elapsed = ms_between(from, tx.now);
             let problem = timeout_problem(TimeoutScope::Flow, limit, elapsed, "/");
             tx.emit(FlowEvent::FlowTimedOut {
                 flow_id: flow_id.clone(),
                 problem: problem.clone(),
             })?;
             if tx.state.on_timeout == Some(OnTimeout::Cancel) {
-                tx.emit(FlowEvent::FlowCancelled { flow_id, reason })?;
+                tx.emit(FlowEvent::FlowCancelled {
+                    flow_id,
+                    reason,
+                    compensate: true,
+                })?;
             } else {
                 tx.emit(FlowEvent::FlowFailed {
                     flow_id,
@@ -321,7 +329,11 @@ pub(super) fn stop(tx: &mut Transition, stop: Stop, ctx: &mut Context<'_>) -> Re
                 })?;
             }
         }
-        Stop::Cancel(_) => tx.emit(FlowEvent::FlowCancelled { flow_id, reason })?,
+        Stop::Cancel(_) | Stop::Kill(_) => tx.emit(FlowEvent::FlowCancelled {
+            flow_id,
+            reason,
+            compensate,
+        })?,
     }
     advance(tx, ctx)
 }
@@ -332,4 +344,67 @@ pub(super) fn deadline_due(tx: &mut Transition, ctx: &mut Context<'_>) -> Result
         stop(tx, Stop::Timeout, ctx)?;
     }
     Ok(())
+}
+
+/// Run a finished flow again from where it stopped: every item that did not
+/// succeed (failed, cancelled, timed out, compensated) starts over, in the
+/// steps that failed, were cancelled or skipped; steps that never started
+/// wait for their inputs again. Nothing that succeeded runs again. The
+/// flow's timeout counts again from now. A flow that is active, completed,
+/// or still deactivating (calls or compensations in flight) is left alone:
+/// the caller checks and answers why.
+pub(super) fn retry(
+    tx: &mut Transition,
+    reset_attempts: bool,
+    by: Option<String>,
+    ctx: &mut Context<'_>,
+) -> Result<(), ApplyError> {
+    let state = &tx.state;
+    if !matches!(state.status, FlowStatus::Failed | FlowStatus::Cancelled)
+        || state.deactivated_at.is_none()
+        || state.has_active_work()
+    {
+        return Ok(());
+    }
+    let mut steps = Vec::new();
+    let mut work = Vec::new();
+    for (step_id, exec) in state.executions.iter() {
+        let redo: Vec<&String> = exec
+            .work_items
+            .iter()
+            .filter(|(_, w)| w.status != WorkStatus::Succeeded)
+            .map(|(t, _)| t)
+            .collect();
+        let step_ended = matches!(
+            exec.status,
+            StepStatus::Failed | StepStatus::Cancelled | StepStatus::Skipped
+        );
+        if step_ended || !redo.is_empty() {
+            steps.push(step_id.clone());
+        }
+        work.extend(redo.into_iter().map(|token| crate::flow::RetriedWork {
+            step_id: step_id.clone(),
+            token: token.clone(),
+        }));
+    }
+    // The same timeout as at the start, counted from the retry.
+    let deadline_at = state
+        .deadline_at
+        .map(|d| add_ms(ctx.now, ms_between(state.timeout_from(), d)));
+    let flow_id = state.id.clone();
+    tx.emit(FlowEvent::FlowRetried {
+        flow_id,
+        reset_attempts,
+        steps: steps.clone(),
+        work,
+        deadline_at,
+        by,
+    })?;
+    let plan = Arc::clone(&tx.state.plan);
+    for step_id in &steps {
+        if let Some(step) = plan.steps.get(step_id) {
+            super::readiness::restart_step(tx, step)?;
+        }
+    }
+    advance(tx, ctx)
 }

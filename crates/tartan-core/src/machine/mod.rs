@@ -10,7 +10,7 @@
 //! - `transition`: the result of a decision, and the one match that derives
 //!   each event's effects.
 //! - `commands`: start, record a result, redispatch a cut-off call, a due
-//!   retry, stop (cancel, deadline).
+//!   retry, stop (cancel, kill, deadline), retry a finished flow.
 //! - `readiness`: which pending steps can start, starting them, finishing a
 //!   step and the flow (`advance`).
 //! - `failure`: a failed or timed-out attempt: retry, or fail the item and
@@ -87,6 +87,14 @@ pub enum Command {
     DeadlineDue,
     /// Stop the flow before its steps are done.
     Stop(Stop),
+    /// Run a finished, not completed flow again from where it stopped
+    /// (docs/api.md, "Retry and kill"). Changes nothing unless the flow
+    /// failed or was cancelled and is deactivated.
+    Retry {
+        reset_attempts: bool,
+        /// The bulk job acting, recorded in the event.
+        by: Option<String>,
+    },
 }
 
 /// Why a flow stops before its steps are done.
@@ -96,6 +104,8 @@ pub enum Stop {
     Timeout,
     /// A client cancelled it.
     Cancel(String),
+    /// A client cancelled it without compensation (`compensate=false`).
+    Kill(String),
 }
 
 /// Decide on `command`: the events that follow from `state`, the state they
@@ -134,6 +144,7 @@ pub fn apply(state: FlowState, command: Command, ctx: &mut Context<'_>) -> Resul
         }
         Command::DeadlineDue => commands::deadline_due(&mut tx, ctx)?,
         Command::Stop(stop) => commands::stop(&mut tx, stop, ctx)?,
+        Command::Retry { reset_attempts, by } => commands::retry(&mut tx, reset_attempts, by, ctx)?,
     }
     Ok(tx)
 }

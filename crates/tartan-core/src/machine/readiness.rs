@@ -298,6 +298,21 @@ fn start_step(
     finish_step_if_done(tx, &step.id)
 }
 
+/// A step a retry made active again: start its pending items, or complete
+/// it at once when all of them had succeeded.
+pub(super) fn restart_step(tx: &mut Transition, step: &Step) -> Result<(), ApplyError> {
+    let active = tx
+        .state
+        .executions
+        .get(&step.id)
+        .is_some_and(|e| e.status == StepStatus::Active);
+    if !active {
+        return Ok(());
+    }
+    fill_slots(tx, step)?;
+    finish_step_if_done(tx, &step.id)
+}
+
 /// Start pending items of an active step, in element order, while fewer than
 /// its parallelism are in flight.
 fn fill_slots(tx: &mut Transition, step: &Step) -> Result<(), ApplyError> {
@@ -326,17 +341,21 @@ fn fill_slots(tx: &mut Transition, step: &Step) -> Result<(), ApplyError> {
         .total_ms
         .map(|ms| add_ms(tx.now, ms));
     for (_, token) in pending.into_iter().take(free) {
-        let inputs = tx
+        // Attempts go on counting for an item a retry kept them for.
+        let (inputs, attempt) = tx
             .state
             .find_work(&step.id, &token)
-            .map(|w| w.inputs.clone())
+            .map(|w| {
+                let last = w.attempts.last().map_or(0, |a| a.number);
+                (w.inputs.clone(), last.saturating_add(1))
+            })
             .unwrap_or_default();
         tx.emit(FlowEvent::WorkStarted {
             flow_id: tx.state.id.clone(),
             step_id: step.id.clone(),
             token,
             inputs,
-            attempt: 1,
+            attempt: attempt.max(1),
             deadline_at: deadline,
         })?;
     }
@@ -462,7 +481,8 @@ fn affected(plan: &ExecutionPlan, events: &[FlowEvent]) -> Option<BTreeSet<Strin
     let mut names: BTreeSet<&str> = BTreeSet::new();
     for event in events {
         match event {
-            FlowEvent::FlowStarted { .. } => return None,
+            // A retry puts skipped steps back to pending: look at them all.
+            FlowEvent::FlowStarted { .. } | FlowEvent::FlowRetried { .. } => return None,
             FlowEvent::AttributeSet { key, .. } => {
                 names.insert(key);
             }

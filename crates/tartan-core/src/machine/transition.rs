@@ -204,6 +204,23 @@ impl Transition {
                 token,
                 *inactive_until,
             ),
+            FlowEvent::FlowRetried {
+                work, deadline_at, ..
+            } => {
+                // Every item it starts over: their rows change.
+                for w in work {
+                    self.push(Effect::Touch {
+                        step_id: w.step_id.clone(),
+                        token: w.token.clone(),
+                    });
+                }
+                if let Some(at) = deadline_at {
+                    self.push(Effect::Arm {
+                        wake: Wake::Deadline,
+                        at: *at,
+                    });
+                }
+            }
             FlowEvent::FlowCompleted { .. }
             | FlowEvent::FlowFailed { .. }
             | FlowEvent::FlowCancelled { .. } => {

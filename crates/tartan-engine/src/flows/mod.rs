@@ -314,6 +314,13 @@ impl Engine {
 
     /// Cancel an active flow: no new work, calls in flight aborted.
     pub async fn cancel_flow(&self, flow_id: &str) -> Result<(), EngineError> {
+        self.cancel_flow_with(flow_id, true).await
+    }
+
+    /// Cancel an active flow; `compensate: false` kills it: the succeeded
+    /// work of its steps is not compensated. Works wherever the flow runs
+    /// (its calls elsewhere are told to abort, docs/api.md "Retry and kill").
+    pub async fn cancel_flow_with(&self, flow_id: &str, compensate: bool) -> Result<(), EngineError> {
         let state = self.flow(flow_id).await?;
         if state.status != tartan_core::flow::FlowStatus::Active {
             return Err(EngineError::FlowTerminal(
@@ -321,11 +328,50 @@ impl Engine {
                 state.status.as_str(),
             ));
         }
-        self.decide(
-            flow_id,
-            Command::Stop(Stop::Cancel("cancelled by request".into())),
-        )
-        .await
+        let reason = "cancelled by request".to_string();
+        let stop = if compensate {
+            Stop::Cancel(reason)
+        } else {
+            Stop::Kill(reason)
+        };
+        self.decide(flow_id, Command::Stop(stop)).await
+    }
+
+    /// Run a failed or cancelled (timed-out included) flow again from where
+    /// it stopped (docs/api.md, "Retry and kill"). Any process may: the
+    /// decision is checked against the stored sequence like every other,
+    /// and the calls it starts are leased to this process.
+    pub async fn retry_flow(
+        &self,
+        flow_id: &str,
+        reset_attempts: bool,
+        by: Option<String>,
+    ) -> Result<(), EngineError> {
+        use tartan_core::flow::FlowStatus;
+        let state = self.flow(flow_id).await?;
+        let refuse = |why: &str| Err(EngineError::NotRetryable(flow_id.to_string(), why.to_string()));
+        match state.status {
+            FlowStatus::Active => return refuse("it is active"),
+            FlowStatus::Completed => return refuse("it completed"),
+            FlowStatus::Failed | FlowStatus::Cancelled => {}
+        }
+        if state.deactivated_at.is_none() || state.has_active_work() {
+            return refuse(
+                "it is still deactivating (calls or compensations in flight); retry once it is deactivated",
+            );
+        }
+        if self.inner.stopping.is_cancelled() {
+            return Err(EngineError::ShuttingDown);
+        }
+        let retry = Command::Retry { reset_attempts, by };
+        self.decide(flow_id, retry).await?;
+        // Another decision may have raced this one (a second retry): only
+        // a flow that is active now was retried.
+        match self.flow_status(flow_id).await? {
+            FlowStatus::Active => Ok(()),
+            other if other == state.status => refuse("another request changed it first"),
+            _ => Ok(()),
+        }
     }
 
     /// An async step's heartbeat: its inactivity window starts again. Only

@@ -20,12 +20,29 @@ pub(crate) struct Message {
     pub message: &'static str,
 }
 
-/// A flow id with a message: a start (`message` is empty, as in Argyll) or
-/// a cancel.
+/// A started flow's id; `message` is empty, as in Argyll.
 #[derive(Debug, Serialize, ToSchema)]
 pub(crate) struct FlowAnswer {
     pub message: &'static str,
     pub flow_id: String,
+}
+
+/// A cancelled flow; `compensate` is false for a kill.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct FlowCancelled {
+    #[schema(example = "Flow cancelled")]
+    pub message: &'static str,
+    pub flow_id: String,
+    pub compensate: bool,
+}
+
+/// A flow running again (docs/api.md, "Retry and kill").
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct FlowRetried {
+    #[schema(example = "Flow retried")]
+    pub message: &'static str,
+    pub flow_id: String,
+    pub reset_attempts: bool,
 }
 
 /// A registered or updated step as stored, defaults filled in.

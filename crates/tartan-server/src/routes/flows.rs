@@ -14,7 +14,9 @@ use tartan_core::request::{PlanRequest, StartFlow};
 use tartan_engine::{Engine, EngineError};
 use tartan_store::{FlowQuery, SortOrder};
 
-use super::bodies::{EventList, FlowAnswer, FlowPage, FlowStatusAnswer, FlowSummary};
+use super::bodies::{
+    EventList, FlowAnswer, FlowCancelled, FlowPage, FlowRetried, FlowStatusAnswer, FlowSummary,
+};
 use super::history::PageParams;
 use crate::error::{ApiError, Problem};
 use crate::extract::{self, Path, Query};
@@ -105,24 +107,100 @@ pub(crate) async fn get_one(
     Ok(Json(state))
 }
 
-/// `POST /engine/flow/{id}/cancel`: 202 once the flow is cancelled.
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub(crate) struct CancelParams {
+    /// `false`: kill the flow, no compensation (docs/api.md, "Retry and kill").
+    #[param(value_type = Option<bool>)]
+    compensate: Option<String>,
+}
+
+/// `POST /engine/flow/{id}/cancel[?compensate=false]`: 202 once the flow is
+/// cancelled.
 #[utoipa::path(post, path = "/engine/flow/{id}/cancel", tag = "flows",
-    params(("id" = String, Path, description = "Flow id")),
+    params(("id" = String, Path, description = "Flow id"), CancelParams),
     responses(
-        (status = 202, description = "Cancelled", body = FlowAnswer),
+        (status = 202, description = "Cancelled", body = FlowCancelled),
+        (status = 400, description = "`compensate` is not `true` or `false`", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "No such flow", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "The flow is over", body = Problem, content_type = "application/problem+json"),
     ))]
 pub(crate) async fn cancel(
     State(engine): State<Engine>,
     Path(id): Path<String>,
-) -> Result<(StatusCode, Json<FlowAnswer>), ApiError> {
-    engine.cancel_flow(&id).await?;
+    Query(params): Query<CancelParams>,
+) -> Result<(StatusCode, Json<FlowCancelled>), ApiError> {
+    let compensate = match params.compensate.as_deref() {
+        None | Some("true") => true,
+        Some("false") => false,
+        Some(other) => {
+            return Err(ApiError::bad_request(format!(
+                "compensate: {other:?} is not true or false"
+            )))
+        }
+    };
+    engine.cancel_flow_with(&id, compensate).await?;
     Ok((
         StatusCode::ACCEPTED,
-        Json(FlowAnswer {
+        Json(FlowCancelled {
             message: "Flow cancelled",
             flow_id: id,
+            compensate,
+        }),
+    ))
+}
+
+/// Largest body a retry takes: it has one optional flag.
+const RETRY_BODY_LIMIT: usize = 4 * 1024;
+
+/// A retry's optional body.
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RetryBody {
+    /// Restarted work items count attempts from 1 again (the default), or
+    /// go on counting (`false`).
+    #[serde(default = "yes")]
+    reset_attempts: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// `POST /engine/flow/{id}/retry`: 202 once a failed or cancelled flow runs
+/// again from where it stopped (docs/api.md, "Retry and kill").
+#[utoipa::path(post, path = "/engine/flow/{id}/retry", tag = "flows",
+    params(("id" = String, Path, description = "Flow id")),
+    request_body(content = Option<RetryBody>, description = "Optional; absent or `{}` resets attempts"),
+    responses(
+        (status = 202, description = "Running again", body = FlowRetried),
+        (status = 404, description = "No such flow", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "The flow is active, completed, or still deactivating", body = Problem, content_type = "application/problem+json"),
+    ))]
+pub(crate) async fn retry(
+    State(engine): State<Engine>,
+    Path(id): Path<String>,
+    request: axum::extract::Request,
+) -> Result<(StatusCode, Json<FlowRetried>), ApiError> {
+    let bytes = crate::extract::read_body(request, RETRY_BODY_LIMIT).await?;
+    let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
+    let body = match first {
+        None => RetryBody { reset_attempts: true },
+        // serde would take `[true]` for the struct: only an object is one.
+        Some(b'{') => crate::extract::parse_json::<RetryBody>(&bytes)?,
+        Some(_) => {
+            return Err(ApiError::bad_request(
+                "the body must be a JSON object (or absent)",
+            ))
+        }
+    };
+    engine.retry_flow(&id, body.reset_attempts, None).await?;
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(FlowRetried {
+            message: "Flow retried",
+            flow_id: id,
+            reset_attempts: body.reset_attempts,
         }),
     ))
 }

@@ -35,6 +35,7 @@ pub(crate) fn routes() -> Router<Engine> {
         .route("/engine/flow/{id}/status", get(flows::status))
         .route("/engine/flow/{id}/events", get(flows::events))
         .route("/engine/flow/{id}/cancel", post(flows::cancel))
+        .route("/engine/flow/{id}/retry", post(flows::retry))
         .route("/engine/flow/{id}/work", get(work::flow_work))
         .route("/engine/work", get(work::list))
         // The URL without its signature (Argyll's form) is refused with 403;

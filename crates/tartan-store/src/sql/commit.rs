@@ -197,16 +197,16 @@ async fn advance_flows(
     let mut snapshots = Vec::new();
     for chunk in updates.chunks(ROWS_PER_STATEMENT) {
         let sql = format!(
-            "WITH v (id, status, seq, updated_us, completed_us, deactivated_us, error, tail, base) AS (VALUES {}) \
+            "WITH v (id, status, seq, updated_us, completed_us, deactivated_us, error, tail, base, deadline_us) AS (VALUES {}) \
              UPDATE flows SET status = v.status, sequence = v.seq, updated_us = v.updated_us, \
              completed_us = v.completed_us, deactivated_us = v.deactivated_us, error = v.error, \
-             tail_bytes = flows.tail_bytes + v.tail \
+             deadline_us = v.deadline_us, tail_bytes = flows.tail_bytes + v.tail \
              FROM v WHERE flows.id = v.id AND flows.sequence = v.base \
              RETURNING flows.id, flows.tail_bytes, flows.snapshot_bytes",
             typed_values_list(
                 backend,
                 chunk.len(),
-                &["TEXT", "TEXT", "BIGINT", "BIGINT", "BIGINT", "BIGINT", "TEXT", "BIGINT", "BIGINT"]
+                &["TEXT", "TEXT", "BIGINT", "BIGINT", "BIGINT", "BIGINT", "TEXT", "BIGINT", "BIGINT", "BIGINT"]
             )
         );
         let mut q = sqlx::query(&sql);
@@ -222,7 +222,8 @@ async fn advance_flows(
                 .bind(c.state.deactivated_at.map(to_us))
                 .bind(c.state.error.clone())
                 .bind(d.event_bytes())
-                .bind(c.base_sequence);
+                .bind(c.base_sequence)
+                .bind(c.state.deadline_at.map(to_us));
         }
         let mut updated = HashMap::new();
         for row in q.fetch_all(&mut **tx).await? {
@@ -482,11 +483,12 @@ fn batch_json(decisions: &[Decision<'_>]) -> Result<[String; 5], StoreError> {
             .int("completed_us", c.state.completed_at.map(to_us))
             .int("deactivated_us", c.state.deactivated_at.map(to_us))
             .text("error", c.state.error.as_deref())
-            .int("tail", Some(d.event_bytes()));
+            .int("tail", Some(d.event_bytes()))
+            // A retry restarts the flow's timeout: the deadline moves.
+            .int("deadline_us", c.state.deadline_at.map(to_us));
         if c.base_sequence == 0 {
             rows.int("created_us", Some(to_us(c.state.created_at)))
-                .text("request", Some(c.request.as_deref().unwrap_or_default()))
-                .int("deadline_us", c.state.deadline_at.map(to_us));
+                .text("request", Some(c.request.as_deref().unwrap_or_default()));
             for (k, v) in &c.state.labels {
                 labels
                     .row()
@@ -560,9 +562,9 @@ async fn commit_in_one_statement(
           ON CONFLICT (id) DO NOTHING RETURNING id), \
         advanced AS (UPDATE flows SET status = v.status, sequence = v.seq, updated_us = v.updated_us, \
             completed_us = v.completed_us, deactivated_us = v.deactivated_us, error = v.error, \
-            tail_bytes = flows.tail_bytes + v.tail \
+            deadline_us = v.deadline_us, tail_bytes = flows.tail_bytes + v.tail \
           FROM json_to_recordset(CAST($2 AS json)) AS v(id text, status text, seq bigint, updated_us bigint, \
-            completed_us bigint, deactivated_us bigint, error text, tail bigint, base bigint) \
+            completed_us bigint, deactivated_us bigint, error text, tail bigint, base bigint, deadline_us bigint) \
           WHERE flows.id = v.id AND flows.sequence = v.base \
           RETURNING flows.id, flows.tail_bytes, flows.snapshot_bytes), \
         passed AS (SELECT id FROM created UNION ALL SELECT id FROM advanced), \
