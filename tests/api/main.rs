@@ -22,6 +22,7 @@ mod retention;
 mod retries;
 mod security;
 mod steps;
+mod streams;
 mod timeouts;
 mod traces;
 mod volume;
