@@ -386,3 +386,57 @@ async fn a_read_token_or_access_token_opens_a_stream() {
         );
     }
 }
+
+/// With a bus of one decision, a stream misses events as soon as two
+/// decisions commit together: it is told where it stopped, and resuming
+/// there gets exactly the rest.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_that_falls_behind_is_dropped_and_resumes_without_loss() {
+    let Some(db) = TestDb::create(Backend::Sqlite).await else {
+        return;
+    };
+    let app = start_on_with(db, "streams", |c| c.stream_buffer = 1).await;
+    let gate = Arc::new(Notify::new());
+    let _svc = three_steps(&app, gate.clone()).await;
+    let quick = StepServer::start(|_, _| json_reply(200, json!({"q": "1"}))).await;
+    app.register(&sync_step("quick", &quick.url("/q"), &["seed"], &["q"]))
+        .await;
+    let r = app
+        .start_flow(&json!({"id": "watched", "goals": ["c"], "init": {"seed": ["s"]}}))
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+    let mut stream = open(&app, "/engine/flow/watched/stream", None).await;
+    let mut messages = vec![stream.next().await.expect("flow_started")];
+    // Many decisions at once: some commit in the same batch.
+    let starts = (0..100).map(|k| {
+        let app = &app;
+        async move {
+            let body = json!({"id": format!("other-{k}"), "goals": ["quick"], "init": {"seed": ["s"]}});
+            assert_eq!(app.start_flow(&body).await.status, StatusCode::CREATED);
+        }
+    });
+    futures::future::join_all(starts).await;
+    gate.notify_one();
+    messages.extend(stream.rest().await);
+    let last = messages.last().expect("messages").clone();
+    assert_eq!(last.event, "dropped", "{messages:?}");
+    let resume_at = last.data["last_event_id"]
+        .as_str()
+        .expect("last_event_id")
+        .to_string();
+    assert!(last.data["detail"].is_string());
+    let sent = &messages[..messages.len() - 1];
+    assert_eq!(
+        sent.last().and_then(|m| m.id.clone()).as_deref(),
+        Some(resume_at.as_str())
+    );
+    let mut all: Vec<Message> = sent.to_vec();
+    app.wait_for_flow("watched").await;
+    all.extend(
+        open(&app, "/engine/flow/watched/stream", Some(&resume_at))
+            .await
+            .rest()
+            .await,
+    );
+    assert_history_then_state(&app, "watched", &all, 0).await;
+}
