@@ -23,6 +23,7 @@ mod retries;
 mod retry;
 mod security;
 mod steps;
+mod streams;
 mod timeouts;
 mod traces;
 mod volume;

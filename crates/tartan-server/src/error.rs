@@ -130,7 +130,7 @@ impl From<EngineError> for ApiError {
                 ApiError::new(StatusCode::SERVICE_UNAVAILABLE, kind::UNAVAILABLE, e.to_string())
                     .retry_after(5)
             }
-            EngineError::Overloaded(_) | EngineError::TooManyWaiters(_) => {
+            EngineError::Overloaded(_) | EngineError::TooManyWaiters(_) | EngineError::TooManyStreams(_) => {
                 ApiError::new(StatusCode::SERVICE_UNAVAILABLE, kind::OVERLOADED, e.to_string()).retry_after(1)
             }
             EngineError::Store(StoreError::Database(cause) | StoreError::Unavailable(cause)) => {

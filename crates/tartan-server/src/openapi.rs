@@ -45,6 +45,7 @@ use crate::routes;
         routes::flows::get_one,
         routes::flows::status,
         routes::flows::events,
+        routes::streams::flow_stream,
         routes::flows::cancel,
         routes::flows::retry,
         routes::work::flow_work,

@@ -6,6 +6,7 @@ pub(crate) mod flows;
 pub(crate) mod health;
 mod history;
 pub(crate) mod steps;
+pub(crate) mod streams;
 pub(crate) mod webhooks;
 pub(crate) mod work;
 
@@ -34,6 +35,7 @@ pub(crate) fn routes() -> Router<Engine> {
         .route("/engine/flow/{id}", get(flows::get_one))
         .route("/engine/flow/{id}/status", get(flows::status))
         .route("/engine/flow/{id}/events", get(flows::events))
+        .route("/engine/flow/{id}/stream", get(streams::flow_stream))
         .route("/engine/flow/{id}/cancel", post(flows::cancel))
         .route("/engine/flow/{id}/retry", post(flows::retry))
         .route("/engine/flow/{id}/work", get(work::flow_work))
