@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 
 use reqwest::{Method, StatusCode};
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use super::client::{exit, problem, CliError, Client};
 use super::output::{self, Format, Table};
@@ -44,7 +44,7 @@ pub async fn run(cmd: StepCmd) -> Result<u8, CliError> {
     let client = cmd.conn.client()?;
     let format = cmd.conn.output;
     match cmd.command {
-        StepSub::Apply { files } => apply(&client, &files).await,
+        StepSub::Apply { files } => apply(&client, &files, format).await,
         StepSub::Ls => {
             let body = client.get(&["engine", "step"]).await?;
             if format == Format::Json {
@@ -212,7 +212,7 @@ fn read_steps(path: &Path) -> Result<Vec<Value>, CliError> {
 
 /// Register each step; one that holds a different definition is updated.
 /// Every file is read before anything is sent, so a bad file changes nothing.
-async fn apply(client: &Client, paths: &[PathBuf]) -> Result<u8, CliError> {
+async fn apply(client: &Client, paths: &[PathBuf], format: Format) -> Result<u8, CliError> {
     let mut all = Vec::new();
     for file in expand(paths)? {
         for step in read_steps(&file)? {
@@ -220,21 +220,35 @@ async fn apply(client: &Client, paths: &[PathBuf]) -> Result<u8, CliError> {
         }
     }
     let mut table = Table::new(&["STEP", "RESULT", "FILE"]);
-    let mut failed = None;
+    let mut results = Vec::new();
+    let mut failed = false;
     for (file, step) in &all {
         let id = output::s(step, "id");
+        let file = file.display().to_string();
         match apply_one(client, id, step).await {
-            Ok((stored, result)) => table.row(vec![stored, result.into(), file.display().to_string()]),
+            Ok((stored, result)) => {
+                table.row(vec![stored.clone(), result.into(), file.clone()]);
+                results.push(json!({"id": stored, "result": result, "file": file}));
+            }
             Err(e @ CliError::Unreachable { .. }) => return Err(e),
             Err(e) => {
-                table.row(vec![id.into(), "error".into(), file.display().to_string()]);
-                eprintln!("{id} ({}): {}", file.display(), e.message());
-                failed = Some(e);
+                table.row(vec![id.into(), "error".into(), file.clone()]);
+                eprintln!("{id} ({file}): {}", e.message());
+                let detail = match &e {
+                    CliError::Problem { detail, .. } => detail.clone(),
+                    other => other.message(),
+                };
+                results.push(json!({"id": id, "result": "error", "file": file, "error": detail}));
+                failed = true;
             }
         }
     }
-    table.print();
-    Ok(if failed.is_some() { exit::ERROR } else { exit::OK })
+    if format == Format::Json {
+        output::json(&json!({"count": results.len(), "steps": results}));
+    } else {
+        table.print();
+    }
+    Ok(if failed { exit::ERROR } else { exit::OK })
 }
 
 async fn apply_one(client: &Client, id: &str, step: &Value) -> Result<(String, &'static str), CliError> {

@@ -7,6 +7,8 @@
 
 use std::collections::BTreeMap;
 use std::io::IsTerminal;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -133,10 +135,17 @@ impl Watcher {
                 self.pause(POLL).await;
                 continue;
             }
+            let before = self.last_seq;
             match self.stream(client, id).await {
                 Ok(Ended::State(state)) => return Ok(state),
                 Ok(Ended::NoStream) => streaming = false,
-                Ok(Ended::Resume) => failures = 0,
+                Ok(Ended::Resume) => {
+                    failures = 0;
+                    // A server that ends streams at once must not make this spin.
+                    if self.last_seq == before {
+                        self.pause(Duration::from_millis(500)).await;
+                    }
+                }
                 Err(e @ CliError::Unreachable { .. }) => {
                     failures += 1;
                     if failures >= MAX_FAILURES {
@@ -180,13 +189,19 @@ impl Watcher {
             let body = resp.json::<Value>().await.unwrap_or(Value::Null);
             return Err(problem(status, &body));
         }
-        let mut events = resp.bytes_stream().eventsource();
+        // Any bytes count as life, keep-alive comments included (the parser
+        // drops those before they would reach the loop below).
+        let start = std::time::Instant::now();
+        let heard = Arc::new(AtomicU64::new(0));
+        let heard_in = heard.clone();
+        let mut events = resp
+            .bytes_stream()
+            .inspect(move |_| heard_in.store(start.elapsed().as_millis() as u64, Ordering::Relaxed))
+            .eventsource();
         let mut tick = tokio::time::interval(REDRAW);
-        let mut idle = Box::pin(tokio::time::sleep(IDLE));
         loop {
             tokio::select! {
                 next = events.next() => {
-                    idle.as_mut().reset(tokio::time::Instant::now() + IDLE);
                     let Some(next) = next else { return Ok(Ended::Resume) };
                     let Ok(message) = next else { return Ok(Ended::Resume) };
                     match message.event.as_str() {
@@ -204,8 +219,13 @@ impl Watcher {
                         }
                     }
                 }
-                _ = tick.tick() => self.redraw(),
-                _ = &mut idle => return Ok(Ended::Resume),
+                _ = tick.tick() => {
+                    let silent = start.elapsed().saturating_sub(Duration::from_millis(heard.load(Ordering::Relaxed)));
+                    if silent > IDLE {
+                        return Ok(Ended::Resume);
+                    }
+                    self.redraw();
+                }
             }
         }
     }

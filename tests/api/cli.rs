@@ -110,6 +110,18 @@ async fn steps_apply_from_a_directory_then_list_show_and_remove(backend: Backend
         "{r:?}"
     );
 
+    let r = against(&app, &["step", "apply", "-f", &d, "-o", "json"]).await;
+    let body: Value = serde_json::from_str(&r.stdout).expect("step apply -o json is JSON");
+    assert_eq!(body["count"], 2, "{body}");
+    assert!(
+        body["steps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|s| s["result"] == "unchanged"),
+        "{body}"
+    );
+
     write(&dir, "b.yaml", &yaml.replace("name: Beta", "name: Beta Two"));
     let r = against(&app, &["step", "apply", "-f", &d]).await;
     assert_eq!(r.code, 0, "{r:?}");
@@ -716,4 +728,180 @@ async fn bulk_retry_waits_for_its_job_and_lists_it() {
     let r = against(&app, &["bulk", "ls"]).await;
     assert_eq!(r.code, 0, "{r:?}");
     assert!(r.stdout.lines().count() >= 3, "two jobs: {r:?}");
+}
+
+/// A stand-in for the server's event stream (`GET /engine/flow/{id}/stream`,
+/// the `streams` branch's contract): the history route answers the first
+/// two events, then the stream sends three and `dropped`, and on the
+/// reconnection (which must resume after the fifth) the rest and the state.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_live_view_follows_the_stream_and_resumes_after_a_drop() {
+    use std::sync::{Arc, Mutex};
+
+    use axum::extract::{Path as UrlPath, Query};
+    use axum::http::HeaderMap;
+    use axum::response::IntoResponse;
+
+    let at = |i: u64| format!("2026-11-23T12:00:{i:02}.000Z");
+    let ev = |seq: u64, kind: &str, data: Value| json!({"type": kind, "aggregate_id": ["flow", "s-1"], "sequence": seq, "timestamp": at(seq), "data": data});
+    let plan = json!({"goals": ["greet"], "required": ["name"], "steps": {"greet": sync_step("greet", "http://127.0.0.1:9/", &["name"], &["greeting"])}, "attributes": {}, "excluded": {}});
+    let item = |extra: Value| {
+        let mut d = json!({"flow_id": "s-1", "step_id": "greet", "token": "t1"});
+        for (k, v) in extra.as_object().unwrap() {
+            d[k] = v.clone();
+        }
+        d
+    };
+    let events = vec![
+        ev(
+            1,
+            "flow_started",
+            json!({"flow_id": "s-1", "plan": plan, "init": {"name": ["Ada"]}}),
+        ),
+        ev(
+            2,
+            "step_started",
+            json!({"flow_id": "s-1", "step_id": "greet", "inputs": {}, "work_items": {"t1": {}}}),
+        ),
+        ev(3, "work_started", item(json!({"attempt": 1, "inputs": {}}))),
+        ev(
+            4,
+            "work_not_completed",
+            item(
+                json!({"attempt": 1, "error": "HTTP 503: warming up", "class": "retryable", "http_status": 503}),
+            ),
+        ),
+        ev(
+            5,
+            "work_retry_scheduled",
+            item(
+                json!({"retry_count": 1, "error": "HTTP 503", "next_retry_at": at(7), "delay_ms": 1500, "delay": {}, "class": "retryable"}),
+            ),
+        ),
+        ev(6, "work_started", item(json!({"attempt": 2, "inputs": {}}))),
+        ev(
+            7,
+            "work_succeeded",
+            item(json!({"attempt": 2, "outputs": {"greeting": "hi"}, "http_status": 200})),
+        ),
+        ev(
+            8,
+            "step_completed",
+            json!({"flow_id": "s-1", "step_id": "greet", "outputs": {"greeting": "hi"}, "duration": 1600}),
+        ),
+        ev(
+            9,
+            "flow_completed",
+            json!({"flow_id": "s-1", "result": {"greeting": "hi"}}),
+        ),
+        ev(
+            10,
+            "flow_deactivated",
+            json!({"flow_id": "s-1", "status": "completed"}),
+        ),
+    ];
+    let state = json!({"id": "s-1", "status": "completed", "plan": plan, "executions": {}});
+    let sse = |list: &[Value]| {
+        list.iter()
+            .map(|e| {
+                format!(
+                    "id: {}\nevent: {}\ndata: {}\n\n",
+                    e["sequence"],
+                    e["type"].as_str().unwrap(),
+                    e
+                )
+            })
+            .collect::<String>()
+    };
+    let first = format!(
+        ": keep-alive\n\n{}event: dropped\ndata: {{\"last_event_id\": 5}}\n\n",
+        sse(&events[2..5])
+    );
+    let second = format!("{}event: state\ndata: {}\n\n", sse(&events[5..]), state);
+
+    let seen: Arc<Mutex<Vec<(String, String)>>> = Arc::default();
+    let history_calls = Arc::new(Mutex::new(0usize));
+    let head = events[..2].to_vec();
+    let (seen2, calls2) = (seen.clone(), history_calls.clone());
+    let app = axum::Router::new()
+        .route(
+            "/engine/flow/{id}/events",
+            axum::routing::get(
+                move |Query(q): Query<std::collections::HashMap<String, String>>| {
+                    let calls = calls2.clone();
+                    let head = head.clone();
+                    async move {
+                        let mut n = calls.lock().unwrap();
+                        *n += 1;
+                        let list = if *n == 1 && q.get("after").map(String::as_str) == Some("0") {
+                            head
+                        } else {
+                            vec![]
+                        };
+                        axum::Json(json!({"count": list.len(), "events": list, "next": null}))
+                    }
+                },
+            ),
+        )
+        .route(
+            "/engine/flow/{id}/stream",
+            axum::routing::get(move |UrlPath(id): UrlPath<String>, headers: HeaderMap| {
+                let seen = seen2.clone();
+                let (first, second) = (first.clone(), second.clone());
+                async move {
+                    let last = headers
+                        .get("last-event-id")
+                        .and_then(|v| v.to_str().ok())
+                        .unwrap_or("")
+                        .to_string();
+                    let auth = headers
+                        .get("authorization")
+                        .and_then(|v| v.to_str().ok())
+                        .unwrap_or("")
+                        .to_string();
+                    let mut seen = seen.lock().unwrap();
+                    seen.push((last, auth));
+                    let body = if seen.len() == 1 { first } else { second };
+                    assert_eq!(id, "s-1");
+                    ([("content-type", "text/event-stream")], body).into_response()
+                }
+            }),
+        );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    let server = format!("http://{addr}");
+    let r = tartan(
+        &["flow", "watch", "s-1", "--token", "sekrit"],
+        &[("TARTAN_SERVER", &server)],
+    )
+    .await;
+    assert_eq!(r.code, 0, "{r:?}");
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(
+        seen,
+        vec![
+            ("2".to_string(), "Bearer sekrit".to_string()),
+            ("5".to_string(), "Bearer sekrit".to_string())
+        ],
+        "{r:?}"
+    );
+    let lines: Vec<&str> = r.stdout.lines().collect();
+    for want in [
+        "12:00:01.000 flow s-1 started (goals: greet)",
+        "12:00:02.000 step greet started",
+        "12:00:03.000 step greet attempt 1 started",
+        "12:00:04.000 step greet attempt 1 failed (retryable: HTTP 503: warming up)",
+        "12:00:05.000 step greet retry in 1.5s (at 12:00:07.000)",
+        "12:00:06.000 step greet attempt 2 started",
+        "12:00:07.000 step greet attempt 2 succeeded (HTTP 200)",
+        "12:00:08.000 step greet completed in 1600ms",
+        "12:00:09.000 flow s-1 completed, result: {\"greeting\":\"hi\"}",
+        "12:00:10.000 flow s-1 deactivated (completed)",
+    ] {
+        assert!(lines.contains(&want), "missing {want:?}: {r:?}");
+    }
+    assert_eq!(lines.last(), Some(&"result: {\"greeting\":\"hi\"}"), "{r:?}");
 }
