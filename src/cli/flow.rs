@@ -117,11 +117,7 @@ pub async fn run(cmd: FlowCmd) -> Result<u8, CliError> {
             }
             let answer = client.post(&["engine", "flow"], &body).await?;
             let id = answer["flow_id"].as_str().unwrap_or(&id).to_string();
-            if format == Format::Json && !watch.watch {
-                output::json(&answer);
-            } else {
-                output::line(&format!("started flow {id}"));
-            }
+            announce(&answer, format, watch.watch, &format!("started flow {id}"));
             if watch.watch {
                 return watch::watch(&client, &id, Mode::pick(watch.plain, format)).await;
             }
@@ -206,16 +202,22 @@ pub async fn run(cmd: FlowCmd) -> Result<u8, CliError> {
                     &json!({"reset_attempts": !keep_attempts}),
                 )
                 .await?;
-            if format == Format::Json && !watch.watch {
-                output::json(&answer);
-            } else {
-                output::line(&format!("retrying flow {id}"));
-            }
+            announce(&answer, format, watch.watch, &format!("retrying flow {id}"));
             if watch.watch {
                 return watch::watch(&client, &id, Mode::pick(watch.plain, format)).await;
             }
             Ok(exit::OK)
         }
+    }
+}
+
+/// The answer to a start or a retry: pretty JSON, or one JSON line when the
+/// events follow as JSON lines, or `text`.
+fn announce(answer: &Value, format: Format, watching: bool, text: &str) {
+    match (format, watching) {
+        (Format::Json, false) => output::json(answer),
+        (Format::Json, true) => output::line(&answer.to_string()),
+        (Format::Table, _) => output::line(text),
     }
 }
 

@@ -23,7 +23,8 @@ pub async fn run(args: HealthArgs) -> Result<u8, CliError> {
     let (ready_status, ready) = client
         .send_raw(Method::GET, client.url(&["ready"]), None, timeout)
         .await?;
-    let is_ready = health_status.is_success() && ready_status.is_success();
+    // A 200 from something that is not Tartan (a proxy's page) is not "ready".
+    let is_ready = health_status.is_success() && ready_status.is_success() && ready["status"] == "ready";
     if args.conn.output == Format::Json {
         output::json(&json!({"health": health, "ready": ready}));
     } else {

@@ -5,6 +5,7 @@
 use std::path::Path;
 use std::time::Duration;
 
+use axum::response::IntoResponse;
 use serde_json::{json, Value};
 
 use crate::helpers::{json_reply, spawn_app, start_secured, sync_step, Backend, StepServer, TestApp, TestDb};
@@ -275,6 +276,36 @@ async fn a_watched_flow_shows_each_attempt_the_retry_and_the_result(backend: Bac
         "{r:?}"
     );
 
+    // For programs: the start's answer, then each event, one JSON object a line.
+    let r = against(
+        &app,
+        &[
+            "flow",
+            "start",
+            "greet",
+            "--init",
+            "name=Bo",
+            "--id",
+            "watched-2",
+            "--watch",
+            "-o",
+            "json",
+        ],
+    )
+    .await;
+    assert_eq!(r.code, 0, "{r:?}");
+    let lines: Vec<Value> = r
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect();
+    assert_eq!(lines[0]["flow_id"], "watched-2", "{r:?}");
+    assert_eq!(
+        lines.last().map(|e| e["type"].clone()),
+        Some(json!("flow_deactivated")),
+        "{r:?}"
+    );
+
     let r = against(
         &app,
         &[
@@ -319,6 +350,7 @@ async fn a_watched_flow_shows_each_attempt_the_retry_and_the_result(backend: Bac
     assert_eq!(body["flows"][0]["id"], "doomed-1");
     let r = against(&app, &["flow", "ls", "--label", "team=web"]).await;
     assert_eq!(r.stdout.lines().count(), 2, "{r:?}");
+    assert!(row(&r.stdout, "watched-1").is_some(), "{r:?}");
     let r = against(&app, &["flow", "ls", "--limit", "2"]).await;
     assert_eq!(r.stdout.lines().count(), 3, "the header and two flows: {r:?}");
 
@@ -740,7 +772,6 @@ async fn the_live_view_follows_the_stream_and_resumes_after_a_drop() {
 
     use axum::extract::{Path as UrlPath, Query};
     use axum::http::HeaderMap;
-    use axum::response::IntoResponse;
 
     let at = |i: u64| format!("2026-11-23T12:00:{i:02}.000Z");
     let ev = |seq: u64, kind: &str, data: Value| json!({"type": kind, "aggregate_id": ["flow", "s-1"], "sequence": seq, "timestamp": at(seq), "data": data});
@@ -904,4 +935,60 @@ async fn the_live_view_follows_the_stream_and_resumes_after_a_drop() {
         assert!(lines.contains(&want), "missing {want:?}: {r:?}");
     }
     assert_eq!(lines.last(), Some(&"result: {\"greeting\":\"hi\"}"), "{r:?}");
+}
+
+/// What a broken proxy or a wrong URL answers, and inputs that never end:
+/// a message and an exit code, never a panic.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn garbage_answers_and_endless_files_are_errors_not_panics() {
+    let garbage = StepServer::start(|r, _| {
+        let status = if r.path.starts_with("/engine/flow") {
+            502
+        } else {
+            200
+        };
+        (
+            axum::http::StatusCode::from_u16(status).unwrap(),
+            [("content-type", "text/html")],
+            "<html>\u{1b}[31mBad gateway</html>",
+        )
+            .into_response()
+    })
+    .await;
+    let server = garbage.url("");
+    let env = [("TARTAN_SERVER", server.as_str())];
+    let r = tartan(&["flow", "get", "x"], &env).await;
+    assert_eq!(r.code, 1, "{r:?}");
+    assert!(
+        r.stderr.contains("the server answered 502 Bad Gateway: <html>"),
+        "{r:?}"
+    );
+    assert!(!r.stderr.contains("panicked"), "{r:?}");
+    let r = tartan(&["flow", "watch", "x"], &env).await;
+    assert_eq!(r.code, 1, "{r:?}");
+    // A 200 that is not the API: an empty table, not a crash.
+    let r = tartan(&["step", "ls"], &env).await;
+    assert_eq!(r.code, 0, "{r:?}");
+    assert_eq!(
+        r.stdout.trim(),
+        "ID  NAME  TYPE  ENDPOINT  INPUTS  OUTPUTS",
+        "{r:?}"
+    );
+    let r = tartan(&["health"], &env).await;
+    assert_eq!(r.code, 1, "a page that is not Tartan's is not ready: {r:?}");
+
+    // A file that never ends is read up to the limit only.
+    let r = tartan(&["step", "apply", "-f", "/dev/zero"], &env).await;
+    assert_eq!(r.code, 1, "{r:?}");
+    assert!(r.stderr.contains("larger than 4194304 bytes"), "{r:?}");
+    let r = tartan(&["step", "apply", "-f", "/no/such/dir"], &env).await;
+    assert_eq!(r.code, 1, "{r:?}");
+    assert!(r.stderr.contains("/no/such/dir"), "{r:?}");
+    assert!(
+        garbage
+            .requests()
+            .iter()
+            .all(|r| r.path != "/engine/step" || r.method == "GET"),
+        "nothing was registered"
+    );
 }
