@@ -170,16 +170,27 @@ impl Watcher {
     /// One connection to the stream, from the last event seen.
     async fn stream(&mut self, client: &Client, id: &str) -> Result<Ended, CliError> {
         let url = client.url(&["engine", "flow", id, "stream"]);
-        let resp = client
+        let request = client
             .builder(Method::GET, url)
             .header(reqwest::header::ACCEPT, "text/event-stream")
             .header("Last-Event-ID", self.last_seq.to_string())
-            .send()
-            .await
-            .map_err(|e| CliError::Unreachable {
-                server: client.server(),
-                reason: e.to_string(),
-            })?;
+            .send();
+        // The stream has no overall timeout, but its answer must start.
+        let resp = match tokio::time::timeout(IDLE, request).await {
+            Ok(Ok(resp)) => resp,
+            Ok(Err(e)) => {
+                return Err(CliError::Unreachable {
+                    server: client.server(),
+                    reason: e.to_string(),
+                })
+            }
+            Err(_) => {
+                return Err(CliError::Unreachable {
+                    server: client.server(),
+                    reason: format!("no answer to the event stream request within {}s", IDLE.as_secs()),
+                })
+            }
+        };
         let status = resp.status();
         if status == StatusCode::NOT_FOUND || status == StatusCode::METHOD_NOT_ALLOWED {
             // The flow exists (its history was just read): the route does not.
@@ -249,20 +260,34 @@ impl Watcher {
         if self.mode != Mode::Tty {
             return;
         }
-        // A terminal that does not know its size (0 columns) gets $COLUMNS, else 80.
-        let width = crossterm::terminal::size()
-            .ok()
+        // A terminal that does not know its size (0 columns) gets $COLUMNS
+        // and $LINES, else 80 by 24.
+        let size = crossterm::terminal::size().ok();
+        let env = |name: &str| std::env::var(name).ok()?.parse::<usize>().ok();
+        let width = size
             .map(|(w, _)| usize::from(w))
             .filter(|w| *w >= 20)
-            .or_else(|| std::env::var("COLUMNS").ok()?.parse().ok())
+            .or_else(|| env("COLUMNS"))
             .unwrap_or(80)
             .max(20);
-        let lines: Vec<String> = self
+        let height = size
+            .map(|(_, h)| usize::from(h))
+            .filter(|h| *h >= 5)
+            .or_else(|| env("LINES"))
+            .unwrap_or(24)
+            .max(5);
+        // Lines that wrap or scroll off the top could not be drawn over.
+        let mut lines: Vec<String> = self
             .view
             .table(Utc::now())
             .lines()
             .map(|l| l.chars().take(width - 1).collect())
             .collect();
+        if lines.len() > height - 1 {
+            let more = lines.len() - (height - 2);
+            lines.truncate(height - 2);
+            lines.push(format!("… {more} more lines (tartan flow get shows every step)"));
+        }
         let mut text = String::new();
         if self.drawn > 0 {
             // Up to the first line drawn, then clear everything below it.
