@@ -196,6 +196,16 @@ pub async fn run(cmd: FlowCmd) -> Result<u8, CliError> {
             keep_attempts,
             watch,
         } => {
+            // What happened before the retry is not printed again.
+            let before = if watch.watch {
+                watch::history(&client, &id, 0)
+                    .await?
+                    .last()
+                    .and_then(|e| e["sequence"].as_u64())
+                    .unwrap_or(0)
+            } else {
+                0
+            };
             let answer = client
                 .post(
                     &["engine", "flow", &id, "retry"],
@@ -204,7 +214,7 @@ pub async fn run(cmd: FlowCmd) -> Result<u8, CliError> {
                 .await?;
             announce(&answer, format, watch.watch, &format!("retrying flow {id}"));
             if watch.watch {
-                return watch::watch(&client, &id, Mode::pick(watch.plain, format)).await;
+                return watch::watch_after(&client, &id, Mode::pick(watch.plain, format), before).await;
             }
             Ok(exit::OK)
         }

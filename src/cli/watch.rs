@@ -77,11 +77,18 @@ pub async fn history(client: &Client, id: &str, mut after: u64) -> Result<Vec<Va
 
 /// Follow the flow until it is over; the exit code says how it ended.
 pub async fn watch(client: &Client, id: &str, mode: Mode) -> Result<u8, CliError> {
+    watch_after(client, id, mode, 0).await
+}
+
+/// The same, printing only the events after `quiet_until` (those before
+/// still build the view: after a retry, the plan and what already ran).
+pub async fn watch_after(client: &Client, id: &str, mode: Mode, quiet_until: u64) -> Result<u8, CliError> {
     let mut watcher = Watcher {
         view: View::new(id),
         mode,
         drawn: 0,
         last_seq: 0,
+        quiet_until,
     };
     if mode == Mode::Tty {
         output::out("\x1b[?25l");
@@ -108,6 +115,7 @@ struct Watcher {
     /// Lines of the terminal view on screen, to draw over.
     drawn: usize,
     last_seq: u64,
+    quiet_until: u64,
 }
 
 /// How one connection to the stream ended.
@@ -249,6 +257,9 @@ impl Watcher {
         }
         self.last_seq = self.last_seq.max(seq);
         let line = self.view.apply(event);
+        if seq != 0 && seq <= self.quiet_until {
+            return;
+        }
         match self.mode {
             Mode::Plain => output::line(&line),
             Mode::JsonLines => output::line(&event.to_string()),
@@ -582,6 +593,36 @@ impl View {
                 format!(
                     "flow {flow} cancelled: {}",
                     output::one_line(output::s(d, "reason"))
+                )
+            }
+            "flow_retried" => {
+                // A failed or cancelled flow runs again: not over any more.
+                self.over = false;
+                self.status = "active".into();
+                self.ended = None;
+                self.error = None;
+                self.result = None;
+                let steps: Vec<String> = d["steps"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .map(output::cell)
+                    .collect();
+                for id in &steps {
+                    let s = self.step(id);
+                    s.status = "pending".into();
+                    s.items.clear();
+                    s.note.clear();
+                    s.done_ms = None;
+                }
+                let attempts = if d["reset_attempts"] == false {
+                    "kept"
+                } else {
+                    "reset"
+                };
+                format!(
+                    "flow {flow} retried (steps: {}; attempts {attempts})",
+                    steps.join(", ")
                 )
             }
             "flow_deactivated" => {

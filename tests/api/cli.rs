@@ -697,6 +697,13 @@ async fn retry_runs_a_failed_flow_again() {
     let r = against(&app, &["flow", "retry", "again-1", "--watch"]).await;
     assert_eq!(r.code, 0, "{r:?}");
     assert!(r.stdout.contains("retrying flow again-1"), "{r:?}");
+    assert!(
+        r.stdout
+            .contains("flow again-1 retried (steps: greet; attempts reset)"),
+        "{r:?}"
+    );
+    // Only what happened since the retry.
+    assert!(!r.stdout.contains("flow again-1 started"), "{r:?}");
     assert!(r.stdout.contains("hello again"), "{r:?}");
     let r = against(&app, &["flow", "retry", "again-1"]).await;
     assert_eq!(r.code, 1, "a completed flow is not retried: {r:?}");
