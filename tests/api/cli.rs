@@ -669,8 +669,10 @@ async fn ctrl_c_ends_a_watch_with_130_and_cancel_stops_the_flow() {
     assert!(r.stderr.contains("409"), "{r:?}");
 }
 
-/// Needs `POST /engine/flow/{id}/retry` (the `retry` branch).
+/// Needs `POST /engine/flow/{id}/retry` (the `retry` branch): passes with it
+/// merged; drop the `ignore` then.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs POST /engine/flow/{id}/retry from the retry branch"]
 async fn retry_runs_a_failed_flow_again() {
     let Some(app) = spawn_app(Backend::Sqlite).await else {
         return;
@@ -710,8 +712,10 @@ async fn retry_runs_a_failed_flow_again() {
     assert!(r.stderr.contains("409"), "{r:?}");
 }
 
-/// Needs `/engine/bulk` (the `retry` branch).
+/// Needs `/engine/bulk` (the `retry` branch, not written yet when this was):
+/// drop the `ignore` once it is merged.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs /engine/bulk from the retry branch"]
 async fn bulk_retry_waits_for_its_job_and_lists_it() {
     let Some(app) = spawn_app(Backend::Sqlite).await else {
         return;
