@@ -20,6 +20,7 @@ use crate::step::Step;
 
 /// Providers and consumers of one attribute.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct AttributeEdges {
     pub providers: Vec<String>,
     pub consumers: Vec<String>,

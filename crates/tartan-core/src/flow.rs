@@ -17,6 +17,7 @@ use crate::timeouts::OnTimeout;
 pub type Time = DateTime<Utc>;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum FlowStatus {
     Active,
@@ -26,6 +27,7 @@ pub enum FlowStatus {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum StepStatus {
     Pending,
@@ -37,6 +39,7 @@ pub enum StepStatus {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum WorkStatus {
     Pending,
@@ -109,8 +112,10 @@ impl WorkStatus {
 /// One value of an attribute and where it came from (`step` is absent for
 /// initial inputs).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct AttributeValue {
     pub value: Value,
+    #[cfg_attr(feature = "openapi", schema(value_type = String, format = DateTime))]
     pub set_at: Time,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub step: Option<String>,
@@ -118,6 +123,7 @@ pub struct AttributeValue {
 
 /// The whole state of a flow, in Argyll's shape plus Tartan's additions.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(from = "StoredFlowState")]
 pub struct FlowState {
     pub id: String,
@@ -126,10 +132,15 @@ pub struct FlowState {
     pub error: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub problem: Option<Value>,
+    #[cfg_attr(feature = "openapi", schema(value_type = String, format = DateTime))]
     pub created_at: Time,
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>, format = DateTime))]
     pub completed_at: Option<Time>,
+    #[cfg_attr(feature = "openapi", schema(value_type = String, format = DateTime))]
     pub last_updated: Time,
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>, format = DateTime))]
     pub deactivated_at: Option<Time>,
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>, format = DateTime))]
     pub deadline_at: Option<Time>,
     /// What the flow's deadline does: fail it (`error`) or cancel it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -146,7 +157,9 @@ pub struct FlowState {
     /// decision copies no string of it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trace: Option<std::sync::Arc<FlowTrace>>,
+    #[cfg_attr(feature = "openapi", schema(value_type = BTreeMap<String, Vec<AttributeValue>>))]
     pub attributes: Attributes,
+    #[cfg_attr(feature = "openapi", schema(value_type = BTreeMap<String, ExecutionState>))]
     pub executions: Executions,
     /// Work items with a call in flight (`active` or `compensating`): kept
     /// by `apply`, recounted when a state is read back, so that "does this
@@ -254,14 +267,19 @@ pub type WorkItems = imbl::OrdMap<String, WorkState>;
 
 /// Progress of one plan step.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ExecutionState {
     pub status: StepStatus,
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>, format = DateTime))]
     pub started_at: Option<Time>,
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>, format = DateTime))]
     pub completed_at: Option<Time>,
     /// Shared: a for_each step's inputs hold the whole array, and a
     /// decision that changes one of its items copies the execution.
+    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
     pub inputs: std::sync::Arc<Args>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Object>))]
     pub outputs: Option<Args>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
@@ -272,19 +290,26 @@ pub struct ExecutionState {
     pub reason: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub duration: Option<i64>,
+    #[cfg_attr(feature = "openapi", schema(value_type = BTreeMap<String, WorkState>))]
     pub work_items: WorkItems,
 }
 
 /// One work item: one call of the step endpoint and its retries, identified by
 /// its receipt token.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct WorkState {
     pub status: WorkStatus,
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>, format = DateTime))]
     pub started_at: Option<Time>,
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>, format = DateTime))]
     pub completed_at: Option<Time>,
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>, format = DateTime))]
     pub next_retry_at: Option<Time>,
+    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
     pub inputs: Args,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Object>))]
     pub outputs: Option<Args>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
@@ -294,10 +319,12 @@ pub struct WorkState {
     pub attempts: Vec<Attempt>,
     /// The step total timeout's deadline for this item, set at its first attempt.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>, format = DateTime))]
     pub deadline_at: Option<Time>,
     /// An accepted async call fails as inactive unless its webhook or a
     /// heartbeat arrives before this.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>, format = DateTime))]
     pub inactive_until: Option<Time>,
     /// Calls of the step's compensate endpoint for this item.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -305,6 +332,7 @@ pub struct WorkState {
     /// When an async step accepted the running attempt: no call is in flight
     /// until its webhook (or a retry) comes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>, format = DateTime))]
     pub accepted_at: Option<Time>,
     /// Position in the for_each expansion (Cartesian product order).
     #[serde(default, skip_serializing_if = "is_zero")]
@@ -321,9 +349,12 @@ fn is_zero(n: &u32) -> bool {
 
 /// One call of a step endpoint.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Attempt {
     pub number: u32,
+    #[cfg_attr(feature = "openapi", schema(value_type = String, format = DateTime))]
     pub started_at: Time,
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>, format = DateTime))]
     pub ended_at: Option<Time>,
     /// How the attempt ended; absent while running.
     pub outcome: Option<AttemptOutcome>,
@@ -688,6 +719,7 @@ pub struct FlowOptions {
 /// The W3C trace context a flow keeps from its start (docs/operating.md, "Traces"),
 /// so that its calls, after a restart too, carry the trace it began in.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct FlowTrace {
     /// 32 lowercase hex digits: the caller's trace, or one made at start.
     pub trace_id: String,

@@ -71,6 +71,7 @@ impl FailureClass {
 
 /// How one attempt ended, as its record shows it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum AttemptOutcome {
     Success,

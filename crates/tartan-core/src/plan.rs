@@ -19,6 +19,7 @@ pub type InitArgs = BTreeMap<String, Vec<serde_json::Value>>;
 /// The compiled plan of a flow, in Argyll's shape. Its steps carry their
 /// typed policies: a plan read back from storage parses them again, once.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(try_from = "StoredPlan")]
 pub struct ExecutionPlan {
     pub goals: Vec<String>,
@@ -66,6 +67,7 @@ impl TryFrom<StoredPlan> for ExecutionPlan {
 
 /// Steps met while tracing dependencies that the plan does not run.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ExcludedSteps {
     /// Outputs already present in the initial inputs.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]

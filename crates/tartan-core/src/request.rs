@@ -16,12 +16,14 @@ pub const MAX_LABELS: usize = 32;
 
 /// `POST /engine/flow`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct StartFlow {
     #[serde(default)]
     pub id: String,
     #[serde(default)]
     pub goals: Vec<String>,
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(value_type = BTreeMap<String, Vec<Value>>))]
     pub init: InitArgs,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub labels: BTreeMap<String, String>,
@@ -50,10 +52,12 @@ pub struct FlowStart {
 
 /// `POST /engine/plan`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct PlanRequest {
     #[serde(default)]
     pub goals: Vec<String>,
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(value_type = BTreeMap<String, Vec<Value>>))]
     pub init: InitArgs,
 }
 

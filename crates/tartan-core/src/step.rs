@@ -23,6 +23,7 @@ pub use crate::json::Args;
 
 /// A registered step: an HTTP endpoint with declared inputs and outputs.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Step {
     /// Sanitised, unique id.
     #[serde(default)]
@@ -93,6 +94,7 @@ impl PartialEq for Parsed {
 
 /// How a step is called over HTTP.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct HttpConfig {
     #[serde(default)]
     pub method: String,
@@ -108,6 +110,7 @@ pub struct HttpConfig {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct FlowConfig {
     #[serde(default)]
     pub goals: Vec<String>,
@@ -116,6 +119,7 @@ pub struct FlowConfig {
 /// Retry and parallelism settings; zero or absent values take the global
 /// defaults when the step is registered, and those are stored with it.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct WorkConfig {
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub backoff_type: String,
@@ -144,6 +148,7 @@ pub struct WorkConfig {
 
 /// One declared attribute of a step.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct AttributeSpec {
     #[serde(default)]
     pub role: String,
@@ -163,6 +168,7 @@ pub struct AttributeSpec {
 
 /// Configuration of a required or optional input.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct InputConfig {
     #[serde(rename = "match", default, skip_serializing_if = "Option::is_none")]
     pub match_: Option<Value>,
@@ -180,18 +186,21 @@ pub struct InputConfig {
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ConstConfig {
     #[serde(default)]
     pub value: String,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct MetaConfig {
     #[serde(default)]
     pub key: String,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct OutputConfig {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mapping: Option<MappingConfig>,
@@ -199,6 +208,7 @@ pub struct OutputConfig {
 
 /// Renames an attribute on the wire (`name`); value scripts are not supported.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct MappingConfig {
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub name: String,

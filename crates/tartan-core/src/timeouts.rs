@@ -69,6 +69,7 @@ const MAX_ECHO_CHARS: usize = 200;
 
 /// What a timeout does to its step or flow.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum OnTimeout {
     /// Fail with the timeout problem (the default).

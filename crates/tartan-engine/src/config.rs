@@ -51,7 +51,18 @@ pub struct EngineConfig {
     /// Where the spans of starts, decisions and calls go
     /// (docs/operating.md, "Traces"); `None`: no spans are made.
     pub tracer: Option<crate::Tracer>,
+    /// Event streams open at once at most (docs/api.md, "Event streams");
+    /// one more is refused (503, Retry-After).
+    pub max_streams: usize,
+    /// Decisions' events a stream may fall behind by before it is dropped
+    /// (told where it stopped, so it resumes without loss).
+    pub stream_buffer: usize,
 }
+
+/// `max_streams` unless set.
+pub const DEFAULT_MAX_STREAMS: usize = 1000;
+/// `stream_buffer` unless set.
+pub const DEFAULT_STREAM_BUFFER: usize = 1024;
 
 /// `TARTAN_MAX_CALLS` unless set.
 pub const DEFAULT_MAX_CALLS: usize = 1024;
@@ -90,6 +101,8 @@ impl Default for EngineConfig {
             max_retry_after: DEFAULT_MAX_RETRY_AFTER,
             retention: None,
             tracer: None,
+            max_streams: DEFAULT_MAX_STREAMS,
+            stream_buffer: DEFAULT_STREAM_BUFFER,
         }
     }
 }

@@ -25,6 +25,8 @@ pub enum EngineError {
     Overloaded(usize),
     #[error("{0} clients already wait for flows to finish; retry later")]
     TooManyWaiters(usize),
+    #[error("this process already serves {0} event streams, its limit; retry later")]
+    TooManyStreams(usize),
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error("{0}")]

@@ -10,6 +10,8 @@
 //!   decision sees the state the last one left. `flows::decide` applies a
 //!   command with `tartan_core::machine::apply`, commits, then carries out
 //!   the decision's effects in one loop; `flows::calls` makes the calls.
+//! - `events`: the bus of committed flow events the API's streams read
+//!   (docs/api.md, "Event streams").
 //! - `writer`: the group-commit writer: every decision's events and
 //!   projections go through it, batched into one commit (docs/durability.md,
 //!   "Group commit").
@@ -38,6 +40,7 @@ mod catalog;
 mod config;
 mod dispatch;
 mod error;
+mod events;
 mod flows;
 pub mod metrics;
 mod outbound;
@@ -58,9 +61,10 @@ use tokio_util::task::TaskTracker;
 pub use catalog::CatalogView;
 pub use config::{
     EngineConfig, DEFAULT_MAX_CALLS, DEFAULT_MAX_QUEUED_CALLS, DEFAULT_MAX_RESPONSE_BYTES,
-    DEFAULT_MAX_RETRY_AFTER,
+    DEFAULT_MAX_RETRY_AFTER, DEFAULT_MAX_STREAMS, DEFAULT_STREAM_BUFFER,
 };
 pub use error::EngineError;
+pub use events::{CommittedEvents, EventSubscription};
 pub use flows::{StartOutcome, WebhookRefusal, WebhookResult};
 pub use metrics::Metrics;
 pub use retention::purge_before;
@@ -101,6 +105,8 @@ struct Inner {
     in_flight: std::sync::Mutex<std::collections::HashMap<String, flows::InFlight>>,
     /// This engine's metrics (its own registry: engines never share one).
     metrics: Arc<metrics::Metrics>,
+    /// Committed flow events, for the API's streams.
+    bus: Arc<events::Bus>,
     /// Tells subscribers which flows reached a terminal status.
     finished: tokio::sync::broadcast::Sender<FlowFinished>,
     /// Clients waiting for flows to finish.
@@ -126,6 +132,7 @@ impl Engine {
         let catalog = catalog::CatalogCache::load(store.as_ref()).await?;
         let webhook_key = webhook_key::WebhookKey::load(store.as_ref()).await?;
         let metrics = Arc::new(metrics::Metrics::new());
+        let bus = Arc::new(events::Bus::new(config.stream_buffer, config.max_streams));
         let engine = Engine {
             inner: Arc::new(Inner {
                 slots: slots::CallSlots::new(
@@ -134,7 +141,8 @@ impl Engine {
                     config.max_queued_calls,
                 ),
                 deferred_calls: std::sync::atomic::AtomicU64::new(0),
-                writer: writer::Writer::spawn(store.clone(), Arc::clone(&metrics)),
+                writer: writer::Writer::spawn(store.clone(), Arc::clone(&metrics), Arc::clone(&bus)),
+                bus,
                 metrics,
                 config,
                 store,

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use tartan_store::{FlowCommit, Store, StoreError};
 use tokio::sync::{mpsc, oneshot};
 
+use crate::events::{Bus, CommittedEvents};
 use crate::metrics::{Metrics, Tally};
 
 /// Commits at most this many decisions per transaction.
@@ -24,9 +25,9 @@ pub(crate) struct Writer {
 }
 
 impl Writer {
-    pub(crate) fn spawn(store: Arc<dyn Store>, metrics: Arc<Metrics>) -> Self {
+    pub(crate) fn spawn(store: Arc<dyn Store>, metrics: Arc<Metrics>, bus: Arc<Bus>) -> Self {
         let (queue, rx) = mpsc::channel(MAX_BATCH * 8);
-        tokio::spawn(run(store, rx, metrics));
+        tokio::spawn(run(store, rx, metrics, bus));
         Self { queue }
     }
 
@@ -43,7 +44,7 @@ impl Writer {
     }
 }
 
-async fn run(store: Arc<dyn Store>, mut rx: mpsc::Receiver<Request>, metrics: Arc<Metrics>) {
+async fn run(store: Arc<dyn Store>, mut rx: mpsc::Receiver<Request>, metrics: Arc<Metrics>, bus: Arc<Bus>) {
     let mut batch = Vec::with_capacity(MAX_BATCH);
     // What each decision counts for in the metrics, read before its events
     // go to the store, counted once it is committed (docs/operating.md, "Metrics").
@@ -60,8 +61,33 @@ async fn run(store: Arc<dyn Store>, mut rx: mpsc::Receiver<Request>, metrics: Ar
         let size = commits.len();
         tallies.clear();
         tallies.extend(commits.iter().map(|c| Tally::of(&c.events)));
+        // The event streams' copy, made only while someone listens
+        // (docs/api.md, "Event streams"); held so that a stream opened
+        // meanwhile reads these events from the store.
+        let gate = bus.hold().await;
+        let copies: Vec<Option<CommittedEvents>> = if bus.listened() {
+            commits
+                .iter()
+                .map(|c| {
+                    Some(CommittedEvents {
+                        flow_id: c.flow_id.clone(),
+                        first_sequence: c.base_sequence + 1,
+                        at: c.at,
+                        events: c.events.clone(),
+                    })
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
         let started = std::time::Instant::now();
         let results = store.commit_flows(commits).await;
+        for (copy, result) in copies.into_iter().zip(&results) {
+            if let (Some(copy), Ok(())) = (copy, result) {
+                bus.publish(copy);
+            }
+        }
+        drop(gate);
         let took = started.elapsed();
         metrics.commit_batch(size, took);
         tracing::debug!(size, elapsed_us = took.as_micros() as u64, "group commit");

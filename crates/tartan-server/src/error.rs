@@ -4,7 +4,7 @@
 
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
-use serde_json::json;
+use serde::Serialize;
 use tartan_core::error::PlanError;
 use tartan_engine::EngineError;
 use tartan_store::StoreError;
@@ -25,6 +25,21 @@ pub mod kind {
     pub const FORBIDDEN: &str = "urn:tartan:problem:forbidden";
     pub const MEDIA_TYPE: &str = "urn:tartan:problem:unsupported-media-type";
     pub const INTERNAL: &str = "urn:tartan:problem:internal";
+}
+
+/// Every error's body: RFC 9457 problem details (docs/errors.md). `error`
+/// repeats `detail` for Argyll's clients.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct Problem<'a> {
+    #[serde(rename = "type")]
+    #[schema(example = "urn:tartan:problem:validation")]
+    pub kind: &'a str,
+    #[schema(example = "Bad Request")]
+    pub title: &'a str,
+    #[schema(example = 400)]
+    pub status: u16,
+    pub detail: &'a str,
+    pub error: &'a str,
 }
 
 #[derive(Debug)]
@@ -71,17 +86,19 @@ impl ApiError {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let title = self.status.canonical_reason().unwrap_or("Error");
-        let body = json!({
-            "type": self.kind,
-            "title": title,
-            "status": self.status.as_u16(),
-            "detail": self.detail,
-            "error": self.detail,
-        });
+        let body = Problem {
+            kind: self.kind,
+            title,
+            status: self.status.as_u16(),
+            error: &self.detail,
+            detail: &self.detail,
+        };
+        // Serialising a struct of strings and a number cannot fail.
+        let body = serde_json::to_string(&body).unwrap_or_default();
         let mut response = (
             self.status,
             [(header::CONTENT_TYPE, "application/problem+json")],
-            body.to_string(),
+            body,
         )
             .into_response();
         if let Some(seconds) = self.retry_after {
@@ -112,7 +129,7 @@ impl From<EngineError> for ApiError {
                 ApiError::new(StatusCode::SERVICE_UNAVAILABLE, kind::UNAVAILABLE, e.to_string())
                     .retry_after(5)
             }
-            EngineError::Overloaded(_) | EngineError::TooManyWaiters(_) => {
+            EngineError::Overloaded(_) | EngineError::TooManyWaiters(_) | EngineError::TooManyStreams(_) => {
                 ApiError::new(StatusCode::SERVICE_UNAVAILABLE, kind::OVERLOADED, e.to_string()).retry_after(1)
             }
             EngineError::Store(StoreError::Database(cause) | StoreError::Unavailable(cause)) => {

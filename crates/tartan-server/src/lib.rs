@@ -11,11 +11,14 @@
 //! - `security/`: bearer tokens, JSON-only writes and CORS, in front of
 //!   every route (docs/security.md).
 //! - `routes/`: one module per resource (health, engine and catalog, steps,
-//!   flows and work, webhooks).
+//!   flows and work, webhooks); `routes/bodies.rs` holds the answers' types.
+//! - `openapi`: the OpenAPI document built from the routes' annotations,
+//!   `GET /openapi.json`.
 
 pub mod error;
 pub mod extract;
 mod observe;
+pub mod openapi;
 mod routes;
 pub mod security;
 

@@ -267,6 +267,7 @@ impl RetryDefaults {
 /// Why a failed work item was not retried (docs/retries.md, "Why it
 /// stopped"); the wire strings are the snake_case names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum RetryState {
     /// The failure was permanent.
@@ -318,6 +319,7 @@ pub struct RetryPolicy {
 
 /// The delay before retry `r + 1` and how it was made, for explainability.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct DelayParts {
     /// The backoff formula's value, before the cap.
     pub computed_ms: u64,

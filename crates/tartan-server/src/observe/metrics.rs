@@ -12,6 +12,10 @@ use crate::error::{kind, ApiError};
 
 /// `GET /metrics`: every metric of this process, in the OpenMetrics text
 /// format.
+/// Every metric, in the OpenMetrics text format (docs/operating.md, "Metrics").
+#[utoipa::path(get, path = "/metrics", tag = "health",
+    responses((status = 200, description = "OpenMetrics text", body = String,
+        content_type = "application/openmetrics-text; version=1.0.0; charset=utf-8")))]
 pub(crate) async fn render(State(engine): State<Engine>) -> Result<Response, ApiError> {
     let text = engine.render_metrics().map_err(|e| {
         tracing::error!("rendering the metrics failed: {e}");

@@ -1,54 +1,77 @@
 //! `/engine` and `/engine/catalog`: the catalog, its attribute graph and step
 //! health.
 
-use std::collections::BTreeMap;
-
 use axum::extract::State;
 use axum::Json;
-use serde_json::{json, Value};
 use tartan_engine::Engine;
 
-use super::history::{page_json, PageParams};
-use crate::error::ApiError;
+use super::bodies::{CatalogState, EngineState, EventList, NodeHealth, StepHealth};
+use super::history::PageParams;
+use crate::error::{ApiError, Problem};
 use crate::extract::Query;
 
-pub(crate) async fn engine_state(State(engine): State<Engine>) -> Json<Value> {
-    let view = engine.catalog().await;
+/// The catalog, its attribute graph and step health.
+#[utoipa::path(get, path = "/engine", tag = "catalog",
+    responses((status = 200, description = "The catalog with step health by node", body = EngineState)))]
+pub(crate) async fn engine_state(State(engine): State<Engine>) -> Json<EngineState> {
+    let catalog = catalog_state(&engine).await;
     // Health checks of step endpoints are not run yet, so every step's health
     // is reported as unknown rather than guessed.
-    let health: BTreeMap<&String, Value> = view
-        .catalog
-        .steps()
+    let health = catalog
+        .steps
         .keys()
-        .map(|id| (id, json!({ "status": "unknown" })))
+        .map(|id| (id.clone(), StepHealth { status: "unknown" }))
         .collect();
-    Json(json!({
-        "last_updated": view.last_updated,
-        "steps": view.catalog.steps(),
-        "attributes": view.catalog.graph(),
-        "health": { engine.config().node_id.clone(): { "health": health } },
-    }))
+    let node = engine.config().node_id.clone();
+    Json(EngineState {
+        catalog,
+        health: [(node, NodeHealth { health })].into(),
+    })
 }
 
-pub(crate) async fn catalog(State(engine): State<Engine>) -> Json<Value> {
+/// `GET /engine/` answers as `GET /engine` (Argyll's clients use both).
+#[utoipa::path(get, path = "/engine/", tag = "catalog",
+    responses((status = 200, description = "As `GET /engine`", body = EngineState)))]
+pub(crate) async fn engine_state_slash(state: State<Engine>) -> Json<EngineState> {
+    engine_state(state).await
+}
+
+async fn catalog_state(engine: &Engine) -> CatalogState {
     let view = engine.catalog().await;
-    Json(json!({
-        "last_updated": view.last_updated,
-        "steps": view.catalog.steps(),
-        "attributes": view.catalog.graph(),
-    }))
+    CatalogState {
+        last_updated: view.last_updated,
+        steps: view
+            .catalog
+            .steps()
+            .iter()
+            .map(|(id, step)| (id.clone(), step.clone()))
+            .collect(),
+        attributes: view.catalog.graph(),
+    }
+}
+
+/// The catalog and its attribute graph.
+#[utoipa::path(get, path = "/engine/catalog", tag = "catalog",
+    responses((status = 200, description = "The catalog", body = CatalogState)))]
+pub(crate) async fn catalog(State(engine): State<Engine>) -> Json<CatalogState> {
+    Json(catalog_state(&engine).await)
 }
 
 /// `GET /engine/catalog/events[?after=SEQ&limit=N]` (docs/api.md, "Event
 /// histories").
+#[utoipa::path(get, path = "/engine/catalog/events", tag = "catalog", params(PageParams),
+    responses(
+        (status = 200, description = "The catalog's events in sequence order", body = EventList),
+        (status = 400, description = "A bad `after` or `limit`", body = Problem, content_type = "application/problem+json"),
+    ))]
 pub(crate) async fn catalog_events(
     State(engine): State<Engine>,
     Query(params): Query<PageParams>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<EventList>, ApiError> {
     let request = params.request()?;
     let page = engine
         .store()
         .catalog_events_page(request.after, request.limit)
         .await?;
-    Ok(Json(page_json(&page, request)))
+    Ok(Json(EventList::of(&page, request.paged)))
 }

@@ -6,17 +6,17 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::Json;
 use serde::Deserialize;
-use serde_json::{json, Value};
 use tartan_core::duration::{parse_duration_str, DurationKind};
-use tartan_core::flow::FlowStatus;
+use tartan_core::flow::{FlowState, FlowStatus};
 use tartan_core::ids::{is_valid_id_prefix, sanitize_id};
-use tartan_core::plan::{build_plan, PlanMode};
+use tartan_core::plan::{build_plan, ExecutionPlan, PlanMode};
 use tartan_core::request::{PlanRequest, StartFlow};
 use tartan_engine::{Engine, EngineError};
-use tartan_store::{FlowQuery, FlowSummary, SortOrder};
+use tartan_store::{FlowQuery, SortOrder};
 
-use super::history::{page_json, PageParams};
-use crate::error::ApiError;
+use super::bodies::{EventList, FlowAnswer, FlowPage, FlowStatusAnswer, FlowSummary};
+use super::history::PageParams;
+use crate::error::{ApiError, Problem};
 use crate::extract::{self, Path, Query};
 
 /// Most flows one query returns.
@@ -25,11 +25,21 @@ const DEFAULT_QUERY_LIMIT: usize = 100;
 
 /// `POST /engine/flow`; a refusal is counted by its reason
 /// (docs/operating.md, "Metrics"), a body that could not be read included.
+#[utoipa::path(post, path = "/engine/flow", tag = "flows", request_body = StartFlow,
+    params(("traceparent" = Option<String>, Header, description = "W3C trace context the flow joins")),
+    responses(
+        (status = 201, description = "Started (or an identical start repeated); `message` is empty", body = FlowAnswer),
+        (status = 400, description = "The start is not valid, or inputs are missing", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "A goal step is not registered", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "The id holds a different start", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "Too many active flows, or the engine is stopping", body = Problem, content_type = "application/problem+json",
+            headers(("Retry-After" = u64, description = "Seconds to wait"))),
+    ))]
 pub(crate) async fn start(
     State(engine): State<Engine>,
     headers: HeaderMap,
     request: Result<extract::Json<StartFlow>, ApiError>,
-) -> Result<(StatusCode, Json<Value>), ApiError> {
+) -> Result<(StatusCode, Json<FlowAnswer>), ApiError> {
     let started = async {
         let extract::Json(request) = request?;
         let id = sanitize_id(&request.id);
@@ -41,7 +51,13 @@ pub(crate) async fn start(
             _ => None,
         };
         engine.start_flow_traced(request, traceparent).await?;
-        Ok((StatusCode::CREATED, Json(json!({ "message": "", "flow_id": id }))))
+        Ok((
+            StatusCode::CREATED,
+            Json(FlowAnswer {
+                message: "",
+                flow_id: id,
+            }),
+        ))
     };
     started.await.inspect_err(|e| {
         engine
@@ -50,10 +66,17 @@ pub(crate) async fn start(
     })
 }
 
+/// Preview the plan for goals and inputs; nothing is started.
+#[utoipa::path(post, path = "/engine/plan", tag = "flows", request_body = PlanRequest,
+    responses(
+        (status = 200, description = "The plan", body = ExecutionPlan),
+        (status = 400, description = "No goals, or a cycle", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "A goal step is not registered", body = Problem, content_type = "application/problem+json"),
+    ))]
 pub(crate) async fn plan(
     State(engine): State<Engine>,
     extract::Json(request): extract::Json<PlanRequest>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<ExecutionPlan>, ApiError> {
     let goals: Vec<String> = request.goals.iter().map(|g| sanitize_id(g)).collect();
     if goals.is_empty() {
         return Err(ApiError::bad_request("goals: at least one goal step is required"));
@@ -64,51 +87,78 @@ pub(crate) async fn plan(
     }
     let plan =
         build_plan(&view.catalog, &goals, &request.init, PlanMode::Preview).map_err(EngineError::from)?;
-    Ok(Json(json!(plan)))
+    Ok(Json(plan))
 }
 
+/// The flow's whole state.
+#[utoipa::path(get, path = "/engine/flow/{id}", tag = "flows",
+    params(("id" = String, Path, description = "Flow id")),
+    responses(
+        (status = 200, description = "The flow's state", body = FlowState),
+        (status = 404, description = "No such flow", body = Problem, content_type = "application/problem+json"),
+    ))]
 pub(crate) async fn get_one(
     State(engine): State<Engine>,
     Path(id): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<FlowState>, ApiError> {
     let state = engine.flow(&id).await?;
-    Ok(Json(json!(state)))
+    Ok(Json(state))
 }
 
 /// `POST /engine/flow/{id}/cancel`: 202 once the flow is cancelled.
+#[utoipa::path(post, path = "/engine/flow/{id}/cancel", tag = "flows",
+    params(("id" = String, Path, description = "Flow id")),
+    responses(
+        (status = 202, description = "Cancelled", body = FlowAnswer),
+        (status = 404, description = "No such flow", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "The flow is over", body = Problem, content_type = "application/problem+json"),
+    ))]
 pub(crate) async fn cancel(
     State(engine): State<Engine>,
     Path(id): Path<String>,
-) -> Result<(StatusCode, Json<Value>), ApiError> {
+) -> Result<(StatusCode, Json<FlowAnswer>), ApiError> {
     engine.cancel_flow(&id).await?;
     Ok((
         StatusCode::ACCEPTED,
-        Json(json!({ "message": "Flow cancelled", "flow_id": id })),
+        Json(FlowAnswer {
+            message: "Flow cancelled",
+            flow_id: id,
+        }),
     ))
 }
 
 /// Longest `wait` a status request may ask for.
 const MAX_STATUS_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub(crate) struct StatusParams {
     /// Answer once the flow is no longer active, or after this long
     /// (milliseconds, or any duration format; at most 60 s).
+    #[param(example = "30s")]
     wait: Option<String>,
 }
 
 /// `GET /engine/flow/{id}/status[?wait=D]`: the flow's status from its row
 /// alone; with `wait`, as soon as the flow finishes (docs/api.md, "Flows").
+#[utoipa::path(get, path = "/engine/flow/{id}/status", tag = "flows",
+    params(("id" = String, Path, description = "Flow id"), StatusParams),
+    responses(
+        (status = 200, description = "The flow's status", body = FlowStatusAnswer),
+        (status = 400, description = "A bad `wait`", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such flow", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "Too many waiting requests", body = Problem, content_type = "application/problem+json"),
+    ))]
 pub(crate) async fn status(
     State(engine): State<Engine>,
     Path(id): Path<String>,
     Query(params): Query<StatusParams>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<FlowStatusAnswer>, ApiError> {
     let status = match params.wait.as_deref().map(status_wait).transpose()? {
         Some(wait) => engine.wait_for_flow(&id, wait).await?,
         None => engine.flow_status(&id).await?,
     };
-    Ok(Json(json!({ "id": id, "status": status })))
+    Ok(Json(FlowStatusAnswer { id, status }))
 }
 
 fn status_wait(text: &str) -> Result<std::time::Duration, ApiError> {
@@ -128,11 +178,18 @@ fn status_wait(text: &str) -> Result<std::time::Duration, ApiError> {
 
 /// `GET /engine/flow/{id}/events[?after=SEQ&limit=N]` (docs/api.md,
 /// "Event histories").
+#[utoipa::path(get, path = "/engine/flow/{id}/events", tag = "flows",
+    params(("id" = String, Path, description = "Flow id"), PageParams),
+    responses(
+        (status = 200, description = "The flow's events in sequence order", body = EventList),
+        (status = 400, description = "A bad `after` or `limit`", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such flow", body = Problem, content_type = "application/problem+json"),
+    ))]
 pub(crate) async fn events(
     State(engine): State<Engine>,
     Path(id): Path<String>,
     Query(params): Query<PageParams>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<EventList>, ApiError> {
     let request = params.request()?;
     let page = engine
         .store()
@@ -143,11 +200,13 @@ pub(crate) async fn events(
     if page.events.is_empty() && (request.after == 0 || engine.store().flow_status(&id).await?.is_none()) {
         return Err(ApiError::not_found(format!("flow not found: {id}")));
     }
-    Ok(Json(page_json(&page, request)))
+    Ok(Json(EventList::of(&page, request.paged)))
 }
 
 /// `GET /engine/flow`: the most recent flows, as a bare array (Argyll).
-pub(crate) async fn list(State(engine): State<Engine>) -> Result<Json<Value>, ApiError> {
+#[utoipa::path(get, path = "/engine/flow", tag = "flows",
+    responses((status = 200, description = "Up to 1000 flows, newest first", body = Vec<FlowSummary>)))]
+pub(crate) async fn list(State(engine): State<Engine>) -> Result<Json<Vec<FlowSummary>>, ApiError> {
     let page = engine
         .store()
         .query_flows(&FlowQuery {
@@ -159,45 +218,45 @@ pub(crate) async fn list(State(engine): State<Engine>) -> Result<Json<Value>, Ap
             sort: SortOrder::RecentFirst,
         })
         .await?;
-    let list: Vec<Value> = page
-        .flows
-        .iter()
-        .map(|f| json!({ "id": f.id, "status": f.status, "timestamp": f.created_at }))
-        .collect();
-    Ok(Json(Value::Array(list)))
+    Ok(Json(page.flows.iter().map(FlowSummary::bare).collect()))
 }
 
-#[derive(Deserialize)]
+/// `POST /engine/flow/query`: every criterion is optional.
+#[derive(Deserialize, utoipa::ToSchema)]
 pub(crate) struct QueryRequest {
+    /// Flows whose id starts with this.
     #[serde(default)]
     id_prefix: String,
+    /// Flows carrying every one of these labels.
     #[serde(default)]
     labels: BTreeMap<String, String>,
+    /// Flows in any of these statuses.
     #[serde(default)]
+    #[schema(value_type = Vec<FlowStatus>)]
     statuses: Vec<String>,
+    /// Flows per page, 0 to 1000 (0: 100).
     #[serde(default)]
+    #[schema(minimum = 0, maximum = 1000)]
     limit: i64,
+    /// The `next_cursor` of the previous page.
     #[serde(default)]
     cursor: String,
+    /// `recent_desc` (the default) or `recent_asc`.
     #[serde(default)]
+    #[schema(example = "recent_desc")]
     sort: String,
 }
 
-fn summary_json(f: &FlowSummary) -> Value {
-    let mut v = json!({ "id": f.id, "status": f.status, "timestamp": f.created_at });
-    if !f.labels.is_empty() {
-        v["labels"] = json!(f.labels);
-    }
-    if let Some(e) = &f.error {
-        v["error"] = json!(e);
-    }
-    v
-}
-
+/// Filter flows, a page at a time.
+#[utoipa::path(post, path = "/engine/flow/query", tag = "flows", request_body = QueryRequest,
+    responses(
+        (status = 200, description = "A page of flows", body = FlowPage),
+        (status = 400, description = "A bad criterion, limit, sort or cursor", body = Problem, content_type = "application/problem+json"),
+    ))]
 pub(crate) async fn query(
     State(engine): State<Engine>,
     extract::Json(q): extract::Json<QueryRequest>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<FlowPage>, ApiError> {
     if !is_valid_id_prefix(&q.id_prefix) {
         return Err(ApiError::bad_request("id_prefix: invalid ID prefix"));
     }
@@ -251,11 +310,11 @@ pub(crate) async fn query(
             sort,
         })
         .await?;
-    let flows: Vec<Value> = page.flows.iter().map(summary_json).collect();
-    let mut body = json!({ "flows": flows, "count": flows.len() });
-    if let Some(next) = page.next_cursor {
-        body["has_more"] = json!(true);
-        body["next_cursor"] = json!(next);
-    }
-    Ok(Json(body))
+    let flows: Vec<FlowSummary> = page.flows.iter().map(FlowSummary::full).collect();
+    Ok(Json(FlowPage {
+        count: flows.len(),
+        flows,
+        has_more: page.next_cursor.is_some(),
+        next_cursor: page.next_cursor,
+    }))
 }

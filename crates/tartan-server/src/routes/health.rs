@@ -1,39 +1,49 @@
+//! `/health` and `/ready`: for load balancers and probes.
+
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
-use serde_json::{json, Value};
 use tartan_engine::Engine;
 
-use crate::error::{kind, ApiError};
+use super::bodies::{Health, HealthDetails, Ready};
+use crate::error::{kind, ApiError, Problem};
 
-pub(crate) async fn health(State(engine): State<Engine>) -> Json<Value> {
+/// Liveness, with the version, store, node id and call counts.
+#[utoipa::path(get, path = "/health", tag = "health", security(()),
+    responses((status = 200, description = "The process is alive", body = Health)))]
+pub(crate) async fn health(State(engine): State<Engine>) -> Json<Health> {
     let (calls, deferred) = engine.call_counts();
     let config = engine.config();
-    Json(json!({
-        "status": "healthy",
-        "service": "tartan",
-        "details": {
-            "version": env!("CARGO_PKG_VERSION"),
-            "store": engine.store().backend(),
-            "node_id": engine.config().node_id,
-            "active_flows": engine.active_flows(),
-            "max_active_flows": config.max_active_flows,
-            "timers": engine.timers(),
+    Json(Health {
+        status: "healthy",
+        service: "tartan",
+        details: HealthDetails {
+            version: env!("CARGO_PKG_VERSION"),
+            store: engine.store().backend(),
+            node_id: config.node_id.clone(),
+            active_flows: engine.active_flows(),
+            max_active_flows: config.max_active_flows,
+            timers: engine.timers(),
             // docs/durability.md, "Call slots".
-            "calls_in_flight": calls.running,
-            "max_calls": config.max_calls,
-            "max_calls_per_step": config.max_calls_per_step(),
-            "calls_queued": calls.queued,
-            "max_queued_calls": config.max_queued_calls,
-            "calls_deferred": deferred,
-        }
-    }))
+            calls_in_flight: calls.running,
+            max_calls: config.max_calls,
+            max_calls_per_step: config.max_calls_per_step(),
+            calls_queued: calls.queued,
+            max_queued_calls: config.max_queued_calls,
+            calls_deferred: deferred,
+        },
+    })
 }
 
 /// Ready when the database answers and the migrations are applied.
-pub(crate) async fn ready(State(engine): State<Engine>) -> Result<Json<Value>, ApiError> {
+#[utoipa::path(get, path = "/ready", tag = "health", security(()),
+    responses(
+        (status = 200, description = "Ready", body = Ready),
+        (status = 503, description = "The database does not answer", body = Problem, content_type = "application/problem+json"),
+    ))]
+pub(crate) async fn ready(State(engine): State<Engine>) -> Result<Json<Ready>, ApiError> {
     match engine.store().ready().await {
-        Ok(()) => Ok(Json(json!({ "status": "ready" }))),
+        Ok(()) => Ok(Json(Ready { status: "ready" })),
         Err(e) => {
             tracing::warn!("not ready: {e}");
             Err(ApiError::new(

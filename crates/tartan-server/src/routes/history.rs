@@ -5,10 +5,7 @@
 //! its first page and a `next`, never loaded whole.
 
 use serde::Deserialize;
-use serde_json::{json, Value};
-use tartan_store::EventPage;
 
-use super::event_json;
 use crate::error::ApiError;
 
 /// Events of a page when `limit` is not given.
@@ -20,9 +17,14 @@ pub(crate) const UNPAGED_LIMIT: usize = 1000;
 
 /// The query of an event history: text, so that a bad value is answered
 /// naming its parameter.
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub(crate) struct PageParams {
+    /// The events after this sequence: the `next` of the previous page.
+    #[param(value_type = Option<i64>, minimum = 0)]
     after: Option<String>,
+    /// Events per page, 1 to 1000 (100 when `after` is given alone).
+    #[param(value_type = Option<i64>, minimum = 1, maximum = 1000)]
     limit: Option<String>,
 }
 
@@ -73,17 +75,6 @@ impl PageParams {
             paged,
         })
     }
-}
-
-/// `{"count","events"}`, with `next` when paging was asked for (null on
-/// the last page) or when more events follow.
-pub(crate) fn page_json(page: &EventPage, request: PageRequest) -> Value {
-    let list: Vec<Value> = page.events.iter().map(event_json).collect();
-    let mut body = json!({ "count": list.len(), "events": list });
-    if request.paged || page.next.is_some() {
-        body["next"] = json!(page.next);
-    }
-    body
 }
 
 #[cfg(test)]

@@ -1,12 +1,14 @@
 //! Route table. Handlers live beside the resource they serve.
 
-mod engine;
-mod flows;
-mod health;
+mod bodies;
+pub(crate) mod engine;
+pub(crate) mod flows;
+pub(crate) mod health;
 mod history;
-mod steps;
-mod webhooks;
-mod work;
+pub(crate) mod steps;
+pub(crate) mod streams;
+pub(crate) mod webhooks;
+pub(crate) mod work;
 
 use axum::routing::{get, post};
 use axum::Router;
@@ -17,8 +19,9 @@ pub(crate) fn routes() -> Router<Engine> {
         .route("/health", get(health::health))
         .route("/ready", get(health::ready))
         .route("/metrics", get(crate::observe::metrics::render))
+        .route("/openapi.json", get(crate::openapi::document_route))
         .route("/engine", get(engine::engine_state))
-        .route("/engine/", get(engine::engine_state))
+        .route("/engine/", get(engine::engine_state_slash))
         .route("/engine/catalog", get(engine::catalog))
         .route("/engine/catalog/events", get(engine::catalog_events))
         .route("/engine/step", get(steps::list).post(steps::register))
@@ -32,6 +35,7 @@ pub(crate) fn routes() -> Router<Engine> {
         .route("/engine/flow/{id}", get(flows::get_one))
         .route("/engine/flow/{id}/status", get(flows::status))
         .route("/engine/flow/{id}/events", get(flows::events))
+        .route("/engine/flow/{id}/stream", get(streams::flow_stream))
         .route("/engine/flow/{id}/cancel", post(flows::cancel))
         .route("/engine/flow/{id}/work", get(work::flow_work))
         .route("/engine/work", get(work::list))
@@ -46,20 +50,4 @@ pub(crate) fn routes() -> Router<Engine> {
             "/webhook/{flow}/{step}/{token}/{signature}/heartbeat",
             post(webhooks::heartbeat),
         )
-}
-
-/// An event as the API shows it (docs/api.md).
-pub(crate) fn event_json(e: &tartan_store::StoredEvent) -> serde_json::Value {
-    let aggregate = if e.aggregate_type == "catalog" {
-        serde_json::json!(["catalog"])
-    } else {
-        serde_json::json!([e.aggregate_type, e.aggregate_id])
-    };
-    serde_json::json!({
-        "type": e.event_type,
-        "aggregate_id": aggregate,
-        "sequence": e.sequence,
-        "timestamp": e.timestamp,
-        "data": e.data,
-    })
 }

@@ -3,33 +3,56 @@
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
-use serde_json::{json, Value};
 use tartan_core::ids::sanitize_id;
 use tartan_core::step::Step;
 use tartan_engine::Engine;
 
-use crate::error::ApiError;
+use super::bodies::{Message, StepList, StepSaved};
+use crate::error::{ApiError, Problem};
 use crate::extract::{self, Path, STEP_BODY_LIMIT};
 
 type StepBody = extract::Json<Step, STEP_BODY_LIMIT>;
 
-pub(crate) async fn list(State(engine): State<Engine>) -> Json<Value> {
+/// Every registered step.
+#[utoipa::path(get, path = "/engine/step", tag = "steps",
+    responses((status = 200, description = "Every registered step", body = StepList)))]
+pub(crate) async fn list(State(engine): State<Engine>) -> Json<StepList> {
     let view = engine.catalog().await;
-    let steps: Vec<&Step> = view.catalog.steps().values().map(|s| &**s).collect();
-    Json(json!({ "count": steps.len(), "steps": steps }))
+    let steps: Vec<_> = view.catalog.steps().values().cloned().collect();
+    Json(StepList {
+        count: steps.len(),
+        steps,
+    })
 }
 
+/// Register a step; an identical repeat is a 201 too.
+#[utoipa::path(post, path = "/engine/step", tag = "steps", request_body = Step,
+    responses(
+        (status = 201, description = "Registered, as stored", body = StepSaved),
+        (status = 400, description = "The step is not valid", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "The id holds a different definition", body = Problem, content_type = "application/problem+json"),
+    ))]
 pub(crate) async fn register(
     State(engine): State<Engine>,
     extract::Json(step): StepBody,
-) -> Result<(StatusCode, Json<Value>), ApiError> {
-    let stored = engine.register_step(step).await?;
+) -> Result<(StatusCode, Json<StepSaved>), ApiError> {
+    let step = engine.register_step(step).await?;
     Ok((
         StatusCode::CREATED,
-        Json(json!({ "step": stored, "message": "Step registered" })),
+        Json(StepSaved {
+            step,
+            message: "Step registered",
+        }),
     ))
 }
 
+/// The stored step, defaults filled in.
+#[utoipa::path(get, path = "/engine/step/{id}", tag = "steps",
+    params(("id" = String, Path, description = "Step id")),
+    responses(
+        (status = 200, description = "The step", body = Step),
+        (status = 404, description = "No such step", body = Problem, content_type = "application/problem+json"),
+    ))]
 pub(crate) async fn get_one(
     State(engine): State<Engine>,
     Path(id): Path<String>,
@@ -41,24 +64,44 @@ pub(crate) async fn get_one(
     }
 }
 
+/// Replace a step; the id in the URL and in the body must name the same step.
+#[utoipa::path(put, path = "/engine/step/{id}", tag = "steps", request_body = Step,
+    params(("id" = String, Path, description = "Step id")),
+    responses(
+        (status = 200, description = "Updated, as stored", body = StepSaved),
+        (status = 400, description = "The step is not valid, or its id is not the URL's", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such step", body = Problem, content_type = "application/problem+json"),
+    ))]
 pub(crate) async fn update(
     State(engine): State<Engine>,
     Path(id): Path<String>,
     extract::Json(step): StepBody,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<StepSaved>, ApiError> {
     if sanitize_id(&step.id) != sanitize_id(&id) {
         return Err(ApiError::bad_request(
             "id: step ID in URL does not match step ID in body",
         ));
     }
-    let stored = engine.update_step(step).await?;
-    Ok(Json(json!({ "step": stored, "message": "Step updated" })))
+    let step = engine.update_step(step).await?;
+    Ok(Json(StepSaved {
+        step,
+        message: "Step updated",
+    }))
 }
 
+/// Remove a step; running flows keep the copy in their plan.
+#[utoipa::path(delete, path = "/engine/step/{id}", tag = "steps",
+    params(("id" = String, Path, description = "Step id")),
+    responses(
+        (status = 200, description = "Removed", body = Message),
+        (status = 404, description = "No such step", body = Problem, content_type = "application/problem+json"),
+    ))]
 pub(crate) async fn unregister(
     State(engine): State<Engine>,
     Path(id): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Message>, ApiError> {
     engine.unregister_step(&sanitize_id(&id)).await?;
-    Ok(Json(json!({ "message": "Step unregistered" })))
+    Ok(Json(Message {
+        message: "Step unregistered",
+    }))
 }

@@ -14,10 +14,27 @@ use serde_json::Value;
 use tartan_engine::metrics::{WebhookKind, WebhookOutcome};
 use tartan_engine::{Engine, WebhookRefusal, WebhookResult};
 
-use crate::error::{kind, ApiError};
+use crate::error::{kind, ApiError, Problem};
 use crate::extract::{parse_json, Path};
 use crate::security::is_media_type;
 
+/// An async step's result: a JSON object of outputs, or a problem
+/// (`application/problem+json`) for a failure.
+#[utoipa::path(post, path = "/webhook/{flow}/{step}/{token}/{signature}", tag = "webhooks", security(()),
+    params(
+        ("flow" = String, Path, description = "Flow id"),
+        ("step" = String, Path, description = "Step id"),
+        ("token" = String, Path, description = "The work item's receipt token"),
+        ("signature" = String, Path, description = "The signature the engine handed out: `{attempt}.{mac}`"),
+    ),
+    request_body(content = Object, description = "The step's outputs; a failure as `application/problem+json`", content_type = "application/json"),
+    responses(
+        (status = 200, description = "Recorded (duplicates and late results too); empty body"),
+        (status = 400, description = "Unknown flow, step or token, or a body that is not a JSON object", body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "The signature is not the one handed out", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "No accepted call of that attempt waits for a result", body = Problem, content_type = "application/problem+json"),
+        (status = 413, description = "The body is over the response limit; the attempt fails for good", body = Problem, content_type = "application/problem+json"),
+    ))]
 pub(crate) async fn deliver(
     State(engine): State<Engine>,
     Path((flow, step, token, signature)): Path<(String, String, String, String)>,
@@ -125,6 +142,19 @@ async fn read_bounded(req: Request, limit: usize) -> Result<Option<Vec<u8>>, Api
 
 /// `POST /webhook/{flow}/{step}/{token}/{signature}/heartbeat`: the async
 /// step is still working; its inactivity window starts again. 200, empty body.
+#[utoipa::path(post, path = "/webhook/{flow}/{step}/{token}/{signature}/heartbeat", tag = "webhooks", security(()),
+    params(
+        ("flow" = String, Path, description = "Flow id"),
+        ("step" = String, Path, description = "Step id"),
+        ("token" = String, Path, description = "The work item's receipt token"),
+        ("signature" = String, Path, description = "The signature the engine handed out: `{attempt}.{mac}`"),
+    ),
+    responses(
+        (status = 200, description = "The inactivity window starts again; empty body"),
+        (status = 400, description = "Unknown flow, step or token", body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "The signature is not the one handed out", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "No accepted call of that attempt is waiting", body = Problem, content_type = "application/problem+json"),
+    ))]
 pub(crate) async fn heartbeat(
     State(engine): State<Engine>,
     Path((flow, step, token, signature)): Path<(String, String, String, String)>,
@@ -142,6 +172,13 @@ pub(crate) async fn heartbeat(
 
 /// `POST /webhook/{flow}/{step}/{token}`: a URL put together from flow state
 /// rather than the one the engine handed out.
+#[utoipa::path(post, path = "/webhook/{flow}/{step}/{token}", tag = "webhooks", security(()),
+    params(
+        ("flow" = String, Path, description = "Flow id"),
+        ("step" = String, Path, description = "Step id"),
+        ("token" = String, Path, description = "The work item's receipt token"),
+    ),
+    responses((status = 403, description = "Always: a webhook URL must carry the signature the engine handed out", body = Problem, content_type = "application/problem+json")))]
 pub(crate) async fn unsigned(State(engine): State<Engine>) -> Result<StatusCode, ApiError> {
     counted(&engine, WebhookKind::Result, Err(forbidden()))
 }

@@ -3,31 +3,27 @@
 use axum::extract::State;
 use axum::Json;
 use serde::Deserialize;
-use serde_json::{json, Value};
 use tartan_core::flow::WorkStatus;
 use tartan_engine::Engine;
-use tartan_store::{WorkQuery, WorkView};
+use tartan_store::WorkQuery;
 
-use crate::error::ApiError;
+use super::bodies::{WorkItem, WorkList};
+use crate::error::{ApiError, Problem};
 use crate::extract::{Path, Query};
 
 const MAX_LIMIT: usize = 1000;
 
-/// A work item, flat, with where it belongs.
-fn work_json(w: &WorkView) -> Value {
-    let mut v = json!(w.detail);
-    v["flow_id"] = json!(w.flow_id);
-    v["step_id"] = json!(w.step_id);
-    v["token"] = json!(w.token);
-    v["attempt"] = json!(w.attempt);
-    v["last_error"] = json!(w.detail.error);
-    v
-}
-
+/// Every work item of a flow, flat.
+#[utoipa::path(get, path = "/engine/flow/{id}/work", tag = "work",
+    params(("id" = String, Path, description = "Flow id")),
+    responses(
+        (status = 200, description = "The flow's work items", body = WorkList),
+        (status = 404, description = "No such flow", body = Problem, content_type = "application/problem+json"),
+    ))]
 pub(crate) async fn flow_work(
     State(engine): State<Engine>,
     Path(id): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<WorkList>, ApiError> {
     // 404 for an unknown flow, not an empty list.
     engine.flow(&id).await?;
     let mut items = Vec::new();
@@ -42,28 +38,46 @@ pub(crate) async fn flow_work(
                 ..WorkQuery::default()
             })
             .await?;
-        items.extend(page.items.iter().map(work_json));
+        items.extend(page.items.iter().map(WorkItem::from));
         match page.next_cursor {
             Some(next) => cursor = Some(next),
             None => break,
         }
     }
-    Ok(Json(json!({ "count": items.len(), "work_items": items })))
+    Ok(Json(WorkList {
+        count: items.len(),
+        work_items: items,
+        next_cursor: None,
+    }))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub(crate) struct WorkParams {
+    /// Only items in this status.
+    #[param(value_type = Option<WorkStatus>)]
     status: Option<String>,
+    /// Only items of this step.
     step: Option<String>,
+    /// Only items of this flow.
     flow_id: Option<String>,
+    /// Items per page, 1 to 1000 (default 100).
+    #[param(minimum = 1, maximum = 1000)]
     limit: Option<usize>,
+    /// The `next_cursor` of the previous page.
     cursor: Option<String>,
 }
 
+/// Work items across flows, a page at a time.
+#[utoipa::path(get, path = "/engine/work", tag = "work", params(WorkParams),
+    responses(
+        (status = 200, description = "A page of work items", body = WorkList),
+        (status = 400, description = "A bad filter, limit or cursor", body = Problem, content_type = "application/problem+json"),
+    ))]
 pub(crate) async fn list(
     State(engine): State<Engine>,
     Query(p): Query<WorkParams>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<WorkList>, ApiError> {
     let status = match p.status.as_deref() {
         None | Some("") => None,
         Some(s) => Some(
@@ -92,10 +106,10 @@ pub(crate) async fn list(
             cursor: p.cursor.filter(|s| !s.is_empty()),
         })
         .await?;
-    let items: Vec<Value> = page.items.iter().map(work_json).collect();
-    let mut body = json!({ "count": items.len(), "work_items": items });
-    if let Some(next) = page.next_cursor {
-        body["next_cursor"] = json!(next);
-    }
-    Ok(Json(body))
+    let items: Vec<WorkItem> = page.items.iter().map(WorkItem::from).collect();
+    Ok(Json(WorkList {
+        count: items.len(),
+        work_items: items,
+        next_cursor: page.next_cursor,
+    }))
 }

@@ -52,7 +52,7 @@ fn is_open(path: &str) -> bool {
 
 /// What a read token may do: `GET` (and `HEAD`), and the two `POST` routes
 /// that only read (a plan preview, a flow query).
-fn is_read(method: &Method, path: &str) -> bool {
+pub(crate) fn is_read(method: &Method, path: &str) -> bool {
     method == Method::GET
         || method == Method::HEAD
         || (method == Method::POST && (path == "/engine/plan" || path == "/engine/flow/query"))
@@ -62,11 +62,15 @@ pub(crate) async fn require_token(State(security): State<ApiSecurity>, req: Requ
     if !security.requires_token() || is_open(req.uri().path()) {
         return next.run(req).await;
     }
-    let presented = req
-        .headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(bearer);
+    let from_query;
+    let presented = match req.headers().get(header::AUTHORIZATION) {
+        Some(v) => v.to_str().ok().and_then(bearer),
+        None if is_stream(req.uri().path()) => {
+            from_query = req.uri().query().and_then(query_token);
+            from_query.as_deref()
+        }
+        None => None,
+    };
     let Some(presented) = presented else {
         return unauthorized("this route needs Authorization: Bearer <token>", false);
     };
@@ -85,6 +89,23 @@ pub(crate) async fn require_token(State(security): State<ApiSecurity>, req: Requ
         .into_response(),
         Grant::None => unauthorized("the bearer token is not valid", true),
     }
+}
+
+/// The streams, which browsers open without headers (`EventSource`):
+/// they may carry the token as `?access_token=` (RFC 6750 §2.3). The
+/// request log names the route, never the query, so it is not logged.
+fn is_stream(path: &str) -> bool {
+    path.strip_prefix("/engine/flow/")
+        .and_then(|rest| rest.strip_suffix("/stream"))
+        .is_some_and(|id| !id.is_empty() && !id.contains('/'))
+}
+
+/// The `access_token` of a query string.
+fn query_token(query: &str) -> Option<String> {
+    url::form_urlencoded::parse(query.as_bytes())
+        .find(|(k, _)| k == "access_token")
+        .map(|(_, v)| v.into_owned())
+        .filter(|t| !t.is_empty())
 }
 
 /// The token of `Bearer <token>` (the scheme is case-insensitive).
@@ -122,6 +143,16 @@ mod tests {
         assert_eq!(bearer("Basic abc"), None);
         assert_eq!(bearer("Bearer "), None);
         assert_eq!(bearer("abc"), None);
+    }
+
+    #[test]
+    fn only_streams_take_the_token_from_the_query() {
+        assert!(is_stream("/engine/flow/f-1/stream"));
+        assert!(!is_stream("/engine/flow/f-1/events"));
+        assert!(!is_stream("/engine/flow//stream"));
+        assert!(!is_stream("/engine/flow/a/b/stream"));
+        assert_eq!(query_token("after=3&access_token=a%2Bb"), Some("a+b".into()));
+        assert_eq!(query_token("access_token="), None);
     }
 
     #[test]

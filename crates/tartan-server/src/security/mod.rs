@@ -8,7 +8,7 @@ mod auth;
 mod cors;
 mod media;
 
-pub(crate) use auth::require_token;
+pub(crate) use auth::{is_read, require_token};
 pub(crate) use cors::cors_layer;
 pub use media::is_media_type;
 pub(crate) use media::require_json;

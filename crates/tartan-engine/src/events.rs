@@ -1,0 +1,98 @@
+//! The bus of committed flow events (docs/api.md, "Event streams"): the
+//! writer hands each decision's events to it once they are durable, and
+//! the API's streams read it. Nothing is built for the bus unless someone
+//! listens; a listener that falls more than the bus's capacity behind is
+//! told it lagged and is dropped, so no queue grows without bound.
+
+use std::sync::Arc;
+
+use tartan_core::flow::{FlowEvent, Time};
+use tokio::sync::{broadcast, Mutex, OwnedSemaphorePermit, Semaphore};
+use tokio_util::sync::CancellationToken;
+
+use crate::{Engine, EngineError};
+
+/// One decision's events, as committed.
+#[derive(Debug)]
+pub struct CommittedEvents {
+    pub flow_id: String,
+    /// The sequence of the first of `events`; the others follow it.
+    pub first_sequence: i64,
+    /// When they were committed: every event's timestamp.
+    pub at: Time,
+    pub events: Vec<FlowEvent>,
+}
+
+impl CommittedEvents {
+    /// The events with their sequences.
+    pub fn sequenced(&self) -> impl Iterator<Item = (i64, &FlowEvent)> {
+        self.events
+            .iter()
+            .enumerate()
+            .map(|(k, e)| (self.first_sequence + k as i64, e))
+    }
+}
+
+pub(crate) struct Bus {
+    sender: broadcast::Sender<Arc<CommittedEvents>>,
+    /// Held by the writer across each batch (deciding whether to publish,
+    /// then committing): a subscriber waits for it once after subscribing,
+    /// so a batch that began before it listened is in the store before it
+    /// reads the history. Without it that batch could be in neither.
+    gate: Mutex<()>,
+    streams: Arc<Semaphore>,
+    max_streams: usize,
+}
+
+impl Bus {
+    pub(crate) fn new(capacity: usize, max_streams: usize) -> Self {
+        Self {
+            sender: broadcast::channel(capacity.max(1)).0,
+            gate: Mutex::new(()),
+            streams: Arc::new(Semaphore::new(max_streams)),
+            max_streams,
+        }
+    }
+
+    /// Whether anyone listens (then the writer keeps a copy of the events).
+    pub(crate) fn listened(&self) -> bool {
+        self.sender.receiver_count() > 0
+    }
+
+    pub(crate) async fn hold(&self) -> tokio::sync::MutexGuard<'_, ()> {
+        self.gate.lock().await
+    }
+
+    pub(crate) fn publish(&self, events: CommittedEvents) {
+        // No receiver left: nothing to do.
+        let _ = self.sender.send(Arc::new(events));
+    }
+}
+
+/// A stream's hold on the bus: the events committed from its opening on,
+/// and one of the process's stream slots until it is dropped.
+pub struct EventSubscription {
+    pub events: broadcast::Receiver<Arc<CommittedEvents>>,
+    /// Fires when the engine stops: streams end then.
+    pub stopping: CancellationToken,
+    _slot: OwnedSemaphorePermit,
+}
+
+impl Engine {
+    /// Listen to the events committed from now on. Every event committed
+    /// after this returns is either in the store already or will be on
+    /// the subscription. Refused when the process holds its most streams.
+    pub async fn subscribe_events(&self) -> Result<EventSubscription, EngineError> {
+        let bus = &self.inner.bus;
+        let slot = Arc::clone(&bus.streams)
+            .try_acquire_owned()
+            .map_err(|_| EngineError::TooManyStreams(bus.max_streams))?;
+        let events = bus.sender.subscribe();
+        drop(bus.hold().await);
+        Ok(EventSubscription {
+            events,
+            stopping: self.inner.stopping.clone(),
+            _slot: slot,
+        })
+    }
+}

@@ -1,0 +1,158 @@
+//! The OpenAPI 3.1 document, `GET /openapi.json` (docs/api.md): generated
+//! from the handlers' `#[utoipa::path]` annotations and the types they
+//! answer with, so the document is the code. What every route shares
+//! (bearer tokens, the refusals of the security layers) is added here once,
+//! by [`Shared`], rather than repeated on each handler.
+
+use std::sync::OnceLock;
+
+use axum::http::{header, Method};
+use axum::response::{IntoResponse, Response};
+use utoipa::openapi::path::Operation;
+use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityRequirement, SecurityScheme};
+use utoipa::openapi::{ContentBuilder, Ref, RefOr, ResponseBuilder};
+use utoipa::{Modify, OpenApi};
+
+use crate::error::Problem;
+use crate::routes;
+
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "Tartan",
+        description = "HTTP step orchestration: register steps, start flows towards goal steps, \
+                       watch them run. Argyll's REST API and step protocol, and more (docs/api.md).",
+        license(name = "Apache-2.0", identifier = "Apache-2.0"),
+    ),
+    paths(
+        routes::health::health,
+        routes::health::ready,
+        crate::observe::metrics::render,
+        document_route,
+        routes::engine::engine_state,
+        routes::engine::engine_state_slash,
+        routes::engine::catalog,
+        routes::engine::catalog_events,
+        routes::steps::list,
+        routes::steps::register,
+        routes::steps::get_one,
+        routes::steps::update,
+        routes::steps::unregister,
+        routes::flows::plan,
+        routes::flows::list,
+        routes::flows::start,
+        routes::flows::query,
+        routes::flows::get_one,
+        routes::flows::status,
+        routes::flows::events,
+        routes::streams::flow_stream,
+        routes::flows::cancel,
+        routes::work::flow_work,
+        routes::work::list,
+        routes::webhooks::unsigned,
+        routes::webhooks::deliver,
+        routes::webhooks::heartbeat,
+    ),
+    components(schemas(Problem)),
+    modifiers(&Shared),
+    security(("bearer" = [])),
+    tags(
+        (name = "health", description = "Liveness, readiness, metrics and this document"),
+        (name = "catalog", description = "The registered steps and their attribute graph"),
+        (name = "steps", description = "Register, read, update and remove steps"),
+        (name = "flows", description = "Plan, start, read, query and cancel flows"),
+        (name = "work", description = "Work items: one call of a step and its retries"),
+        (name = "webhooks", description = "Where async steps deliver results (signed URLs)"),
+    ),
+)]
+pub struct ApiDoc;
+
+/// The document, built once.
+pub fn document() -> &'static utoipa::openapi::OpenApi {
+    static DOC: OnceLock<utoipa::openapi::OpenApi> = OnceLock::new();
+    DOC.get_or_init(ApiDoc::openapi)
+}
+
+/// This document, OpenAPI 3.1.
+#[utoipa::path(get, path = "/openapi.json", tag = "health",
+    responses((status = 200, description = "The OpenAPI 3.1 document of this API", body = Object)))]
+pub(crate) async fn document_route() -> Response {
+    static TEXT: OnceLock<String> = OnceLock::new();
+    let text = TEXT.get_or_init(|| document().to_json().unwrap_or_default());
+    ([(header::CONTENT_TYPE, "application/json")], text.as_str()).into_response()
+}
+
+/// What the layers in front of every route add (docs/security.md).
+struct Shared;
+
+impl Modify for Shared {
+    fn modify(&self, doc: &mut utoipa::openapi::OpenApi) {
+        let components = doc.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "bearer",
+            SecurityScheme::Http(
+                HttpBuilder::new()
+                    .scheme(HttpAuthScheme::Bearer)
+                    .description(Some(
+                        "TARTAN_API_TOKEN grants every route, TARTAN_READ_TOKEN the reads; \
+                         without tokens configured none is needed (docs/security.md)",
+                    ))
+                    .build(),
+            ),
+        );
+        for (path, item) in doc.paths.paths.iter_mut() {
+            let methods = [
+                (Method::GET, &mut item.get),
+                (Method::POST, &mut item.post),
+                (Method::PUT, &mut item.put),
+                (Method::DELETE, &mut item.delete),
+            ];
+            for (method, operation) in methods {
+                if let Some(operation) = operation {
+                    refusals(path, &method, operation);
+                }
+            }
+        }
+    }
+}
+
+/// The refusals an operation can meet before its handler runs.
+fn refusals(path: &str, method: &Method, operation: &mut Operation) {
+    // `security(())` on a handler: a route open without a token.
+    let public = operation
+        .security
+        .as_ref()
+        .is_some_and(|s| s.iter().all(|r| *r == SecurityRequirement::default()));
+    if !public {
+        add(operation, 401, "No token, or an unknown one");
+        if !crate::security::is_read(method, path) {
+            add(operation, 403, "A read token may not change anything");
+        }
+    }
+    if operation.request_body.is_some() {
+        add(
+            operation,
+            400,
+            "The body is not JSON, or a field has the wrong type",
+        );
+        add(operation, 413, "The body is over its limit");
+        add(operation, 415, "The body is not `application/json`");
+    }
+}
+
+fn add(operation: &mut Operation, status: u16, description: &str) {
+    let problem = ResponseBuilder::new()
+        .description(description)
+        .content(
+            "application/problem+json",
+            ContentBuilder::new()
+                .schema(Some(RefOr::Ref(Ref::from_schema_name("Problem"))))
+                .build(),
+        )
+        .build();
+    operation
+        .responses
+        .responses
+        .entry(status.to_string())
+        .or_insert(RefOr::T(problem));
+}

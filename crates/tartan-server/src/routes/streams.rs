@@ -1,0 +1,274 @@
+//! `GET /engine/flow/{id}/stream`: one flow's events as server-sent events
+//! (docs/api.md, "Event streams"). Its history first, then its events as
+//! they are committed, then its final state, and the stream ends.
+//!
+//! The stream listens to the engine's bus before it reads the history, and
+//! skips the live events it already sent: nothing is missed between the
+//! two and nothing is sent twice. It holds no database connection while it
+//! waits. A stream that falls behind the bus is told where it stopped
+//! (`event: dropped`) and ends; it resumes from there with `Last-Event-ID`.
+
+use std::collections::VecDeque;
+use std::convert::Infallible;
+use std::time::Duration;
+
+use axum::extract::State;
+use axum::http::HeaderMap;
+use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
+use axum::response::IntoResponse;
+use serde::Deserialize;
+use tartan_core::flow::FlowEvent;
+use tartan_engine::{Engine, EngineError, EventSubscription};
+use tartan_store::StoredEvent;
+use tokio::sync::broadcast::error::RecvError;
+
+use super::bodies::Event;
+use crate::error::{ApiError, Problem};
+use crate::extract::{Path, Query};
+
+/// A comment line this often keeps proxies from closing a quiet stream.
+const KEEP_ALIVE: Duration = Duration::from_secs(15);
+/// Events read from the store at a time while catching up.
+const HISTORY_PAGE: usize = 100;
+
+/// The query of a stream.
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub(crate) struct StreamParams {
+    /// Send the events after this sequence (`Last-Event-ID` wins over it).
+    #[param(value_type = Option<i64>, minimum = 0)]
+    after: Option<String>,
+    /// The token, for clients that cannot set `Authorization` (RFC 6750 §2.3).
+    #[allow(dead_code)]
+    access_token: Option<String>,
+}
+
+/// Where a stream starts: after `Last-Event-ID` if sent, else after
+/// `?after=`, else from the first event.
+fn resume_point(headers: &HeaderMap, after: Option<&str>) -> Result<i64, ApiError> {
+    let (name, text) = match headers.get("last-event-id") {
+        Some(v) => (
+            "Last-Event-ID",
+            v.to_str()
+                .map_err(|_| ApiError::bad_request("Last-Event-ID: must be an event sequence"))?,
+        ),
+        None => match after {
+            Some(a) => ("after", a),
+            None => return Ok(0),
+        },
+    };
+    text.trim()
+        .parse::<i64>()
+        .ok()
+        .filter(|a| *a >= 0)
+        .ok_or_else(|| {
+            ApiError::bad_request(format!(
+                "{name}: must be an event sequence, an integer of 0 or more, got {text:?}"
+            ))
+        })
+}
+
+/// `GET /engine/flow/{id}/stream`.
+#[utoipa::path(get, path = "/engine/flow/{id}/stream", tag = "flows",
+    params(("id" = String, Path, description = "Flow id"), StreamParams,
+        ("Last-Event-ID" = Option<i64>, Header, description = "Resume after this sequence")),
+    responses(
+        (status = 200, description = "The flow's events, then `event: state` with its final state", content_type = "text/event-stream", body = String),
+        (status = 400, description = "A bad resume point", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such flow", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "Too many streams open; retry later", body = Problem, content_type = "application/problem+json"),
+    ))]
+pub(crate) async fn flow_stream(
+    State(engine): State<Engine>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    Query(params): Query<StreamParams>,
+) -> Result<impl IntoResponse, ApiError> {
+    let after = resume_point(&headers, params.after.as_deref())?;
+    let subscription = engine.subscribe_events().await?;
+    if engine.store().flow_status(&id).await?.is_none() {
+        return Err(ApiError::not_found(format!("flow not found: {id}")));
+    }
+    let cursor = FlowCursor {
+        engine,
+        flow_id: id,
+        last: after,
+        subscription,
+        pending: VecDeque::new(),
+        phase: Phase::History,
+        end_checked: false,
+    };
+    let stream = futures::stream::unfold(cursor, |mut c| async move {
+        let next = c.next().await?;
+        Some((Ok::<_, Infallible>(next), c))
+    });
+    Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(KEEP_ALIVE).text("keep-alive")))
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// Reading the stored events after `last`.
+    History,
+    /// Waiting on the bus.
+    Live,
+    /// The flow is deactivated: its state is next, then the end.
+    Finishing,
+    Done,
+}
+
+struct FlowCursor {
+    engine: Engine,
+    flow_id: String,
+    /// The sequence of the last event sent (or the resume point).
+    last: i64,
+    subscription: EventSubscription,
+    pending: VecDeque<SseEvent>,
+    phase: Phase,
+    /// The history's end was reached once and the flow found deactivated.
+    end_checked: bool,
+}
+
+impl FlowCursor {
+    async fn next(&mut self) -> Option<SseEvent> {
+        loop {
+            if let Some(e) = self.pending.pop_front() {
+                return Some(e);
+            }
+            match self.phase {
+                Phase::Done => return None,
+                Phase::Finishing => {
+                    self.phase = Phase::Done;
+                    return Some(match self.engine.flow(&self.flow_id).await {
+                        Ok(state) => json_event("state", None, &state),
+                        Err(e) => failure(&e),
+                    });
+                }
+                Phase::History => {
+                    if let Err(e) = self.catch_up().await {
+                        self.phase = Phase::Done;
+                        return Some(failure(&e));
+                    }
+                }
+                Phase::Live => self.listen().await,
+            }
+        }
+    }
+
+    /// Read one page of the history, and decide what follows it.
+    async fn catch_up(&mut self) -> Result<(), EngineError> {
+        let page = self
+            .engine
+            .store()
+            .flow_events_page(&self.flow_id, self.last, HISTORY_PAGE)
+            .await?;
+        for stored in &page.events {
+            self.push(stored);
+        }
+        if self.phase != Phase::History || page.next.is_some() {
+            return Ok(());
+        }
+        // The end of the history, without the flow's deactivation in it:
+        // either it is still running, or it ended before the resume point,
+        // or it ended just now (read once more: its last events follow).
+        if self.end_checked {
+            self.phase = Phase::Finishing;
+        } else if self.engine.flow(&self.flow_id).await?.deactivated_at.is_some() {
+            self.end_checked = true;
+        } else {
+            self.phase = Phase::Live;
+        }
+        Ok(())
+    }
+
+    async fn listen(&mut self) {
+        let received = tokio::select! {
+            _ = self.subscription.stopping.cancelled() => {
+                self.phase = Phase::Done;
+                return;
+            }
+            r = self.subscription.events.recv() => r,
+        };
+        match received {
+            Ok(batch) if batch.flow_id == self.flow_id => {
+                // Timestamps as the store keeps them (microseconds), so a
+                // live event reads the same as the stored one.
+                let at =
+                    chrono::DateTime::from_timestamp_micros(batch.at.timestamp_micros()).unwrap_or(batch.at);
+                for (sequence, event) in batch.sequenced() {
+                    if sequence > self.last && self.phase == Phase::Live {
+                        self.push(&stored_event(&self.flow_id, sequence, at, event));
+                    }
+                }
+            }
+            Ok(_) => {}
+            Err(RecvError::Lagged(_)) => {
+                self.phase = Phase::Done;
+                self.pending.push_back(dropped(self.last));
+            }
+            Err(RecvError::Closed) => self.phase = Phase::Done,
+        }
+    }
+
+    fn push(&mut self, stored: &StoredEvent) {
+        self.last = stored.sequence;
+        self.pending.push_back(json_event(
+            &stored.event_type,
+            Some(stored.sequence),
+            &Event::from(stored),
+        ));
+        if stored.event_type == "flow_deactivated" {
+            self.phase = Phase::Finishing;
+        }
+    }
+}
+
+fn stored_event(flow_id: &str, sequence: i64, at: tartan_core::flow::Time, event: &FlowEvent) -> StoredEvent {
+    StoredEvent {
+        aggregate_type: "flow".into(),
+        aggregate_id: flow_id.into(),
+        sequence,
+        event_type: event.type_name().into(),
+        timestamp: at,
+        data: event.data(),
+    }
+}
+
+fn json_event(name: &str, id: Option<i64>, body: &impl serde::Serialize) -> SseEvent {
+    let event = SseEvent::default().event(name);
+    let event = match id {
+        Some(id) => event.id(id.to_string()),
+        None => event,
+    };
+    match serde_json::to_string(body) {
+        Ok(text) => event.data(text),
+        Err(e) => SseEvent::default()
+            .event("error")
+            .data(serde_json::json!({ "detail": format!("encoding an event failed: {e}") }).to_string()),
+    }
+}
+
+/// The last message of a stream that fell behind.
+fn dropped(last: i64) -> SseEvent {
+    SseEvent::default().event("dropped").data(
+        serde_json::json!({
+            "last_event_id": last.to_string(),
+            "detail": "this stream fell too far behind and was dropped; reconnect with Last-Event-ID to resume",
+        })
+        .to_string(),
+    )
+}
+
+/// The last message of a stream that could not go on (the database went
+/// away, the flow was deleted by retention).
+fn failure(e: &EngineError) -> SseEvent {
+    let detail = match e {
+        EngineError::FlowNotFound(_) => e.to_string(),
+        _ => {
+            tracing::warn!("a flow stream ended: {e}");
+            "the stream could not go on; reconnect with Last-Event-ID to resume".into()
+        }
+    };
+    SseEvent::default()
+        .event("error")
+        .data(serde_json::json!({ "detail": detail }).to_string())
+}

@@ -1,0 +1,160 @@
+//! The OpenAPI document (docs/api.md, "The OpenAPI document"): served at
+//! `GET /openapi.json`, OpenAPI 3.1, and holding every route the router
+//! serves with every method it answers.
+
+use std::collections::BTreeSet;
+
+use axum::http::{Method, StatusCode};
+use serde_json::Value;
+use tartan_server::ApiSecurity;
+
+use crate::helpers::*;
+
+/// The route templates of a router. axum offers no list of its routes, but
+/// its `Debug` form names each one (`RouteId(N): "/path"`); the test fails
+/// loudly, rather than passing empty, if that form ever changes.
+fn router_paths(router: &axum::Router) -> BTreeSet<String> {
+    let text = format!("{router:?}");
+    // The fallback router's catch-all routes come after the routes proper.
+    let text = text.split("fallback_router").next().unwrap_or_default();
+    let mut paths = BTreeSet::new();
+    let mut rest = text;
+    while let Some(at) = rest.find("RouteId(") {
+        rest = &rest[at..];
+        let Some(open) = rest.find("): \"") else { break };
+        let after = &rest[open + 4..];
+        let Some(close) = after.find('"') else { break };
+        paths.insert(after[..close].to_string());
+        rest = &after[close..];
+    }
+    paths
+}
+
+/// A concrete path for a template: each `{param}` becomes a word.
+fn concrete(template: &str) -> String {
+    template
+        .split('/')
+        .map(|part| if part.starts_with('{') { "x" } else { part })
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+const METHODS: [Method; 5] = [
+    Method::GET,
+    Method::POST,
+    Method::PUT,
+    Method::DELETE,
+    Method::PATCH,
+];
+
+#[tokio::test]
+async fn every_route_of_the_router_is_in_the_document_with_every_method_it_answers() {
+    let Some(app) = spawn_app(Backend::Sqlite).await else {
+        return;
+    };
+    let router = tartan_server::router(app.engine.clone(), ApiSecurity::open());
+    let routed = router_paths(&router);
+    assert!(
+        routed.len() >= 20 && routed.contains("/engine/flow/{id}"),
+        "could not read the router's routes from its Debug form: {routed:?}"
+    );
+    let doc = app.get("/openapi.json").await;
+    assert_eq!(doc.status, StatusCode::OK);
+    let documented = doc.body["paths"].as_object().cloned().unwrap_or_default();
+
+    let mut missing = Vec::new();
+    for path in &routed {
+        for method in METHODS {
+            // The router's own refusal of a method is a 405 of kind
+            // `method-not-allowed`; anything else means a handler answered.
+            let reply = app.send(method.clone(), &concrete(path), None).await;
+            let routed_here = !(reply.status == StatusCode::METHOD_NOT_ALLOWED
+                && reply.body["type"] == "urn:tartan:problem:method-not-allowed");
+            let in_doc = documented
+                .get(path)
+                .and_then(|item| item.get(method.as_str().to_lowercase()))
+                .is_some();
+            if routed_here && !in_doc {
+                missing.push(format!("{method} {path} is served but not documented"));
+            }
+            if in_doc && !routed_here {
+                missing.push(format!("{method} {path} is documented but not served"));
+            }
+        }
+    }
+    for path in documented.keys() {
+        if !routed.contains(path) {
+            missing.push(format!("{path} is documented but not a route"));
+        }
+    }
+    assert!(missing.is_empty(), "{missing:#?}");
+}
+
+#[tokio::test]
+async fn the_document_is_openapi_3_1_with_problems_and_tokens() {
+    let Some(app) = spawn_app(Backend::Sqlite).await else {
+        return;
+    };
+    let doc = app.get("/openapi.json").await.body;
+    assert!(
+        doc["openapi"].as_str().unwrap_or("").starts_with("3.1"),
+        "{}",
+        doc["openapi"]
+    );
+    assert_eq!(doc["components"]["securitySchemes"]["bearer"]["scheme"], "bearer");
+    assert!(doc["components"]["schemas"]["Problem"].is_object());
+    assert!(doc["components"]["schemas"]["FlowState"].is_object());
+    let mut operations = 0;
+    for (path, item) in doc["paths"].as_object().cloned().unwrap_or_default() {
+        for (method, op) in item.as_object().cloned().unwrap_or_default() {
+            operations += 1;
+            let responses = op["responses"].as_object().cloned().unwrap_or_default();
+            // Argyll's unsigned webhook URL is always refused (docs/security.md).
+            assert!(
+                responses.keys().any(|s| s.starts_with('2')) || path == "/webhook/{flow}/{step}/{token}",
+                "{method} {path} has no success answer"
+            );
+            let public = op["security"] == serde_json::json!([{}]);
+            assert_eq!(
+                !public,
+                responses.contains_key("401"),
+                "{method} {path}: a 401 is documented exactly where a token is needed"
+            );
+            // Every documented error is problem+json.
+            for (status, response) in &responses {
+                if status.starts_with('4') || status.starts_with('5') {
+                    assert!(
+                        response["content"]["application/problem+json"].is_object(),
+                        "{method} {path} {status} is not problem+json: {response}"
+                    );
+                }
+            }
+        }
+    }
+    assert!(operations >= 25, "{operations} operations");
+    // A read-only POST needs no 403, a write does.
+    assert!(doc["paths"]["/engine/flow/query"]["post"]["responses"]["403"].is_null());
+    assert!(doc["paths"]["/engine/flow"]["post"]["responses"]["403"].is_object());
+}
+
+#[tokio::test]
+async fn the_document_sits_behind_the_api_tokens() {
+    let Some(db) = TestDb::create(Backend::Sqlite).await else {
+        return;
+    };
+    let security = ApiSecurity::new(&["full-token".into()], &["read-token".into()], &[])
+        .unwrap_or_else(|e| panic!("{e}"));
+    let app = start_secured(db, "secured", security).await;
+    let anonymous = app.get("/openapi.json").await;
+    assert_eq!(anonymous.status, StatusCode::UNAUTHORIZED);
+    let read = app
+        .client
+        .get(app.url("/openapi.json"))
+        .bearer_auth("read-token")
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(read.status().as_u16(), 200);
+    let body: Value = read.json().await.unwrap_or_default();
+    assert!(body["paths"]["/engine/flow"].is_object());
+}
