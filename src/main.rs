@@ -7,6 +7,7 @@
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+mod cli;
 mod config;
 mod purge;
 mod telemetry;
@@ -45,7 +46,30 @@ enum Command {
     /// Work with the configuration.
     #[command(subcommand)]
     Config(ConfigCommand),
+    /// Register, list, show and remove steps (client of a running server).
+    #[command(after_help = CLIENT_HELP)]
+    Step(cli::step::StepCmd),
+    /// Preview the plan for goals, nothing started (client).
+    #[command(after_help = CLIENT_HELP)]
+    Plan(cli::plan::PlanArgs),
+    /// Start, list, show, follow, cancel and retry flows (client).
+    #[command(after_help = CLIENT_HELP)]
+    Flow(cli::flow::FlowCmd),
+    /// List work items across flows (client).
+    #[command(after_help = CLIENT_HELP)]
+    Work(cli::work::WorkCmd),
+    /// Retry or cancel many flows at once, at a bounded rate (client).
+    #[command(after_help = CLIENT_HELP)]
+    Bulk(cli::bulk::BulkCmd),
+    /// Is the server alive and ready? Exits non-zero when not ready (client).
+    #[command(after_help = CLIENT_HELP)]
+    Health(cli::health::HealthArgs),
 }
+
+/// The client commands' exit codes (docs/_fragments/cli.md).
+const CLIENT_HELP: &str = "Exit codes: 0 done (a watched flow completed); 1 the server refused the request \
+or a local input is wrong; 2 bad usage; 3 the server cannot be reached; 4 a watched flow failed; 5 a \
+watched flow was cancelled; 130 interrupted.";
 
 #[derive(Debug, Subcommand)]
 enum ConfigCommand {
@@ -75,6 +99,12 @@ async fn main() -> Result<()> {
             init_logging(LogFormat::Text);
             purge::run(args).await
         }
+        Command::Step(c) => std::process::exit(cli::run(cli::step::run(c)).await),
+        Command::Plan(c) => std::process::exit(cli::run(cli::plan::run(c)).await),
+        Command::Flow(c) => std::process::exit(cli::run(cli::flow::run(c)).await),
+        Command::Work(c) => std::process::exit(cli::run(cli::work::run(c)).await),
+        Command::Bulk(c) => std::process::exit(cli::run(cli::bulk::run(c)).await),
+        Command::Health(c) => std::process::exit(cli::run(cli::health::run(c)).await),
     }
 }
 

@@ -6,6 +6,7 @@ mod bad_input;
 mod bookkeeping;
 mod caps;
 mod chaos;
+mod cli;
 mod config;
 mod durability;
 mod edges;

@@ -1,0 +1,245 @@
+//! The HTTP client of the CLI: one request helper that turns every answer
+//! that is not a success into a `CliError` carrying the server's problem
+//! (docs/errors.md), and every transport failure into a message naming the
+//! server.
+
+use std::time::Duration;
+
+use futures::StreamExt;
+use reqwest::{Method, StatusCode, Url};
+use serde_json::Value;
+
+/// The most of one answer the CLI reads: the server bounds its own lists
+/// (1000 flows, 1000 events a page), so more means something is wrong.
+const MAX_BODY: usize = 64 * 1024 * 1024;
+
+/// Exit codes (docs/_fragments/cli.md, "Exit codes").
+pub mod exit {
+    pub const OK: u8 = 0;
+    /// The server refused the request, a local input is wrong, or the
+    /// thing asked about is not well (not ready, a bulk job with failures).
+    pub const ERROR: u8 = 1;
+    /// The server could not be reached or answered something that is not
+    /// its API.
+    pub const UNREACHABLE: u8 = 3;
+    /// A watched flow failed (a timeout that fails it included).
+    pub const FLOW_FAILED: u8 = 4;
+    /// A watched flow was cancelled (by a client or a timeout).
+    pub const FLOW_CANCELLED: u8 = 5;
+    /// Interrupted by Ctrl-C.
+    pub const INTERRUPTED: u8 = 130;
+}
+
+/// Why a command did not do what it was asked.
+#[derive(Debug)]
+pub enum CliError {
+    /// The server answered with an error: the problem+json's members.
+    Problem {
+        status: u16,
+        title: String,
+        detail: String,
+    },
+    /// No answer from the server at all.
+    Unreachable { server: String, reason: String },
+    /// Something local: a file, a flag's value.
+    Local(String),
+}
+
+impl CliError {
+    pub fn local(msg: impl Into<String>) -> Self {
+        CliError::Local(msg.into())
+    }
+
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            CliError::Problem { .. } | CliError::Local(_) => exit::ERROR,
+            CliError::Unreachable { .. } => exit::UNREACHABLE,
+        }
+    }
+
+    /// What stderr shows.
+    pub fn message(&self) -> String {
+        match self {
+            CliError::Problem {
+                status,
+                title,
+                detail,
+            } => {
+                format!("error: {detail}\n  ({status} {title})")
+            }
+            CliError::Unreachable { server, reason } => {
+                format!("error: cannot reach the Tartan server at {server}: {reason}\n  (set --server or TARTAN_SERVER)")
+            }
+            CliError::Local(msg) => format!("error: {msg}"),
+        }
+    }
+}
+
+/// How to reach the server.
+#[derive(Clone)]
+pub struct Client {
+    http: reqwest::Client,
+    base: Url,
+    token: Option<String>,
+}
+
+impl Client {
+    pub fn new(server: &str, token: Option<String>) -> Result<Client, CliError> {
+        let mut base = Url::parse(server)
+            .map_err(|e| CliError::local(format!("--server {server:?} is not a URL: {e}")))?;
+        if !matches!(base.scheme(), "http" | "https") || base.cannot_be_a_base() {
+            return Err(CliError::local(format!(
+                "--server {server:?} must be an http:// or https:// URL"
+            )));
+        }
+        // A base with a path prefix (behind a proxy) keeps it: joined paths go under it.
+        if !base.path().ends_with('/') {
+            let path = format!("{}/", base.path());
+            base.set_path(&path);
+        }
+        let token = token.filter(|t| !t.is_empty());
+        if let Some(t) = &token {
+            if reqwest::header::HeaderValue::from_str(&format!("Bearer {t}")).is_err() {
+                return Err(CliError::local("--token holds characters a header cannot carry"));
+            }
+        }
+        let http = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(10))
+            .build()
+            .map_err(|e| CliError::local(format!("building the HTTP client: {e}")))?;
+        Ok(Client { http, base, token })
+    }
+
+    pub fn server(&self) -> String {
+        self.base.as_str().trim_end_matches('/').to_string()
+    }
+
+    /// The URL of `segments` under the server, each segment encoded (an id
+    /// holding `/` or `?` stays one segment).
+    pub fn url(&self, segments: &[&str]) -> Url {
+        let mut url = self.base.clone();
+        if let Ok(mut path) = url.path_segments_mut() {
+            path.pop_if_empty().extend(segments);
+        }
+        url
+    }
+
+    fn unreachable(&self, e: &reqwest::Error) -> CliError {
+        let mut reason = e.to_string();
+        let mut source = std::error::Error::source(e);
+        while let Some(s) = source {
+            reason = format!("{reason}: {s}");
+            source = s.source();
+        }
+        CliError::Unreachable {
+            server: self.server(),
+            reason,
+        }
+    }
+
+    /// A request builder with the token; writes carry a JSON content type
+    /// (the API takes JSON only on writes, docs/security.md).
+    pub fn builder(&self, method: Method, url: Url) -> reqwest::RequestBuilder {
+        let writes = method != Method::GET;
+        let mut req = self.http.request(method, url);
+        if let Some(t) = &self.token {
+            req = req.bearer_auth(t);
+        }
+        if writes {
+            req = req.header(reqwest::header::CONTENT_TYPE, "application/json");
+        }
+        req
+    }
+
+    /// Send and read the answer whatever its status: (status, JSON body or
+    /// Null). Transport errors are `Unreachable`.
+    pub async fn send_raw(
+        &self,
+        method: Method,
+        url: Url,
+        body: Option<&Value>,
+        timeout: Duration,
+    ) -> Result<(StatusCode, Value), CliError> {
+        let mut req = self.builder(method, url).timeout(timeout);
+        if let Some(b) = body {
+            req = req.body(b.to_string());
+        }
+        let resp = req.send().await.map_err(|e| self.unreachable(&e))?;
+        let status = resp.status();
+        let mut bytes = Vec::new();
+        let mut stream = resp.bytes_stream();
+        while let Some(chunk) = stream.next().await {
+            let chunk = chunk.map_err(|e| self.unreachable(&e))?;
+            if bytes.len() + chunk.len() > MAX_BODY {
+                return Err(CliError::Unreachable {
+                    server: self.server(),
+                    reason: format!("an answer longer than {MAX_BODY} bytes"),
+                });
+            }
+            bytes.extend_from_slice(&chunk);
+        }
+        let body = if bytes.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_slice(&bytes)
+                .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into_owned()))
+        };
+        Ok((status, body))
+    }
+
+    /// Send; a success answers its body, anything else is an error.
+    pub async fn send(&self, method: Method, url: Url, body: Option<&Value>) -> Result<Value, CliError> {
+        let (status, body) = self.send_raw(method, url, body, Duration::from_secs(60)).await?;
+        if status.is_success() {
+            Ok(body)
+        } else {
+            Err(problem(status, &body))
+        }
+    }
+
+    pub async fn get(&self, segments: &[&str]) -> Result<Value, CliError> {
+        self.send(Method::GET, self.url(segments), None).await
+    }
+
+    pub async fn post(&self, segments: &[&str], body: &Value) -> Result<Value, CliError> {
+        self.send(Method::POST, self.url(segments), Some(body)).await
+    }
+}
+
+/// The error an answer that is not a success stands for: its problem+json
+/// (`detail`, else Argyll's `error`), else the start of its text.
+pub fn problem(status: StatusCode, body: &Value) -> CliError {
+    let title = body
+        .get("title")
+        .and_then(Value::as_str)
+        .map(str::to_string)
+        .unwrap_or_else(|| status.canonical_reason().unwrap_or("").to_string());
+    let detail = body
+        .get("detail")
+        .or_else(|| body.get("error"))
+        .and_then(Value::as_str)
+        .map(str::to_string)
+        .unwrap_or_else(|| match body {
+            Value::Null => format!("the server answered {status} with no body"),
+            Value::String(s) => format!("the server answered {status}: {}", shorten(s, 200)),
+            other => format!(
+                "the server answered {status}: {}",
+                shorten(&other.to_string(), 200)
+            ),
+        });
+    CliError::Problem {
+        status: status.as_u16(),
+        title,
+        detail,
+    }
+}
+
+/// At most `max` characters of `s`, marked when cut.
+pub fn shorten(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        s.to_string()
+    } else {
+        let cut: String = s.chars().take(max).collect();
+        format!("{cut}…")
+    }
+}

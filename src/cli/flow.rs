@@ -1,0 +1,339 @@
+//! `tartan flow start|ls|get|events|cancel|retry`.
+
+use reqwest::Method;
+use serde_json::{json, Map, Value};
+
+use super::client::{exit, CliError, Client};
+use super::output::{self, Format, Table};
+use super::watch::{self, Mode};
+use super::Conn;
+
+/// The most flows one `flow ls` lists: ten pages of the server's largest.
+const MAX_LIST: usize = 10_000;
+
+#[derive(Debug, clap::Args)]
+pub struct FlowCmd {
+    #[command(flatten)]
+    conn: Conn,
+    #[command(subcommand)]
+    command: FlowSub,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct WatchFlags {
+    /// Follow the flow live until it ends; the exit code tells how it ended.
+    #[arg(long)]
+    pub watch: bool,
+    /// One line per event even on a terminal.
+    #[arg(long)]
+    pub plain: bool,
+}
+
+#[derive(Debug, clap::Subcommand)]
+enum FlowSub {
+    /// Start a flow; prints its id (generated when --id is absent).
+    Start {
+        /// The goal steps.
+        #[arg(required = true)]
+        goals: Vec<String>,
+        /// An initial value, name=value (repeatable; JSON when it parses, else text).
+        #[arg(long = "init", value_name = "NAME=VALUE")]
+        init: Vec<String>,
+        /// The flow id.
+        #[arg(long)]
+        id: Option<String>,
+        /// A label, key=value (repeatable).
+        #[arg(long = "label", value_name = "KEY=VALUE")]
+        labels: Vec<String>,
+        #[command(flatten)]
+        watch: WatchFlags,
+    },
+    /// List flows, newest first.
+    #[command(alias = "list")]
+    Ls {
+        /// Only flows in this status (repeatable): active, completed, failed, cancelled.
+        #[arg(long = "status")]
+        statuses: Vec<String>,
+        /// Only flows whose id starts with this.
+        #[arg(long)]
+        prefix: Option<String>,
+        /// Only flows carrying this label, key=value (repeatable).
+        #[arg(long = "label", value_name = "KEY=VALUE")]
+        labels: Vec<String>,
+        /// At most this many flows.
+        #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=MAX_LIST as i64))]
+        limit: u32,
+    },
+    /// Show a flow's state: its steps, attempts and result.
+    Get { id: String },
+    /// A flow's events; with --follow, live until it ends.
+    Events {
+        id: String,
+        /// Keep printing events as they happen, until the flow ends.
+        #[arg(long, short = 'f')]
+        follow: bool,
+    },
+    /// Watch a flow live until it ends.
+    Watch {
+        id: String,
+        /// One line per event even on a terminal.
+        #[arg(long)]
+        plain: bool,
+    },
+    /// Cancel an active flow.
+    Cancel {
+        id: String,
+        /// Do not run the compensations of its succeeded work.
+        #[arg(long)]
+        no_compensate: bool,
+    },
+    /// Run a failed or cancelled flow again from where it stopped.
+    Retry {
+        id: String,
+        /// Keep the attempt counts (by default they start again from zero).
+        #[arg(long)]
+        keep_attempts: bool,
+        #[command(flatten)]
+        watch: WatchFlags,
+    },
+}
+
+pub async fn run(cmd: FlowCmd) -> Result<u8, CliError> {
+    let client = cmd.conn.client()?;
+    let format = cmd.conn.output;
+    match cmd.command {
+        FlowSub::Start {
+            goals,
+            init,
+            id,
+            labels,
+            watch,
+        } => {
+            let id = id.unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+            let mut body = json!({"id": id, "goals": goals, "init": super::parse_init(&init)?});
+            let labels = super::parse_labels(&labels)?;
+            if !labels.is_empty() {
+                body["labels"] = Value::Object(labels);
+            }
+            let answer = client.post(&["engine", "flow"], &body).await?;
+            let id = answer["flow_id"].as_str().unwrap_or(&id).to_string();
+            announce(&answer, format, watch.watch, &format!("started flow {id}"));
+            if watch.watch {
+                return watch::watch(&client, &id, Mode::pick(watch.plain, format)).await;
+            }
+            Ok(exit::OK)
+        }
+        FlowSub::Ls {
+            statuses,
+            prefix,
+            labels,
+            limit,
+        } => {
+            let labels = super::parse_labels(&labels)?;
+            let flows = list(&client, &statuses, prefix, labels, limit as usize).await?;
+            if format == Format::Json {
+                output::json(&json!({"flows": flows, "count": flows.len()}));
+                return Ok(exit::OK);
+            }
+            let mut table = Table::new(&["ID", "STATUS", "UPDATED", "LABELS", "ERROR"]);
+            for f in &flows {
+                table.row(vec![
+                    output::s(f, "id").into(),
+                    output::s(f, "status").into(),
+                    output::s(f, "timestamp").into(),
+                    output::pairs(&f["labels"]),
+                    super::client::shorten(&output::one_line(output::s(f, "error")), 100),
+                ]);
+            }
+            table.print();
+            Ok(exit::OK)
+        }
+        FlowSub::Get { id } => {
+            let state = client.get(&["engine", "flow", &id]).await?;
+            if format == Format::Json {
+                output::json(&state);
+            } else {
+                output::out(&describe(&state));
+            }
+            Ok(exit::OK)
+        }
+        FlowSub::Events { id, follow } => {
+            if follow {
+                let mode = if format == Format::Json {
+                    Mode::JsonLines
+                } else {
+                    Mode::Plain
+                };
+                return watch::watch(&client, &id, mode).await;
+            }
+            let events = watch::history(&client, &id, 0).await?;
+            if format == Format::Json {
+                output::json(&json!({"count": events.len(), "events": events}));
+            } else {
+                let mut view = watch::View::new(&id);
+                for e in &events {
+                    output::line(&view.apply(e));
+                }
+            }
+            Ok(exit::OK)
+        }
+        FlowSub::Watch { id, plain } => watch::watch(&client, &id, Mode::pick(plain, format)).await,
+        FlowSub::Cancel { id, no_compensate } => {
+            let mut url = client.url(&["engine", "flow", &id, "cancel"]);
+            if no_compensate {
+                url.set_query(Some("compensate=false"));
+            }
+            let answer = client.send(Method::POST, url, Some(&json!({}))).await?;
+            if format == Format::Json {
+                output::json(&answer);
+            } else {
+                output::line(&format!("cancelled flow {id}"));
+            }
+            Ok(exit::OK)
+        }
+        FlowSub::Retry {
+            id,
+            keep_attempts,
+            watch,
+        } => {
+            // What happened before the retry is not printed again.
+            let before = if watch.watch {
+                watch::history(&client, &id, 0)
+                    .await?
+                    .last()
+                    .and_then(|e| e["sequence"].as_u64())
+                    .unwrap_or(0)
+            } else {
+                0
+            };
+            let answer = client
+                .post(
+                    &["engine", "flow", &id, "retry"],
+                    &json!({"reset_attempts": !keep_attempts}),
+                )
+                .await?;
+            announce(&answer, format, watch.watch, &format!("retrying flow {id}"));
+            if watch.watch {
+                return watch::watch_after(&client, &id, Mode::pick(watch.plain, format), before).await;
+            }
+            Ok(exit::OK)
+        }
+    }
+}
+
+/// The answer to a start or a retry: pretty JSON, or one JSON line when the
+/// events follow as JSON lines, or `text`.
+fn announce(answer: &Value, format: Format, watching: bool, text: &str) {
+    match (format, watching) {
+        (Format::Json, false) => output::json(answer),
+        (Format::Json, true) => output::line(&answer.to_string()),
+        (Format::Table, _) => output::line(text),
+    }
+}
+
+/// Flows matching the filter, following `next_cursor` up to `limit`.
+async fn list(
+    client: &Client,
+    statuses: &[String],
+    prefix: Option<String>,
+    labels: Map<String, Value>,
+    limit: usize,
+) -> Result<Vec<Value>, CliError> {
+    let mut flows = Vec::new();
+    let mut cursor: Option<String> = None;
+    while flows.len() < limit {
+        let mut query = json!({"limit": (limit - flows.len()).min(1000)});
+        if !statuses.is_empty() {
+            query["statuses"] = json!(statuses);
+        }
+        if let Some(p) = &prefix {
+            query["id_prefix"] = json!(p);
+        }
+        if !labels.is_empty() {
+            query["labels"] = Value::Object(labels.clone());
+        }
+        if let Some(c) = &cursor {
+            query["cursor"] = json!(c);
+        }
+        let page = client.post(&["engine", "flow", "query"], &query).await?;
+        let got = page["flows"].as_array().cloned().unwrap_or_default();
+        let empty = got.is_empty();
+        flows.extend(got);
+        cursor = page["next_cursor"].as_str().map(str::to_string);
+        if cursor.is_none() || empty {
+            break;
+        }
+    }
+    flows.truncate(limit);
+    Ok(flows)
+}
+
+/// A flow's state for people: what it is, each step with its attempts, and
+/// its result or error.
+pub fn describe(state: &Value) -> String {
+    let mut text = String::new();
+    let mut head = Table::new(&["FIELD", "VALUE"]);
+    for key in ["id", "status", "created_at", "completed_at", "deactivated_at"] {
+        head.row(vec![key.into(), output::cell(&state[key])]);
+    }
+    if let Some(goals) = state["plan"]["goals"].as_array() {
+        head.row(vec![
+            "goals".into(),
+            goals.iter().map(output::cell).collect::<Vec<_>>().join(", "),
+        ]);
+    }
+    if state["labels"].as_object().is_some_and(|m| !m.is_empty()) {
+        head.row(vec!["labels".into(), output::pairs(&state["labels"])]);
+    }
+    if !state["error"].is_null() {
+        head.row(vec!["error".into(), output::cell(&state["error"])]);
+    }
+    text.push_str(&head.render());
+    text.push('\n');
+    let mut steps = Table::new(&["STEP", "STATUS", "ITEMS", "ATTEMPTS", "ERROR"]);
+    for id in super::plan::order(&state["plan"]) {
+        let exec = &state["executions"][&id];
+        let items: Vec<&Value> = exec["work_items"]
+            .as_object()
+            .map(|m| m.values().collect())
+            .unwrap_or_default();
+        let attempts: usize = items
+            .iter()
+            .map(|w| w["attempts"].as_array().map_or(0, Vec::len))
+            .sum();
+        let error = [&exec["error"], &exec["reason"]]
+            .into_iter()
+            .find(|v| !v.is_null())
+            .map(output::cell)
+            .unwrap_or_default();
+        steps.row(vec![
+            id.clone(),
+            output::s(exec, "status").into(),
+            items.len().to_string(),
+            attempts.to_string(),
+            super::client::shorten(&error, 120),
+        ]);
+    }
+    text.push_str(&steps.render());
+    if state["status"] == "completed" {
+        text.push_str(&format!("\nresult: {}\n", result_of(state)));
+    }
+    text
+}
+
+/// The goals' outputs of a completed flow: each goal's execution outputs.
+pub fn result_of(state: &Value) -> String {
+    let mut result = Map::new();
+    for goal in state["plan"]["goals"].as_array().into_iter().flatten() {
+        if let Some(g) = goal.as_str() {
+            for (k, v) in state["executions"][g]["outputs"]
+                .as_object()
+                .into_iter()
+                .flatten()
+            {
+                result.insert(k.clone(), v.clone());
+            }
+        }
+    }
+    Value::Object(result).to_string()
+}

@@ -1,0 +1,105 @@
+//! `tartan step|plan|flow|work|bulk|health`: a client of the REST API in the
+//! same binary (docs/_fragments/cli.md). Each command group has a file;
+//! `client.rs` talks HTTP, `output.rs` prints, `watch.rs` is the live view.
+
+pub mod bulk;
+pub mod client;
+pub mod flow;
+pub mod health;
+pub mod output;
+pub mod plan;
+pub mod step;
+pub mod watch;
+pub mod work;
+
+use std::future::Future;
+
+use serde_json::{Map, Value};
+
+use self::client::{exit, CliError, Client};
+use self::output::Format;
+
+/// Where the server is and how to talk to it; accepted before or after the
+/// subcommand.
+#[derive(Debug, Clone, clap::Args)]
+pub struct Conn {
+    /// The Tartan server's base URL.
+    #[arg(
+        long,
+        global = true,
+        env = "TARTAN_SERVER",
+        default_value = "http://127.0.0.1:8080"
+    )]
+    pub server: String,
+    /// A bearer token (an API token, or a read token for reads).
+    #[arg(long, global = true, env = "TARTAN_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
+    /// `table` for people, `json` for the server's JSON, pretty.
+    #[arg(short = 'o', long, global = true, value_enum, default_value_t = Format::Table)]
+    pub output: Format,
+}
+
+impl Conn {
+    pub fn client(&self) -> Result<Client, CliError> {
+        Client::new(&self.server, self.token.clone())
+    }
+}
+
+/// Run one client command: its error printed to stderr, Ctrl-C ending it
+/// with 130 after the live view gave the terminal back. Returns the exit
+/// code.
+pub async fn run(command: impl Future<Output = Result<u8, CliError>>) -> i32 {
+    let code = tokio::select! {
+        result = command => match result {
+            Ok(code) => code,
+            Err(e) => {
+                eprintln!("{}", e.message());
+                e.exit_code()
+            }
+        },
+        _ = tokio::signal::ctrl_c() => {
+            watch::restore_terminal();
+            eprintln!("interrupted");
+            exit::INTERRUPTED
+        }
+    };
+    i32::from(code)
+}
+
+/// `--init name=value`, repeatable: the value is JSON when it parses as
+/// JSON, else the text itself; each name's values are collected in order
+/// into the array the API takes (`"name": [value, ...]`).
+pub fn parse_init(items: &[String]) -> Result<Map<String, Value>, CliError> {
+    let mut init = Map::new();
+    for item in items {
+        let (name, text) = item
+            .split_once('=')
+            .ok_or_else(|| CliError::local(format!("--init {item:?}: expected name=value")))?;
+        if name.is_empty() {
+            return Err(CliError::local(format!("--init {item:?}: the name is empty")));
+        }
+        let value = serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_string()));
+        if let Value::Array(values) = init
+            .entry(name.to_string())
+            .or_insert_with(|| Value::Array(Vec::new()))
+        {
+            values.push(value);
+        }
+    }
+    Ok(init)
+}
+
+/// `--label k=v`, repeatable.
+pub fn parse_labels(items: &[String]) -> Result<Map<String, Value>, CliError> {
+    let mut labels = Map::new();
+    for item in items {
+        let (k, v) = item
+            .split_once('=')
+            .ok_or_else(|| CliError::local(format!("--label {item:?}: expected key=value")))?;
+        if k.is_empty() {
+            return Err(CliError::local(format!("--label {item:?}: the key is empty")));
+        }
+        labels.insert(k.to_string(), Value::String(v.to_string()));
+    }
+    Ok(labels)
+}

@@ -1,0 +1,284 @@
+//! `tartan step apply|ls|get|rm`.
+
+use std::path::{Path, PathBuf};
+
+use reqwest::{Method, StatusCode};
+use serde_json::{json, Value};
+
+use super::client::{exit, problem, CliError, Client};
+use super::output::{self, Format, Table};
+use super::Conn;
+
+/// The largest step file read: a step body is at most 512 KiB on the server
+/// (docs/api.md, "Conventions"); a file may hold a list of them.
+const MAX_FILE: u64 = 4 * 1024 * 1024;
+
+#[derive(Debug, clap::Args)]
+pub struct StepCmd {
+    #[command(flatten)]
+    conn: Conn,
+    #[command(subcommand)]
+    command: StepSub,
+}
+
+#[derive(Debug, clap::Subcommand)]
+enum StepSub {
+    /// Register steps from files, updating those whose definition changed.
+    Apply {
+        /// A JSON or YAML file (one step or a list), or a directory whose
+        /// *.json, *.yaml and *.yml files are applied in name order.
+        #[arg(short = 'f', long = "file", required = true)]
+        files: Vec<PathBuf>,
+    },
+    /// List the registered steps.
+    #[command(alias = "list")]
+    Ls,
+    /// Show one step.
+    Get { id: String },
+    /// Remove a step (running flows keep their copy).
+    #[command(alias = "delete")]
+    Rm { id: String },
+}
+
+pub async fn run(cmd: StepCmd) -> Result<u8, CliError> {
+    let client = cmd.conn.client()?;
+    let format = cmd.conn.output;
+    match cmd.command {
+        StepSub::Apply { files } => apply(&client, &files, format).await,
+        StepSub::Ls => {
+            let body = client.get(&["engine", "step"]).await?;
+            if format == Format::Json {
+                output::json(&body);
+                return Ok(exit::OK);
+            }
+            let mut table = Table::new(&["ID", "NAME", "TYPE", "ENDPOINT", "INPUTS", "OUTPUTS"]);
+            for step in body["steps"].as_array().into_iter().flatten() {
+                let (inputs, outputs) = io_of(step);
+                table.row(vec![
+                    output::s(step, "id").into(),
+                    output::one_line(output::s(step, "name")),
+                    output::s(step, "type").into(),
+                    output::s(&step["http"], "endpoint").into(),
+                    inputs.join(","),
+                    outputs.join(","),
+                ]);
+            }
+            table.print();
+            Ok(exit::OK)
+        }
+        StepSub::Get { id } => {
+            let step = client.get(&["engine", "step", &id]).await?;
+            if format == Format::Json {
+                output::json(&step);
+                return Ok(exit::OK);
+            }
+            let (inputs, outputs) = io_of(&step);
+            let mut table = Table::new(&["FIELD", "VALUE"]);
+            for (k, v) in [
+                ("id", output::s(&step, "id").to_string()),
+                ("name", output::one_line(output::s(&step, "name"))),
+                ("type", output::s(&step, "type").into()),
+                ("endpoint", output::s(&step["http"], "endpoint").into()),
+                ("method", output::s(&step["http"], "method").into()),
+                ("inputs", inputs.join(", ")),
+                ("outputs", outputs.join(", ")),
+                ("retry", output::cell(&step["effective_retry"])),
+                ("timeouts", output::cell(&step["effective_timeouts"])),
+                ("labels", output::pairs(&step["labels"])),
+            ] {
+                table.row(vec![k.into(), v]);
+            }
+            table.print();
+            Ok(exit::OK)
+        }
+        StepSub::Rm { id } => {
+            let body = client
+                .send(Method::DELETE, client.url(&["engine", "step", &id]), None)
+                .await?;
+            if format == Format::Json {
+                output::json(&body);
+            } else {
+                output::line(&format!("removed {id}"));
+            }
+            Ok(exit::OK)
+        }
+    }
+}
+
+/// A step's inputs (required, optional `?`, const `=`) and outputs.
+fn io_of(step: &Value) -> (Vec<String>, Vec<String>) {
+    let mut inputs = Vec::new();
+    let mut outputs = Vec::new();
+    for (name, attr) in step["attributes"].as_object().into_iter().flatten() {
+        match output::s(attr, "role") {
+            "required" => inputs.push(name.clone()),
+            "optional" => inputs.push(format!("{name}?")),
+            "output" => outputs.push(name.clone()),
+            _ => {}
+        }
+    }
+    (inputs, outputs)
+}
+
+/// Every file `paths` name, a directory's step files in name order.
+fn expand(paths: &[PathBuf]) -> Result<Vec<PathBuf>, CliError> {
+    let mut files = Vec::new();
+    for path in paths {
+        let meta =
+            std::fs::metadata(path).map_err(|e| CliError::local(format!("{}: {e}", path.display())))?;
+        if meta.is_dir() {
+            let mut found: Vec<PathBuf> = std::fs::read_dir(path)
+                .map_err(|e| CliError::local(format!("{}: {e}", path.display())))?
+                .filter_map(|entry| entry.ok().map(|e| e.path()))
+                .filter(|p| p.is_file() && kind(p).is_some())
+                .collect();
+            found.sort();
+            if found.is_empty() {
+                return Err(CliError::local(format!(
+                    "{}: no *.json, *.yaml or *.yml file in it",
+                    path.display()
+                )));
+            }
+            files.extend(found);
+        } else {
+            files.push(path.clone());
+        }
+    }
+    Ok(files)
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Kind {
+    Json,
+    Yaml,
+}
+
+fn kind(path: &Path) -> Option<Kind> {
+    match path.extension()?.to_str()?.to_ascii_lowercase().as_str() {
+        "json" => Some(Kind::Json),
+        "yaml" | "yml" => Some(Kind::Yaml),
+        _ => None,
+    }
+}
+
+/// The steps one file holds: one object, a list, or (YAML) several documents.
+fn read_steps(path: &Path) -> Result<Vec<Value>, CliError> {
+    use std::io::Read;
+    let name = path.display();
+    let file = std::fs::File::open(path).map_err(|e| CliError::local(format!("{name}: {e}")))?;
+    let mut bytes = Vec::new();
+    // Read one byte past the limit to tell a file at the limit from a longer one.
+    file.take(MAX_FILE + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| CliError::local(format!("{name}: {e}")))?;
+    if bytes.len() as u64 > MAX_FILE {
+        return Err(CliError::local(format!(
+            "{name}: larger than {MAX_FILE} bytes, the most a step file may be"
+        )));
+    }
+    // An unknown extension (a single -f file) is read as YAML, which JSON is a subset of.
+    let docs: Vec<Value> = match kind(path).unwrap_or(Kind::Yaml) {
+        Kind::Json => vec![serde_json::from_slice(&bytes)
+            .map_err(|e| CliError::local(format!("{name}: not valid JSON: {e}")))?],
+        Kind::Yaml => {
+            let mut docs = Vec::new();
+            for doc in serde_yaml_ng::Deserializer::from_slice(&bytes) {
+                let value: Value = serde::Deserialize::deserialize(doc)
+                    .map_err(|e| CliError::local(format!("{name}: not valid YAML: {e}")))?;
+                if !value.is_null() {
+                    docs.push(value);
+                }
+            }
+            docs
+        }
+    };
+    let mut steps = Vec::new();
+    for doc in docs {
+        match doc {
+            Value::Array(items) => steps.extend(items),
+            other => steps.push(other),
+        }
+    }
+    for (i, step) in steps.iter().enumerate() {
+        if step.get("id").and_then(Value::as_str).is_none() {
+            return Err(CliError::local(format!(
+                "{name}: step {} has no \"id\" string",
+                i + 1
+            )));
+        }
+    }
+    Ok(steps)
+}
+
+/// Register each step; one that holds a different definition is updated.
+/// Every file is read before anything is sent, so a bad file changes nothing.
+async fn apply(client: &Client, paths: &[PathBuf], format: Format) -> Result<u8, CliError> {
+    let mut all = Vec::new();
+    for file in expand(paths)? {
+        for step in read_steps(&file)? {
+            all.push((file.clone(), step));
+        }
+    }
+    let mut table = Table::new(&["STEP", "RESULT", "FILE"]);
+    let mut results = Vec::new();
+    let mut failed = false;
+    for (file, step) in &all {
+        let id = output::s(step, "id");
+        let file = file.display().to_string();
+        match apply_one(client, id, step).await {
+            Ok((stored, result)) => {
+                table.row(vec![stored.clone(), result.into(), file.clone()]);
+                results.push(json!({"id": stored, "result": result, "file": file}));
+            }
+            Err(e @ CliError::Unreachable { .. }) => return Err(e),
+            Err(e) => {
+                table.row(vec![id.into(), "error".into(), file.clone()]);
+                eprintln!("{id} ({file}): {}", e.message());
+                let detail = match &e {
+                    CliError::Problem { detail, .. } => detail.clone(),
+                    other => other.message(),
+                };
+                results.push(json!({"id": id, "result": "error", "file": file, "error": detail}));
+                failed = true;
+            }
+        }
+    }
+    if format == Format::Json {
+        output::json(&json!({"count": results.len(), "steps": results}));
+    } else {
+        table.print();
+    }
+    Ok(if failed { exit::ERROR } else { exit::OK })
+}
+
+async fn apply_one(client: &Client, id: &str, step: &Value) -> Result<(String, &'static str), CliError> {
+    let timeout = std::time::Duration::from_secs(60);
+    let (status, body) = client
+        .send_raw(Method::GET, client.url(&["engine", "step", id]), None, timeout)
+        .await?;
+    let existed = match status {
+        StatusCode::OK => true,
+        StatusCode::NOT_FOUND => false,
+        _ => return Err(problem(status, &body)),
+    };
+    let (status, body) = client
+        .send_raw(Method::POST, client.url(&["engine", "step"]), Some(step), timeout)
+        .await?;
+    let stored = |body: &Value| {
+        body["step"]["id"]
+            .as_str()
+            .map_or_else(|| id.to_string(), str::to_string)
+    };
+    match status {
+        StatusCode::CREATED | StatusCode::OK => {
+            Ok((stored(&body), if existed { "unchanged" } else { "created" }))
+        }
+        StatusCode::CONFLICT => {
+            let body = client
+                .send(Method::PUT, client.url(&["engine", "step", id]), Some(step))
+                .await?;
+            Ok((stored(&body), "updated"))
+        }
+        _ => Err(problem(status, &body)),
+    }
+}
