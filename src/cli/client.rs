@@ -13,11 +13,11 @@ use serde_json::Value;
 /// (1000 flows, 1000 events a page), so more means something is wrong.
 const MAX_BODY: usize = 64 * 1024 * 1024;
 
-/// Exit codes (docs/_fragments/cli.md, "Exit codes").
+/// Exit codes (docs/cli.md, "Exit codes").
 pub mod exit {
     pub const OK: u8 = 0;
     /// The server refused the request, a local input is wrong, or the
-    /// thing asked about is not well (not ready, a bulk job with failures).
+    /// thing asked about is not well (not ready).
     pub const ERROR: u8 = 1;
     /// The server could not be reached or answered something that is not
     /// its API.

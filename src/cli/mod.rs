@@ -1,8 +1,7 @@
-//! `tartan step|plan|flow|work|bulk|health`: a client of the REST API in the
-//! same binary (docs/_fragments/cli.md). Each command group has a file;
+//! `tartan step|plan|flow|work|health`: a client of the REST API in the
+//! same binary (docs/cli.md). Each command group has a file;
 //! `client.rs` talks HTTP, `output.rs` prints, `watch.rs` is the live view.
 
-pub mod bulk;
 pub mod client;
 pub mod flow;
 pub mod health;

@@ -1,4 +1,4 @@
-//! The `tartan` command-line client end to end (docs/_fragments/cli.md): the
+//! The `tartan` command-line client end to end (docs/cli.md): the
 //! real binary against a real server on 127.0.0.1:0, asserting on what a
 //! user sees: stdout, stderr and the exit code.
 
@@ -672,7 +672,6 @@ async fn ctrl_c_ends_a_watch_with_130_and_cancel_stops_the_flow() {
 /// Needs `POST /engine/flow/{id}/retry` (the `retry` branch): passes with it
 /// merged; drop the `ignore` then.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs POST /engine/flow/{id}/retry from the retry branch"]
 async fn retry_runs_a_failed_flow_again() {
     let Some(app) = spawn_app(Backend::Sqlite).await else {
         return;
@@ -710,67 +709,6 @@ async fn retry_runs_a_failed_flow_again() {
     let r = against(&app, &["flow", "retry", "again-1"]).await;
     assert_eq!(r.code, 1, "a completed flow is not retried: {r:?}");
     assert!(r.stderr.contains("409"), "{r:?}");
-}
-
-/// Needs `/engine/bulk` (the `retry` branch, not written yet when this was):
-/// drop the `ignore` once it is merged.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs /engine/bulk from the retry branch"]
-async fn bulk_retry_waits_for_its_job_and_lists_it() {
-    let Some(app) = spawn_app(Backend::Sqlite).await else {
-        return;
-    };
-    let svc = StepServer::start(|r, _| {
-        if r.body["name"] == "fixed" {
-            json_reply(200, json!({"greeting": "ok"}))
-        } else {
-            json_reply(400, json!({"error": "refused"}))
-        }
-    })
-    .await;
-    let step = sync_step("greet", &svc.url("/greet"), &["name"], &["greeting"]);
-    assert_eq!(app.register(&step).await.status, 201);
-    for i in 0..3 {
-        let id = format!("bulk-{i}");
-        let r = app
-            .start_flow(
-                &json!({"id": id, "goals": ["greet"], "init": {"name": ["x"]}, "labels": {"batch": "b1"}}),
-            )
-            .await;
-        assert_eq!(r.status, 201);
-        app.wait_for_flow(&id).await;
-    }
-    let r = against(&app, &["bulk", "retry"]).await;
-    assert_eq!(r.code, 1, "no filter is refused locally: {r:?}");
-    let r = against(
-        &app,
-        &[
-            "bulk",
-            "retry",
-            "--label",
-            "batch=b1",
-            "--status",
-            "failed",
-            "--dry-run",
-            "-o",
-            "json",
-        ],
-    )
-    .await;
-    assert_eq!(r.code, 0, "{r:?}");
-    let job: Value = serde_json::from_str(&r.stdout).expect("a job as JSON");
-    let r = against(&app, &["bulk", "get", job["id"].as_str().unwrap(), "--wait"]).await;
-    assert_ne!(r.code, 0, "get takes no --wait: {r:?}");
-    let r = against(
-        &app,
-        &["bulk", "retry", "--prefix", "bulk-", "--rate", "50", "--wait"],
-    )
-    .await;
-    // The flows fail again (the step still refuses "x"): the job ran, with failures or skips.
-    assert!(r.stdout.contains("retry"), "{r:?}");
-    let r = against(&app, &["bulk", "ls"]).await;
-    assert_eq!(r.code, 0, "{r:?}");
-    assert!(r.stdout.lines().count() >= 3, "two jobs: {r:?}");
 }
 
 /// A stand-in for the server's event stream (`GET /engine/flow/{id}/stream`,

@@ -73,7 +73,7 @@ fn resume_point(headers: &HeaderMap, after: Option<&str>) -> Result<i64, ApiErro
     params(("id" = String, Path, description = "Flow id"), StreamParams,
         ("Last-Event-ID" = Option<i64>, Header, description = "Resume after this sequence")),
     responses(
-        (status = 200, description = "The flow's events, then `event: state` with its final state", content_type = "text/event-stream", body = String),
+        (status = 200, description = "The flow's events, then `event: state` with its final state", content_type = "text/event-stream", body = Object),
         (status = 400, description = "A bad resume point", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "No such flow", body = Problem, content_type = "application/problem+json"),
         (status = 503, description = "Too many streams open; retry later", body = Problem, content_type = "application/problem+json"),
