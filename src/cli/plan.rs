@@ -33,16 +33,7 @@ pub async fn run(args: PlanArgs) -> Result<u8, CliError> {
     let mut table = Table::new(&["#", "STEP", "TYPE", "INPUTS", "OUTPUTS"]);
     for (i, id) in order(&plan).iter().enumerate() {
         let step = &plan["steps"][id];
-        let mut inputs = Vec::new();
-        let mut outputs = Vec::new();
-        for (name, attr) in step["attributes"].as_object().into_iter().flatten() {
-            match output::s(attr, "role") {
-                "required" => inputs.push(name.clone()),
-                "optional" => inputs.push(format!("{name}?")),
-                "output" => outputs.push(name.clone()),
-                _ => {}
-            }
-        }
+        let (inputs, outputs) = super::step::io_of(step);
         let goal = plan["goals"]
             .as_array()
             .is_some_and(|g| g.iter().any(|g| g.as_str() == Some(id)));

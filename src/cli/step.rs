@@ -106,7 +106,7 @@ pub async fn run(cmd: StepCmd) -> Result<u8, CliError> {
 }
 
 /// A step's inputs (required, optional `?`, const `=`) and outputs.
-fn io_of(step: &Value) -> (Vec<String>, Vec<String>) {
+pub(crate) fn io_of(step: &Value) -> (Vec<String>, Vec<String>) {
     let mut inputs = Vec::new();
     let mut outputs = Vec::new();
     for (name, attr) in step["attributes"].as_object().into_iter().flatten() {

@@ -8,7 +8,9 @@ use std::time::Duration;
 use axum::response::IntoResponse;
 use serde_json::{json, Value};
 
-use crate::helpers::{json_reply, spawn_app, start_secured, sync_step, Backend, StepServer, TestApp, TestDb};
+use crate::helpers::{
+    json_reply, spawn_app, start_secured, sync_step, tartan_output, Backend, StepServer, TestApp, TestDb,
+};
 
 crate::both_backends!(
     steps_apply_from_a_directory_then_list_show_and_remove,
@@ -34,18 +36,7 @@ impl std::fmt::Debug for Run {
 
 /// Run `tartan args` to its end with only `env`.
 async fn tartan(args: &[&str], env: &[(&str, &str)]) -> Run {
-    let out = tokio::time::timeout(
-        Duration::from_secs(60),
-        tokio::process::Command::new(env!("CARGO_BIN_EXE_tartan"))
-            .args(args)
-            .env_clear()
-            .envs(env.iter().copied())
-            .kill_on_drop(true)
-            .output(),
-    )
-    .await
-    .expect("tartan ends by itself")
-    .expect("running tartan");
+    let out = tartan_output(args, env).await;
     Run {
         code: out.status.code().unwrap_or(-1),
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),

@@ -658,7 +658,18 @@ pub fn memory_kib(pid: u32) -> (u64, u64) {
 /// Run the `tartan` binary to its end with `args` and only the environment
 /// `env`: whether it succeeded, its stdout and its stderr.
 pub async fn run_tartan(args: &[&str], env: &[(&str, &str)]) -> (bool, String, String) {
-    let out = tokio::time::timeout(
+    let out = tartan_output(args, env).await;
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Run the `tartan` binary to its end with `args` and only the environment
+/// `env` (at most a minute): what it exited with and wrote.
+pub async fn tartan_output(args: &[&str], env: &[(&str, &str)]) -> std::process::Output {
+    tokio::time::timeout(
         Duration::from_secs(60),
         tokio::process::Command::new(env!("CARGO_BIN_EXE_tartan"))
             .args(args)
@@ -669,12 +680,7 @@ pub async fn run_tartan(args: &[&str], env: &[(&str, &str)]) -> (bool, String, S
     )
     .await
     .expect("tartan ends by itself")
-    .expect("running tartan");
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    .expect("running tartan")
 }
 
 /// Run `tartan serve` expecting it to refuse to start: its exit status,
