@@ -175,8 +175,8 @@ async fn serve(config: Config) -> Result<()> {
         max_retry_after: config.max_retry_after,
         retention: config.retention,
         tracer: traces.as_ref().map(telemetry::TraceGuard::tracer),
-        max_streams: tartan_engine::DEFAULT_MAX_STREAMS,
-        stream_buffer: tartan_engine::DEFAULT_STREAM_BUFFER,
+        max_streams: config.max_streams,
+        stream_buffer: config.stream_buffer,
     };
     tracing::info!(step_hosts = %config.step_hosts, "steps may call");
     if config.webhook_base_url.is_none() && addr.ip().is_unspecified() {

@@ -103,6 +103,10 @@ setting_flags! {
     max_calls_per_step,
     /// Calls waiting for a slot at most; one beyond it is made when its lease runs out [default: 10000]
     max_queued_calls,
+    /// Event streams (SSE and WebSocket) open at once at most; one more is answered 503 [default: 1000]
+    max_streams,
+    /// Decisions' events a stream may fall behind by before it is dropped (it resumes with Last-Event-ID) [default: 1024]
+    stream_buffer,
     /// Bytes of a step's response body (or webhook body) at most; past it the attempt fails [default: 8388608]
     max_response_bytes,
     /// The longest wait a step's Retry-After may ask for, e.g. 1h or 300ms [default: 1h]
@@ -192,6 +196,10 @@ struct Settings {
     #[serde(deserialize_with = "values::count")]
     max_queued_calls: usize,
     #[serde(deserialize_with = "values::count")]
+    max_streams: usize,
+    #[serde(deserialize_with = "values::count")]
+    stream_buffer: usize,
+    #[serde(deserialize_with = "values::count")]
     max_response_bytes: usize,
     #[serde(deserialize_with = "values::timeout")]
     max_retry_after: Duration,
@@ -235,6 +243,10 @@ pub struct Config {
     pub max_calls: usize,
     pub max_calls_per_step: Option<usize>,
     pub max_queued_calls: usize,
+    /// Event streams at once, and how far one may fall behind
+    /// (docs/api.md, "Event streams").
+    pub max_streams: usize,
+    pub stream_buffer: usize,
     /// Connection pools (`TARTAN_DB_POOL`, `TARTAN_DB_READ_POOL`,
     /// `TARTAN_DB_READ_TIMEOUT`).
     pub pools: tartan_store::Pools,
@@ -321,6 +333,8 @@ impl Config {
             max_calls: s.max_calls,
             max_calls_per_step: s.max_calls_per_step,
             max_queued_calls: s.max_queued_calls,
+            max_streams: s.max_streams,
+            stream_buffer: s.stream_buffer,
             pools: tartan_store::Pools {
                 engine: s.db_pool,
                 read: s.db_read_pool,

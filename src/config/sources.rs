@@ -54,6 +54,8 @@ pub const KEYS: &[Key] = &[
     key("max_calls"),
     key("max_calls_per_step"),
     key("max_queued_calls"),
+    key("max_streams"),
+    key("stream_buffer"),
     key("max_response_bytes"),
     key("max_retry_after"),
     key("db_pool"),
@@ -111,6 +113,14 @@ impl Provider for Defaults {
             (
                 "max_response_bytes",
                 Value::from(tartan_engine::DEFAULT_MAX_RESPONSE_BYTES as u64),
+            ),
+            (
+                "max_streams",
+                Value::from(tartan_engine::DEFAULT_MAX_STREAMS as u64),
+            ),
+            (
+                "stream_buffer",
+                Value::from(tartan_engine::DEFAULT_STREAM_BUFFER as u64),
             ),
             ("max_retry_after", Value::from("1h")),
             ("db_read_timeout", Value::from("30s")),

@@ -1,6 +1,8 @@
-//! `GET /engine/flow/{id}/stream` (docs/api.md, "Event streams"): a flow's
-//! events as server-sent events, history then live then its final state;
-//! resumable; bounded; behind the API's tokens.
+//! The event streams (docs/api.md, "Event streams"): `GET
+//! /engine/flow/{id}/stream`, a flow's events as server-sent events, history
+//! then live then its final state; `GET /engine/events/stream`, every flow's
+//! events by global position, filtered; both resumable, bounded, behind the
+//! API's tokens, and fed by every process on one Postgres.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,6 +19,10 @@ both_backends!(
     a_finished_flow_streams_its_history_then_its_state,
     a_stream_resumes_after_last_event_id,
     bad_resume_points_and_unknown_flows_are_problems,
+    the_global_stream_carries_every_flows_events_by_position,
+    the_global_stream_filters_and_resumes,
+    the_global_stream_starts_at_the_present,
+    bad_global_stream_filters_are_problems,
 );
 
 /// One server-sent message.
@@ -104,14 +110,17 @@ async fn open(app: &TestApp, path: &str, last_event_id: Option<&str>) -> Stream 
     }
 }
 
-/// Three steps in a chain, the first held until `gate` is notified.
-async fn three_steps(app: &TestApp, gate: Arc<Notify>) -> StepServer {
+/// Three steps in a chain, the first held until `gate` is notified (or
+/// not held, without one).
+async fn three_steps(app: &TestApp, gate: Option<Arc<Notify>>) -> StepServer {
     let svc = StepServer::start_async(move |r, _| {
         let gate = gate.clone();
         Box::pin(async move {
             match r.path.as_str() {
                 "/a" => {
-                    gate.notified().await;
+                    if let Some(gate) = gate {
+                        gate.notified().await;
+                    }
                     json_reply(200, json!({"x": "1"}))
                 }
                 "/b" => json_reply(200, json!({"y": "2"})),
@@ -151,7 +160,7 @@ async fn a_running_flow_streams_its_events_in_order_then_its_state(backend: Back
         return;
     };
     let gate = Arc::new(Notify::new());
-    let _svc = three_steps(&app, gate.clone()).await;
+    let _svc = three_steps(&app, Some(gate.clone())).await;
     let r = app
         .start_flow(&json!({"id": "s1", "goals": ["c"], "init": {"seed": ["s"]}}))
         .await;
@@ -176,9 +185,7 @@ async fn a_running_flow_streams_its_events_in_order_then_its_state(backend: Back
 
 /// Run the three-step flow `id` to its end.
 async fn finished_flow(app: &TestApp, id: &str) -> StepServer {
-    let gate = Arc::new(Notify::new());
-    let svc = three_steps(app, gate.clone()).await;
-    gate.notify_one();
+    let svc = three_steps(app, None).await;
     let r = app
         .start_flow(&json!({"id": id, "goals": ["c"], "init": {"seed": ["s"]}}))
         .await;
@@ -397,7 +404,7 @@ async fn a_stream_that_falls_behind_is_dropped_and_resumes_without_loss() {
     };
     let app = start_on_with(db, "streams", |c| c.stream_buffer = 1).await;
     let gate = Arc::new(Notify::new());
-    let _svc = three_steps(&app, gate.clone()).await;
+    let _svc = three_steps(&app, Some(gate.clone())).await;
     let quick = StepServer::start(|_, _| json_reply(200, json!({"q": "1"}))).await;
     app.register(&sync_step("quick", &quick.url("/q"), &["seed"], &["q"]))
         .await;
@@ -439,4 +446,180 @@ async fn a_stream_that_falls_behind_is_dropped_and_resumes_without_loss() {
             .await,
     );
     assert_history_then_state(&app, "watched", &all, 0).await;
+}
+
+/// The next `n` messages of a stream that does not end.
+async fn take(stream: &mut Stream, n: usize) -> Vec<Message> {
+    let mut out = Vec::with_capacity(n);
+    while out.len() < n {
+        out.push(stream.next().await.expect("the global stream does not end"));
+    }
+    out
+}
+
+/// Start flow `id` on the three steps (registered already) and wait for it.
+async fn run_flow(app: &TestApp, id: &str) {
+    let r = app
+        .start_flow(&json!({"id": id, "goals": ["c"], "init": {"seed": ["s"]}}))
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+    let flow = app.wait_for_flow(id).await;
+    assert_eq!(flow["status"], "completed", "{flow}");
+}
+
+/// A global stream's message is the stored event and its position.
+fn without_position(m: &Message) -> Value {
+    let mut data = m.data.clone();
+    let position = data.as_object_mut().and_then(|o| o.remove("position"));
+    assert_eq!(position.map(|p| p.to_string()), m.id, "{m:?}");
+    data
+}
+
+async fn the_global_stream_carries_every_flows_events_by_position(backend: Backend) {
+    let Some(app) = spawn_app(backend).await else {
+        return;
+    };
+    let mut stream = open(&app, "/engine/events/stream?after=0", None).await;
+    let _svc = finished_flow(&app, "g1").await;
+    run_flow(&app, "g2").await;
+    let (e1, e2) = (events(&app, "g1").await, events(&app, "g2").await);
+    let messages = take(&mut stream, e1.len() + e2.len()).await;
+    // Positions 1, 2, 3, ... with nothing skipped or repeated.
+    let ids: Vec<String> = messages
+        .iter()
+        .map(|m| m.id.clone().unwrap_or_default())
+        .collect();
+    let expected: Vec<String> = (1..=messages.len()).map(|p| p.to_string()).collect();
+    assert_eq!(ids, expected);
+    // Each flow's events in its own order, exactly as stored.
+    for (id, stored) in [("g1", &e1), ("g2", &e2)] {
+        let of_flow: Vec<Value> = messages
+            .iter()
+            .filter(|m| m.data["aggregate_id"] == json!(["flow", id]))
+            .map(without_position)
+            .collect();
+        assert_eq!(&of_flow, stored, "{id}");
+    }
+    // g2 started after g1 completed: all of g1 comes first.
+    let first_g2 = messages
+        .iter()
+        .position(|m| m.data["aggregate_id"][1] == "g2")
+        .unwrap();
+    assert_eq!(first_g2, e1.len());
+}
+
+async fn the_global_stream_filters_and_resumes(backend: Backend) {
+    let Some(app) = spawn_app(backend).await else {
+        return;
+    };
+    let _svc = finished_flow(&app, "keep-1").await;
+    run_flow(&app, "skip-1").await;
+    run_flow(&app, "keep-2").await;
+    let path = "/engine/events/stream?after=0&flow_prefix=keep-&type=flow_started,flow_completed";
+    let mut stream = open(&app, path, None).await;
+    let messages = take(&mut stream, 4).await;
+    let seen: Vec<(String, String)> = messages
+        .iter()
+        .map(|m| {
+            (
+                m.event.clone(),
+                m.data["aggregate_id"][1].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            ("flow_started".into(), "keep-1".into()),
+            ("flow_completed".into(), "keep-1".into()),
+            ("flow_started".into(), "keep-2".into()),
+            ("flow_completed".into(), "keep-2".into()),
+        ]
+    );
+    for m in &messages {
+        assert_eq!(m.data["type"], m.event.as_str());
+    }
+    // Resumed after the second message, the same URL gives the third on.
+    let mut resumed = open(&app, path, messages[1].id.as_deref()).await;
+    let again = take(&mut resumed, 2).await;
+    assert_eq!(again[0].id, messages[2].id);
+    assert_eq!(again[1].id, messages[3].id);
+    assert_eq!(again[1].data, messages[3].data);
+    // A live event that matches arrives after the stored ones.
+    run_flow(&app, "keep-3").await;
+    let live = take(&mut resumed, 2).await;
+    assert_eq!(live[0].data["aggregate_id"][1], "keep-3");
+    assert_eq!(live[0].event, "flow_started");
+    assert_eq!(live[1].event, "flow_completed");
+}
+
+async fn the_global_stream_starts_at_the_present(backend: Backend) {
+    let Some(app) = spawn_app(backend).await else {
+        return;
+    };
+    let _svc = finished_flow(&app, "old").await;
+    let mut stream = open(&app, "/engine/events/stream", None).await;
+    run_flow(&app, "new").await;
+    let first = take(&mut stream, 1).await.remove(0);
+    assert_eq!(first.event, "flow_started");
+    assert_eq!(first.data["aggregate_id"], json!(["flow", "new"]));
+    let old = events(&app, "old").await.len();
+    assert_eq!(first.id, Some((old + 1).to_string()));
+}
+
+async fn bad_global_stream_filters_are_problems(backend: Backend) {
+    let Some(app) = spawn_app(backend).await else {
+        return;
+    };
+    let long = "p".repeat(257);
+    for (query, names) in [
+        ("type=flow_started,nope".to_string(), "nope"),
+        (format!("flow_prefix={long}"), "flow_prefix"),
+        ("after=-1".to_string(), "after"),
+        ("after=x".to_string(), "after"),
+    ] {
+        let r = app.get(&format!("/engine/events/stream?{query}")).await;
+        assert_eq!(r.status, StatusCode::BAD_REQUEST, "{query}");
+        assert_eq!(r.content_type, "application/problem+json");
+        assert!(
+            r.body["detail"].as_str().unwrap().contains(names),
+            "{query}: {:?}",
+            r.body
+        );
+    }
+}
+
+/// Two engines on one Postgres: a flow run by one is seen live, in order,
+/// on the other's streams, the flow's and the global one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn streams_carry_the_events_of_other_processes() {
+    let Some(db) = TestDb::create(Backend::Postgres).await else {
+        return;
+    };
+    let a = start_on(TestDb::at_url(db.url.clone()), "node-a").await;
+    let b = start_on(TestDb::at_url(db.url.clone()), "node-b").await;
+    let gate = Arc::new(Notify::new());
+    let _svc = three_steps(&a, Some(gate.clone())).await;
+    let mut global = open(&b, "/engine/events/stream", None).await;
+    let r = a
+        .start_flow(&json!({"id": "far", "goals": ["c"], "init": {"seed": ["s"]}}))
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+    let mut flow = open(&b, "/engine/flow/far/stream", None).await;
+    let first = flow.next().await.expect("a first event");
+    assert_eq!(first.event, "flow_started");
+    // The rest happens on `a` after both streams are open on `b`.
+    gate.notify_one();
+    let mut messages = vec![first];
+    messages.extend(flow.rest().await);
+    let flow_state = a.wait_for_flow("far").await;
+    assert_eq!(flow_state["status"], "completed");
+    assert_history_then_state(&b, "far", &messages, 0).await;
+    let stored = events(&a, "far").await;
+    let seen: Vec<Value> = take(&mut global, stored.len())
+        .await
+        .iter()
+        .map(without_position)
+        .collect();
+    assert_eq!(seen, stored);
 }

@@ -702,6 +702,38 @@ impl FlowEvent {
         }
     }
 
+    /// Every `type_name`, for validating filters (keep in step with it).
+    pub const TYPE_NAMES: &'static [&'static str] = &[
+        "flow_started",
+        "step_started",
+        "work_started",
+        "work_succeeded",
+        "work_failed",
+        "work_late_result",
+        "work_not_completed",
+        "work_accepted",
+        "work_heartbeat",
+        "work_timed_out",
+        "work_cancelled",
+        "step_timed_out",
+        "step_cancelled",
+        "flow_timed_out",
+        "flow_cancelled",
+        "work_retry_scheduled",
+        "attribute_set",
+        "step_completed",
+        "step_failed",
+        "comp_started",
+        "comp_succeeded",
+        "comp_failed",
+        "comp_retry_scheduled",
+        "step_skipped",
+        "flow_completed",
+        "flow_failed",
+        "flow_deactivated",
+        "flow_retried",
+    ];
+
     /// The event's `type` as stored and shown.
     pub fn type_name(&self) -> &'static str {
         match self {

@@ -18,6 +18,9 @@ pub struct CommittedEvents {
     pub flow_id: String,
     /// The sequence of the first of `events`; the others follow it.
     pub first_sequence: i64,
+    /// The global position of the first of `events` (the feed's order over
+    /// every flow); the others follow it.
+    pub first_position: i64,
     /// When they were committed: every event's timestamp.
     pub at: Time,
     pub events: Vec<FlowEvent>,
@@ -30,6 +33,19 @@ impl CommittedEvents {
             .iter()
             .enumerate()
             .map(|(k, e)| (self.first_sequence + k as i64, e))
+    }
+
+    /// The events with their global positions and sequences.
+    pub fn positioned(&self) -> impl Iterator<Item = (i64, i64, &FlowEvent)> {
+        self.events
+            .iter()
+            .enumerate()
+            .map(|(k, e)| (self.first_position + k as i64, self.first_sequence + k as i64, e))
+    }
+
+    /// The global position of the last of `events`.
+    pub fn last_position(&self) -> i64 {
+        self.first_position + self.events.len() as i64 - 1
     }
 }
 

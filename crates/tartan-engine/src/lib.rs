@@ -12,6 +12,8 @@
 //!   the decision's effects in one loop; `flows::calls` makes the calls.
 //! - `events`: the bus of committed flow events the API's streams read
 //!   (docs/api.md, "Event streams").
+//! - `relay`: the events other processes on one Postgres commit, put on
+//!   this process's bus.
 //! - `writer`: the group-commit writer: every decision's events and
 //!   projections go through it, batched into one commit (docs/durability.md,
 //!   "Group commit").
@@ -45,6 +47,7 @@ mod flows;
 pub mod metrics;
 mod outbound;
 mod recovery;
+mod relay;
 mod retention;
 mod slots;
 mod timers;
@@ -141,7 +144,12 @@ impl Engine {
                     config.max_queued_calls,
                 ),
                 deferred_calls: std::sync::atomic::AtomicU64::new(0),
-                writer: writer::Writer::spawn(store.clone(), Arc::clone(&metrics), Arc::clone(&bus)),
+                writer: writer::Writer::spawn(
+                    store.clone(),
+                    Arc::clone(&metrics),
+                    Arc::clone(&bus),
+                    relay::announcer(&store, &config.node_id),
+                ),
                 bus,
                 metrics,
                 config,
@@ -165,6 +173,7 @@ impl Engine {
         engine.spawn_lease_renewal();
         engine.spawn_abort_listener().await;
         engine.spawn_handback_listener().await;
+        engine.spawn_event_relay().await;
         engine.spawn_retention();
         Ok(engine)
     }

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use tartan_store::{FlowCommit, Store, StoreError};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::events::{Bus, CommittedEvents};
 use crate::metrics::{Metrics, Tally};
@@ -25,9 +25,16 @@ pub(crate) struct Writer {
 }
 
 impl Writer {
-    pub(crate) fn spawn(store: Arc<dyn Store>, metrics: Arc<Metrics>, bus: Arc<Bus>) -> Self {
+    /// `announce`, where set, is told the head of the committed events
+    /// after each batch (the relay's announcer, `relay::announcer`).
+    pub(crate) fn spawn(
+        store: Arc<dyn Store>,
+        metrics: Arc<Metrics>,
+        bus: Arc<Bus>,
+        announce: Option<watch::Sender<i64>>,
+    ) -> Self {
         let (queue, rx) = mpsc::channel(MAX_BATCH * 8);
-        tokio::spawn(run(store, rx, metrics, bus));
+        tokio::spawn(run(store, rx, metrics, bus, announce));
         Self { queue }
     }
 
@@ -44,7 +51,13 @@ impl Writer {
     }
 }
 
-async fn run(store: Arc<dyn Store>, mut rx: mpsc::Receiver<Request>, metrics: Arc<Metrics>, bus: Arc<Bus>) {
+async fn run(
+    store: Arc<dyn Store>,
+    mut rx: mpsc::Receiver<Request>,
+    metrics: Arc<Metrics>,
+    bus: Arc<Bus>,
+    announce: Option<watch::Sender<i64>>,
+) {
     let mut batch = Vec::with_capacity(MAX_BATCH);
     // What each decision counts for in the metrics, read before its events
     // go to the store, counted once it is committed (docs/operating.md, "Metrics").
@@ -72,6 +85,7 @@ async fn run(store: Arc<dyn Store>, mut rx: mpsc::Receiver<Request>, metrics: Ar
                     Some(CommittedEvents {
                         flow_id: c.flow_id.clone(),
                         first_sequence: c.base_sequence + 1,
+                        first_position: 0,
                         at: c.at,
                         events: c.events.clone(),
                     })
@@ -81,13 +95,29 @@ async fn run(store: Arc<dyn Store>, mut rx: mpsc::Receiver<Request>, metrics: Ar
             Vec::new()
         };
         let started = std::time::Instant::now();
+        let lengths: Vec<i64> = commits.iter().map(|c| c.events.len() as i64).collect();
         let results = store.commit_flows(commits).await;
         for (copy, result) in copies.into_iter().zip(&results) {
-            if let (Some(copy), Ok(())) = (copy, result) {
+            if let (Some(mut copy), Ok(position)) = (copy, result) {
+                copy.first_position = *position;
                 bus.publish(copy);
             }
         }
         drop(gate);
+        if let Some(announce) = &announce {
+            let head = results
+                .iter()
+                .zip(&lengths)
+                .filter_map(|(r, n)| r.as_ref().ok().map(|p| p + n - 1))
+                .max();
+            if let Some(head) = head {
+                announce.send_if_modified(|h| {
+                    let newer = head > *h;
+                    *h = (*h).max(head);
+                    newer
+                });
+            }
+        }
         let took = started.elapsed();
         metrics.commit_batch(size, took);
         tracing::debug!(size, elapsed_us = took.as_micros() as u64, "group commit");
@@ -96,7 +126,7 @@ async fn run(store: Arc<dyn Store>, mut rx: mpsc::Receiver<Request>, metrics: Ar
                 metrics.committed(tally);
             }
             // The asker may have gone away (request cancelled); the commit stands.
-            let _ = reply.send(result);
+            let _ = reply.send(result.map(|_| ()));
         }
     }
 }

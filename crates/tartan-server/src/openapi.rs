@@ -46,6 +46,7 @@ use crate::routes;
         routes::flows::status,
         routes::flows::events,
         routes::streams::flow_stream,
+        routes::streams::events_stream,
         routes::flows::cancel,
         routes::flows::retry,
         routes::work::flow_work,

@@ -144,9 +144,20 @@ pub trait Store: Send + Sync + 'static {
     /// `after`, in order, and where the next page starts.
     async fn catalog_events_page(&self, after: i64, limit: usize) -> Result<EventPage, StoreError>;
 
+    /// The global position of the last committed flow event (0 before
+    /// the first).
+    async fn feed_head(&self) -> Result<i64, StoreError>;
+
+    /// Flow events with a global position after `after`, in order, that
+    /// `filter` keeps: at most `limit`, from a bounded window of positions
+    /// (docs/api.md, "Event streams").
+    async fn feed_page(&self, after: i64, filter: &FeedFilter, limit: usize) -> Result<FeedPage, StoreError>;
+
     /// Commit a batch of flow changes in one transaction; each commit still
-    /// succeeds or fails on its own (`FlowExists`, `Conflict`).
-    async fn commit_flows(&self, batch: Vec<FlowCommit>) -> Vec<Result<(), StoreError>>;
+    /// succeeds or fails on its own (`FlowExists`, `Conflict`). A commit that
+    /// passed answers the global position of its first event: its events
+    /// hold that one and those after it (docs/api.md, "Event streams").
+    async fn commit_flows(&self, batch: Vec<FlowCommit>) -> Vec<Result<i64, StoreError>>;
 
     /// A flow's projection and the sequence of its last event.
     async fn load_flow(&self, flow_id: &str) -> Result<Option<LoadedFlow>, StoreError>;
@@ -219,6 +230,17 @@ pub trait Store: Send + Sync + 'static {
     /// misses one learns at its next lease renewal that the call's lease is
     /// gone, and aborts it then.
     async fn listen_aborts(&self) -> Result<Option<tokio::sync::mpsc::Receiver<Vec<String>>>, StoreError>;
+
+    /// Tell the other processes sharing the database that `node`'s
+    /// committed flow events reach global position `head`, so that their
+    /// event streams relay them (docs/api.md, "Event streams"). Only
+    /// Postgres carries it (`NOTIFY`).
+    async fn announce_events(&self, node: &str, head: i64) -> Result<(), StoreError>;
+
+    /// The event announcements of every process (this one's too), as
+    /// `(head, node)`; `None` where the database carries none. Notices sent
+    /// while the listener reconnects are lost: the next one covers them.
+    async fn listen_events(&self) -> Result<Option<tokio::sync::mpsc::Receiver<(i64, String)>>, StoreError>;
 
     /// Hand back `node`'s leases on work it holds but is not calling (all
     /// but `keep`): queued calls, scheduled retries, running compensations it

@@ -26,6 +26,42 @@ pub struct EventPage {
     pub next: Option<i64>,
 }
 
+/// Which flow events a read of the feed keeps (docs/api.md, "Event streams").
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FeedFilter {
+    /// Only flows whose id starts with this.
+    pub flow_prefix: Option<String>,
+    /// Only events of these types; empty keeps every type.
+    pub event_types: Vec<String>,
+}
+
+impl FeedFilter {
+    pub fn keeps(&self, flow_id: &str, event_type: &str) -> bool {
+        self.flow_prefix.as_deref().is_none_or(|p| flow_id.starts_with(p))
+            && (self.event_types.is_empty() || self.event_types.iter().any(|t| t == event_type))
+    }
+}
+
+/// A flow event with its global position.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FeedEvent {
+    pub position: i64,
+    pub event: StoredEvent,
+}
+
+/// One page of the feed.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct FeedPage {
+    /// The events after the page's start that the filter keeps, in order.
+    pub events: Vec<FeedEvent>,
+    /// Every position up to this one has been looked at, kept or not: the
+    /// `after` of the next page. Equal to the start when nothing is newer.
+    pub reached: i64,
+    /// The position of the last committed flow event when the page was read:
+    /// the reader has caught up when `reached` is there.
+    pub head: i64,
+}
+
 #[derive(Debug, Clone, Default)]
 pub struct CatalogSnapshot {
     pub steps: Vec<Step>,

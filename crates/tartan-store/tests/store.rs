@@ -51,6 +51,8 @@ store_tests! {
     case_flow_stale_base_is_conflict => sqlite_flow_stale_base_is_conflict, postgres_flow_stale_base_is_conflict;
     case_flow_batch_commits_are_independent => sqlite_flow_batch_commits_are_independent,
         postgres_flow_batch_commits_are_independent;
+    case_flow_events_take_gap_free_global_positions => sqlite_flow_events_take_gap_free_global_positions,
+        postgres_flow_events_take_gap_free_global_positions;
     case_failed_commit_leaves_nothing_behind => sqlite_failed_commit_leaves_nothing_behind,
         postgres_failed_commit_leaves_nothing_behind;
     case_flow_events_round_trip_and_replay => sqlite_flow_events_round_trip_and_replay,
@@ -107,7 +109,7 @@ async fn commit_err(store: &Arc<dyn Store>, c: FlowCommit) -> StoreError {
     let mut results = store.commit_flows(vec![c]).await;
     assert_eq!(results.len(), 1);
     match results.remove(0) {
-        Ok(()) => panic!("commit of {id} succeeded but should have failed"),
+        Ok(_) => panic!("commit of {id} succeeded but should have failed"),
         Err(e) => e,
     }
 }
@@ -616,6 +618,77 @@ async fn case_flow_batch_commits_are_independent(store: Arc<dyn Store>) {
 
     // An empty batch is no error.
     assert!(store.commit_flows(Vec::new()).await.is_empty());
+
+    // The decisions that passed hold consecutive global positions, in
+    // batch order; those refused took none.
+    let (p0, p3, p4) = (
+        *results[0].as_ref().unwrap(),
+        *results[3].as_ref().unwrap(),
+        *results[4].as_ref().unwrap(),
+    );
+    assert_eq!(p3, p0 + new1.events.len() as i64);
+    assert_eq!(p4, p3 + new2.events.len() as i64);
+    assert_eq!(
+        store.feed_head().await.unwrap(),
+        p4 + new1_done.events.len() as i64 - 1
+    );
+}
+
+/// The feed (docs/api.md, "Event streams"): every flow event with a global
+/// position, 1, 2, 3, ... in commit order, filtered by flow prefix and type.
+async fn case_flow_events_take_gap_free_global_positions(store: Arc<dyn Store>) {
+    assert_eq!(store.feed_head().await.unwrap(), 0);
+    let a = start("a-1", &[], at(1));
+    let b = start("b-1", &[], at(1));
+    let results = store
+        .commit_flows(vec![commit(&a, 0, Some(REQUEST)), commit(&b, 0, Some(REQUEST))])
+        .await;
+    assert_eq!(*results[0].as_ref().unwrap(), 1);
+    assert_eq!(*results[1].as_ref().unwrap(), 1 + a.events.len() as i64);
+    let a_done = succeed(&a.state, at(2));
+    let r = store
+        .commit_flows(vec![commit(&a_done, a.events.len() as i64, None)])
+        .await;
+    let next = 1 + (a.events.len() + b.events.len()) as i64;
+    assert_eq!(*r[0].as_ref().unwrap(), next);
+    // A refused decision takes no position.
+    let stale = store
+        .commit_flows(vec![commit(&a_done, a.events.len() as i64, None)])
+        .await;
+    assert!(matches!(stale[0], Err(StoreError::Conflict(_))), "{:?}", stale[0]);
+    let head = next + a_done.events.len() as i64 - 1;
+    assert_eq!(store.feed_head().await.unwrap(), head);
+
+    let all = store.feed_page(0, &Default::default(), 1000).await.unwrap();
+    let positions: Vec<i64> = all.events.iter().map(|e| e.position).collect();
+    assert_eq!(positions, (1..=head).collect::<Vec<_>>());
+    assert_eq!((all.reached, all.head), (head, head));
+    let a_events: Vec<_> = all
+        .events
+        .iter()
+        .filter(|e| e.event.aggregate_id == "a-1")
+        .map(|e| e.event.clone())
+        .collect();
+    assert_eq!(a_events, store.flow_events("a-1").await.unwrap());
+
+    // Paged: a page of two ends at its last event.
+    let page = store.feed_page(0, &Default::default(), 2).await.unwrap();
+    assert_eq!(page.events.len(), 2);
+    assert_eq!(page.reached, 2);
+    // Filtered: only flow `a-*`'s `flow_started`, and the page reaches the head.
+    let filter = tartan_store::FeedFilter {
+        flow_prefix: Some("a-".into()),
+        event_types: vec!["flow_started".into()],
+    };
+    let page = store.feed_page(0, &filter, 10).await.unwrap();
+    assert_eq!(page.events.len(), 1);
+    assert_eq!(page.events[0].position, 1);
+    assert_eq!(page.events[0].event.event_type, "flow_started");
+    assert_eq!(page.reached, head);
+    // Past the head: nothing, and no error.
+    let page = store.feed_page(head + 5, &Default::default(), 10).await.unwrap();
+    assert!(page.events.is_empty());
+    assert_eq!(page.reached, head + 5);
 }
 
 /// A commit that fails halfway (after its flow row and events are written)
@@ -679,7 +752,7 @@ async fn case_failed_commit_leaves_nothing_behind(store: Arc<dyn Store>) {
             };
             assert!(flow_ids(&store, labelled).await.is_empty(), "labels kept");
         }
-        Ok(()) => {
+        Ok(_) => {
             let s = snapshot(&store, "poison").await;
             assert_eq!((s.1, s.3, s.4.len()), (3, 3, 2));
             assert!(all_work(&store, q)

@@ -36,6 +36,7 @@ pub(crate) fn routes() -> Router<Engine> {
         .route("/engine/flow/{id}/status", get(flows::status))
         .route("/engine/flow/{id}/events", get(flows::events))
         .route("/engine/flow/{id}/stream", get(streams::flow_stream))
+        .route("/engine/events/stream", get(streams::events_stream))
         .route("/engine/flow/{id}/cancel", post(flows::cancel))
         .route("/engine/flow/{id}/retry", post(flows::retry))
         .route("/engine/flow/{id}/work", get(work::flow_work))

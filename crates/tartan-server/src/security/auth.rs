@@ -95,9 +95,11 @@ pub(crate) async fn require_token(State(security): State<ApiSecurity>, req: Requ
 /// they may carry the token as `?access_token=` (RFC 6750 §2.3). The
 /// request log names the route, never the query, so it is not logged.
 fn is_stream(path: &str) -> bool {
-    path.strip_prefix("/engine/flow/")
-        .and_then(|rest| rest.strip_suffix("/stream"))
-        .is_some_and(|id| !id.is_empty() && !id.contains('/'))
+    path == "/engine/events/stream"
+        || path
+            .strip_prefix("/engine/flow/")
+            .and_then(|rest| rest.strip_suffix("/stream"))
+            .is_some_and(|id| !id.is_empty() && !id.contains('/'))
 }
 
 /// The `access_token` of a query string.
@@ -148,6 +150,8 @@ mod tests {
     #[test]
     fn only_streams_take_the_token_from_the_query() {
         assert!(is_stream("/engine/flow/f-1/stream"));
+        assert!(is_stream("/engine/events/stream"));
+        assert!(!is_stream("/engine/events/stream/x"));
         assert!(!is_stream("/engine/flow/f-1/events"));
         assert!(!is_stream("/engine/flow//stream"));
         assert!(!is_stream("/engine/flow/a/b/stream"));

@@ -39,6 +39,9 @@ struct Decision<'a> {
     texts: Vec<String>,
     /// Why it did not pass, if it did not.
     refused: Option<StoreError>,
+    /// Once committed: the global position of its first event (docs/api.md,
+    /// "Event streams").
+    position: i64,
 }
 
 impl Decision<'_> {
@@ -53,16 +56,20 @@ impl Decision<'_> {
 
 impl SqlStore {
     /// One decision in a transaction of its own (the fallback path).
-    pub(super) async fn commit_single(&self, commit: &FlowCommit) -> Result<(), StoreError> {
+    pub(super) async fn commit_single(&self, commit: &FlowCommit) -> Result<i64, StoreError> {
         let verdicts = self.commit_batch(std::slice::from_ref(commit)).await?;
-        verdicts.into_iter().next().unwrap_or(Ok(()))
+        verdicts
+            .into_iter()
+            .next()
+            .unwrap_or(Err(StoreError::Unavailable("a commit gave no verdict".into())))
     }
 
-    /// A whole batch of decisions in one transaction.
+    /// A whole batch of decisions in one transaction. Each passed decision
+    /// answers the global position of its first event.
     pub(super) async fn commit_batch(
         &self,
         batch: &[FlowCommit],
-    ) -> Result<Vec<Result<(), StoreError>>, StoreError> {
+    ) -> Result<Vec<Result<i64, StoreError>>, StoreError> {
         let mut decisions = batch
             .iter()
             .map(|commit| {
@@ -75,6 +82,7 @@ impl SqlStore {
                     commit,
                     texts,
                     refused: None,
+                    position: 0,
                 })
             })
             .collect::<Result<Vec<_>, StoreError>>()?;
@@ -91,24 +99,54 @@ impl SqlStore {
         if self.backend == Backend::Postgres && !repeated {
             let snapshots = commit_in_one_statement(&self.write, &mut decisions).await?;
             write_snapshots_after(&self.write, &decisions, &snapshots).await?;
-            return Ok(decisions
-                .into_iter()
-                .map(|d| d.refused.map_or(Ok(()), Err))
-                .collect());
+            return Ok(verdicts(decisions));
         }
         let mut tx = self.write.begin().await?;
         create_flows(&mut tx, self.backend, &mut decisions).await?;
         let snapshots = advance_flows(&mut tx, self.backend, &mut decisions).await?;
         write_snapshots(&mut tx, self.backend, &decisions, &snapshots).await?;
+        let base = take_positions(&mut tx, &decisions).await?;
+        assign_positions(&mut decisions, base);
         let passed: Vec<&Decision<'_>> = decisions.iter().filter(|d| d.refused.is_none()).collect();
         append_events(&mut tx, self.backend, &passed).await?;
         write_work_items(&mut tx, self.backend, &passed).await?;
         label_flows(&mut tx, self.backend, &passed).await?;
         tx.commit().await?;
-        Ok(decisions
-            .into_iter()
-            .map(|d| d.refused.map_or(Ok(()), Err))
-            .collect())
+        Ok(verdicts(decisions))
+    }
+}
+
+fn verdicts(decisions: Vec<Decision<'_>>) -> Vec<Result<i64, StoreError>> {
+    decisions
+        .into_iter()
+        .map(|d| d.refused.map_or(Ok(d.position), Err))
+        .collect()
+}
+
+/// Take the global positions of the passed decisions' events: the range
+/// after the counter's last, in this transaction, which holds the
+/// counter's row until it commits (docs/api.md, "Event streams"). Returns
+/// the position before the range.
+async fn take_positions(tx: &mut Tx<'_>, decisions: &[Decision<'_>]) -> Result<i64, StoreError> {
+    let count: i64 = decisions
+        .iter()
+        .filter(|d| d.refused.is_none())
+        .map(|d| d.commit.events.len() as i64)
+        .sum();
+    let last: i64 = sqlx::query("UPDATE event_positions SET last = last + $1 WHERE id = 1 RETURNING last")
+        .bind(count)
+        .fetch_one(&mut **tx)
+        .await?
+        .try_get("last")?;
+    Ok(last - count)
+}
+
+/// Number the passed decisions' events from `base + 1` on, in batch order.
+fn assign_positions(decisions: &mut [Decision<'_>], base: i64) {
+    let mut next = base + 1;
+    for d in decisions.iter_mut().filter(|d| d.refused.is_none()) {
+        d.position = next;
+        next += d.commit.events.len() as i64;
     }
 }
 
@@ -281,7 +319,7 @@ async fn append_events(
     backend: Backend,
     passed: &[&Decision<'_>],
 ) -> Result<(), StoreError> {
-    let events: Vec<(&FlowCommit, i64, &str, &String)> = passed
+    let events: Vec<(&FlowCommit, i64, i64, &str, &String)> = passed
         .iter()
         .flat_map(|d| {
             let c = d.commit;
@@ -289,23 +327,33 @@ async fn append_events(
                 .iter()
                 .zip(&d.texts)
                 .enumerate()
-                .map(move |(k, (e, text))| (c, c.base_sequence + 1 + k as i64, e.type_name(), text))
+                .map(move |(k, (e, text))| {
+                    (
+                        c,
+                        c.base_sequence + 1 + k as i64,
+                        d.position + k as i64,
+                        e.type_name(),
+                        text,
+                    )
+                })
         })
         .collect();
     for chunk in events.chunks(ROWS_PER_STATEMENT) {
         let sql = format!(
-            "INSERT INTO events (aggregate_type, aggregate_id, sequence, event_type, ts_us, data) VALUES {}",
-            values_list(backend, chunk.len(), 6)
+            "INSERT INTO events (aggregate_type, aggregate_id, sequence, event_type, ts_us, data, global_position) \
+             VALUES {}",
+            values_list(backend, chunk.len(), 7)
         );
         let mut q = sqlx::query(&sql);
-        for (c, seq, kind, data) in chunk {
+        for (c, seq, position, kind, data) in chunk {
             q = q
                 .bind(FLOW)
                 .bind(c.flow_id.clone())
                 .bind(*seq)
                 .bind(*kind)
                 .bind(to_us(c.at))
-                .bind((*data).clone());
+                .bind((*data).clone())
+                .bind(*position);
         }
         q.execute(&mut **tx).await?;
     }
@@ -468,6 +516,7 @@ fn batch_json(decisions: &[Decision<'_>]) -> Result<[String; 5], StoreError> {
     let mut events = JsonRows::new();
     let mut work = JsonRows::new();
     let mut labels = JsonRows::new();
+    let mut ord = 0_i64;
     for d in live() {
         let c = d.commit;
         let rows = if c.base_sequence == 0 {
@@ -508,8 +557,10 @@ fn batch_json(decisions: &[Decision<'_>]) -> Result<[String; 5], StoreError> {
                 .int("seq", Some(c.base_sequence + 1 + k as i64))
                 .text("type", Some(e.type_name()))
                 .int("ts_us", Some(to_us(c.at)))
+                .int("ord", Some(ord))
                 .raw("data", text);
             events.end_row();
+            ord += 1;
         }
         for w in &c.work {
             let detail = json_text(&w.detail)?;
@@ -568,10 +619,16 @@ async fn commit_in_one_statement(
           WHERE flows.id = v.id AND flows.sequence = v.base \
           RETURNING flows.id, flows.tail_bytes, flows.snapshot_bytes), \
         passed AS (SELECT id FROM created UNION ALL SELECT id FROM advanced), \
-        new_events AS (INSERT INTO events (aggregate_type, aggregate_id, sequence, event_type, ts_us, data) \
-          SELECT 'flow', e.flow_id, e.seq, e.type, e.ts_us, CAST(e.data AS text) \
-          FROM json_to_recordset(CAST($3 AS json)) AS e(flow_id text, seq bigint, type text, ts_us bigint, data json) \
+        kept AS (SELECT e.flow_id, e.seq, e.type, e.ts_us, e.data, row_number() OVER (ORDER BY e.ord) AS k \
+          FROM json_to_recordset(CAST($3 AS json)) AS e(flow_id text, seq bigint, type text, ts_us bigint, data json, \
+            ord bigint) \
           WHERE e.flow_id IN (SELECT id FROM passed)), \
+        positioned AS (UPDATE event_positions SET last = last + (SELECT count(*) FROM kept) WHERE id = 1 \
+          RETURNING last - (SELECT count(*) FROM kept) AS base), \
+        new_events AS (INSERT INTO events (aggregate_type, aggregate_id, sequence, event_type, ts_us, data, \
+            global_position) \
+          SELECT 'flow', k.flow_id, k.seq, k.type, k.ts_us, CAST(k.data AS text), p.base + k.k \
+          FROM kept AS k CROSS JOIN positioned AS p), \
         new_work AS (INSERT INTO work_items (token, flow_id, step_id, status, attempt, retry_count, due_us, \
             lease_owner, lease_expires_us, created_us, updated_us, detail) \
           SELECT w.token, w.flow_id, w.step_id, w.status, w.attempt, w.retry_count, w.due_us, w.lease_owner, \
@@ -588,7 +645,8 @@ async fn commit_in_one_statement(
           SELECT l.flow_id, l.key, l.value FROM json_to_recordset(CAST($5 AS json)) AS l(flow_id text, key text, value text) \
           WHERE l.flow_id IN (SELECT id FROM created)) \
         SELECT id, CAST(0 AS bigint) AS tail_bytes, CAST(0 AS bigint) AS snapshot_bytes, 1 AS created FROM created \
-        UNION ALL SELECT id, tail_bytes, snapshot_bytes, 0 FROM advanced",
+        UNION ALL SELECT id, tail_bytes, snapshot_bytes, 0 FROM advanced \
+        UNION ALL SELECT '', base, 0, 2 FROM positioned",
             now = Backend::Postgres.now_us()
         )
     });
@@ -603,9 +661,13 @@ async fn commit_in_one_statement(
         .await?;
     let mut created = HashSet::new();
     let mut advanced = HashMap::new();
+    let mut base = None;
     for row in rows {
         let id: String = row.try_get("id")?;
-        if row.try_get::<i32, _>("created")? == 1 {
+        let kind: i32 = row.try_get("created")?;
+        if kind == 2 {
+            base = Some(row.try_get::<i64, _>("tail_bytes")?);
+        } else if kind == 1 {
             created.insert(id);
         } else {
             let tail: i64 = row.try_get("tail_bytes")?;
@@ -631,6 +693,8 @@ async fn commit_in_one_statement(
             }
         }
     }
+    let base = base.ok_or_else(|| StoreError::Corrupt("the event position counter is missing".into()))?;
+    assign_positions(decisions, base);
     Ok(snapshots)
 }
 

@@ -10,6 +10,7 @@
 
 mod claims;
 mod commit;
+mod feed;
 mod history;
 mod purge;
 
@@ -253,7 +254,15 @@ impl Store for SqlStore {
         self.events_page(CATALOG, CATALOG, after, limit).await
     }
 
-    async fn commit_flows(&self, batch: Vec<FlowCommit>) -> Vec<Result<(), StoreError>> {
+    async fn feed_head(&self) -> Result<i64, StoreError> {
+        self.read_feed_head().await
+    }
+
+    async fn feed_page(&self, after: i64, filter: &FeedFilter, limit: usize) -> Result<FeedPage, StoreError> {
+        self.read_feed(after, filter, limit).await
+    }
+
+    async fn commit_flows(&self, batch: Vec<FlowCommit>) -> Vec<Result<i64, StoreError>> {
         match self.commit_batch(&batch).await {
             Ok(results) => results,
             // Unreachable: one by one would fail the same way, each slowly.
@@ -705,6 +714,41 @@ impl Store for SqlStore {
             Some(url) => Ok(Some(crate::postgres::listen_aborts(url).await?)),
             None => Ok(None),
         }
+    }
+
+    async fn announce_events(&self, node: &str, head: i64) -> Result<(), StoreError> {
+        if !self.backend.notifies() {
+            return Ok(());
+        }
+        sqlx::query("SELECT pg_notify($1, $2)")
+            .bind(crate::postgres::EVENTS_CHANNEL)
+            .bind(format!("{head} {node}"))
+            .execute(&self.write)
+            .await?;
+        Ok(())
+    }
+
+    async fn listen_events(&self) -> Result<Option<tokio::sync::mpsc::Receiver<(i64, String)>>, StoreError> {
+        let Some(url) = &self.listen_url else {
+            return Ok(None);
+        };
+        let mut payloads = crate::postgres::listen(url, crate::postgres::EVENTS_CHANNEL).await?;
+        let (tx, rx) = tokio::sync::mpsc::channel(64);
+        tokio::spawn(async move {
+            while let Some(payload) = payloads.recv().await {
+                let Some((head, node)) = payload
+                    .split_once(' ')
+                    .and_then(|(h, n)| Some((h.parse::<i64>().ok()?, n.to_string())))
+                else {
+                    tracing::debug!("an events notice that is not ours: {payload:?}");
+                    continue;
+                };
+                if tx.send((head, node)).await.is_err() {
+                    return;
+                }
+            }
+        });
+        Ok(Some(rx))
     }
 }
 

@@ -1,35 +1,23 @@
-//! `GET /engine/flow/{id}/stream`: one flow's events as server-sent events
-//! (docs/api.md, "Event streams"). Its history first, then its events as
-//! they are committed, then its final state, and the stream ends.
-//!
-//! The stream listens to the engine's bus before it reads the history, and
-//! skips the live events it already sent: nothing is missed between the
-//! two and nothing is sent twice. It holds no database connection while it
-//! waits. A stream that falls behind the bus is told where it stopped
-//! (`event: dropped`) and ends; it resumes from there with `Last-Event-ID`.
+//! `GET /engine/flow/{id}/stream`: one flow's events (docs/api.md, "Event
+//! streams"). Its history first, then its events as they are committed,
+//! then its final state, and the stream ends.
 
 use std::collections::VecDeque;
 use std::convert::Infallible;
-use std::time::Duration;
 
 use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::IntoResponse;
 use serde::Deserialize;
-use tartan_core::flow::FlowEvent;
 use tartan_engine::{Engine, EngineError, EventSubscription};
 use tartan_store::StoredEvent;
 use tokio::sync::broadcast::error::RecvError;
 
-use super::bodies::Event;
+use super::{dropped, failure, json_event, resume_point, stored_time, HISTORY_PAGE, KEEP_ALIVE};
 use crate::error::{ApiError, Problem};
 use crate::extract::{Path, Query};
-
-/// A comment line this often keeps proxies from closing a quiet stream.
-const KEEP_ALIVE: Duration = Duration::from_secs(15);
-/// Events read from the store at a time while catching up.
-const HISTORY_PAGE: usize = 100;
+use crate::routes::bodies::Event;
 
 /// The query of a stream.
 #[derive(Deserialize, utoipa::IntoParams)]
@@ -41,31 +29,6 @@ pub(crate) struct StreamParams {
     /// The token, for clients that cannot set `Authorization` (RFC 6750 §2.3).
     #[allow(dead_code)]
     access_token: Option<String>,
-}
-
-/// Where a stream starts: after `Last-Event-ID` if sent, else after
-/// `?after=`, else from the first event.
-fn resume_point(headers: &HeaderMap, after: Option<&str>) -> Result<i64, ApiError> {
-    let (name, text) = match headers.get("last-event-id") {
-        Some(v) => (
-            "Last-Event-ID",
-            v.to_str()
-                .map_err(|_| ApiError::bad_request("Last-Event-ID: must be an event sequence"))?,
-        ),
-        None => match after {
-            Some(a) => ("after", a),
-            None => return Ok(0),
-        },
-    };
-    text.trim()
-        .parse::<i64>()
-        .ok()
-        .filter(|a| *a >= 0)
-        .ok_or_else(|| {
-            ApiError::bad_request(format!(
-                "{name}: must be an event sequence, an integer of 0 or more, got {text:?}"
-            ))
-        })
 }
 
 /// `GET /engine/flow/{id}/stream`.
@@ -84,7 +47,7 @@ pub(crate) async fn flow_stream(
     headers: HeaderMap,
     Query(params): Query<StreamParams>,
 ) -> Result<impl IntoResponse, ApiError> {
-    let after = resume_point(&headers, params.after.as_deref())?;
+    let after = resume_point(&headers, params.after.as_deref(), "sequence")?.unwrap_or(0);
     let subscription = engine.subscribe_events().await?;
     if engine.store().flow_status(&id).await?.is_none() {
         return Err(ApiError::not_found(format!("flow not found: {id}")));
@@ -190,10 +153,13 @@ impl FlowCursor {
         };
         match received {
             Ok(batch) if batch.flow_id == self.flow_id => {
-                // Timestamps as the store keeps them (microseconds), so a
-                // live event reads the same as the stored one.
-                let at =
-                    chrono::DateTime::from_timestamp_micros(batch.at.timestamp_micros()).unwrap_or(batch.at);
+                if batch.first_sequence > self.last + 1 {
+                    // Events the bus skipped (relayed late from another
+                    // process): the store has them.
+                    self.phase = Phase::History;
+                    return;
+                }
+                let at = stored_time(batch.at);
                 for (sequence, event) in batch.sequenced() {
                     if sequence > self.last && self.phase == Phase::Live {
                         self.push(&stored_event(&self.flow_id, sequence, at, event));
@@ -222,7 +188,13 @@ impl FlowCursor {
     }
 }
 
-fn stored_event(flow_id: &str, sequence: i64, at: tartan_core::flow::Time, event: &FlowEvent) -> StoredEvent {
+/// An event from the bus, as the store would give it.
+pub(super) fn stored_event(
+    flow_id: &str,
+    sequence: i64,
+    at: tartan_core::flow::Time,
+    event: &tartan_core::flow::FlowEvent,
+) -> StoredEvent {
     StoredEvent {
         aggregate_type: "flow".into(),
         aggregate_id: flow_id.into(),
@@ -231,44 +203,4 @@ fn stored_event(flow_id: &str, sequence: i64, at: tartan_core::flow::Time, event
         timestamp: at,
         data: event.data(),
     }
-}
-
-fn json_event(name: &str, id: Option<i64>, body: &impl serde::Serialize) -> SseEvent {
-    let event = SseEvent::default().event(name);
-    let event = match id {
-        Some(id) => event.id(id.to_string()),
-        None => event,
-    };
-    match serde_json::to_string(body) {
-        Ok(text) => event.data(text),
-        Err(e) => SseEvent::default()
-            .event("error")
-            .data(serde_json::json!({ "detail": format!("encoding an event failed: {e}") }).to_string()),
-    }
-}
-
-/// The last message of a stream that fell behind.
-fn dropped(last: i64) -> SseEvent {
-    SseEvent::default().event("dropped").data(
-        serde_json::json!({
-            "last_event_id": last.to_string(),
-            "detail": "this stream fell too far behind and was dropped; reconnect with Last-Event-ID to resume",
-        })
-        .to_string(),
-    )
-}
-
-/// The last message of a stream that could not go on (the database went
-/// away, the flow was deleted by retention).
-fn failure(e: &EngineError) -> SseEvent {
-    let detail = match e {
-        EngineError::FlowNotFound(_) => e.to_string(),
-        _ => {
-            tracing::warn!("a flow stream ended: {e}");
-            "the stream could not go on; reconnect with Last-Event-ID to resume".into()
-        }
-    };
-    SseEvent::default()
-        .event("error")
-        .data(serde_json::json!({ "detail": detail }).to_string())
 }
