@@ -109,9 +109,11 @@ async fn the_document_is_openapi_3_1_with_problems_and_tokens() {
         for (method, op) in item.as_object().cloned().unwrap_or_default() {
             operations += 1;
             let responses = op["responses"].as_object().cloned().unwrap_or_default();
-            // Argyll's unsigned webhook URL is always refused (docs/security.md).
+            // Argyll's unsigned webhook URL is always refused (docs/security.md);
+            // the WebSocket's success is switching protocols.
             assert!(
-                responses.keys().any(|s| s.starts_with('2')) || path == "/webhook/{flow}/{step}/{token}",
+                responses.keys().any(|s| s.starts_with('2') || s == "101")
+                    || path == "/webhook/{flow}/{step}/{token}",
                 "{method} {path} has no success answer"
             );
             let public = op["security"] == serde_json::json!([{}]);

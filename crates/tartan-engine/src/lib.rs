@@ -10,8 +10,8 @@
 //!   decision sees the state the last one left. `flows::decide` applies a
 //!   command with `tartan_core::machine::apply`, commits, then carries out
 //!   the decision's effects in one loop; `flows::calls` makes the calls.
-//! - `events`: the bus of committed flow events the API's streams read
-//!   (docs/api.md, "Event streams").
+//! - `events`: the bus of committed flow events (and catalog changes) the
+//!   API's streams and WebSocket read (docs/api.md, "Event streams").
 //! - `writer`: the group-commit writer: every decision's events and
 //!   projections go through it, batched into one commit (docs/durability.md,
 //!   "Group commit").
@@ -64,7 +64,7 @@ pub use config::{
     DEFAULT_MAX_RETRY_AFTER, DEFAULT_MAX_STREAMS, DEFAULT_STREAM_BUFFER,
 };
 pub use error::EngineError;
-pub use events::{CommittedEvents, EventSubscription};
+pub use events::{CommittedCatalog, CommittedEvents, EventSubscription};
 pub use flows::{StartOutcome, WebhookRefusal, WebhookResult};
 pub use metrics::Metrics;
 pub use retention::purge_before;
