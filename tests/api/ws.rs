@@ -368,6 +368,14 @@ async fn bad_messages_get_errors_and_the_connection_goes_on(backend: Backend) {
         "aggregate_ids",
     )
     .await;
+    let long = "f".repeat(300);
+    expect_error(
+        &mut ws,
+        text(json!({"type": "subscribe", "data": {"sub_id": "x", "aggregate_ids": [["flow", long]]}})),
+        Some("x"),
+        "at most 256 bytes",
+    )
+    .await;
     expect_error(
         &mut ws,
         text(json!({"type": "unsubscribe", "data": {}})),
@@ -542,10 +550,7 @@ async fn connections_past_the_stream_limit_are_refused_until_one_closes() {
     };
     let app = start_on_with(db, "ws", |c| c.max_streams = 1).await;
     let first = open(&app).await;
-    let (status, body) = open_with(&app, "/engine/ws", &[])
-        .await
-        .err()
-        .expect("refused");
+    let (status, body) = open_with(&app, "/engine/ws", &[]).await.err().expect("refused");
     assert_eq!(status, 503);
     assert!(body["detail"].as_str().unwrap().contains("streams"), "{body}");
     drop(first);

@@ -27,6 +27,7 @@ use futures::stream::{SplitSink, SplitStream};
 use futures::{SinkExt, StreamExt};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
+use tartan_core::ids::MAX_FLOW_ID_LEN;
 use tartan_engine::{CatalogView, CommittedCatalog, CommittedEvents, Engine, EventSubscription};
 use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::{broadcast, mpsc};
@@ -56,6 +57,8 @@ const MAX_STATE_ITEMS: usize = 100;
 const MAX_EVENT_TYPES: usize = 64;
 /// Bytes of a `sub_id`.
 const MAX_SUB_ID: usize = 256;
+/// Bytes of an event type (the longest is 20).
+const MAX_EVENT_TYPE: usize = 64;
 /// Bytes waiting to be written at most (besides one message, however
 /// large): past it the client is not keeping up, and is dropped.
 const MAX_QUEUED_BYTES: usize = 4 * 1024 * 1024;
@@ -407,6 +410,9 @@ impl Connection {
                 if types.len() > MAX_EVENT_TYPES {
                     return Err(format!("event_types: at most {MAX_EVENT_TYPES}"));
                 }
+                if types.iter().any(|t| t.len() > MAX_EVENT_TYPE) {
+                    return Err(format!("event_types: a type is at most {MAX_EVENT_TYPE} bytes"));
+                }
                 Some(types.into_iter().collect())
             }
             _ => None,
@@ -662,7 +668,13 @@ impl Aggregate {
             [a] if a == "catalog" => Ok(Aggregate::Catalog),
             [a] if a == "cluster" => Ok(Aggregate::Cluster),
             [a] if a == "flow" => Ok(Aggregate::Flows),
-            [a, id] if a == "flow" && !id.is_empty() => Ok(Aggregate::Flow(id.clone())),
+            [a, id] if a == "flow" && !id.is_empty() && id.len() <= MAX_FLOW_ID_LEN => {
+                Ok(Aggregate::Flow(id.clone()))
+            }
+            [a, id] if a == "flow" && !id.is_empty() => Err(format!(
+                "aggregate_ids: a flow id is at most {MAX_FLOW_ID_LEN} bytes, got {}",
+                id.len()
+            )),
             _ => {
                 let shown: Vec<String> = parts.iter().take(3).map(|p| clip(p)).collect();
                 Err(format!(
