@@ -59,8 +59,9 @@ const MAX_EVENT_TYPES: usize = 64;
 const MAX_SUB_ID: usize = 256;
 /// Bytes of an event type (the longest is 20).
 const MAX_EVENT_TYPE: usize = 64;
-/// Bytes waiting to be written at most (besides one message, however
-/// large): past it the client is not keeping up, and is dropped.
+/// Bytes waiting to be written: a message that finds this many or more
+/// queued is not added, and the client, which is not keeping up, is
+/// dropped. So at most this much and one message wait, however large.
 const MAX_QUEUED_BYTES: usize = 4 * 1024 * 1024;
 
 /// `GET /engine/ws`: upgrade to Argyll's WebSocket protocol.
@@ -171,7 +172,7 @@ impl Outbox {
     fn push(&self, text: String) -> Result<(), Slow> {
         let len = text.len();
         let before = self.queued.fetch_add(len, Ordering::Relaxed);
-        if before > 0 && before + len > MAX_QUEUED_BYTES {
+        if before >= MAX_QUEUED_BYTES {
             return Err(Slow);
         }
         self.tx.try_send(Outgoing::Text(text)).map_err(|_| Slow)
