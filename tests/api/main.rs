@@ -31,3 +31,4 @@ mod volume;
 mod webhooks;
 mod why_stopped;
 mod work_items;
+mod ws;

@@ -174,6 +174,9 @@ impl Engine {
                             sequence: view.sequence + records.len() as i64,
                             last_updated: Some(now),
                         });
+                        // After the view: a listener that reads the view
+                        // after listening misses none of these.
+                        self.publish_catalog(view.sequence + 1, &records);
                     }
                     None
                 }

@@ -55,7 +55,8 @@ pub struct EngineConfig {
     /// one more is refused (503, Retry-After).
     pub max_streams: usize,
     /// Decisions' events a stream may fall behind by before it is dropped
-    /// (told where it stopped, so it resumes without loss).
+    /// (told where it stopped, so it resumes without loss); also the
+    /// messages a WebSocket client may leave unread before it is dropped.
     pub stream_buffer: usize,
 }
 

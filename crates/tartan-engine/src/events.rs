@@ -58,6 +58,8 @@ pub(crate) struct Bus {
     gate: Mutex<()>,
     streams: Arc<Semaphore>,
     max_streams: usize,
+    /// The catalog's changes, for `GET /engine/ws` (see `CommittedCatalog`).
+    catalog: broadcast::Sender<Arc<CommittedCatalog>>,
 }
 
 impl Bus {
@@ -67,6 +69,7 @@ impl Bus {
             gate: Mutex::new(()),
             streams: Arc::new(Semaphore::new(max_streams)),
             max_streams,
+            catalog: broadcast::channel(capacity.max(1)).0,
         }
     }
 
@@ -110,5 +113,46 @@ impl Engine {
             stopping: self.inner.stopping.clone(),
             _slot: slot,
         })
+    }
+}
+
+/// One batch of catalog changes, as committed: what `catalog` subscribers of
+/// `GET /engine/ws` see live (docs/api.md, "WebSocket"). Published after the
+/// process's catalog is updated, so a subscriber that listens first and then
+/// reads the catalog misses nothing; only this process's changes are sent.
+#[derive(Debug)]
+pub struct CommittedCatalog {
+    /// The events in sequence order, as `GET /engine/catalog/events` has them.
+    pub events: Vec<tartan_store::StoredEvent>,
+}
+
+impl Engine {
+    /// Listen to the catalog changes this process commits from now on. It
+    /// takes no stream slot: it goes with a `subscribe_events`, which does.
+    /// A listener more than the bus's capacity behind is told it lagged.
+    pub fn subscribe_catalog(&self) -> broadcast::Receiver<Arc<CommittedCatalog>> {
+        self.inner.bus.catalog.subscribe()
+    }
+
+    /// Tell the catalog's listeners of committed changes, the first of
+    /// them at `first_sequence`. Nothing is built when nobody listens.
+    pub(crate) fn publish_catalog(&self, first_sequence: i64, changes: &[tartan_store::CatalogChange]) {
+        let sender = &self.inner.bus.catalog;
+        if sender.receiver_count() == 0 || changes.is_empty() {
+            return;
+        }
+        let events = (first_sequence..)
+            .zip(changes)
+            .map(|(sequence, change)| tartan_store::StoredEvent {
+                aggregate_type: "catalog".into(),
+                aggregate_id: "catalog".into(),
+                sequence,
+                event_type: change.event_type().into(),
+                timestamp: change.at(),
+                data: change.data(),
+            })
+            .collect();
+        // No receiver left: nothing to do.
+        let _ = sender.send(Arc::new(CommittedCatalog { events }));
     }
 }

@@ -10,8 +10,8 @@
 //!   decision sees the state the last one left. `flows::decide` applies a
 //!   command with `tartan_core::machine::apply`, commits, then carries out
 //!   the decision's effects in one loop; `flows::calls` makes the calls.
-//! - `events`: the bus of committed flow events the API's streams read
-//!   (docs/api.md, "Event streams").
+//! - `events`: the bus of committed flow events (and catalog changes) the
+//!   API's streams and WebSocket read (docs/api.md, "Event streams").
 //! - `relay`: the events other processes on one Postgres commit, put on
 //!   this process's bus.
 //! - `writer`: the group-commit writer: every decision's events and
@@ -67,7 +67,7 @@ pub use config::{
     DEFAULT_MAX_RETRY_AFTER, DEFAULT_MAX_STREAMS, DEFAULT_STREAM_BUFFER,
 };
 pub use error::EngineError;
-pub use events::{CommittedEvents, EventSubscription};
+pub use events::{CommittedCatalog, CommittedEvents, EventSubscription};
 pub use flows::{StartOutcome, WebhookRefusal, WebhookResult};
 pub use metrics::Metrics;
 pub use retention::purge_before;
@@ -110,6 +110,9 @@ struct Inner {
     metrics: Arc<metrics::Metrics>,
     /// Committed flow events, for the API's streams.
     bus: Arc<events::Bus>,
+    /// Where the database carries notices: this process's committed
+    /// positions, told to the others and left out of what it relays.
+    announcer: Option<Arc<relay::Announcer>>,
     /// Tells subscribers which flows reached a terminal status.
     finished: tokio::sync::broadcast::Sender<FlowFinished>,
     /// Clients waiting for flows to finish.
@@ -136,6 +139,7 @@ impl Engine {
         let webhook_key = webhook_key::WebhookKey::load(store.as_ref()).await?;
         let metrics = Arc::new(metrics::Metrics::new());
         let bus = Arc::new(events::Bus::new(config.stream_buffer, config.max_streams));
+        let announcer = relay::announcer(&store, &config.node_id);
         let engine = Engine {
             inner: Arc::new(Inner {
                 slots: slots::CallSlots::new(
@@ -148,8 +152,9 @@ impl Engine {
                     store.clone(),
                     Arc::clone(&metrics),
                     Arc::clone(&bus),
-                    relay::announcer(&store, &config.node_id),
+                    announcer.clone(),
                 ),
+                announcer,
                 bus,
                 metrics,
                 config,

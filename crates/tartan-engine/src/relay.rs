@@ -6,11 +6,13 @@
 //! Every process listens; on another's notice, and only while some stream
 //! of its own listens, it reads the feed from where it last read up to that
 //! point and puts what it read on its bus. Its own events are on its bus
-//! already (the writer publishes them), so the streams skip the copies by
-//! position and sequence. A notice lost while the listener reconnects is
-//! covered by the next one: the relay reads from where it stopped.
+//! already (the writer publishes them): the writer notes the range of
+//! positions of each of its batches, and the relay leaves those out. A
+//! notice lost while the listener reconnects is covered by the next one:
+//! the relay reads from where it stopped.
 
-use std::sync::Arc;
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
 
 use tartan_core::flow::FlowEvent;
 use tartan_store::{FeedEvent, FeedFilter, Store};
@@ -22,10 +24,56 @@ use crate::Engine;
 /// Events read from the feed per statement.
 const PAGE: usize = 500;
 
+/// Own batches remembered for the relay to leave out; past this many the
+/// oldest are forgotten (a relay that far behind may put a few of this
+/// process's events on the bus twice; the streams skip them).
+const OWN_BATCHES: usize = 65_536;
+
 /// The writer's side: the head of this process's committed events, told to
-/// the others. `None` where the database carries no notices (SQLite: one
-/// process per file).
-pub(crate) fn announcer(store: &Arc<dyn Store>, node: &str) -> Option<watch::Sender<i64>> {
+/// the others, and the positions of its batches, which the relay leaves out.
+pub(crate) struct Announcer {
+    head: watch::Sender<i64>,
+    /// First position of each own batch, to its last.
+    own: Mutex<BTreeMap<i64, i64>>,
+}
+
+impl Announcer {
+    /// The writer committed the positions `first..=last` in one batch.
+    pub(crate) fn committed(&self, first: i64, last: i64) {
+        if let Ok(mut own) = self.own.lock() {
+            own.insert(first, last);
+            while own.len() > OWN_BATCHES {
+                own.pop_first();
+            }
+        }
+        self.head.send_if_modified(|h| {
+            let newer = last > *h;
+            *h = (*h).max(last);
+            newer
+        });
+    }
+
+    fn is_own(&self, position: i64) -> bool {
+        self.own.lock().is_ok_and(|own| {
+            own.range(..=position)
+                .next_back()
+                .is_some_and(|(_, last)| position <= *last)
+        })
+    }
+
+    /// The relay has read up to `position`: batches before it are done with.
+    fn forget_through(&self, position: i64) {
+        if let Ok(mut own) = self.own.lock() {
+            while own.first_key_value().is_some_and(|(_, last)| *last <= position) {
+                own.pop_first();
+            }
+        }
+    }
+}
+
+/// `None` where the database carries no notices (SQLite: one process per
+/// file).
+pub(crate) fn announcer(store: &Arc<dyn Store>, node: &str) -> Option<Arc<Announcer>> {
     if store.backend() != "postgres" {
         return None;
     }
@@ -41,12 +89,18 @@ pub(crate) fn announcer(store: &Arc<dyn Store>, node: &str) -> Option<watch::Sen
             }
         }
     });
-    Some(tx)
+    Some(Arc::new(Announcer {
+        head: tx,
+        own: Mutex::new(BTreeMap::new()),
+    }))
 }
 
 impl Engine {
     /// Relay the other processes' committed events to this process's bus.
     pub(crate) async fn spawn_event_relay(&self) {
+        let Some(announcer) = self.inner.announcer.clone() else {
+            return;
+        };
         let notices = match self.inner.store.listen_events().await {
             Ok(Some(n)) => n,
             Ok(None) => return,
@@ -65,10 +119,10 @@ impl Engine {
             }
         };
         let engine = self.clone();
-        tokio::spawn(async move { engine.relay(notices, relayed).await });
+        tokio::spawn(async move { engine.relay(notices, relayed, &announcer).await });
     }
 
-    async fn relay(&self, mut notices: mpsc::Receiver<(i64, String)>, mut relayed: i64) {
+    async fn relay(&self, mut notices: mpsc::Receiver<(i64, String)>, mut relayed: i64, own: &Announcer) {
         let me = self.inner.config.node_id.clone();
         loop {
             let first = tokio::select! {
@@ -92,6 +146,7 @@ impl Engine {
             };
             if !self.inner.bus.listened() {
                 relayed = head;
+                own.forget_through(relayed);
                 continue;
             }
             while relayed < head {
@@ -103,9 +158,12 @@ impl Engine {
                 {
                     Ok(page) if page.reached > relayed => {
                         relayed = page.reached;
-                        for batch in decisions(&page.events) {
+                        let theirs: Vec<&FeedEvent> =
+                            page.events.iter().filter(|e| !own.is_own(e.position)).collect();
+                        for batch in decisions(&theirs) {
                             self.inner.bus.publish(batch);
                         }
+                        own.forget_through(relayed);
                     }
                     Ok(_) => break,
                     Err(e) => {
@@ -122,7 +180,7 @@ impl Engine {
 
 /// The feed's events as the bus carries them: runs of one flow's
 /// consecutive events committed at one time.
-fn decisions(events: &[FeedEvent]) -> Vec<CommittedEvents> {
+fn decisions(events: &[&FeedEvent]) -> Vec<CommittedEvents> {
     let mut out: Vec<CommittedEvents> = Vec::new();
     for e in events {
         let event = match FlowEvent::from_parts(&e.event.event_type, e.event.data.clone()) {
@@ -151,4 +209,67 @@ fn decisions(events: &[FeedEvent]) -> Vec<CommittedEvents> {
         });
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn announcer() -> Announcer {
+        Announcer {
+            head: watch::channel(0).0,
+            own: Mutex::new(BTreeMap::new()),
+        }
+    }
+
+    #[test]
+    fn own_batches_are_left_out_and_forgotten_once_read() {
+        let a = announcer();
+        a.committed(3, 5);
+        a.committed(9, 9);
+        let own: Vec<i64> = (1..=10).filter(|p| a.is_own(*p)).collect();
+        assert_eq!(own, [3, 4, 5, 9]);
+        assert_eq!(*a.head.borrow(), 9);
+        a.forget_through(5);
+        assert!(!a.is_own(4));
+        assert!(a.is_own(9));
+        a.forget_through(9);
+        assert!(a.own.lock().unwrap().is_empty());
+    }
+
+    #[test]
+    fn runs_of_one_flow_become_one_bus_batch() {
+        let at = chrono::Utc::now();
+        let event = |flow: &str, sequence: i64, position: i64| FeedEvent {
+            position,
+            event: tartan_store::StoredEvent {
+                aggregate_type: "flow".into(),
+                aggregate_id: flow.into(),
+                sequence,
+                event_type: "flow_deactivated".into(),
+                timestamp: at,
+                data: serde_json::json!({"flow_id": flow, "status": "completed"}),
+            },
+        };
+        let feed = [
+            event("a", 4, 10),
+            event("a", 5, 11),
+            event("b", 1, 12),
+            event("a", 6, 14),
+        ];
+        let refs: Vec<&FeedEvent> = feed.iter().collect();
+        let batches = decisions(&refs);
+        let shape: Vec<(&str, i64, i64, usize)> = batches
+            .iter()
+            .map(|b| {
+                (
+                    b.flow_id.as_str(),
+                    b.first_sequence,
+                    b.first_position,
+                    b.events.len(),
+                )
+            })
+            .collect();
+        assert_eq!(shape, [("a", 4, 10, 2), ("b", 1, 12, 1), ("a", 6, 14, 1)]);
+    }
 }

@@ -6,10 +6,11 @@
 use std::sync::Arc;
 
 use tartan_store::{FlowCommit, Store, StoreError};
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::sync::{mpsc, oneshot};
 
 use crate::events::{Bus, CommittedEvents};
 use crate::metrics::{Metrics, Tally};
+use crate::relay::Announcer;
 
 /// Commits at most this many decisions per transaction.
 const MAX_BATCH: usize = 512;
@@ -25,13 +26,13 @@ pub(crate) struct Writer {
 }
 
 impl Writer {
-    /// `announce`, where set, is told the head of the committed events
-    /// after each batch (the relay's announcer, `relay::announcer`).
+    /// `announce`, where set, is told the positions of each committed
+    /// batch (`relay::Announcer`).
     pub(crate) fn spawn(
         store: Arc<dyn Store>,
         metrics: Arc<Metrics>,
         bus: Arc<Bus>,
-        announce: Option<watch::Sender<i64>>,
+        announce: Option<Arc<Announcer>>,
     ) -> Self {
         let (queue, rx) = mpsc::channel(MAX_BATCH * 8);
         tokio::spawn(run(store, rx, metrics, bus, announce));
@@ -56,7 +57,7 @@ async fn run(
     mut rx: mpsc::Receiver<Request>,
     metrics: Arc<Metrics>,
     bus: Arc<Bus>,
-    announce: Option<watch::Sender<i64>>,
+    announce: Option<Arc<Announcer>>,
 ) {
     let mut batch = Vec::with_capacity(MAX_BATCH);
     // What each decision counts for in the metrics, read before its events
@@ -105,17 +106,28 @@ async fn run(
         }
         drop(gate);
         if let Some(announce) = &announce {
-            let head = results
+            // A batch's passed decisions hold one run of positions (several
+            // when it was committed one by one after a failure).
+            let mut ranges: Vec<(i64, i64)> = results
                 .iter()
                 .zip(&lengths)
-                .filter_map(|(r, n)| r.as_ref().ok().map(|p| p + n - 1))
-                .max();
-            if let Some(head) = head {
-                announce.send_if_modified(|h| {
-                    let newer = head > *h;
-                    *h = (*h).max(head);
-                    newer
-                });
+                .filter(|(_, n)| **n > 0)
+                .filter_map(|(r, n)| r.as_ref().ok().map(|p| (*p, p + n - 1)))
+                .collect();
+            ranges.sort_unstable();
+            let mut run: Option<(i64, i64)> = None;
+            for (first, last) in ranges {
+                run = match run {
+                    Some((f, l)) if first == l + 1 => Some((f, last)),
+                    Some((f, l)) => {
+                        announce.committed(f, l);
+                        Some((first, last))
+                    }
+                    None => Some((first, last)),
+                };
+            }
+            if let Some((first, last)) = run {
+                announce.committed(first, last);
             }
         }
         let took = started.elapsed();

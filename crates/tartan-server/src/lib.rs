@@ -8,10 +8,11 @@
 //! - `extract`: body, path and query extractors that answer in problem+json.
 //! - `observe/`: the request log and metrics: `GET /metrics` and the
 //!   request metrics layer (docs/operating.md, "Metrics" and "Logs").
-//! - `security/`: bearer tokens, JSON-only writes and CORS, in front of
-//!   every route (docs/security.md).
+//! - `security/`: bearer tokens, JSON-only writes, CORS and the
+//!   WebSocket's origin check, in front of every route (docs/security.md).
 //! - `routes/`: one module per resource (health, engine and catalog, steps,
-//!   flows and work, webhooks); `routes/bodies.rs` holds the answers' types.
+//!   flows and work, webhooks, the flow stream, the WebSocket `ws`);
+//!   `routes/bodies.rs` holds the answers' types.
 //! - `openapi`: the OpenAPI document built from the routes' annotations,
 //!   `GET /openapi.json`.
 
@@ -81,8 +82,12 @@ pub fn router_with(engine: Engine, security: ApiSecurity, body_timeout: Duration
         })
         .layer(axum::middleware::from_fn(security::require_json))
         .layer(axum::middleware::from_fn_with_state(
-            security,
+            security.clone(),
             security::require_token,
+        ))
+        .layer(axum::middleware::from_fn_with_state(
+            security,
+            security::websocket_origin,
         ))
         .layer(axum::middleware::from_fn(
             move |mut req: axum::extract::Request, next: axum::middleware::Next| {

@@ -51,6 +51,7 @@ use crate::routes;
         routes::flows::retry,
         routes::work::flow_work,
         routes::work::list,
+        routes::ws::engine_ws,
         routes::webhooks::unsigned,
         routes::webhooks::deliver,
         routes::webhooks::heartbeat,

@@ -77,6 +77,36 @@ pub enum CatalogChange {
     Unregistered(String, Time),
 }
 
+impl CatalogChange {
+    /// The type of the event the change is stored as.
+    pub fn event_type(&self) -> &'static str {
+        match self {
+            CatalogChange::Registered(..) => "step_registered",
+            CatalogChange::Updated(..) => "step_updated",
+            CatalogChange::Unregistered(..) => "step_unregistered",
+        }
+    }
+
+    /// The `data` of that event, as Argyll has it.
+    pub fn data(&self) -> Value {
+        match self {
+            CatalogChange::Registered(step, _) | CatalogChange::Updated(step, _) => {
+                serde_json::json!({ "step": step })
+            }
+            CatalogChange::Unregistered(id, _) => serde_json::json!({ "step_id": id }),
+        }
+    }
+
+    /// When the change was made.
+    pub fn at(&self) -> Time {
+        match self {
+            CatalogChange::Registered(_, at)
+            | CatalogChange::Updated(_, at)
+            | CatalogChange::Unregistered(_, at) => *at,
+        }
+    }
+}
+
 /// Everything one decision about one flow changes.
 #[derive(Debug, Clone)]
 pub struct FlowCommit {

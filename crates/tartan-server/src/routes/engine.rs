@@ -3,7 +3,7 @@
 
 use axum::extract::State;
 use axum::Json;
-use tartan_engine::Engine;
+use tartan_engine::{CatalogView, Engine};
 
 use super::bodies::{CatalogState, EngineState, EventList, NodeHealth, StepHealth};
 use super::history::PageParams;
@@ -37,7 +37,11 @@ pub(crate) async fn engine_state_slash(state: State<Engine>) -> Json<EngineState
 }
 
 async fn catalog_state(engine: &Engine) -> CatalogState {
-    let view = engine.catalog().await;
+    catalog_state_of(&*engine.catalog().await)
+}
+
+/// The catalog as `GET /engine/catalog` shows it.
+pub(crate) fn catalog_state_of(view: &CatalogView) -> CatalogState {
     CatalogState {
         last_updated: view.last_updated,
         steps: view

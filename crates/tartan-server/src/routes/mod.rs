@@ -9,6 +9,7 @@ pub(crate) mod steps;
 pub(crate) mod streams;
 pub(crate) mod webhooks;
 pub(crate) mod work;
+pub(crate) mod ws;
 
 use axum::routing::{get, post};
 use axum::Router;
@@ -41,6 +42,7 @@ pub(crate) fn routes() -> Router<Engine> {
         .route("/engine/flow/{id}/retry", post(flows::retry))
         .route("/engine/flow/{id}/work", get(work::flow_work))
         .route("/engine/work", get(work::list))
+        .route("/engine/ws", get(ws::engine_ws))
         // The URL without its signature (Argyll's form) is refused with 403;
         // `.../{token}/heartbeat` lands on `{signature}` and fails the check.
         .route("/webhook/{flow}/{step}/{token}", post(webhooks::unsigned))

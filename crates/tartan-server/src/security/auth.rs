@@ -91,11 +91,13 @@ pub(crate) async fn require_token(State(security): State<ApiSecurity>, req: Requ
     }
 }
 
-/// The streams, which browsers open without headers (`EventSource`):
-/// they may carry the token as `?access_token=` (RFC 6750 §2.3). The
-/// request log names the route, never the query, so it is not logged.
+/// The streams, which browsers open without headers (`EventSource`, and
+/// `WebSocket` for `/engine/ws`): they may carry the token as
+/// `?access_token=` (RFC 6750 §2.3). The request log names the route,
+/// never the query, so it is not logged.
 fn is_stream(path: &str) -> bool {
     path == "/engine/events/stream"
+        || path == "/engine/ws"
         || path
             .strip_prefix("/engine/flow/")
             .and_then(|rest| rest.strip_suffix("/stream"))
@@ -155,6 +157,8 @@ mod tests {
         assert!(!is_stream("/engine/flow/f-1/events"));
         assert!(!is_stream("/engine/flow//stream"));
         assert!(!is_stream("/engine/flow/a/b/stream"));
+        assert!(is_stream("/engine/ws"));
+        assert!(!is_stream("/engine/ws/x"));
         assert_eq!(query_token("after=3&access_token=a%2Bb"), Some("a+b".into()));
         assert_eq!(query_token("access_token="), None);
     }

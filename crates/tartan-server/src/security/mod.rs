@@ -1,17 +1,20 @@
 //! What keeps the API safe to expose (docs/security.md): bearer tokens,
 //! JSON-only writes and CORS, configured once by [`ApiSecurity`].
 //!
-//! The layers run in this order: CORS (answers preflights), then
-//! authentication, then the media-type check, then the routes.
+//! The layers run in this order: CORS (answers preflights), then the
+//! WebSocket handshake's origin check, then authentication, then the
+//! media-type check, then the routes.
 
 mod auth;
 mod cors;
 mod media;
+mod origin;
 
 pub(crate) use auth::{is_read, require_token};
 pub(crate) use cors::cors_layer;
 pub use media::is_media_type;
 pub(crate) use media::require_json;
+pub(crate) use origin::websocket_origin;
 
 use sha2::{Digest, Sha256};
 

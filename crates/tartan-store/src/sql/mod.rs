@@ -168,21 +168,20 @@ impl Store for SqlStore {
         let mut last: std::collections::BTreeMap<&str, Option<(&tartan_core::step::Step, i64)>> =
             std::collections::BTreeMap::new();
         for (sequence, change) in (expected_sequence + 1..).zip(changes) {
-            let (event_type, data, at) = match change {
-                CatalogChange::Registered(step, at) => {
+            match change {
+                CatalogChange::Registered(step, at) | CatalogChange::Updated(step, at) => {
                     last.insert(&step.id, Some((step, to_us(*at))));
-                    ("step_registered", serde_json::json!({ "step": step }), *at)
                 }
-                CatalogChange::Updated(step, at) => {
-                    last.insert(&step.id, Some((step, to_us(*at))));
-                    ("step_updated", serde_json::json!({ "step": step }), *at)
-                }
-                CatalogChange::Unregistered(id, at) => {
+                CatalogChange::Unregistered(id, _) => {
                     last.insert(id, None);
-                    ("step_unregistered", serde_json::json!({ "step_id": id }), *at)
                 }
-            };
-            events.push((sequence, event_type, to_us(at), json_text(&data)?));
+            }
+            events.push((
+                sequence,
+                change.event_type(),
+                to_us(change.at()),
+                json_text(&change.data())?,
+            ));
         }
         for chunk in events.chunks(ROWS_PER_STATEMENT) {
             let sql = format!(
