@@ -131,6 +131,9 @@ pub(crate) const ABORT_CHANNEL: &str = "tartan_abort";
 /// The `NOTIFY` channel on which a stopping process says it handed work back.
 pub(crate) const HANDBACK_CHANNEL: &str = "tartan_handback";
 
+/// The `NOTIFY` channel on which a process says it created a bulk job.
+pub(crate) const BULK_CHANNEL: &str = "tartan_bulk";
+
 /// Listen on `channel` on a connection of its own; the listener reconnects
 /// by itself after the database went away (notices sent meanwhile are lost:
 /// lease renewal and the sweep are the fallbacks). Yields the payloads.
