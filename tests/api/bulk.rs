@@ -8,8 +8,8 @@ use serde_json::{json, Value};
 
 use crate::both_backends;
 use crate::helpers::{
-    call, events, json_reply, of_type, register, spawn_app, spawn_binary_with, sync_step, Backend, Binary,
-    StepServer, TestApp, TestDb,
+    call, events, json_reply, of_type, read_reply, register, spawn_app, spawn_binary_with, start_on_with,
+    start_secured, sync_step, Backend, Binary, StepServer, TestApp, TestDb,
 };
 
 both_backends!(
@@ -18,6 +18,9 @@ both_backends!(
     an_empty_or_bad_filter_is_refused,
     a_job_shows_its_progress_keeps_its_rate_and_can_be_stopped,
     a_job_survives_a_restart_and_acts_on_each_flow_once,
+    a_job_whose_process_died_is_taken_over_by_another_once_its_lease_ran_out,
+    a_read_token_may_read_jobs_but_not_start_or_stop_them,
+    finished_jobs_go_with_the_retention,
 );
 
 /// A step that declines every call for good: its flows fail at once.
@@ -412,6 +415,18 @@ async fn binary_job(engine: &Binary, job: &str) -> Value {
 }
 
 async fn a_job_survives_a_restart_and_acts_on_each_flow_once(backend: Backend) {
+    killed_part_way(backend, "bulk-node").await;
+}
+
+/// Another node id: the job's lease (5 s) must run out first; the new
+/// process, idle, wakes for it then.
+async fn a_job_whose_process_died_is_taken_over_by_another_once_its_lease_ran_out(backend: Backend) {
+    killed_part_way(backend, "bulk-node-b").await;
+}
+
+/// A job's first process is killed part way; `next_node` finishes it, and
+/// each flow was retried once, by the job.
+async fn killed_part_way(backend: Backend, next_node: &str) {
     let Some(db) = TestDb::create(backend).await else {
         return;
     };
@@ -461,7 +476,7 @@ async fn a_job_survives_a_restart_and_acts_on_each_flow_once(backend: Backend) {
     first.child.start_kill().expect("SIGKILL");
     let _ = first.child.wait().await;
     let before = {
-        let second = spawn_binary_with(&db, "bulk-node", &env).await;
+        let second = spawn_binary_with(&db, next_node, &env).await;
         let mut job_now = Value::Null;
         for _ in 0..1200 {
             job_now = binary_job(&second, &job).await;
@@ -493,4 +508,82 @@ async fn a_job_survives_a_restart_and_acts_on_each_flow_once(backend: Backend) {
     for (id, retried) in before {
         assert_eq!(retried, [json!(job)], "{id}: retried once, by the job");
     }
+}
+
+async fn a_read_token_may_read_jobs_but_not_start_or_stop_them(backend: Backend) {
+    let Some(db) = TestDb::create(backend).await else {
+        return;
+    };
+    let security = tartan_server::ApiSecurity::new(
+        &["full-token-0123456789".into()],
+        &["reader-token-abcdefghij".into()],
+        &[],
+    )
+    .unwrap_or_else(|e| panic!("security settings: {e}"));
+    let app = start_secured(db, "test-node", security).await;
+    let send = |method: Method, path: &str, token: &str| {
+        app.client
+            .request(method, app.url(path))
+            .header("Authorization", format!("Bearer {token}"))
+            .header("Content-Type", "application/json")
+            .body(json!({"filter": {"id_prefix": "x"}}).to_string())
+            .send()
+    };
+    for path in [
+        "/engine/bulk/retry",
+        "/engine/bulk/cancel",
+        "/engine/bulk/j/cancel",
+    ] {
+        let resp = send(Method::POST, path, "reader-token-abcdefghij")
+            .await
+            .expect("request");
+        let reply = read_reply(resp).await.0;
+        assert_eq!(reply.status, StatusCode::FORBIDDEN, "{path}: {:?}", reply.body);
+    }
+    let resp = send(Method::POST, "/engine/bulk/retry", "full-token-0123456789")
+        .await
+        .expect("request");
+    let job = read_reply(resp).await.0;
+    assert_eq!(job.status, StatusCode::ACCEPTED, "{:?}", job.body);
+    let id = job.body["id"].as_str().unwrap().to_string();
+    for path in ["/engine/bulk".to_string(), format!("/engine/bulk/{id}")] {
+        let resp = send(Method::GET, &path, "reader-token-abcdefghij")
+            .await
+            .expect("request");
+        let reply = read_reply(resp).await.0;
+        assert_eq!(reply.status, StatusCode::OK, "{path}: {:?}", reply.body);
+    }
+    let resp = app
+        .client
+        .get(app.url("/engine/bulk"))
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(resp.status().as_u16(), 401);
+}
+
+async fn finished_jobs_go_with_the_retention(backend: Backend) {
+    let Some(db) = TestDb::create(backend).await else {
+        return;
+    };
+    let app = start_on_with(db, "retention", |c| {
+        c.retention = Some(Duration::from_millis(200));
+    })
+    .await;
+    let r = app
+        .post("/engine/bulk/retry", &json!({"filter": {"id_prefix": "none-"}}))
+        .await;
+    assert_eq!(r.status, StatusCode::ACCEPTED, "{:?}", r.body);
+    let id = r.body["id"].as_str().unwrap().to_string();
+    assert_eq!(wait_for_job(&app, &id).await["status"], "completed");
+    // The sweep runs every second at this retention.
+    let mut status = StatusCode::OK;
+    for _ in 0..400 {
+        status = app.get(&format!("/engine/bulk/{id}")).await.status;
+        if status == StatusCode::NOT_FOUND {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert_eq!(status, StatusCode::NOT_FOUND, "purged after the retention");
 }

@@ -264,7 +264,9 @@ impl Engine {
             };
             if page.is_empty() {
                 match store.complete_bulk_job(&job.id, node).await {
-                    Ok(_) => tracing::info!(job = %job.id, "bulk job completed"),
+                    Ok(true) => tracing::info!(job = %job.id, "bulk job completed"),
+                    // Cancelled, or taken over, meanwhile.
+                    Ok(false) => {}
                     // Left running: its lease runs out and it is taken up
                     // again, finds nothing pending and completes.
                     Err(e) => tracing::warn!(job = %job.id, "completing a bulk job failed: {e}"),

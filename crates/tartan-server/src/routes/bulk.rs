@@ -316,7 +316,7 @@ pub(crate) async fn cancel(
 #[into_params(parameter_in = Query)]
 pub(crate) struct ListParams {
     /// Jobs to show, 1 to 1000 (default 100), the most recent first.
-    #[param(minimum = 1, maximum = 1000)]
+    #[param(value_type = Option<u32>, minimum = 1, maximum = 1000)]
     limit: Option<String>,
 }
 
