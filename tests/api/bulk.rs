@@ -21,6 +21,7 @@ both_backends!(
     a_job_whose_process_died_is_taken_over_by_another_once_its_lease_ran_out,
     a_read_token_may_read_jobs_but_not_start_or_stop_them,
     finished_jobs_go_with_the_retention,
+    a_flow_the_job_retried_before_it_could_record_it_is_skipped,
 );
 
 /// A step that declines every call for good: its flows fail at once.
@@ -586,4 +587,53 @@ async fn finished_jobs_go_with_the_retention(backend: Backend) {
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
     assert_eq!(status, StatusCode::NOT_FOUND, "purged after the retention");
+}
+
+async fn a_flow_the_job_retried_before_it_could_record_it_is_skipped(backend: Backend) {
+    let Some(app) = spawn_app(backend).await else {
+        return;
+    };
+    let _svc = failing_steps(&app).await;
+    let ids = failed_flows(&app, 3).await;
+    // Created straight in the store: the runner is not woken (on Postgres
+    // it is, and at one flow a second reaches p-1 a second later).
+    let job = tartan_store::NewBulkJob {
+        id: uuid::Uuid::new_v4().simple().to_string(),
+        kind: "retry".into(),
+        filter_json: json!({"id_prefix": "p-"}),
+        filter: tartan_store::BulkFilter {
+            id_prefix: Some("p-".into()),
+            statuses: vec![
+                tartan_core::flow::FlowStatus::Failed,
+                tartan_core::flow::FlowStatus::Cancelled,
+            ],
+            ..Default::default()
+        },
+        options: json!({"reset_attempts": true}),
+        rate: 1,
+        created_at: chrono::Utc::now(),
+    };
+    match app.engine.store().create_bulk_job(&job, 100).await {
+        Ok(tartan_store::BulkCreated::Created(created)) => assert_eq!(created.total, 3),
+        other => panic!("{other:?}"),
+    }
+    // As a process that retried p-1 for the job and died before recording it.
+    app.engine
+        .retry_flow("p-1", true, Some(job.id.clone()))
+        .await
+        .expect("retried");
+    // Any new job wakes the runner, which takes up every job waiting.
+    let r = app
+        .post("/engine/bulk/cancel", &json!({"filter": {"ids": ["none"]}}))
+        .await;
+    assert_eq!(r.status, StatusCode::ACCEPTED, "{:?}", r.body);
+    let done = wait_for_job(&app, &job.id).await;
+    assert_eq!(
+        (&done["done"], &done["skipped"], &done["failed"]),
+        (&json!(2), &json!(1), &json!(0)),
+        "{done}"
+    );
+    for id in &ids {
+        assert_eq!(retried_by(&app, id).await, [json!(job.id)], "{id}: once");
+    }
 }

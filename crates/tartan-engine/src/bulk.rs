@@ -20,7 +20,7 @@ use std::collections::HashSet;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use tartan_store::{BulkCreated, BulkFilter, BulkItemState, BulkJob, NewBulkJob};
+use tartan_store::{BulkCreated, BulkEnd, BulkFilter, BulkItemState, BulkJob, NewBulkJob};
 use tokio::time::Instant;
 
 use crate::{Engine, EngineError};
@@ -240,7 +240,10 @@ impl Engine {
         let node = &self.inner.config.node_id;
         let lease = self.inner.config.lease;
         let Some(action) = BulkAction::of(&job) else {
-            tracing::error!(job = %job.id, kind = %job.kind, "bulk job of an unknown kind: left alone");
+            tracing::error!(job = %job.id, kind = %job.kind, "bulk job of an unknown kind: failed");
+            if let Err(e) = store.end_bulk_job(&job.id, node, BulkEnd::Failed).await {
+                tracing::warn!(job = %job.id, "failing a bulk job failed: {e}");
+            }
             return;
         };
         tracing::info!(job = %job.id, kind = %job.kind, total = job.total, rate = job.rate, "running bulk job");
@@ -263,7 +266,7 @@ impl Engine {
                 }
             };
             if page.is_empty() {
-                match store.complete_bulk_job(&job.id, node).await {
+                match store.end_bulk_job(&job.id, node, BulkEnd::Completed).await {
                     Ok(true) => tracing::info!(job = %job.id, "bulk job completed"),
                     // Cancelled, or taken over, meanwhile.
                     Ok(false) => {}

@@ -283,8 +283,9 @@ pub trait Store: Send + Sync + 'static {
         lease: std::time::Duration,
     ) -> Result<bool, StoreError>;
 
-    /// A running job of `node` is done: `completed`.
-    async fn complete_bulk_job(&self, id: &str, node: &str) -> Result<bool, StoreError>;
+    /// A running job of `node` ends: `completed`, or `failed` when it
+    /// cannot run at all. `false` when it was no longer `node`'s to end.
+    async fn end_bulk_job(&self, id: &str, node: &str, status: BulkEnd) -> Result<bool, StoreError>;
 
     /// Give a job's lease up (this process stops); another takes it at once.
     async fn release_bulk_job(&self, id: &str, node: &str) -> Result<(), StoreError>;

@@ -278,6 +278,13 @@ pub struct BulkJob {
     pub lease_expires_at: Option<Time>,
 }
 
+/// How a bulk job ends by itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BulkEnd {
+    Completed,
+    Failed,
+}
+
 /// How one flow of a bulk job ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BulkItemState {

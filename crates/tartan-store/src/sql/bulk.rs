@@ -340,11 +340,20 @@ impl SqlStore {
         Ok(renewed > 0)
     }
 
-    pub(super) async fn complete_bulk_sql(&self, id: &str, node: &str) -> Result<bool, StoreError> {
+    pub(super) async fn end_bulk_sql(
+        &self,
+        id: &str,
+        node: &str,
+        status: BulkEnd,
+    ) -> Result<bool, StoreError> {
         let done = sqlx::query(
-            "UPDATE bulk_jobs SET status = 'completed', finished_us = $1, lease_owner = NULL, \
-             lease_expires_us = NULL WHERE id = $2 AND lease_owner = $3 AND status = 'running'",
+            "UPDATE bulk_jobs SET status = $1, finished_us = $2, lease_owner = NULL, \
+             lease_expires_us = NULL WHERE id = $3 AND lease_owner = $4 AND status = 'running'",
         )
+        .bind(match status {
+            BulkEnd::Completed => "completed",
+            BulkEnd::Failed => "failed",
+        })
         .bind(to_us(chrono::Utc::now()))
         .bind(id)
         .bind(node)

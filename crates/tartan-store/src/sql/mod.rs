@@ -729,8 +729,8 @@ impl Store for SqlStore {
         self.renew_bulk_sql(id, node, lease).await
     }
 
-    async fn complete_bulk_job(&self, id: &str, node: &str) -> Result<bool, StoreError> {
-        self.complete_bulk_sql(id, node).await
+    async fn end_bulk_job(&self, id: &str, node: &str, status: BulkEnd) -> Result<bool, StoreError> {
+        self.end_bulk_sql(id, node, status).await
     }
 
     async fn release_bulk_job(&self, id: &str, node: &str) -> Result<(), StoreError> {
