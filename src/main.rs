@@ -181,6 +181,7 @@ async fn serve(config: Config) -> Result<()> {
         tracer: traces.as_ref().map(telemetry::TraceGuard::tracer),
         max_streams: tartan_engine::DEFAULT_MAX_STREAMS,
         stream_buffer: tartan_engine::DEFAULT_STREAM_BUFFER,
+        max_bulk_flows: tartan_engine::DEFAULT_MAX_BULK_FLOWS,
     };
     tracing::info!(step_hosts = %config.step_hosts, "steps may call");
     if config.webhook_base_url.is_none() && addr.ip().is_unspecified() {

@@ -22,6 +22,7 @@ both_backends!(
     a_read_token_may_read_jobs_but_not_start_or_stop_them,
     finished_jobs_go_with_the_retention,
     a_flow_the_job_retried_before_it_could_record_it_is_skipped,
+    a_filter_matching_more_flows_than_a_job_may_take_is_refused,
 );
 
 /// A step that declines every call for good: its flows fail at once.
@@ -636,4 +637,28 @@ async fn a_flow_the_job_retried_before_it_could_record_it_is_skipped(backend: Ba
     for id in &ids {
         assert_eq!(retried_by(&app, id).await, [json!(job.id)], "{id}: once");
     }
+}
+
+async fn a_filter_matching_more_flows_than_a_job_may_take_is_refused(backend: Backend) {
+    let Some(db) = TestDb::create(backend).await else {
+        return;
+    };
+    let app = start_on_with(db, "test-node", |c| c.max_bulk_flows = 2).await;
+    let _svc = failing_steps(&app).await;
+    failed_flows(&app, 3).await;
+    let r = app
+        .post("/engine/bulk/retry", &json!({"filter": {"id_prefix": "p-"}}))
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{:?}", r.body);
+    let detail = r.body["detail"].as_str().unwrap_or_default();
+    assert!(
+        detail.contains("matches 3 flows") && detail.contains("2"),
+        "{detail}"
+    );
+    assert_eq!(app.get("/engine/bulk").await.body["count"], 0, "no job");
+    let r = app
+        .post("/engine/bulk/retry", &json!({"filter": {"ids": ["p-0", "p-1"]}}))
+        .await;
+    assert_eq!(r.status, StatusCode::ACCEPTED, "{:?}", r.body);
+    assert_eq!(r.body["total"], 2);
 }

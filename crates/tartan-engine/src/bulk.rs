@@ -29,8 +29,9 @@ use crate::{Engine, EngineError};
 pub const DEFAULT_BULK_RATE: u32 = 50;
 /// The fastest rate a job may ask for.
 pub const MAX_BULK_RATE: u32 = 1000;
-/// The most flows one job may match (more is refused: narrow the filter).
-pub const MAX_BULK_FLOWS: u64 = 100_000;
+/// The most flows one job may match unless configured otherwise
+/// (`EngineConfig::max_bulk_flows`); more is refused: narrow the filter.
+pub const DEFAULT_MAX_BULK_FLOWS: u64 = 100_000;
 /// Jobs one process runs at once; more wait their turn.
 const MAX_RUNNING_JOBS: usize = 4;
 /// Pending flows read at a time.
@@ -118,7 +119,7 @@ impl Engine {
     }
 
     /// Create a bulk job (`queued`) and wake the runner; `TooMany` when the
-    /// filter matches more than [`MAX_BULK_FLOWS`].
+    /// filter matches more than `max_bulk_flows`.
     pub async fn create_bulk_job(
         &self,
         action: BulkAction,
@@ -138,7 +139,11 @@ impl Engine {
             rate: rate.clamp(1, MAX_BULK_RATE),
             created_at: chrono::Utc::now(),
         };
-        let created = self.inner.store.create_bulk_job(&job, MAX_BULK_FLOWS).await?;
+        let created = self
+            .inner
+            .store
+            .create_bulk_job(&job, self.inner.config.max_bulk_flows)
+            .await?;
         if matches!(created, BulkCreated::Created(_)) {
             self.inner.bulk.wake.notify_one();
         }

@@ -57,6 +57,9 @@ pub struct EngineConfig {
     /// Decisions' events a stream may fall behind by before it is dropped
     /// (told where it stopped, so it resumes without loss).
     pub stream_buffer: usize,
+    /// The most flows one bulk job may match; a filter that matches more is
+    /// refused (docs/api.md, "Bulk operations").
+    pub max_bulk_flows: u64,
 }
 
 /// `max_streams` unless set.
@@ -103,6 +106,7 @@ impl Default for EngineConfig {
             tracer: None,
             max_streams: DEFAULT_MAX_STREAMS,
             stream_buffer: DEFAULT_STREAM_BUFFER,
+            max_bulk_flows: crate::bulk::DEFAULT_MAX_BULK_FLOWS,
         }
     }
 }

@@ -61,7 +61,7 @@ use tartan_store::Store;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-pub use bulk::{BulkAction, DEFAULT_BULK_RATE, MAX_BULK_FLOWS, MAX_BULK_RATE};
+pub use bulk::{BulkAction, DEFAULT_BULK_RATE, DEFAULT_MAX_BULK_FLOWS, MAX_BULK_RATE};
 pub use catalog::CatalogView;
 pub use config::{
     EngineConfig, DEFAULT_MAX_CALLS, DEFAULT_MAX_QUEUED_CALLS, DEFAULT_MAX_RESPONSE_BYTES,

@@ -10,7 +10,7 @@ use axum::Json;
 use serde::Deserialize;
 use tartan_core::flow::FlowStatus;
 use tartan_core::ids::{is_valid_id_prefix, sanitize_id, MAX_FLOW_ID_LEN};
-use tartan_engine::{BulkAction, Engine, DEFAULT_BULK_RATE, MAX_BULK_FLOWS, MAX_BULK_RATE};
+use tartan_engine::{BulkAction, Engine, DEFAULT_BULK_RATE, MAX_BULK_RATE};
 use tartan_store::{BulkCreated, BulkFilter};
 
 use super::bodies::{BulkDryRun, BulkFailure, BulkJobList, BulkJobView};
@@ -244,7 +244,8 @@ async fn create(
             Ok((StatusCode::ACCEPTED, Json(BulkJobView::of(&job, Vec::new()))).into_response())
         }
         BulkCreated::TooMany(n) => Err(ApiError::bad_request(format!(
-            "filter: matches {n} flows, more than the {MAX_BULK_FLOWS} one bulk job may act on; narrow it"
+            "filter: matches {n} flows, more than the {} one bulk job may act on; narrow it",
+            engine.config().max_bulk_flows
         ))),
     }
 }
