@@ -167,10 +167,8 @@ impl Engine {
         };
         let engine = self.clone();
         tokio::spawn(async move {
-            let mut include_own = true;
             loop {
-                let wait = engine.claim_bulk_jobs(include_own).await;
-                include_own = false;
+                let wait = engine.claim_bulk_jobs().await;
                 let timer = async {
                     match wait {
                         Some(wait) => tokio::time::sleep(wait).await,
@@ -199,19 +197,21 @@ impl Engine {
 
     /// Claim and start jobs while there are free places; how long until a
     /// lease held elsewhere runs out, if one is (when to look again).
-    async fn claim_bulk_jobs(&self, include_own: bool) -> Option<Duration> {
+    async fn claim_bulk_jobs(&self) -> Option<Duration> {
         let store = &self.inner.store;
         let node = &self.inner.config.node_id;
-        while self.inner.bulk.running().len() < MAX_RUNNING_JOBS {
+        loop {
+            let running: Vec<String> = self.inner.bulk.running().iter().cloned().collect();
+            if running.len() >= MAX_RUNNING_JOBS {
+                break;
+            }
             match store
-                .claim_bulk_job(node, self.inner.config.lease, include_own)
+                .claim_bulk_job(node, self.inner.config.lease, &running)
                 .await
             {
                 Ok(Some(job)) => {
-                    if !self.inner.bulk.running().insert(job.id.clone()) {
-                        // Running here already (its lease was renewed late).
-                        break;
-                    }
+                    // Not running here: the claim left those out.
+                    self.inner.bulk.running().insert(job.id.clone());
                     let engine = self.clone();
                     self.inner.tasks.spawn(async move {
                         let id = job.id.clone();
@@ -372,9 +372,9 @@ impl Engine {
             Err(e @ EngineError::FlowNotFound(_)) => (BulkItemState::Skipped, Some(e.to_string())),
             // Over already (cancelled by someone else, or finished).
             Err(e @ EngineError::FlowTerminal(..)) => (BulkItemState::Skipped, Some(e.to_string())),
-            // The retry landed and the flow ended again before
-            // `retry_flow` looked (it then reports a change by another
-            // request): its `flow_retried` names this job.
+            // Refused, yet the flow's `flow_retried` names this job: the
+            // retry landed and the flow moved on before `retry_flow` could
+            // tell it from a change by another request.
             Err(EngineError::NotRetryable(..))
                 if matches!(self.inner.store.flow_retried_by(flow_id, job_id).await, Ok(true)) =>
             {

@@ -249,14 +249,14 @@ pub trait Store: Send + Sync + 'static {
     async fn bulk_items(&self, id: &str, state: &str, limit: usize) -> Result<Vec<BulkItem>, StoreError>;
 
     /// Lease one unfinished job to `node` for `lease` (on the database's
-    /// clock): one nobody holds, or whose lease ran out, or, with
-    /// `include_own`, one `node` held before it restarted. It is `running`
-    /// from then on.
+    /// clock): one nobody holds, or whose lease ran out, or one `node`
+    /// holds but is not among `running` (it held it before it restarted:
+    /// one live process runs as a node id). It is `running` from then on.
     async fn claim_bulk_job(
         &self,
         node: &str,
         lease: std::time::Duration,
-        include_own: bool,
+        running: &[String],
     ) -> Result<Option<BulkJob>, StoreError>;
 
     /// The next at most `limit` pending flows of a job, in order.

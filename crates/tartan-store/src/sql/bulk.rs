@@ -235,24 +235,31 @@ impl SqlStore {
         &self,
         node: &str,
         lease: std::time::Duration,
-        include_own: bool,
+        running: &[String],
     ) -> Result<Option<BulkJob>, StoreError> {
         let now = self.backend.now_us();
-        let own = if include_own { " OR lease_owner = $1" } else { "" };
+        let not_running = if running.is_empty() {
+            String::new()
+        } else {
+            let list: Vec<String> = (0..running.len()).map(|i| format!("${}", i + 4)).collect();
+            format!(" AND id NOT IN ({})", list.join(", "))
+        };
         let sql = format!(
             "UPDATE bulk_jobs SET status = 'running', lease_owner = $1, lease_expires_us = {now} + $2, \
              started_us = COALESCE(started_us, $3) \
-             WHERE id IN (SELECT id FROM bulk_jobs WHERE {UNFINISHED} \
-             AND (lease_owner IS NULL OR lease_expires_us < {now}{own}) \
+             WHERE id IN (SELECT id FROM bulk_jobs WHERE {UNFINISHED}{not_running} \
+             AND (lease_owner IS NULL OR lease_expires_us < {now} OR lease_owner = $1) \
              ORDER BY created_us LIMIT 1{}) RETURNING {JOB_COLUMNS}",
             self.backend.skip_locked()
         );
-        let row = sqlx::query(&sql)
+        let mut query = sqlx::query(&sql)
             .bind(node)
             .bind(duration_us(lease))
-            .bind(to_us(chrono::Utc::now()))
-            .fetch_optional(&self.write)
-            .await?;
+            .bind(to_us(chrono::Utc::now()));
+        for id in running {
+            query = query.bind(id);
+        }
+        let row = query.fetch_optional(&self.write).await?;
         row.as_ref().map(job_of).transpose()
     }
 

@@ -698,9 +698,9 @@ impl Store for SqlStore {
         &self,
         node: &str,
         lease: std::time::Duration,
-        include_own: bool,
+        running: &[String],
     ) -> Result<Option<BulkJob>, StoreError> {
-        self.claim_bulk_sql(node, lease, include_own).await
+        self.claim_bulk_sql(node, lease, running).await
     }
 
     async fn bulk_pending(&self, id: &str, limit: usize) -> Result<Vec<String>, StoreError> {
