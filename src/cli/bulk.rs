@@ -71,7 +71,7 @@ enum BulkSub {
         filter: Filter,
         #[command(flatten)]
         job: JobFlags,
-        /// Keep the attempt counts (by default they start again from zero).
+        /// Keep the attempt counts (by default they count from 1 again).
         #[arg(long)]
         keep_attempts: bool,
     },
