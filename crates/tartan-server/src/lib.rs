@@ -11,7 +11,7 @@
 //! - `security/`: bearer tokens, JSON-only writes and CORS, in front of
 //!   every route (docs/security.md).
 //! - `routes/`: one module per resource (health, engine and catalog, steps,
-//!   flows and work, webhooks); `routes/bodies.rs` holds the answers' types.
+//!   flows and work, bulk jobs, webhooks); `routes/bodies.rs` holds the answers' types.
 //! - `openapi`: the OpenAPI document built from the routes' annotations,
 //!   `GET /openapi.json`.
 
