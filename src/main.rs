@@ -58,6 +58,9 @@ enum Command {
     /// List work items across flows (client).
     #[command(after_help = CLIENT_HELP)]
     Work(cli::work::WorkCmd),
+    /// Retry or cancel many flows at once, at a bounded rate (client).
+    #[command(after_help = CLIENT_HELP)]
+    Bulk(cli::bulk::BulkCmd),
     /// Is the server alive and ready? Exits non-zero when not ready (client).
     #[command(after_help = CLIENT_HELP)]
     Health(cli::health::HealthArgs),
@@ -65,7 +68,7 @@ enum Command {
 
 /// The client commands' exit codes (docs/cli.md).
 const CLIENT_HELP: &str = "Exit codes: 0 done (a watched flow completed); 1 the server refused the request \
-or a local input is wrong; 2 bad usage; 3 the server cannot be reached; 4 a watched flow failed; 5 a \
+or a local input is wrong (or a waited-for bulk job failed on some flows); 2 bad usage; 3 the server cannot be reached; 4 a watched flow failed; 5 a \
 watched flow was cancelled; 130 interrupted.";
 
 #[derive(Debug, Subcommand)]
@@ -100,6 +103,7 @@ async fn main() -> Result<()> {
         Command::Plan(c) => std::process::exit(cli::run(cli::plan::run(c)).await),
         Command::Flow(c) => std::process::exit(cli::run(cli::flow::run(c)).await),
         Command::Work(c) => std::process::exit(cli::run(cli::work::run(c)).await),
+        Command::Bulk(c) => std::process::exit(cli::run(cli::bulk::run(c)).await),
         Command::Health(c) => std::process::exit(cli::run(cli::health::run(c)).await),
     }
 }
@@ -177,6 +181,7 @@ async fn serve(config: Config) -> Result<()> {
         tracer: traces.as_ref().map(telemetry::TraceGuard::tracer),
         max_streams: config.max_streams,
         stream_buffer: config.stream_buffer,
+        max_bulk_flows: config.max_bulk_flows as u64,
     };
     tracing::info!(step_hosts = %config.step_hosts, "steps may call");
     if config.webhook_base_url.is_none() && addr.ip().is_unspecified() {

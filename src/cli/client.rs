@@ -17,7 +17,7 @@ const MAX_BODY: usize = 64 * 1024 * 1024;
 pub mod exit {
     pub const OK: u8 = 0;
     /// The server refused the request, a local input is wrong, or the
-    /// thing asked about is not well (not ready).
+    /// thing asked about is not well (not ready, a bulk job with failures).
     pub const ERROR: u8 = 1;
     /// The server could not be reached or answered something that is not
     /// its API.

@@ -1,7 +1,8 @@
-//! `tartan step|plan|flow|work|health`: a client of the REST API in the
+//! `tartan step|plan|flow|work|bulk|health`: a client of the REST API in the
 //! same binary (docs/cli.md). Each command group has a file;
 //! `client.rs` talks HTTP, `output.rs` prints, `watch.rs` is the live view.
 
+pub mod bulk;
 pub mod client;
 pub mod flow;
 pub mod health;

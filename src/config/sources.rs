@@ -56,6 +56,7 @@ pub const KEYS: &[Key] = &[
     key("max_queued_calls"),
     key("max_streams"),
     key("stream_buffer"),
+    key("max_bulk_flows"),
     key("max_response_bytes"),
     key("max_retry_after"),
     key("db_pool"),
@@ -121,6 +122,10 @@ impl Provider for Defaults {
             (
                 "stream_buffer",
                 Value::from(tartan_engine::DEFAULT_STREAM_BUFFER as u64),
+            ),
+            (
+                "max_bulk_flows",
+                Value::from(tartan_engine::DEFAULT_MAX_BULK_FLOWS as u64),
             ),
             ("max_retry_after", Value::from("1h")),
             ("db_read_timeout", Value::from("30s")),

@@ -15,6 +15,7 @@ use crate::helpers::{
 crate::both_backends!(
     steps_apply_from_a_directory_then_list_show_and_remove,
     a_watched_flow_shows_each_attempt_the_retry_and_the_result,
+    bulk_retry_waits_for_its_job_and_lists_it,
 );
 
 /// What a run of the binary showed.
@@ -931,4 +932,92 @@ async fn garbage_answers_and_endless_files_are_errors_not_panics() {
             .all(|r| r.path != "/engine/step" || r.method == "GET"),
         "nothing was registered"
     );
+}
+
+async fn bulk_retry_waits_for_its_job_and_lists_it(backend: Backend) {
+    let Some(app) = spawn_app(backend).await else {
+        return;
+    };
+    let svc = StepServer::start(|r, _| {
+        if r.body["name"] == "fixed" {
+            json_reply(200, json!({"greeting": "ok"}))
+        } else {
+            json_reply(400, json!({"error": "refused"}))
+        }
+    })
+    .await;
+    let step = sync_step("greet", &svc.url("/greet"), &["name"], &["greeting"]);
+    assert_eq!(app.register(&step).await.status, 201);
+    for i in 0..3 {
+        let id = format!("bulk-{i}");
+        let r = app
+            .start_flow(
+                &json!({"id": id, "goals": ["greet"], "init": {"name": ["x"]}, "labels": {"batch": "b1"}}),
+            )
+            .await;
+        assert_eq!(r.status, 201);
+        app.wait_for_flow(&id).await;
+    }
+    let r = against(&app, &["bulk", "retry"]).await;
+    assert_eq!(r.code, 1, "no filter is refused locally: {r:?}");
+    assert!(r.stderr.contains("at least one filter"), "{r:?}");
+    let r = against(
+        &app,
+        &[
+            "bulk",
+            "retry",
+            "--label",
+            "batch=b1",
+            "--status",
+            "failed",
+            "--dry-run",
+            "-o",
+            "json",
+        ],
+    )
+    .await;
+    assert_eq!(r.code, 0, "{r:?}");
+    let counted: Value = serde_json::from_str(&r.stdout).expect("the count as JSON");
+    assert_eq!(counted["matched"], 3, "{r:?}");
+    let r = against(&app, &["bulk", "retry", "--status", "completed"]).await;
+    assert_eq!(r.code, 1, "the server refuses: {r:?}");
+    assert!(r.stderr.contains("statuses"), "{r:?}");
+
+    let r = against(
+        &app,
+        &["bulk", "retry", "--prefix", "bulk-", "--rate", "50", "--wait"],
+    )
+    .await;
+    // The flows fail again (the step still refuses "x"), but each was retried.
+    assert_eq!(r.code, 0, "{r:?}");
+    assert!(r.stdout.contains("(retry) started"), "{r:?}");
+    let line = r
+        .stdout
+        .lines()
+        .find(|l| l.contains("completed"))
+        .unwrap_or_else(|| panic!("a completed job: {r:?}"));
+    let cells: Vec<&str> = line.split_whitespace().collect();
+    assert_eq!(
+        cells[1..8],
+        ["retry", "completed", "3", "3", "0", "0", "0"],
+        "{r:?}"
+    );
+    let id = cells[0].to_string();
+    for i in 0..3 {
+        let evs = app.event_types(&format!("bulk-{i}")).await;
+        assert_eq!(evs.iter().filter(|t| *t == "flow_retried").count(), 1, "{evs:?}");
+    }
+
+    let r = against(&app, &["bulk", "get", &id, "--wait"]).await;
+    assert_eq!(r.code, 2, "get takes no --wait: {r:?}");
+    let r = against(&app, &["bulk", "get", &id, "-o", "json"]).await;
+    assert_eq!(r.code, 0, "{r:?}");
+    let job: Value = serde_json::from_str(&r.stdout).expect("a job as JSON");
+    assert_eq!(job["done"], 3, "{r:?}");
+    let r = against(&app, &["bulk", "ls"]).await;
+    assert_eq!(r.code, 0, "{r:?}");
+    assert!(row(&r.stdout, &id).is_some(), "the job is listed: {r:?}");
+    let r = against(&app, &["bulk", "stop", &id]).await;
+    assert_eq!(r.code, 1, "a completed job cannot be stopped: {r:?}");
+    assert!(r.stderr.contains("completed"), "{r:?}");
 }

@@ -4,6 +4,7 @@
 
 mod bad_input;
 mod bookkeeping;
+mod bulk;
 mod caps;
 mod chaos;
 mod cli;

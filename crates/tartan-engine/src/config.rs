@@ -58,6 +58,9 @@ pub struct EngineConfig {
     /// (told where it stopped, so it resumes without loss); also the
     /// messages a WebSocket client may leave unread before it is dropped.
     pub stream_buffer: usize,
+    /// The most flows one bulk job may match; a filter that matches more is
+    /// refused (docs/api.md, "Bulk operations").
+    pub max_bulk_flows: u64,
 }
 
 /// `max_streams` unless set.
@@ -104,6 +107,7 @@ impl Default for EngineConfig {
             tracer: None,
             max_streams: DEFAULT_MAX_STREAMS,
             stream_buffer: DEFAULT_STREAM_BUFFER,
+            max_bulk_flows: crate::bulk::DEFAULT_MAX_BULK_FLOWS,
         }
     }
 }

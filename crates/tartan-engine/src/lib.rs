@@ -25,6 +25,8 @@
 //! - `recovery`: after a restart, calls that were in flight start again with
 //!   the same receipt token.
 //! - `timers`: retries due later, in a heap; one task sleeps until the next.
+//! - `bulk`: bulk retry and cancel jobs, run under a lease at a bounded
+//!   rate (docs/api.md, "Bulk operations").
 //! - `retention`: deleting finished flows past their retention, in the
 //!   background (docs/operating.md, "Retention").
 //! - `traces`: the trace a flow keeps, the `traceparent` of its calls, and
@@ -38,6 +40,7 @@
 //! active is leased to this process in that same commit and dispatched from
 //! memory right after it; the call's result is the next decision.
 
+mod bulk;
 mod catalog;
 mod config;
 mod dispatch;
@@ -61,6 +64,7 @@ use tartan_store::Store;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+pub use bulk::{BulkAction, DEFAULT_BULK_RATE, DEFAULT_MAX_BULK_FLOWS, MAX_BULK_RATE};
 pub use catalog::CatalogView;
 pub use config::{
     EngineConfig, DEFAULT_MAX_CALLS, DEFAULT_MAX_QUEUED_CALLS, DEFAULT_MAX_RESPONSE_BYTES,
@@ -123,6 +127,8 @@ struct Inner {
     slots: slots::CallSlots,
     /// Calls left to their lease because the queue was full.
     deferred_calls: std::sync::atomic::AtomicU64,
+    /// The bulk jobs this process runs, and what wakes their runner.
+    bulk: bulk::BulkRunner,
     /// Fires when the engine stops taking new work.
     stopping: CancellationToken,
     /// Calls in flight, awaited on shutdown.
@@ -168,6 +174,7 @@ impl Engine {
                 waiters: flows::Waiters::default(),
                 http,
                 webhook_key,
+                bulk: bulk::BulkRunner::default(),
                 stopping: CancellationToken::new(),
                 tasks: TaskTracker::new(),
             }),
@@ -180,6 +187,7 @@ impl Engine {
         engine.spawn_handback_listener().await;
         engine.spawn_event_relay().await;
         engine.spawn_retention();
+        engine.spawn_bulk_runner().await;
         Ok(engine)
     }
 

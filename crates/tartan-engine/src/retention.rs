@@ -85,10 +85,32 @@ impl Engine {
 /// Purge every flow deactivated before `before`, a batch at a time, pausing
 /// between batches at least as long as the last one took: a backlog
 /// (retention just switched on, or `tartan purge`) is worked off without
-/// taking more than half of the database's time from the flows. Ends early
-/// when `stop` is cancelled; how many flows were purged, and the error that
-/// ended it, if one did.
+/// taking more than half of the database's time from the flows. Bulk jobs
+/// that finished before `before` go too (docs/api.md, "Bulk operations").
+/// Ends early when `stop` is cancelled; how many flows were purged, and the
+/// error that ended it, if one did.
 pub async fn purge_before(
+    store: &dyn Store,
+    before: chrono::DateTime<chrono::Utc>,
+    stop: &CancellationToken,
+) -> (usize, Result<(), StoreError>) {
+    let (total, result) = purge_flows_before(store, before, stop).await;
+    if result.is_err() || stop.is_cancelled() {
+        return (total, result);
+    }
+    loop {
+        match store.purge_bulk_jobs(before, PURGE_BATCH).await {
+            Ok(n) if n < PURGE_BATCH => return (total, Ok(())),
+            Ok(_) => {}
+            Err(e) => return (total, Err(e)),
+        }
+        if stop.is_cancelled() {
+            return (total, Ok(()));
+        }
+    }
+}
+
+async fn purge_flows_before(
     store: &dyn Store,
     before: chrono::DateTime<chrono::Utc>,
     stop: &CancellationToken,

@@ -11,8 +11,8 @@
 //! - `security/`: bearer tokens, JSON-only writes, CORS and the
 //!   WebSocket's origin check, in front of every route (docs/security.md).
 //! - `routes/`: one module per resource (health, engine and catalog, steps,
-//!   flows and work, webhooks, the flow stream, the WebSocket `ws`);
-//!   `routes/bodies.rs` holds the answers' types.
+//!   flows and work, bulk jobs, webhooks, the event streams, the WebSocket
+//!   `ws`); `routes/bodies.rs` holds the answers' types.
 //! - `openapi`: the OpenAPI document built from the routes' annotations,
 //!   `GET /openapi.json`.
 

@@ -55,6 +55,15 @@ impl Backend {
         self == Backend::Postgres
     }
 
+    /// The `outcome` of the last attempt in a work item's `detail` (JSON
+    /// text): what a bulk filter's `error_class` is compared with.
+    pub(crate) fn last_attempt_outcome(self, detail: &str) -> String {
+        match self {
+            Backend::Postgres => format!("(CAST({detail} AS JSON) -> 'attempts' -> -1 ->> 'outcome')"),
+            Backend::Sqlite => format!("json_extract({detail}, '$.attempts[#-1].outcome')"),
+        }
+    }
+
     /// The database's now in microseconds since the epoch: leases are set
     /// and compared on it, whatever the clocks of the processes sharing the
     /// database say. SQLite runs in this process, so its clock is the

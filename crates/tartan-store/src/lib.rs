@@ -252,6 +252,91 @@ pub trait Store: Send + Sync + 'static {
     /// where the database carries none.
     async fn listen_handbacks(&self) -> Result<Option<tokio::sync::mpsc::Receiver<()>>, StoreError>;
 
+    /// How many flows `filter` matches now (a bulk job's dry run).
+    async fn count_bulk_matches(&self, filter: &BulkFilter) -> Result<u64, StoreError>;
+
+    /// Create a bulk job, `queued`, and snapshot the flows its filter
+    /// matches into its items, in one transaction; refused (`TooMany`, and
+    /// nothing written) when more than `max` match. On Postgres the other
+    /// processes are told (`NOTIFY`).
+    async fn create_bulk_job(&self, job: &NewBulkJob, max: u64) -> Result<BulkCreated, StoreError>;
+
+    async fn bulk_job(&self, id: &str) -> Result<Option<BulkJob>, StoreError>;
+
+    /// At most `limit` jobs, the most recent first.
+    async fn bulk_jobs(&self, limit: usize) -> Result<Vec<BulkJob>, StoreError>;
+
+    /// At most `limit` of a job's items in `state`, in the order they were
+    /// acted on.
+    async fn bulk_items(&self, id: &str, state: &str, limit: usize) -> Result<Vec<BulkItem>, StoreError>;
+
+    /// Lease one unfinished job to `node` for `lease` (on the database's
+    /// clock): one nobody holds, or whose lease ran out, or one `node`
+    /// holds but is not among `running` (it held it before it restarted:
+    /// one live process runs as a node id). It is `running` from then on.
+    async fn claim_bulk_job(
+        &self,
+        node: &str,
+        lease: std::time::Duration,
+        running: &[String],
+    ) -> Result<Option<BulkJob>, StoreError>;
+
+    /// The next at most `limit` pending flows of a job, in order.
+    async fn bulk_pending(&self, id: &str, limit: usize) -> Result<Vec<String>, StoreError>;
+
+    /// Record how one flow of a job ended, count it and renew `node`'s
+    /// lease, in one transaction; `false` (nothing written) when the job is
+    /// no longer running under `node`'s lease (cancelled, or taken over).
+    async fn finish_bulk_item(
+        &self,
+        id: &str,
+        node: &str,
+        flow_id: &str,
+        state: BulkItemState,
+        detail: Option<&str>,
+        lease: std::time::Duration,
+    ) -> Result<bool, StoreError>;
+
+    /// Renew `node`'s lease on a running job; `false` when it holds it no more.
+    async fn renew_bulk_lease(
+        &self,
+        id: &str,
+        node: &str,
+        lease: std::time::Duration,
+    ) -> Result<bool, StoreError>;
+
+    /// A running job of `node` ends: `completed`, or `failed` when it
+    /// cannot run at all. `false` when it was no longer `node`'s to end.
+    async fn end_bulk_job(&self, id: &str, node: &str, status: BulkEnd) -> Result<bool, StoreError>;
+
+    /// Give a job's lease up (this process stops); another takes it at once.
+    async fn release_bulk_job(&self, id: &str, node: &str) -> Result<(), StoreError>;
+
+    /// Stop a queued or running job: `cancelled`, its pending flows left
+    /// alone. The job as it is after (unchanged when it had finished);
+    /// `None` when there is no such job.
+    async fn cancel_bulk_job(&self, id: &str) -> Result<Option<BulkJob>, StoreError>;
+
+    /// How long until the first lease another process holds on an
+    /// unfinished job runs out (zero when one has), on the database's
+    /// clock; `None` when no other process holds one.
+    async fn bulk_lease_elsewhere(&self, node: &str) -> Result<Option<std::time::Duration>, StoreError>;
+
+    /// Whether bulk job `by` retried the flow (its `flow_retried` names it).
+    async fn flow_retried_by(&self, flow_id: &str, by: &str) -> Result<bool, StoreError>;
+
+    /// Notices that another process created a bulk job; `None` where the
+    /// database carries none.
+    async fn listen_bulk(&self) -> Result<Option<tokio::sync::mpsc::Receiver<()>>, StoreError>;
+
+    /// Delete at most `batch` bulk jobs that finished before `before`, with
+    /// their items; how many went.
+    async fn purge_bulk_jobs(
+        &self,
+        before: chrono::DateTime<chrono::Utc>,
+        batch: usize,
+    ) -> Result<usize, StoreError>;
+
     /// The secret stored under `name`; when there is none yet, `candidate`
     /// is stored and returned. Every process on one database gets the same
     /// value, whichever of them wrote it first.

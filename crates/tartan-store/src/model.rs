@@ -279,3 +279,101 @@ pub fn event_of(stored: &StoredEvent) -> Result<FlowEvent, crate::StoreError> {
     FlowEvent::from_parts(&stored.event_type, stored.data.clone())
         .map_err(|e| crate::StoreError::Corrupt(e.to_string()))
 }
+
+/// Which flows a bulk job acts on (docs/api.md, "Bulk operations"): every
+/// part given must match.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct BulkFilter {
+    pub ids: Vec<String>,
+    pub id_prefix: Option<String>,
+    pub labels: Vec<(String, String)>,
+    pub statuses: Vec<FlowStatus>,
+    /// A work item of this step failed.
+    pub failed_step: Option<String>,
+    /// A failed work item's last attempt ended so (`retryable`,
+    /// `permanent`, `timeout`, ...).
+    pub error_class: Option<String>,
+    pub created_after: Option<Time>,
+    pub created_before: Option<Time>,
+}
+
+/// A bulk job to create.
+#[derive(Debug, Clone)]
+pub struct NewBulkJob {
+    pub id: String,
+    /// `retry` or `cancel`.
+    pub kind: String,
+    /// The filter as the request gave it, shown back.
+    pub filter_json: Value,
+    /// Which flows: the request's filter, narrowed to the statuses the kind
+    /// acts on.
+    pub filter: BulkFilter,
+    /// `reset_attempts` or `compensate`.
+    pub options: Value,
+    /// Flows per second.
+    pub rate: u32,
+    pub created_at: Time,
+}
+
+/// What creating a bulk job came to.
+#[derive(Debug, Clone)]
+pub enum BulkCreated {
+    Created(Box<BulkJob>),
+    /// More flows matched than the limit: none was snapshotted.
+    TooMany(u64),
+}
+
+/// A bulk job as stored.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BulkJob {
+    pub id: String,
+    pub kind: String,
+    pub filter: Value,
+    pub options: Value,
+    pub rate: u32,
+    /// `queued`, `running`, `completed`, `cancelled` or `failed`.
+    pub status: String,
+    pub total: u64,
+    pub done: u64,
+    pub skipped: u64,
+    pub failed: u64,
+    pub created_at: Time,
+    pub started_at: Option<Time>,
+    pub finished_at: Option<Time>,
+    pub lease_owner: Option<String>,
+    pub lease_expires_at: Option<Time>,
+}
+
+/// How a bulk job ends by itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BulkEnd {
+    Completed,
+    Failed,
+}
+
+/// How one flow of a bulk job ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BulkItemState {
+    Done,
+    Skipped,
+    Failed,
+}
+
+impl BulkItemState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BulkItemState::Done => "done",
+            BulkItemState::Skipped => "skipped",
+            BulkItemState::Failed => "failed",
+        }
+    }
+}
+
+/// One flow of a bulk job, as shown.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BulkItem {
+    pub flow_id: String,
+    pub state: String,
+    pub detail: Option<String>,
+    pub at: Option<Time>,
+}

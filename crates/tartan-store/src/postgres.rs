@@ -135,6 +135,9 @@ pub(crate) const HANDBACK_CHANNEL: &str = "tartan_handback";
 /// events reach: `<global position> <node>`.
 pub(crate) const EVENTS_CHANNEL: &str = "tartan_events";
 
+/// The `NOTIFY` channel on which a process says it created a bulk job.
+pub(crate) const BULK_CHANNEL: &str = "tartan_bulk";
+
 /// Listen on `channel` on a connection of its own; the listener reconnects
 /// by itself after the database went away (notices sent meanwhile are lost:
 /// lease renewal and the sweep are the fallbacks). Yields the payloads.

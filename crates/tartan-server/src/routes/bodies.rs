@@ -270,3 +270,104 @@ pub(crate) struct WorkList {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub next_cursor: Option<String>,
 }
+
+/// A bulk job and its progress (docs/api.md, "Bulk operations").
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct BulkJobView {
+    pub id: String,
+    /// `retry` or `cancel`.
+    #[schema(example = "retry")]
+    pub kind: String,
+    /// `queued`, `running`, `completed`, `cancelled` or `failed`.
+    #[schema(example = "running")]
+    pub status: String,
+    /// The filter as given.
+    #[schema(value_type = Object)]
+    pub filter: Value,
+    /// A retry's option.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reset_attempts: Option<bool>,
+    /// A cancel's option (`false`: a kill).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub compensate: Option<bool>,
+    /// Flows acted on per second at most.
+    pub rate: u32,
+    /// The flows the filter matched when the job was created.
+    pub total: u64,
+    /// Retried or cancelled by the job.
+    pub done: u64,
+    /// Left alone: no longer in a status the job acts on, gone, or acted
+    /// on already.
+    pub skipped: u64,
+    /// The retry or cancel failed (see `failures`).
+    pub failed: u64,
+    /// Not acted on yet.
+    pub remaining: u64,
+    #[schema(value_type = String, format = DateTime)]
+    pub created_at: Time,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub started_at: Option<Time>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub finished_at: Option<Time>,
+    /// The node running it, while one does.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
+    /// Up to 20 of the flows it failed on (`GET /engine/bulk/{job}` only).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub failures: Vec<BulkFailure>,
+}
+
+impl BulkJobView {
+    pub(crate) fn of(job: &tartan_store::BulkJob, failures: Vec<BulkFailure>) -> Self {
+        let flag = |name: &str| job.options.get(name).and_then(Value::as_bool);
+        let running = matches!(job.status.as_str(), "queued" | "running");
+        BulkJobView {
+            id: job.id.clone(),
+            kind: job.kind.clone(),
+            status: job.status.clone(),
+            filter: job.filter.clone(),
+            reset_attempts: flag("reset_attempts"),
+            compensate: flag("compensate"),
+            rate: job.rate,
+            total: job.total,
+            done: job.done,
+            skipped: job.skipped,
+            failed: job.failed,
+            remaining: job.total.saturating_sub(job.done + job.skipped + job.failed),
+            created_at: job.created_at,
+            started_at: job.started_at,
+            finished_at: job.finished_at,
+            node: if running { job.lease_owner.clone() } else { None },
+            failures,
+        }
+    }
+}
+
+/// A flow a bulk job failed on.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct BulkFailure {
+    pub flow_id: String,
+    /// Why.
+    pub detail: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub at: Option<Time>,
+}
+
+/// Bulk jobs, the most recent first.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct BulkJobList {
+    pub count: usize,
+    pub jobs: Vec<BulkJobView>,
+}
+
+/// A bulk request's dry run: how many flows it would act on now.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct BulkDryRun {
+    pub dry_run: bool,
+    #[schema(example = "retry")]
+    pub kind: &'static str,
+    pub matched: u64,
+}

@@ -1,6 +1,7 @@
 //! Route table. Handlers live beside the resource they serve.
 
 mod bodies;
+pub(crate) mod bulk;
 pub(crate) mod engine;
 pub(crate) mod flows;
 pub(crate) mod health;
@@ -43,6 +44,11 @@ pub(crate) fn routes() -> Router<Engine> {
         .route("/engine/flow/{id}/work", get(work::flow_work))
         .route("/engine/work", get(work::list))
         .route("/engine/ws", get(ws::engine_ws))
+        .route("/engine/bulk", get(bulk::list))
+        .route("/engine/bulk/retry", post(bulk::retry))
+        .route("/engine/bulk/cancel", post(bulk::cancel))
+        .route("/engine/bulk/{job}", get(bulk::get_one))
+        .route("/engine/bulk/{job}/cancel", post(bulk::cancel_job))
         // The URL without its signature (Argyll's form) is refused with 403;
         // `.../{token}/heartbeat` lands on `{signature}` and fails the check.
         .route("/webhook/{flow}/{step}/{token}", post(webhooks::unsigned))

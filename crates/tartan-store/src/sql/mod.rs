@@ -7,7 +7,9 @@
 //! - `claims`: leasing due retries and orphaned calls.
 //! - `history`: event histories a page at a time.
 //! - `purge`: deleting finished flows past their retention.
+//! - `bulk`: bulk jobs, their snapshotted flows and their leases.
 
+mod bulk;
 mod claims;
 mod commit;
 mod feed;
@@ -680,6 +682,106 @@ impl Store for SqlStore {
         Ok(Some(rx))
     }
 
+    async fn count_bulk_matches(&self, filter: &BulkFilter) -> Result<u64, StoreError> {
+        self.count_bulk_sql(filter).await
+    }
+
+    async fn create_bulk_job(&self, job: &NewBulkJob, max: u64) -> Result<BulkCreated, StoreError> {
+        self.create_bulk_sql(job, max).await
+    }
+
+    async fn bulk_job(&self, id: &str) -> Result<Option<BulkJob>, StoreError> {
+        self.bulk_job_sql(id).await
+    }
+
+    async fn bulk_jobs(&self, limit: usize) -> Result<Vec<BulkJob>, StoreError> {
+        self.bulk_jobs_sql(limit).await
+    }
+
+    async fn bulk_items(&self, id: &str, state: &str, limit: usize) -> Result<Vec<BulkItem>, StoreError> {
+        self.bulk_items_sql(id, state, limit).await
+    }
+
+    async fn claim_bulk_job(
+        &self,
+        node: &str,
+        lease: std::time::Duration,
+        running: &[String],
+    ) -> Result<Option<BulkJob>, StoreError> {
+        self.claim_bulk_sql(node, lease, running).await
+    }
+
+    async fn bulk_pending(&self, id: &str, limit: usize) -> Result<Vec<String>, StoreError> {
+        self.bulk_pending_sql(id, limit).await
+    }
+
+    async fn finish_bulk_item(
+        &self,
+        id: &str,
+        node: &str,
+        flow_id: &str,
+        state: BulkItemState,
+        detail: Option<&str>,
+        lease: std::time::Duration,
+    ) -> Result<bool, StoreError> {
+        self.finish_bulk_item_sql(id, node, flow_id, state, detail, lease)
+            .await
+    }
+
+    async fn renew_bulk_lease(
+        &self,
+        id: &str,
+        node: &str,
+        lease: std::time::Duration,
+    ) -> Result<bool, StoreError> {
+        self.renew_bulk_sql(id, node, lease).await
+    }
+
+    async fn end_bulk_job(&self, id: &str, node: &str, status: BulkEnd) -> Result<bool, StoreError> {
+        self.end_bulk_sql(id, node, status).await
+    }
+
+    async fn release_bulk_job(&self, id: &str, node: &str) -> Result<(), StoreError> {
+        self.release_bulk_sql(id, node).await
+    }
+
+    async fn cancel_bulk_job(&self, id: &str) -> Result<Option<BulkJob>, StoreError> {
+        self.cancel_bulk_sql(id).await
+    }
+
+    async fn bulk_lease_elsewhere(&self, node: &str) -> Result<Option<std::time::Duration>, StoreError> {
+        self.bulk_lease_elsewhere_sql(node).await
+    }
+
+    async fn flow_retried_by(&self, flow_id: &str, by: &str) -> Result<bool, StoreError> {
+        self.flow_retried_by_sql(flow_id, by).await
+    }
+
+    async fn listen_bulk(&self) -> Result<Option<tokio::sync::mpsc::Receiver<()>>, StoreError> {
+        let Some(url) = &self.listen_url else {
+            return Ok(None);
+        };
+        let mut payloads = crate::postgres::listen(url, crate::postgres::BULK_CHANNEL).await?;
+        let (tx, rx) = tokio::sync::mpsc::channel(8);
+        tokio::spawn(async move {
+            while payloads.recv().await.is_some() {
+                // Many notices while one is being handled are one.
+                if let Err(tokio::sync::mpsc::error::TrySendError::Closed(_)) = tx.try_send(()) {
+                    return;
+                }
+            }
+        });
+        Ok(Some(rx))
+    }
+
+    async fn purge_bulk_jobs(
+        &self,
+        before: chrono::DateTime<chrono::Utc>,
+        batch: usize,
+    ) -> Result<usize, StoreError> {
+        self.purge_bulk_sql(before, batch).await
+    }
+
     async fn secret(&self, name: &str, candidate: &str) -> Result<String, StoreError> {
         sqlx::query("INSERT INTO secrets (name, value) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING")
             .bind(name)
@@ -752,12 +854,12 @@ impl Store for SqlStore {
 }
 
 /// A value for a query assembled at run time.
-enum Bind {
+pub(super) enum Bind {
     Text(String),
     Int(i64),
 }
 
-fn bind_all<'q>(
+pub(super) fn bind_all<'q>(
     mut query: sqlx::query::Query<'q, Any, sqlx::any::AnyArguments<'q>>,
     binds: Vec<Bind>,
 ) -> sqlx::query::Query<'q, Any, sqlx::any::AnyArguments<'q>> {

@@ -1,0 +1,394 @@
+//! Bulk jobs (docs/api.md, "Bulk operations"): a retry or cancel of every
+//! flow a filter matched when the job was created, run in the background at
+//! a bounded rate.
+//!
+//! A job is run by one process at a time, under a lease on its row (the
+//! node id is the owner), renewed with every flow it records. Each flow's
+//! item is marked done, skipped or failed as it goes, so a job whose
+//! process stopped or died is taken over where it was: at start-up (its own
+//! jobs at once), or by another process once the lease ran out. A flow is
+//! acted on once: a retry names the job in its `flow_retried` (`by`), and a
+//! taken-over job skips the flows that name it; a flow cancelled already is
+//! skipped.
+//!
+//! An idle engine does not poll: the runner wakes when this process creates
+//! a job, when another one does (Postgres `NOTIFY`), when one of its jobs
+//! ends, and, only while another process holds a job's lease, when that
+//! lease runs out.
+
+use std::collections::HashSet;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use tartan_store::{BulkCreated, BulkEnd, BulkFilter, BulkItemState, BulkJob, NewBulkJob};
+use tokio::time::Instant;
+
+use crate::{Engine, EngineError};
+
+/// Flows per second when a job does not say.
+pub const DEFAULT_BULK_RATE: u32 = 50;
+/// The fastest rate a job may ask for.
+pub const MAX_BULK_RATE: u32 = 1000;
+/// The most flows one job may match unless configured otherwise
+/// (`EngineConfig::max_bulk_flows`); more is refused: narrow the filter.
+pub const DEFAULT_MAX_BULK_FLOWS: u64 = 100_000;
+/// Jobs one process runs at once; more wait their turn.
+const MAX_RUNNING_JOBS: usize = 4;
+/// Pending flows read at a time.
+const PENDING_PAGE: usize = 200;
+/// How long to wait before trying the database again after it failed.
+const RETRY_PAUSE: Duration = Duration::from_secs(1);
+
+/// What a job does to each flow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BulkAction {
+    Retry { reset_attempts: bool },
+    Cancel { compensate: bool },
+}
+
+impl BulkAction {
+    /// `retry` or `cancel`.
+    pub fn kind(self) -> &'static str {
+        match self {
+            BulkAction::Retry { .. } => "retry",
+            BulkAction::Cancel { .. } => "cancel",
+        }
+    }
+
+    /// The statuses of the flows it acts on.
+    pub fn statuses(self) -> &'static [tartan_core::flow::FlowStatus] {
+        use tartan_core::flow::FlowStatus;
+        match self {
+            BulkAction::Retry { .. } => &[FlowStatus::Failed, FlowStatus::Cancelled],
+            BulkAction::Cancel { .. } => &[FlowStatus::Active],
+        }
+    }
+
+    fn options(self) -> serde_json::Value {
+        match self {
+            BulkAction::Retry { reset_attempts } => serde_json::json!({ "reset_attempts": reset_attempts }),
+            BulkAction::Cancel { compensate } => serde_json::json!({ "compensate": compensate }),
+        }
+    }
+
+    /// The action a stored job was created with.
+    pub fn of(job: &BulkJob) -> Option<BulkAction> {
+        let flag = |name: &str| job.options.get(name).and_then(serde_json::Value::as_bool);
+        match job.kind.as_str() {
+            "retry" => Some(BulkAction::Retry {
+                reset_attempts: flag("reset_attempts").unwrap_or(true),
+            }),
+            "cancel" => Some(BulkAction::Cancel {
+                compensate: flag("compensate").unwrap_or(true),
+            }),
+            _ => None,
+        }
+    }
+}
+
+/// The jobs this process runs now, by id.
+#[derive(Default)]
+pub(crate) struct BulkRunner {
+    running: Mutex<HashSet<String>>,
+    wake: tokio::sync::Notify,
+}
+
+impl BulkRunner {
+    fn running(&self) -> std::sync::MutexGuard<'_, HashSet<String>> {
+        self.running.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// Narrow a filter to the statuses an action acts on: the request's
+/// statuses (the route checked they are among them), else all of them.
+fn narrowed(action: BulkAction, mut filter: BulkFilter) -> BulkFilter {
+    if filter.statuses.is_empty() {
+        filter.statuses = action.statuses().to_vec();
+    }
+    filter
+}
+
+impl Engine {
+    /// How many flows a job of `action` with `filter` would act on now.
+    pub async fn count_bulk(&self, action: BulkAction, filter: BulkFilter) -> Result<u64, EngineError> {
+        Ok(self
+            .inner
+            .store
+            .count_bulk_matches(&narrowed(action, filter))
+            .await?)
+    }
+
+    /// Create a bulk job (`queued`) and wake the runner; `TooMany` when the
+    /// filter matches more than `max_bulk_flows`.
+    pub async fn create_bulk_job(
+        &self,
+        action: BulkAction,
+        filter_json: serde_json::Value,
+        filter: BulkFilter,
+        rate: u32,
+    ) -> Result<BulkCreated, EngineError> {
+        if self.inner.stopping.is_cancelled() {
+            return Err(EngineError::ShuttingDown);
+        }
+        let job = NewBulkJob {
+            id: uuid::Uuid::new_v4().simple().to_string(),
+            kind: action.kind().to_string(),
+            filter_json,
+            filter: narrowed(action, filter),
+            options: action.options(),
+            rate: rate.clamp(1, MAX_BULK_RATE),
+            created_at: chrono::Utc::now(),
+        };
+        let created = self
+            .inner
+            .store
+            .create_bulk_job(&job, self.inner.config.max_bulk_flows)
+            .await?;
+        if matches!(created, BulkCreated::Created(_)) {
+            self.inner.bulk.wake.notify_one();
+        }
+        Ok(created)
+    }
+
+    /// Stop a job: it acts on no more flows. `None`: no such job.
+    pub async fn cancel_bulk_job(&self, id: &str) -> Result<Option<BulkJob>, EngineError> {
+        Ok(self.inner.store.cancel_bulk_job(id).await?)
+    }
+
+    /// Start the runner: it takes up unfinished jobs at once (its own from
+    /// before a restart included), then whenever woken.
+    pub(crate) async fn spawn_bulk_runner(&self) {
+        let mut notices = match self.inner.store.listen_bulk().await {
+            Ok(notices) => notices,
+            Err(e) => {
+                tracing::warn!("not listening for other processes' bulk jobs (found when a lease runs out or at the next job here): {e}");
+                None
+            }
+        };
+        let engine = self.clone();
+        tokio::spawn(async move {
+            loop {
+                let wait = engine.claim_bulk_jobs().await;
+                let timer = async {
+                    match wait {
+                        Some(wait) => tokio::time::sleep(wait).await,
+                        None => std::future::pending().await,
+                    }
+                };
+                let notice = async {
+                    match notices.as_mut() {
+                        Some(rx) => rx.recv().await,
+                        None => std::future::pending().await,
+                    }
+                };
+                tokio::select! {
+                    _ = engine.inner.stopping.cancelled() => return,
+                    _ = engine.inner.bulk.wake.notified() => {}
+                    got = notice => if got.is_none() {
+                        // The listener ended: wake-ups from this process and
+                        // lease expiries still come.
+                        notices = None;
+                    },
+                    _ = timer => {}
+                }
+            }
+        });
+    }
+
+    /// Claim and start jobs while there are free places; how long until a
+    /// lease held elsewhere runs out, if one is (when to look again).
+    async fn claim_bulk_jobs(&self) -> Option<Duration> {
+        let store = &self.inner.store;
+        let node = &self.inner.config.node_id;
+        loop {
+            let running: Vec<String> = self.inner.bulk.running().iter().cloned().collect();
+            if running.len() >= MAX_RUNNING_JOBS {
+                break;
+            }
+            match store
+                .claim_bulk_job(node, self.inner.config.lease, &running)
+                .await
+            {
+                Ok(Some(job)) => {
+                    // Not running here: the claim left those out.
+                    self.inner.bulk.running().insert(job.id.clone());
+                    let engine = self.clone();
+                    self.inner.tasks.spawn(async move {
+                        let id = job.id.clone();
+                        engine.run_bulk_job(job).await;
+                        engine.inner.bulk.running().remove(&id);
+                        engine.inner.bulk.wake.notify_one();
+                    });
+                }
+                Ok(None) => break,
+                Err(e) => {
+                    tracing::warn!("looking for bulk jobs failed (trying again shortly): {e}");
+                    return Some(RETRY_PAUSE);
+                }
+            }
+        }
+        match store.bulk_lease_elsewhere(node).await {
+            // A little after it runs out, on the database's clock.
+            Ok(wait) => wait.map(|w| w + Duration::from_millis(50)),
+            Err(e) => {
+                tracing::warn!("reading bulk job leases failed (trying again shortly): {e}");
+                Some(RETRY_PAUSE)
+            }
+        }
+    }
+
+    /// Act on the job's pending flows in order, at its rate, until none is
+    /// left (then it is `completed`), it is cancelled or its lease lost, or
+    /// the engine stops (then its lease is handed back).
+    async fn run_bulk_job(&self, job: BulkJob) {
+        let store = &self.inner.store;
+        let node = &self.inner.config.node_id;
+        let lease = self.inner.config.lease;
+        let Some(action) = BulkAction::of(&job) else {
+            tracing::error!(job = %job.id, kind = %job.kind, "bulk job of an unknown kind: failed");
+            if let Err(e) = store.end_bulk_job(&job.id, node, BulkEnd::Failed).await {
+                tracing::warn!(job = %job.id, "failing a bulk job failed: {e}");
+            }
+            return;
+        };
+        tracing::info!(job = %job.id, kind = %job.kind, total = job.total, rate = job.rate, "running bulk job");
+        let interval = Duration::from_secs_f64(1.0 / f64::from(job.rate.clamp(1, MAX_BULK_RATE)));
+        let mut next = Instant::now();
+        loop {
+            let page = match store.bulk_pending(&job.id, PENDING_PAGE).await {
+                Ok(page) => page,
+                Err(e) => {
+                    tracing::warn!(job = %job.id, "reading a bulk job's flows failed: {e}");
+                    if self.pause_or_stop(&job.id).await {
+                        return;
+                    }
+                    // Still ours after the pause?
+                    match store.renew_bulk_lease(&job.id, node, lease).await {
+                        Ok(true) => continue,
+                        Ok(false) => return,
+                        Err(_) => continue,
+                    }
+                }
+            };
+            if page.is_empty() {
+                match store.end_bulk_job(&job.id, node, BulkEnd::Completed).await {
+                    Ok(true) => tracing::info!(job = %job.id, "bulk job completed"),
+                    // Cancelled, or taken over, meanwhile.
+                    Ok(false) => {}
+                    // Left running: its lease runs out and it is taken up
+                    // again, finds nothing pending and completes.
+                    Err(e) => tracing::warn!(job = %job.id, "completing a bulk job failed: {e}"),
+                }
+                return;
+            }
+            for flow_id in page {
+                tokio::select! {
+                    _ = tokio::time::sleep_until(next) => {}
+                    _ = self.inner.stopping.cancelled() => {}
+                }
+                if self.inner.stopping.is_cancelled() {
+                    self.hand_back_bulk_job(&job.id).await;
+                    return;
+                }
+                next = next.max(Instant::now()) + interval;
+                let Some((state, detail)) = self.act_on(&job.id, action, &flow_id).await else {
+                    self.hand_back_bulk_job(&job.id).await;
+                    return;
+                };
+                // Recorded before the next flow, however long the database
+                // takes: a flow acted on and not recorded is only found by a
+                // takeover (retries: `by`; cancels: the flow is over).
+                loop {
+                    match store
+                        .finish_bulk_item(&job.id, node, &flow_id, state, detail.as_deref(), lease)
+                        .await
+                    {
+                        Ok(true) => break,
+                        Ok(false) => {
+                            tracing::info!(job = %job.id, "bulk job cancelled, or taken over by another process: stopped here");
+                            return;
+                        }
+                        Err(e) => {
+                            tracing::warn!(job = %job.id, %flow_id, "recording a bulk job's flow failed: {e}");
+                            if self.pause_or_stop(&job.id).await {
+                                return;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Wait a moment before trying the database again; `true` when the
+    /// engine stops meanwhile (the job's lease is then handed back).
+    async fn pause_or_stop(&self, id: &str) -> bool {
+        tokio::select! {
+            _ = tokio::time::sleep(RETRY_PAUSE) => false,
+            _ = self.inner.stopping.cancelled() => {
+                self.hand_back_bulk_job(id).await;
+                true
+            }
+        }
+    }
+
+    async fn hand_back_bulk_job(&self, id: &str) {
+        if let Err(e) = self
+            .inner
+            .store
+            .release_bulk_job(id, &self.inner.config.node_id)
+            .await
+        {
+            tracing::warn!(job = %id, "handing a bulk job back failed (taken over when its lease runs out): {e}");
+        }
+    }
+
+    /// Retry or cancel one flow: how it went, and why when it was skipped
+    /// or failed. `None`: the engine is stopping, the flow is left pending.
+    async fn act_on(
+        &self,
+        job_id: &str,
+        action: BulkAction,
+        flow_id: &str,
+    ) -> Option<(BulkItemState, Option<String>)> {
+        use tartan_core::flow::FlowStatus;
+        let outcome = match action {
+            BulkAction::Retry { reset_attempts } => {
+                match self.inner.store.flow_retried_by(flow_id, job_id).await {
+                    Ok(true) => {
+                        return Some((BulkItemState::Skipped, Some("retried by this job already".into())))
+                    }
+                    Ok(false) => {}
+                    Err(e) => return Some((BulkItemState::Failed, Some(e.to_string()))),
+                }
+                self.retry_flow(flow_id, reset_attempts, Some(job_id.to_string()))
+                    .await
+            }
+            BulkAction::Cancel { compensate } => self.cancel_flow_with(flow_id, compensate).await,
+        };
+        Some(match outcome {
+            Ok(()) => (BulkItemState::Done, None),
+            Err(EngineError::ShuttingDown) => return None,
+            Err(e @ EngineError::FlowNotFound(_)) => (BulkItemState::Skipped, Some(e.to_string())),
+            // Over already (cancelled by someone else, or finished).
+            Err(e @ EngineError::FlowTerminal(..)) => (BulkItemState::Skipped, Some(e.to_string())),
+            // Refused, yet the flow's `flow_retried` names this job: the
+            // retry landed and the flow moved on before `retry_flow` could
+            // tell it from a change by another request.
+            Err(EngineError::NotRetryable(..))
+                if matches!(self.inner.store.flow_retried_by(flow_id, job_id).await, Ok(true)) =>
+            {
+                (BulkItemState::Done, None)
+            }
+            // Active or completed since the job was created: nothing to do.
+            // Still deactivating: it could not be retried now.
+            Err(e @ EngineError::NotRetryable(..)) => match self.inner.store.flow_status(flow_id).await {
+                Ok(Some(FlowStatus::Active | FlowStatus::Completed)) => {
+                    (BulkItemState::Skipped, Some(e.to_string()))
+                }
+                _ => (BulkItemState::Failed, Some(e.to_string())),
+            },
+            Err(e) => (BulkItemState::Failed, Some(e.to_string())),
+        })
+    }
+}
