@@ -125,7 +125,7 @@ impl Provider for Defaults {
             ),
             (
                 "max_bulk_flows",
-                Value::from(tartan_engine::DEFAULT_MAX_BULK_FLOWS as u64),
+                Value::from(tartan_engine::DEFAULT_MAX_BULK_FLOWS),
             ),
             ("max_retry_after", Value::from("1h")),
             ("db_read_timeout", Value::from("30s")),

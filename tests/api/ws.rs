@@ -565,3 +565,49 @@ async fn connections_past_the_stream_limit_are_refused_until_one_closes() {
     }
     panic!("the slot of a closed connection was not given back");
 }
+
+/// Two engines on one Postgres: the catalog changes and flow events of one
+/// reach the other's WebSocket live, and its cached catalog.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn changes_made_by_another_process_arrive_live() {
+    let Some(db) = TestDb::create(Backend::Postgres).await else {
+        return;
+    };
+    let a = start_on(TestDb::at_url(db.url.clone()), "node-a").await;
+    let b = start_on(TestDb::at_url(db.url.clone()), "node-b").await;
+    let mut ws = open(&b).await;
+    ws.subscribe(json!({"sub_id": "catalog", "aggregate_ids": [["catalog"]]}))
+        .await;
+    ws.subscribe(json!({"sub_id": "flows", "aggregate_ids": [["flow"]], "event_types": ["flow_completed"]}))
+        .await;
+    let gate = Arc::new(Notify::new());
+    let _svc = three_steps(&a, gate.clone()).await;
+    let registered: Vec<Value> = {
+        let mut m = Vec::new();
+        while m.len() < 3 {
+            m.push(ws.json().await);
+        }
+        m
+    };
+    let ids: Vec<&str> = registered
+        .iter()
+        .map(|m| {
+            assert_eq!(m["type"], "step_registered", "{m}");
+            assert_eq!(m["sub_id"], "catalog");
+            m["data"]["step"]["id"].as_str().unwrap()
+        })
+        .collect();
+    assert_eq!(ids, ["a", "b", "c"]);
+    // `b` knows the steps now: its own reads show them.
+    assert_eq!(b.get("/engine/step/c").await.status, StatusCode::OK);
+    let r = a
+        .start_flow(&json!({"id": "far", "goals": ["c"], "init": {"seed": ["s"]}}))
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+    gate.notify_one();
+    let done = ws.json().await;
+    assert_eq!(done["type"], "flow_completed", "{done}");
+    assert_eq!(done["id"], json!(["flow", "far"]));
+    assert_eq!(done["sub_id"], "flows");
+    assert!(ws.flush().await.is_empty());
+}

@@ -21,10 +21,15 @@ use crate::{Engine, EngineError};
 pub(crate) struct CatalogCache {
     current: RwLock<Arc<CatalogView>>,
     /// Held by the one batch of changes being decided and committed.
-    change: Arc<Mutex<()>>,
+    pub(crate) change: Arc<Mutex<()>>,
     /// Changes waiting for the next batch.
     pending: std::sync::Mutex<Vec<Pending>>,
+    /// Held by the one refresh running.
+    refreshing: Mutex<()>,
 }
+
+/// Catalog events read per statement when passing another process's on.
+const CATALOG_PAGE: usize = 1000;
 
 struct Pending {
     change: Change,
@@ -44,6 +49,7 @@ impl CatalogCache {
             current: RwLock::new(Arc::new(Self::read(store).await?)),
             change: Arc::new(Mutex::new(())),
             pending: std::sync::Mutex::new(Vec::new()),
+            refreshing: Mutex::new(()),
         })
     }
 
@@ -83,11 +89,41 @@ impl Engine {
         self.inner.catalog.current.read().await.clone()
     }
 
-    /// Re-read the catalog (another process may have changed it).
+    /// Re-read the catalog (another process may have changed it), and
+    /// pass the events between the two views on to the catalog's listeners
+    /// (docs/api.md, "WebSocket"). One refresh at a time; the view never
+    /// moves back.
     pub async fn refresh_catalog(&self) -> Result<Arc<CatalogView>, EngineError> {
+        let cache = &self.inner.catalog;
+        let _one = cache.refreshing.lock().await;
+        let before = self.catalog().await.sequence;
         let view = Arc::new(CatalogCache::read(self.inner.store.as_ref()).await?);
-        *self.inner.catalog.current.write().await = view.clone();
+        if view.sequence < before {
+            return Ok(self.catalog().await);
+        }
+        *cache.current.write().await = view.clone();
+        if view.sequence > before && self.catalog_listened() {
+            // Every event up to the view's sequence is stored by now.
+            if let Err(e) = self.publish_stored_catalog(before, view.sequence).await {
+                tracing::warn!("passing on catalog changes of another process: {e}");
+            }
+        }
         Ok(view)
+    }
+
+    /// Read the catalog's events in `(after, upto]` and pass them on.
+    async fn publish_stored_catalog(&self, mut after: i64, upto: i64) -> Result<(), EngineError> {
+        let mut events = Vec::new();
+        while after < upto {
+            let page = self.inner.store.catalog_events_page(after, CATALOG_PAGE).await?;
+            let Some(last) = page.events.last().map(|e| e.sequence) else {
+                break;
+            };
+            events.extend(page.events.into_iter().filter(|e| e.sequence <= upto));
+            after = last;
+        }
+        self.publish_catalog_events(events);
+        Ok(())
     }
 
     /// Register a step. Returns the stored definition; an identical
@@ -177,6 +213,7 @@ impl Engine {
                         // After the view: a listener that reads the view
                         // after listening misses none of these.
                         self.publish_catalog(view.sequence + 1, &records);
+                        self.announce_catalog(view.sequence + records.len() as i64);
                     }
                     None
                 }

@@ -141,7 +141,7 @@ impl Engine {
         if sender.receiver_count() == 0 || changes.is_empty() {
             return;
         }
-        let events = (first_sequence..)
+        let events: Vec<_> = (first_sequence..)
             .zip(changes)
             .map(|(sequence, change)| tartan_store::StoredEvent {
                 aggregate_type: "catalog".into(),
@@ -152,7 +152,20 @@ impl Engine {
                 data: change.data(),
             })
             .collect();
+        self.publish_catalog_events(events);
+    }
+
+    /// Whether anyone listens to the catalog's changes.
+    pub(crate) fn catalog_listened(&self) -> bool {
+        self.inner.bus.catalog.receiver_count() > 0
+    }
+
+    /// Tell the catalog's listeners of stored catalog events, in order.
+    pub(crate) fn publish_catalog_events(&self, events: Vec<tartan_store::StoredEvent>) {
+        if events.is_empty() {
+            return;
+        }
         // No receiver left: nothing to do.
-        let _ = sender.send(Arc::new(CommittedCatalog { events }));
+        let _ = self.inner.bus.catalog.send(Arc::new(CommittedCatalog { events }));
     }
 }

@@ -186,6 +186,7 @@ impl Engine {
         engine.spawn_abort_listener().await;
         engine.spawn_handback_listener().await;
         engine.spawn_event_relay().await;
+        engine.spawn_catalog_relay().await;
         engine.spawn_retention();
         engine.spawn_bulk_runner().await;
         Ok(engine)

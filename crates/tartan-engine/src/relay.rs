@@ -10,6 +10,11 @@
 //! positions of each of its batches, and the relay leaves those out. A
 //! notice lost while the listener reconnects is covered by the next one:
 //! the relay reads from where it stopped.
+//!
+//! The catalog goes the same way: a process that commits a change says the
+//! catalog's new sequence; the others read the events after their own,
+//! refresh their cached catalog and hand the events to their WebSocket
+//! subscribers.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -96,6 +101,62 @@ pub(crate) fn announcer(store: &Arc<dyn Store>, node: &str) -> Option<Arc<Announ
 }
 
 impl Engine {
+    /// Tell the other processes the catalog's sequence this process
+    /// committed (in the background: the change is answered meanwhile).
+    pub(crate) fn announce_catalog(&self, sequence: i64) {
+        if self.inner.announcer.is_none() {
+            return;
+        }
+        let (store, node) = (Arc::clone(&self.inner.store), self.inner.config.node_id.clone());
+        tokio::spawn(async move {
+            if let Err(e) = store.announce_catalog(&node, sequence).await {
+                tracing::debug!("announcing a catalog change: {e}");
+            }
+        });
+    }
+
+    /// Take in the catalog changes other processes commit.
+    pub(crate) async fn spawn_catalog_relay(&self) {
+        let mut notices = match self.inner.store.listen_catalog().await {
+            Ok(Some(n)) => n,
+            Ok(None) => return,
+            Err(e) => {
+                tracing::warn!("not listening for other processes' catalog changes: {e}");
+                return;
+            }
+        };
+        let engine = self.clone();
+        tokio::spawn(async move {
+            let me = engine.inner.config.node_id.clone();
+            loop {
+                let (sequence, node) = tokio::select! {
+                    n = notices.recv() => match n {
+                        Some(n) => n,
+                        None => return,
+                    },
+                    _ = engine.inner.stopping.cancelled() => return,
+                };
+                if node != me {
+                    if let Err(e) = engine.take_in_catalog(sequence).await {
+                        tracing::warn!("reading another process's catalog change: {e}");
+                    }
+                }
+            }
+        });
+    }
+
+    /// Refresh the catalog when another process moved it past this
+    /// process's view (which passes the events between the two on). Under
+    /// the catalog's change lock, so that a change of this process is never
+    /// taken for another's.
+    async fn take_in_catalog(&self, sequence: i64) -> Result<(), crate::EngineError> {
+        let _changing = self.inner.catalog.change.lock().await;
+        if sequence > self.catalog().await.sequence {
+            self.refresh_catalog().await?;
+        }
+        Ok(())
+    }
+
     /// Relay the other processes' committed events to this process's bus.
     pub(crate) async fn spawn_event_relay(&self) {
         let Some(announcer) = self.inner.announcer.clone() else {

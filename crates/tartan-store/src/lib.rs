@@ -242,6 +242,15 @@ pub trait Store: Send + Sync + 'static {
     /// while the listener reconnects are lost: the next one covers them.
     async fn listen_events(&self) -> Result<Option<tokio::sync::mpsc::Receiver<(i64, String)>>, StoreError>;
 
+    /// Tell the other processes that `node` committed the catalog up to
+    /// `sequence`, so that they read the change (their cache and their
+    /// WebSocket subscribers). Only Postgres carries it.
+    async fn announce_catalog(&self, node: &str, sequence: i64) -> Result<(), StoreError>;
+
+    /// The catalog announcements of every process, as `(sequence, node)`;
+    /// `None` where the database carries none.
+    async fn listen_catalog(&self) -> Result<Option<tokio::sync::mpsc::Receiver<(i64, String)>>, StoreError>;
+
     /// Hand back `node`'s leases on work it holds but is not calling (all
     /// but `keep`): queued calls, scheduled retries, running compensations it
     /// gave up. Another process may take them at once; on Postgres it is

@@ -135,6 +135,10 @@ pub(crate) const HANDBACK_CHANNEL: &str = "tartan_handback";
 /// events reach: `<global position> <node>`.
 pub(crate) const EVENTS_CHANNEL: &str = "tartan_events";
 
+/// The `NOTIFY` channel on which a process says the catalog's sequence it
+/// committed: `<sequence> <node>`.
+pub(crate) const CATALOG_CHANNEL: &str = "tartan_catalog";
+
 /// The `NOTIFY` channel on which a process says it created a bulk job.
 pub(crate) const BULK_CHANNEL: &str = "tartan_bulk";
 

@@ -818,22 +818,47 @@ impl Store for SqlStore {
     }
 
     async fn announce_events(&self, node: &str, head: i64) -> Result<(), StoreError> {
+        self.announce_position(crate::postgres::EVENTS_CHANNEL, node, head)
+            .await
+    }
+
+    async fn listen_events(&self) -> Result<Option<tokio::sync::mpsc::Receiver<(i64, String)>>, StoreError> {
+        self.listen_positions(crate::postgres::EVENTS_CHANNEL).await
+    }
+
+    async fn announce_catalog(&self, node: &str, sequence: i64) -> Result<(), StoreError> {
+        self.announce_position(crate::postgres::CATALOG_CHANNEL, node, sequence)
+            .await
+    }
+
+    async fn listen_catalog(&self) -> Result<Option<tokio::sync::mpsc::Receiver<(i64, String)>>, StoreError> {
+        self.listen_positions(crate::postgres::CATALOG_CHANNEL).await
+    }
+}
+
+impl SqlStore {
+    /// `NOTIFY channel, '<position> <node>'` (Postgres; nothing elsewhere).
+    async fn announce_position(&self, channel: &str, node: &str, position: i64) -> Result<(), StoreError> {
         if !self.backend.notifies() {
             return Ok(());
         }
         sqlx::query("SELECT pg_notify($1, $2)")
-            .bind(crate::postgres::EVENTS_CHANNEL)
-            .bind(format!("{head} {node}"))
+            .bind(channel)
+            .bind(format!("{position} {node}"))
             .execute(&self.write)
             .await?;
         Ok(())
     }
 
-    async fn listen_events(&self) -> Result<Option<tokio::sync::mpsc::Receiver<(i64, String)>>, StoreError> {
+    /// The `(position, node)` notices of `channel`; `None` without Postgres.
+    async fn listen_positions(
+        &self,
+        channel: &str,
+    ) -> Result<Option<tokio::sync::mpsc::Receiver<(i64, String)>>, StoreError> {
         let Some(url) = &self.listen_url else {
             return Ok(None);
         };
-        let mut payloads = crate::postgres::listen(url, crate::postgres::EVENTS_CHANNEL).await?;
+        let mut payloads = crate::postgres::listen(url, channel).await?;
         let (tx, rx) = tokio::sync::mpsc::channel(64);
         tokio::spawn(async move {
             while let Some(payload) = payloads.recv().await {
