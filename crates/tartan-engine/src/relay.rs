@@ -295,7 +295,7 @@ mod tests {
         assert!(!a.is_own(4));
         assert!(a.is_own(9));
         a.forget_through(9);
-        assert!(a.own.lock().unwrap().is_empty());
+        assert!(a.own.lock().is_ok_and(|own| own.is_empty()));
     }
 
     #[test]
