@@ -697,3 +697,32 @@ pub const UNUSED_SERVER: [&str; 4] = [
     "--database-url",
     "sqlite://unused-never-created.db",
 ];
+
+/// Three steps in a chain, the first held until `gate` is notified (or
+/// not held, without one).
+pub async fn three_steps(app: &TestApp, gate: Option<Arc<tokio::sync::Notify>>) -> StepServer {
+    let svc = StepServer::start_async(move |r, _| {
+        let gate = gate.clone();
+        Box::pin(async move {
+            match r.path.as_str() {
+                "/a" => {
+                    if let Some(gate) = gate {
+                        gate.notified().await;
+                    }
+                    json_reply(200, json!({"x": "1"}))
+                }
+                "/b" => json_reply(200, json!({"y": "2"})),
+                _ => json_reply(200, json!({"z": "3"})),
+            }
+        })
+    })
+    .await;
+    for step in [
+        sync_step("a", &svc.url("/a"), &["seed"], &["x"]),
+        sync_step("b", &svc.url("/b"), &["x"], &["y"]),
+        sync_step("c", &svc.url("/c"), &["y"], &["z"]),
+    ] {
+        assert_eq!(app.register(&step).await.status, StatusCode::CREATED);
+    }
+    svc
+}

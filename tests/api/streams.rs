@@ -110,35 +110,6 @@ async fn open(app: &TestApp, path: &str, last_event_id: Option<&str>) -> Stream 
     }
 }
 
-/// Three steps in a chain, the first held until `gate` is notified (or
-/// not held, without one).
-async fn three_steps(app: &TestApp, gate: Option<Arc<Notify>>) -> StepServer {
-    let svc = StepServer::start_async(move |r, _| {
-        let gate = gate.clone();
-        Box::pin(async move {
-            match r.path.as_str() {
-                "/a" => {
-                    if let Some(gate) = gate {
-                        gate.notified().await;
-                    }
-                    json_reply(200, json!({"x": "1"}))
-                }
-                "/b" => json_reply(200, json!({"y": "2"})),
-                _ => json_reply(200, json!({"z": "3"})),
-            }
-        })
-    })
-    .await;
-    for step in [
-        sync_step("a", &svc.url("/a"), &["seed"], &["x"]),
-        sync_step("b", &svc.url("/b"), &["x"], &["y"]),
-        sync_step("c", &svc.url("/c"), &["y"], &["z"]),
-    ] {
-        assert_eq!(app.register(&step).await.status, StatusCode::CREATED);
-    }
-    svc
-}
-
 /// The messages carry exactly the stored events, in order, each with its
 /// sequence as id, then the final state, and nothing after.
 async fn assert_history_then_state(app: &TestApp, id: &str, messages: &[Message], after: usize) {

@@ -131,32 +131,6 @@ impl<S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin> Client<S> {
     }
 }
 
-/// Three steps in a chain, the first held until `gate` is notified.
-async fn three_steps(app: &TestApp, gate: Arc<Notify>) -> StepServer {
-    let svc = StepServer::start_async(move |r, _| {
-        let gate = gate.clone();
-        Box::pin(async move {
-            match r.path.as_str() {
-                "/a" => {
-                    gate.notified().await;
-                    json_reply(200, json!({"x": "1"}))
-                }
-                "/b" => json_reply(200, json!({"y": "2"})),
-                _ => json_reply(200, json!({"z": "3"})),
-            }
-        })
-    })
-    .await;
-    for step in [
-        sync_step("a", &svc.url("/a"), &["seed"], &["x"]),
-        sync_step("b", &svc.url("/b"), &["x"], &["y"]),
-        sync_step("c", &svc.url("/c"), &["y"], &["z"]),
-    ] {
-        assert_eq!(app.register(&step).await.status, StatusCode::CREATED);
-    }
-    svc
-}
-
 fn millis(rfc3339: &Value) -> i64 {
     chrono::DateTime::parse_from_rfc3339(rfc3339.as_str().unwrap())
         .unwrap()
@@ -181,7 +155,7 @@ async fn a_flow_subscription_sends_its_state_then_its_events_live(backend: Backe
         return;
     };
     let gate = Arc::new(Notify::new());
-    let _svc = three_steps(&app, gate.clone()).await;
+    let _svc = three_steps(&app, Some(gate.clone())).await;
     let r = app
         .start_flow(&json!({"id": "w1", "goals": ["c"], "init": {"seed": ["s"]}}))
         .await;
@@ -581,7 +555,7 @@ async fn changes_made_by_another_process_arrive_live() {
     ws.subscribe(json!({"sub_id": "flows", "aggregate_ids": [["flow"]], "event_types": ["flow_completed"]}))
         .await;
     let gate = Arc::new(Notify::new());
-    let _svc = three_steps(&a, gate.clone()).await;
+    let _svc = three_steps(&a, Some(gate.clone())).await;
     let registered: Vec<Value> = {
         let mut m = Vec::new();
         while m.len() < 3 {

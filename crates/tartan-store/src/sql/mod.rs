@@ -666,20 +666,7 @@ impl Store for SqlStore {
     }
 
     async fn listen_handbacks(&self) -> Result<Option<tokio::sync::mpsc::Receiver<()>>, StoreError> {
-        let Some(url) = &self.listen_url else {
-            return Ok(None);
-        };
-        let mut payloads = crate::postgres::listen(url, crate::postgres::HANDBACK_CHANNEL).await?;
-        let (tx, rx) = tokio::sync::mpsc::channel(8);
-        tokio::spawn(async move {
-            while payloads.recv().await.is_some() {
-                // Many notices while one is being handled are one.
-                if let Err(tokio::sync::mpsc::error::TrySendError::Closed(_)) = tx.try_send(()) {
-                    return;
-                }
-            }
-        });
-        Ok(Some(rx))
+        self.listen_coalesced(crate::postgres::HANDBACK_CHANNEL).await
     }
 
     async fn count_bulk_matches(&self, filter: &BulkFilter) -> Result<u64, StoreError> {
@@ -758,20 +745,7 @@ impl Store for SqlStore {
     }
 
     async fn listen_bulk(&self) -> Result<Option<tokio::sync::mpsc::Receiver<()>>, StoreError> {
-        let Some(url) = &self.listen_url else {
-            return Ok(None);
-        };
-        let mut payloads = crate::postgres::listen(url, crate::postgres::BULK_CHANNEL).await?;
-        let (tx, rx) = tokio::sync::mpsc::channel(8);
-        tokio::spawn(async move {
-            while payloads.recv().await.is_some() {
-                // Many notices while one is being handled are one.
-                if let Err(tokio::sync::mpsc::error::TrySendError::Closed(_)) = tx.try_send(()) {
-                    return;
-                }
-            }
-        });
-        Ok(Some(rx))
+        self.listen_coalesced(crate::postgres::BULK_CHANNEL).await
     }
 
     async fn purge_bulk_jobs(
@@ -848,6 +822,27 @@ impl SqlStore {
             .execute(&self.write)
             .await?;
         Ok(())
+    }
+
+    /// The notices of `channel`, each meaning only "look again": many that
+    /// arrive while one is being handled are one. `None` without Postgres.
+    async fn listen_coalesced(
+        &self,
+        channel: &str,
+    ) -> Result<Option<tokio::sync::mpsc::Receiver<()>>, StoreError> {
+        let Some(url) = &self.listen_url else {
+            return Ok(None);
+        };
+        let mut payloads = crate::postgres::listen(url, channel).await?;
+        let (tx, rx) = tokio::sync::mpsc::channel(8);
+        tokio::spawn(async move {
+            while payloads.recv().await.is_some() {
+                if let Err(tokio::sync::mpsc::error::TrySendError::Closed(_)) = tx.try_send(()) {
+                    return;
+                }
+            }
+        });
+        Ok(Some(rx))
     }
 
     /// The `(position, node)` notices of `channel`; `None` without Postgres.
