@@ -22,6 +22,7 @@ both_backends!(
     a_read_token_may_read_jobs_but_not_start_or_stop_them,
     finished_jobs_go_with_the_retention,
     a_flow_the_job_retried_before_it_could_record_it_is_skipped,
+    a_flow_the_job_cancelled_before_it_could_record_it_is_not_cancelled_again,
     a_filter_matching_more_flows_than_a_job_may_take_is_refused,
 );
 
@@ -636,6 +637,78 @@ async fn a_flow_the_job_retried_before_it_could_record_it_is_skipped(backend: Ba
     );
     for id in &ids {
         assert_eq!(retried_by(&app, id).await, [json!(job.id)], "{id}: once");
+    }
+}
+
+/// A cancel job taken over after its process cancelled a flow and died
+/// before recording it does not cancel that flow again, even when someone
+/// has retried it since: the flow's `flow_cancelled` names the job.
+async fn a_flow_the_job_cancelled_before_it_could_record_it_is_not_cancelled_again(backend: Backend) {
+    let Some(app) = spawn_app(backend).await else {
+        return;
+    };
+    let svc = StepServer::start_async(|_, _| {
+        Box::pin(async move {
+            tokio::time::sleep(Duration::from_secs(60)).await;
+            json_reply(200, json!({"s": "late"}))
+        })
+    })
+    .await;
+    let r = app
+        .register(&sync_step("slow", &svc.url("/slow"), &[], &["s"]))
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+    for id in ["k-1", "k-2", "k-3"] {
+        start(&app, id, "slow", json!({"batch": "k"})).await;
+    }
+    let job = tartan_store::NewBulkJob {
+        id: uuid::Uuid::new_v4().simple().to_string(),
+        kind: "cancel".into(),
+        filter_json: json!({"id_prefix": "k-"}),
+        filter: tartan_store::BulkFilter {
+            id_prefix: Some("k-".into()),
+            statuses: vec![tartan_core::flow::FlowStatus::Active],
+            ..Default::default()
+        },
+        options: json!({"compensate": true}),
+        // One flow a second, k-1 first: on Postgres the runner is woken by
+        // the job's creation, and reaches k-3 two seconds later.
+        rate: 1,
+        created_at: chrono::Utc::now(),
+    };
+    match app.engine.store().create_bulk_job(&job, 100).await {
+        Ok(tartan_store::BulkCreated::Created(created)) => assert_eq!(created.total, 3),
+        other => panic!("{other:?}"),
+    }
+    // As a process that cancelled k-3 for the job and died before
+    // recording it; then someone retried k-3.
+    app.engine
+        .cancel_flow_by("k-3", true, Some(&job.id))
+        .await
+        .expect("cancelled");
+    let cancelled = app.wait_for_flow("k-3").await;
+    assert_eq!(cancelled["status"], "cancelled", "{cancelled}");
+    let r = app.post("/engine/flow/k-3/retry", &json!({})).await;
+    assert_eq!(r.status, StatusCode::ACCEPTED, "{:?}", r.body);
+    // Any new job wakes the runner, which takes up every job waiting.
+    let r = app
+        .post("/engine/bulk/cancel", &json!({"filter": {"ids": ["none"]}}))
+        .await;
+    assert_eq!(r.status, StatusCode::ACCEPTED, "{:?}", r.body);
+    let done = wait_for_job(&app, &job.id).await;
+    assert_eq!(
+        (&done["done"], &done["skipped"], &done["failed"]),
+        (&json!(2), &json!(1), &json!(0)),
+        "{done}"
+    );
+    assert_eq!(app.flow("k-3").await["status"], "active", "not cancelled again");
+    for id in ["k-1", "k-2", "k-3"] {
+        let evs = events(&app, id).await;
+        let by_job: Vec<_> = of_type(&evs, "flow_cancelled")
+            .into_iter()
+            .filter(|e| e["data"]["reason"].as_str().is_some_and(|r| r.contains(&job.id)))
+            .collect();
+        assert_eq!(by_job.len(), 1, "{id}: cancelled once by the job: {evs:?}");
     }
 }
 

@@ -7,9 +7,10 @@
 //! item is marked done, skipped or failed as it goes, so a job whose
 //! process stopped or died is taken over where it was: at start-up (its own
 //! jobs at once), or by another process once the lease ran out. A flow is
-//! acted on once: a retry names the job in its `flow_retried` (`by`), and a
-//! taken-over job skips the flows that name it; a flow cancelled already is
-//! skipped.
+//! acted on once: a retry names the job in its `flow_retried` (`by`), a
+//! cancel in its `flow_cancelled` (`reason`), and a taken-over job skips
+//! the flows whose events name it, whatever happened to them since; a flow
+//! cancelled already by someone else is skipped too.
 //!
 //! An idle engine does not poll: the runner wakes when this process creates
 //! a job, when another one does (Postgres `NOTIFY`), when one of its jobs
@@ -343,6 +344,25 @@ impl Engine {
         }
     }
 
+    /// Skipped when the flow's events say this job acted on it already (a
+    /// process that died before recording it); failed when that cannot be
+    /// read.
+    async fn acted_already(
+        &self,
+        flow_id: &str,
+        event_type: &str,
+        job_id: &str,
+    ) -> Option<(BulkItemState, Option<String>)> {
+        match self.inner.store.flow_marked_by(flow_id, event_type, job_id).await {
+            Ok(true) => Some((
+                BulkItemState::Skipped,
+                Some(format!("{event_type} by this job already")),
+            )),
+            Ok(false) => None,
+            Err(e) => Some((BulkItemState::Failed, Some(e.to_string()))),
+        }
+    }
+
     /// Retry or cancel one flow: how it went, and why when it was skipped
     /// or failed. `None`: the engine is stopping, the flow is left pending.
     async fn act_on(
@@ -354,17 +374,18 @@ impl Engine {
         use tartan_core::flow::FlowStatus;
         let outcome = match action {
             BulkAction::Retry { reset_attempts } => {
-                match self.inner.store.flow_retried_by(flow_id, job_id).await {
-                    Ok(true) => {
-                        return Some((BulkItemState::Skipped, Some("retried by this job already".into())))
-                    }
-                    Ok(false) => {}
-                    Err(e) => return Some((BulkItemState::Failed, Some(e.to_string()))),
+                if let Some(skip) = self.acted_already(flow_id, "flow_retried", job_id).await {
+                    return Some(skip);
                 }
                 self.retry_flow(flow_id, reset_attempts, Some(job_id.to_string()))
                     .await
             }
-            BulkAction::Cancel { compensate } => self.cancel_flow_with(flow_id, compensate).await,
+            BulkAction::Cancel { compensate } => {
+                if let Some(skip) = self.acted_already(flow_id, "flow_cancelled", job_id).await {
+                    return Some(skip);
+                }
+                self.cancel_flow_by(flow_id, compensate, Some(job_id)).await
+            }
         };
         Some(match outcome {
             Ok(()) => (BulkItemState::Done, None),
@@ -376,7 +397,13 @@ impl Engine {
             // retry landed and the flow moved on before `retry_flow` could
             // tell it from a change by another request.
             Err(EngineError::NotRetryable(..))
-                if matches!(self.inner.store.flow_retried_by(flow_id, job_id).await, Ok(true)) =>
+                if matches!(
+                    self.inner
+                        .store
+                        .flow_marked_by(flow_id, "flow_retried", job_id)
+                        .await,
+                    Ok(true)
+                ) =>
             {
                 (BulkItemState::Done, None)
             }

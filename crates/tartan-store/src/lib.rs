@@ -331,8 +331,9 @@ pub trait Store: Send + Sync + 'static {
     /// clock; `None` when no other process holds one.
     async fn bulk_lease_elsewhere(&self, node: &str) -> Result<Option<std::time::Duration>, StoreError>;
 
-    /// Whether bulk job `by` retried the flow (its `flow_retried` names it).
-    async fn flow_retried_by(&self, flow_id: &str, by: &str) -> Result<bool, StoreError>;
+    /// Whether bulk job `by` acted on the flow: one of its events of
+    /// `event_type` (`flow_retried`, `flow_cancelled`) names the job.
+    async fn flow_marked_by(&self, flow_id: &str, event_type: &str, by: &str) -> Result<bool, StoreError>;
 
     /// Notices that another process created a bulk job; `None` where the
     /// database carries none.

@@ -321,6 +321,18 @@ impl Engine {
     /// work of its steps is not compensated. Works wherever the flow runs
     /// (its calls elsewhere are told to abort, docs/api.md "Retry and kill").
     pub async fn cancel_flow_with(&self, flow_id: &str, compensate: bool) -> Result<(), EngineError> {
+        self.cancel_flow_by(flow_id, compensate, None).await
+    }
+
+    /// The same, for bulk job `by`: the `flow_cancelled` event's reason
+    /// names it, so that a job taken over after a crash can tell the flows
+    /// it cancelled already (docs/api.md, "Bulk operations").
+    pub async fn cancel_flow_by(
+        &self,
+        flow_id: &str,
+        compensate: bool,
+        by: Option<&str>,
+    ) -> Result<(), EngineError> {
         let state = self.flow(flow_id).await?;
         if state.status != tartan_core::flow::FlowStatus::Active {
             return Err(EngineError::FlowTerminal(
@@ -328,7 +340,10 @@ impl Engine {
                 state.status.as_str(),
             ));
         }
-        let reason = "cancelled by request".to_string();
+        let reason = match by {
+            Some(job) => format!("cancelled by bulk job {job}"),
+            None => "cancelled by request".to_string(),
+        };
         let stop = if compensate {
             Stop::Cancel(reason)
         } else {

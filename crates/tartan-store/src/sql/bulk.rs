@@ -413,15 +413,21 @@ impl SqlStore {
         Ok(wait.map(|us| std::time::Duration::from_micros(u64::try_from(us).unwrap_or(0))))
     }
 
-    pub(super) async fn flow_retried_by_sql(&self, flow_id: &str, by: &str) -> Result<bool, StoreError> {
+    pub(super) async fn flow_marked_by_sql(
+        &self,
+        flow_id: &str,
+        event_type: &str,
+        by: &str,
+    ) -> Result<bool, StoreError> {
         // Job ids are hex: no LIKE wildcard in them, and no other text of a
-        // `flow_retried` holds one.
+        // `flow_retried` or `flow_cancelled` holds one.
         let row = sqlx::query(
             "SELECT 1 AS one FROM events WHERE aggregate_type = $1 AND aggregate_id = $2 \
-             AND event_type = 'flow_retried' AND data LIKE $3 LIMIT 1",
+             AND event_type = $3 AND data LIKE $4 LIMIT 1",
         )
         .bind(FLOW)
         .bind(flow_id)
+        .bind(event_type)
         .bind(format!("%{by}%"))
         .fetch_optional(&self.read)
         .await?;

@@ -740,8 +740,8 @@ impl Store for SqlStore {
         self.bulk_lease_elsewhere_sql(node).await
     }
 
-    async fn flow_retried_by(&self, flow_id: &str, by: &str) -> Result<bool, StoreError> {
-        self.flow_retried_by_sql(flow_id, by).await
+    async fn flow_marked_by(&self, flow_id: &str, event_type: &str, by: &str) -> Result<bool, StoreError> {
+        self.flow_marked_by_sql(flow_id, event_type, by).await
     }
 
     async fn listen_bulk(&self) -> Result<Option<tokio::sync::mpsc::Receiver<()>>, StoreError> {
