@@ -47,6 +47,22 @@ async fn failing_steps(app: &TestApp) -> StepServer {
     svc
 }
 
+/// Step `slow`, whose calls hang: its flows stay active until cancelled.
+async fn slow_step(app: &TestApp) -> StepServer {
+    let svc = StepServer::start_async(|_, _| {
+        Box::pin(async move {
+            tokio::time::sleep(Duration::from_secs(60)).await;
+            json_reply(200, json!({"s": "late"}))
+        })
+    })
+    .await;
+    let r = app
+        .register(&sync_step("slow", &svc.url("/slow"), &[], &["s"]))
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+    svc
+}
+
 async fn start(app: &TestApp, id: &str, goal: &str, labels: Value) {
     let r = app
         .start_flow(&json!({"id": id, "goals": [goal], "labels": labels}))
@@ -160,18 +176,7 @@ async fn a_bulk_cancel_stops_the_matched_active_flows(backend: Backend) {
     let Some(app) = spawn_app(backend).await else {
         return;
     };
-    // Calls hang: the flows stay active until cancelled.
-    let svc = StepServer::start_async(|_, _| {
-        Box::pin(async move {
-            tokio::time::sleep(Duration::from_secs(60)).await;
-            json_reply(200, json!({"s": "late"}))
-        })
-    })
-    .await;
-    let r = app
-        .register(&sync_step("slow", &svc.url("/slow"), &[], &["s"]))
-        .await;
-    assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+    let _svc = slow_step(&app).await;
     for (id, batch) in [("c-1", "b7"), ("c-2", "b7"), ("c-3", "b8")] {
         start(&app, id, "slow", json!({"batch": batch})).await;
     }
@@ -647,17 +652,7 @@ async fn a_flow_the_job_cancelled_before_it_could_record_it_is_not_cancelled_aga
     let Some(app) = spawn_app(backend).await else {
         return;
     };
-    let svc = StepServer::start_async(|_, _| {
-        Box::pin(async move {
-            tokio::time::sleep(Duration::from_secs(60)).await;
-            json_reply(200, json!({"s": "late"}))
-        })
-    })
-    .await;
-    let r = app
-        .register(&sync_step("slow", &svc.url("/slow"), &[], &["s"]))
-        .await;
-    assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+    let _svc = slow_step(&app).await;
     for id in ["k-1", "k-2", "k-3"] {
         start(&app, id, "slow", json!({"batch": "k"})).await;
     }
