@@ -5,11 +5,12 @@ use std::time::Duration;
 
 use axum::http::{Method, StatusCode};
 use serde_json::{json, Value};
+use tartan_core::flow::FlowStatus;
 
 use crate::both_backends;
 use crate::helpers::{
-    call, events, json_reply, of_type, read_reply, register, spawn_app, spawn_binary_with, start_on_with,
-    start_secured, sync_step, Backend, Binary, StepServer, TestApp, TestDb,
+    call, events, json_reply, of_type, read_reply, register, spawn_app, spawn_binary_with, spawn_with_tokens,
+    start_on_with, sync_step, Backend, Binary, StepServer, TestApp, TestDb,
 };
 
 both_backends!(
@@ -519,16 +520,10 @@ async fn killed_part_way(backend: Backend, next_node: &str) {
 }
 
 async fn a_read_token_may_read_jobs_but_not_start_or_stop_them(backend: Backend) {
-    let Some(db) = TestDb::create(backend).await else {
+    let Some(app) = spawn_with_tokens(backend, "full-token-0123456789", "reader-token-abcdefghij").await
+    else {
         return;
     };
-    let security = tartan_server::ApiSecurity::new(
-        &["full-token-0123456789".into()],
-        &["reader-token-abcdefghij".into()],
-        &[],
-    )
-    .unwrap_or_else(|e| panic!("security settings: {e}"));
-    let app = start_secured(db, "test-node", security).await;
     let send = |method: Method, path: &str, token: &str| {
         app.client
             .request(method, app.url(path))
@@ -602,39 +597,20 @@ async fn a_flow_the_job_retried_before_it_could_record_it_is_skipped(backend: Ba
     };
     let _svc = failing_steps(&app).await;
     let ids = failed_flows(&app, 3).await;
-    // Created straight in the store: the runner is not woken (on Postgres
-    // it is, and at one flow a second reaches p-1 a second later).
-    let job = tartan_store::NewBulkJob {
-        id: uuid::Uuid::new_v4().simple().to_string(),
-        kind: "retry".into(),
-        filter_json: json!({"id_prefix": "p-"}),
-        filter: tartan_store::BulkFilter {
-            id_prefix: Some("p-".into()),
-            statuses: vec![
-                tartan_core::flow::FlowStatus::Failed,
-                tartan_core::flow::FlowStatus::Cancelled,
-            ],
-            ..Default::default()
-        },
-        options: json!({"reset_attempts": true}),
-        rate: 1,
-        created_at: chrono::Utc::now(),
-    };
-    match app.engine.store().create_bulk_job(&job, 100).await {
-        Ok(tartan_store::BulkCreated::Created(created)) => assert_eq!(created.total, 3),
-        other => panic!("{other:?}"),
-    }
+    let job = stored_job(
+        &app,
+        "retry",
+        "p-",
+        vec![FlowStatus::Failed, FlowStatus::Cancelled],
+        json!({"reset_attempts": true}),
+    )
+    .await;
     // As a process that retried p-1 for the job and died before recording it.
     app.engine
         .retry_flow("p-1", true, Some(job.id.clone()))
         .await
         .expect("retried");
-    // Any new job wakes the runner, which takes up every job waiting.
-    let r = app
-        .post("/engine/bulk/cancel", &json!({"filter": {"ids": ["none"]}}))
-        .await;
-    assert_eq!(r.status, StatusCode::ACCEPTED, "{:?}", r.body);
-    let done = wait_for_job(&app, &job.id).await;
+    let done = wake_and_wait(&app, &job.id).await;
     assert_eq!(
         (&done["done"], &done["skipped"], &done["failed"]),
         (&json!(2), &json!(1), &json!(0)),
@@ -643,6 +619,47 @@ async fn a_flow_the_job_retried_before_it_could_record_it_is_skipped(backend: Ba
     for id in &ids {
         assert_eq!(retried_by(&app, id).await, [json!(job.id)], "{id}: once");
     }
+}
+
+/// A job of three flows, created straight in the store as a process that
+/// died before it ran it would leave it: the runner is not woken (on
+/// Postgres it is; at one flow a second it reaches the third flow two
+/// seconds later).
+async fn stored_job(
+    app: &TestApp,
+    kind: &str,
+    prefix: &str,
+    statuses: Vec<FlowStatus>,
+    options: Value,
+) -> tartan_store::NewBulkJob {
+    let job = tartan_store::NewBulkJob {
+        id: uuid::Uuid::new_v4().simple().to_string(),
+        kind: kind.into(),
+        filter_json: json!({"id_prefix": prefix}),
+        filter: tartan_store::BulkFilter {
+            id_prefix: Some(prefix.into()),
+            statuses,
+            ..Default::default()
+        },
+        options,
+        rate: 1,
+        created_at: chrono::Utc::now(),
+    };
+    match app.engine.store().create_bulk_job(&job, 100).await {
+        Ok(tartan_store::BulkCreated::Created(created)) => assert_eq!(created.total, 3),
+        other => panic!("{other:?}"),
+    }
+    job
+}
+
+/// Wake the runner (any new job does, and it takes up every job waiting),
+/// then wait for job `id` to end.
+async fn wake_and_wait(app: &TestApp, id: &str) -> Value {
+    let r = app
+        .post("/engine/bulk/cancel", &json!({"filter": {"ids": ["none"]}}))
+        .await;
+    assert_eq!(r.status, StatusCode::ACCEPTED, "{:?}", r.body);
+    wait_for_job(app, id).await
 }
 
 /// A cancel job taken over after its process cancelled a flow and died
@@ -656,25 +673,14 @@ async fn a_flow_the_job_cancelled_before_it_could_record_it_is_not_cancelled_aga
     for id in ["k-1", "k-2", "k-3"] {
         start(&app, id, "slow", json!({"batch": "k"})).await;
     }
-    let job = tartan_store::NewBulkJob {
-        id: uuid::Uuid::new_v4().simple().to_string(),
-        kind: "cancel".into(),
-        filter_json: json!({"id_prefix": "k-"}),
-        filter: tartan_store::BulkFilter {
-            id_prefix: Some("k-".into()),
-            statuses: vec![tartan_core::flow::FlowStatus::Active],
-            ..Default::default()
-        },
-        options: json!({"compensate": true}),
-        // One flow a second, k-1 first: on Postgres the runner is woken by
-        // the job's creation, and reaches k-3 two seconds later.
-        rate: 1,
-        created_at: chrono::Utc::now(),
-    };
-    match app.engine.store().create_bulk_job(&job, 100).await {
-        Ok(tartan_store::BulkCreated::Created(created)) => assert_eq!(created.total, 3),
-        other => panic!("{other:?}"),
-    }
+    let job = stored_job(
+        &app,
+        "cancel",
+        "k-",
+        vec![FlowStatus::Active],
+        json!({"compensate": true}),
+    )
+    .await;
     // As a process that cancelled k-3 for the job and died before
     // recording it; then someone retried k-3.
     app.engine
@@ -685,12 +691,7 @@ async fn a_flow_the_job_cancelled_before_it_could_record_it_is_not_cancelled_aga
     assert_eq!(cancelled["status"], "cancelled", "{cancelled}");
     let r = app.post("/engine/flow/k-3/retry", &json!({})).await;
     assert_eq!(r.status, StatusCode::ACCEPTED, "{:?}", r.body);
-    // Any new job wakes the runner, which takes up every job waiting.
-    let r = app
-        .post("/engine/bulk/cancel", &json!({"filter": {"ids": ["none"]}}))
-        .await;
-    assert_eq!(r.status, StatusCode::ACCEPTED, "{:?}", r.body);
-    let done = wait_for_job(&app, &job.id).await;
+    let done = wake_and_wait(&app, &job.id).await;
     assert_eq!(
         (&done["done"], &done["skipped"], &done["failed"]),
         (&json!(2), &json!(1), &json!(0)),

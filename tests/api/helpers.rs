@@ -142,6 +142,14 @@ pub async fn start_secured(db: TestDb, node_id: &str, security: tartan_server::A
     start_app(db, node_id, security, |_| {}).await
 }
 
+/// A fresh app that asks for tokens: `full` may do anything, `read` only read.
+pub async fn spawn_with_tokens(backend: Backend, full: &str, read: &str) -> Option<TestApp> {
+    let db = TestDb::create(backend).await?;
+    let security = tartan_server::ApiSecurity::new(&[full.into()], &[read.into()], &[])
+        .unwrap_or_else(|e| panic!("security settings: {e}"));
+    Some(start_secured(db, "test-node", security).await)
+}
+
 /// The same, with the engine's configuration adjusted by `adjust`.
 pub async fn start_on_with(db: TestDb, node_id: &str, adjust: impl FnOnce(&mut EngineConfig)) -> TestApp {
     start_app(db, node_id, tartan_server::ApiSecurity::open(), adjust).await

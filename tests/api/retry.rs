@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 use crate::both_backends;
 use crate::helpers::{
     attempt_of, call, events, json_reply, of_type, read_reply, register, spawn_app, spawn_binary,
-    start_secured, sync_step, wait_for_terminal, Backend, StepServer, TestApp, TestDb,
+    spawn_with_tokens, sync_step, wait_for_terminal, Backend, StepServer, TestApp, TestDb,
 };
 
 both_backends!(
@@ -414,16 +414,10 @@ async fn a_flow_whose_engine_died_can_be_cancelled_and_retried(backend: Backend)
 }
 
 async fn a_read_token_may_not_retry_or_kill(backend: Backend) {
-    let Some(db) = TestDb::create(backend).await else {
+    let Some(app) = spawn_with_tokens(backend, "full-token-0123456789", "reader-token-abcdefghij").await
+    else {
         return;
     };
-    let security = tartan_server::ApiSecurity::new(
-        &["full-token-0123456789".into()],
-        &["reader-token-abcdefghij".into()],
-        &[],
-    )
-    .unwrap_or_else(|e| panic!("security settings: {e}"));
-    let app = start_secured(db, "test-node", security).await;
     let send = |path: &str, token: &str| {
         app.client
             .post(app.url(path))

@@ -393,20 +393,6 @@ impl Engine {
             Err(e @ EngineError::FlowNotFound(_)) => (BulkItemState::Skipped, Some(e.to_string())),
             // Over already (cancelled by someone else, or finished).
             Err(e @ EngineError::FlowTerminal(..)) => (BulkItemState::Skipped, Some(e.to_string())),
-            // Refused, yet the flow's `flow_retried` names this job: the
-            // retry landed and the flow moved on before `retry_flow` could
-            // tell it from a change by another request.
-            Err(EngineError::NotRetryable(..))
-                if matches!(
-                    self.inner
-                        .store
-                        .flow_marked_by(flow_id, "flow_retried", job_id)
-                        .await,
-                    Ok(true)
-                ) =>
-            {
-                (BulkItemState::Done, None)
-            }
             // Active or completed since the job was created: nothing to do.
             // Still deactivating: it could not be retried now.
             Err(e @ EngineError::NotRetryable(..)) => match self.inner.store.flow_status(flow_id).await {

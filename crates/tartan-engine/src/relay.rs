@@ -43,17 +43,32 @@ pub(crate) struct Announcer {
 }
 
 impl Announcer {
-    /// The writer committed the positions `first..=last` in one batch.
-    pub(crate) fn committed(&self, first: i64, last: i64) {
+    /// The writer committed a batch whose decisions took these ranges of
+    /// positions (`first..=last` each). They are one run, kept as one
+    /// entry; several when the batch was committed one by one after a
+    /// failure.
+    pub(crate) fn committed(&self, ranges: impl Iterator<Item = (i64, i64)>) {
+        let mut ranges: Vec<(i64, i64)> = ranges.collect();
+        ranges.sort_unstable();
+        let mut runs: Vec<(i64, i64)> = Vec::new();
+        for (first, last) in ranges {
+            match runs.last_mut() {
+                Some(run) if first == run.1 + 1 => run.1 = last,
+                _ => runs.push((first, last)),
+            }
+        }
+        let Some(&(_, head)) = runs.last() else {
+            return;
+        };
         if let Ok(mut own) = self.own.lock() {
-            own.insert(first, last);
+            own.extend(runs);
             while own.len() > OWN_BATCHES {
                 own.pop_first();
             }
         }
         self.head.send_if_modified(|h| {
-            let newer = last > *h;
-            *h = (*h).max(last);
+            let newer = head > *h;
+            *h = (*h).max(head);
             newer
         });
     }
@@ -286,8 +301,13 @@ mod tests {
     #[test]
     fn own_batches_are_left_out_and_forgotten_once_read() {
         let a = announcer();
-        a.committed(3, 5);
-        a.committed(9, 9);
+        a.committed([(3, 4), (5, 5)].into_iter());
+        a.committed([(9, 9)].into_iter());
+        assert_eq!(
+            a.own.lock().map(|own| own.len()).ok(),
+            Some(2),
+            "3..=5 is one run"
+        );
         let own: Vec<i64> = (1..=10).filter(|p| a.is_own(*p)).collect();
         assert_eq!(own, [3, 4, 5, 9]);
         assert_eq!(*a.head.borrow(), 9);

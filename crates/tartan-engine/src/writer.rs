@@ -96,7 +96,11 @@ async fn run(
             Vec::new()
         };
         let started = std::time::Instant::now();
-        let lengths: Vec<i64> = commits.iter().map(|c| c.events.len() as i64).collect();
+        // How many events each decision holds, for the positions it took.
+        let lengths: Vec<i64> = match announce {
+            Some(_) => commits.iter().map(|c| c.events.len() as i64).collect(),
+            None => Vec::new(),
+        };
         let results = store.commit_flows(commits).await;
         for (copy, result) in copies.into_iter().zip(&results) {
             if let (Some(mut copy), Ok(position)) = (copy, result) {
@@ -106,29 +110,10 @@ async fn run(
         }
         drop(gate);
         if let Some(announce) = &announce {
-            // A batch's passed decisions hold one run of positions (several
-            // when it was committed one by one after a failure).
-            let mut ranges: Vec<(i64, i64)> = results
-                .iter()
-                .zip(&lengths)
-                .filter(|(_, n)| **n > 0)
-                .filter_map(|(r, n)| r.as_ref().ok().map(|p| (*p, p + n - 1)))
-                .collect();
-            ranges.sort_unstable();
-            let mut run: Option<(i64, i64)> = None;
-            for (first, last) in ranges {
-                run = match run {
-                    Some((f, l)) if first == l + 1 => Some((f, last)),
-                    Some((f, l)) => {
-                        announce.committed(f, l);
-                        Some((first, last))
-                    }
-                    None => Some((first, last)),
-                };
-            }
-            if let Some((first, last)) = run {
-                announce.committed(first, last);
-            }
+            announce.committed(results.iter().zip(&lengths).filter_map(|(r, n)| match r {
+                Ok(first) if *n > 0 => Some((*first, first + n - 1)),
+                _ => None,
+            }));
         }
         let took = started.elapsed();
         metrics.commit_batch(size, took);

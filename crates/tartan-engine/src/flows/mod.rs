@@ -380,20 +380,13 @@ impl Engine {
         }
         let retry = Command::Retry { reset_attempts, by };
         self.decide(flow_id, retry).await?;
-        // Another decision may have raced this one (a second retry): only
-        // a flow that is active now was retried, or one whose `retried_at`
-        // moved (it was retried and ended again at once: a step that fails
-        // at once fails it before this looks).
-        match self.flow_status(flow_id).await? {
-            FlowStatus::Active => Ok(()),
-            other if other == state.status => {
-                if self.flow(flow_id).await?.retried_at != state.retried_at {
-                    Ok(())
-                } else {
-                    refuse("another request changed it first")
-                }
-            }
-            _ => Ok(()),
+        // Another decision may have raced this one: the flow was retried
+        // when its `retried_at` moved, whatever its status now (a step that
+        // fails at once may have ended it again already).
+        if self.flow(flow_id).await?.retried_at != state.retried_at {
+            Ok(())
+        } else {
+            refuse("another request changed it first")
         }
     }
 
