@@ -93,6 +93,8 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 #[path = "load/api.rs"]
 mod api;
+#[path = "load/relay.rs"]
+mod relay;
 mod support;
 
 use support::{proc_status_mib, BenchDb, Histogram};

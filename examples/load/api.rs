@@ -50,6 +50,7 @@ use clap::Args;
 use futures::FutureExt;
 use serde_json::{json, Value};
 
+use crate::relay;
 use crate::support::{self, BenchDb, Histogram};
 use crate::{ms, StoreKind};
 
@@ -147,19 +148,42 @@ async fn bench(args: &ApiArgs, server: &str, steps: SocketAddr) {
         .map_or(0, |d| d.as_secs());
     let chain = Chain::new(&format!("load-{unix}-{}", std::process::id()));
 
-    let floor = floor(args, &chain, steps, client).await;
+    let floor = floor(args, &chain, steps, client.clone()).await;
     println!("{}", floor.line("side=floor"));
+    let relay = relay::start(
+        steps,
+        chain.steps.to_vec(),
+        usize::try_from(args.clients).unwrap_or(usize::MAX),
+    );
+    let relay_api = Api {
+        client,
+        base: format!("http://{relay}"),
+        token: None,
+    };
+    let relay = tartan(
+        args,
+        args.floor_flows,
+        &format!("{}-relay", chain.prefix),
+        &chain,
+        relay_api,
+    )
+    .await;
+    println!("{}", relay.line("side=relay"));
     chain.register(&api, steps).await;
-    let tartan = tartan(args, &chain, api.clone()).await;
+    let tartan = tartan(args, args.flows, &chain.prefix, &chain, api.clone()).await;
     chain.unregister(&api).await;
     println!(
         "{}",
         tartan.line(&format!("side=tartan store={store} server={}", api.base))
     );
     println!(
-        "load_api store={store} throughput_ratio={:.3} latency_multiple={:.2} flows={} floor_flows={} clients={} alone={} poll_ms={}",
+        "load_api store={store} throughput_ratio={:.3} latency_multiple={:.2} \
+         relay_throughput_ratio={:.3} relay_latency_multiple={:.2} \
+         flows={} floor_flows={} clients={} alone={} poll_ms={}",
         tartan.flows_per_s / floor.flows_per_s,
         tartan.alone_p50_us as f64 / floor.alone_p50_us as f64,
+        relay.flows_per_s / floor.flows_per_s,
+        relay.alone_p50_us as f64 / floor.alone_p50_us as f64,
         args.flows,
         args.floor_flows,
         args.clients,
@@ -371,10 +395,11 @@ async fn floor(args: &ApiArgs, chain: &Chain, steps: SocketAddr, client: reqwest
     .await
 }
 
-/// The same flows, run by Tartan through its API.
-async fn tartan(args: &ApiArgs, chain: &Chain, api: Api) -> Run {
+/// `flows` of the same flows, run through the API at `api`: Tartan's, or
+/// the relay's (`relay.rs`), which answers the same two requests.
+async fn tartan(args: &ApiArgs, flows: u64, prefix: &str, chain: &Chain, api: Api) -> Run {
     let (goal, seed) = (chain.goal().to_string(), chain.seed.clone());
-    measure(args, args.flows, &chain.prefix, move |id, poll| {
+    measure(args, flows, prefix, move |id, poll| {
         let (api, goal, seed) = (api.clone(), goal.clone(), seed.clone());
         async move {
             let start = json!({ "id": id, "goals": [goal], "init": { seed: [id] } });

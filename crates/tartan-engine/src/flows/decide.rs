@@ -429,7 +429,7 @@ impl Engine {
             });
         }
         if let Some(status) = finished {
-            self.inner.waiters.finished(flow_id);
+            self.inner.waiters.finished(flow_id, status);
             if self.inner.finished.receiver_count() > 0 {
                 let _ = self.inner.finished.send(crate::FlowFinished {
                     flow_id: flow_id.clone(),

@@ -223,10 +223,14 @@ impl Engine {
         loop {
             // Listening before the status is read: a finish in between is
             // not missed.
-            let notified = waiting.notice.notified();
+            let notified = waiting.notice.woken.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
-            let status = self.flow_status(flow_id).await?;
+            // A finish in this process says its status: no read needed.
+            let status = match waiting.notice.finished() {
+                Some(status) => status,
+                None => self.flow_status(flow_id).await?,
+            };
             let now = tokio::time::Instant::now();
             if status != tartan_core::flow::FlowStatus::Active || now >= give_up {
                 return Ok(status);

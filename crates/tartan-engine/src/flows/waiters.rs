@@ -1,12 +1,14 @@
 //! Clients waiting for a flow to finish (`GET /engine/flow/{id}/status?wait=`):
-//! woken by the decision that finishes the flow in this process, without
-//! polling. A flow another process finishes is seen when the waiter looks
-//! at the store again, every [`RECHECK`].
+//! woken by the decision that finishes the flow in this process, which
+//! hands them the status it committed, without polling or reading it back.
+//! A flow another process finishes is seen when the waiter looks at the
+//! store again, every [`RECHECK`].
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
+use tartan_core::flow::FlowStatus;
 use tokio::sync::Notify;
 
 /// How often a waiter reads the flow's status again when nothing in this
@@ -24,13 +26,28 @@ pub(crate) struct Waiters {
 }
 
 /// Each flow's notice and waiter count, and the count of all waiters.
-type Table = (HashMap<String, (Arc<Notify>, usize)>, usize);
+type Table = (HashMap<String, (Arc<Notice>, usize)>, usize);
+
+/// What the waiters of one flow share: the wake-up, and the status the
+/// decision that finished the flow committed.
+#[derive(Default)]
+pub(crate) struct Notice {
+    pub(crate) woken: Notify,
+    finished: OnceLock<FlowStatus>,
+}
+
+impl Notice {
+    /// The status the flow finished with in this process, once it has.
+    pub(crate) fn finished(&self) -> Option<FlowStatus> {
+        self.finished.get().copied()
+    }
+}
 
 /// One client's place among the waiters, given up when dropped.
 pub(crate) struct Waiting<'a> {
     waiters: &'a Waiters,
     flow_id: String,
-    pub(crate) notice: Arc<Notify>,
+    pub(crate) notice: Arc<Notice>,
 }
 
 impl Waiters {
@@ -48,7 +65,7 @@ impl Waiters {
         *total += 1;
         let entry = flows
             .entry(flow_id.to_string())
-            .or_insert_with(|| (Arc::new(Notify::new()), 0));
+            .or_insert_with(|| (Arc::new(Notice::default()), 0));
         entry.1 += 1;
         Some(Waiting {
             waiters: self,
@@ -57,11 +74,18 @@ impl Waiters {
         })
     }
 
-    /// The flow finished in this process: wake whoever waits for it.
-    pub(crate) fn finished(&self, flow_id: &str) {
-        let guard = self.lock();
-        if let Some((notice, _)) = guard.0.get(flow_id) {
-            notice.notify_waiters();
+    /// The flow finished in this process with `status`, now committed:
+    /// wake whoever waits for it, and tell them.
+    /// Those who start waiting afterwards get a notice of their own: the
+    /// flow may be retried meanwhile.
+    pub(crate) fn finished(&self, flow_id: &str, status: FlowStatus) {
+        let mut guard = self.lock();
+        if let Some((notice, _)) = guard.0.get_mut(flow_id) {
+            if status != FlowStatus::Active {
+                let _ = notice.finished.set(status);
+            }
+            notice.woken.notify_waiters();
+            *notice = Arc::new(Notice::default());
         }
     }
 }
@@ -77,5 +101,33 @@ impl Drop for Waiting<'_> {
                 flows.remove(&self.flow_id);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_finish_tells_who_waits_then_and_nobody_after() {
+        let waiters = Waiters::default();
+        let Some(before) = waiters.wait_for("f") else {
+            panic!("a first waiter is let in");
+        };
+        waiters.finished("f", FlowStatus::Failed);
+        assert_eq!(before.notice.finished(), Some(FlowStatus::Failed));
+        // The flow may have been retried since: a later waiter reads the store.
+        let Some(after) = waiters.wait_for("f") else {
+            panic!("a second waiter is let in");
+        };
+        assert_eq!(after.notice.finished(), None);
+        // "Active" is never handed over as an end.
+        waiters.finished("f", FlowStatus::Active);
+        assert_eq!(after.notice.finished(), None);
+        drop((before, after));
+        assert!(
+            waiters.lock().0.is_empty(),
+            "the flow's entry goes with its last waiter"
+        );
     }
 }
