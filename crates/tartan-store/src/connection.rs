@@ -1,7 +1,8 @@
 //! The store's connections: a pool per use, and the turns of the API's
 //! reads (docs/durability.md, "Connection pools").
 
-use sqlx::AnyPool;
+use sqlx::pool::PoolConnection;
+use sqlx::{Any, AnyPool};
 
 use crate::dialect::Backend;
 use crate::error::StoreError;
@@ -23,6 +24,12 @@ pub(crate) struct SqlStore {
     pub(crate) listen_url: Option<String>,
     /// SQLite: the database file (node locks live next to it).
     pub(crate) sqlite_path: Option<std::path::PathBuf>,
+    /// Postgres: the connection batch commits go through, kept between
+    /// them. Taking one from the pool checks it with a round trip first
+    /// (sqlx's ping), which would be one more per commit on the hot path
+    /// (BENCHMARKS.md, "What bounds the rest"). One that fails as
+    /// unreachable is let go, and the next commit takes a checked one.
+    pub(crate) committer: tokio::sync::Mutex<Option<PoolConnection<Any>>>,
 }
 
 /// How long an API read waits for its turn before it is answered 503.

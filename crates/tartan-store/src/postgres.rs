@@ -51,6 +51,7 @@ pub(crate) async fn open(url: &str, pools: &crate::Pools) -> Result<SqlStore, St
         backend: Backend::Postgres,
         listen_url: Some(url.to_string()),
         sqlite_path: None,
+        committer: tokio::sync::Mutex::new(None),
     })
 }
 

@@ -63,6 +63,7 @@ pub(crate) async fn open(url: &str, pools: &crate::Pools) -> Result<SqlStore, St
         backend: Backend::Sqlite,
         listen_url: None,
         sqlite_path: Some(sqlite_path),
+        committer: tokio::sync::Mutex::new(None),
     })
 }
 

@@ -177,6 +177,12 @@ impl Engine {
                 Ok(merged)
             })
             .await;
+        if outcome.is_err() {
+            // A decision that failed before it took them (the flow could
+            // not be loaded: the database is away) would leave them waiting
+            // with nobody to answer: they get its answer, and try again.
+            taken.extend(slot.pending.lock().unwrap_or_else(|p| p.into_inner()).drain(..));
+        }
         for (c, refusal) in taken
             .into_iter()
             .zip(refused.into_iter().chain(std::iter::repeat(None)))
