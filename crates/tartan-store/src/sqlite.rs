@@ -22,6 +22,11 @@ const PRAGMAS: &str = "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; \
 fn pool(size: u32) -> AnyPoolOptions {
     AnyPoolOptions::new()
         .max_connections(size)
+        // A SQLite connection lives in this process and does not break as a
+        // network connection does: checking it before each use (sqlx's
+        // default) is a round trip to its worker thread for nothing, before
+        // every commit of the hot path.
+        .test_before_acquire(false)
         .after_connect(|conn, _| {
             Box::pin(async move {
                 conn.execute(PRAGMAS).await?;
