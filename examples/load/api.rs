@@ -7,6 +7,9 @@
 //! - **floor**: `--clients` clients each run flows by making the three calls
 //!   of the chain a → b → c themselves, straight to this tool's step server
 //!   (no engine, no database);
+//! - **relay**: the same clients drive `relay.rs`, which answers the two
+//!   requests below as Tartan does and makes the three calls itself with
+//!   nothing else: the bound of any engine reached over HTTP;
 //! - **tartan**: the three steps are registered on a `tartan serve` with
 //!   `POST /engine/step`, and the same clients start the same flows with
 //!   `POST /engine/flow` and learn that each finished through
@@ -16,8 +19,8 @@
 //!   for the flows run alone), as a client that cannot wait would.
 //!
 //! Each side runs flows with `--clients` in flight (throughput: `--flows`
-//! through Tartan, `--floor-flows` on the floor, so that both last about a
-//! second), then `--alone` flows one after another (single-flow latency, the
+//! through Tartan, `--floor-flows` on the floor and the relay, so that each
+//! lasts about a second), then `--alone` flows one after another (single-flow latency, the
 //! median).
 //!
 //! The server is either one already running (`--server URL`, which must
@@ -34,7 +37,8 @@
 //!
 //! Output: one `key=value` line per side, then the ratios:
 //! `throughput_ratio` (Tartan flows/s over floor flows/s) and
-//! `latency_multiple` (Tartan's single-flow p50 over the floor's).
+//! `latency_multiple` (Tartan's single-flow p50 over the floor's), and the
+//! same two of the relay.
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -74,7 +78,8 @@ pub struct ApiArgs {
     /// Flows of Tartan's throughput run.
     #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
     flows: u64,
-    /// Flows of the floor's throughput run: more than Tartan's, as each takes
+    /// Flows of the floor's and the relay's throughput runs: more than
+    /// Tartan's, as each takes
     /// a fraction of the time; at ~10,000 flows/s the default lasts a second,
     /// long enough that a hiccup of the machine does not decide the rate.
     #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..))]
