@@ -27,7 +27,7 @@ pub(crate) struct SqlStore {
     /// Postgres: the connection batch commits go through, kept between
     /// them. Taking one from the pool checks it with a round trip first
     /// (sqlx's ping), which would be one more per commit on the hot path
-    /// (BENCHMARKS.md, "What bounds the rest"). One that fails as
+    /// (BENCHMARKS.md, "The relay, and the commit path"). One that fails as
     /// unreachable is let go, and the next commit takes a checked one.
     pub(crate) committer: tokio::sync::Mutex<Option<PoolConnection<Any>>>,
 }
