@@ -18,6 +18,7 @@ use crate::helpers::{
 both_backends!(
     a_flow_with_retries_moves_the_counters_it_should,
     an_async_step_counts_its_acceptance_and_its_webhooks,
+    a_bulk_job_counts_its_creation_its_flows_and_its_end,
 );
 
 const READER: &str = "metrics-reader-token-0123";
@@ -397,6 +398,49 @@ async fn metrics_need_a_token_and_each_engine_counts_its_own() {
             "tartan_attempts_total",
             &[("step", "once"), ("call", "work"), ("outcome", "success")]
         ),
+        0.0
+    );
+}
+
+/// A bulk retry of three failed flows: the job is counted when created and
+/// when it ends, and each flow by how it went.
+async fn a_bulk_job_counts_its_creation_its_flows_and_its_end(backend: Backend) {
+    let Some(app) = spawn_app(backend).await else {
+        return;
+    };
+    let svc = StepServer::start(|_, _| json_reply(400, json!({"detail": "no"}))).await;
+    let step = sync_step("refused", &svc.url("/refused"), &[], &["out"]);
+    let r = app.register(&step).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+    for i in 0..3 {
+        let id = format!("bulk-metered-{i}");
+        let r = app.start_flow(&json!({"id": id, "goals": ["refused"]})).await;
+        assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+        assert_eq!(app.wait_for_flow(&id).await["status"], "failed");
+    }
+    let r = app
+        .post(
+            "/engine/bulk/retry",
+            &json!({"filter": {"id_prefix": "bulk-metered-"}, "rate": 1000}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::ACCEPTED, "{:?}", r.body);
+    let retry = [("action", "retry")];
+    let ended = [("action", "retry"), ("status", "completed")];
+    let done = [("action", "retry"), ("result", "done")];
+    let s = scrape_until(&app, |s| s.value("tartan_bulk_jobs_ended_total", &ended) >= 1.0).await;
+    assert_eq!(s.value("tartan_bulk_jobs_created_total", &retry), 1.0);
+    assert_eq!(s.value("tartan_bulk_jobs_ended_total", &ended), 1.0);
+    assert_eq!(s.value("tartan_bulk_flows_total", &done), 3.0);
+    assert_eq!(
+        s.value(
+            "tartan_bulk_flows_total",
+            &[("action", "retry"), ("result", "failed")]
+        ),
+        0.0
+    );
+    assert_eq!(
+        s.value("tartan_bulk_jobs_created_total", &[("action", "cancel")]),
         0.0
     );
 }

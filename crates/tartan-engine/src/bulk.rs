@@ -146,6 +146,7 @@ impl Engine {
             .create_bulk_job(&job, self.inner.config.max_bulk_flows)
             .await?;
         if matches!(created, BulkCreated::Created(_)) {
+            self.inner.metrics.bulk_job_created(action.kind());
             self.inner.bulk.wake.notify_one();
         }
         Ok(created)
@@ -247,8 +248,10 @@ impl Engine {
         let lease = self.inner.config.lease;
         let Some(action) = BulkAction::of(&job) else {
             tracing::error!(job = %job.id, kind = %job.kind, "bulk job of an unknown kind: failed");
-            if let Err(e) = store.end_bulk_job(&job.id, node, BulkEnd::Failed).await {
-                tracing::warn!(job = %job.id, "failing a bulk job failed: {e}");
+            match store.end_bulk_job(&job.id, node, BulkEnd::Failed).await {
+                Ok(true) => self.inner.metrics.bulk_job_ended("unknown", "failed"),
+                Ok(false) => {}
+                Err(e) => tracing::warn!(job = %job.id, "failing a bulk job failed: {e}"),
             }
             return;
         };
@@ -273,7 +276,10 @@ impl Engine {
             };
             if page.is_empty() {
                 match store.end_bulk_job(&job.id, node, BulkEnd::Completed).await {
-                    Ok(true) => tracing::info!(job = %job.id, "bulk job completed"),
+                    Ok(true) => {
+                        self.inner.metrics.bulk_job_ended(action.kind(), "completed");
+                        tracing::info!(job = %job.id, "bulk job completed");
+                    }
                     // Cancelled, or taken over, meanwhile.
                     Ok(false) => {}
                     // Left running: its lease runs out and it is taken up
@@ -304,7 +310,10 @@ impl Engine {
                         .finish_bulk_item(&job.id, node, &flow_id, state, detail.as_deref(), lease)
                         .await
                     {
-                        Ok(true) => break,
+                        Ok(true) => {
+                            self.inner.metrics.bulk_flow(action.kind(), state.as_str());
+                            break;
+                        }
                         Ok(false) => {
                             tracing::info!(job = %job.id, "bulk job cancelled, or taken over by another process: stopped here");
                             return;

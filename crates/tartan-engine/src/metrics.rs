@@ -52,6 +52,9 @@ pub mod names {
     pub const LEASES_TAKEN_OVER: &str = "tartan_leases_taken_over";
     pub const LEASES_LOST: &str = "tartan_leases_lost";
     pub const WEBHOOKS: &str = "tartan_webhooks";
+    pub const BULK_JOBS_CREATED: &str = "tartan_bulk_jobs_created";
+    pub const BULK_JOBS_ENDED: &str = "tartan_bulk_jobs_ended";
+    pub const BULK_FLOWS: &str = "tartan_bulk_flows";
     pub const HTTP_REQUESTS: &str = "tartan_http_requests";
     pub const HTTP_REQUEST_DURATION: &str = "tartan_http_request_duration_seconds";
 }
@@ -232,6 +235,25 @@ struct AttemptLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct BulkLabels {
+    action: &'static str,
+}
+
+/// A bulk job's action with how a job ended (`status`) or how one of its
+/// flows went (`result`).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct BulkEndLabels {
+    action: &'static str,
+    status: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct BulkFlowLabels {
+    action: &'static str,
+    result: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct WebhookLabels {
     kind: &'static str,
     result: &'static str,
@@ -350,6 +372,9 @@ pub struct Metrics {
     leases_taken_over: Counter,
     leases_lost: Counter,
     webhooks: Family<WebhookLabels, Counter>,
+    bulk_jobs_created: Family<BulkLabels, Counter>,
+    bulk_jobs_ended: Family<BulkEndLabels, Counter>,
+    bulk_flows: Family<BulkFlowLabels, Counter>,
     http_requests: Family<HttpLabels, Counter>,
     http_duration: Histograms<RouteLabels>,
     steps: Interned,
@@ -393,6 +418,9 @@ impl Metrics {
             leases_taken_over: Counter::default(),
             leases_lost: Counter::default(),
             webhooks: Family::default(),
+            bulk_jobs_created: Family::default(),
+            bulk_jobs_ended: Family::default(),
+            bulk_flows: Family::default(),
             http_requests: Family::default(),
             http_duration: Family::new_with_constructor(request_histogram),
             steps: Interned::new(MAX_STEP_LABELS, OTHER_STEPS),
@@ -496,6 +524,21 @@ impl Metrics {
             self.webhooks.clone(),
         );
         r.register(
+            BULK_JOBS_CREATED,
+            "Bulk jobs created through this process, by action",
+            self.bulk_jobs_created.clone(),
+        );
+        r.register(
+            BULK_JOBS_ENDED,
+            "Bulk jobs this process ran to their end, by action and status",
+            self.bulk_jobs_ended.clone(),
+        );
+        r.register(
+            BULK_FLOWS,
+            "Flows bulk jobs acted on in this process, by action and result",
+            self.bulk_flows.clone(),
+        );
+        r.register(
             HTTP_REQUESTS,
             "API requests, by route template, method and status",
             self.http_requests.clone(),
@@ -595,6 +638,27 @@ impl Metrics {
                 kind,
                 result: result.as_str(),
             })
+            .inc();
+    }
+
+    /// A bulk job of `action` (`retry`, `cancel`) was created.
+    pub(crate) fn bulk_job_created(&self, action: &'static str) {
+        self.bulk_jobs_created.get_or_create(&BulkLabels { action }).inc();
+    }
+
+    /// This process's runner ended a bulk job with `status` (`completed`,
+    /// `failed`).
+    pub(crate) fn bulk_job_ended(&self, action: &'static str, status: &'static str) {
+        self.bulk_jobs_ended
+            .get_or_create(&BulkEndLabels { action, status })
+            .inc();
+    }
+
+    /// A bulk job acted on one flow, with `result` (`done`, `skipped`,
+    /// `failed`), recorded.
+    pub(crate) fn bulk_flow(&self, action: &'static str, result: &'static str) {
+        self.bulk_flows
+            .get_or_create(&BulkFlowLabels { action, result })
             .inc();
     }
 
