@@ -165,7 +165,7 @@ async fn bench(args: &ApiArgs, server: &str, steps: SocketAddr) {
         base: format!("http://{relay}"),
         token: None,
     };
-    let relay = tartan(
+    let relay = through_api(
         args,
         args.floor_flows,
         &format!("{}-relay", chain.prefix),
@@ -175,7 +175,7 @@ async fn bench(args: &ApiArgs, server: &str, steps: SocketAddr) {
     .await;
     println!("{}", relay.line("side=relay"));
     chain.register(&api, steps).await;
-    let tartan = tartan(args, args.flows, &chain.prefix, &chain, api.clone()).await;
+    let tartan = through_api(args, args.flows, &chain.prefix, &chain, api.clone()).await;
     chain.unregister(&api).await;
     println!(
         "{}",
@@ -387,12 +387,8 @@ async fn floor(args: &ApiArgs, chain: &Chain, steps: SocketAddr, client: reqwest
         move |id, _| {
             let (client, keys, seed) = (client.clone(), keys.clone(), seed.clone());
             async move {
-                let mut input = json!({ seed: id });
-                for key in &keys {
-                    let url = format!("http://{steps}/{key}");
-                    let (status, out) = answer(client.post(&url).json(&input), &url).await;
-                    assert_eq!(status, 200, "step {key}: {out}");
-                    input = out;
+                if let Err(e) = call_chain(&client, steps, &keys, json!({ seed: id })).await {
+                    panic!("{e}");
                 }
             }
         },
@@ -400,9 +396,34 @@ async fn floor(args: &ApiArgs, chain: &Chain, steps: SocketAddr, client: reqwest
     .await
 }
 
+/// The chain's calls made by a client itself, each step's output the next
+/// one's input, as the floor's clients and the relay make them.
+pub async fn call_chain(
+    client: &reqwest::Client,
+    steps: SocketAddr,
+    keys: &[String],
+    mut input: Value,
+) -> Result<(), String> {
+    for key in keys {
+        let url = format!("http://{steps}/{key}");
+        let r = client
+            .post(&url)
+            .json(&input)
+            .send()
+            .await
+            .map_err(|e| format!("POST {url}: {e}"))?;
+        let status = r.status().as_u16();
+        input = r.json().await.unwrap_or(Value::Null);
+        if status != 200 {
+            return Err(format!("step {key}: {status} {input}"));
+        }
+    }
+    Ok(())
+}
+
 /// `flows` of the same flows, run through the API at `api`: Tartan's, or
 /// the relay's (`relay.rs`), which answers the same two requests.
-async fn tartan(args: &ApiArgs, flows: u64, prefix: &str, chain: &Chain, api: Api) -> Run {
+async fn through_api(args: &ApiArgs, flows: u64, prefix: &str, chain: &Chain, api: Api) -> Run {
     let (goal, seed) = (chain.goal().to_string(), chain.seed.clone());
     measure(args, flows, prefix, move |id, poll| {
         let (api, goal, seed) = (api.clone(), goal.clone(), seed.clone());

@@ -22,6 +22,8 @@ use axum::Json;
 use serde_json::{json, Value};
 use tokio::sync::watch;
 
+use crate::api::call_chain;
+
 /// The relay's worker threads: as many as a `tartan serve` has on this
 /// machine (tokio's default, one per core).
 fn workers() -> usize {
@@ -33,8 +35,9 @@ struct Relay {
     /// The step server, and the chain's step ids in order.
     steps: SocketAddr,
     keys: Vec<String>,
-    /// Each flow not yet asked about: whether its chain is done.
-    flows: Mutex<HashMap<String, watch::Receiver<bool>>>,
+    /// Each flow not yet asked about: its chain's end, once it ended
+    /// (`true`: every call answered 200).
+    flows: Mutex<HashMap<String, watch::Receiver<Option<bool>>>>,
 }
 
 /// Start a relay for the chain `keys` on the step server `steps`; its
@@ -80,7 +83,7 @@ async fn start_flow(State(relay): State<Arc<Relay>>, Json(body): Json<Value>) ->
     let Some(id) = body["id"].as_str().map(str::to_string) else {
         return (StatusCode::BAD_REQUEST, Json(json!({ "error": "no id" })));
     };
-    let (done, watching) = watch::channel(false);
+    let (done, watching) = watch::channel(None);
     relay
         .flows
         .lock()
@@ -95,18 +98,11 @@ async fn start_flow(State(relay): State<Arc<Relay>>, Json(body): Json<Value>) ->
     }
     let relay = Arc::clone(&relay);
     tokio::spawn(async move {
-        for key in &relay.keys {
-            let url = format!("http://{}/{key}", relay.steps);
-            let r = relay
-                .client
-                .post(&url)
-                .json(&input)
-                .send()
-                .await
-                .unwrap_or_else(|e| panic!("relay: {url}: {e}"));
-            input = r.json().await.unwrap_or(Value::Null);
+        let ended = call_chain(&relay.client, relay.steps, &relay.keys, input).await;
+        if let Err(e) = &ended {
+            eprintln!("relay: {e}");
         }
-        let _ = done.send(true);
+        let _ = done.send(Some(ended.is_ok()));
     });
     (StatusCode::CREATED, Json(json!({ "flow_id": id })))
 }
@@ -116,6 +112,11 @@ async fn status(State(relay): State<Arc<Relay>>, Path(id): Path<String>) -> (Sta
     let Some(mut watching) = watching else {
         return (StatusCode::NOT_FOUND, Json(json!({ "error": "no such flow" })));
     };
-    let _ = watching.wait_for(|done| *done).await;
-    (StatusCode::OK, Json(json!({ "status": "completed" })))
+    // A chain whose task went away without an end failed.
+    let completed = matches!(
+        watching.wait_for(Option::is_some).await.as_deref(),
+        Ok(Some(true))
+    );
+    let status = if completed { "completed" } else { "failed" };
+    (StatusCode::OK, Json(json!({ "status": status })))
 }

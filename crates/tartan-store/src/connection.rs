@@ -1,6 +1,7 @@
 //! The store's connections: a pool per use, and the turns of the API's
 //! reads (docs/durability.md, "Connection pools").
 
+use sqlx::any::{AnyArguments, AnyRow};
 use sqlx::pool::PoolConnection;
 use sqlx::{Any, AnyPool};
 
@@ -36,6 +37,29 @@ pub(crate) struct SqlStore {
 const API_TURN_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 
 impl SqlStore {
+    /// All rows of a batch commit's `query`, run on the kept connection
+    /// (`committer`), taken from the pool when there is none.
+    pub(crate) async fn fetch_on_committer<'q>(
+        &self,
+        query: sqlx::query::Query<'q, Any, AnyArguments<'q>>,
+    ) -> Result<Vec<AnyRow>, StoreError> {
+        let mut kept = self.committer.lock().await;
+        let conn = match kept.as_mut() {
+            Some(conn) => conn,
+            None => kept.insert(self.write.acquire().await?),
+        };
+        query.fetch_all(&mut **conn).await.map_err(|e| {
+            let e = StoreError::from(e);
+            if matches!(e, StoreError::Unavailable(_)) {
+                // Maybe broken: out of the pool, closed when dropped.
+                if let Some(conn) = kept.take() {
+                    drop(conn.detach());
+                }
+            }
+            e
+        })
+    }
+
     /// An API read's turn (docs/durability.md, "Connection pools").
     pub(crate) async fn api_turn(&self) -> Result<tokio::sync::SemaphorePermit<'_>, StoreError> {
         match tokio::time::timeout(API_TURN_WAIT, self.api_turns.acquire()).await {

@@ -285,11 +285,8 @@ impl SqlStore {
         detail: Option<&str>,
         lease: std::time::Duration,
     ) -> Result<bool, StoreError> {
-        let column = match state {
-            BulkItemState::Done => "done",
-            BulkItemState::Skipped => "skipped",
-            BulkItemState::Failed => "failed",
-        };
+        // The job counts each state in a column of the state's name.
+        let column = state.as_str();
         let mut tx = self.write.begin().await?;
         // The item is recorded even when the job was cancelled meanwhile
         // (the flow was acted on): only a lost lease records nothing.

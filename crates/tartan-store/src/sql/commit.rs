@@ -97,7 +97,7 @@ impl SqlStore {
             .filter(|d| d.refused.is_none())
             .any(|d| !seen.insert(d.commit.flow_id.as_str()));
         if self.backend == Backend::Postgres && !repeated {
-            let snapshots = self.commit_in_one_statement(&mut decisions).await?;
+            let snapshots = commit_in_one_statement(self, &mut decisions).await?;
             write_snapshots_after(&self.write, &decisions, &snapshots).await?;
             return Ok(verdicts(decisions));
         }
@@ -590,133 +590,111 @@ fn batch_json(decisions: &[Decision<'_>]) -> Result<[String; 5], StoreError> {
     ])
 }
 
-impl SqlStore {
-    /// Steps 1, 2 and 4 in one Postgres statement. Every sub-statement sees the
-    /// table as it was before the statement; the events, work items and labels
-    /// are kept only for the flows `created` or `advanced` returned, so a
-    /// decision that lost its sequence check writes nothing. Work items are
-    /// upserted in token order, the order lease renewal locks them in.
-    /// Returns the decisions whose flow is due a snapshot.
-    async fn commit_in_one_statement(
-        &self,
-        decisions: &mut [Decision<'_>],
-    ) -> Result<Vec<usize>, StoreError> {
-        static SQL: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
-            format!(
-                "WITH \
-            created AS (INSERT INTO flows (id, status, sequence, created_us, updated_us, completed_us, deactivated_us, \
-                request, state, deadline_us, error, snapshot_seq, snapshot_bytes, tail_bytes) \
-              SELECT c.id, c.status, c.seq, c.created_us, c.updated_us, c.completed_us, c.deactivated_us, c.request, '', \
-                c.deadline_us, c.error, 0, c.tail, 0 \
-              FROM json_to_recordset(CAST($1 AS json)) AS c(id text, status text, seq bigint, created_us bigint, \
-                updated_us bigint, completed_us bigint, deactivated_us bigint, request text, deadline_us bigint, \
-                error text, tail bigint) \
-              ON CONFLICT (id) DO NOTHING RETURNING id), \
-            advanced AS (UPDATE flows SET status = v.status, sequence = v.seq, updated_us = v.updated_us, \
-                completed_us = v.completed_us, deactivated_us = v.deactivated_us, error = v.error, \
-                deadline_us = v.deadline_us, tail_bytes = flows.tail_bytes + v.tail \
-              FROM json_to_recordset(CAST($2 AS json)) AS v(id text, status text, seq bigint, updated_us bigint, \
-                completed_us bigint, deactivated_us bigint, error text, tail bigint, base bigint, deadline_us bigint) \
-              WHERE flows.id = v.id AND flows.sequence = v.base \
-              RETURNING flows.id, flows.tail_bytes, flows.snapshot_bytes), \
-            passed AS (SELECT id FROM created UNION ALL SELECT id FROM advanced), \
-            kept AS (SELECT e.flow_id, e.seq, e.type, e.ts_us, e.data, row_number() OVER (ORDER BY e.ord) AS k \
-              FROM json_to_recordset(CAST($3 AS json)) AS e(flow_id text, seq bigint, type text, ts_us bigint, data json, \
-                ord bigint) \
-              WHERE e.flow_id IN (SELECT id FROM passed)), \
-            positioned AS (UPDATE event_positions SET last = last + (SELECT count(*) FROM kept) WHERE id = 1 \
-              RETURNING last - (SELECT count(*) FROM kept) AS base), \
-            new_events AS (INSERT INTO events (aggregate_type, aggregate_id, sequence, event_type, ts_us, data, \
-                global_position) \
-              SELECT 'flow', k.flow_id, k.seq, k.type, k.ts_us, CAST(k.data AS text), p.base + k.k \
-              FROM kept AS k CROSS JOIN positioned AS p), \
-            new_work AS (INSERT INTO work_items (token, flow_id, step_id, status, attempt, retry_count, due_us, \
-                lease_owner, lease_expires_us, created_us, updated_us, detail) \
-              SELECT w.token, w.flow_id, w.step_id, w.status, w.attempt, w.retry_count, w.due_us, w.lease_owner, \
-                COALESCE(w.lease_expires_us, w.lease_for_us + {now}), \
-                w.created_us, w.updated_us, CAST(w.detail AS text) \
-              FROM json_to_recordset(CAST($4 AS json)) AS w(token text, flow_id text, step_id text, status text, \
-                attempt bigint, retry_count bigint, due_us bigint, lease_owner text, lease_expires_us bigint, \
-                lease_for_us bigint, created_us bigint, updated_us bigint, detail json) \
-              WHERE w.flow_id IN (SELECT id FROM passed) ORDER BY w.token \
-              ON CONFLICT (token) DO UPDATE SET status = excluded.status, attempt = excluded.attempt, \
-                retry_count = excluded.retry_count, due_us = excluded.due_us, lease_owner = excluded.lease_owner, \
-                lease_expires_us = excluded.lease_expires_us, updated_us = excluded.updated_us, detail = excluded.detail), \
-            new_labels AS (INSERT INTO flow_labels (flow_id, key, value) \
-              SELECT l.flow_id, l.key, l.value FROM json_to_recordset(CAST($5 AS json)) AS l(flow_id text, key text, value text) \
-              WHERE l.flow_id IN (SELECT id FROM created)) \
-            SELECT id, CAST(0 AS bigint) AS tail_bytes, CAST(0 AS bigint) AS snapshot_bytes, 1 AS created FROM created \
-            UNION ALL SELECT id, tail_bytes, snapshot_bytes, 0 FROM advanced \
-            UNION ALL SELECT '', base, 0, 2 FROM positioned",
-                now = Backend::Postgres.now_us()
-            )
-        });
-        let [created, advanced, events, work, labels] = batch_json(decisions)?;
-        let mut committer = self.committer.lock().await;
-        let conn = match committer.as_mut() {
-            Some(conn) => conn,
-            None => committer.insert(self.write.acquire().await?),
-        };
-        let rows = match sqlx::query(SQL.as_str())
-            .bind(created)
-            .bind(advanced)
-            .bind(events)
-            .bind(work)
-            .bind(labels)
-            .fetch_all(&mut **conn)
-            .await
-        {
-            Ok(rows) => rows,
-            Err(e) => {
-                let e = StoreError::from(e);
-                if matches!(e, StoreError::Unavailable(_)) {
-                    // Maybe broken: out of the pool, closed when dropped.
-                    if let Some(conn) = committer.take() {
-                        drop(conn.detach());
-                    }
-                }
-                return Err(e);
-            }
-        };
-        drop(committer);
-        let mut created = HashSet::new();
-        let mut advanced = HashMap::new();
-        let mut base = None;
-        for row in rows {
-            let id: String = row.try_get("id")?;
-            let kind: i32 = row.try_get("created")?;
-            if kind == 2 {
-                base = Some(row.try_get::<i64, _>("tail_bytes")?);
-            } else if kind == 1 {
-                created.insert(id);
-            } else {
-                let tail: i64 = row.try_get("tail_bytes")?;
-                let base: i64 = row.try_get("snapshot_bytes")?;
-                advanced.insert(id, tail > base.max(MIN_SNAPSHOT_TAIL));
-            }
+/// Steps 1, 2 and 4 in one Postgres statement. Every sub-statement sees the
+/// table as it was before the statement; the events, work items and labels
+/// are kept only for the flows `created` or `advanced` returned, so a
+/// decision that lost its sequence check writes nothing. Work items are
+/// upserted in token order, the order lease renewal locks them in.
+/// Returns the decisions whose flow is due a snapshot.
+async fn commit_in_one_statement(
+    store: &SqlStore,
+    decisions: &mut [Decision<'_>],
+) -> Result<Vec<usize>, StoreError> {
+    static SQL: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+        format!(
+            "WITH \
+        created AS (INSERT INTO flows (id, status, sequence, created_us, updated_us, completed_us, deactivated_us, \
+            request, state, deadline_us, error, snapshot_seq, snapshot_bytes, tail_bytes) \
+          SELECT c.id, c.status, c.seq, c.created_us, c.updated_us, c.completed_us, c.deactivated_us, c.request, '', \
+            c.deadline_us, c.error, 0, c.tail, 0 \
+          FROM json_to_recordset(CAST($1 AS json)) AS c(id text, status text, seq bigint, created_us bigint, \
+            updated_us bigint, completed_us bigint, deactivated_us bigint, request text, deadline_us bigint, \
+            error text, tail bigint) \
+          ON CONFLICT (id) DO NOTHING RETURNING id), \
+        advanced AS (UPDATE flows SET status = v.status, sequence = v.seq, updated_us = v.updated_us, \
+            completed_us = v.completed_us, deactivated_us = v.deactivated_us, error = v.error, \
+            deadline_us = v.deadline_us, tail_bytes = flows.tail_bytes + v.tail \
+          FROM json_to_recordset(CAST($2 AS json)) AS v(id text, status text, seq bigint, updated_us bigint, \
+            completed_us bigint, deactivated_us bigint, error text, tail bigint, base bigint, deadline_us bigint) \
+          WHERE flows.id = v.id AND flows.sequence = v.base \
+          RETURNING flows.id, flows.tail_bytes, flows.snapshot_bytes), \
+        passed AS (SELECT id FROM created UNION ALL SELECT id FROM advanced), \
+        kept AS (SELECT e.flow_id, e.seq, e.type, e.ts_us, e.data, row_number() OVER (ORDER BY e.ord) AS k \
+          FROM json_to_recordset(CAST($3 AS json)) AS e(flow_id text, seq bigint, type text, ts_us bigint, data json, \
+            ord bigint) \
+          WHERE e.flow_id IN (SELECT id FROM passed)), \
+        positioned AS (UPDATE event_positions SET last = last + (SELECT count(*) FROM kept) WHERE id = 1 \
+          RETURNING last - (SELECT count(*) FROM kept) AS base), \
+        new_events AS (INSERT INTO events (aggregate_type, aggregate_id, sequence, event_type, ts_us, data, \
+            global_position) \
+          SELECT 'flow', k.flow_id, k.seq, k.type, k.ts_us, CAST(k.data AS text), p.base + k.k \
+          FROM kept AS k CROSS JOIN positioned AS p), \
+        new_work AS (INSERT INTO work_items (token, flow_id, step_id, status, attempt, retry_count, due_us, \
+            lease_owner, lease_expires_us, created_us, updated_us, detail) \
+          SELECT w.token, w.flow_id, w.step_id, w.status, w.attempt, w.retry_count, w.due_us, w.lease_owner, \
+            COALESCE(w.lease_expires_us, w.lease_for_us + {now}), \
+            w.created_us, w.updated_us, CAST(w.detail AS text) \
+          FROM json_to_recordset(CAST($4 AS json)) AS w(token text, flow_id text, step_id text, status text, \
+            attempt bigint, retry_count bigint, due_us bigint, lease_owner text, lease_expires_us bigint, \
+            lease_for_us bigint, created_us bigint, updated_us bigint, detail json) \
+          WHERE w.flow_id IN (SELECT id FROM passed) ORDER BY w.token \
+          ON CONFLICT (token) DO UPDATE SET status = excluded.status, attempt = excluded.attempt, \
+            retry_count = excluded.retry_count, due_us = excluded.due_us, lease_owner = excluded.lease_owner, \
+            lease_expires_us = excluded.lease_expires_us, updated_us = excluded.updated_us, detail = excluded.detail), \
+        new_labels AS (INSERT INTO flow_labels (flow_id, key, value) \
+          SELECT l.flow_id, l.key, l.value FROM json_to_recordset(CAST($5 AS json)) AS l(flow_id text, key text, value text) \
+          WHERE l.flow_id IN (SELECT id FROM created)) \
+        SELECT id, CAST(0 AS bigint) AS tail_bytes, CAST(0 AS bigint) AS snapshot_bytes, 1 AS created FROM created \
+        UNION ALL SELECT id, tail_bytes, snapshot_bytes, 0 FROM advanced \
+        UNION ALL SELECT '', base, 0, 2 FROM positioned",
+            now = Backend::Postgres.now_us()
+        )
+    });
+    let [created, advanced, events, work, labels] = batch_json(decisions)?;
+    let query = sqlx::query(SQL.as_str())
+        .bind(created)
+        .bind(advanced)
+        .bind(events)
+        .bind(work)
+        .bind(labels);
+    let rows = store.fetch_on_committer(query).await?;
+    let mut created = HashSet::new();
+    let mut advanced = HashMap::new();
+    let mut base = None;
+    for row in rows {
+        let id: String = row.try_get("id")?;
+        let kind: i32 = row.try_get("created")?;
+        if kind == 2 {
+            base = Some(row.try_get::<i64, _>("tail_bytes")?);
+        } else if kind == 1 {
+            created.insert(id);
+        } else {
+            let tail: i64 = row.try_get("tail_bytes")?;
+            let base: i64 = row.try_get("snapshot_bytes")?;
+            advanced.insert(id, tail > base.max(MIN_SNAPSHOT_TAIL));
         }
-        let mut snapshots = Vec::new();
-        for (i, d) in decisions.iter_mut().enumerate() {
-            if d.refused.is_some() {
-                continue;
-            }
-            let id = &d.commit.flow_id;
-            if d.commit.base_sequence == 0 {
-                if !created.contains(id) {
-                    d.refused = Some(StoreError::FlowExists(id.clone()));
-                }
-            } else {
-                match advanced.get(id) {
-                    None => d.refused = Some(StoreError::Conflict(format!("flow {id}"))),
-                    Some(true) => snapshots.push(i),
-                    Some(false) => {}
-                }
-            }
-        }
-        let base = base.ok_or_else(|| StoreError::Corrupt("the event position counter is missing".into()))?;
-        assign_positions(decisions, base);
-        Ok(snapshots)
     }
+    let mut snapshots = Vec::new();
+    for (i, d) in decisions.iter_mut().enumerate() {
+        if d.refused.is_some() {
+            continue;
+        }
+        let id = &d.commit.flow_id;
+        if d.commit.base_sequence == 0 {
+            if !created.contains(id) {
+                d.refused = Some(StoreError::FlowExists(id.clone()));
+            }
+        } else {
+            match advanced.get(id) {
+                None => d.refused = Some(StoreError::Conflict(format!("flow {id}"))),
+                Some(true) => snapshots.push(i),
+                Some(false) => {}
+            }
+        }
+    }
+    let base = base.ok_or_else(|| StoreError::Corrupt("the event position counter is missing".into()))?;
+    assign_positions(decisions, base);
+    Ok(snapshots)
 }
 
 /// Postgres: the snapshots, after the commit that called for them, each on
