@@ -294,7 +294,7 @@ pub struct ExecutionState {
     /// Shared: a for_each step's inputs hold the whole array, and a
     /// decision that changes one of its items copies the execution.
     #[cfg_attr(feature = "openapi", schema(value_type = Object))]
-    pub inputs: std::sync::Arc<Args>,
+    pub inputs: std::sync::Arc<crate::json::StepInputs>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "openapi", schema(value_type = Option<Object>))]
     pub outputs: Option<Args>,
@@ -323,6 +323,9 @@ pub struct WorkState {
     pub completed_at: Option<Time>,
     #[cfg_attr(feature = "openapi", schema(value_type = Option<String>, format = DateTime))]
     pub next_retry_at: Option<Time>,
+    /// The item's own inputs: its for_each elements and meta inputs. The
+    /// rest of what it is called with is its step's `inputs`, held once
+    /// for all of its items (`FlowState::item_inputs`).
     #[cfg_attr(feature = "openapi", schema(value_type = Object))]
     pub inputs: Args,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -358,6 +361,32 @@ pub struct WorkState {
     /// `deadline` or `step_limit` (docs/retries.md, "Why it stopped").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retry_state: Option<RetryState>,
+}
+
+impl WorkState {
+    /// The item without its inputs and outputs: what its row in the work
+    /// projection keeps. The values live in the flow's events and state;
+    /// a 1 MB output was written there once more for every item update.
+    pub fn bookkeeping(&self) -> WorkState {
+        WorkState {
+            status: self.status,
+            started_at: self.started_at,
+            completed_at: self.completed_at,
+            next_retry_at: self.next_retry_at,
+            inputs: Args::new(),
+            outputs: None,
+            error: self.error.clone(),
+            problem: self.problem.clone(),
+            retry_count: self.retry_count,
+            attempts: self.attempts.clone(),
+            deadline_at: self.deadline_at,
+            inactive_until: self.inactive_until,
+            compensation: self.compensation.clone(),
+            accepted_at: self.accepted_at,
+            index: self.index,
+            retry_state: self.retry_state,
+        }
+    }
 }
 
 fn is_zero(n: &u32) -> bool {
@@ -894,7 +923,7 @@ impl FlowState {
                         status: StepStatus::Pending,
                         started_at: None,
                         completed_at: None,
-                        inputs: std::sync::Arc::new(Args::new()),
+                        inputs: std::sync::Arc::default(),
                         outputs: None,
                         error: None,
                         problem: None,
@@ -1032,6 +1061,17 @@ impl FlowState {
         self.executions.get(step_id)?.work_items.get(token)
     }
 
+    /// The inputs the item of `token` is called with: its step's, with its
+    /// own in their place (`ItemInputs`).
+    pub fn item_inputs(&self, step_id: &str, token: &str) -> Option<crate::json::ItemInputs> {
+        let exec = self.executions.get(step_id)?;
+        let work = exec.work_items.get(token)?;
+        Some(crate::json::ItemInputs {
+            shared: std::sync::Arc::clone(&exec.inputs),
+            own: work.inputs.clone(),
+        })
+    }
+
     /// Attempts of all work items together (the `max_step_attempts` cap).
     pub fn total_attempts(&self) -> u32 {
         let n: usize = self
@@ -1108,7 +1148,7 @@ impl FlowState {
                 let exec = self.execution(step_id)?;
                 exec.status = StepStatus::Active;
                 exec.started_at = Some(at);
-                exec.inputs = std::sync::Arc::new(inputs.clone());
+                exec.inputs = std::sync::Arc::new(crate::json::StepInputs::new(inputs.clone()));
                 // Each item's place in element order, looked up once.
                 let positions: std::collections::HashMap<&str, usize> =
                     order.iter().enumerate().map(|(i, t)| (t.as_str(), i)).collect();

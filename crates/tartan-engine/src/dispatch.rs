@@ -27,7 +27,7 @@ pub(crate) struct Call {
     pub endpoint: String,
     pub placeholders: Args,
     /// The JSON body (`None` for GET).
-    pub body: Option<Value>,
+    pub body: Option<CallBody>,
     /// A compensation call rather than the step itself.
     pub compensate: bool,
     pub webhook_url: Option<String>,
@@ -40,6 +40,16 @@ pub(crate) struct Call {
     pub scope_start: chrono::DateTime<chrono::Utc>,
     /// The flow's trace (docs/operating.md, "Traces").
     pub trace: Option<traces::FlowIds>,
+}
+
+/// What a call sends.
+#[derive(Debug, Clone)]
+pub(crate) enum CallBody {
+    /// A step's call: the item's inputs, written from the step's shared
+    /// inputs and the item's own without copying either.
+    Inputs(tartan_core::json::ItemInputs),
+    /// A compensation call's `{"input","output"}`.
+    Json(Value),
 }
 
 /// Fill the template's placeholders, each value encoded for where it
@@ -187,8 +197,17 @@ async fn exchange(
     if let Some(hook) = &call.webhook_url {
         req = req.header("Argyll-Webhook-URL", hook);
     }
-    if let Some(body) = &call.body {
-        req = req.json(body);
+    match &call.body {
+        Some(CallBody::Inputs(inputs)) => match inputs.to_json() {
+            Ok(body) => {
+                req = req
+                    .header(reqwest::header::CONTENT_TYPE, "application/json")
+                    .body(body);
+            }
+            Err(e) => return refused(format!("the inputs could not be encoded: {e}")),
+        },
+        Some(CallBody::Json(body)) => req = req.json(body),
+        None => {}
     }
     let exchange = async {
         let resp = req.send().await?;

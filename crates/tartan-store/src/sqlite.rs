@@ -16,8 +16,11 @@ use crate::error::StoreError;
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations/sqlite");
 
+// `journal_size_limit`: after a checkpoint the WAL file is cut back to
+// 4 MiB; without it, it keeps the size of its largest burst for good.
 const PRAGMAS: &str = "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; \
-                       PRAGMA busy_timeout = 10000; PRAGMA foreign_keys = ON;";
+                       PRAGMA busy_timeout = 10000; PRAGMA foreign_keys = ON; \
+                       PRAGMA journal_size_limit = 4194304;";
 
 fn pool(size: u32) -> AnyPoolOptions {
     AnyPoolOptions::new()

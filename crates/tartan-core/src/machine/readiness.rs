@@ -174,21 +174,24 @@ fn readiness(state: &FlowState, step: &Step) -> Readiness {
 /// Most work items one for_each may expand into.
 pub const MAX_WORK_ITEMS: usize = 10_000;
 
-/// The inputs of each work item: one, or one per element of the Cartesian
-/// product of the for_each inputs, in element order.
+/// The own inputs of each work item: one item with none, or one per
+/// element of the Cartesian product of the for_each inputs, in element
+/// order, each holding its elements alone. Everything else the items share
+/// is the step's inputs, held once (docs/work-items.md, "What an item
+/// holds"): copying a large input into each of 10,000 items cost gigabytes.
 fn expand(step: &Step, inputs: &Args) -> Result<Vec<Args>, String> {
-    let for_each: Vec<(String, Vec<Value>)> = step
+    let for_each: Vec<(&str, &Vec<Value>)> = step
         .inputs()
         .filter(|(_, a)| a.for_each())
         .filter_map(|(name, _)| {
-            let inner = step.inner_name(name).to_string();
-            inputs.get(&inner).map(|v| (inner, v.clone()))
+            let inner = step.inner_name(name);
+            inputs.get(inner).map(|v| (inner, v))
         })
         .map(|(inner, v)| match v {
             Value::Array(items) => Ok((inner, items)),
             other => Err(format!(
                 "for_each input {inner} is {}, not an array",
-                json_kind(&other)
+                json_kind(other)
             )),
         })
         .collect::<Result<_, _>>()?;
@@ -201,20 +204,14 @@ fn expand(step: &Step, inputs: &Args) -> Result<Vec<Args>, String> {
             "for_each expands to {count} work items, more than {MAX_WORK_ITEMS}"
         ));
     }
-    // The base every item shares, without the arrays being expanded: each
-    // item then costs its own elements, not a copy of every array.
-    let mut base = inputs.clone();
-    for (inner, _) in &for_each {
-        base.remove(inner);
-    }
-    let mut items = vec![base];
+    let mut items = vec![Args::new()];
     for (inner, values) in &for_each {
         items = items
             .iter()
             .flat_map(|base| {
                 values.iter().map(move |v| {
                     let mut item = base.clone();
-                    item.insert(inner.clone(), v.clone());
+                    item.insert((*inner).to_string(), v.clone());
                     item
                 })
             })
@@ -322,19 +319,29 @@ fn fill_slots(tx: &mut Transition, step: &Step) -> Result<(), ApplyError> {
     if exec.status != StepStatus::Active || tx.state.status != FlowStatus::Active {
         return Ok(());
     }
-    let busy = exec
-        .work_items
-        .values()
-        .filter(|w| matches!(w.status, WorkStatus::Active | WorkStatus::NotCompleted))
-        .count();
-    let mut pending: Vec<(u32, String)> = exec
-        .work_items
-        .iter()
-        .filter(|(_, w)| w.status == WorkStatus::Pending)
-        .map(|(t, w)| (w.index, t.clone()))
-        .collect();
-    pending.sort();
-    let free = parallelism(step).saturating_sub(busy);
+    // One pass, no copies: this runs at every decision of the step, and a
+    // step may have 10,000 items (sorting them all each time made a
+    // for_each quadratic).
+    let mut busy = 0usize;
+    let mut pending: Vec<(u32, &String)> = Vec::new();
+    let room = parallelism(step);
+    for (token, w) in exec.work_items.iter() {
+        match w.status {
+            WorkStatus::Active | WorkStatus::NotCompleted => busy += 1,
+            WorkStatus::Pending => {
+                // Keep the `room` first in element order.
+                // Ties stay in token order, as the map gives them.
+                let at = pending.partition_point(|(i, _)| *i <= w.index);
+                if at < room {
+                    pending.insert(at, (w.index, token));
+                    pending.truncate(room);
+                }
+            }
+            _ => {}
+        }
+    }
+    let pending: Vec<(u32, String)> = pending.into_iter().map(|(i, t)| (i, t.clone())).collect();
+    let free = room.saturating_sub(busy);
     let plan = Arc::clone(&tx.state.plan);
     let deadline = policies(&plan, &step.id)?
         .timeouts

@@ -10,10 +10,11 @@ use tartan_core::machine::{AttemptResult, Dispatch, Transition};
 use tartan_core::timeouts::TimeoutScope;
 use tokio_util::sync::CancellationToken;
 
-use crate::dispatch::{self, Call};
+use crate::dispatch::{self, Call, CallBody};
 use crate::slots::{Admission, Admitted};
 use crate::traces::Decision;
 use crate::Engine;
+use tartan_core::endpoint::params;
 
 use super::decide::{Concluded, Unrecorded};
 
@@ -123,32 +124,38 @@ impl Engine {
         let Some(http) = step.http.as_ref() else {
             return;
         };
-        let (endpoint, placeholders, body) = if d.compensate {
-            // Placeholders from inputs and outputs, outputs win.
-            let outputs = work.outputs.clone().unwrap_or_default();
-            let mut values = work.inputs.clone();
-            values.extend(outputs.clone());
-            let body = serde_json::json!({ "input": work.inputs, "output": outputs });
-            (http.compensate.clone(), values, Some(body))
-        } else {
-            let body = (step.method() != "GET").then(|| serde_json::Value::Object(work.inputs.clone()));
-            (http.endpoint.clone(), work.inputs.clone(), body)
+        let Some(mut inputs) = tx.state.item_inputs(&d.step_id, &d.token) else {
+            return;
         };
+        let template = if d.compensate {
+            &http.compensate
+        } else {
+            &http.endpoint
+        };
+        let mut placeholders = inputs.pick(params(template).iter().map(String::as_str));
         let webhook_url = (step.is_async() && !d.compensate)
             .then(|| self.webhook_url(&tx.state.id, &step.id, &d.token, d.attempt));
-        // Flow state keeps the unsigned URL in a `webhook_url` meta
-        // input; the step alone is given the signed one.
-        let body = match (&webhook_url, body) {
-            (Some(url), Some(serde_json::Value::Object(mut inputs))) => {
+        let body = if d.compensate {
+            // Placeholders from inputs and outputs, outputs win.
+            let outputs = work.outputs.clone().unwrap_or_default();
+            placeholders.extend(outputs.iter().map(|(k, v)| (k.clone(), v.clone())));
+            let body = serde_json::json!({ "input": inputs.to_args(), "output": outputs });
+            Some(CallBody::Json(body))
+        } else {
+            if let Some(url) = &webhook_url {
+                // Flow state keeps the unsigned URL in a `webhook_url` meta
+                // input; the step alone is given the signed one.
                 for (name, attr) in &step.attributes {
                     if attr.is_meta() && attr.meta_key() == "webhook_url" {
-                        inputs.insert(step.inner_name(name).to_string(), url.clone().into());
+                        inputs
+                            .own
+                            .insert(step.inner_name(name).to_string(), url.clone().into());
                     }
                 }
-                Some(serde_json::Value::Object(inputs))
             }
-            (_, body) => body,
+            (step.method() != "GET").then_some(CallBody::Inputs(inputs))
         };
+        let endpoint = template.clone();
         let step = Arc::clone(step);
         self.spawn_call(Call {
             flow_id: tx.state.id.clone(),

@@ -357,7 +357,7 @@ impl Engine {
                     lease_expires_at: lease_until,
                     lease_for,
                     created_at: tx.now,
-                    detail: w.clone(),
+                    detail: w.bookkeeping(),
                 })
             })
             .collect();

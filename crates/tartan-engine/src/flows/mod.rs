@@ -178,7 +178,7 @@ impl Engine {
         let mut tx =
             self.decision_context(started, |ctx| machine::apply(FlowState::default(), command, ctx))?;
         let sequence = tx.events.len() as i64;
-        let commit = self.commit_for(&mut tx, 0, Some(text.clone()));
+        let commit = self.commit_for(&mut tx, 0, Some(request_digest(&text)));
         let state = Arc::clone(&commit.state);
         match self.inner.writer.commit(commit).await {
             Ok(()) => {}
@@ -422,9 +422,20 @@ impl Engine {
 }
 
 fn same_request(flow_id: &str, existing: &str, new: &str) -> Result<StartOutcome, EngineError> {
-    if existing == new {
+    // Flows started before requests were kept as digests kept the text.
+    if existing == request_digest(new) || existing == new {
         Ok(StartOutcome::AlreadyStarted)
     } else {
         Err(EngineError::FlowExists(flow_id.to_string()))
     }
+}
+
+/// What a flow keeps of its start request, to tell a repeat from another
+/// start under the same id: its digest, not the text. Kept whole, a 1 MB
+/// start was stored again beside the events that hold its inputs.
+fn request_digest(text: &str) -> String {
+    use sha2::Digest;
+    let hash = sha2::Sha256::digest(text.as_bytes());
+    let hex: String = hash.iter().map(|b| format!("{b:02x}")).collect();
+    format!("sha256:{hex}")
 }

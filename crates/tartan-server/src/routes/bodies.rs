@@ -8,7 +8,8 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde_json::Value;
 use tartan_core::catalog::AttributeGraph;
-use tartan_core::flow::{FlowStatus, Time, WorkState};
+use tartan_core::flow::{Attempt, FlowStatus, Time, WorkStatus};
+use tartan_core::retry::RetryState;
 use tartan_core::step::Step;
 use tartan_store::{EventPage, StoredEvent, WorkView};
 use utoipa::ToSchema;
@@ -237,11 +238,39 @@ pub(crate) struct FlowStatusAnswer {
     pub status: FlowStatus,
 }
 
-/// A work item, flat, with where it belongs (docs/work-items.md).
+/// A work item, flat, with where it belongs (docs/work-items.md): its
+/// bookkeeping, without its inputs and outputs (those are in the flow's
+/// state), so that a page of items is small whatever the steps exchange.
 #[derive(Debug, Serialize, ToSchema)]
 pub(crate) struct WorkItem {
-    #[serde(flatten)]
-    pub detail: WorkState,
+    pub status: WorkStatus,
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub started_at: Option<Time>,
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub completed_at: Option<Time>,
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub next_retry_at: Option<Time>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub problem: Option<Value>,
+    pub retry_count: u32,
+    pub attempts: Vec<Attempt>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub deadline_at: Option<Time>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub inactive_until: Option<Time>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub compensation: Vec<Attempt>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub accepted_at: Option<Time>,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub index: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retry_state: Option<RetryState>,
     pub flow_id: String,
     pub step_id: String,
     pub token: String,
@@ -249,15 +278,33 @@ pub(crate) struct WorkItem {
     pub last_error: Option<String>,
 }
 
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
 impl From<&WorkView> for WorkItem {
     fn from(w: &WorkView) -> Self {
+        let d = &w.detail;
         WorkItem {
-            detail: w.detail.clone(),
+            status: d.status,
+            started_at: d.started_at,
+            completed_at: d.completed_at,
+            next_retry_at: d.next_retry_at,
+            error: d.error.clone(),
+            problem: d.problem.clone(),
+            retry_count: d.retry_count,
+            attempts: d.attempts.clone(),
+            deadline_at: d.deadline_at,
+            inactive_until: d.inactive_until,
+            compensation: d.compensation.clone(),
+            accepted_at: d.accepted_at,
+            index: d.index,
+            retry_state: d.retry_state,
             flow_id: w.flow_id.clone(),
             step_id: w.step_id.clone(),
             token: w.token.clone(),
             attempt: w.attempt,
-            last_error: w.detail.error.clone(),
+            last_error: d.error.clone(),
         }
     }
 }
