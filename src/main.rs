@@ -192,7 +192,11 @@ async fn serve(config: Config) -> Result<()> {
     }
     let engine = Engine::start(engine_config, store).await?;
     if !config.security.requires_token() && !addr.ip().to_canonical().is_loopback() {
-        tracing::warn!("serving without authentication on {addr} (TARTAN_ALLOW_UNAUTHENTICATED)");
+        tracing::warn!(
+            "serving without authentication on {addr} (TARTAN_ALLOW_UNAUTHENTICATED); requests must name \
+             a loopback address, localhost, the listen address (any address on 0.0.0.0 or [::]) or a name \
+             in TARTAN_ALLOWED_HOSTS"
+        );
     }
     tracing::info!(store = engine.store().backend(), node_id = %engine.config().node_id, "listening on {addr}");
     tartan_server::serve_with(

@@ -20,7 +20,7 @@ use figment::Figment;
 use serde::Deserialize;
 use tartan_core::hosts::StepHosts;
 use tartan_core::retry::{BackoffType, RetryDefaults};
-use tartan_server::ApiSecurity;
+use tartan_server::{AllowedHosts, ApiSecurity};
 
 pub use sources::KEYS;
 
@@ -77,6 +77,10 @@ setting_flags! {
     read_token_file,
     /// Origins browsers may call the API from, comma-separated exact origins or * [default: none]
     cors_origins,
+    /// Host names requests may address besides loopback, localhost and the listen address,
+    /// comma-separated, each with or without :port, *.domain, or * for any (DNS rebinding)
+    /// [default: none; no check at all when tokens are set]
+    allowed_hosts,
     /// Where steps may call: comma-separated host names, *.domain patterns,
     /// IP addresses and CIDR ranges [default: any address but link-local]
     step_hosts,
@@ -173,6 +177,8 @@ struct Settings {
     allow_unauthenticated: bool,
     #[serde(default, deserialize_with = "values::list")]
     cors_origins: Vec<String>,
+    #[serde(default, deserialize_with = "values::allowed_hosts")]
+    allowed_hosts: AllowedHosts,
     #[serde(default, deserialize_with = "values::hosts")]
     step_hosts: Option<StepHosts>,
     #[serde(deserialize_with = "values::timeout")]
@@ -303,7 +309,8 @@ impl Config {
         }
         let api_tokens = tokens(figment, "api_token", s.api_token, s.api_token_file)?;
         let read_tokens = tokens(figment, "read_token", s.read_token, s.read_token_file)?;
-        let security = ApiSecurity::new(&api_tokens, &read_tokens, &s.cors_origins)?;
+        let security =
+            ApiSecurity::new(&api_tokens, &read_tokens, &s.cors_origins)?.with_allowed_hosts(s.allowed_hosts);
         // As Redis's protected mode: no credentials, no network exposure.
         if !security.requires_token() && !addr.ip().to_canonical().is_loopback() && !s.allow_unauthenticated {
             bail!(

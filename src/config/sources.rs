@@ -42,6 +42,7 @@ pub const KEYS: &[Key] = &[
     key("read_token_file"),
     key("allow_unauthenticated"),
     key("cors_origins"),
+    key("allowed_hosts"),
     key("step_hosts"),
     argyll("step_timeout", "STEP_TIMEOUT"),
     argyll("retry_max_retries", "RETRY_MAX_RETRIES"),

@@ -8,8 +8,8 @@
 //! - `extract`: body, path and query extractors that answer in problem+json.
 //! - `observe/`: the request log and metrics: `GET /metrics` and the
 //!   request metrics layer (docs/operating.md, "Metrics" and "Logs").
-//! - `security/`: bearer tokens, JSON-only writes, CORS and the
-//!   WebSocket's origin check, in front of every route (docs/security.md).
+//! - `security/`: the Host check, bearer tokens, JSON-only writes, CORS and
+//!   the WebSocket's origin check, in front of every route (docs/security.md).
 //! - `routes/`: one module per resource (health, engine and catalog, steps,
 //!   flows and work, bulk jobs, webhooks, the event streams, the WebSocket
 //!   `ws`); `routes/bodies.rs` holds the answers' types.
@@ -36,7 +36,7 @@ use tartan_engine::Engine;
 use tokio::net::TcpListener;
 
 use crate::error::{kind, ApiError};
-pub use crate::security::ApiSecurity;
+pub use crate::security::{AllowedHosts, ApiSecurity};
 
 /// Time limits of the HTTP server (docs/durability.md, "Shutting down" and
 /// "Slow clients").
@@ -86,7 +86,7 @@ pub fn router_with(engine: Engine, security: ApiSecurity, body_timeout: Duration
             security::require_token,
         ))
         .layer(axum::middleware::from_fn_with_state(
-            security,
+            security.clone(),
             security::websocket_origin,
         ))
         .layer(axum::middleware::from_fn(
@@ -96,8 +96,14 @@ pub fn router_with(engine: Engine, security: ApiSecurity, body_timeout: Duration
                 next.run(req)
             },
         ))
-        // Outermost of the route layers: refusals by the others are counted too.
-        // Outermost, so that refused requests are counted and logged too.
+        // Before anything else looks at the request: a page that rebound
+        // its name here learns nothing, not even which routes exist.
+        .layer(axum::middleware::from_fn_with_state(
+            security.clone(),
+            security::check_host,
+        ))
+        // Outermost of the route layers, so that refused requests are
+        // counted and logged too.
         .layer(axum::middleware::from_fn_with_state(
             engine.clone(),
             observe::observe_request,
@@ -131,6 +137,7 @@ pub async fn serve_with(
     limits: ServerLimits,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
+    let security = security.serving(listener.local_addr()?, &engine.config().webhook_base_url);
     let app = router_with(engine.clone(), security, limits.body_timeout);
     let mut builder = auto::Builder::new(TokioExecutor::new());
     // Slowloris: a client trickling its headers is cut off (hyper needs a
