@@ -123,10 +123,14 @@ setting_flags! {
     db_read_pool,
     /// Postgres: how long one listing or history statement may run [default: 30s]
     db_read_timeout,
-    /// How long a client may take to send a request's headers [default: 10s]
+    /// How long a client may take to send a request's headers, and how long a connection may stay idle
+    /// [default: 10s]
     header_timeout,
     /// How long a client may take to send a request's body after its headers [default: 30s]
     body_timeout,
+    /// Connections open at once at most; more wait to be accepted
+    /// [default: half the open-file limit, at most 10000]
+    max_connections,
     /// How long calls in flight may finish after SIGTERM before they are handed back [default: 10s]
     shutdown_grace,
     /// Finished flows older than this are deleted; 0 keeps everything [default: 30d]
@@ -223,6 +227,8 @@ struct Settings {
     header_timeout: Duration,
     #[serde(deserialize_with = "values::timeout")]
     body_timeout: Duration,
+    #[serde(default, deserialize_with = "values::opt_count")]
+    max_connections: Option<usize>,
     #[serde(deserialize_with = "values::timeout")]
     shutdown_grace: Duration,
     #[serde(deserialize_with = "values::delay")]
@@ -244,8 +250,11 @@ pub struct Config {
     pub lease: Duration,
     /// Flows in progress in this process at most (`TARTAN_MAX_ACTIVE_FLOWS`).
     pub max_active_flows: usize,
-    /// Header and body read timeouts, shutdown grace.
+    /// Header and body read timeouts, shutdown grace; the connection cap is
+    /// set at start-up from `max_connections` and the open-file limit.
     pub server_limits: tartan_server::ServerLimits,
+    /// Connections at once at most, when set (`TARTAN_MAX_CONNECTIONS`).
+    pub max_connections: Option<usize>,
     /// Tokens and CORS origins of the API.
     pub security: ApiSecurity,
     /// Where steps may call (`TARTAN_STEP_HOSTS`).
@@ -340,7 +349,11 @@ impl Config {
                 header_timeout: s.header_timeout,
                 body_timeout: s.body_timeout,
                 shutdown_grace: s.shutdown_grace,
+                max_connections: s
+                    .max_connections
+                    .unwrap_or(tartan_server::DEFAULT_MAX_CONNECTIONS),
             },
+            max_connections: s.max_connections,
             security,
             step_hosts: s.step_hosts.unwrap_or_else(StepHosts::unrestricted),
             max_calls: s.max_calls,

@@ -65,6 +65,7 @@ pub const KEYS: &[Key] = &[
     key("db_read_timeout"),
     key("header_timeout"),
     key("body_timeout"),
+    key("max_connections"),
     key("shutdown_grace"),
     key("retention"),
 ];

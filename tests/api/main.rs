@@ -9,6 +9,7 @@ mod caps;
 mod chaos;
 mod cli;
 mod config;
+mod connections;
 mod durability;
 mod edges;
 mod errors;
