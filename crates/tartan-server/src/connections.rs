@@ -183,9 +183,12 @@ pub(crate) async fn drive<C>(
     let mut watching = true;
     loop {
         let now = *activity.borrow_and_update();
+        let idle_until = now.idle_since + header_timeout;
         let deadline = match (now.open, close_by) {
-            (0, Some(by)) => Some(by),
-            (0, None) => Some(now.idle_since + header_timeout),
+            // A response that ended past the limit still gets its time to
+            // be flushed and the connection closed by the protocol.
+            (0, Some(by)) => Some(by.max(idle_until)),
+            (0, None) => Some(idle_until),
             _ => None,
         };
         let expired = async {
