@@ -79,7 +79,7 @@ setting_flags! {
     cors_origins,
     /// Host names requests may address besides loopback, localhost and the listen address,
     /// comma-separated, each with or without :port, *.domain, or * for any (DNS rebinding)
-    /// [default: none; no check at all when tokens are set]
+    /// [default: none; with tokens, the Host is checked only when this is set]
     allowed_hosts,
     /// Where steps may call: comma-separated host names, *.domain patterns,
     /// IP addresses and CIDR ranges [default: any address but link-local]
