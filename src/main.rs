@@ -9,6 +9,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 mod cli;
 mod config;
+mod nofile;
 mod purge;
 mod telemetry;
 
@@ -144,8 +145,21 @@ fn config_check(args: &ServeArgs) -> Result<()> {
     Ok(())
 }
 
-async fn serve(config: Config) -> Result<()> {
+async fn serve(mut config: Config) -> Result<()> {
     let traces = telemetry::init_traces()?;
+    let open_files = nofile::raise();
+    let max_connections = nofile::max_connections(config.max_connections, open_files);
+    config.server_limits.max_connections = max_connections;
+    let open_files_shown = open_files.map_or_else(|| "unknown".to_string(), |l| l.to_string());
+    if nofile::leaves_too_few(max_connections, open_files) {
+        tracing::warn!(
+            "TARTAN_MAX_CONNECTIONS={max_connections} is more than half the open-file limit \
+             ({open_files_shown}): idle clients could take the descriptors the database and step calls need"
+        );
+    }
+    tracing::info!(
+        "at most {max_connections} connections at once (TARTAN_MAX_CONNECTIONS; open-file limit {open_files_shown})"
+    );
     let listener = TcpListener::bind(&config.listen)
         .await
         .with_context(|| format!("binding {}", config.listen))?;
@@ -192,7 +206,11 @@ async fn serve(config: Config) -> Result<()> {
     }
     let engine = Engine::start(engine_config, store).await?;
     if !config.security.requires_token() && !addr.ip().to_canonical().is_loopback() {
-        tracing::warn!("serving without authentication on {addr} (TARTAN_ALLOW_UNAUTHENTICATED)");
+        tracing::warn!(
+            "serving without authentication on {addr} (TARTAN_ALLOW_UNAUTHENTICATED); requests must name \
+             a loopback address, localhost, the listen address (any address on 0.0.0.0 or [::]) or a name \
+             in TARTAN_ALLOWED_HOSTS"
+        );
     }
     tracing::info!(store = engine.store().backend(), node_id = %engine.config().node_id, "listening on {addr}");
     tartan_server::serve_with(

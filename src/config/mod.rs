@@ -20,7 +20,7 @@ use figment::Figment;
 use serde::Deserialize;
 use tartan_core::hosts::StepHosts;
 use tartan_core::retry::{BackoffType, RetryDefaults};
-use tartan_server::ApiSecurity;
+use tartan_server::{AllowedHosts, ApiSecurity};
 
 pub use sources::KEYS;
 
@@ -77,6 +77,10 @@ setting_flags! {
     read_token_file,
     /// Origins browsers may call the API from, comma-separated exact origins or * [default: none]
     cors_origins,
+    /// Host names requests may address besides loopback, localhost and the listen address,
+    /// comma-separated, each with or without :port, *.domain, or * for any (DNS rebinding)
+    /// [default: none; with tokens, the Host is checked only when this is set]
+    allowed_hosts,
     /// Where steps may call: comma-separated host names, *.domain patterns,
     /// IP addresses and CIDR ranges [default: any address but link-local]
     step_hosts,
@@ -119,10 +123,14 @@ setting_flags! {
     db_read_pool,
     /// Postgres: how long one listing or history statement may run [default: 30s]
     db_read_timeout,
-    /// How long a client may take to send a request's headers [default: 10s]
+    /// How long a client may take to send a request's headers, and how long a connection may stay idle
+    /// [default: 10s]
     header_timeout,
     /// How long a client may take to send a request's body after its headers [default: 30s]
     body_timeout,
+    /// Connections open at once at most; more wait to be accepted
+    /// [default: half the open-file limit, at most 10000]
+    max_connections,
     /// How long calls in flight may finish after SIGTERM before they are handed back [default: 10s]
     shutdown_grace,
     /// Finished flows older than this are deleted; 0 keeps everything [default: 30d]
@@ -173,6 +181,8 @@ struct Settings {
     allow_unauthenticated: bool,
     #[serde(default, deserialize_with = "values::list")]
     cors_origins: Vec<String>,
+    #[serde(default, deserialize_with = "values::allowed_hosts")]
+    allowed_hosts: AllowedHosts,
     #[serde(default, deserialize_with = "values::hosts")]
     step_hosts: Option<StepHosts>,
     #[serde(deserialize_with = "values::timeout")]
@@ -217,6 +227,8 @@ struct Settings {
     header_timeout: Duration,
     #[serde(deserialize_with = "values::timeout")]
     body_timeout: Duration,
+    #[serde(default, deserialize_with = "values::opt_count")]
+    max_connections: Option<usize>,
     #[serde(deserialize_with = "values::timeout")]
     shutdown_grace: Duration,
     #[serde(deserialize_with = "values::delay")]
@@ -238,8 +250,11 @@ pub struct Config {
     pub lease: Duration,
     /// Flows in progress in this process at most (`TARTAN_MAX_ACTIVE_FLOWS`).
     pub max_active_flows: usize,
-    /// Header and body read timeouts, shutdown grace.
+    /// Header and body read timeouts, shutdown grace; the connection cap is
+    /// set at start-up from `max_connections` and the open-file limit.
     pub server_limits: tartan_server::ServerLimits,
+    /// Connections at once at most, when set (`TARTAN_MAX_CONNECTIONS`).
+    pub max_connections: Option<usize>,
     /// Tokens and CORS origins of the API.
     pub security: ApiSecurity,
     /// Where steps may call (`TARTAN_STEP_HOSTS`).
@@ -303,7 +318,8 @@ impl Config {
         }
         let api_tokens = tokens(figment, "api_token", s.api_token, s.api_token_file)?;
         let read_tokens = tokens(figment, "read_token", s.read_token, s.read_token_file)?;
-        let security = ApiSecurity::new(&api_tokens, &read_tokens, &s.cors_origins)?;
+        let security =
+            ApiSecurity::new(&api_tokens, &read_tokens, &s.cors_origins)?.with_allowed_hosts(s.allowed_hosts);
         // As Redis's protected mode: no credentials, no network exposure.
         if !security.requires_token() && !addr.ip().to_canonical().is_loopback() && !s.allow_unauthenticated {
             bail!(
@@ -333,7 +349,11 @@ impl Config {
                 header_timeout: s.header_timeout,
                 body_timeout: s.body_timeout,
                 shutdown_grace: s.shutdown_grace,
+                max_connections: s
+                    .max_connections
+                    .unwrap_or(tartan_server::DEFAULT_MAX_CONNECTIONS),
             },
+            max_connections: s.max_connections,
             security,
             step_hosts: s.step_hosts.unwrap_or_else(StepHosts::unrestricted),
             max_calls: s.max_calls,

@@ -42,6 +42,7 @@ pub const KEYS: &[Key] = &[
     key("read_token_file"),
     key("allow_unauthenticated"),
     key("cors_origins"),
+    key("allowed_hosts"),
     key("step_hosts"),
     argyll("step_timeout", "STEP_TIMEOUT"),
     argyll("retry_max_retries", "RETRY_MAX_RETRIES"),
@@ -64,6 +65,7 @@ pub const KEYS: &[Key] = &[
     key("db_read_timeout"),
     key("header_timeout"),
     key("body_timeout"),
+    key("max_connections"),
     key("shutdown_grace"),
     key("retention"),
 ];

@@ -11,6 +11,7 @@ use std::time::Duration;
 use serde::de::{Deserialize, Deserializer, Error};
 use tartan_core::duration::{parse_duration_str, DurationKind};
 use tartan_core::hosts::StepHosts;
+use tartan_server::AllowedHosts;
 
 /// A value as any source gives it.
 #[derive(Debug, serde::Deserialize)]
@@ -82,6 +83,12 @@ pub fn hosts<'de, D: Deserializer<'de>>(d: D) -> Result<Option<StepHosts>, D::Er
     StepHosts::parse(&entries.join(","))
         .map(Some)
         .map_err(|e| D::Error::custom(e.to_string()))
+}
+
+/// The host names requests may address (`allowed_hosts`): a
+/// comma-separated list or an array; an empty one is no setting.
+pub fn allowed_hosts<'de, D: Deserializer<'de>>(d: D) -> Result<AllowedHosts, D::Error> {
+    AllowedHosts::parse(&list(d)?).map_err(D::Error::custom)
 }
 
 /// A whole number of at least 1.

@@ -82,7 +82,7 @@ async fn a_client_trickling_its_body_gets_a_408() {
     let engine = spawn_binary_with(&db, "edges-body", &[("TARTAN_BODY_TIMEOUT", "1s")]).await;
     let (answer, after) = trickle(
         &engine.addr,
-        b"POST /engine/flow HTTP/1.1\r\nHost: example\r\nContent-Type: application/json\r\n\
+        b"POST /engine/flow HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
           Content-Length: 80\r\n\r\n{",
         b"\"id\": \"slow\", \"goals\": [\"nothing\"], \"init\": {}, \"labels\": {\"a\": \"bbbbbbbbbbbbbb\"}}",
         Duration::from_secs(8),
@@ -96,6 +96,67 @@ async fn a_client_trickling_its_body_gets_a_408() {
     assert!(answer.contains("application/problem+json"), "{answer}");
     assert!(answer.contains("urn:tartan:problem:body-timeout"), "{answer}");
     assert_eq!(call(&engine, reqwest::Method::GET, "/health", None).await.0, 200);
+}
+
+/// A webhook is a request like any other: its body too must arrive within
+/// `TARTAN_BODY_TIMEOUT`, and the work item keeps waiting for a real result.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_step_trickling_its_webhook_body_gets_a_408() {
+    let Some(db) = TestDb::create(Backend::Sqlite).await else {
+        return;
+    };
+    let engine = spawn_binary_with(&db, "edges-webhook", &[("TARTAN_BODY_TIMEOUT", "1s")]).await;
+    let svc = StepServer::start(|_, _| json_reply(202, json!({}))).await;
+    let mut step = sync_step("later", &svc.url("/later"), &[], &["out"]);
+    step["type"] = json!("async");
+    register(&engine, vec![step]).await;
+    let (status, body) = call(
+        &engine,
+        reqwest::Method::POST,
+        "/engine/flow",
+        Some(json!({"id": "slow-hook", "goals": ["later"]})),
+    )
+    .await;
+    assert_eq!(status, 201, "{body}");
+    let mut hook = None;
+    for _ in 0..500 {
+        hook = svc.requests().first().and_then(|r| {
+            r.headers
+                .get("argyll-webhook-url")
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string)
+        });
+        if hook.is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let hook = hook.expect("the step was called with a webhook URL");
+    let path = hook
+        .split_once(&engine.addr)
+        .map(|(_, p)| p.to_string())
+        .expect("a URL of this engine");
+    let head = format!(
+        "POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
+         Content-Length: 40\r\n\r\n{{"
+    );
+    let (answer, after) = trickle(
+        &engine.addr,
+        head.as_bytes(),
+        b"\"out\": \"aaaaaaaaaaaaaaaaaaaaaaaaaaaaa\"}",
+        Duration::from_secs(20),
+    )
+    .await;
+    assert!(
+        after < Duration::from_secs(15),
+        "no answer after {after:?} (body timeout 1s): {answer}"
+    );
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    assert!(answer.contains("urn:tartan:problem:body-timeout"), "{answer}");
+    let flow = call(&engine, reqwest::Method::GET, "/engine/flow/slow-hook", None)
+        .await
+        .1;
+    assert_eq!(flow["status"], "active", "{flow}");
 }
 
 /// A step server whose paths answer `{"<path>": "done"}` after a delay

@@ -458,8 +458,24 @@ pub async fn spawn_binary_with(db: &TestDb, node_id: &str, env: &[(&str, &str)])
 /// Start `tartan serve` with these flags and extra environment; returns
 /// once it logs `listening on <addr>`.
 pub async fn spawn_serve(args: &[&str], env: &[(&str, &str)]) -> Binary {
+    spawn_serve_under(None, args, env).await
+}
+
+/// The same, run by `sh` after `ulimit <ulimit>` (e.g. `-n 256`, soft and
+/// hard, or `-Sn 256`, soft only) when given: a process with those limits.
+pub async fn spawn_serve_under(ulimit: Option<&str>, args: &[&str], env: &[(&str, &str)]) -> Binary {
     use tokio::io::AsyncBufReadExt;
-    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_tartan"));
+    let mut command = match ulimit {
+        None => tokio::process::Command::new(env!("CARGO_BIN_EXE_tartan")),
+        Some(limits) => {
+            // `exec`: the child's pid is tartan's own.
+            let mut sh = tokio::process::Command::new("sh");
+            sh.arg("-c")
+                .arg(format!("ulimit {limits} && exec \"$0\" \"$@\""))
+                .arg(env!("CARGO_BIN_EXE_tartan"));
+            sh
+        }
+    };
     command.envs(env.iter().copied());
     let mut child = command
         .arg("serve")

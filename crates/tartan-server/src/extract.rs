@@ -28,13 +28,7 @@ pub async fn read_body(req: Request, limit: usize) -> Result<Bytes, ApiError> {
     let read = match deadline {
         Some(BodyDeadline(at)) => match tokio::time::timeout_at(at, read).await {
             Ok(read) => read,
-            Err(_) => {
-                return Err(ApiError::new(
-                    StatusCode::REQUEST_TIMEOUT,
-                    kind::BODY_TIMEOUT,
-                    "the request body did not arrive in time (TARTAN_BODY_TIMEOUT)",
-                ))
-            }
+            Err(_) => return Err(body_timeout()),
         },
         None => read.await,
     };
@@ -45,6 +39,15 @@ pub async fn read_body(req: Request, limit: usize) -> Result<Bytes, ApiError> {
             format!("request body exceeds the limit of {limit} bytes"),
         )
     })
+}
+
+/// The answer to a body that did not arrive by its `BodyDeadline`.
+pub fn body_timeout() -> ApiError {
+    ApiError::new(
+        StatusCode::REQUEST_TIMEOUT,
+        kind::BODY_TIMEOUT,
+        "the request body did not arrive in time (TARTAN_BODY_TIMEOUT)",
+    )
 }
 
 /// Parse JSON, naming the field at fault: `work_config.max_retries: invalid type...`.

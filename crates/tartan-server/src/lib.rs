@@ -8,14 +8,17 @@
 //! - `extract`: body, path and query extractors that answer in problem+json.
 //! - `observe/`: the request log and metrics: `GET /metrics` and the
 //!   request metrics layer (docs/operating.md, "Metrics" and "Logs").
-//! - `security/`: bearer tokens, JSON-only writes, CORS and the
-//!   WebSocket's origin check, in front of every route (docs/security.md).
+//! - `security/`: the Host check, bearer tokens, JSON-only writes, CORS and
+//!   the WebSocket's origin check, in front of every route (docs/security.md).
+//! - `connections`: the cap on open connections and the timeouts that close
+//!   idle ones (docs/durability.md, "Connections").
 //! - `routes/`: one module per resource (health, engine and catalog, steps,
 //!   flows and work, bulk jobs, webhooks, the event streams, the WebSocket
 //!   `ws`); `routes/bodies.rs` holds the answers' types.
 //! - `openapi`: the OpenAPI document built from the routes' annotations,
 //!   `GET /openapi.json`.
 
+mod connections;
 pub mod error;
 pub mod extract;
 mod observe;
@@ -24,6 +27,7 @@ mod routes;
 pub mod security;
 
 use std::future::Future;
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::ConnectInfo;
@@ -31,18 +35,34 @@ use axum::http::StatusCode;
 use axum::Router;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
-use hyper_util::server::graceful::GracefulShutdown;
 use tartan_engine::Engine;
 use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
+use crate::connections::{Limited, Requests, Stops, Tracked};
 use crate::error::{kind, ApiError};
-pub use crate::security::ApiSecurity;
+pub use crate::security::{AllowedHosts, ApiSecurity};
+
+/// Connections open at once at most, unless configured
+/// (`TARTAN_MAX_CONNECTIONS`; the binary also keeps it within half its
+/// open-file limit).
+pub const DEFAULT_MAX_CONNECTIONS: usize = 10_000;
+
+/// HTTP/2 pings: a peer that does not answer one within the timeout is
+/// gone (a cable pulled, a NAT that forgot it), and its connection is
+/// closed even while a stream is open on it.
+const H2_PING_INTERVAL: Duration = Duration::from_secs(20);
+const H2_PING_TIMEOUT: Duration = Duration::from_secs(20);
 
 /// Time limits of the HTTP server (docs/durability.md, "Shutting down" and
 /// "Slow clients").
 #[derive(Debug, Clone, Copy)]
 pub struct ServerLimits {
-    /// A request's headers must arrive within this (`TARTAN_HEADER_TIMEOUT`).
+    /// A request's headers must arrive within this (`TARTAN_HEADER_TIMEOUT`)
+    /// of the connection's opening or of its last response; an idle
+    /// connection is closed after it.
     pub header_timeout: Duration,
     /// A request's body must arrive within this of its headers
     /// (`TARTAN_BODY_TIMEOUT`).
@@ -50,6 +70,9 @@ pub struct ServerLimits {
     /// How long calls in flight may finish after a stop is asked for
     /// (`TARTAN_SHUTDOWN_GRACE`).
     pub shutdown_grace: Duration,
+    /// Connections open at once at most (`TARTAN_MAX_CONNECTIONS`); more
+    /// wait in the listen backlog.
+    pub max_connections: usize,
 }
 
 impl Default for ServerLimits {
@@ -58,6 +81,7 @@ impl Default for ServerLimits {
             header_timeout: Duration::from_secs(10),
             body_timeout: Duration::from_secs(30),
             shutdown_grace: Duration::from_secs(10),
+            max_connections: DEFAULT_MAX_CONNECTIONS,
         }
     }
 }
@@ -86,7 +110,7 @@ pub fn router_with(engine: Engine, security: ApiSecurity, body_timeout: Duration
             security::require_token,
         ))
         .layer(axum::middleware::from_fn_with_state(
-            security,
+            security.clone(),
             security::websocket_origin,
         ))
         .layer(axum::middleware::from_fn(
@@ -96,8 +120,14 @@ pub fn router_with(engine: Engine, security: ApiSecurity, body_timeout: Duration
                 next.run(req)
             },
         ))
-        // Outermost of the route layers: refusals by the others are counted too.
-        // Outermost, so that refused requests are counted and logged too.
+        // Before anything else looks at the request: a page that rebound
+        // its name here learns nothing, not even which routes exist.
+        .layer(axum::middleware::from_fn_with_state(
+            security.clone(),
+            security::check_host,
+        ))
+        // Outermost of the route layers, so that refused requests are
+        // counted and logged too.
         .layer(axum::middleware::from_fn_with_state(
             engine.clone(),
             observe::observe_request,
@@ -123,7 +153,7 @@ pub async fn serve(
 /// accepting, and at once both let open requests finish and shut the
 /// engine down (it hands back the work it has not started, lets running
 /// calls finish within the grace, hands back the rest); connections still
-/// open after the grace are dropped.
+/// open after the grace are closed.
 pub async fn serve_with(
     listener: TcpListener,
     engine: Engine,
@@ -131,6 +161,7 @@ pub async fn serve_with(
     limits: ServerLimits,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
+    let security = security.serving(listener.local_addr()?, &engine.config().webhook_base_url);
     let app = router_with(engine.clone(), security, limits.body_timeout);
     let mut builder = auto::Builder::new(TokioExecutor::new());
     // Slowloris: a client trickling its headers is cut off (hyper needs a
@@ -139,10 +170,43 @@ pub async fn serve_with(
         .http1()
         .timer(TokioTimer::new())
         .header_read_timeout(limits.header_timeout);
-    builder.http2().timer(TokioTimer::new());
-    let graceful = GracefulShutdown::new();
+    builder
+        .http2()
+        .timer(TokioTimer::new())
+        .keep_alive_interval(H2_PING_INTERVAL)
+        .keep_alive_timeout(H2_PING_TIMEOUT);
+    let permits = Arc::new(Semaphore::new(limits.max_connections.max(1)));
+    let stops = Stops {
+        graceful: CancellationToken::new(),
+        now: CancellationToken::new(),
+    };
+    let tasks = TaskTracker::new();
+    let mut full_since: Option<tokio::time::Instant> = None;
     tokio::pin!(shutdown);
     loop {
+        // At the cap, wait for a connection to close before accepting
+        // another: the ones beyond wait in the kernel's backlog.
+        let permit = match permits.clone().try_acquire_owned() {
+            Ok(permit) => permit,
+            Err(_) => {
+                if full_since.is_none_or(|t| t.elapsed() > Duration::from_secs(60)) {
+                    tracing::warn!(
+                        "{} connections are open, the most allowed (TARTAN_MAX_CONNECTIONS): new ones wait \
+                         until one closes",
+                        limits.max_connections
+                    );
+                    full_since = Some(tokio::time::Instant::now());
+                }
+                tokio::select! {
+                    permit = permits.clone().acquire_owned() => match permit {
+                        Ok(permit) => permit,
+                        // The semaphore is never closed.
+                        Err(_) => break,
+                    },
+                    _ = &mut shutdown => break,
+                }
+            }
+        };
         let (stream, remote) = tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok(accepted) => accepted,
@@ -155,23 +219,31 @@ pub async fn serve_with(
             },
             _ = &mut shutdown => break,
         };
+        let (requests, activity) = Requests::new();
         let app = app.clone();
         let service = hyper::service::service_fn(move |mut req: hyper::Request<hyper::body::Incoming>| {
             req.extensions_mut().insert(ConnectInfo(remote));
-            tower::ServiceExt::oneshot(app.clone(), req)
-        });
-        let conn = builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
-        let conn = graceful.watch(conn.into_owned());
-        tokio::spawn(async move {
-            // A client that went away or was too slow: nothing to report.
-            if let Err(e) = conn.await {
-                tracing::debug!("connection from {remote} ended: {e}");
+            let open = requests.begin();
+            let answer = tower::ServiceExt::oneshot(app.clone(), req);
+            async move {
+                let response = answer.await?;
+                Ok::<_, std::convert::Infallible>(response.map(|body| Tracked::new(body, open)))
             }
         });
+        let io = TokioIo::new(Limited::new(stream, permit));
+        let conn = builder.serve_connection_with_upgrades(io, service).into_owned();
+        tasks.spawn(connections::drive(
+            conn,
+            activity,
+            limits.header_timeout,
+            stops.clone(),
+        ));
     }
     drop(listener);
+    stops.graceful.cancel();
+    tasks.close();
     let connections = async {
-        if tokio::time::timeout(limits.shutdown_grace, graceful.shutdown())
+        if tokio::time::timeout(limits.shutdown_grace, tasks.wait())
             .await
             .is_err()
         {
@@ -179,6 +251,7 @@ pub async fn serve_with(
                 "requests still open after {:?}; closing them",
                 limits.shutdown_grace
             );
+            stops.now.cancel();
         }
     };
     tokio::join!(connections, engine.shutdown(limits.shutdown_grace));

@@ -132,12 +132,19 @@ fn refusals(path: &str, method: &Method, operation: &mut Operation) {
         .security
         .as_ref()
         .is_some_and(|s| s.iter().all(|r| *r == SecurityRequirement::default()));
+    // Every route: a Host the server does not answer to (DNS rebinding).
+    const HOST: &str = "The request names a host this server does not answer to (TARTAN_ALLOWED_HOSTS)";
     if !public {
         add(operation, 401, "No token, or an unknown one");
         if !crate::security::is_read(method, path) {
-            add(operation, 403, "A read token may not change anything");
+            add(
+                operation,
+                403,
+                &format!("A read token may not change anything; or: {HOST}"),
+            );
         }
     }
+    add(operation, 403, HOST);
     // Anything that reads or writes the database.
     if !matches!(path, "/health" | "/metrics" | "/openapi.json") {
         add(

@@ -15,7 +15,7 @@ use tartan_engine::metrics::{WebhookKind, WebhookOutcome};
 use tartan_engine::{Engine, WebhookRefusal, WebhookResult};
 
 use crate::error::{kind, ApiError, Problem};
-use crate::extract::{parse_json, Path};
+use crate::extract::{body_timeout, parse_json, BodyDeadline, Path};
 use crate::security::is_media_type;
 
 /// An async step's result: a JSON object of outputs, or a problem
@@ -117,7 +117,8 @@ async fn deliver_to(
 }
 
 /// The body with a running count: `None` once it is longer than `limit`
-/// (announced by Content-Length or found while reading; the rest is not read).
+/// (announced by Content-Length or found while reading; the rest is not
+/// read); a 408 when it is not all there by the request's `BodyDeadline`.
 async fn read_bounded(req: Request, limit: usize) -> Result<Option<Vec<u8>>, ApiError> {
     let announced = req
         .headers()
@@ -127,17 +128,28 @@ async fn read_bounded(req: Request, limit: usize) -> Result<Option<Vec<u8>>, Api
     if announced.is_some_and(|n| usize::try_from(n).map_or(true, |n| n > limit)) {
         return Ok(None);
     }
-    let mut body = Vec::new();
-    let mut stream = req.into_body().into_data_stream();
-    while let Some(chunk) = stream.next().await {
-        let chunk =
-            chunk.map_err(|e| ApiError::bad_request(format!("request body could not be read: {e}")))?;
-        if chunk.len() > limit - body.len() {
-            return Ok(None);
+    let deadline = req.extensions().get::<BodyDeadline>().copied();
+    let read = async {
+        let mut body = Vec::new();
+        let mut stream = req.into_body().into_data_stream();
+        while let Some(chunk) = stream.next().await {
+            let chunk =
+                chunk.map_err(|e| ApiError::bad_request(format!("request body could not be read: {e}")))?;
+            if chunk.len() > limit - body.len() {
+                return Ok(None);
+            }
+            body.extend_from_slice(&chunk);
         }
-        body.extend_from_slice(&chunk);
+        Ok(Some(body))
+    };
+    // A step service trickling its result holds a connection and a task
+    // no longer than any other client's body may (TARTAN_BODY_TIMEOUT).
+    match deadline {
+        Some(BodyDeadline(at)) => tokio::time::timeout_at(at, read)
+            .await
+            .unwrap_or_else(|_| Err(body_timeout())),
+        None => read.await,
     }
-    Ok(Some(body))
 }
 
 /// `POST /webhook/{flow}/{step}/{token}/{signature}/heartbeat`: the async

@@ -1,17 +1,23 @@
-//! What keeps the API safe to expose (docs/security.md): bearer tokens,
-//! JSON-only writes and CORS, configured once by [`ApiSecurity`].
+//! What keeps the API safe to expose (docs/security.md): the Host check
+//! against DNS rebinding, bearer tokens, JSON-only writes and CORS,
+//! configured once by [`ApiSecurity`].
 //!
-//! The layers run in this order: CORS (answers preflights), then the
-//! WebSocket handshake's origin check, then authentication, then the
-//! media-type check, then the routes.
+//! The layers run in this order: CORS (answers preflights), then the Host
+//! check, then the WebSocket handshake's origin check, then
+//! authentication, then the media-type check, then the routes.
 
 mod auth;
 mod cors;
+mod host;
 mod media;
 mod origin;
 
+use std::net::{IpAddr, SocketAddr};
+
 pub(crate) use auth::{is_read, require_token};
 pub(crate) use cors::cors_layer;
+pub(crate) use host::check_host;
+pub use host::AllowedHosts;
 pub use media::is_media_type;
 pub(crate) use media::require_json;
 pub(crate) use origin::websocket_origin;
@@ -23,6 +29,11 @@ use sha2::{Digest, Sha256};
 pub struct ApiSecurity {
     tokens: auth::Tokens,
     cors_origins: Vec<String>,
+    allowed_hosts: AllowedHosts,
+    /// The address the server listens on: a request may name it.
+    listen: Option<IpAddr>,
+    /// The host of the webhook URLs: step services name it.
+    webhook_host: AllowedHosts,
 }
 
 /// Why a security setting was refused.
@@ -64,7 +75,31 @@ impl ApiSecurity {
                 read: read.iter().map(|t| digest(t)).collect(),
             },
             cors_origins: cors_origins.to_vec(),
+            allowed_hosts: AllowedHosts::default(),
+            listen: None,
+            webhook_host: AllowedHosts::default(),
         })
+    }
+
+    /// Host names requests may name besides loopback, `localhost` and the
+    /// listen address (`TARTAN_ALLOWED_HOSTS`).
+    pub fn with_allowed_hosts(mut self, hosts: AllowedHosts) -> Self {
+        self.allowed_hosts = hosts;
+        self
+    }
+
+    /// The address the server is bound to, and the base of the webhook
+    /// URLs it hands out: requests may name either.
+    pub(crate) fn serving(mut self, addr: SocketAddr, webhook_base_url: &str) -> Self {
+        self.listen = Some(addr.ip());
+        self.webhook_host = AllowedHosts::default().and_host_of(webhook_base_url);
+        self
+    }
+
+    /// Whether requests must name an allowed host: always without tokens
+    /// (a rebinding page needs none), and whenever hosts are listed.
+    pub(crate) fn checks_host(&self) -> bool {
+        !self.requires_token() || self.allowed_hosts.is_set()
     }
 
     pub(crate) fn cors_origins(&self) -> &[String] {
@@ -84,6 +119,7 @@ impl std::fmt::Debug for ApiSecurity {
             .field("api_tokens", &self.tokens.api.len())
             .field("read_tokens", &self.tokens.read.len())
             .field("cors_origins", &self.cors_origins)
+            .field("allowed_hosts", &self.allowed_hosts)
             .finish()
     }
 }
