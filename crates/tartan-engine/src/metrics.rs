@@ -63,9 +63,16 @@ pub mod names {
 /// [`OTHER_STEPS`]. Steps are registered by clients: without a cap, one
 /// that registers steps without end would grow every scrape with them.
 pub const MAX_STEP_LABELS: usize = 1000;
-/// The `step` label of the steps beyond [`MAX_STEP_LABELS`]; no step id has
-/// parentheses, so it names no real step.
+/// The `step` label of the steps beyond [`MAX_STEP_LABELS`], and of a step
+/// whose id is longer than [`MAX_LABEL_LEN`]; no step id has parentheses,
+/// so it names no real step.
 pub const OTHER_STEPS: &str = "(other)";
+/// Longest label value: the bound of every identifier. Ids are checked
+/// against it when registered, but a step stored before the bound existed
+/// may be longer. Such a value is replaced by the family's fixed overflow
+/// value, not cut: two long ids cut to one prefix would be counted as one
+/// series that names neither.
+pub const MAX_LABEL_LEN: usize = tartan_core::ids::MAX_ID_LEN;
 /// The `route` label of a request that matched no route: raw paths are
 /// never labels.
 pub const UNMATCHED_ROUTE: &str = "unmatched";
@@ -305,6 +312,9 @@ impl Interned {
     }
 
     fn get(&self, value: &str) -> Arc<str> {
+        if value.len() > MAX_LABEL_LEN {
+            return Arc::clone(&self.overflow);
+        }
         let values = self.values.read().unwrap_or_else(PoisonError::into_inner);
         if let Some(v) = values.get(value) {
             return Arc::clone(v);
@@ -746,6 +756,17 @@ mod tests {
         assert_eq!(&*interned.get("b"), "b");
         assert_eq!(&*interned.get("c"), OTHER_STEPS);
         assert_eq!(&*interned.get("a"), "a");
+    }
+
+    #[test]
+    fn a_label_value_over_the_bound_is_the_overflow_value() {
+        let interned = Interned::new(10, OTHER_STEPS);
+        assert_eq!(
+            &*interned.get(&"s".repeat(MAX_LABEL_LEN)),
+            "s".repeat(MAX_LABEL_LEN)
+        );
+        assert_eq!(&*interned.get(&"s".repeat(MAX_LABEL_LEN + 1)), OTHER_STEPS);
+        assert_eq!(&*interned.get(&"x".repeat(400_000)), OTHER_STEPS);
     }
 
     #[test]

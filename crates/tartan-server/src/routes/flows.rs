@@ -79,16 +79,13 @@ pub(crate) async fn plan(
     State(engine): State<Engine>,
     extract::Json(request): extract::Json<PlanRequest>,
 ) -> Result<Json<ExecutionPlan>, ApiError> {
-    let goals: Vec<String> = request.goals.iter().map(|g| sanitize_id(g)).collect();
-    if goals.is_empty() {
-        return Err(ApiError::bad_request("goals: at least one goal step is required"));
-    }
+    let request = request.parse()?;
     let mut view = engine.catalog().await;
-    if goals.iter().any(|g| !view.catalog.contains(g)) {
+    if request.goals.iter().any(|g| !view.catalog.contains(g)) {
         view = engine.refresh_catalog().await?;
     }
-    let plan =
-        build_plan(&view.catalog, &goals, &request.init, PlanMode::Preview).map_err(EngineError::from)?;
+    let plan = build_plan(&view.catalog, &request.goals, &request.init, PlanMode::Preview)
+        .map_err(EngineError::from)?;
     Ok(Json(plan))
 }
 

@@ -1,0 +1,203 @@
+//! Nothing a client names grows without bound (issue 24): identifiers,
+//! names and labels are at most `MAX_ID_LEN` bytes (docs/api.md, "Limits"),
+//! each refusal a 400 naming the field, and what is accepted keeps
+//! `/metrics` small.
+
+use axum::http::StatusCode;
+use chrono::Utc;
+use serde_json::{json, Value};
+use tartan_core::ids::MAX_ID_LEN;
+use tartan_core::retry::RetryDefaults;
+use tartan_core::step::Step;
+use tartan_store::CatalogChange;
+
+use crate::both_backends;
+use crate::helpers::{json_reply, spawn_app, sync_step, Backend, Reply, StepServer};
+
+both_backends!(
+    identifiers_over_the_bound_are_refused_naming_the_field,
+    identifiers_at_the_bound_are_accepted_and_metrics_stay_small,
+    a_stored_step_id_over_the_bound_is_labelled_as_other,
+);
+
+/// What an attacker sends: 400,000 characters.
+fn huge() -> String {
+    "a".repeat(400_000)
+}
+
+/// How a key over the bound is named in an error: its start, cut.
+fn cut() -> String {
+    format!("{}…", "a".repeat(32))
+}
+
+#[track_caller]
+fn assert_refused(r: &Reply, field: &str) {
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{field}: {:?}", r.body);
+    assert_eq!(r.content_type, "application/problem+json", "{field}");
+    let detail = r.body["detail"].as_str().unwrap_or_default();
+    assert!(
+        detail.starts_with(&format!("{field}: ")) && detail.contains("more than the 256"),
+        "{field}: {detail}"
+    );
+    // The refusal does not echo what it refuses.
+    assert!(detail.len() < 300, "{field}: a detail of {} bytes", detail.len());
+}
+
+async fn identifiers_over_the_bound_are_refused_naming_the_field(backend: Backend) {
+    let Some(app) = spawn_app(backend).await else {
+        return;
+    };
+    let step = |patch: Value| {
+        let mut s = sync_step("s", "http://127.0.0.1:9/s", &["in"], &["out"]);
+        if let (Some(s), Value::Object(patch)) = (s.as_object_mut(), patch) {
+            s.extend(patch);
+        }
+        s
+    };
+    let over = "b".repeat(MAX_ID_LEN + 1);
+    let cases = [
+        (step(json!({"id": huge()})), "id".to_string()),
+        (step(json!({"name": huge()})), "name".to_string()),
+        (
+            step(json!({"attributes": {huge(): {"role": "required"}, "out": {"role": "output"}}})),
+            format!("attributes.{}", cut()),
+        ),
+        (
+            step(json!({"labels": {huge(): "v"}})),
+            format!("labels.{}", cut()),
+        ),
+        (step(json!({"labels": {"team": over}})), "labels.team".to_string()),
+    ];
+    for (body, field) in &cases {
+        assert_refused(&app.register(body).await, field);
+        let put = app
+            .send(axum::http::Method::PUT, "/engine/step/s", Some(body.to_string()))
+            .await;
+        assert!(put.status.is_client_error(), "PUT {field}: {:?}", put.body);
+    }
+    assert_eq!(app.get("/engine/step").await.body["count"], 0, "nothing stored");
+
+    let okay = sync_step("s", "http://127.0.0.1:9/s", &["in"], &["out"]);
+    assert_eq!(app.register(&okay).await.status, StatusCode::CREATED);
+    let start = |patch: Value| {
+        let mut s = json!({"id": "f", "goals": ["s"], "init": {"in": ["x"]}});
+        if let (Some(s), Value::Object(patch)) = (s.as_object_mut(), patch) {
+            s.extend(patch);
+        }
+        s
+    };
+    for (body, field) in [
+        (start(json!({"id": huge()})), "id".to_string()),
+        (start(json!({"goals": ["s", huge()]})), "goals[1]".to_string()),
+        (
+            start(json!({"init": {"in": ["x"], huge(): ["y"]}})),
+            format!("init.{}", cut()),
+        ),
+        (
+            start(json!({"labels": {huge(): "v"}})),
+            format!("labels.{}", cut()),
+        ),
+        (
+            start(json!({"labels": {"team": huge()}})),
+            "labels.team".to_string(),
+        ),
+    ] {
+        assert_refused(&app.start_flow(&body).await, &field);
+        let mut plan = body.clone();
+        if field != "id" && !field.starts_with("labels") {
+            // The preview takes the goals and inputs of a start, bounded alike.
+            if let Some(p) = plan.as_object_mut() {
+                p.remove("id");
+            }
+            assert_refused(&app.post("/engine/plan", &plan).await, &field);
+        }
+    }
+    let flows = app.post("/engine/flow/query", &json!({})).await;
+    assert_eq!(flows.body["count"], 0, "no flow started: {:?}", flows.body);
+    let metrics = app.get("/metrics").await;
+    let text = metrics.body.as_str().unwrap_or_default();
+    assert!(
+        text.contains(r#"tartan_flow_starts_refused_total{reason="invalid"} 5"#),
+        "{text}"
+    );
+}
+
+async fn identifiers_at_the_bound_are_accepted_and_metrics_stay_small(backend: Backend) {
+    let Some(app) = spawn_app(backend).await else {
+        return;
+    };
+    let svc = StepServer::start(|_, _| json_reply(200, json!({"out": "done"}))).await;
+    let id = "s".repeat(MAX_ID_LEN);
+    let name = "n".repeat(MAX_ID_LEN);
+    let mut step = sync_step(&id, &svc.url("/s"), &[&name], &["out"]);
+    step["name"] = json!("N".repeat(MAX_ID_LEN));
+    step["labels"] = json!({ "l".repeat(MAX_ID_LEN): "v".repeat(MAX_ID_LEN) });
+    let r = app.register(&step).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+    let flow = "f".repeat(MAX_ID_LEN);
+    let r = app
+        .start_flow(&json!({"id": flow, "goals": [id], "init": {name.clone(): ["x"]},
+            "labels": {"k".repeat(MAX_ID_LEN): "w".repeat(MAX_ID_LEN)}}))
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+    assert_eq!(app.wait_for_flow(&flow).await["status"], "completed");
+    let found = app
+        .post(
+            "/engine/flow/query",
+            &json!({"labels": {"k".repeat(MAX_ID_LEN): "w".repeat(MAX_ID_LEN)}}),
+        )
+        .await;
+    assert_eq!(found.body["count"], 1, "{:?}", found.body);
+
+    let metrics = app.get("/metrics").await;
+    let text = metrics.body.as_str().unwrap_or_default();
+    assert!(text.contains(&format!("step=\"{id}\"")), "the step is labelled");
+    // A few dozen series name the step: tens of kilobytes, not megabytes.
+    assert!(text.len() < 64 * 1024, "/metrics is {} bytes", text.len());
+}
+
+/// A step stored before ids were bounded (here written to the store
+/// directly) still runs; its calls are counted under `step="(other)"`,
+/// never with its long id as a label.
+async fn a_stored_step_id_over_the_bound_is_labelled_as_other(backend: Backend) {
+    let Some(app) = spawn_app(backend).await else {
+        return;
+    };
+    let svc = StepServer::start(|r, _| match r.path.as_str() {
+        "/long" => json_reply(200, json!({"mid": "m"})),
+        _ => json_reply(200, json!({"out": "done"})),
+    })
+    .await;
+    // Long, but within what both databases index (Postgres: 2,704 bytes).
+    let long = "l".repeat(1000);
+    let stored: Step =
+        serde_json::from_value(sync_step(&long, &svc.url("/long"), &["in"], &["mid"])).expect("a step");
+    let stored = stored
+        .with_effective_retry(&RetryDefaults::default())
+        .expect("its policies");
+    app.engine
+        .store()
+        .commit_catalog_batch(0, &[CatalogChange::Registered(stored, Utc::now())])
+        .await
+        .expect("stored");
+    app.engine.refresh_catalog().await.expect("read back");
+    let goal = sync_step("goal", &svc.url("/goal"), &["mid"], &["out"]);
+    assert_eq!(app.register(&goal).await.status, StatusCode::CREATED);
+    let r = app
+        .start_flow(&json!({"id": "f", "goals": ["goal"], "init": {"in": ["x"]}}))
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+    assert_eq!(app.wait_for_flow("f").await["status"], "completed");
+
+    let metrics = app.get("/metrics").await;
+    let text = metrics.body.as_str().unwrap_or_default();
+    assert!(!text.contains(&long), "the long id is no label");
+    assert!(
+        text.contains(r#"tartan_attempts_total{step="(other)",call="work",outcome="success"} 1"#),
+        "{text}"
+    );
+    assert!(
+        text.contains(r#"tartan_attempts_total{step="goal",call="work",outcome="success"} 1"#),
+        "{text}"
+    );
+}
