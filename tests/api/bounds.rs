@@ -18,6 +18,7 @@ both_backends!(
     identifiers_over_the_bound_are_refused_naming_the_field,
     identifiers_at_the_bound_are_accepted_and_metrics_stay_small,
     a_stored_step_id_over_the_bound_is_labelled_as_other,
+    filters_over_their_limits_are_a_400_naming_the_limit,
 );
 
 /// What an attacker sends: 400,000 characters.
@@ -200,4 +201,147 @@ async fn a_stored_step_id_over_the_bound_is_labelled_as_other(backend: Backend) 
         text.contains(r#"tartan_attempts_total{step="goal",call="work",outcome="success"} 1"#),
         "{text}"
     );
+}
+
+/// Queries, work listings and bulk filters with more labels or statuses
+/// than a filter may hold, or ids over the bound: each a 400 naming the
+/// field and the limit, where they used to reach the database and come
+/// back as a 503 (too many parameters, a stack too deep).
+async fn filters_over_their_limits_are_a_400_naming_the_limit(backend: Backend) {
+    let Some(app) = spawn_app(backend).await else {
+        return;
+    };
+    let labels =
+        |n: usize| -> Value { Value::Object((0..n).map(|i| (format!("k{i}"), json!("v"))).collect()) };
+    let statuses = |n: usize, s: &str| json!(vec![s; n]);
+    let over = "c".repeat(MAX_ID_LEN + 1);
+    #[track_caller]
+    fn refused(r: &Reply, field: &str, limit: &str) {
+        assert_eq!(r.status, StatusCode::BAD_REQUEST, "{field}: {:?}", r.body);
+        assert_eq!(r.content_type, "application/problem+json", "{field}");
+        let detail = r.body["detail"].as_str().unwrap_or_default();
+        assert!(
+            detail.starts_with(&format!("{field}: ")) && detail.contains(limit),
+            "{field}: {detail}"
+        );
+    }
+    for (body, field, limit) in [
+        (
+            json!({"labels": labels(33)}),
+            "labels".to_string(),
+            "more than the 32",
+        ),
+        (
+            json!({"labels": labels(20_000)}),
+            "labels".to_string(),
+            "more than the 32",
+        ),
+        (
+            json!({"labels": {"k": over}}),
+            "labels.k".to_string(),
+            "more than the 256",
+        ),
+        (
+            json!({"labels": {over.clone(): "v"}}),
+            format!("labels.{}", "c".repeat(32) + "…"),
+            "more than the 256",
+        ),
+        (
+            json!({"statuses": statuses(70_000, "active")}),
+            "statuses".to_string(),
+            "more than the 4",
+        ),
+        (
+            json!({"statuses": statuses(5, "failed")}),
+            "statuses".to_string(),
+            "more than the 4",
+        ),
+        (
+            json!({"id_prefix": over}),
+            "id_prefix".to_string(),
+            "more than the 256",
+        ),
+        (
+            json!({"cursor": format!("1.{}", "c".repeat(10_000))}),
+            "cursor".to_string(),
+            "invalid cursor",
+        ),
+    ] {
+        refused(&app.post("/engine/flow/query", &body).await, &field, limit);
+    }
+    // Repeats within the limit are one status.
+    let r = app
+        .post(
+            "/engine/flow/query",
+            &json!({"statuses": ["failed", "failed", "active"]}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+    let r = app
+        .post("/engine/flow/query", &json!({"labels": labels(32)}))
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+
+    for (query, field, limit) in [
+        (format!("step={}", "s".repeat(5000)), "step", "more than the 256"),
+        (format!("flow_id={over}"), "flow_id", "more than the 256"),
+        (
+            "status=active&status=failed".to_string(),
+            "invalid query",
+            "duplicate field",
+        ),
+    ] {
+        refused(&app.get(&format!("/engine/work?{query}")).await, field, limit);
+    }
+    let r = app.get("/engine/work?step=&flow_id=&cursor=").await;
+    assert_eq!(r.status, StatusCode::OK, "empty filters are none: {:?}", r.body);
+
+    for path in ["/engine/bulk/retry", "/engine/bulk/cancel"] {
+        let status = if path.ends_with("retry") {
+            "failed"
+        } else {
+            "active"
+        };
+        for (filter, field, limit) in [
+            (
+                json!({"statuses": statuses(50_000, status)}),
+                "filter.statuses".to_string(),
+                "more than the 4",
+            ),
+            (
+                json!({"labels": labels(33)}),
+                "filter.labels".to_string(),
+                "more than the 32",
+            ),
+            (
+                json!({"labels": {"k": over}}),
+                "filter.labels.k".to_string(),
+                "more than the 256",
+            ),
+            (
+                json!({"ids": ["a", over]}),
+                "filter.ids[1]".to_string(),
+                "more than the 256",
+            ),
+            (
+                json!({"id_prefix": over}),
+                "filter.id_prefix".to_string(),
+                "more than the 256",
+            ),
+            (
+                json!({"failed_step": over}),
+                "filter.failed_step".to_string(),
+                "more than the 256",
+            ),
+        ] {
+            for dry_run in [true, false] {
+                let r = app
+                    .post(path, &json!({"filter": filter, "dry_run": dry_run}))
+                    .await;
+                refused(&r, &field, limit);
+            }
+        }
+    }
+    let jobs = app.get("/engine/bulk").await;
+    assert_eq!(jobs.body["count"], 0, "no job was created: {:?}", jobs.body);
 }

@@ -8,9 +8,11 @@ use axum::Json;
 use serde::Deserialize;
 use tartan_core::duration::{parse_duration_str, DurationKind};
 use tartan_core::flow::{FlowState, FlowStatus};
-use tartan_core::ids::{is_valid_id_prefix, sanitize_id};
+use tartan_core::ids::sanitize_id;
 use tartan_core::plan::{build_plan, ExecutionPlan, PlanMode};
-use tartan_core::request::{PlanRequest, StartFlow};
+use tartan_core::request::{
+    filter_id_prefix, filter_labels, filter_statuses, PlanRequest, StartFlow, MAX_CURSOR_LEN,
+};
 use tartan_engine::{Engine, EngineError};
 use tartan_store::{FlowQuery, SortOrder};
 
@@ -322,6 +324,24 @@ pub(crate) struct QueryRequest {
     sort: String,
 }
 
+/// Every status a query may name.
+const ALL_STATUSES: [FlowStatus; 4] = [
+    FlowStatus::Active,
+    FlowStatus::Completed,
+    FlowStatus::Failed,
+    FlowStatus::Cancelled,
+];
+
+/// A page's `cursor`: absent or empty is the first page; anything else
+/// must be a cursor the server gave (`next_cursor`).
+pub(crate) fn cursor_of(cursor: Option<String>) -> Result<Option<String>, ApiError> {
+    match cursor.filter(|c| !c.is_empty()) {
+        Some(c) if c.len() <= MAX_CURSOR_LEN && tartan_store::decode_cursor(&c).is_some() => Ok(Some(c)),
+        Some(_) => Err(ApiError::bad_request("cursor: invalid cursor")),
+        None => Ok(None),
+    }
+}
+
 /// Filter flows, a page at a time.
 #[utoipa::path(post, path = "/engine/flow/query", tag = "flows", request_body = QueryRequest,
     responses(
@@ -332,9 +352,7 @@ pub(crate) async fn query(
     State(engine): State<Engine>,
     extract::Json(q): extract::Json<QueryRequest>,
 ) -> Result<Json<FlowPage>, ApiError> {
-    if !is_valid_id_prefix(&q.id_prefix) {
-        return Err(ApiError::bad_request("id_prefix: invalid ID prefix"));
-    }
+    let id_prefix = filter_id_prefix("id_prefix", &q.id_prefix)?;
     if q.limit < 0 || q.limit > MAX_QUERY_LIMIT as i64 {
         return Err(ApiError::bad_request(format!(
             "limit: must be between 0 and {MAX_QUERY_LIMIT}"
@@ -349,26 +367,11 @@ pub(crate) async fn query(
             )))
         }
     };
-    if q.labels.iter().any(|(k, v)| k.is_empty() || v.is_empty()) {
-        return Err(ApiError::bad_request("labels: keys and values must not be empty"));
-    }
-    let mut statuses = Vec::new();
-    for s in &q.statuses {
-        match FlowStatus::parse(s) {
-            Some(st) => statuses.push(st),
-            None => {
-                return Err(ApiError::bad_request(format!(
-                    "statuses: unknown status {s:?} (active, completed, failed or cancelled)"
-                )))
-            }
-        }
-    }
-    let cursor = (!q.cursor.is_empty()).then(|| q.cursor.clone());
-    if let Some(c) = &cursor {
-        if tartan_store::decode_cursor(c).is_none() {
-            return Err(ApiError::bad_request("cursor: invalid cursor"));
-        }
-    }
+    let labels = filter_labels("labels", q.labels)?;
+    let statuses = filter_statuses("statuses", &q.statuses, &ALL_STATUSES, |s| {
+        format!("unknown status {s:?} (active, completed, failed or cancelled)")
+    })?;
+    let cursor = cursor_of(Some(q.cursor))?;
     let limit = if q.limit == 0 {
         DEFAULT_QUERY_LIMIT
     } else {
@@ -377,8 +380,8 @@ pub(crate) async fn query(
     let page = engine
         .store()
         .query_flows(&FlowQuery {
-            id_prefix: (!q.id_prefix.is_empty()).then(|| q.id_prefix.to_lowercase()),
-            labels: q.labels.into_iter().collect(),
+            id_prefix,
+            labels,
             statuses,
             limit,
             cursor,
