@@ -383,6 +383,11 @@ fn tokens(figment: &Figment, key: &str, given: Vec<String>, file: Option<PathBuf
     if tokens.is_empty() {
         bail!("{origin} is set but holds no token");
     }
+    // Checked here too, where the setting that gave the token is known
+    // (a file, the TOML file, a flag); the server checks its own.
+    if let Some(why) = tokens.iter().find_map(|t| tartan_server::token_problem(t)) {
+        bail!("{origin}: {why}");
+    }
     Ok(tokens)
 }
 

@@ -36,7 +36,7 @@ use tartan_engine::Engine;
 use tokio::net::TcpListener;
 
 use crate::error::{kind, ApiError};
-pub use crate::security::ApiSecurity;
+pub use crate::security::{token_problem, ApiSecurity, MIN_TOKEN_LEN};
 
 /// Time limits of the HTTP server (docs/durability.md, "Shutting down" and
 /// "Slow clients").
