@@ -16,6 +16,7 @@ use tartan_core::step::Step;
 use tartan_store::{CatalogChange, Store, StoreError};
 use tokio::sync::{oneshot, Mutex, RwLock};
 
+use crate::metrics::CatalogReload;
 use crate::{Engine, EngineError};
 
 pub(crate) struct CatalogCache {
@@ -89,14 +90,33 @@ impl Engine {
         self.inner.catalog.current.read().await.clone()
     }
 
-    /// Re-read the catalog (another process may have changed it), and
-    /// pass the events between the two views on to the catalog's listeners
+    /// The catalog to plan `goals` with (a start, a plan preview).
+    pub async fn catalog_for(&self, goals: &[String]) -> Result<Arc<CatalogView>, EngineError> {
+        let view = self.catalog().await;
+        if goals.iter().all(|g| view.catalog.contains(g)) {
+            return Ok(view);
+        }
+        // Another process may have registered the step just now.
+        self.reload_catalog(CatalogReload::UnknownGoal).await
+    }
+
+    /// Re-read the catalog (another process changed it), and pass the
+    /// events between the two views on to the catalog's listeners
     /// (docs/api.md, "WebSocket"). One refresh at a time; the view never
     /// moves back.
     pub async fn refresh_catalog(&self) -> Result<Arc<CatalogView>, EngineError> {
+        self.reload_catalog(CatalogReload::OtherProcess).await
+    }
+
+    /// `refresh_catalog`, counted by why (docs/operating.md, "Metrics").
+    pub(crate) async fn reload_catalog(
+        &self,
+        reason: CatalogReload,
+    ) -> Result<Arc<CatalogView>, EngineError> {
         let cache = &self.inner.catalog;
         let _one = cache.refreshing.lock().await;
         let before = self.catalog().await.sequence;
+        self.metrics().catalog_reloaded(reason);
         let view = Arc::new(CatalogCache::read(self.inner.store.as_ref()).await?);
         if view.sequence < before {
             return Ok(self.catalog().await);

@@ -55,6 +55,7 @@ pub mod names {
     pub const BULK_JOBS_CREATED: &str = "tartan_bulk_jobs_created";
     pub const BULK_JOBS_ENDED: &str = "tartan_bulk_jobs_ended";
     pub const BULK_FLOWS: &str = "tartan_bulk_flows";
+    pub const CATALOG_RELOADS: &str = "tartan_catalog_reloads";
     pub const HTTP_REQUESTS: &str = "tartan_http_requests";
     pub const HTTP_REQUEST_DURATION: &str = "tartan_http_request_duration_seconds";
 }
@@ -111,6 +112,26 @@ impl StartRefusal {
             StartRefusal::Overloaded => "overloaded",
             StartRefusal::Unavailable => "unavailable",
             StartRefusal::Other => "other",
+        }
+    }
+}
+
+/// Why this process read the whole catalog from the database again
+/// (`reason` of `tartan_catalog_reloads_total`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CatalogReload {
+    /// A request named a goal this process did not know.
+    UnknownGoal,
+    /// Another process changed the catalog: its notice arrived, or a change
+    /// of this process conflicted with it.
+    OtherProcess,
+}
+
+impl CatalogReload {
+    fn as_str(self) -> &'static str {
+        match self {
+            CatalogReload::UnknownGoal => "unknown_goal",
+            CatalogReload::OtherProcess => "other_process",
         }
     }
 }
@@ -385,6 +406,7 @@ pub struct Metrics {
     bulk_jobs_created: Family<BulkLabels, Counter>,
     bulk_jobs_ended: Family<BulkEndLabels, Counter>,
     bulk_flows: Family<BulkFlowLabels, Counter>,
+    catalog_reloads: Family<ReasonLabel, Counter>,
     http_requests: Family<HttpLabels, Counter>,
     http_duration: Histograms<RouteLabels>,
     steps: Interned,
@@ -431,6 +453,7 @@ impl Metrics {
             bulk_jobs_created: Family::default(),
             bulk_jobs_ended: Family::default(),
             bulk_flows: Family::default(),
+            catalog_reloads: Family::default(),
             http_requests: Family::default(),
             http_duration: Family::new_with_constructor(request_histogram),
             steps: Interned::new(MAX_STEP_LABELS, OTHER_STEPS),
@@ -547,6 +570,11 @@ impl Metrics {
             BULK_FLOWS,
             "Flows bulk jobs acted on in this process, by action and result",
             self.bulk_flows.clone(),
+        );
+        r.register(
+            CATALOG_RELOADS,
+            "Reads of the whole catalog from the database after start-up, by reason",
+            self.catalog_reloads.clone(),
         );
         r.register(
             HTTP_REQUESTS,
@@ -669,6 +697,15 @@ impl Metrics {
     pub(crate) fn bulk_flow(&self, action: &'static str, result: &'static str) {
         self.bulk_flows
             .get_or_create(&BulkFlowLabels { action, result })
+            .inc();
+    }
+
+    /// The whole catalog was read from the database again.
+    pub(crate) fn catalog_reloaded(&self, reason: CatalogReload) {
+        self.catalog_reloads
+            .get_or_create(&ReasonLabel {
+                reason: reason.as_str(),
+            })
             .inc();
     }
 

@@ -82,10 +82,7 @@ pub(crate) async fn plan(
     extract::Json(request): extract::Json<PlanRequest>,
 ) -> Result<Json<ExecutionPlan>, ApiError> {
     let request = request.parse()?;
-    let mut view = engine.catalog().await;
-    if request.goals.iter().any(|g| !view.catalog.contains(g)) {
-        view = engine.refresh_catalog().await?;
-    }
+    let view = engine.catalog_for(&request.goals).await?;
     let plan = build_plan(&view.catalog, &request.goals, &request.init, PlanMode::Preview)
         .map_err(EngineError::from)?;
     Ok(Json(plan))
