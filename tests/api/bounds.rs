@@ -3,6 +3,8 @@
 //! each refusal a 400 naming the field, and what is accepted keeps
 //! `/metrics` small.
 
+use std::time::{Duration, Instant};
+
 use axum::http::StatusCode;
 use chrono::Utc;
 use serde_json::{json, Value};
@@ -12,13 +14,14 @@ use tartan_core::step::Step;
 use tartan_store::CatalogChange;
 
 use crate::both_backends;
-use crate::helpers::{json_reply, spawn_app, sync_step, Backend, Reply, StepServer};
+use crate::helpers::{json_reply, start_on, sync_step, Backend, Reply, StepServer, TestApp, TestDb};
 
 both_backends!(
     identifiers_over_the_bound_are_refused_naming_the_field,
     identifiers_at_the_bound_are_accepted_and_metrics_stay_small,
     a_stored_step_id_over_the_bound_is_labelled_as_other,
     filters_over_their_limits_are_a_400_naming_the_limit,
+    unknown_goals_are_answered_from_the_cached_catalog,
 );
 
 /// What an attacker sends: 400,000 characters.
@@ -45,7 +48,7 @@ fn assert_refused(r: &Reply, field: &str) {
 }
 
 async fn identifiers_over_the_bound_are_refused_naming_the_field(backend: Backend) {
-    let Some(app) = spawn_app(backend).await else {
+    let Some(app) = crate::helpers::spawn_app(backend).await else {
         return;
     };
     let step = |patch: Value| {
@@ -124,7 +127,7 @@ async fn identifiers_over_the_bound_are_refused_naming_the_field(backend: Backen
 }
 
 async fn identifiers_at_the_bound_are_accepted_and_metrics_stay_small(backend: Backend) {
-    let Some(app) = spawn_app(backend).await else {
+    let Some(app) = crate::helpers::spawn_app(backend).await else {
         return;
     };
     let svc = StepServer::start(|_, _| json_reply(200, json!({"out": "done"}))).await;
@@ -161,7 +164,7 @@ async fn identifiers_at_the_bound_are_accepted_and_metrics_stay_small(backend: B
 /// directly) still runs; its calls are counted under `step="(other)"`,
 /// never with its long id as a label.
 async fn a_stored_step_id_over_the_bound_is_labelled_as_other(backend: Backend) {
-    let Some(app) = spawn_app(backend).await else {
+    let Some(app) = crate::helpers::spawn_app(backend).await else {
         return;
     };
     let svc = StepServer::start(|r, _| match r.path.as_str() {
@@ -208,7 +211,7 @@ async fn a_stored_step_id_over_the_bound_is_labelled_as_other(backend: Backend) 
 /// field and the limit, where they used to reach the database and come
 /// back as a 503 (too many parameters, a stack too deep).
 async fn filters_over_their_limits_are_a_400_naming_the_limit(backend: Backend) {
-    let Some(app) = spawn_app(backend).await else {
+    let Some(app) = crate::helpers::spawn_app(backend).await else {
         return;
     };
     let labels =
@@ -344,4 +347,100 @@ async fn filters_over_their_limits_are_a_400_naming_the_limit(backend: Backend) 
     }
     let jobs = app.get("/engine/bulk").await;
     assert_eq!(jobs.body["count"], 0, "no job was created: {:?}", jobs.body);
+}
+
+/// The value of one series in a scrape of `/metrics` (0 when absent).
+async fn series(app: &TestApp, series: &str) -> f64 {
+    let metrics = app.get("/metrics").await;
+    let text = metrics.body.as_str().unwrap_or_default().to_string();
+    text.lines()
+        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
+        .unwrap_or(0.0)
+}
+
+const UNKNOWN_GOAL_RELOADS: &str = r#"tartan_catalog_reloads_total{reason="unknown_goal"}"#;
+
+/// Many starts and plans naming goals nobody registered: each a 404 from
+/// the cached catalog, not a read of the whole catalog from the database
+/// per request (which a client could repeat as fast as it likes). On
+/// SQLite the cache is the catalog (one process per database): never read
+/// again. On Postgres other processes' changes arrive by notice, and an
+/// unknown goal re-reads at most once a second: a step registered through
+/// another process is still found at once.
+async fn unknown_goals_are_answered_from_the_cached_catalog(backend: Backend) {
+    let Some(db) = TestDb::create(backend).await else {
+        return;
+    };
+    let url = db.url.clone();
+    let a = start_on(db, "node-a").await;
+    let svc = StepServer::start(|_, _| json_reply(200, json!({"out": "done"}))).await;
+    let known = sync_step("known", &svc.url("/known"), &["in"], &["out"]);
+    assert_eq!(a.register(&known).await.status, StatusCode::CREATED);
+
+    let began = Instant::now();
+    for round in 0..25 {
+        let requests = (0..8).map(|i| {
+            let a = &a;
+            async move {
+                let goal = format!("nope-{round}-{i}");
+                if i % 2 == 0 {
+                    a.start_flow(
+                        &json!({"id": format!("f-{round}-{i}"), "goals": [goal], "init": {"in": ["x"]}}),
+                    )
+                    .await
+                } else {
+                    a.post("/engine/plan", &json!({"goals": [goal]})).await
+                }
+            }
+        });
+        for r in futures::future::join_all(requests).await {
+            assert_eq!(r.status, StatusCode::NOT_FOUND, "{:?}", r.body);
+            let detail = r.body["detail"].as_str().unwrap_or_default();
+            assert!(detail.starts_with("step not found: nope-"), "{detail}");
+        }
+    }
+    let took = began.elapsed();
+    let reloads = series(&a, UNKNOWN_GOAL_RELOADS).await;
+    match backend {
+        Backend::Sqlite => assert_eq!(reloads, 0.0, "200 unknown goals read the catalog"),
+        // At most once a second (and the first at once).
+        Backend::Postgres => assert!(
+            reloads <= 2.0 + took.as_secs_f64(),
+            "200 unknown goals in {took:?} read the catalog {reloads} times"
+        ),
+    }
+    let r = a
+        .start_flow(&json!({"id": "ok", "goals": ["known"], "init": {"in": ["x"]}}))
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+    if backend == Backend::Sqlite {
+        return;
+    }
+
+    // A second process, which has just been told about unknown goals: a
+    // step registered through the first is found through it all the same.
+    let b = start_on(TestDb::at_url(url), "node-b").await;
+    for i in 0..20 {
+        let r = b
+            .post("/engine/plan", &json!({"goals": [format!("late-{i}")]}))
+            .await;
+        assert_eq!(r.status, StatusCode::NOT_FOUND, "{:?}", r.body);
+    }
+    let late = sync_step("late", &svc.url("/late"), &["in"], &["out"]);
+    assert_eq!(a.register(&late).await.status, StatusCode::CREATED);
+    let start = json!({"id": "late-1", "goals": ["late"], "init": {"in": ["x"]}});
+    let until = Instant::now() + Duration::from_secs(10);
+    loop {
+        let r = b.start_flow(&start).await;
+        if r.status == StatusCode::CREATED {
+            break;
+        }
+        assert_eq!(r.status, StatusCode::NOT_FOUND, "{:?}", r.body);
+        assert!(
+            Instant::now() < until,
+            "the step registered through a never reached b"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(b.wait_for_flow("late-1").await["status"], "completed");
 }
