@@ -29,8 +29,10 @@ pub const MAX_CURSOR_LEN: usize = 32 + MAX_ID_LEN;
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct StartFlow {
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(max_length = 256))]
     pub id: String,
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(min_items = 1, max_items = 64))]
     pub goals: Vec<String>,
     #[serde(default)]
     #[cfg_attr(feature = "openapi", schema(value_type = BTreeMap<String, Vec<Value>>))]

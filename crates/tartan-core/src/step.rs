@@ -27,9 +27,11 @@ pub use crate::json::Args;
 pub struct Step {
     /// Sanitised, unique id.
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(max_length = 256))]
     pub id: String,
     /// Human name, required.
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(max_length = 256))]
     pub name: String,
     /// `sync`, `async`, `script` or `flow`.
     #[serde(rename = "type", default)]

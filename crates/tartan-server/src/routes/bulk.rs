@@ -41,14 +41,16 @@ pub(crate) struct BulkFilterBody {
     ids: Vec<String>,
     /// Flows whose id starts with this.
     #[serde(default)]
+    #[schema(max_length = 256)]
     id_prefix: Option<String>,
-    /// Flows carrying every one of these labels.
+    /// Flows carrying every one of these labels (at most 32; keys and
+    /// values at most 256 bytes).
     #[serde(default)]
     labels: BTreeMap<String, String>,
     /// Flows in any of these statuses: `failed` or `cancelled` for a retry,
     /// `active` for a cancel (the default: all of those).
     #[serde(default)]
-    #[schema(value_type = Vec<FlowStatus>)]
+    #[schema(value_type = Vec<FlowStatus>, max_items = 4)]
     statuses: Vec<String>,
     /// Flows with a failed work item of this step.
     #[serde(default)]

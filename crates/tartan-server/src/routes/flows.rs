@@ -300,13 +300,15 @@ pub(crate) async fn list(State(engine): State<Engine>) -> Result<Json<Vec<FlowSu
 pub(crate) struct QueryRequest {
     /// Flows whose id starts with this.
     #[serde(default)]
+    #[schema(max_length = 256)]
     id_prefix: String,
-    /// Flows carrying every one of these labels.
+    /// Flows carrying every one of these labels (at most 32; keys and
+    /// values at most 256 bytes).
     #[serde(default)]
     labels: BTreeMap<String, String>,
     /// Flows in any of these statuses.
     #[serde(default)]
-    #[schema(value_type = Vec<FlowStatus>)]
+    #[schema(value_type = Vec<FlowStatus>, max_items = 4)]
     statuses: Vec<String>,
     /// Flows per page, 0 to 1000 (0: 100).
     #[serde(default)]
