@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{check_key, check_labels, check_len, ValidationError};
 use crate::flow::{FlowOptions, FlowStatus, Time};
-use crate::ids::{is_dot_id, is_valid_id_prefix, sanitize_id, MAX_FLOW_ID_LEN, MAX_ID_LEN};
+use crate::ids::{is_dot_id, is_valid_id_prefix, sanitize_id, shown_key, MAX_FLOW_ID_LEN, MAX_ID_LEN};
 use crate::plan::InitArgs;
 use crate::timeouts::{parse_flow_timeout, OnTimeout};
 
@@ -268,7 +268,7 @@ pub fn filter_statuses(
                     statuses.push(status);
                 }
             }
-            _ => return Err(ValidationError::new(field, refused(text))),
+            _ => return Err(ValidationError::new(field, refused(&shown_key(text)))),
         }
     }
     Ok(statuses)
