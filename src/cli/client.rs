@@ -57,20 +57,26 @@ impl CliError {
         }
     }
 
-    /// What stderr shows.
+    /// What stderr shows: what the server said escaped, as every line
+    /// for people is (`output::escape`).
     pub fn message(&self) -> String {
+        use super::output::escape;
         match self {
             CliError::Problem {
                 status,
                 title,
                 detail,
             } => {
-                format!("error: {detail}\n  ({status} {title})")
+                format!("error: {}\n  ({status} {})", escape(detail), escape(title))
             }
             CliError::Unreachable { server, reason } => {
-                format!("error: cannot reach the Tartan server at {server}: {reason}\n  (set --server or TARTAN_SERVER)")
+                format!(
+                    "error: cannot reach the Tartan server at {}: {}\n  (set --server or TARTAN_SERVER)",
+                    escape(server),
+                    escape(reason)
+                )
             }
-            CliError::Local(msg) => format!("error: {msg}"),
+            CliError::Local(msg) => format!("error: {}", escape(msg)),
         }
     }
 }

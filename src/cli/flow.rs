@@ -226,7 +226,7 @@ pub async fn run(cmd: FlowCmd) -> Result<u8, CliError> {
 fn announce(answer: &Value, format: Format, watching: bool, text: &str) {
     match (format, watching) {
         (Format::Json, false) => output::json(answer),
-        (Format::Json, true) => output::line(&answer.to_string()),
+        (Format::Json, true) => output::json_line(answer),
         (Format::Table, _) => output::line(text),
     }
 }
@@ -316,7 +316,7 @@ pub fn describe(state: &Value) -> String {
     }
     text.push_str(&steps.render());
     if state["status"] == "completed" {
-        text.push_str(&format!("\nresult: {}\n", result_of(state)));
+        text.push_str(&format!("\nresult: {}\n", output::escape(&result_of(state))));
     }
     text
 }

@@ -1,5 +1,16 @@
 //! Printing: aligned tables for people, the server's JSON for programs.
+//!
+//! Every string the server sends may come from a step (an error message, an
+//! output) or a client (an id, a label), and a terminal obeys the control
+//! characters in what it prints: `ESC ] 0;...BEL` retitles it, `ESC [2J`
+//! clears it, others rewrite what is on screen. So every line for people
+//! goes through [`escape`] where it is written ([`line`], [`Table`]), and
+//! JSON for programs is written with those characters as `\u` escapes
+//! ([`json`], [`json_line`]). Only [`out`] writes text as it is: for the
+//! CLI's own control sequences, and for text already escaped.
 
+use std::borrow::Cow;
+use std::fmt::Write as _;
 use std::io::Write;
 
 use serde_json::Value;
@@ -18,13 +29,71 @@ pub fn out(text: &str) {
     let _ = stdout.flush();
 }
 
+/// One line for people, escaped.
 pub fn line(text: &str) {
-    out(&format!("{text}\n"));
+    out(&format!("{}\n", escape(text)));
+}
+
+/// Text made safe for a terminal: every C0 control character, DEL and
+/// every C1 control character (U+0080 to U+009F) is shown as an escape
+/// (`\n`, `\t`, `\x1b`, `\x7f`, `\u{9b}`), none kept, not even a newline:
+/// one value is one line. Backslashes stay as they are, so escaping twice
+/// changes nothing more.
+pub fn escape(text: &str) -> Cow<'_, str> {
+    if !text.chars().any(is_control) {
+        return Cow::Borrowed(text);
+    }
+    let mut safe = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        match c {
+            '\n' => safe.push_str("\\n"),
+            '\r' => safe.push_str("\\r"),
+            '\t' => safe.push_str("\\t"),
+            c if u32::from(c) < 0x80 && is_control(c) => {
+                let _ = write!(safe, "\\x{:02x}", u32::from(c));
+            }
+            c if is_control(c) => {
+                let _ = write!(safe, "\\u{{{:x}}}", u32::from(c));
+            }
+            c => safe.push(c),
+        }
+    }
+    Cow::Owned(safe)
+}
+
+/// C0 (including newline and tab), DEL, and C1.
+fn is_control(c: char) -> bool {
+    matches!(u32::from(c), 0x00..=0x1f | 0x7f..=0x9f)
+}
+
+/// JSON text with DEL and the C1 control characters written as `\u`
+/// escapes: serde_json escapes C0 but writes those as they are, and a
+/// terminal may obey them. Outside strings JSON text has none, so the
+/// result is the same JSON value.
+pub fn json_text(text: String) -> String {
+    if !text.chars().any(is_control) {
+        return text;
+    }
+    let mut safe = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if matches!(u32::from(c), 0x7f..=0x9f) {
+            let _ = write!(safe, "\\u{:04x}", u32::from(c));
+        } else {
+            safe.push(c);
+        }
+    }
+    safe
 }
 
 /// The server's JSON, pretty.
 pub fn json(value: &Value) {
-    line(&serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string()));
+    let text = serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string());
+    out(&format!("{}\n", json_text(text)));
+}
+
+/// The server's JSON on one line (JSON lines).
+pub fn json_line(value: &Value) {
+    out(&format!("{}\n", json_text(value.to_string())));
 }
 
 /// Columns padded to their widest cell; the last column is not padded.
@@ -45,16 +114,22 @@ impl Table {
         self.rows.push(cells);
     }
 
+    /// The table, every cell escaped.
     pub fn render(&self) -> String {
+        let rows: Vec<Vec<String>> = self
+            .rows
+            .iter()
+            .map(|row| row.iter().map(|cell| escape(cell).into_owned()).collect())
+            .collect();
         let n = self.headers.len();
         let mut widths: Vec<usize> = self.headers.iter().map(|h| h.chars().count()).collect();
-        for row in &self.rows {
+        for row in &rows {
             for (i, cell) in row.iter().enumerate().take(n) {
                 widths[i] = widths[i].max(cell.chars().count());
             }
         }
         let mut text = String::new();
-        for row in std::iter::once(&self.headers).chain(&self.rows) {
+        for row in std::iter::once(&self.headers).chain(&rows) {
             let mut cells = Vec::new();
             for (i, width) in widths.iter().enumerate() {
                 let cell = row.get(i).map(String::as_str).unwrap_or("");
@@ -106,4 +181,40 @@ pub fn pairs(value: &Value) -> String {
 /// A member of an object as text ("" when absent).
 pub fn s<'a>(value: &'a Value, key: &str) -> &'a str {
     value.get(key).and_then(Value::as_str).unwrap_or("")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn control_characters_are_shown_not_obeyed() {
+        let hostile = "\x1b]0;pwned\x07\x1b[2Jdone\r\n\ttab\x7f\u{9b}31m é";
+        let safe = escape(hostile);
+        assert_eq!(
+            safe,
+            "\\x1b]0;pwned\\x07\\x1b[2Jdone\\r\\n\\ttab\\x7f\\u{9b}31m é"
+        );
+        assert!(!safe.chars().any(is_control));
+        assert_eq!(escape(&safe), safe, "escaping twice changes nothing more");
+        assert!(matches!(escape("plain ünïcode"), Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn json_keeps_its_value_without_raw_control_characters() {
+        let value = serde_json::json!({"error": "\x1b[2J\u{9b}\x7f ok"});
+        let text = json_text(value.to_string());
+        assert!(!text.chars().any(is_control), "{text}");
+        let back: Value = serde_json::from_str(&text).unwrap_or_default();
+        assert_eq!(back, value);
+    }
+
+    #[test]
+    fn table_cells_are_escaped_before_they_are_measured() {
+        let mut t = Table::new(&["A", "B"]);
+        t.row(vec!["\x1b[2J".into(), "x".into()]);
+        t.row(vec!["abcdefgh".into(), "y".into()]);
+        let text = t.render();
+        assert_eq!(text, "A         B\n\\x1b[2J   x\nabcdefgh  y\n");
+    }
 }

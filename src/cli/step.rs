@@ -233,7 +233,12 @@ async fn apply(client: &Client, paths: &[PathBuf], format: Format) -> Result<u8,
             Err(e @ CliError::Unreachable { .. }) => return Err(e),
             Err(e) => {
                 table.row(vec![id.into(), "error".into(), file.clone()]);
-                eprintln!("{id} ({file}): {}", e.message());
+                eprintln!(
+                    "{} ({}): {}",
+                    output::escape(id),
+                    output::escape(&file),
+                    e.message()
+                );
                 let detail = match &e {
                     CliError::Problem { detail, .. } => detail.clone(),
                     other => other.message(),

@@ -262,7 +262,7 @@ impl Watcher {
         }
         match self.mode {
             Mode::Plain => output::line(&line),
-            Mode::JsonLines => output::line(&event.to_string()),
+            Mode::JsonLines => output::json_line(event),
             Mode::Tty => self.redraw(),
         }
     }
@@ -702,9 +702,14 @@ impl View {
                 shorten(&note, 200),
             ]);
         }
-        let mut head = format!("flow {}  {}  {elapsed}\n", self.flow_id, self.status);
+        // The table escapes its cells; the head is escaped here.
+        let mut head = format!(
+            "flow {}  {}  {elapsed}\n",
+            output::escape(&self.flow_id),
+            output::escape(&self.status)
+        );
         if let Some(e) = &self.error {
-            head.push_str(&format!("error: {}\n", shorten(e, 200)));
+            head.push_str(&format!("error: {}\n", output::escape(&shorten(e, 200))));
         }
         head + &table.render()
     }

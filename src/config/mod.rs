@@ -155,6 +155,25 @@ impl std::str::FromStr for LogFormat {
     }
 }
 
+const MINUTE: Duration = Duration::from_secs(60);
+const HOUR: Duration = Duration::from_secs(3600);
+const DAY: Duration = Duration::from_secs(86_400);
+
+/// The longest each duration setting may be (docs/operating.md, "Every
+/// setting"). A value beyond its ceiling is a mistake, and the times
+/// computed from it overflow: `TARTAN_LEASE=99999999999d` made every lease
+/// a time past the end of Postgres's calendar, so every start answered 503.
+/// Each is far above any use (the defaults are seconds to a month).
+pub const MAX_STEP_TIMEOUT: Duration = DAY;
+pub const MAX_RETRY_BACKOFF: Duration = DAY;
+pub const MAX_LEASE: Duration = HOUR;
+pub const MAX_RETRY_AFTER_CEILING: Duration = DAY;
+pub const MAX_DB_READ_TIMEOUT: Duration = HOUR;
+pub const MAX_HEADER_TIMEOUT: Duration = Duration::from_secs(10 * MINUTE.as_secs());
+pub const MAX_BODY_TIMEOUT: Duration = HOUR;
+pub const MAX_SHUTDOWN_GRACE: Duration = HOUR;
+pub const MAX_RETENTION: Duration = Duration::from_secs(3650 * 86_400);
+
 /// Every setting after merging, each read and checked by `values`.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -235,6 +254,38 @@ struct Settings {
     retention: Duration,
 }
 
+impl Settings {
+    /// Every duration setting: its key, its value and its ceiling.
+    fn durations(&self) -> [(&'static str, Duration, Duration); 10] {
+        [
+            ("step_timeout", self.step_timeout, MAX_STEP_TIMEOUT),
+            (
+                "retry_initial_backoff",
+                self.retry_initial_backoff,
+                MAX_RETRY_BACKOFF,
+            ),
+            ("retry_max_backoff", self.retry_max_backoff, MAX_RETRY_BACKOFF),
+            ("lease", self.lease, MAX_LEASE),
+            ("max_retry_after", self.max_retry_after, MAX_RETRY_AFTER_CEILING),
+            ("db_read_timeout", self.db_read_timeout, MAX_DB_READ_TIMEOUT),
+            ("header_timeout", self.header_timeout, MAX_HEADER_TIMEOUT),
+            ("body_timeout", self.body_timeout, MAX_BODY_TIMEOUT),
+            ("shutdown_grace", self.shutdown_grace, MAX_SHUTDOWN_GRACE),
+            ("retention", self.retention, MAX_RETENTION),
+        ]
+    }
+}
+
+/// A ceiling as the documentation writes it: more than a day in whole
+/// days as days (`3650d`), anything else in hours and less (`24h`).
+fn shown(d: Duration) -> String {
+    if d > DAY && d.as_secs().is_multiple_of(86_400) && d.subsec_nanos() == 0 {
+        format!("{}d", d.as_secs() / 86_400)
+    } else {
+        tartan_core::duration::format_duration(d)
+    }
+}
+
 /// The resolved configuration.
 pub struct Config {
     pub listen: String,
@@ -309,6 +360,15 @@ impl Config {
         let Ok(addr) = s.listen.parse::<SocketAddr>() else {
             bail!("{}: expected host:port, got {:?}", origin("listen"), s.listen);
         };
+        for (key, value, ceiling) in s.durations() {
+            if value > ceiling {
+                let given = figment
+                    .find_value(key)
+                    .map(|v| toml_literal(&v))
+                    .unwrap_or_else(|_| shown(value));
+                bail!("{}: at most {}, got {given}", origin(key), shown(ceiling));
+            }
+        }
         if s.retry_max_backoff < s.retry_initial_backoff {
             bail!(
                 "{} must be at least {}",
@@ -403,6 +463,11 @@ fn tokens(figment: &Figment, key: &str, given: Vec<String>, file: Option<PathBuf
     if tokens.is_empty() {
         bail!("{origin} is set but holds no token");
     }
+    // Checked here too, where the setting that gave the token is known
+    // (a file, the TOML file, a flag); the server checks its own.
+    if let Some(why) = tokens.iter().find_map(|t| tartan_server::token_problem(t)) {
+        bail!("{origin}: {why}");
+    }
     Ok(tokens)
 }
 
@@ -489,6 +554,55 @@ mod tests {
                     .any(|a| a.get_long() == Some(flag.as_str())),
                 "no --{flag}"
             );
+        }
+    }
+
+    /// The settings as `Config::load` reads them, with `key` given as a
+    /// flag.
+    fn load_with(key: &'static str, value: &str) -> std::result::Result<Loaded, String> {
+        let figment = Figment::from(sources::Defaults).merge(sources::flags(vec![(key, value.to_string())]));
+        let settings: Settings = figment.extract().map_err(sources::explain)?;
+        let config = Config::check(settings, &figment).map_err(|e| e.to_string())?;
+        Ok(Loaded { config, figment })
+    }
+
+    /// Every setting whose default is a duration has a ceiling, and a
+    /// value past it stops start-up naming the setting and the ceiling.
+    #[test]
+    fn every_duration_setting_has_a_ceiling() {
+        let defaults = Figment::from(sources::Defaults);
+        let Ok(settings) = defaults.extract::<Settings>() else {
+            panic!("the defaults load");
+        };
+        let bounded: Vec<&str> = settings.durations().iter().map(|d| d.0).collect();
+        for key in KEYS {
+            let default = defaults.find_value(key.name).ok().and_then(|v| v.into_string());
+            let is_duration = default.is_some_and(|d| {
+                tartan_core::duration::parse_duration_str(&d, tartan_core::duration::DurationKind::Delay)
+                    .is_ok()
+            });
+            assert_eq!(is_duration, bounded.contains(&key.name), "{}", key.name);
+        }
+        for (key, _, ceiling) in settings.durations() {
+            let at = load_with(key, &format!("{}ms", ceiling.as_millis()));
+            // The initial backoff at its ceiling is past the default longest one.
+            assert!(
+                at.is_ok() || key == "retry_initial_backoff",
+                "{key}: {:?}",
+                at.err()
+            );
+            let Err(why) = load_with(key, "99999999999d") else {
+                panic!("{key}: 99999999999d accepted");
+            };
+            assert!(
+                why.starts_with(&format!(
+                    "--{} (command-line flag): at most {}",
+                    key.replace('_', "-"),
+                    shown(ceiling)
+                )),
+                "{why}"
+            );
+            assert!(why.ends_with("got \"99999999999d\""), "{why}");
         }
     }
 

@@ -16,6 +16,7 @@ crate::both_backends!(
     steps_apply_from_a_directory_then_list_show_and_remove,
     a_watched_flow_shows_each_attempt_the_retry_and_the_result,
     bulk_retry_waits_for_its_job_and_lists_it,
+    control_characters_from_steps_never_reach_the_terminal,
 );
 
 /// What a run of the binary showed.
@@ -901,9 +902,11 @@ async fn garbage_answers_and_endless_files_are_errors_not_panics() {
     let r = tartan(&["flow", "get", "x"], &env).await;
     assert_eq!(r.code, 1, "{r:?}");
     assert!(
-        r.stderr.contains("the server answered 502 Bad Gateway: <html>"),
+        r.stderr
+            .contains("the server answered 502 Bad Gateway: <html>\\x1b[31mBad"),
         "{r:?}"
     );
+    assert_inert(&r.stderr, "");
     assert!(!r.stderr.contains("panicked"), "{r:?}");
     let r = tartan(&["flow", "watch", "x"], &env).await;
     assert_eq!(r.code, 1, "{r:?}");
@@ -1020,4 +1023,108 @@ async fn bulk_retry_waits_for_its_job_and_lists_it(backend: Backend) {
     let r = against(&app, &["bulk", "stop", &id]).await;
     assert_eq!(r.code, 1, "a completed job cannot be stopped: {r:?}");
     assert!(r.stderr.contains("completed"), "{r:?}");
+}
+
+/// What a terminal obeys: ESC (and so CSI and OSC sequences), BEL, DEL,
+/// and the C1 controls (U+009B is CSI on its own).
+const OBEYED: [char; 4] = ['\x1b', '\x07', '\x7f', '\u{9b}'];
+
+/// No control character in `text` but the CLI's own sequences, those of
+/// the terminal view (`keep`: drawn on a terminal).
+#[track_caller]
+fn assert_inert(text: &str, keep: &str) {
+    let mut rest = text.to_string();
+    if !keep.is_empty() {
+        for own in ["\x1b[?25l", "\x1b[?25h", "\x1b[J"] {
+            rest = rest.replace(own, "");
+        }
+        // `ESC [ n A`: up n lines, to draw over the table.
+        while let Some(at) = rest.find("\x1b[") {
+            let digits = rest[at + 2..].chars().take_while(char::is_ascii_digit).count();
+            assert!(
+                digits > 0 && rest[at + 2 + digits..].starts_with('A'),
+                "{keep}: a sequence that is not the view's own at {at}: {rest:?}"
+            );
+            rest.replace_range(at..at + 3 + digits, "");
+        }
+    }
+    for c in OBEYED {
+        assert!(!rest.contains(c), "{keep}: {c:?} reached the terminal: {text:?}");
+    }
+}
+
+/// A step's output and error, and a flow's label, carry sequences that
+/// would retitle and clear an operator's terminal: every command shows
+/// them escaped (`\x1b]0;pwned\x07`), none prints them; JSON output keeps
+/// them as JSON escapes, the same value.
+async fn control_characters_from_steps_never_reach_the_terminal(backend: Backend) {
+    let Some(app) = spawn_app(backend).await else {
+        return;
+    };
+    const PWNED: &str = "\x1b]0;pwned\x07\x1b[2J";
+    let svc = StepServer::start(|r, _| match r.path.as_str() {
+        "/leak" => json_reply(200, json!({"mid": format!("\u{9b}2J{PWNED}\x7f")})),
+        _ => json_reply(400, json!({"error": format!("refused {PWNED} \u{9b}31m")})),
+    })
+    .await;
+    let leak = sync_step("leak", &svc.url("/leak"), &["name"], &["mid"]);
+    assert_eq!(app.register(&leak).await.status, 201);
+    let boom = sync_step("boom", &svc.url("/boom"), &["mid"], &["out"]);
+    assert_eq!(app.register(&boom).await.status, 201);
+    let label = format!("note={PWNED}");
+    let r = against(
+        &app,
+        &[
+            "flow", "start", "boom", "--init", "name=x", "--id", "evil-1", "--label", &label, "--watch",
+        ],
+    )
+    .await;
+    assert_eq!(r.code, 4, "{r:?}");
+    assert!(
+        r.stdout.contains("\\x1b]0;pwned\\x07\\x1b[2J"),
+        "shown escaped: {r:?}"
+    );
+    assert!(r.stdout.contains("\\u{9b}31m"), "{r:?}");
+    assert_inert(&r.stdout, "");
+    assert_inert(&r.stderr, "");
+
+    for args in [
+        vec!["flow", "events", "evil-1"],
+        vec!["flow", "watch", "evil-1", "--plain"],
+        vec!["flow", "get", "evil-1"],
+        vec!["flow", "ls"],
+        vec!["work", "ls"],
+        vec!["flow", "ls", "--label", &label],
+    ] {
+        let r = against(&app, &args).await;
+        assert!(r.code == 0 || r.code == 4, "{args:?}: {r:?}");
+        assert!(r.stdout.contains("\\x1b"), "{args:?}: shown escaped: {r:?}");
+        assert_inert(&r.stdout, "");
+        assert_inert(&r.stderr, "");
+    }
+    // For programs: the same JSON value, its controls as JSON escapes.
+    let r = against(&app, &["flow", "get", "evil-1", "-o", "json"]).await;
+    assert_inert(&r.stdout, "");
+    let state: Value = serde_json::from_str(&r.stdout).expect("JSON");
+    assert_eq!(state["labels"]["note"], PWNED, "{state}");
+    let r = against(&app, &["flow", "watch", "evil-1", "-o", "json"]).await;
+    assert_eq!(r.code, 4, "{r:?}");
+    assert_inert(&r.stdout, "");
+    for line in r.stdout.lines() {
+        serde_json::from_str::<Value>(line).unwrap_or_else(|e| panic!("{e}: {line:?}"));
+    }
+
+    // The live view on a terminal draws with its own sequences only.
+    if std::process::Command::new("script")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("SKIPPED (terminal view): util-linux `script` is not installed");
+        return;
+    }
+    let r = in_terminal(&app, &["flow", "watch", "evil-1"]).await;
+    assert_eq!(r.code, 4, "{r:?}");
+    assert!(r.stdout.contains("\\x1b]0;pwned"), "{r:?}");
+    assert_inert(&r.stdout, "terminal");
 }

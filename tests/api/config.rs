@@ -176,6 +176,75 @@ async fn an_invalid_value_stops_start_up_naming_the_key_and_its_source() {
     assert!(!ok && err.contains("/nonexistent/tartan.toml"), "{err}");
 }
 
+/// A duration past its ceiling stops start-up naming the setting, its
+/// source and the ceiling (`TARTAN_LEASE=99999999999d` once made every
+/// start a 503 on Postgres); at the ceilings the engine runs flows.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn durations_past_their_ceiling_stop_start_up() {
+    let file = temp_file("tartan.toml", "retention = \"3651d\"\n");
+    let file_arg = file.display().to_string();
+    type Case<'a> = (&'a [&'a str], &'a [(&'a str, &'a str)], String);
+    let cases: [Case; 4] = [
+        (
+            &[],
+            &[("TARTAN_LEASE", "99999999999d")],
+            "TARTAN_LEASE (environment variable): at most 1h, got \"99999999999d\"".into(),
+        ),
+        (
+            &[],
+            &[("STEP_TIMEOUT", "25h")],
+            "STEP_TIMEOUT (environment variable): at most 24h".into(),
+        ),
+        (
+            &["--body-timeout", "7200000"],
+            &[],
+            "--body-timeout (command-line flag): at most 1h, got 7200000".into(),
+        ),
+        (
+            &["--config", &file_arg],
+            &[],
+            format!("retention in {file_arg}: at most 3650d"),
+        ),
+    ];
+    for (flags, env, said) in cases {
+        let (ok, out, err) = config_check(flags, env).await;
+        assert!(!ok, "{flags:?} {env:?} was accepted:\n{out}");
+        assert!(
+            err.contains(&said),
+            "{flags:?} {env:?}: expected {said:?} in:\n{err}"
+        );
+        let (ok, _, serve_err) = crate::helpers::serve_refusing(flags, env).await;
+        assert!(!ok && serve_err.contains(&said), "{serve_err}");
+    }
+    let _ = std::fs::remove_dir_all(file.parent().unwrap());
+
+    let Some(db) = TestDb::create(Backend::Postgres).await else {
+        return;
+    };
+    let at_ceilings = [
+        ("TARTAN_LEASE", "1h"),
+        ("TARTAN_STEP_TIMEOUT", "24h"),
+        ("TARTAN_RETENTION", "3650d"),
+        ("TARTAN_MAX_RETRY_AFTER", "24h"),
+        ("TARTAN_SHUTDOWN_GRACE", "1h"),
+        ("TARTAN_BODY_TIMEOUT", "1h"),
+        ("TARTAN_HEADER_TIMEOUT", "10m"),
+    ];
+    let engine = spawn_binary_with(&db, "ceilings", &at_ceilings).await;
+    let svc = crate::helpers::StepServer::start(|_, _| {
+        crate::helpers::json_reply(200, serde_json::json!({"out": "done"}))
+    })
+    .await;
+    let step = crate::helpers::sync_step("s", &svc.url("/s"), &["in"], &["out"]);
+    let (status, body) = call(&engine, reqwest::Method::POST, "/engine/step", Some(step)).await;
+    assert_eq!(status, 201, "{body}");
+    let start = serde_json::json!({"id": "f", "goals": ["s"], "init": {"in": ["x"]}});
+    let (status, body) = call(&engine, reqwest::Method::POST, "/engine/flow", Some(start)).await;
+    assert_eq!(status, 201, "a lease of an hour leases: {body}");
+    let flow = crate::helpers::wait_for_terminal(&engine, "f").await;
+    assert_eq!(flow["status"], "completed", "{flow}");
+}
+
 /// The example file lists every key, and is itself a valid configuration.
 #[tokio::test]
 async fn the_example_file_lists_every_key_and_is_valid() {

@@ -165,9 +165,13 @@ async fn oversized_bodies_are_413() {
         StatusCode::PAYLOAD_TOO_LARGE,
         "limit",
     );
-    // A step body under 512 KiB is fine.
+    // A step body under 512 KiB is fine (its names are bounded, its values not).
     let mut ok = sync_step("s", "http://127.0.0.1:9/s", &[], &[]);
-    ok["name"] = json!("y".repeat(400 * 1024));
+    ok["attributes"]["big"] = json!({
+        "role": "const",
+        "type": "string",
+        "const": {"value": format!("\"{}\"", "y".repeat(400 * 1024))},
+    });
     assert_eq!(app.register(&ok).await.status, StatusCode::CREATED);
 }
 

@@ -4,6 +4,7 @@
 
 mod bad_input;
 mod bookkeeping;
+mod bounds;
 mod bulk;
 mod caps;
 mod chaos;

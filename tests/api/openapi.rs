@@ -159,15 +159,19 @@ async fn the_document_sits_behind_the_api_tokens() {
     let Some(db) = TestDb::create(Backend::Sqlite).await else {
         return;
     };
-    let security = ApiSecurity::new(&["full-token".into()], &["read-token".into()], &[])
-        .unwrap_or_else(|e| panic!("{e}"));
+    let security = ApiSecurity::new(
+        &["full-token-0123456789".into()],
+        &["read-token-0123456789".into()],
+        &[],
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
     let app = start_secured(db, "secured", security).await;
     let anonymous = app.get("/openapi.json").await;
     assert_eq!(anonymous.status, StatusCode::UNAUTHORIZED);
     let read = app
         .client
         .get(app.url("/openapi.json"))
-        .bearer_auth("read-token")
+        .bearer_auth("read-token-0123456789")
         .send()
         .await
         .unwrap_or_else(|e| panic!("{e}"));

@@ -907,6 +907,69 @@ async fn tokens_come_from_lists_and_files_and_are_never_logged() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A token shorter than 16 characters could be guessed (nothing limits
+/// failed attempts): refused at start-up, from every source, naming the
+/// setting that gave it and never printing it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tokens_shorter_than_16_characters_are_refused_at_start_up() {
+    let Some(db) = TestDb::create(Backend::Sqlite).await else {
+        return;
+    };
+    const SHORT: &str = "abc123def456ghi";
+    assert_eq!(SHORT.len(), tartan_server::MIN_TOKEN_LEN - 1);
+    let dir = std::env::temp_dir().join(format!("tartan-short-{}", uuid::Uuid::new_v4().simple()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("read-token");
+    std::fs::write(&file, format!("{READER}\n{SHORT}\n")).unwrap();
+    let config = dir.join("tartan.toml");
+    std::fs::write(&config, format!("api_token = [\"{FULL}\", \"{SHORT}\"]\n")).unwrap();
+    let rotated = format!("{FULL},{SHORT}");
+    /// Flags, environment, and how the refusal names the setting.
+    type Case<'a> = (Vec<&'a str>, Vec<(&'a str, &'a str)>, &'a str);
+    let cases: [Case; 5] = [
+        (
+            vec![],
+            vec![("TARTAN_API_TOKEN", SHORT)],
+            "TARTAN_API_TOKEN (environment variable)",
+        ),
+        (
+            vec![],
+            vec![("TARTAN_API_TOKEN", &rotated)],
+            "TARTAN_API_TOKEN (environment variable)",
+        ),
+        (
+            vec![],
+            vec![("TARTAN_READ_TOKEN_FILE", file.to_str().unwrap())],
+            "TARTAN_READ_TOKEN_FILE (environment variable)",
+        ),
+        (
+            vec!["--read-token", SHORT],
+            vec![],
+            "--read-token (command-line flag)",
+        ),
+        (vec!["--config", config.to_str().unwrap()], vec![], "api_token in"),
+    ];
+    for (flags, env, named) in cases {
+        let mut args = vec!["--listen", "127.0.0.1:0", "--database-url", &db.url];
+        args.extend(flags.iter().copied());
+        let (ok, stdout, stderr) = crate::helpers::serve_refusing(&args, &env).await;
+        let text = format!("{stdout}{stderr}");
+        assert!(!ok, "{env:?} {flags:?} started: {text}");
+        assert!(text.contains(named), "{env:?} {flags:?}: {text}");
+        assert!(text.contains("at least 16"), "{text}");
+        assert!(!text.contains(SHORT), "the token was printed: {text}");
+    }
+    // The server's own check, for whoever builds its settings in code.
+    let refused = ApiSecurity::new(&[FULL.into()], &[SHORT.into()], &[]);
+    let why = refused.err().map(|e| e.to_string()).unwrap_or_default();
+    assert!(
+        why.starts_with("TARTAN_READ_TOKEN: ") && why.contains("at least 16"),
+        "{why}"
+    );
+    assert!(ApiSecurity::new(&["0123456789abcdef".into()], &[], &[]).is_ok());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// Without any token (the loopback default) everything stays open, as before.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_tokens_on_loopback_no_token_is_asked_for() {

@@ -290,15 +290,19 @@ async fn a_read_token_or_access_token_opens_a_stream() {
     let Some(db) = TestDb::create(Backend::Sqlite).await else {
         return;
     };
-    let security =
-        tartan_server::ApiSecurity::new(&["full-token".into()], &["read-token".into()], &[]).expect("tokens");
+    let security = tartan_server::ApiSecurity::new(
+        &["full-token-0123456789".into()],
+        &["read-token-0123456789".into()],
+        &[],
+    )
+    .expect("tokens");
     let app = start_secured(db, "streams", security).await;
     let svc = StepServer::start(|_, _| json_reply(200, json!({"x": "1"}))).await;
     let step = sync_step("a", &svc.url("/a"), &["seed"], &["x"]);
     let r = app
         .client
         .post(app.url("/engine/step"))
-        .bearer_auth("full-token")
+        .bearer_auth("full-token-0123456789")
         .json(&step)
         .send()
         .await
@@ -307,7 +311,7 @@ async fn a_read_token_or_access_token_opens_a_stream() {
     let r = app
         .client
         .post(app.url("/engine/flow"))
-        .bearer_auth("full-token")
+        .bearer_auth("full-token-0123456789")
         .json(&json!({"id": "t", "goals": ["a"], "init": {"seed": ["s"]}}))
         .send()
         .await
@@ -332,7 +336,7 @@ async fn a_read_token_or_access_token_opens_a_stream() {
     // Only the streams take the token from the query.
     assert_eq!(
         status(
-            get(app.url("/engine/flow/t/events?access_token=read-token"))
+            get(app.url("/engine/flow/t/events?access_token=read-token-0123456789"))
                 .send()
                 .await
                 .unwrap()
@@ -340,12 +344,12 @@ async fn a_read_token_or_access_token_opens_a_stream() {
         401
     );
     for resp in [
-        get(app.url("/engine/flow/t/stream?access_token=read-token"))
+        get(app.url("/engine/flow/t/stream?access_token=read-token-0123456789"))
             .send()
             .await
             .unwrap(),
         get(app.url("/engine/flow/t/stream"))
-            .bearer_auth("read-token")
+            .bearer_auth("read-token-0123456789")
             .send()
             .await
             .unwrap(),

@@ -443,15 +443,24 @@ async fn a_token_is_needed_in_the_header_or_the_query() {
     let Some(db) = TestDb::create(Backend::Sqlite).await else {
         return;
     };
-    let security =
-        tartan_server::ApiSecurity::new(&["full-token".into()], &["read-token".into()], &[]).unwrap();
+    let security = tartan_server::ApiSecurity::new(
+        &["full-token-0123456789".into()],
+        &["read-token-0123456789".into()],
+        &[],
+    )
+    .unwrap();
     let app = start_secured(db, "ws", security).await;
     for path in ["/engine/ws", "/engine/ws?access_token=wrong"] {
         let refused = open_with(&app, path, &[]).await;
         assert_eq!(refused.err().map(|(s, _)| s), Some(401), "{path}");
     }
-    let by_query = open_with(&app, "/engine/ws?access_token=read-token", &[]).await;
-    let by_header = open_with(&app, "/engine/ws", &[("authorization", "Bearer read-token")]).await;
+    let by_query = open_with(&app, "/engine/ws?access_token=read-token-0123456789", &[]).await;
+    let by_header = open_with(
+        &app,
+        "/engine/ws",
+        &[("authorization", "Bearer read-token-0123456789")],
+    )
+    .await;
     for ws in [by_query, by_header] {
         let mut ws = ws.unwrap_or_else(|r| panic!("refused: {r:?}"));
         let reply = ws

@@ -3,6 +3,8 @@
 
 use thiserror::Error;
 
+use crate::ids::{shown_key, MAX_ID_LEN};
+
 /// A definition (step, flow request, policy) that is not acceptable.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 #[error("{field}: {message}")]
@@ -20,6 +22,51 @@ impl ValidationError {
             message: message.into(),
         }
     }
+
+    /// `value` at `field` is longer than [`MAX_ID_LEN`] bytes.
+    pub fn too_long(field: impl Into<String>, value: &str) -> Self {
+        Self::new(
+            field,
+            format!(
+                "too long: {} bytes, more than the {MAX_ID_LEN} an identifier, name or label may have",
+                value.len()
+            ),
+        )
+    }
+}
+
+/// Refuse `value` at `field` when it is longer than [`MAX_ID_LEN`] bytes.
+pub fn check_len(field: &str, value: &str) -> Result<(), ValidationError> {
+    if value.len() > MAX_ID_LEN {
+        return Err(ValidationError::too_long(field, value));
+    }
+    Ok(())
+}
+
+/// Refuse a client's key in the map at `field` (`attributes`, `labels`,
+/// `init`) when it is longer than [`MAX_ID_LEN`] bytes; the error names it
+/// cut short (`labels.aaaa…`).
+pub fn check_key(field: &str, key: &str) -> Result<(), ValidationError> {
+    if key.len() > MAX_ID_LEN {
+        return Err(ValidationError::too_long(
+            format!("{field}.{}", shown_key(key)),
+            key,
+        ));
+    }
+    Ok(())
+}
+
+/// Refuse the labels at `field` whose key or value is longer than
+/// [`MAX_ID_LEN`] bytes.
+pub fn check_labels<'a>(
+    field: &str,
+    labels: impl IntoIterator<Item = (&'a String, &'a String)>,
+) -> Result<(), ValidationError> {
+    for (key, value) in labels {
+        check_key(field, key)?;
+        check_len(&format!("{field}.{key}"), value)?;
+    }
+    Ok(())
 }
 
 /// Why a plan could not be built.

@@ -25,8 +25,27 @@ pub fn is_valid_id_prefix(text: &str) -> bool {
         .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-' | '+' | ' '))
 }
 
-/// Longest flow id accepted.
-pub const MAX_FLOW_ID_LEN: usize = 256;
+/// Longest identifier accepted, in bytes: step and flow ids, step names,
+/// attribute names, label keys and values, and the ids and prefixes of
+/// filters. Each ends up in URLs, index keys, metric labels and log lines:
+/// unbounded, one request could make every one of those as large as it
+/// likes (docs/api.md, "Limits").
+pub const MAX_ID_LEN: usize = 256;
+
+/// Longest flow id accepted: every identifier's bound.
+pub const MAX_FLOW_ID_LEN: usize = MAX_ID_LEN;
+
+/// A client's key as an error names it: whole when it is within the bound,
+/// else its first characters, so that refusing a 400,000-byte name does not
+/// echo it back.
+pub fn shown_key(key: &str) -> String {
+    const SHOWN: usize = 32;
+    if key.len() <= MAX_ID_LEN {
+        return key.to_string();
+    }
+    let cut: String = key.chars().take(SHOWN).collect();
+    format!("{cut}…")
+}
 
 #[cfg(test)]
 mod tests {
@@ -38,6 +57,13 @@ mod tests {
         assert_eq!(sanitize_id("--a_b.c+d--"), "a_b.c+d");
         assert_eq!(sanitize_id("ünï"), "n");
         assert_eq!(sanitize_id("***"), "");
+    }
+
+    #[test]
+    fn long_keys_are_shown_cut() {
+        assert_eq!(shown_key("team"), "team");
+        let long = "é".repeat(MAX_ID_LEN);
+        assert_eq!(shown_key(&long), format!("{}…", "é".repeat(32)));
     }
 
     #[test]

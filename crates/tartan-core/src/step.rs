@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use crate::duration::{parse_duration, DurationKind};
 use crate::endpoint::Template;
-use crate::error::ValidationError;
+use crate::error::{check_key, check_labels, check_len, ValidationError};
 use crate::hosts::StepHosts;
 use crate::ids::{is_dot_id, sanitize_id};
 use crate::retry::{RetryDefaults, RetryPolicy};
@@ -27,9 +27,11 @@ pub use crate::json::Args;
 pub struct Step {
     /// Sanitised, unique id.
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(max_length = 256))]
     pub id: String,
     /// Human name, required.
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(max_length = 256))]
     pub name: String,
     /// `sync`, `async`, `script` or `flow`.
     #[serde(rename = "type", default)]
@@ -465,7 +467,7 @@ fn validate_mapping(field: &str, m: &MappingConfig) -> Result<(), ValidationErro
             "invalid attribute mapping: name required",
         ));
     }
-    Ok(())
+    check_len(&format!("{field}.name"), &m.name)
 }
 
 fn not_supported(field: &str, what: &str) -> ValidationError {
@@ -633,6 +635,7 @@ impl Step {
         if self.id.is_empty() {
             return Err(ValidationError::new("id", "step ID empty"));
         }
+        check_len("id", &self.id)?;
         if is_dot_id(&self.id) {
             return Err(ValidationError::new(
                 "id",
@@ -645,6 +648,12 @@ impl Step {
         if self.name.is_empty() {
             return Err(ValidationError::new("name", "step name empty"));
         }
+        check_len("name", &self.name)?;
+        // Before anything names them in an error.
+        for name in self.attributes.keys() {
+            check_key("attributes", name)?;
+        }
+        check_labels("labels", &self.labels)?;
         match self.step_type.as_str() {
             STEP_SYNC | STEP_ASYNC => self.validate_http()?,
             "script" | "flow" => {

@@ -108,6 +108,41 @@ fn a_step_without_a_name_is_rejected() {
     assert_rejected(with(json!({ "name": "" })), "name", "step name empty");
 }
 
+/// Ids, names, attribute names, mapped names and labels are at most
+/// `MAX_ID_LEN` bytes: each ends up in URLs, keys and metric labels.
+#[test]
+fn every_identifier_of_a_step_is_bounded() {
+    use tartan_core::ids::MAX_ID_LEN;
+    let at_most = "a".repeat(MAX_ID_LEN);
+    let over = "a".repeat(MAX_ID_LEN + 1);
+    let shown = format!("{}…", "a".repeat(32));
+    let mut fits = sync_def(&at_most, json!({ at_most.clone(): { "role": "output" } }));
+    fits["name"] = json!(at_most);
+    fits["labels"] = json!({ at_most.clone(): at_most });
+    assert_eq!(assert_accepted(fits).id, at_most);
+
+    assert_rejected(with(json!({ "id": over })), "id", "more than the 256");
+    // Sanitised first: what is stored is what is bounded.
+    assert_accepted(with(json!({ "id": format!("{at_most}!!") })));
+    assert_rejected(with(json!({ "name": over })), "name", "257 bytes");
+    assert_rejected(
+        sync_def("s", json!({ over.clone(): { "role": "required" } })),
+        &format!("attributes.{shown}"),
+        "more than the 256",
+    );
+    assert_rejected(
+        with(json!({ "labels": { over.clone(): "v" } })),
+        &format!("labels.{shown}"),
+        "257",
+    );
+    assert_rejected(with(json!({ "labels": { "team": over } })), "labels.team", "257");
+    assert_rejected(
+        with_attr(json!({ "role": "output", "output": { "mapping": { "name": over } } })),
+        "attributes.x.output.mapping.name",
+        "257",
+    );
+}
+
 #[test]
 fn an_unknown_step_type_is_rejected() {
     assert_rejected(with(json!({ "type": "batch" })), "type", "invalid step type");

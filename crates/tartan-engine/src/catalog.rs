@@ -8,6 +8,7 @@
 //! registering at once pay one database round trip per batch, not per step.
 
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use chrono::Utc;
 use tartan_core::catalog::{Catalog, Registration};
@@ -16,6 +17,7 @@ use tartan_core::step::Step;
 use tartan_store::{CatalogChange, Store, StoreError};
 use tokio::sync::{oneshot, Mutex, RwLock};
 
+use crate::metrics::CatalogReload;
 use crate::{Engine, EngineError};
 
 pub(crate) struct CatalogCache {
@@ -26,7 +28,14 @@ pub(crate) struct CatalogCache {
     pending: std::sync::Mutex<Vec<Pending>>,
     /// Held by the one refresh running.
     refreshing: Mutex<()>,
+    /// When an unknown goal last had the catalog read again.
+    rechecked: std::sync::Mutex<Option<Instant>>,
 }
+
+/// An unknown goal has the catalog read again at most this often, however
+/// many requests name one: a client may send them as fast as it likes, and
+/// each read is the whole catalog.
+const UNKNOWN_GOAL_RECHECK: Duration = Duration::from_secs(1);
 
 /// Catalog events read per statement when passing another process's on.
 const CATALOG_PAGE: usize = 1000;
@@ -50,7 +59,21 @@ impl CatalogCache {
             change: Arc::new(Mutex::new(())),
             pending: std::sync::Mutex::new(Vec::new()),
             refreshing: Mutex::new(()),
+            rechecked: std::sync::Mutex::new(None),
         })
+    }
+
+    /// Whether an unknown goal may have the catalog read again now; if so,
+    /// the next may only after [`UNKNOWN_GOAL_RECHECK`].
+    fn recheck_due(&self) -> bool {
+        // A plain instant, set whole: a panic elsewhere cannot leave it torn.
+        let mut last = self.rechecked.lock().unwrap_or_else(|p| p.into_inner());
+        let now = Instant::now();
+        if last.is_some_and(|at| now.duration_since(at) < UNKNOWN_GOAL_RECHECK) {
+            return false;
+        }
+        *last = Some(now);
+        true
     }
 
     async fn read(store: &dyn Store) -> Result<CatalogView, EngineError> {
@@ -89,14 +112,46 @@ impl Engine {
         self.inner.catalog.current.read().await.clone()
     }
 
-    /// Re-read the catalog (another process may have changed it), and
-    /// pass the events between the two views on to the catalog's listeners
+    /// The catalog to plan `goals` with (a start, a plan preview). A goal
+    /// the cached catalog does not hold is answered from it, not looked for
+    /// in the database per request:
+    /// - with SQLite this process is the only one on the database, so every
+    ///   change went through this cache;
+    /// - with Postgres, other processes' changes arrive by notice
+    ///   (`relay.rs`). One committed a moment ago may not have (nor one
+    ///   whose notice was lost while the listener reconnected), so an
+    ///   unknown goal reads the catalog again, at most once every
+    ///   [`UNKNOWN_GOAL_RECHECK`]; requests meanwhile wait for a read under
+    ///   way, if any, and answer from the view it leaves.
+    pub async fn catalog_for(&self, goals: &[String]) -> Result<Arc<CatalogView>, EngineError> {
+        let view = self.catalog().await;
+        if goals.iter().all(|g| view.catalog.contains(g)) || self.inner.announcer.is_none() {
+            return Ok(view);
+        }
+        if self.inner.catalog.recheck_due() {
+            return self.reload_catalog(CatalogReload::UnknownGoal).await;
+        }
+        drop(self.inner.catalog.refreshing.lock().await);
+        Ok(self.catalog().await)
+    }
+
+    /// Re-read the catalog (another process changed it), and pass the
+    /// events between the two views on to the catalog's listeners
     /// (docs/api.md, "WebSocket"). One refresh at a time; the view never
     /// moves back.
     pub async fn refresh_catalog(&self) -> Result<Arc<CatalogView>, EngineError> {
+        self.reload_catalog(CatalogReload::OtherProcess).await
+    }
+
+    /// `refresh_catalog`, counted by why (docs/operating.md, "Metrics").
+    pub(crate) async fn reload_catalog(
+        &self,
+        reason: CatalogReload,
+    ) -> Result<Arc<CatalogView>, EngineError> {
         let cache = &self.inner.catalog;
         let _one = cache.refreshing.lock().await;
         let before = self.catalog().await.sequence;
+        self.metrics().catalog_reloaded(reason);
         let view = Arc::new(CatalogCache::read(self.inner.store.as_ref()).await?);
         if view.sequence < before {
             return Ok(self.catalog().await);

@@ -55,6 +55,7 @@ pub mod names {
     pub const BULK_JOBS_CREATED: &str = "tartan_bulk_jobs_created";
     pub const BULK_JOBS_ENDED: &str = "tartan_bulk_jobs_ended";
     pub const BULK_FLOWS: &str = "tartan_bulk_flows";
+    pub const CATALOG_RELOADS: &str = "tartan_catalog_reloads";
     pub const HTTP_REQUESTS: &str = "tartan_http_requests";
     pub const HTTP_REQUEST_DURATION: &str = "tartan_http_request_duration_seconds";
 }
@@ -63,9 +64,16 @@ pub mod names {
 /// [`OTHER_STEPS`]. Steps are registered by clients: without a cap, one
 /// that registers steps without end would grow every scrape with them.
 pub const MAX_STEP_LABELS: usize = 1000;
-/// The `step` label of the steps beyond [`MAX_STEP_LABELS`]; no step id has
-/// parentheses, so it names no real step.
+/// The `step` label of the steps beyond [`MAX_STEP_LABELS`], and of a step
+/// whose id is longer than [`MAX_LABEL_LEN`]; no step id has parentheses,
+/// so it names no real step.
 pub const OTHER_STEPS: &str = "(other)";
+/// Longest label value: the bound of every identifier. Ids are checked
+/// against it when registered, but a step stored before the bound existed
+/// may be longer. Such a value is replaced by the family's fixed overflow
+/// value, not cut: two long ids cut to one prefix would be counted as one
+/// series that names neither.
+pub const MAX_LABEL_LEN: usize = tartan_core::ids::MAX_ID_LEN;
 /// The `route` label of a request that matched no route: raw paths are
 /// never labels.
 pub const UNMATCHED_ROUTE: &str = "unmatched";
@@ -104,6 +112,26 @@ impl StartRefusal {
             StartRefusal::Overloaded => "overloaded",
             StartRefusal::Unavailable => "unavailable",
             StartRefusal::Other => "other",
+        }
+    }
+}
+
+/// Why this process read the whole catalog from the database again
+/// (`reason` of `tartan_catalog_reloads_total`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CatalogReload {
+    /// A request named a goal this process did not know.
+    UnknownGoal,
+    /// Another process changed the catalog: its notice arrived, or a change
+    /// of this process conflicted with it.
+    OtherProcess,
+}
+
+impl CatalogReload {
+    fn as_str(self) -> &'static str {
+        match self {
+            CatalogReload::UnknownGoal => "unknown_goal",
+            CatalogReload::OtherProcess => "other_process",
         }
     }
 }
@@ -305,6 +333,9 @@ impl Interned {
     }
 
     fn get(&self, value: &str) -> Arc<str> {
+        if value.len() > MAX_LABEL_LEN {
+            return Arc::clone(&self.overflow);
+        }
         let values = self.values.read().unwrap_or_else(PoisonError::into_inner);
         if let Some(v) = values.get(value) {
             return Arc::clone(v);
@@ -375,6 +406,7 @@ pub struct Metrics {
     bulk_jobs_created: Family<BulkLabels, Counter>,
     bulk_jobs_ended: Family<BulkEndLabels, Counter>,
     bulk_flows: Family<BulkFlowLabels, Counter>,
+    catalog_reloads: Family<ReasonLabel, Counter>,
     http_requests: Family<HttpLabels, Counter>,
     http_duration: Histograms<RouteLabels>,
     steps: Interned,
@@ -421,6 +453,7 @@ impl Metrics {
             bulk_jobs_created: Family::default(),
             bulk_jobs_ended: Family::default(),
             bulk_flows: Family::default(),
+            catalog_reloads: Family::default(),
             http_requests: Family::default(),
             http_duration: Family::new_with_constructor(request_histogram),
             steps: Interned::new(MAX_STEP_LABELS, OTHER_STEPS),
@@ -537,6 +570,11 @@ impl Metrics {
             BULK_FLOWS,
             "Flows bulk jobs acted on in this process, by action and result",
             self.bulk_flows.clone(),
+        );
+        r.register(
+            CATALOG_RELOADS,
+            "Reads of the whole catalog from the database after start-up, by reason",
+            self.catalog_reloads.clone(),
         );
         r.register(
             HTTP_REQUESTS,
@@ -662,6 +700,15 @@ impl Metrics {
             .inc();
     }
 
+    /// The whole catalog was read from the database again.
+    pub(crate) fn catalog_reloaded(&self, reason: CatalogReload) {
+        self.catalog_reloads
+            .get_or_create(&ReasonLabel {
+                reason: reason.as_str(),
+            })
+            .inc();
+    }
+
     /// An API request was answered. `route` is the route template it
     /// matched (`None`: none); `method` one of a fixed few (see
     /// [`method_label`]).
@@ -746,6 +793,17 @@ mod tests {
         assert_eq!(&*interned.get("b"), "b");
         assert_eq!(&*interned.get("c"), OTHER_STEPS);
         assert_eq!(&*interned.get("a"), "a");
+    }
+
+    #[test]
+    fn a_label_value_over_the_bound_is_the_overflow_value() {
+        let interned = Interned::new(10, OTHER_STEPS);
+        assert_eq!(
+            &*interned.get(&"s".repeat(MAX_LABEL_LEN)),
+            "s".repeat(MAX_LABEL_LEN)
+        );
+        assert_eq!(&*interned.get(&"s".repeat(MAX_LABEL_LEN + 1)), OTHER_STEPS);
+        assert_eq!(&*interned.get(&"x".repeat(400_000)), OTHER_STEPS);
     }
 
     #[test]

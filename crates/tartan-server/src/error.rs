@@ -5,7 +5,7 @@
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
-use tartan_core::error::PlanError;
+use tartan_core::error::{PlanError, ValidationError};
 use tartan_engine::EngineError;
 use tartan_store::StoreError;
 
@@ -144,6 +144,13 @@ impl From<EngineError> for ApiError {
             }
             other => ApiError::internal(other),
         }
+    }
+}
+
+/// A request the core refused: 400, naming the field.
+impl From<ValidationError> for ApiError {
+    fn from(e: ValidationError) -> Self {
+        ApiError::bad_request(e.to_string())
     }
 }
 

@@ -43,7 +43,7 @@ use tokio_util::task::TaskTracker;
 
 use crate::connections::{Limited, Requests, Stops, Tracked};
 use crate::error::{kind, ApiError};
-pub use crate::security::{AllowedHosts, ApiSecurity};
+pub use crate::security::{token_problem, AllowedHosts, ApiSecurity, MIN_TOKEN_LEN};
 
 /// Connections open at once at most, unless configured
 /// (`TARTAN_MAX_CONNECTIONS`; the binary also keeps it within half its

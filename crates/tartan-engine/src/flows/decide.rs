@@ -458,9 +458,12 @@ impl Engine {
         }
     }
 
-    /// How long a lease holds: the attempt timeout plus `TARTAN_LEASE`.
+    /// How long a lease holds: the attempt timeout plus `TARTAN_LEASE`
+    /// (each bounded by the configuration; saturating for an engine built
+    /// in code with larger values, where `+` would panic).
     pub(crate) fn lease_length(&self) -> chrono::Duration {
-        chrono::Duration::from_std(self.inner.config.step_timeout + self.inner.config.lease)
+        let config = &self.inner.config;
+        chrono::Duration::from_std(config.step_timeout.saturating_add(config.lease))
             .unwrap_or(chrono::Duration::MAX)
     }
 }

@@ -16,7 +16,6 @@ mod decide;
 mod waiters;
 
 use std::sync::Arc;
-use tartan_core::error::PlanError;
 use tartan_core::flow::{FlowState, WorkStatus};
 use tartan_core::machine::{self, AttemptResult, Command, Stop};
 use tartan_core::outcome::FailureCause;
@@ -148,15 +147,8 @@ impl Engine {
         }
         // A repeated id is found by the commit (the flow row exists): no
         // read before every start to look for one.
-        let mut view = self.catalog().await;
-        let plan = match start_plan(&view.catalog, &start.goals, &start.init) {
-            Err(PlanError::UnknownGoals(_)) => {
-                // Another process may have registered the step just now.
-                view = self.refresh_catalog().await?;
-                start_plan(&view.catalog, &start.goals, &start.init)?
-            }
-            other => other?,
-        };
+        let view = self.catalog_for(&start.goals).await?;
+        let plan = start_plan(&view.catalog, &start.goals, &start.init)?;
         machine::check_fan_out(&plan, &start.init)?;
         let FlowStart {
             id,

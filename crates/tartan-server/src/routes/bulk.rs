@@ -8,8 +8,10 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::Deserialize;
+use tartan_core::error::check_len;
 use tartan_core::flow::FlowStatus;
-use tartan_core::ids::{is_valid_id_prefix, sanitize_id, MAX_FLOW_ID_LEN};
+use tartan_core::ids::sanitize_id;
+use tartan_core::request::{filter_id, filter_id_prefix, filter_labels, filter_statuses};
 use tartan_engine::{BulkAction, Engine, DEFAULT_BULK_RATE, MAX_BULK_RATE};
 use tartan_store::{BulkCreated, BulkFilter};
 
@@ -21,8 +23,6 @@ use crate::extract::{self, Path, Query};
 const BULK_BODY_LIMIT: usize = 512 * 1024;
 /// Most ids one filter may list.
 const MAX_IDS: usize = 1000;
-/// Most labels one filter may list.
-const MAX_LABELS: usize = 32;
 /// Failed flows shown with a job.
 const FAILURE_SAMPLE: usize = 20;
 /// Jobs one listing shows at most.
@@ -41,14 +41,16 @@ pub(crate) struct BulkFilterBody {
     ids: Vec<String>,
     /// Flows whose id starts with this.
     #[serde(default)]
+    #[schema(max_length = 256)]
     id_prefix: Option<String>,
-    /// Flows carrying every one of these labels.
+    /// Flows carrying every one of these labels (at most 32; keys and
+    /// values at most 256 bytes).
     #[serde(default)]
     labels: BTreeMap<String, String>,
     /// Flows in any of these statuses: `failed` or `cancelled` for a retry,
     /// `active` for a cancel (the default: all of those).
     #[serde(default)]
-    #[schema(value_type = Vec<FlowStatus>)]
+    #[schema(value_type = Vec<FlowStatus>, max_items = 4)]
     statuses: Vec<String>,
     /// Flows with a failed work item of this step.
     #[serde(default)]
@@ -128,52 +130,31 @@ fn filter_of(action: BulkAction, f: &BulkFilterBody) -> Result<BulkFilter, ApiEr
         )));
     }
     let mut ids = Vec::with_capacity(f.ids.len());
-    for id in &f.ids {
-        if id.len() > MAX_FLOW_ID_LEN {
-            return Err(ApiError::bad_request(format!(
-                "filter.ids: an id is longer than {MAX_FLOW_ID_LEN} characters"
-            )));
-        }
-        ids.push(sanitize_id(id));
+    for (i, id) in f.ids.iter().enumerate() {
+        let id = sanitize_id(id);
+        check_len(&format!("filter.ids[{i}]"), &id)?;
+        ids.push(id);
     }
-    let id_prefix = match &f.id_prefix {
-        Some(p) if p.is_empty() => return Err(ApiError::bad_request("filter.id_prefix: empty")),
-        Some(p) if !is_valid_id_prefix(p) || p.len() > MAX_FLOW_ID_LEN => {
-            return Err(ApiError::bad_request("filter.id_prefix: invalid ID prefix"))
-        }
-        Some(p) => Some(p.to_lowercase()),
+    let id_prefix = match f.id_prefix.as_deref() {
+        Some("") => return Err(ApiError::bad_request("filter.id_prefix: empty")),
+        Some(p) => filter_id_prefix("filter.id_prefix", p)?,
         None => None,
     };
-    if f.labels.len() > MAX_LABELS {
-        return Err(ApiError::bad_request(format!(
-            "filter.labels: more than {MAX_LABELS} labels"
-        )));
-    }
-    if f.labels.iter().any(|(k, v)| k.is_empty() || v.is_empty()) {
-        return Err(ApiError::bad_request(
-            "filter.labels: keys and values must not be empty",
-        ));
-    }
-    let mut statuses = Vec::new();
-    for s in &f.statuses {
-        let allowed = action.statuses();
+    let labels = filter_labels("filter.labels", f.labels.clone())?;
+    let allowed = action.statuses();
+    let statuses = filter_statuses("filter.statuses", &f.statuses, allowed, |s| {
         let names: Vec<&str> = allowed.iter().map(|s| s.as_str()).collect();
-        match FlowStatus::parse(s) {
-            Some(st) if allowed.contains(&st) => statuses.push(st),
-            _ => {
-                return Err(ApiError::bad_request(format!(
-                    "filter.statuses: {s:?}; a bulk {} acts on {} flows only",
-                    action.kind(),
-                    names.join(" or ")
-                )))
-            }
-        }
-    }
+        format!(
+            "{s:?}; a bulk {} acts on {} flows only",
+            action.kind(),
+            names.join(" or ")
+        )
+    })?;
     let failed_step = match &f.failed_step {
         Some(s) if sanitize_id(s).is_empty() => {
             return Err(ApiError::bad_request("filter.failed_step: not a step id"))
         }
-        Some(s) => Some(sanitize_id(s)),
+        Some(s) => filter_id("filter.failed_step", Some(sanitize_id(s)))?,
         None => None,
     };
     let error_class = match &f.error_class {
@@ -200,7 +181,7 @@ fn filter_of(action: BulkAction, f: &BulkFilterBody) -> Result<BulkFilter, ApiEr
     Ok(BulkFilter {
         ids,
         id_prefix,
-        labels: f.labels.clone().into_iter().collect(),
+        labels,
         statuses,
         failed_step,
         error_class,

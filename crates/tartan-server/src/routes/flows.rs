@@ -8,9 +8,11 @@ use axum::Json;
 use serde::Deserialize;
 use tartan_core::duration::{parse_duration_str, DurationKind};
 use tartan_core::flow::{FlowState, FlowStatus};
-use tartan_core::ids::{is_valid_id_prefix, sanitize_id};
+use tartan_core::ids::sanitize_id;
 use tartan_core::plan::{build_plan, ExecutionPlan, PlanMode};
-use tartan_core::request::{PlanRequest, StartFlow};
+use tartan_core::request::{
+    filter_id_prefix, filter_labels, filter_statuses, PlanRequest, StartFlow, MAX_CURSOR_LEN,
+};
 use tartan_engine::{Engine, EngineError};
 use tartan_store::{FlowQuery, SortOrder};
 
@@ -79,16 +81,10 @@ pub(crate) async fn plan(
     State(engine): State<Engine>,
     extract::Json(request): extract::Json<PlanRequest>,
 ) -> Result<Json<ExecutionPlan>, ApiError> {
-    let goals: Vec<String> = request.goals.iter().map(|g| sanitize_id(g)).collect();
-    if goals.is_empty() {
-        return Err(ApiError::bad_request("goals: at least one goal step is required"));
-    }
-    let mut view = engine.catalog().await;
-    if goals.iter().any(|g| !view.catalog.contains(g)) {
-        view = engine.refresh_catalog().await?;
-    }
-    let plan =
-        build_plan(&view.catalog, &goals, &request.init, PlanMode::Preview).map_err(EngineError::from)?;
+    let request = request.parse()?;
+    let view = engine.catalog_for(&request.goals).await?;
+    let plan = build_plan(&view.catalog, &request.goals, &request.init, PlanMode::Preview)
+        .map_err(EngineError::from)?;
     Ok(Json(plan))
 }
 
@@ -304,13 +300,15 @@ pub(crate) async fn list(State(engine): State<Engine>) -> Result<Json<Vec<FlowSu
 pub(crate) struct QueryRequest {
     /// Flows whose id starts with this.
     #[serde(default)]
+    #[schema(max_length = 256)]
     id_prefix: String,
-    /// Flows carrying every one of these labels.
+    /// Flows carrying every one of these labels (at most 32; keys and
+    /// values at most 256 bytes).
     #[serde(default)]
     labels: BTreeMap<String, String>,
     /// Flows in any of these statuses.
     #[serde(default)]
-    #[schema(value_type = Vec<FlowStatus>)]
+    #[schema(value_type = Vec<FlowStatus>, max_items = 4)]
     statuses: Vec<String>,
     /// Flows per page, 0 to 1000 (0: 100).
     #[serde(default)]
@@ -325,6 +323,24 @@ pub(crate) struct QueryRequest {
     sort: String,
 }
 
+/// Every status a query may name.
+const ALL_STATUSES: [FlowStatus; 4] = [
+    FlowStatus::Active,
+    FlowStatus::Completed,
+    FlowStatus::Failed,
+    FlowStatus::Cancelled,
+];
+
+/// A page's `cursor`: absent or empty is the first page; anything else
+/// must be a cursor the server gave (`next_cursor`).
+pub(crate) fn cursor_of(cursor: Option<String>) -> Result<Option<String>, ApiError> {
+    match cursor.filter(|c| !c.is_empty()) {
+        Some(c) if c.len() <= MAX_CURSOR_LEN && tartan_store::decode_cursor(&c).is_some() => Ok(Some(c)),
+        Some(_) => Err(ApiError::bad_request("cursor: invalid cursor")),
+        None => Ok(None),
+    }
+}
+
 /// Filter flows, a page at a time.
 #[utoipa::path(post, path = "/engine/flow/query", tag = "flows", request_body = QueryRequest,
     responses(
@@ -335,9 +351,7 @@ pub(crate) async fn query(
     State(engine): State<Engine>,
     extract::Json(q): extract::Json<QueryRequest>,
 ) -> Result<Json<FlowPage>, ApiError> {
-    if !is_valid_id_prefix(&q.id_prefix) {
-        return Err(ApiError::bad_request("id_prefix: invalid ID prefix"));
-    }
+    let id_prefix = filter_id_prefix("id_prefix", &q.id_prefix)?;
     if q.limit < 0 || q.limit > MAX_QUERY_LIMIT as i64 {
         return Err(ApiError::bad_request(format!(
             "limit: must be between 0 and {MAX_QUERY_LIMIT}"
@@ -352,26 +366,11 @@ pub(crate) async fn query(
             )))
         }
     };
-    if q.labels.iter().any(|(k, v)| k.is_empty() || v.is_empty()) {
-        return Err(ApiError::bad_request("labels: keys and values must not be empty"));
-    }
-    let mut statuses = Vec::new();
-    for s in &q.statuses {
-        match FlowStatus::parse(s) {
-            Some(st) => statuses.push(st),
-            None => {
-                return Err(ApiError::bad_request(format!(
-                    "statuses: unknown status {s:?} (active, completed, failed or cancelled)"
-                )))
-            }
-        }
-    }
-    let cursor = (!q.cursor.is_empty()).then(|| q.cursor.clone());
-    if let Some(c) = &cursor {
-        if tartan_store::decode_cursor(c).is_none() {
-            return Err(ApiError::bad_request("cursor: invalid cursor"));
-        }
-    }
+    let labels = filter_labels("labels", q.labels)?;
+    let statuses = filter_statuses("statuses", &q.statuses, &ALL_STATUSES, |s| {
+        format!("unknown status {s:?} (active, completed, failed or cancelled)")
+    })?;
+    let cursor = cursor_of(Some(q.cursor))?;
     let limit = if q.limit == 0 {
         DEFAULT_QUERY_LIMIT
     } else {
@@ -380,8 +379,8 @@ pub(crate) async fn query(
     let page = engine
         .store()
         .query_flows(&FlowQuery {
-            id_prefix: (!q.id_prefix.is_empty()).then(|| q.id_prefix.to_lowercase()),
-            labels: q.labels.into_iter().collect(),
+            id_prefix,
+            labels,
             statuses,
             limit,
             cursor,

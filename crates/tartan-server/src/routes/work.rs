@@ -4,6 +4,7 @@ use axum::extract::State;
 use axum::Json;
 use serde::Deserialize;
 use tartan_core::flow::WorkStatus;
+use tartan_core::request::filter_id;
 use tartan_engine::Engine;
 use tartan_store::WorkQuery;
 
@@ -91,21 +92,14 @@ pub(crate) async fn list(
             "limit: must be between 1 and {MAX_LIMIT}"
         )));
     }
-    if let Some(c) = &p.cursor {
-        if tartan_store::decode_cursor(c).is_none() {
-            return Err(ApiError::bad_request("cursor: invalid cursor"));
-        }
-    }
-    let page = engine
-        .store()
-        .query_work(&WorkQuery {
-            flow_id: p.flow_id.filter(|s| !s.is_empty()),
-            step_id: p.step.filter(|s| !s.is_empty()),
-            status,
-            limit,
-            cursor: p.cursor.filter(|s| !s.is_empty()),
-        })
-        .await?;
+    let query = WorkQuery {
+        flow_id: filter_id("flow_id", p.flow_id)?,
+        step_id: filter_id("step", p.step)?,
+        status,
+        limit,
+        cursor: super::flows::cursor_of(p.cursor)?,
+    };
+    let page = engine.store().query_work(&query).await?;
     let items: Vec<WorkItem> = page.items.iter().map(WorkItem::from).collect();
     Ok(Json(WorkList {
         count: items.len(),

@@ -165,13 +165,17 @@ mod tests {
 
     #[test]
     fn tokens_grant_by_list() {
-        let Ok(s) = ApiSecurity::new(&["full".into(), "full2".into()], &["reader".into()], &[]) else {
+        let Ok(s) = ApiSecurity::new(
+            &["full-token-0123456789".into(), "full-token-0123456789-2".into()],
+            &["reader-token-0123456789".into()],
+            &[],
+        ) else {
             panic!("valid tokens");
         };
-        assert!(s.tokens.grant("full") == Grant::All);
-        assert!(s.tokens.grant("full2") == Grant::All);
-        assert!(s.tokens.grant("reader") == Grant::Read);
-        assert!(s.tokens.grant("ful") == Grant::None);
+        assert!(s.tokens.grant("full-token-0123456789") == Grant::All);
+        assert!(s.tokens.grant("full-token-0123456789-2") == Grant::All);
+        assert!(s.tokens.grant("reader-token-0123456789") == Grant::Read);
+        assert!(s.tokens.grant("full-token-012345678") == Grant::None);
         assert!(s.tokens.grant("") == Grant::None);
     }
 }

@@ -56,13 +56,8 @@ impl ApiSecurity {
         cors_origins: &[String],
     ) -> Result<Self, SecurityConfigError> {
         for (setting, list) in [("TARTAN_API_TOKEN", api), ("TARTAN_READ_TOKEN", read)] {
-            for token in list {
-                // A token must fit in a header; anything else could never match.
-                if token.is_empty() || !token.bytes().all(|b| b.is_ascii_graphic()) {
-                    return Err(SecurityConfigError(format!(
-                        "{setting}: a token must be visible ASCII characters without spaces or commas"
-                    )));
-                }
+            if let Some(why) = list.iter().find_map(|t| token_problem(t)) {
+                return Err(SecurityConfigError(format!("{setting}: {why}")));
             }
         }
         for origin in cors_origins {
@@ -122,6 +117,28 @@ impl std::fmt::Debug for ApiSecurity {
             .field("allowed_hosts", &self.allowed_hosts)
             .finish()
     }
+}
+
+/// Shortest token accepted, in characters. Nothing limits failed attempts
+/// (docs/security.md), so only a token's length keeps it from being
+/// guessed: below this a search is feasible; 32 random bytes is the advice.
+pub const MIN_TOKEN_LEN: usize = 16;
+
+/// Why `token` cannot be a bearer token; `None` when it can. Never shows
+/// the token.
+pub fn token_problem(token: &str) -> Option<String> {
+    // A token must fit in a header; anything else could never match.
+    if token.is_empty() || !token.bytes().all(|b| b.is_ascii_graphic()) {
+        return Some("a token must be visible ASCII characters without spaces or commas".into());
+    }
+    if token.len() < MIN_TOKEN_LEN {
+        return Some(format!(
+            "a token of {} characters is too short: at least {MIN_TOKEN_LEN} are needed \
+             (`openssl rand -hex 32` makes a good one)",
+            token.len()
+        ));
+    }
+    None
 }
 
 /// Tokens are kept and compared as SHA-256 digests: equal lengths, so the
