@@ -115,6 +115,8 @@ setting_flags! {
     max_bulk_flows,
     /// Bytes of a step's response body (or webhook body) at most; past it the attempt fails [default: 8388608]
     max_response_bytes,
+    /// Bytes of JSON of one flow's inputs and outputs at most; an output past it fails its work item for good [default: 67108864]
+    max_flow_bytes,
     /// The longest wait a step's Retry-After may ask for, e.g. 1h or 300ms [default: 1h]
     max_retry_after,
     /// Database connections of the engine [default: 16 Postgres, 4 SQLite]
@@ -234,6 +236,8 @@ struct Settings {
     max_bulk_flows: usize,
     #[serde(deserialize_with = "values::count")]
     max_response_bytes: usize,
+    #[serde(deserialize_with = "values::count")]
+    max_flow_bytes: u64,
     #[serde(deserialize_with = "values::timeout")]
     max_retry_after: Duration,
     #[serde(default, deserialize_with = "values::opt_count")]
@@ -323,6 +327,8 @@ pub struct Config {
     /// `TARTAN_DB_READ_TIMEOUT`).
     pub pools: tartan_store::Pools,
     pub max_response_bytes: usize,
+    /// `TARTAN_MAX_FLOW_BYTES` (docs/errors.md, "A flow's size").
+    pub max_flow_bytes: u64,
     pub max_retry_after: Duration,
     /// Finished flows older than this are deleted; `None` keeps them.
     pub retention: Option<Duration>,
@@ -428,6 +434,7 @@ impl Config {
                 read_timeout: s.db_read_timeout,
             },
             max_response_bytes: s.max_response_bytes,
+            max_flow_bytes: s.max_flow_bytes,
             max_retry_after: s.max_retry_after,
             retention: Some(s.retention).filter(|d| !d.is_zero()),
         })

@@ -59,6 +59,7 @@ pub const KEYS: &[Key] = &[
     key("stream_buffer"),
     key("max_bulk_flows"),
     key("max_response_bytes"),
+    key("max_flow_bytes"),
     key("max_retry_after"),
     key("db_pool"),
     key("db_read_pool"),
@@ -116,6 +117,10 @@ impl Provider for Defaults {
             (
                 "max_response_bytes",
                 Value::from(tartan_engine::DEFAULT_MAX_RESPONSE_BYTES as u64),
+            ),
+            (
+                "max_flow_bytes",
+                Value::from(tartan_core::json::DEFAULT_MAX_FLOW_BYTES),
             ),
             (
                 "max_streams",

@@ -15,6 +15,7 @@ mod durability;
 mod edges;
 mod errors;
 mod fairness;
+mod flow_size;
 mod flows;
 mod helpers;
 mod hosts;

@@ -173,6 +173,11 @@ pub struct FlowState {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "openapi", schema(value_type = Option<String>, format = DateTime))]
     pub retried_at: Option<Time>,
+    /// The bytes of JSON of the flow's initial inputs and of every output
+    /// its work items returned: what `TARTAN_MAX_FLOW_BYTES` bounds
+    /// (docs/errors.md, "A flow's size"). Kept by `apply`.
+    #[serde(default)]
+    pub data_bytes: u64,
     #[serde(skip)]
     calls: usize,
 }
@@ -199,6 +204,7 @@ impl Default for FlowState {
             executions: Executions::new(),
             killed: false,
             retried_at: None,
+            data_bytes: 0,
             calls: 0,
         }
     }
@@ -232,6 +238,8 @@ struct StoredFlowState {
     killed: bool,
     #[serde(default)]
     retried_at: Option<Time>,
+    #[serde(default)]
+    data_bytes: u64,
 }
 
 impl From<StoredFlowState> for FlowState {
@@ -255,6 +263,7 @@ impl From<StoredFlowState> for FlowState {
             executions: s.executions,
             killed: s.killed,
             retried_at: s.retried_at,
+            data_bytes: s.data_bytes,
             calls: 0,
         };
         state.calls = state.count_calls(Scope::Flow);
@@ -953,6 +962,7 @@ impl FlowState {
             executions,
             killed: false,
             retried_at: None,
+            data_bytes: crate::json::json_len(init),
             calls: 0,
         }
     }
@@ -1219,6 +1229,7 @@ impl FlowState {
                 http_status,
                 ..
             } => {
+                self.data_bytes = self.data_bytes.saturating_add(crate::json::json_len(outputs));
                 let work = self.work(step_id, token)?;
                 work.status = WorkStatus::Succeeded;
                 work.completed_at = Some(at);

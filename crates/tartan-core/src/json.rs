@@ -6,6 +6,31 @@ use serde_json::Value;
 /// A JSON object of named values (inputs, outputs).
 pub type Args = serde_json::Map<String, Value>;
 
+/// The length of `value` written as JSON, counted without keeping the text.
+pub fn json_len(value: &impl serde::Serialize) -> u64 {
+    struct Count(u64);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 = self.0.saturating_add(buf.len() as u64);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    // Writing JSON values to a sink that takes every byte cannot fail.
+    let _ = serde_json::to_writer(&mut count, value);
+    count.0
+}
+
+/// The most bytes of inputs and outputs one flow may hold unless set
+/// (`TARTAN_MAX_FLOW_BYTES`), like Temporal's limit on a history.
+pub const DEFAULT_MAX_FLOW_BYTES: u64 = 64 * 1024 * 1024;
+
+/// The problem type of an output refused by `TARTAN_MAX_FLOW_BYTES`.
+pub const FLOW_TOO_LARGE: &str = "urn:tartan:problem:flow-too-large";
+
 /// "a string", "an array", ... for messages about a JSON value.
 pub fn json_kind(v: &Value) -> &'static str {
     match v {

@@ -157,6 +157,7 @@ fn a_flow_over_a_10_000_step_chain_runs_to_completion() {
             webhook_base: "http://127.0.0.1:9",
             new_token: &mut token,
             random: &mut random,
+            max_flow_bytes: tartan_core::json::DEFAULT_MAX_FLOW_BYTES,
         };
         let options = FlowOptions {
             max_step_attempts: 100_000,

@@ -81,6 +81,7 @@ fn with_context<R>(tokens: &mut u32, at: Time, decide: impl FnOnce(&mut Context<
         webhook_base: WEBHOOK,
         new_token: &mut new_token,
         random: &mut || 0.5,
+        max_flow_bytes: tartan_core::json::DEFAULT_MAX_FLOW_BYTES,
     };
     decide(&mut ctx)
 }

@@ -28,6 +28,9 @@ pub struct EngineConfig {
     pub max_queued_calls: usize,
     /// Default cap on the attempts of one flow's work items together.
     pub max_step_attempts: u32,
+    /// The most bytes of inputs and outputs one flow may hold
+    /// (`TARTAN_MAX_FLOW_BYTES`, docs/errors.md "A flow's size").
+    pub max_flow_bytes: u64,
     /// Flows with work in progress in this process at most; a start beyond
     /// it is refused (503, Retry-After) instead of queueing without bound.
     pub max_active_flows: usize,
@@ -99,6 +102,7 @@ impl Default for EngineConfig {
             max_calls_per_step: None,
             max_queued_calls: DEFAULT_MAX_QUEUED_CALLS,
             max_step_attempts: tartan_core::flow::DEFAULT_MAX_STEP_ATTEMPTS,
+            max_flow_bytes: tartan_core::json::DEFAULT_MAX_FLOW_BYTES,
             max_active_flows: 10_000,
             step_hosts: StepHosts::unrestricted(),
             max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,

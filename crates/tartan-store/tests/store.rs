@@ -845,6 +845,7 @@ async fn case_a_long_flow_is_snapshotted_and_loads_back_at_every_step(store: Arc
             webhook_base: "http://127.0.0.1:9",
             new_token: &mut new_token,
             random: &mut random,
+            max_flow_bytes: tartan_core::json::DEFAULT_MAX_FLOW_BYTES,
         };
         let record = Command::Record {
             step_id: GREET.to_string(),

@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use crate::flow::{ApplyError, FlowEvent, FlowOptions, FlowState, FlowStatus, StepStatus, WorkStatus};
+use crate::json::json_len;
 use crate::outcome::{AttemptResult, FailureCause};
 use crate::plan::{ExecutionPlan, InitArgs};
 use crate::retry::RetryState;
@@ -74,6 +75,19 @@ pub(super) fn record(
         None => return Err(ApplyError::UnknownWork(token.to_string())),
     }
     match result {
+        AttemptResult::Success { outputs, .. }
+            if tx.state.data_bytes.saturating_add(json_len(&outputs)) > ctx.max_flow_bytes =>
+        {
+            let failure = too_large(
+                step_id,
+                token,
+                attempt,
+                json_len(&outputs),
+                tx.state.data_bytes,
+                ctx,
+            );
+            record_failure(tx, failure, ctx)?;
+        }
         AttemptResult::Success { outputs, http_status } => {
             tx.emit(FlowEvent::WorkSucceeded {
                 flow_id,
@@ -121,6 +135,41 @@ pub(super) fn record(
         } => record_timeout(tx, step_id, token, attempt, (scope, limit_ms, elapsed_ms), ctx)?,
     }
     advance(tx, ctx)
+}
+
+/// An output that would take the flow past `TARTAN_MAX_FLOW_BYTES`: a
+/// permanent failure of its item (the same step would answer the same
+/// again), with a problem naming the limit. Nothing of the output is kept.
+fn too_large<'a>(
+    step_id: &'a str,
+    token: &'a str,
+    attempt: u32,
+    size: u64,
+    held: u64,
+    ctx: &Context<'_>,
+) -> Failure<'a> {
+    let limit = ctx.max_flow_bytes;
+    let detail = format!(
+        "the step's outputs ({size} bytes of JSON) would take the flow's inputs and outputs \
+         ({held} bytes so far) past the limit of {limit} bytes; the limit is TARTAN_MAX_FLOW_BYTES"
+    );
+    Failure {
+        step_id,
+        token,
+        attempt,
+        cause: FailureCause::Refused,
+        error: detail.clone(),
+        retry_after_ms: None,
+        problem: Some(serde_json::json!({
+            "type": crate::json::FLOW_TOO_LARGE,
+            "title": "Flow too large",
+            "status": 413,
+            "detail": detail,
+            "limit": limit,
+            "size": size,
+            "held": held,
+        })),
+    }
 }
 
 /// Start attempt `attempt + 1` of an item whose call was cut off (engine

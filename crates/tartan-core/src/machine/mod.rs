@@ -43,6 +43,10 @@ pub struct Context<'a> {
     pub new_token: &'a mut (dyn FnMut() -> String + Send),
     /// Uniform in [0, 1), for jitter.
     pub random: &'a mut (dyn FnMut() -> f64 + Send),
+    /// The most bytes of inputs and outputs a flow may hold
+    /// (`TARTAN_MAX_FLOW_BYTES`): an output that would take it past fails
+    /// its work item for good (docs/errors.md, "A flow's size").
+    pub max_flow_bytes: u64,
 }
 
 /// Something that happened to a flow, for the machine to decide on.

@@ -296,6 +296,7 @@ impl Engine {
             webhook_base: &self.inner.config.webhook_base_url,
             new_token: &mut token,
             random: &mut random,
+            max_flow_bytes: self.inner.config.max_flow_bytes,
         };
         decide(&mut ctx)
     }

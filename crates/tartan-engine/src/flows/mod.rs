@@ -150,6 +150,18 @@ impl Engine {
         let view = self.catalog_for(&start.goals).await?;
         let plan = start_plan(&view.catalog, &start.goals, &start.init)?;
         machine::check_fan_out(&plan, &start.init)?;
+        let init_bytes = tartan_core::json::json_len(&start.init);
+        let max_bytes = self.inner.config.max_flow_bytes;
+        if init_bytes > max_bytes {
+            return Err(tartan_core::error::ValidationError::new(
+                "init",
+                format!(
+                    "the initial inputs take {init_bytes} bytes of JSON, more than a flow may hold \
+                     ({max_bytes} bytes, TARTAN_MAX_FLOW_BYTES)"
+                ),
+            )
+            .into());
+        }
         let FlowStart {
             id,
             init,

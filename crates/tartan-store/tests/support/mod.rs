@@ -181,6 +181,7 @@ pub fn start(flow_id: &str, labels: &[(&str, &str)], now: Time) -> Transition {
         webhook_base: "http://127.0.0.1:9",
         new_token: &mut token,
         random: &mut random,
+        max_flow_bytes: tartan_core::json::DEFAULT_MAX_FLOW_BYTES,
     };
     let options = FlowOptions {
         labels,
@@ -212,6 +213,7 @@ fn record(state: &FlowState, result: AttemptResult, now: Time) -> Transition {
         webhook_base: "http://127.0.0.1:9",
         new_token: &mut new_token,
         random: &mut random,
+        max_flow_bytes: tartan_core::json::DEFAULT_MAX_FLOW_BYTES,
     };
     let record = Command::Record {
         step_id: GREET.to_string(),
