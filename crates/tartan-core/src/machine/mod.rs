@@ -159,14 +159,23 @@ fn policies<'a>(plan: &'a ExecutionPlan, step_id: &str) -> Result<&'a StepPolici
 }
 
 /// A result for a call the item no longer waits for: recorded, changing
-/// nothing.
+/// nothing. A step endpoint's late result is recorded once per attempt: a
+/// step retrying its webhook POST would otherwise grow the log per delivery.
 fn late_result(
     tx: &mut Transition,
     step_id: &str,
     token: &str,
     attempt: u32,
+    compensation: bool,
     detail: &str,
 ) -> Result<(), ApplyError> {
+    let seen = tx
+        .state
+        .find_work(step_id, token)
+        .is_some_and(|w| w.late_results.contains(&attempt));
+    if seen && !compensation {
+        return Ok(());
+    }
     let flow_id = tx.state.id.clone();
     tx.emit(crate::flow::FlowEvent::WorkLateResult {
         flow_id,
@@ -174,6 +183,7 @@ fn late_result(
         token: token.to_string(),
         attempt,
         detail: detail.to_string(),
+        compensation,
     })
 }
 
