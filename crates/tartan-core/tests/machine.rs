@@ -194,6 +194,14 @@ impl Run {
         self.state.item_inputs(step, &token).unwrap().to_args()
     }
 
+    /// Apply any command at `at`.
+    fn command(&mut self, command: Command, at: Time) -> Transition {
+        let state = self.state.clone();
+        let tx = with_context(&mut self.tokens, at, |ctx| apply(state, command, ctx)).unwrap();
+        self.absorb(&tx);
+        tx
+    }
+
     fn replayed(&self) -> FlowState {
         FlowState::replay(self.log.iter().map(|(e, at)| (e, *at))).unwrap()
     }
@@ -1126,5 +1134,65 @@ fn a_kill_cancels_without_compensation() {
         })
     ));
     assert!(run.state.killed);
+    assert_eq!(run.replayed(), run.state);
+}
+
+// Heartbeats
+
+#[test]
+fn a_heartbeat_is_recorded_once_the_window_is_half_used_and_noted_before() {
+    let mut def = chain_def("a", &[], &["x"]);
+    def["type"] = json!("async");
+    def["timeouts"] = json!({ "inactivity": 10_000 });
+    let (mut run, _) = Run::start(&catalog(vec![def]), &["a"], init(&[]), t(0));
+    let token = run.token("a");
+    let accept = Command::Accept {
+        step_id: "a".into(),
+        token: token.clone(),
+        attempt: 1,
+    };
+    run.command(accept, t(0));
+    assert_eq!(run.work("a").inactive_until, Some(t(10)));
+    let heartbeat = || Command::Heartbeat {
+        step_id: "a".into(),
+        token: token.clone(),
+    };
+    let due = |heard: Time| Command::InactivityDue {
+        step_id: "a".into(),
+        token: token.clone(),
+        heard_until: Some(heard),
+    };
+    // 8 s of the 10 left: noted for the engine to keep, no event.
+    let tx = run.command(heartbeat(), t(2));
+    assert!(tx.events.is_empty());
+    assert_eq!(
+        tx.effects,
+        [Effect::Heard {
+            step_id: "a".into(),
+            token: token.clone(),
+            attempt: 1,
+            until: t(12),
+        }]
+    );
+    // Half used: recorded, and its timer moves.
+    let tx = run.command(heartbeat(), t(5));
+    assert_eq!(types(&tx), ["work_heartbeat"]);
+    assert_eq!(run.work("a").inactive_until, Some(t(15)));
+    assert!(tx.effects.contains(&Effect::Arm {
+        wake: Wake::Inactivity {
+            step_id: "a".into(),
+            token: token.clone(),
+        },
+        at: t(15),
+    }));
+    // Noted again; when the recorded window ends, the noted one is recorded.
+    assert!(run.command(heartbeat(), t(7)).events.is_empty());
+    let tx = run.command(due(t(17)), t(15));
+    assert_eq!(types(&tx), ["work_heartbeat"]);
+    assert_eq!(run.work("a").inactive_until, Some(t(17)));
+    assert_eq!(run.work("a").status, WorkStatus::Active);
+    // Nothing heard since: it ends a full window after the last heartbeat.
+    let tx = run.command(due(t(17)), t(17));
+    assert_eq!(types(&tx)[0], "work_not_completed", "{:?}", types(&tx));
     assert_eq!(run.replayed(), run.state);
 }
