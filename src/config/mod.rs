@@ -102,8 +102,9 @@ setting_flags! {
     lease,
     /// Calls in flight in this process at most [default: 1024]
     max_calls,
-    /// Calls of one step in flight at most, so that one step whose endpoint
-    /// hangs cannot hold every slot [default: half of max_calls]
+    /// Calls of one step in flight at most, a hard cap on top of the rule
+    /// that a step holds at most half of the slots the other steps leave
+    /// [default: unset]
     max_calls_per_step,
     /// Calls waiting for a slot at most; one beyond it is made when its lease runs out [default: 10000]
     max_queued_calls,

@@ -1,6 +1,7 @@
 //! One bad step cannot starve the rest (docs/durability.md, "Call slots"
 //! and "Connection pools"): calls are bounded by `TARTAN_MAX_CALLS`, one
-//! step holds at most `TARTAN_MAX_CALLS_PER_STEP` of them, the calls waiting
+//! step holds at most half of the slots the other steps leave (and at most
+//! `TARTAN_MAX_CALLS_PER_STEP` when set), the calls waiting
 //! for a slot are bounded and served round-robin across steps, and a burst
 //! of API listings does not hold up the engine's commits. Each test runs
 //! the real binary.
@@ -20,6 +21,7 @@ use crate::helpers::{
 
 both_backends!(
     a_step_whose_endpoint_hangs_leaves_slots_to_other_steps,
+    several_hanging_steps_still_leave_a_slot_to_another_step,
     calls_beyond_the_queue_bound_are_made_later_not_lost,
     a_burst_of_flow_listings_does_not_hold_up_a_flow,
 );
@@ -41,6 +43,16 @@ fn count(details: &Value, key: &str) -> u64 {
 
 /// A step server whose endpoint holds every request for 60 s; counts them.
 async fn hanging_step(engine: &Binary, items: usize) -> (StepServer, Arc<AtomicUsize>) {
+    hanging_step_named(engine, "hang", "stuck", items).await
+}
+
+/// `hanging_step` for step `step`, in flow `flow`.
+async fn hanging_step_named(
+    engine: &Binary,
+    step: &str,
+    flow: &str,
+    items: usize,
+) -> (StepServer, Arc<AtomicUsize>) {
     let seen = Arc::new(AtomicUsize::new(0));
     let s = seen.clone();
     let svc = StepServer::start_async(move |_, _| {
@@ -51,13 +63,13 @@ async fn hanging_step(engine: &Binary, items: usize) -> (StepServer, Arc<AtomicU
         })
     })
     .await;
-    register(engine, vec![for_each_step("hang", &svc.url("/hang"), 60_000)]).await;
+    register(engine, vec![for_each_step(step, &svc.url("/hang"), 60_000)]).await;
     let elements: Vec<usize> = (0..items).collect();
     let (status, body) = call(
         engine,
         reqwest::Method::POST,
         "/engine/flow",
-        Some(json!({"id": "stuck", "goals": ["hang"], "init": {"items": [elements]}})),
+        Some(json!({"id": flow, "goals": [step], "init": {"items": [elements]}})),
     )
     .await;
     assert_eq!(status, 201, "{body}");
@@ -189,17 +201,57 @@ async fn a_step_whose_endpoint_hangs_leaves_slots_to_other_steps(backend: Backen
     );
 }
 
+async fn several_hanging_steps_still_leave_a_slot_to_another_step(backend: Backend) {
+    let Some(db) = TestDb::create(backend).await else {
+        return;
+    };
+    // 8 slots, no explicit per-step cap: a step holds at most half of the
+    // slots the others leave.
+    let engine = spawn_binary_with(&db, "fair", &[("TARTAN_MAX_CALLS", "8")]).await;
+    let _quick = quick_step(&engine).await;
+    // One after the other, each taking what it may: 4, then half of the 4
+    // left, then half of the 2 left (at least 1).
+    let mut hanging = Vec::new();
+    for (n, (step, share, in_flight)) in [("hang-a", 4, 4), ("hang-b", 2, 6), ("hang-c", 1, 7)]
+        .into_iter()
+        .enumerate()
+    {
+        let (svc, seen) = hanging_step_named(&engine, step, &format!("stuck-{step}"), 100).await;
+        wait_for_calls(&seen, share).await;
+        let details = health(&engine).await;
+        assert_eq!(count(&details, "calls_in_flight"), in_flight, "{step}: {details}");
+        // Two hanging steps, then three: another step's flow still completes.
+        if n > 0 {
+            let took = quick_flow(&engine, &format!("quick-beside-{step}")).await;
+            eprintln!("quick flow completed in {took:?} beside {} hanging steps", n + 1);
+        }
+        hanging.push((svc, seen, share));
+    }
+    // No step took more than its share.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    for (_, seen, share) in &hanging {
+        assert_eq!(
+            seen.load(Ordering::SeqCst),
+            *share,
+            "calls made to a hanging endpoint"
+        );
+    }
+    let details = health(&engine).await;
+    assert_eq!(count(&details, "calls_in_flight"), 7, "{details}");
+    assert_eq!(count(&details, "max_calls_per_step"), 4, "{details}");
+}
+
 async fn calls_beyond_the_queue_bound_are_made_later_not_lost(backend: Backend) {
     let Some(db) = TestDb::create(backend).await else {
         return;
     };
-    // 2 slots, 3 places in the queue; leases of 2 s, so that a call refused
-    // a place is taken up again soon.
+    // 4 slots, of which one step alone holds 2; 3 places in the queue;
+    // leases of 2 s, so that a call refused a place is taken up again soon.
     let engine = spawn_binary_with(
         &db,
         "fair",
         &[
-            ("TARTAN_MAX_CALLS", "2"),
+            ("TARTAN_MAX_CALLS", "4"),
             ("TARTAN_MAX_CALLS_PER_STEP", "2"),
             ("TARTAN_MAX_QUEUED_CALLS", "3"),
             ("TARTAN_STEP_TIMEOUT", "1s"),

@@ -750,3 +750,21 @@ pub async fn three_steps(app: &TestApp, gate: Option<Arc<tokio::sync::Notify>>) 
     }
     svc
 }
+
+/// A flow's JSON without its work items' `late_results`, the one thing a
+/// late result changes (it is recorded once per attempt).
+pub fn without_late_notes(flow: &Value) -> Value {
+    let mut flow = flow.clone();
+    if let Some(execs) = flow.get_mut("executions").and_then(Value::as_object_mut) {
+        for exec in execs.values_mut() {
+            if let Some(items) = exec.get_mut("work_items").and_then(Value::as_object_mut) {
+                for item in items.values_mut() {
+                    if let Some(item) = item.as_object_mut() {
+                        item.remove("late_results");
+                    }
+                }
+            }
+        }
+    }
+    flow
+}

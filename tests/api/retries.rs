@@ -1353,7 +1353,8 @@ async fn a_late_result_changes_nothing(backend: Backend) {
         json!({"receipt": "r-1"})
     );
     assert_eq!(
-        after["executions"], flow["executions"],
+        crate::helpers::without_late_notes(&after)["executions"],
+        flow["executions"],
         "the executions did not change"
     );
 
@@ -1362,7 +1363,8 @@ async fn a_late_result_changes_nothing(backend: Backend) {
     let count = |t: &str| types.iter().filter(|x| **x == t).count();
     assert_eq!(count("work_succeeded"), 1, "{types:?}");
     assert_eq!(count("attribute_set"), 1, "{types:?}");
-    assert_eq!(count("work_late_result"), 2, "{types:?}");
+    // Once per attempt, however many deliveries.
+    assert_eq!(count("work_late_result"), 1, "{types:?}");
     let late = events_of(&events, "work_late_result");
     let token = svc.requests()[0].headers["argyll-receipt-token"]
         .to_str()

@@ -16,6 +16,7 @@ both_backends!(
     a_webhook_or_heartbeat_before_the_call_is_accepted_is_refused_and_starts_nothing,
     an_older_attempts_webhook_and_heartbeat_are_refused,
     a_step_that_calls_back_the_moment_it_accepts_is_heard,
+    a_late_webhook_delivered_a_hundred_times_is_recorded_once,
 );
 
 fn async_step(id: &str, endpoint: &str) -> Value {
@@ -245,4 +246,39 @@ async fn a_step_that_calls_back_the_moment_it_accepts_is_heard(backend: Backend)
         assert_eq!(flow["status"], "completed", "{flow}");
     }
     assert_eq!(noted(&results, 10).await, vec![200; 10]);
+}
+
+async fn a_late_webhook_delivered_a_hundred_times_is_recorded_once(backend: Backend) {
+    let Some(app) = spawn_app(backend).await else {
+        return;
+    };
+    let urls: Arc<Mutex<Vec<String>>> = Arc::default();
+    let seen = urls.clone();
+    let svc = StepServer::start(move |r, _| {
+        seen.lock().unwrap().push(hook(r));
+        json_reply(202, json!({}))
+    })
+    .await;
+    register(&app, &async_step("slow", &svc.url("/slow"))).await;
+    start(&app, "late", "slow").await;
+    let url = noted(&urls, 1).await.remove(0);
+    let (status, body) = post(&url, &json!({"out": "first"})).await;
+    assert_eq!(status, 200, "{body}");
+    let flow = app.wait_for_flow("late").await;
+    assert_eq!(flow["status"], "completed", "{flow}");
+    let before = event_count(&app, "late").await;
+
+    // The step retries its POST: every delivery is answered 200, and the
+    // late result is recorded once.
+    for n in 0..100 {
+        let (status, body) = post(&url, &json!({"out": "again"})).await;
+        assert_eq!(status, 200, "delivery {n}: {body}");
+    }
+    let types = app.event_types("late").await;
+    assert_eq!(types.len(), before + 1, "{types:?}");
+    let late = types.iter().filter(|t| *t == "work_late_result").count();
+    assert_eq!(late, 1, "{types:?}");
+    let after = app.flow("late").await;
+    assert_eq!(after["status"], "completed", "{after}");
+    assert_eq!(after["executions"]["slow"]["outputs"], json!({"out": "first"}));
 }

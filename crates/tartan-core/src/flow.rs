@@ -370,6 +370,10 @@ pub struct WorkState {
     /// `deadline` or `step_limit` (docs/retries.md, "Why it stopped").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retry_state: Option<RetryState>,
+    /// Attempts of the step endpoint a late result was recorded for: a
+    /// step that posts its result again and again is recorded once.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub late_results: Vec<u32>,
 }
 
 impl WorkState {
@@ -394,6 +398,7 @@ impl WorkState {
             accepted_at: self.accepted_at,
             index: self.index,
             retry_state: self.retry_state,
+            late_results: self.late_results.clone(),
         }
     }
 }
@@ -574,6 +579,9 @@ pub enum FlowEvent {
         token: String,
         attempt: u32,
         detail: String,
+        /// A compensation call's result, not the step endpoint's.
+        #[serde(default, skip_serializing_if = "is_false")]
+        compensation: bool,
     },
     AttributeSet {
         flow_id: String,
@@ -1181,6 +1189,7 @@ impl FlowState {
                             compensation: Vec::new(),
                             accepted_at: None,
                             retry_state: None,
+                            late_results: Vec::new(),
                             index: positions
                                 .get(token.as_str())
                                 .and_then(|i| u32::try_from(*i).ok())
@@ -1414,7 +1423,21 @@ impl FlowState {
                 self.retried(*reset_attempts, steps, work, *deadline_at)?;
                 self.retried_at = Some(at);
             }
-            // Recorded for the reader of the log; the state does not change.
+            // Recorded for the reader of the log; the state only notes it,
+            // so that a repeat of the same late result is not recorded again.
+            FlowEvent::WorkLateResult {
+                step_id,
+                token,
+                attempt,
+                compensation: false,
+                ..
+            } => {
+                let late = &mut self.work(step_id, token)?.late_results;
+                if !late.contains(attempt) {
+                    late.push(*attempt);
+                }
+                return Ok(());
+            }
             FlowEvent::WorkLateResult { .. } => return Ok(()),
             FlowEvent::AttributeSet {
                 step_id, key, value, ..

@@ -195,6 +195,14 @@ impl Run {
         self.state.item_inputs(step, &token).unwrap().to_args()
     }
 
+    /// Apply any command at `at`.
+    fn command(&mut self, command: Command, at: Time) -> Transition {
+        let state = self.state.clone();
+        let tx = with_context(&mut self.tokens, at, |ctx| apply(state, command, ctx)).unwrap();
+        self.absorb(&tx);
+        tx
+    }
+
     fn replayed(&self) -> FlowState {
         FlowState::replay(self.log.iter().map(|(e, at)| (e, *at))).unwrap()
     }
@@ -593,10 +601,24 @@ fn a_result_for_another_attempt_is_late_and_changes_nothing() {
             token: "tok-1".into(),
             attempt: 2,
             detail: "result for an attempt that is no longer running".into(),
+            compensation: false,
         }]
     );
     assert!(tx.dispatches().is_empty());
-    assert_eq!(tx.state, before);
+    // Only the note that attempt 2's late result is recorded changed.
+    let mut noted = before.clone();
+    if let Some(w) = noted
+        .executions
+        .get_mut("a")
+        .and_then(|e| e.work_items.get_mut("tok-1"))
+    {
+        w.late_results = vec![2];
+    }
+    assert_eq!(tx.state, noted);
+    // The same late result again (a step retrying its webhook POST) is not
+    // recorded again.
+    let again = run.record("a", "tok-1", 2, ok(json!({ "x": 1 })), t(6));
+    assert!(again.events.is_empty());
 }
 
 #[test]
@@ -606,7 +628,15 @@ fn a_result_for_an_item_that_is_no_longer_active_is_late_and_changes_nothing() {
     let before = run.state.clone();
     let tx = run.record("a", "tok-1", 1, permanent(400, "again"), t(2));
     assert_eq!(types(&tx), ["work_late_result"]);
-    assert_eq!(tx.state, before);
+    let mut noted = before.clone();
+    if let Some(w) = noted
+        .executions
+        .get_mut("a")
+        .and_then(|e| e.work_items.get_mut("tok-1"))
+    {
+        w.late_results = vec![1];
+    }
+    assert_eq!(tx.state, noted);
 }
 
 #[test]
@@ -1105,5 +1135,65 @@ fn a_kill_cancels_without_compensation() {
         })
     ));
     assert!(run.state.killed);
+    assert_eq!(run.replayed(), run.state);
+}
+
+// Heartbeats
+
+#[test]
+fn a_heartbeat_is_recorded_once_the_window_is_half_used_and_noted_before() {
+    let mut def = chain_def("a", &[], &["x"]);
+    def["type"] = json!("async");
+    def["timeouts"] = json!({ "inactivity": 10_000 });
+    let (mut run, _) = Run::start(&catalog(vec![def]), &["a"], init(&[]), t(0));
+    let token = run.token("a");
+    let accept = Command::Accept {
+        step_id: "a".into(),
+        token: token.clone(),
+        attempt: 1,
+    };
+    run.command(accept, t(0));
+    assert_eq!(run.work("a").inactive_until, Some(t(10)));
+    let heartbeat = || Command::Heartbeat {
+        step_id: "a".into(),
+        token: token.clone(),
+    };
+    let due = |heard: Time| Command::InactivityDue {
+        step_id: "a".into(),
+        token: token.clone(),
+        heard_until: Some(heard),
+    };
+    // 8 s of the 10 left: noted for the engine to keep, no event.
+    let tx = run.command(heartbeat(), t(2));
+    assert!(tx.events.is_empty());
+    assert_eq!(
+        tx.effects,
+        [Effect::Heard {
+            step_id: "a".into(),
+            token: token.clone(),
+            attempt: 1,
+            until: t(12),
+        }]
+    );
+    // Half used: recorded, and its timer moves.
+    let tx = run.command(heartbeat(), t(5));
+    assert_eq!(types(&tx), ["work_heartbeat"]);
+    assert_eq!(run.work("a").inactive_until, Some(t(15)));
+    assert!(tx.effects.contains(&Effect::Arm {
+        wake: Wake::Inactivity {
+            step_id: "a".into(),
+            token: token.clone(),
+        },
+        at: t(15),
+    }));
+    // Noted again; when the recorded window ends, the noted one is recorded.
+    assert!(run.command(heartbeat(), t(7)).events.is_empty());
+    let tx = run.command(due(t(17)), t(15));
+    assert_eq!(types(&tx), ["work_heartbeat"]);
+    assert_eq!(run.work("a").inactive_until, Some(t(17)));
+    assert_eq!(run.work("a").status, WorkStatus::Active);
+    // Nothing heard since: it ends a full window after the last heartbeat.
+    let tx = run.command(due(t(17)), t(17));
+    assert_eq!(types(&tx)[0], "work_not_completed", "{:?}", types(&tx));
     assert_eq!(run.replayed(), run.state);
 }

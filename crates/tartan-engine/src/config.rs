@@ -19,9 +19,10 @@ pub struct EngineConfig {
     pub lease: Duration,
     /// Calls in flight in this process at most (`TARTAN_MAX_CALLS`).
     pub max_calls: usize,
-    /// Calls of one step in flight at most (`TARTAN_MAX_CALLS_PER_STEP`);
-    /// `None`: half of `max_calls` (at least 1), so that one step whose
-    /// endpoint hangs leaves the other half to the rest.
+    /// Calls of one step in flight at most (`TARTAN_MAX_CALLS_PER_STEP`), a
+    /// hard cap on top of the rule that a step holds at most half of the
+    /// slots the other steps leave (docs/durability.md, "Call slots");
+    /// `None`: the rule alone.
     pub max_calls_per_step: Option<usize>,
     /// Calls waiting for a slot at most (`TARTAN_MAX_QUEUED_CALLS`); a call
     /// beyond it is made when its lease runs out (docs/durability.md).
@@ -77,11 +78,12 @@ pub const DEFAULT_MAX_CALLS: usize = 1024;
 pub const DEFAULT_MAX_QUEUED_CALLS: usize = 10_000;
 
 impl EngineConfig {
-    /// The share of the call slots one step may hold.
+    /// The call slots one step may hold while no other step holds any:
+    /// half of them (at least 1), or the explicit cap when lower.
     pub fn max_calls_per_step(&self) -> usize {
-        self.max_calls_per_step
-            .unwrap_or(self.max_calls / 2)
-            .clamp(1, self.max_calls.max(1))
+        let max = self.max_calls.max(1);
+        let cap = self.max_calls_per_step.unwrap_or(max).clamp(1, max);
+        (max / 2).clamp(1, cap)
     }
 }
 

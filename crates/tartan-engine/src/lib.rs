@@ -150,7 +150,7 @@ impl Engine {
             inner: Arc::new(Inner {
                 slots: slots::CallSlots::new(
                     config.max_calls,
-                    config.max_calls_per_step(),
+                    config.max_calls_per_step,
                     config.max_queued_calls,
                 ),
                 deferred_calls: std::sync::atomic::AtomicU64::new(0),

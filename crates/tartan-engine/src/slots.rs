@@ -1,7 +1,14 @@
-//! Call slots: at most `max_calls` calls in flight in this process, at most
-//! `max_calls_per_step` of them of one step, and the calls waiting for a
-//! slot queued per step and served round-robin across steps, at most
-//! `max_queued_calls` of them (docs/durability.md, "Call slots").
+//! Call slots: at most `max_calls` calls in flight in this process; one
+//! step at most half of the slots the other steps do not hold (at least
+//! one), and at most `max_calls_per_step` when that is set; the calls
+//! waiting for a slot queued per step and served round-robin across steps,
+//! at most `max_queued_calls` of them (docs/durability.md, "Call slots").
+//!
+//! Why half of what the others leave: a fixed share (half of all slots)
+//! let two hanging steps take every slot. With this rule a step taking a
+//! slot beyond its first always leaves as many free as it then holds, so
+//! however many steps hang, a step that holds none still finds a slot
+//! unless `max_calls` steps each hold one.
 //!
 //! A waiting call is an entry in a queue, not a task: a task is spawned when
 //! it gets its slot. One small mutex guards the counts and the queues; it is
@@ -34,7 +41,8 @@ pub(crate) enum Admission {
 
 pub(crate) struct CallSlots {
     max: usize,
-    per_step: usize,
+    /// `max_calls_per_step`: a hard cap on top of the rule (`max` when unset).
+    cap: usize,
     max_queued: usize,
     state: Mutex<SlotState>,
 }
@@ -65,14 +73,21 @@ pub struct CallCounts {
 }
 
 impl CallSlots {
-    pub(crate) fn new(max: usize, per_step: usize, max_queued: usize) -> Self {
+    pub(crate) fn new(max: usize, cap: Option<usize>, max_queued: usize) -> Self {
         let max = max.max(1);
         Self {
             max,
-            per_step: per_step.clamp(1, max),
+            cap: cap.unwrap_or(max).clamp(1, max),
             max_queued,
             state: Mutex::default(),
         }
+    }
+
+    /// The slots a step holding `own` of `running` may hold: half of those
+    /// the other steps leave, at least 1, at most the cap.
+    fn share(&self, running: usize, own: usize) -> usize {
+        let others = running.saturating_sub(own);
+        (self.max.saturating_sub(others) / 2).clamp(1, self.cap)
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, SlotState> {
@@ -100,7 +115,8 @@ impl CallSlots {
         let mut st = self.lock();
         let st = &mut *st;
         let step = st.steps.entry(entry.call.step.id.clone()).or_default();
-        if st.running < self.max && step.running < self.per_step && step.waiting.is_empty() {
+        let share = self.share(st.running, step.running);
+        if st.running < self.max && step.running < share && step.waiting.is_empty() {
             step.running += 1;
             st.running += 1;
             return Admission::Run(entry);
@@ -153,7 +169,9 @@ impl CallSlots {
             let Some(step) = st.steps.get_mut(&id) else {
                 continue;
             };
-            if step.running >= self.per_step {
+            // Shares only shrink as other steps take slots: a step passed
+            // over stays so for the rest of this round.
+            if step.running >= self.share(st.running, step.running) {
                 st.ring.push_back(id);
                 passed += 1;
                 continue;
@@ -232,45 +250,63 @@ mod tests {
             .collect()
     }
 
+    fn run(slots: &CallSlots, step: &str, n: usize) -> bool {
+        matches!(slots.admit(call(step, n)), Admission::Run(_))
+    }
+
     #[test]
-    fn one_step_holds_at_most_its_share_and_waiting_steps_are_served_in_turn() {
-        let slots = CallSlots::new(4, 2, 100);
-        // a takes its share; the rest of a waits although slots are free.
-        assert!(matches!(slots.admit(call("a", 0)), Admission::Run(_)));
-        assert!(matches!(slots.admit(call("a", 1)), Admission::Run(_)));
-        assert!(matches!(slots.admit(call("a", 2)), Admission::Queued));
-        assert!(matches!(slots.admit(call("b", 0)), Admission::Run(_)));
-        assert!(matches!(slots.admit(call("c", 0)), Admission::Run(_)));
-        for n in 1..3 {
-            assert!(matches!(slots.admit(call("b", n)), Admission::Queued));
-            assert!(matches!(slots.admit(call("c", n)), Admission::Queued));
-        }
+    fn a_step_holds_at_most_half_of_what_the_others_leave() {
+        let slots = CallSlots::new(8, None, 100);
+        // Alone, a step may hold half of the slots.
+        assert!((0..4).all(|n| run(&slots, "a", n)));
+        assert!(!run(&slots, "a", 4));
+        // b may hold half of the 4 a leaves, c half of the 2 left, d one.
+        assert!((0..2).all(|n| run(&slots, "b", n)));
+        assert!(!run(&slots, "b", 2));
+        assert!(run(&slots, "c", 0));
+        assert!(!run(&slots, "c", 1));
+        assert!(run(&slots, "d", 0));
+        assert!(!run(&slots, "d", 1));
         assert_eq!(
             slots.counts(),
             CallCounts {
-                running: 4,
-                queued: 5
+                running: 8,
+                queued: 4
             }
         );
-        // a is below its share again: its waiting call goes first.
-        assert_eq!(started(slots.release("a")), ["a2"]);
-        // b's and c's slots go round: b, then c, then b.
+        // A slot a gives back is over every waiting step's share now: it
+        // stays free for a step that holds none.
+        assert!(slots.release("a").is_empty());
+        assert!(run(&slots, "e", 0));
+        // c back at none may take one again: its waiting call goes.
+        assert_eq!(started(slots.release("c")), ["c1"]);
+    }
+
+    #[test]
+    fn waiting_steps_are_served_in_turn_and_the_cap_holds() {
+        let slots = CallSlots::new(6, Some(1), 100);
+        for step in ["a", "b", "c"] {
+            assert!(run(&slots, step, 0));
+            // The cap, though the rule would allow more.
+            assert!(!run(&slots, step, 1));
+            assert!(!run(&slots, step, 2));
+        }
+        assert_eq!(started(slots.release("a")), ["a1"]);
         assert_eq!(started(slots.release("b")), ["b1"]);
         assert_eq!(started(slots.release("c")), ["c1"]);
-        assert_eq!(started(slots.release("a")), ["b2"]);
-        assert_eq!(started(slots.release("b")), ["c2"]);
+        assert_eq!(started(slots.release("b")), ["b2"]);
         assert_eq!(
             slots.counts(),
             CallCounts {
-                running: 4,
-                queued: 0
+                running: 3,
+                queued: 2
             }
         );
     }
 
     #[test]
     fn the_queue_is_bounded_and_aborted_calls_are_skipped() {
-        let slots = CallSlots::new(1, 1, 2);
+        let slots = CallSlots::new(1, Some(1), 2);
         assert!(matches!(slots.admit(call("a", 0)), Admission::Run(_)));
         let aborted = call("a", 1);
         let cancel = aborted.cancel.clone();

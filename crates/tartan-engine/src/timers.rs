@@ -6,7 +6,7 @@
 //! and topped up by a slow sweep, the safety net for timers another process
 //! set or that lie further ahead than the sweep's horizon.
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -33,13 +33,13 @@ pub(crate) enum Timer {
 }
 
 impl Timer {
-    /// One entry per thing and time: a sweep does not add what is already
-    /// there. An inactivity window moved by a heartbeat is a new entry; the
-    /// old one fires, finds the window open and does nothing.
-    fn identity(&self, due_us: i64) -> String {
+    /// One entry per thing: a sweep does not add what is already there.
+    /// An inactivity window moved by a heartbeat moves its entry (`schedule`)
+    /// instead of adding one per heartbeat.
+    fn identity(&self) -> String {
         match self {
             Timer::Retry { key, .. } => format!("r:{}", key.token),
-            Timer::Inactivity(key) => format!("i:{}:{due_us}", key.token),
+            Timer::Inactivity(key) => format!("i:{}", key.token),
             Timer::FlowDeadline(flow) => format!("f:{flow}"),
         }
     }
@@ -63,7 +63,8 @@ pub(crate) struct Timers {
 struct TimerState {
     /// Every timer, earliest first.
     queue: BTreeSet<(i64, Timer)>,
-    known: HashSet<String>,
+    /// The due time of each timer in `queue`, by identity.
+    known: HashMap<String, i64>,
     /// The entries of `queue`, by flow.
     by_flow: HashMap<String, BTreeSet<(i64, Timer)>>,
     /// The retries in `queue` (a gauge of docs/operating.md, "Metrics").
@@ -75,7 +76,10 @@ impl TimerState {
         if self.queue.remove(entry) && matches!(entry.1, Timer::Retry { .. }) {
             self.retries = self.retries.saturating_sub(1);
         }
-        self.known.remove(&entry.1.identity(entry.0));
+        let identity = entry.1.identity();
+        if self.known.get(&identity) == Some(&entry.0) {
+            self.known.remove(&identity);
+        }
         let flow = entry.1.flow_id();
         if let Some(timers) = self.by_flow.get_mut(flow) {
             timers.remove(entry);
@@ -90,9 +94,16 @@ impl Timers {
     pub(crate) fn schedule(&self, timer: Timer, due: DateTime<Utc>) {
         let due_us = due.timestamp_micros();
         let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
-        if !st.known.insert(timer.identity(due_us)) {
-            return;
+        let identity = timer.identity();
+        match (st.known.get(&identity).copied(), &timer) {
+            (None, _) => {}
+            // A window only ever moves later (heartbeats): the entry moves
+            // with it, so a chatty step keeps one timer. An earlier due
+            // (a sweep that read the row before the move) is stale.
+            (Some(old), Timer::Inactivity(_)) if old < due_us => st.remove(&(old, timer.clone())),
+            (Some(_), _) => return,
         }
+        st.known.insert(identity, due_us);
         let earliest = st.queue.first().map(|(t, _)| *t);
         st.by_flow
             .entry(timer.flow_id().to_string())
@@ -388,11 +399,19 @@ impl Engine {
                     (&key.flow_id, engine.decide(&key.flow_id, due).await)
                 }
                 Timer::Inactivity(key) => {
-                    let due = Command::InactivityDue {
-                        step_id: key.step_id.clone(),
-                        token: key.token.clone(),
+                    // Heartbeats the flow's events do not hold yet.
+                    let outcome = match engine.inner.store.heard_until(key).await {
+                        Ok(heard_until) => {
+                            let due = Command::InactivityDue {
+                                step_id: key.step_id.clone(),
+                                token: key.token.clone(),
+                                heard_until,
+                            };
+                            engine.decide(&key.flow_id, due).await
+                        }
+                        Err(e) => Err(e.into()),
                     };
-                    (&key.flow_id, engine.decide(&key.flow_id, due).await)
+                    (&key.flow_id, outcome)
                 }
                 Timer::FlowDeadline(flow_id) => (flow_id, engine.decide(flow_id, Command::DeadlineDue).await),
             };

@@ -241,7 +241,7 @@ impl<'a> Decision<'a> {
             Command::Heartbeat { step_id, token } => item("heartbeat", step_id, token, None),
             Command::Redispatch { step_id, token } => item("redispatch", step_id, token, None),
             Command::RetryDue { step_id, token } => item("retry_due", step_id, token, None),
-            Command::InactivityDue { step_id, token } => item("inactivity_due", step_id, token, None),
+            Command::InactivityDue { step_id, token, .. } => item("inactivity_due", step_id, token, None),
             Command::DeadlineDue => Decision {
                 command: "deadline_due",
                 ..Self::FLOW

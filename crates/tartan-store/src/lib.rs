@@ -202,6 +202,21 @@ pub trait Store: Send + Sync + 'static {
         before: chrono::DateTime<chrono::Utc>,
     ) -> Result<Vec<ScheduledTimer>, StoreError>;
 
+    /// A heartbeat kept the accepted call of attempt `attempt` of the item
+    /// alive until `until`, and no event recorded it: note it in the item's
+    /// row (never moving it back) and extend the row's lease to
+    /// `lease_until`. Changes nothing once the item moved on.
+    async fn note_heard(
+        &self,
+        key: &WorkKey,
+        attempt: u32,
+        until: chrono::DateTime<chrono::Utc>,
+        lease_until: chrono::DateTime<chrono::Utc>,
+    ) -> Result<(), StoreError>;
+
+    /// The latest end of the item's inactivity window `note_heard` noted.
+    async fn heard_until(&self, key: &WorkKey) -> Result<Option<chrono::DateTime<chrono::Utc>>, StoreError>;
+
     /// Lease those of `tokens` whose retry is due and that no other node holds
     /// to `claim.node`; returns the ones it got.
     async fn claim_due_work(&self, claim: &Claim, tokens: &[String]) -> Result<Vec<WorkKey>, StoreError>;

@@ -66,6 +66,8 @@ store_tests! {
     case_query_flows_paging => sqlite_query_flows_paging, postgres_query_flows_paging;
     case_claim_orphaned_work => sqlite_claim_orphaned_work, postgres_claim_orphaned_work;
     case_renew_leases => sqlite_renew_leases, postgres_renew_leases;
+    case_heard_windows_only_move_later => sqlite_heard_windows_only_move_later,
+        postgres_heard_windows_only_move_later;
     case_leases_run_on_the_database_clock =>
         sqlite_leases_run_on_the_database_clock, postgres_leases_run_on_the_database_clock;
     case_scheduled_work => sqlite_scheduled_work, postgres_scheduled_work;
@@ -1713,4 +1715,51 @@ async fn case_a_hundred_thousand_due_retries_are_claimed_at_once(store: Arc<dyn 
         .await
         .unwrap();
     assert!(again.is_empty(), "{} claimed twice", again.len());
+}
+
+async fn case_heard_windows_only_move_later(store: Arc<dyn Store>) {
+    use WorkStatus::*;
+    let tx = start("h-1", &[], at(0));
+    let mut c = commit(&tx, 0, Some(REQUEST));
+    c.work = vec![
+        row("h-1", GREET, "h.active", Active, at(0), Some(("a", at(60)))),
+        row("h-1", GREET, "h.done", Succeeded, at(0), Some(("a", at(60)))),
+    ];
+    commit_ok(&store, c).await;
+    let key = |token: &str| WorkKey {
+        flow_id: "h-1".into(),
+        step_id: GREET.into(),
+        token: token.into(),
+    };
+    assert_eq!(store.heard_until(&key("h.active")).await.unwrap(), None);
+    store
+        .note_heard(&key("h.active"), 1, at(100), at(130))
+        .await
+        .unwrap();
+    assert_eq!(store.heard_until(&key("h.active")).await.unwrap(), Some(at(100)));
+    // Out of order: an earlier end does not move it back.
+    store
+        .note_heard(&key("h.active"), 1, at(90), at(120))
+        .await
+        .unwrap();
+    assert_eq!(store.heard_until(&key("h.active")).await.unwrap(), Some(at(100)));
+    // Another attempt's, or a finished item's: nothing noted.
+    store
+        .note_heard(&key("h.active"), 2, at(200), at(230))
+        .await
+        .unwrap();
+    assert_eq!(store.heard_until(&key("h.active")).await.unwrap(), Some(at(100)));
+    store
+        .note_heard(&key("h.done"), 1, at(100), at(130))
+        .await
+        .unwrap();
+    assert_eq!(store.heard_until(&key("h.done")).await.unwrap(), None);
+    let views = all_work(&store, work_query()).await;
+    let lease = |token: &str| views.iter().find(|w| w.token == token).unwrap().lease_expires_at;
+    assert_eq!(
+        lease("h.active"),
+        Some(at(130)),
+        "the lease moved with the window"
+    );
+    assert_eq!(lease("h.done"), Some(at(60)));
 }

@@ -69,6 +69,7 @@ pub(super) fn record(
                 step_id,
                 token,
                 attempt,
+                false,
                 "result for an attempt that is no longer running",
             );
         }

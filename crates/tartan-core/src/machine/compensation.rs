@@ -87,6 +87,7 @@ pub(super) fn record(
             step_id,
             token,
             attempt,
+            true,
             "compensation result for a call that is no longer running",
         );
     }

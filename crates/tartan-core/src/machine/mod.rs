@@ -85,8 +85,14 @@ pub enum Command {
     Redispatch { step_id: String, token: String },
     /// The item's retry (or its compensation's) may be due.
     RetryDue { step_id: String, token: String },
-    /// The item's inactivity window may have passed.
-    InactivityDue { step_id: String, token: String },
+    /// The item's inactivity window may have passed. `heard_until`: the
+    /// latest window end a heartbeat noted without an event
+    /// (`Effect::Heard`), read from the item's row.
+    InactivityDue {
+        step_id: String,
+        token: String,
+        heard_until: Option<Time>,
+    },
     /// The flow's deadline may have passed.
     DeadlineDue,
     /// Stop the flow before its steps are done.
@@ -143,9 +149,11 @@ pub fn apply(state: FlowState, command: Command, ctx: &mut Context<'_>) -> Resul
         Command::Heartbeat { step_id, token } => async_calls::heartbeat(&mut tx, &step_id, &token)?,
         Command::Redispatch { step_id, token } => commands::redispatch(&mut tx, &step_id, &token, ctx)?,
         Command::RetryDue { step_id, token } => commands::retry_due(&mut tx, &step_id, &token)?,
-        Command::InactivityDue { step_id, token } => {
-            async_calls::inactivity_due(&mut tx, &step_id, &token, ctx)?
-        }
+        Command::InactivityDue {
+            step_id,
+            token,
+            heard_until,
+        } => async_calls::inactivity_due(&mut tx, &step_id, &token, heard_until, ctx)?,
         Command::DeadlineDue => commands::deadline_due(&mut tx, ctx)?,
         Command::Stop(stop) => commands::stop(&mut tx, stop, ctx)?,
         Command::Retry { reset_attempts, by } => commands::retry(&mut tx, reset_attempts, by, ctx)?,
@@ -163,14 +171,23 @@ fn policies<'a>(plan: &'a ExecutionPlan, step_id: &str) -> Result<&'a StepPolici
 }
 
 /// A result for a call the item no longer waits for: recorded, changing
-/// nothing.
+/// nothing. A step endpoint's late result is recorded once per attempt: a
+/// step retrying its webhook POST would otherwise grow the log per delivery.
 fn late_result(
     tx: &mut Transition,
     step_id: &str,
     token: &str,
     attempt: u32,
+    compensation: bool,
     detail: &str,
 ) -> Result<(), ApplyError> {
+    let seen = tx
+        .state
+        .find_work(step_id, token)
+        .is_some_and(|w| w.late_results.contains(&attempt));
+    if seen && !compensation {
+        return Ok(());
+    }
     let flow_id = tx.state.id.clone();
     tx.emit(crate::flow::FlowEvent::WorkLateResult {
         flow_id,
@@ -178,6 +195,7 @@ fn late_result(
         token: token.to_string(),
         attempt,
         detail: detail.to_string(),
+        compensation,
     })
 }
 

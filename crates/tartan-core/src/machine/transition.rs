@@ -34,6 +34,15 @@ pub enum Effect {
     Touch { step_id: String, token: String },
     /// The flow finished (completed, failed or cancelled).
     Finished(FlowStatus),
+    /// A heartbeat kept attempt `attempt`'s accepted call alive until
+    /// `until`, and no event records it: the engine notes it in the item's
+    /// row, where the inactivity timer looks when the recorded window ends.
+    Heard {
+        step_id: String,
+        token: String,
+        attempt: u32,
+        until: Time,
+    },
 }
 
 /// A call that became due in a transition.
@@ -257,7 +266,7 @@ impl Transition {
     /// Add an effect. An item is touched once; an abort of a call this
     /// transition itself made takes that call back instead (it never went
     /// out).
-    fn push(&mut self, effect: Effect) {
+    pub(crate) fn push(&mut self, effect: Effect) {
         match &effect {
             Effect::Touch { step_id, token } => {
                 if !self.touched.insert((step_id.clone(), token.clone())) {
@@ -278,7 +287,7 @@ impl Transition {
                     self.called.insert(d.token.clone());
                 }
             }
-            Effect::Arm { .. } | Effect::Finished(_) => {}
+            Effect::Arm { .. } | Effect::Finished(_) | Effect::Heard { .. } => {}
         }
         self.effects.push(effect);
     }

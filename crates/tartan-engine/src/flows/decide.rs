@@ -176,7 +176,8 @@ impl Engine {
                 }
                 Ok(merged)
             })
-            .await;
+            .await
+            .map(drop);
         if outcome.is_err() {
             // A decision that failed before it took them (the flow could
             // not be loaded: the database is away) would leave them waiting
@@ -201,6 +202,16 @@ impl Engine {
 
     /// Take the flow's lock, apply `command`, commit, carry out the effects.
     pub(crate) async fn decide(&self, flow_id: &str, command: Command) -> Result<(), EngineError> {
+        self.decide_noting(flow_id, command).await.map(drop)
+    }
+
+    /// `decide`, handing back the windows heartbeats kept open without an
+    /// event (`Effect::Heard`), for the caller to note.
+    pub(crate) async fn decide_noting(
+        &self,
+        flow_id: &str,
+        command: Command,
+    ) -> Result<Vec<Effect>, EngineError> {
         let slot = self.inner.flows.slot(flow_id);
         self.decide_in(&slot, flow_id, Decision::of(&command), |state, ctx| {
             machine::apply(state, command.clone(), ctx)
@@ -210,14 +221,14 @@ impl Engine {
 
     /// Decide in the flow's slot. Whichever way the decision ends (nothing
     /// to do, a refusal, a failed commit), the slot is let go unless the flow
-    /// still has calls in flight.
+    /// still has calls in flight. Returns the decision's `Effect::Heard`s.
     async fn decide_in<F>(
         &self,
         slot: &FlowSlot,
         flow_id: &str,
         about: Decision<'_>,
         mut decide: F,
-    ) -> Result<(), EngineError>
+    ) -> Result<Vec<Effect>, EngineError>
     where
         F: FnMut(FlowState, &mut Context<'_>) -> Result<Transition, ApplyError>,
     {
@@ -247,8 +258,14 @@ impl Engine {
                 .and_then(|tracer| traces::decision_span(tracer, &cached.state, about));
             let base = cached.sequence;
             let mut tx = self.decision_context(now(), |ctx| decide(FlowState::clone(&cached.state), ctx))?;
+            let heard: Vec<Effect> = tx
+                .effects
+                .iter()
+                .filter(|e| matches!(e, Effect::Heard { .. }))
+                .cloned()
+                .collect();
             if tx.events.is_empty() {
-                return Ok(());
+                return Ok(heard);
             }
             let sequence = base + tx.events.len() as i64;
             let commit = self.commit_for(&mut tx, base, None);
@@ -265,7 +282,7 @@ impl Engine {
                     *guard = busy.then_some(Cached { sequence, state });
                     drop(guard);
                     self.carry_out(&tx);
-                    return Ok(());
+                    return Ok(heard);
                 }
                 Err(StoreError::Conflict(_)) => {
                     // Another process moved the flow on: reload and decide again.
@@ -314,7 +331,11 @@ impl Engine {
             .iter()
             .filter_map(|effect| match effect {
                 Effect::Touch { step_id, token } => Some((step_id.clone(), token.clone())),
-                Effect::Call(_) | Effect::Abort { .. } | Effect::Arm { .. } | Effect::Finished(_) => None,
+                Effect::Call(_)
+                | Effect::Abort { .. }
+                | Effect::Arm { .. }
+                | Effect::Finished(_)
+                | Effect::Heard { .. } => None,
             })
             .filter_map(|(step_id, token)| {
                 let w = tx.state.find_work(&step_id, &token)?;
@@ -422,8 +443,9 @@ impl Engine {
                     };
                     self.inner.timers.schedule(timer, *at);
                 }
-                // Written by the commit.
-                Effect::Touch { .. } => {}
+                // Written by the commit; a heard window by the heartbeat's
+                // request (`Engine::heartbeat`), before it is answered.
+                Effect::Touch { .. } | Effect::Heard { .. } => {}
                 Effect::Finished(status) => finished = Some(*status),
             }
         }

@@ -17,12 +17,12 @@ mod waiters;
 
 use std::sync::Arc;
 use tartan_core::flow::{FlowState, WorkStatus};
-use tartan_core::machine::{self, AttemptResult, Command, Stop};
+use tartan_core::machine::{self, AttemptResult, Command, Effect, Stop};
 use tartan_core::outcome::FailureCause;
 use tartan_core::plan::start_plan;
 use tartan_core::request::{FlowStart, StartFlow};
 use tartan_core::step::Args;
-use tartan_store::StoreError;
+use tartan_store::{StoreError, WorkKey};
 
 use crate::{traces, Engine, EngineError};
 
@@ -420,7 +420,30 @@ impl Engine {
             step_id: step_id.to_string(),
             token: token.to_string(),
         };
-        self.decide(flow_id, heartbeat).await?;
+        // Most heartbeats append no event: the window they keep open is
+        // noted in the item's row before the answer, where the inactivity
+        // timer looks. The core notes one only while more than half of the
+        // recorded window is left, so the note has that long to land.
+        for heard in self.decide_noting(flow_id, heartbeat).await? {
+            if let Effect::Heard {
+                step_id,
+                token,
+                attempt,
+                until,
+            } = heard
+            {
+                let key = WorkKey {
+                    flow_id: flow_id.to_string(),
+                    step_id,
+                    token,
+                };
+                let lease_until = until.checked_add_signed(self.lease_length()).unwrap_or(until);
+                self.inner
+                    .store
+                    .note_heard(&key, attempt, until, lease_until)
+                    .await?;
+            }
+        }
         Ok(Ok(()))
     }
 }

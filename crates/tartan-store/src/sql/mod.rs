@@ -359,6 +359,43 @@ impl Store for SqlStore {
             .ok_or_else(|| StoreError::Corrupt(format!("flow {flow_id}: status {status:?}")))
     }
 
+    async fn note_heard(
+        &self,
+        key: &WorkKey,
+        attempt: u32,
+        until: chrono::DateTime<chrono::Utc>,
+        lease_until: chrono::DateTime<chrono::Utc>,
+    ) -> Result<(), StoreError> {
+        // Heartbeats may land out of order: the later end wins.
+        sqlx::query(
+            "UPDATE work_items SET \
+             heard_until_us = CASE WHEN heard_until_us IS NULL OR heard_until_us < $1 THEN $1 ELSE heard_until_us END, \
+             lease_expires_us = CASE WHEN lease_expires_us IS NULL OR lease_expires_us < $2 THEN $2 ELSE lease_expires_us END \
+             WHERE token = $3 AND flow_id = $4 AND status = 'active' AND attempt = $5",
+        )
+        .bind(until.timestamp_micros())
+        .bind(lease_until.timestamp_micros())
+        .bind(&key.token)
+        .bind(&key.flow_id)
+        .bind(i64::from(attempt))
+        .execute(&self.write)
+        .await?;
+        Ok(())
+    }
+
+    async fn heard_until(&self, key: &WorkKey) -> Result<Option<chrono::DateTime<chrono::Utc>>, StoreError> {
+        let row = sqlx::query("SELECT heard_until_us FROM work_items WHERE token = $1 AND flow_id = $2")
+            .bind(&key.token)
+            .bind(&key.flow_id)
+            .fetch_optional(&self.read)
+            .await?;
+        let Some(row) = row else {
+            return Ok(None);
+        };
+        let us: Option<i64> = row.try_get("heard_until_us")?;
+        Ok(us.and_then(chrono::DateTime::from_timestamp_micros))
+    }
+
     async fn flow_request(&self, flow_id: &str) -> Result<Option<String>, StoreError> {
         let row = sqlx::query("SELECT request FROM flows WHERE id = $1")
             .bind(flow_id)

@@ -320,6 +320,7 @@ pub fn detail(status: WorkStatus, note: &str) -> WorkState {
         compensation: Vec::new(),
         accepted_at: None,
         retry_state: None,
+        late_results: Vec::new(),
         index: 0,
     }
 }
