@@ -20,7 +20,9 @@ use tokio::sync::broadcast::error::RecvError;
 use utoipa::ToSchema;
 
 use super::flow::stored_event;
-use super::{dropped, failure, json_event, resume_point, stored_time, HISTORY_PAGE, KEEP_ALIVE};
+use super::{
+    dropped, failure, json_event, resume_point, stored_time, HISTORY_PAGE, HISTORY_PAGE_BYTES, KEEP_ALIVE,
+};
 use crate::error::{ApiError, Problem};
 use crate::extract::Query;
 use crate::routes::bodies::Event;
@@ -166,7 +168,7 @@ impl FeedCursor {
         let page = self
             .engine
             .store()
-            .feed_page(self.last, &self.filter, HISTORY_PAGE)
+            .feed_page(self.last, &self.filter, HISTORY_PAGE, HISTORY_PAGE_BYTES)
             .await?;
         for e in &page.events {
             self.push(e.position, &e.event);

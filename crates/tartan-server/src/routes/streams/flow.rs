@@ -14,7 +14,9 @@ use tartan_engine::{Engine, EngineError, EventSubscription};
 use tartan_store::StoredEvent;
 use tokio::sync::broadcast::error::RecvError;
 
-use super::{dropped, failure, json_event, resume_point, stored_time, HISTORY_PAGE, KEEP_ALIVE};
+use super::{
+    dropped, failure, json_event, resume_point, stored_time, HISTORY_PAGE, HISTORY_PAGE_BYTES, KEEP_ALIVE,
+};
 use crate::error::{ApiError, Problem};
 use crate::extract::{Path, Query};
 use crate::routes::bodies::Event;
@@ -122,7 +124,7 @@ impl FlowCursor {
         let page = self
             .engine
             .store()
-            .flow_events_page(&self.flow_id, self.last, HISTORY_PAGE)
+            .flow_events_page(&self.flow_id, self.last, HISTORY_PAGE, HISTORY_PAGE_BYTES)
             .await?;
         for stored in &page.events {
             self.push(stored);

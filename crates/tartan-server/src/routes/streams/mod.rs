@@ -24,8 +24,11 @@ pub(crate) use flow::*;
 
 /// A comment line this often keeps proxies from closing a quiet stream.
 const KEEP_ALIVE: Duration = Duration::from_secs(15);
-/// Events read from the store at a time while catching up.
+/// Events read from the store at a time while catching up, and bytes of
+/// their data (one event larger than that comes alone): what a stream
+/// catching up holds.
 const HISTORY_PAGE: usize = 100;
+const HISTORY_PAGE_BYTES: usize = 1024 * 1024;
 
 /// Where a stream starts: after `Last-Event-ID` if sent, else after
 /// `?after=`, else `None`. `what` names the number (a sequence, a position).
