@@ -239,7 +239,8 @@ impl Engine {
                         let theirs: Vec<&FeedEvent> =
                             page.events.iter().filter(|e| !own.is_own(e.position)).collect();
                         for batch in decisions(&theirs) {
-                            self.inner.bus.publish(batch);
+                            let bytes = batch.json_bytes();
+                            self.inner.bus.publish(batch, bytes);
                         }
                         own.forget_through(relayed);
                     }

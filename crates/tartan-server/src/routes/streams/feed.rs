@@ -14,9 +14,8 @@ use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::IntoResponse;
 use serde::{Deserialize, Serialize};
 use tartan_core::flow::FlowEvent;
-use tartan_engine::{Engine, EngineError, EventSubscription};
+use tartan_engine::{Engine, EngineError, EventSubscription, RecvError};
 use tartan_store::{FeedFilter, StoredEvent};
-use tokio::sync::broadcast::error::RecvError;
 use utoipa::ToSchema;
 
 use super::flow::stored_event;
@@ -208,7 +207,7 @@ impl FeedCursor {
                     }
                 }
             }
-            Err(RecvError::Lagged(_)) => {
+            Err(RecvError::Lagged) => {
                 self.done = true;
                 self.pending.push_back(dropped(self.last));
             }

@@ -10,9 +10,8 @@ use axum::http::HeaderMap;
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::IntoResponse;
 use serde::Deserialize;
-use tartan_engine::{Engine, EngineError, EventSubscription};
+use tartan_engine::{Engine, EngineError, EventSubscription, RecvError};
 use tartan_store::StoredEvent;
-use tokio::sync::broadcast::error::RecvError;
 
 use super::{
     dropped, failure, json_event, resume_point, stored_time, HISTORY_PAGE, HISTORY_PAGE_BYTES, KEEP_ALIVE,
@@ -169,7 +168,7 @@ impl FlowCursor {
                 }
             }
             Ok(_) => {}
-            Err(RecvError::Lagged(_)) => {
+            Err(RecvError::Lagged) => {
                 self.phase = Phase::Done;
                 self.pending.push_back(dropped(self.last));
             }
