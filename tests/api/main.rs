@@ -24,6 +24,7 @@ mod retention;
 mod retries;
 mod retry;
 mod security;
+mod slow_streams;
 mod steps;
 mod streams;
 mod timeouts;
