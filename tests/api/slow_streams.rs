@@ -185,6 +185,7 @@ async fn a_stream_client_that_never_reads_is_cut_off_and_memory_stays_bounded(ba
     let resume = told["last_event_id"].as_str().and_then(|v| v.parse::<i64>().ok());
     assert_eq!(last.id, resume, "{}", last.data);
     let resume = resume.unwrap();
+    eprintln!("the slow client was cut off after position {resume}");
     let sent_ids: Vec<i64> = sent.iter().filter_map(|m| m.id).collect();
     assert_eq!(sent_ids, (1..=resume).collect::<Vec<_>>(), "sent before the cut");
     let total_events = FLOWS * 8;
