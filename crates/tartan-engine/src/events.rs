@@ -38,14 +38,6 @@ impl CommittedEvents {
             .map(|(k, e)| (self.first_sequence + k as i64, e))
     }
 
-    /// The events with their global positions and sequences.
-    pub fn positioned(&self) -> impl Iterator<Item = (i64, i64, &FlowEvent)> {
-        self.events
-            .iter()
-            .enumerate()
-            .map(|(k, e)| (self.first_position + k as i64, self.first_sequence + k as i64, e))
-    }
-
     /// The global position of the last of `events`.
     pub fn last_position(&self) -> i64 {
         self.first_position + self.events.len() as i64 - 1

@@ -7,6 +7,7 @@
 
 use std::collections::VecDeque;
 use std::convert::Infallible;
+use std::sync::Arc;
 
 use axum::extract::State;
 use axum::http::HeaderMap;
@@ -14,7 +15,7 @@ use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::IntoResponse;
 use serde::{Deserialize, Serialize};
 use tartan_core::flow::FlowEvent;
-use tartan_engine::{Engine, EngineError, EventSubscription, RecvError};
+use tartan_engine::{CommittedEvents, Engine, EngineError, EventSubscription, RecvError};
 use tartan_store::{FeedFilter, StoredEvent};
 use utoipa::ToSchema;
 
@@ -122,6 +123,7 @@ pub(crate) async fn events_stream(
         last,
         subscription,
         pending: VecDeque::new(),
+        batch: None,
         live: false,
         done: false,
     };
@@ -139,6 +141,8 @@ struct FeedCursor {
     last: i64,
     subscription: EventSubscription,
     pending: VecDeque<SseEvent>,
+    /// A batch from the bus being sent, and the index of its next event.
+    batch: Option<(Arc<CommittedEvents>, usize)>,
     /// Caught up with the store: the bus is next.
     live: bool,
     done: bool,
@@ -149,6 +153,10 @@ impl FeedCursor {
         loop {
             if let Some(e) = self.pending.pop_front() {
                 return Some(e);
+            }
+            if self.batch.is_some() {
+                self.next_of_batch();
+                continue;
             }
             if self.done {
                 return None;
@@ -196,22 +204,36 @@ impl FeedCursor {
                     self.live = false;
                     return;
                 }
-                let at = stored_time(batch.at);
-                for (position, sequence, event) in batch.positioned() {
-                    if position <= self.last {
-                        continue;
-                    }
-                    self.last = position;
-                    if self.filter.keeps(&batch.flow_id, event.type_name()) {
-                        self.push(position, &stored_event(&batch.flow_id, sequence, at, event));
-                    }
-                }
+                self.batch = Some((batch, 0));
             }
             Err(RecvError::Lagged) => {
                 self.done = true;
                 self.pending.push_back(dropped(self.last));
             }
             Err(RecvError::Closed) => self.done = true,
+        }
+    }
+
+    /// Encode the current batch's next event the filter keeps; those it
+    /// leaves out only move the stream on. One at a time, so that a stream
+    /// holds one encoded event of a large decision, not a copy of it all.
+    fn next_of_batch(&mut self) {
+        let Some((batch, mut k)) = self.batch.take() else {
+            return;
+        };
+        while let Some(event) = batch.events.get(k) {
+            let (position, sequence) = (batch.first_position + k as i64, batch.first_sequence + k as i64);
+            k += 1;
+            if position <= self.last {
+                continue;
+            }
+            self.last = position;
+            if self.filter.keeps(&batch.flow_id, event.type_name()) {
+                let at = stored_time(batch.at);
+                self.push(position, &stored_event(&batch.flow_id, sequence, at, event));
+                self.batch = Some((batch, k));
+                return;
+            }
         }
     }
 
