@@ -5,14 +5,15 @@
 //! skipped (a gap in sequences or positions: events relayed late from
 //! another process), and skip what they already sent; neither holds a
 //! database connection while it waits. What one stream holds is bounded in
-//! bytes: a page of history (`HISTORY_PAGE_BYTES`) or one decision's events
-//! waits to be written, and hyper asks for the next message only while its
-//! write buffer has room, so a client that stops reading stops its stream
-//! being read. The bus holds at most `stream_buffer_bytes` for whoever is
-//! behind; a stream further behind than that is cut off by the bus and
-//! holds nothing there. Once it is read again it is told where it stopped
-//! (`event: dropped`, whose `id` is the resume point) and ends; the client
-//! resumes from there with `Last-Event-ID`.
+//! bytes: a page of history (`HISTORY_PAGE_BYTES`) waits to be written, or
+//! one event of a decision from the bus (encoded one at a time, the
+//! decision shared with the other streams); hyper asks for the next message
+//! only while its write buffer has room, so a client that stops reading
+//! stops its stream being read. The bus holds at most `stream_buffer_bytes`
+//! for whoever is behind; a stream further behind than that is cut off by
+//! the bus and holds nothing there. Once it is read again it is told where
+//! it stopped (`event: dropped`, whose `id` is the resume point) and ends;
+//! the client resumes from there with `Last-Event-ID`.
 
 mod feed;
 mod flow;
