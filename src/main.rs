@@ -196,6 +196,7 @@ async fn serve(mut config: Config) -> Result<()> {
         tracer: traces.as_ref().map(telemetry::TraceGuard::tracer),
         max_streams: config.max_streams,
         stream_buffer: config.stream_buffer,
+        stream_buffer_bytes: config.stream_buffer_bytes,
         max_bulk_flows: config.max_bulk_flows as u64,
     };
     tracing::info!(step_hosts = %config.step_hosts, "steps may call");

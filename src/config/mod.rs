@@ -112,6 +112,8 @@ setting_flags! {
     max_streams,
     /// Decisions' events a stream may fall behind by before it is dropped (it resumes with Last-Event-ID) [default: 1024]
     stream_buffer,
+    /// Bytes of events (as JSON) a stream may fall behind by before it is dropped; what the bus holds for slow streams at most [default: 67108864]
+    stream_buffer_bytes,
     /// Flows one bulk retry or cancel may match at most; a filter matching more is refused [default: 100000]
     max_bulk_flows,
     /// Bytes of a step's response body (or webhook body) at most; past it the attempt fails [default: 8388608]
@@ -234,6 +236,8 @@ struct Settings {
     #[serde(deserialize_with = "values::count")]
     stream_buffer: usize,
     #[serde(deserialize_with = "values::count")]
+    stream_buffer_bytes: usize,
+    #[serde(deserialize_with = "values::count")]
     max_bulk_flows: usize,
     #[serde(deserialize_with = "values::count")]
     max_response_bytes: usize,
@@ -322,6 +326,7 @@ pub struct Config {
     /// (docs/api.md, "Event streams").
     pub max_streams: usize,
     pub stream_buffer: usize,
+    pub stream_buffer_bytes: usize,
     /// Flows one bulk job may match (docs/api.md, "Bulk operations").
     pub max_bulk_flows: usize,
     /// Connection pools (`TARTAN_DB_POOL`, `TARTAN_DB_READ_POOL`,
@@ -428,6 +433,7 @@ impl Config {
             max_queued_calls: s.max_queued_calls,
             max_streams: s.max_streams,
             stream_buffer: s.stream_buffer,
+            stream_buffer_bytes: s.stream_buffer_bytes,
             max_bulk_flows: s.max_bulk_flows,
             pools: tartan_store::Pools {
                 engine: s.db_pool,

@@ -57,6 +57,7 @@ pub const KEYS: &[Key] = &[
     key("max_queued_calls"),
     key("max_streams"),
     key("stream_buffer"),
+    key("stream_buffer_bytes"),
     key("max_bulk_flows"),
     key("max_response_bytes"),
     key("max_flow_bytes"),
@@ -129,6 +130,10 @@ impl Provider for Defaults {
             (
                 "stream_buffer",
                 Value::from(tartan_engine::DEFAULT_STREAM_BUFFER as u64),
+            ),
+            (
+                "stream_buffer_bytes",
+                Value::from(tartan_engine::DEFAULT_STREAM_BUFFER_BYTES as u64),
             ),
             (
                 "max_bulk_flows",

@@ -28,6 +28,7 @@ mod retention;
 mod retries;
 mod retry;
 mod security;
+mod slow_streams;
 mod steps;
 mod streams;
 mod timeouts;

@@ -13,7 +13,8 @@ use tartan_store::CatalogChange;
 
 use crate::both_backends;
 use crate::helpers::{
-    json_reply, spawn_app, start_on, start_on_with, sync_step, Backend, StepServer, TestApp, TestDb,
+    json_reply, read_reply, spawn_app, start_on, start_on_with, sync_step, Backend, StepServer, TestApp,
+    TestDb,
 };
 
 both_backends!(
@@ -23,6 +24,8 @@ both_backends!(
     a_flow_history_walked_in_pages_gives_every_event_once_in_order,
     a_long_catalog_history_is_answered_a_page_at_a_time,
     bad_page_parameters_are_refused_naming_them,
+    a_catalog_history_of_large_steps_comes_in_pages_bounded_in_bytes,
+    a_flow_history_of_large_outputs_comes_in_pages_bounded_in_bytes,
 );
 
 /// `/ok` answers at once; `/busy` is unavailable, and the `stuck` step waits
@@ -289,6 +292,107 @@ async fn a_long_catalog_history_is_answered_a_page_at_a_time(backend: Backend) {
     assert_eq!(walked[..1000], first_events[..]);
     assert_eq!(walked[0]["type"], "step_registered");
     assert_eq!(walked[1004]["type"], "step_unregistered");
+}
+
+/// What a page of a history may hold: 4 MiB of event data (docs/api.md,
+/// "Event histories"), and the events' envelopes around it.
+const PAGE_BYTES: usize = 4 * 1024 * 1024;
+const ENVELOPES: usize = 64 * 1024;
+
+/// Every event of a history, page by page from `first` (a query, or none),
+/// following `next`: each page holds an event, and is at most a page's
+/// bytes unless it holds one event alone.
+async fn walk_bounded(app: &TestApp, path: &str, first: &str) -> (Vec<Value>, usize) {
+    let mut all = Vec::new();
+    let mut query = first.to_string();
+    for pages in 1..=1000 {
+        let resp = app
+            .client
+            .get(app.url(&format!("{path}?{query}")))
+            .send()
+            .await
+            .unwrap();
+        let (r, bytes) = read_reply(resp).await;
+        assert_eq!(r.status, StatusCode::OK, "{path}?{query}: {:?}", r.body);
+        let events = r.body["events"].as_array().cloned().unwrap_or_default();
+        assert!(
+            bytes <= PAGE_BYTES + ENVELOPES || events.len() == 1,
+            "{path}?{query}: {bytes} bytes in {} events",
+            events.len()
+        );
+        all.extend(events);
+        match r.body.get("next") {
+            Some(Value::Number(next)) => query = format!("after={next}"),
+            Some(Value::Null) | None => return (all, pages),
+            other => panic!("{path}?{query}: `next` is {other:?}"),
+        }
+    }
+    panic!("{path}: the pages never ended");
+}
+
+/// 24 steps of about 300 KB each: 7 MB of catalog events, which one page
+/// (with or without parameters) does not hold.
+async fn a_catalog_history_of_large_steps_comes_in_pages_bounded_in_bytes(backend: Backend) {
+    let Some(app) = spawn_app(backend).await else {
+        return;
+    };
+    let svc = StepServer::start(|_, _| json_reply(200, json!({"out": "x"}))).await;
+    const STEPS: usize = 24;
+    for k in 0..STEPS {
+        let mut step = sync_step(&format!("large-{k}"), &svc.url("/large"), &["who"], &["out"]);
+        step["labels"] = (0..4)
+            .map(|n| (format!("note-{n}"), Value::from("x".repeat(75_000))))
+            .collect::<serde_json::Map<_, _>>()
+            .into();
+        let r = app.register(&step).await;
+        assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+    }
+    // Without parameters: the first pages' worth, and where the rest starts.
+    let first = app.get("/engine/catalog/events").await;
+    let count = first.body["count"].as_u64().unwrap_or(0);
+    assert!((1..STEPS as u64).contains(&count), "{count} events in one answer");
+    assert_eq!(first.body["next"], count);
+    for first in ["", "limit=1000", "after=0"] {
+        let (walked, pages) = walk_bounded(&app, "/engine/catalog/events", first).await;
+        assert_eq!(
+            sequences(&walked),
+            (1..=STEPS as i64).collect::<Vec<_>>(),
+            "{first}"
+        );
+        assert!(pages >= 2, "{first}: {pages} pages");
+        assert!(walked.iter().all(|e| e["type"] == "step_registered"));
+    }
+}
+
+/// A step answering 1 MB: its flow's history holds that megabyte four
+/// times (the result, the attribute, the step's outputs, the flow's), more
+/// than one page.
+async fn a_flow_history_of_large_outputs_comes_in_pages_bounded_in_bytes(backend: Backend) {
+    let Some(app) = spawn_app(backend).await else {
+        return;
+    };
+    let big = "x".repeat(1024 * 1024);
+    let svc = StepServer::start(move |_, _| json_reply(200, json!({"out": big}))).await;
+    let step = sync_step("big", &svc.url("/big"), &["who"], &["out"]);
+    assert_eq!(app.register(&step).await.status, StatusCode::CREATED);
+    start(&app, "large", "big").await;
+    assert_eq!(app.wait_for_flow("large").await["status"], "completed");
+    let stored = app.engine.store().flow_events("large").await.unwrap();
+    let whole = app.get("/engine/flow/large/events").await;
+    assert!(whole.body["next"].is_number(), "one answer held it all");
+    for first in ["", "limit=1000", "after=0&limit=2"] {
+        let (walked, pages) = walk_bounded(&app, "/engine/flow/large/events", first).await;
+        assert_eq!(
+            sequences(&walked),
+            (1..=stored.len() as i64).collect::<Vec<_>>(),
+            "{first}"
+        );
+        assert!(pages >= 2, "{first}: {pages} pages");
+        for (served, kept) in walked.iter().zip(&stored) {
+            assert_eq!(served["type"], kept.event_type.as_str());
+            assert_eq!(served["data"], kept.data);
+        }
+    }
 }
 
 async fn bad_page_parameters_are_refused_naming_them(backend: Backend) {

@@ -23,6 +23,7 @@ both_backends!(
     the_global_stream_filters_and_resumes,
     the_global_stream_starts_at_the_present,
     bad_global_stream_filters_are_problems,
+    a_global_stream_past_the_byte_bound_is_dropped_and_resumes_without_a_gap,
 );
 
 /// One server-sent message.
@@ -421,6 +422,70 @@ async fn a_stream_that_falls_behind_is_dropped_and_resumes_without_loss() {
             .await,
     );
     assert_history_then_state(&app, "watched", &all, 0).await;
+}
+
+/// A client that stops reading while flows answer 128 KiB each (half a
+/// megabyte of events a flow, 50 MB in all, far more than the sockets
+/// buffer): its stream stops being read, and falls behind by more than the
+/// bus's 1 MiB (though by fewer decisions than `stream_buffer`). Once it
+/// reads again it gets what was written, then where it stopped, as the
+/// message's id too; resuming there gets exactly the rest.
+async fn a_global_stream_past_the_byte_bound_is_dropped_and_resumes_without_a_gap(backend: Backend) {
+    let Some(db) = TestDb::create(backend).await else {
+        return;
+    };
+    let app = start_on_with(db, "streams", |c| c.stream_buffer_bytes = 1024 * 1024).await;
+    let out = "x".repeat(128 * 1024);
+    let svc = StepServer::start(move |_, _| json_reply(200, json!({"out": out}))).await;
+    app.register(&sync_step("large", &svc.url("/large"), &["seed"], &["out"]))
+        .await;
+    let mut stream = open(&app, "/engine/events/stream?after=0", None).await;
+    const FLOWS: usize = 100;
+    let ids: Vec<String> = (0..FLOWS).map(|k| format!("large-{k:03}")).collect();
+    for chunk in ids.chunks(10) {
+        let starts = chunk.iter().map(|id| {
+            let app = &app;
+            async move {
+                let body = json!({"id": id, "goals": ["large"], "init": {"seed": ["s"]}});
+                assert_eq!(app.start_flow(&body).await.status, StatusCode::CREATED);
+                assert_eq!(app.wait_for_flow(id).await["status"], "completed");
+            }
+        });
+        futures::future::join_all(starts).await;
+    }
+    let mut total = 0;
+    for id in &ids {
+        let r = app.get(&format!("/engine/flow/{id}/events?limit=1000")).await;
+        assert_eq!(r.body["next"], Value::Null, "one page: {:?}", r.body["count"]);
+        total += r.body["count"].as_u64().unwrap() as usize;
+    }
+    let messages = stream.rest().await;
+    let (last, sent) = messages.split_last().expect("messages");
+    assert_eq!(last.event, "dropped", "{} messages", messages.len());
+    let resume = last.data["last_event_id"]
+        .as_str()
+        .expect("last_event_id")
+        .to_string();
+    assert_eq!(last.id.as_deref(), Some(resume.as_str()));
+    let resume: usize = resume.parse().unwrap();
+    assert!(
+        resume < total / 2,
+        "{resume} of {total} reached a client that read nothing"
+    );
+    let sent_ids: Vec<String> = sent.iter().filter_map(|m| m.id.clone()).collect();
+    let expected: Vec<String> = (1..=resume).map(|p| p.to_string()).collect();
+    assert_eq!(sent_ids, expected);
+    let mut resumed = open(&app, "/engine/events/stream", Some(&resume.to_string())).await;
+    let rest = take(&mut resumed, total - resume).await;
+    let rest_ids: Vec<String> = rest.iter().filter_map(|m| m.id.clone()).collect();
+    let expected: Vec<String> = (resume + 1..=total).map(|p| p.to_string()).collect();
+    assert_eq!(rest_ids, expected);
+    let finished = sent
+        .iter()
+        .chain(&rest)
+        .filter(|m| m.event == "flow_deactivated")
+        .count();
+    assert_eq!(finished, FLOWS);
 }
 
 /// The next `n` messages of a stream that does not end.

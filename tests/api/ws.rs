@@ -25,6 +25,7 @@ both_backends!(
     a_catalog_subscription_sees_changes_made_after_it,
     unsubscribing_stops_the_events,
     bad_messages_get_errors_and_the_connection_goes_on,
+    a_connection_that_falls_behind_the_bus_is_told_and_closed,
 );
 
 /// What the server sent next.
@@ -522,6 +523,67 @@ async fn a_client_that_does_not_read_is_dropped() {
     let mut ws = open(&app).await;
     ws.send(&json!({"type": "ping"})).await;
     assert_eq!(ws.json().await["type"], "pong");
+}
+
+/// With a bus of one byte, a connection that follows every flow falls
+/// behind when two decisions are published before it reads the first
+/// (decisions committed together are published back to back): it is told
+/// so, and closed with 1013 (try again later), after which it reconnects.
+/// Rounds of flows run until that happens, however the threads interleave.
+async fn a_connection_that_falls_behind_the_bus_is_told_and_closed(backend: Backend) {
+    let Some(db) = TestDb::create(backend).await else {
+        return;
+    };
+    let app = start_on_with(db, "ws", |c| c.stream_buffer_bytes = 1).await;
+    let svc = StepServer::start(|_, _| json_reply(200, json!({"q": "1"}))).await;
+    let r = app
+        .register(&sync_step("quick", &svc.url("/q"), &["seed"], &["q"]))
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED);
+    let mut ws = open(&app).await;
+    ws.subscribe(json!({"sub_id": "all", "aggregate_ids": [["flow"]]}))
+        .await;
+    let mut told = None;
+    for round in 0..20 {
+        let starts = (0..50).map(|k| {
+            let app = &app;
+            async move {
+                let body =
+                    json!({"id": format!("many-{round}-{k}"), "goals": ["quick"], "init": {"seed": ["s"]}});
+                assert_eq!(app.start_flow(&body).await.status, StatusCode::CREATED);
+            }
+        });
+        futures::future::join_all(starts).await;
+        // Answered after what was queued before it, unless the connection
+        // is closed (then the ping may not even be sent).
+        let _ = ws
+            .ws
+            .send(Message::Text(json!({"type": "ping"}).to_string().into()))
+            .await;
+        loop {
+            match ws.recv().await {
+                Incoming::Json(m) if m["type"] == "error" => told = Some(m),
+                Incoming::Json(m) if m["type"] == "pong" => break,
+                Incoming::Json(_) => {}
+                Incoming::Closed(code) => {
+                    let told = told.expect("an error message before the close");
+                    assert!(
+                        told["error"]
+                            .as_str()
+                            .unwrap_or_default()
+                            .contains("fell too far behind"),
+                        "{told}"
+                    );
+                    assert_eq!(code, Some(1013));
+                    let mut again = open(&app).await;
+                    again.send(&json!({"type": "ping"})).await;
+                    assert_eq!(again.json().await["type"], "pong");
+                    return;
+                }
+            }
+        }
+    }
+    panic!("the connection never fell behind a bus of one byte");
 }
 
 /// Each connection holds one of the process's stream slots, shared with

@@ -39,6 +39,8 @@ const UNKNOWN_GOAL_RECHECK: Duration = Duration::from_secs(1);
 
 /// Catalog events read per statement when passing another process's on.
 const CATALOG_PAGE: usize = 1000;
+/// Bytes of the catalog's events (their data) read per statement.
+const CATALOG_PAGE_BYTES: usize = 4 * 1024 * 1024;
 
 struct Pending {
     change: Change,
@@ -166,18 +168,21 @@ impl Engine {
         Ok(view)
     }
 
-    /// Read the catalog's events in `(after, upto]` and pass them on.
+    /// Read the catalog's events in `(after, upto]` and pass them on, a
+    /// page (one batch of the bus) at a time.
     async fn publish_stored_catalog(&self, mut after: i64, upto: i64) -> Result<(), EngineError> {
-        let mut events = Vec::new();
         while after < upto {
-            let page = self.inner.store.catalog_events_page(after, CATALOG_PAGE).await?;
+            let page = self
+                .inner
+                .store
+                .catalog_events_page(after, CATALOG_PAGE, CATALOG_PAGE_BYTES)
+                .await?;
             let Some(last) = page.events.last().map(|e| e.sequence) else {
                 break;
             };
-            events.extend(page.events.into_iter().filter(|e| e.sequence <= upto));
+            self.publish_catalog_events(page.events.into_iter().filter(|e| e.sequence <= upto).collect());
             after = last;
         }
-        self.publish_catalog_events(events);
         Ok(())
     }
 

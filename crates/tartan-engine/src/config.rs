@@ -62,6 +62,11 @@ pub struct EngineConfig {
     /// (told where it stopped, so it resumes without loss); also the
     /// messages a WebSocket client may leave unread before it is dropped.
     pub stream_buffer: usize,
+    /// Bytes of events (as JSON) the bus holds for streams that are behind
+    /// (`TARTAN_STREAM_BUFFER_BYTES`): a stream further behind is dropped
+    /// the same way, so one client that stops reading holds at most this
+    /// much, whatever the size of the steps' outputs.
+    pub stream_buffer_bytes: usize,
     /// The most flows one bulk job may match; a filter that matches more is
     /// refused (docs/api.md, "Bulk operations").
     pub max_bulk_flows: u64,
@@ -71,6 +76,8 @@ pub struct EngineConfig {
 pub const DEFAULT_MAX_STREAMS: usize = 1000;
 /// `stream_buffer` unless set.
 pub const DEFAULT_STREAM_BUFFER: usize = 1024;
+/// `stream_buffer_bytes` unless set: 64 MiB.
+pub const DEFAULT_STREAM_BUFFER_BYTES: usize = 64 * 1024 * 1024;
 
 /// `TARTAN_MAX_CALLS` unless set.
 pub const DEFAULT_MAX_CALLS: usize = 1024;
@@ -113,6 +120,7 @@ impl Default for EngineConfig {
             tracer: None,
             max_streams: DEFAULT_MAX_STREAMS,
             stream_buffer: DEFAULT_STREAM_BUFFER,
+            stream_buffer_bytes: DEFAULT_STREAM_BUFFER_BYTES,
             max_bulk_flows: crate::bulk::DEFAULT_MAX_BULK_FLOWS,
         }
     }

@@ -1,15 +1,18 @@
 //! The bus of committed flow events (docs/api.md, "Event streams"): the
 //! writer hands each decision's events to it once they are durable, and
 //! the API's streams read it. Nothing is built for the bus unless someone
-//! listens; a listener that falls more than the bus's capacity behind is
-//! told it lagged and is dropped, so no queue grows without bound.
+//! listens. The bus holds at most `stream_buffer` decisions and
+//! `stream_buffer_bytes` bytes of their events (`ring`): a listener that
+//! falls further behind is cut off, holds nothing more, and is told so on
+//! its next read; it resumes from the store.
 
 use std::sync::Arc;
 
 use tartan_core::flow::{FlowEvent, Time};
-use tokio::sync::{broadcast, Mutex, OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{Mutex, OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 
+use crate::ring::{BusReceiver, Ring};
 use crate::{Engine, EngineError};
 
 /// One decision's events, as committed.
@@ -35,22 +38,41 @@ impl CommittedEvents {
             .map(|(k, e)| (self.first_sequence + k as i64, e))
     }
 
-    /// The events with their global positions and sequences.
-    pub fn positioned(&self) -> impl Iterator<Item = (i64, i64, &FlowEvent)> {
-        self.events
-            .iter()
-            .enumerate()
-            .map(|(k, e)| (self.first_position + k as i64, self.first_sequence + k as i64, e))
-    }
-
     /// The global position of the last of `events`.
     pub fn last_position(&self) -> i64 {
         self.first_position + self.events.len() as i64 - 1
     }
 }
 
+/// What a batch weighs on the bus: its events as JSON. Measured, not
+/// guessed, so that one large output counts for what it is.
+pub(crate) fn json_bytes(value: &impl serde::Serialize) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0 += bytes.len();
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    // Counting cannot fail; an event that cannot be written counts as
+    // what was written of it.
+    let _ = serde_json::to_writer(&mut count, value);
+    count.0
+}
+
+impl CommittedEvents {
+    /// The events' size as JSON, which the bus counts against its bound.
+    pub(crate) fn json_bytes(&self) -> usize {
+        self.events.iter().map(json_bytes).sum()
+    }
+}
+
 pub(crate) struct Bus {
-    sender: broadcast::Sender<Arc<CommittedEvents>>,
+    flows: Ring<CommittedEvents>,
     /// Held by the writer across each batch (deciding whether to publish,
     /// then committing): a subscriber waits for it once after subscribing,
     /// so a batch that began before it listened is in the store before it
@@ -58,40 +80,45 @@ pub(crate) struct Bus {
     gate: Mutex<()>,
     streams: Arc<Semaphore>,
     max_streams: usize,
-    /// The catalog's changes, for `GET /engine/ws` (see `CommittedCatalog`).
-    catalog: broadcast::Sender<Arc<CommittedCatalog>>,
+    /// The catalog's changes, for `GET /engine/ws` (see `CommittedCatalog`),
+    /// bounded the same way.
+    catalog: Ring<CommittedCatalog>,
 }
 
 impl Bus {
-    pub(crate) fn new(capacity: usize, max_streams: usize) -> Self {
+    /// At most `max_len` batches and `max_bytes` bytes held for listeners,
+    /// on each of the two rings.
+    pub(crate) fn new(max_len: usize, max_bytes: usize, max_streams: usize) -> Self {
         Self {
-            sender: broadcast::channel(capacity.max(1)).0,
+            flows: Ring::new(max_len, max_bytes),
             gate: Mutex::new(()),
             streams: Arc::new(Semaphore::new(max_streams)),
             max_streams,
-            catalog: broadcast::channel(capacity.max(1)).0,
+            catalog: Ring::new(max_len, max_bytes),
         }
     }
 
     /// Whether anyone listens (then the writer keeps a copy of the events).
     pub(crate) fn listened(&self) -> bool {
-        self.sender.receiver_count() > 0
+        self.flows.receiver_count() > 0
     }
 
     pub(crate) async fn hold(&self) -> tokio::sync::MutexGuard<'_, ()> {
         self.gate.lock().await
     }
 
-    pub(crate) fn publish(&self, events: CommittedEvents) {
-        // No receiver left: nothing to do.
-        let _ = self.sender.send(Arc::new(events));
+    /// Hand a batch of `bytes` (`CommittedEvents::json_bytes`) to the
+    /// listeners.
+    pub(crate) fn publish(&self, events: CommittedEvents, bytes: usize) {
+        self.flows.publish(events, bytes);
     }
 }
 
 /// A stream's hold on the bus: the events committed from its opening on,
 /// and one of the process's stream slots until it is dropped.
 pub struct EventSubscription {
-    pub events: broadcast::Receiver<Arc<CommittedEvents>>,
+    /// `RecvError::Lagged` once it falls more than the bus holds behind.
+    pub events: BusReceiver<CommittedEvents>,
     /// Fires when the engine stops: streams end then.
     pub stopping: CancellationToken,
     _slot: OwnedSemaphorePermit,
@@ -106,7 +133,7 @@ impl Engine {
         let slot = Arc::clone(&bus.streams)
             .try_acquire_owned()
             .map_err(|_| EngineError::TooManyStreams(bus.max_streams))?;
-        let events = bus.sender.subscribe();
+        let events = bus.flows.subscribe();
         drop(bus.hold().await);
         Ok(EventSubscription {
             events,
@@ -129,16 +156,15 @@ pub struct CommittedCatalog {
 impl Engine {
     /// Listen to the catalog changes this process commits from now on. It
     /// takes no stream slot: it goes with a `subscribe_events`, which does.
-    /// A listener more than the bus's capacity behind is told it lagged.
-    pub fn subscribe_catalog(&self) -> broadcast::Receiver<Arc<CommittedCatalog>> {
+    /// A listener more than the bus holds behind is cut off (lagged).
+    pub fn subscribe_catalog(&self) -> BusReceiver<CommittedCatalog> {
         self.inner.bus.catalog.subscribe()
     }
 
     /// Tell the catalog's listeners of committed changes, the first of
     /// them at `first_sequence`. Nothing is built when nobody listens.
     pub(crate) fn publish_catalog(&self, first_sequence: i64, changes: &[tartan_store::CatalogChange]) {
-        let sender = &self.inner.bus.catalog;
-        if sender.receiver_count() == 0 || changes.is_empty() {
+        if !self.catalog_listened() || changes.is_empty() {
             return;
         }
         let events: Vec<_> = (first_sequence..)
@@ -165,7 +191,7 @@ impl Engine {
         if events.is_empty() {
             return;
         }
-        // No receiver left: nothing to do.
-        let _ = self.inner.bus.catalog.send(Arc::new(CommittedCatalog { events }));
+        let bytes = events.iter().map(|e| json_bytes(&e.data)).sum();
+        self.inner.bus.catalog.publish(CommittedCatalog { events }, bytes);
     }
 }

@@ -12,6 +12,8 @@
 //!   the decision's effects in one loop; `flows::calls` makes the calls.
 //! - `events`: the bus of committed flow events (and catalog changes) the
 //!   API's streams and WebSocket read (docs/api.md, "Event streams").
+//! - `ring`: the bus's channel, a broadcast queue bounded in entries and
+//!   bytes that cuts off a listener too far behind.
 //! - `relay`: the events other processes on one Postgres commit, put on
 //!   this process's bus.
 //! - `writer`: the group-commit writer: every decision's events and
@@ -52,6 +54,7 @@ mod outbound;
 mod recovery;
 mod relay;
 mod retention;
+mod ring;
 mod slots;
 mod timers;
 mod traces;
@@ -68,13 +71,14 @@ pub use bulk::{BulkAction, DEFAULT_BULK_RATE, DEFAULT_MAX_BULK_FLOWS, MAX_BULK_R
 pub use catalog::CatalogView;
 pub use config::{
     EngineConfig, DEFAULT_MAX_CALLS, DEFAULT_MAX_QUEUED_CALLS, DEFAULT_MAX_RESPONSE_BYTES,
-    DEFAULT_MAX_RETRY_AFTER, DEFAULT_MAX_STREAMS, DEFAULT_STREAM_BUFFER,
+    DEFAULT_MAX_RETRY_AFTER, DEFAULT_MAX_STREAMS, DEFAULT_STREAM_BUFFER, DEFAULT_STREAM_BUFFER_BYTES,
 };
 pub use error::EngineError;
 pub use events::{CommittedCatalog, CommittedEvents, EventSubscription};
 pub use flows::{StartOutcome, WebhookRefusal, WebhookResult};
 pub use metrics::Metrics;
 pub use retention::purge_before;
+pub use ring::{BusReceiver, RecvError};
 pub use slots::CallCounts;
 pub use traces::Tracer;
 
@@ -144,7 +148,11 @@ impl Engine {
         let catalog = catalog::CatalogCache::load(store.as_ref()).await?;
         let webhook_key = webhook_key::WebhookKey::load(store.as_ref()).await?;
         let metrics = Arc::new(metrics::Metrics::new());
-        let bus = Arc::new(events::Bus::new(config.stream_buffer, config.max_streams));
+        let bus = Arc::new(events::Bus::new(
+            config.stream_buffer,
+            config.stream_buffer_bytes,
+            config.max_streams,
+        ));
         let announcer = relay::announcer(&store, &config.node_id);
         let engine = Engine {
             inner: Arc::new(Inner {

@@ -26,8 +26,10 @@ use tokio::sync::{mpsc, watch};
 use crate::events::CommittedEvents;
 use crate::Engine;
 
-/// Events read from the feed per statement.
+/// Events read from the feed per statement, and bytes of their data: a
+/// page is one read's memory whatever the size of the events.
 const PAGE: usize = 500;
+const PAGE_BYTES: usize = 4 * 1024 * 1024;
 
 /// Own batches remembered for the relay to leave out; past this many the
 /// oldest are forgotten (a relay that far behind may put a few of this
@@ -229,7 +231,7 @@ impl Engine {
                 match self
                     .inner
                     .store
-                    .feed_page(relayed, &FeedFilter::default(), PAGE)
+                    .feed_page(relayed, &FeedFilter::default(), PAGE, PAGE_BYTES)
                     .await
                 {
                     Ok(page) if page.reached > relayed => {
@@ -237,7 +239,8 @@ impl Engine {
                         let theirs: Vec<&FeedEvent> =
                             page.events.iter().filter(|e| !own.is_own(e.position)).collect();
                         for batch in decisions(&theirs) {
-                            self.inner.bus.publish(batch);
+                            let bytes = batch.json_bytes();
+                            self.inner.bus.publish(batch, bytes);
                         }
                         own.forget_through(relayed);
                     }

@@ -101,11 +101,18 @@ async fn run(
             Some(_) => commits.iter().map(|c| c.events.len() as i64).collect(),
             None => Vec::new(),
         };
-        let results = store.commit_flows(commits).await;
-        for (copy, result) in copies.into_iter().zip(&results) {
+        // The copies are weighed (the bus is bounded in bytes) while the
+        // database commits, not after.
+        let (results, sizes) = tokio::join!(store.commit_flows(commits), async {
+            copies
+                .iter()
+                .map(|c| c.as_ref().map_or(0, CommittedEvents::json_bytes))
+                .collect::<Vec<usize>>()
+        });
+        for ((copy, result), bytes) in copies.into_iter().zip(&results).zip(sizes) {
             if let (Some(mut copy), Ok(position)) = (copy, result) {
                 copy.first_position = *position;
-                bus.publish(copy);
+                bus.publish(copy, bytes);
             }
         }
         drop(gate);

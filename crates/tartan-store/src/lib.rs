@@ -141,17 +141,31 @@ pub trait Store: Send + Sync + 'static {
     async fn catalog_events(&self) -> Result<Vec<StoredEvent>, StoreError>;
 
     /// At most `limit` of the catalog's events with a sequence after
-    /// `after`, in order, and where the next page starts.
-    async fn catalog_events_page(&self, after: i64, limit: usize) -> Result<EventPage, StoreError>;
+    /// `after`, in order, and where the next page starts. The page stops
+    /// before the event that would take its events' `data` past
+    /// `max_bytes` (as stored), but always holds one event if any follows.
+    async fn catalog_events_page(
+        &self,
+        after: i64,
+        limit: usize,
+        max_bytes: usize,
+    ) -> Result<EventPage, StoreError>;
 
     /// The global position of the last committed flow event (0 before
     /// the first).
     async fn feed_head(&self) -> Result<i64, StoreError>;
 
     /// Flow events with a global position after `after`, in order, that
-    /// `filter` keeps: at most `limit`, from a bounded window of positions
+    /// `filter` keeps: at most `limit` and `max_bytes` of data (as
+    /// `catalog_events_page`), from a bounded window of positions
     /// (docs/api.md, "Event streams").
-    async fn feed_page(&self, after: i64, filter: &FeedFilter, limit: usize) -> Result<FeedPage, StoreError>;
+    async fn feed_page(
+        &self,
+        after: i64,
+        filter: &FeedFilter,
+        limit: usize,
+        max_bytes: usize,
+    ) -> Result<FeedPage, StoreError>;
 
     /// Commit a batch of flow changes in one transaction; each commit still
     /// succeeds or fails on its own (`FlowExists`, `Conflict`). A commit that
@@ -172,12 +186,14 @@ pub trait Store: Send + Sync + 'static {
     async fn flow_events(&self, flow_id: &str) -> Result<Vec<StoredEvent>, StoreError>;
 
     /// At most `limit` of a flow's events with a sequence after `after`, in
-    /// order, and where the next page starts. An unknown flow has none.
+    /// order, and where the next page starts; at most `max_bytes` of data
+    /// (as `catalog_events_page`). An unknown flow has none.
     async fn flow_events_page(
         &self,
         flow_id: &str,
         after: i64,
         limit: usize,
+        max_bytes: usize,
     ) -> Result<EventPage, StoreError>;
 
     /// Delete at most `batch` finished flows (completed, failed or

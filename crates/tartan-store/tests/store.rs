@@ -661,7 +661,10 @@ async fn case_flow_events_take_gap_free_global_positions(store: Arc<dyn Store>) 
     let head = next + a_done.events.len() as i64 - 1;
     assert_eq!(store.feed_head().await.unwrap(), head);
 
-    let all = store.feed_page(0, &Default::default(), 1000).await.unwrap();
+    let all = store
+        .feed_page(0, &Default::default(), 1000, usize::MAX)
+        .await
+        .unwrap();
     let positions: Vec<i64> = all.events.iter().map(|e| e.position).collect();
     assert_eq!(positions, (1..=head).collect::<Vec<_>>());
     assert_eq!((all.reached, all.head), (head, head));
@@ -674,21 +677,51 @@ async fn case_flow_events_take_gap_free_global_positions(store: Arc<dyn Store>) 
     assert_eq!(a_events, store.flow_events("a-1").await.unwrap());
 
     // Paged: a page of two ends at its last event.
-    let page = store.feed_page(0, &Default::default(), 2).await.unwrap();
+    let page = store
+        .feed_page(0, &Default::default(), 2, usize::MAX)
+        .await
+        .unwrap();
     assert_eq!(page.events.len(), 2);
     assert_eq!(page.reached, 2);
+    // Bounded in bytes: the page stops before the event that would pass
+    // the bound, but holds one however large; and it ends where it stopped.
+    let size = |k: usize| all.events[k].event.data.to_string().len();
+    let two = size(0) + size(1);
+    let page = store.feed_page(0, &Default::default(), 10, two).await.unwrap();
+    assert_eq!(page.events.len(), 2);
+    assert_eq!(page.reached, 2);
+    let page = store.feed_page(0, &Default::default(), 10, 1).await.unwrap();
+    assert_eq!(page.events.len(), 1);
+    assert_eq!(page.reached, 1);
+    // A flow's history likewise: one event per page, `next` its sequence,
+    // and paging through yields each event once.
+    let mut after = 0;
+    let mut paged = Vec::new();
+    loop {
+        let page = store.flow_events_page("a-1", after, 10, 1).await.unwrap();
+        assert!(page.events.len() <= 1);
+        paged.extend(page.events.iter().cloned());
+        match page.next {
+            Some(next) => after = next,
+            None => break,
+        }
+    }
+    assert_eq!(paged, store.flow_events("a-1").await.unwrap());
     // Filtered: only flow `a-*`'s `flow_started`, and the page reaches the head.
     let filter = tartan_store::FeedFilter {
         flow_prefix: Some("a-".into()),
         event_types: vec!["flow_started".into()],
     };
-    let page = store.feed_page(0, &filter, 10).await.unwrap();
+    let page = store.feed_page(0, &filter, 10, usize::MAX).await.unwrap();
     assert_eq!(page.events.len(), 1);
     assert_eq!(page.events[0].position, 1);
     assert_eq!(page.events[0].event.event_type, "flow_started");
     assert_eq!(page.reached, head);
     // Past the head: nothing, and no error.
-    let page = store.feed_page(head + 5, &Default::default(), 10).await.unwrap();
+    let page = store
+        .feed_page(head + 5, &Default::default(), 10, usize::MAX)
+        .await
+        .unwrap();
     assert!(page.events.is_empty());
     assert_eq!(page.reached, head + 5);
 }

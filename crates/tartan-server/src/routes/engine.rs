@@ -6,7 +6,7 @@ use axum::Json;
 use tartan_engine::{CatalogView, Engine};
 
 use super::bodies::{CatalogState, EngineState, EventList, NodeHealth, StepHealth};
-use super::history::PageParams;
+use super::history::{PageParams, PAGE_BYTES};
 use crate::error::{ApiError, Problem};
 use crate::extract::Query;
 
@@ -75,7 +75,7 @@ pub(crate) async fn catalog_events(
     let request = params.request()?;
     let page = engine
         .store()
-        .catalog_events_page(request.after, request.limit)
+        .catalog_events_page(request.after, request.limit, PAGE_BYTES)
         .await?;
     Ok(Json(EventList::of(&page, request.paged)))
 }

@@ -19,7 +19,7 @@ use tartan_store::{FlowQuery, SortOrder};
 use super::bodies::{
     EventList, FlowAnswer, FlowCancelled, FlowPage, FlowRetried, FlowStatusAnswer, FlowSummary,
 };
-use super::history::PageParams;
+use super::history::{PageParams, PAGE_BYTES};
 use crate::error::{ApiError, Problem};
 use crate::extract::{self, Path, Query};
 
@@ -267,7 +267,7 @@ pub(crate) async fn events(
     let request = params.request()?;
     let page = engine
         .store()
-        .flow_events_page(&id, request.after, request.limit)
+        .flow_events_page(&id, request.after, request.limit, PAGE_BYTES)
         .await?;
     // Every flow has events from its start: none from the first means no
     // such flow; none after a sequence may be the end of one that exists.

@@ -1,8 +1,10 @@
 //! Event histories a page at a time (docs/api.md, "Event histories"):
 //! `?after=SEQ&limit=N`, and the answer's `next`. Without either parameter
 //! the answer is the whole history, as Argyll clients read it, as long as
-//! it is at most [`UNPAGED_LIMIT`] events; a longer one is answered with
-//! its first page and a `next`, never loaded whole.
+//! it is at most [`UNPAGED_LIMIT`] events and [`PAGE_BYTES`] of data; a
+//! longer one is answered with its first page and a `next`, never loaded
+//! whole. Every page stops at [`PAGE_BYTES`] too, so that a page of large
+//! events (a step's outputs are up to 8 MiB) stays a page.
 
 use serde::Deserialize;
 
@@ -14,6 +16,9 @@ pub(crate) const DEFAULT_LIMIT: usize = 100;
 pub(crate) const MAX_LIMIT: usize = 1000;
 /// Most events of an answer without parameters.
 pub(crate) const UNPAGED_LIMIT: usize = 1000;
+/// Most bytes of event data (as stored) in one answer, paged or not; an
+/// event larger than this comes alone.
+pub(crate) const PAGE_BYTES: usize = 4 * 1024 * 1024;
 
 /// The query of an event history: text, so that a bad value is answered
 /// naming its parameter.

@@ -10,8 +10,11 @@
 //! `MAX_SUBSCRIPTIONS` subscriptions of `MAX_AGGREGATES` aggregates in all,
 //! and what waits to be written is bounded in messages and bytes. A client
 //! that does not read its messages is dropped, not buffered for: when its
-//! queue is full the connection is closed at once. One that falls behind the
-//! bus itself is told so and closed; it reconnects and subscribes again.
+//! queue is full what waits is thrown away and the connection is closed
+//! (1013, with a reason, if the close can still be written within
+//! `WRITE_WAIT`). One that falls behind the bus itself (`stream_buffer`,
+//! `stream_buffer_bytes`) is told so and closed the same way; it reconnects
+//! and subscribes again.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -28,9 +31,10 @@ use futures::{SinkExt, StreamExt};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use tartan_core::ids::MAX_FLOW_ID_LEN;
-use tartan_engine::{CatalogView, CommittedCatalog, CommittedEvents, Engine, EventSubscription};
-use tokio::sync::broadcast::error::RecvError;
-use tokio::sync::{broadcast, mpsc};
+use tartan_engine::{
+    BusReceiver, CatalogView, CommittedCatalog, CommittedEvents, Engine, EventSubscription, RecvError,
+};
+use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -63,6 +67,8 @@ const MAX_EVENT_TYPE: usize = 64;
 /// queued is not added, and the client, which is not keeping up, is
 /// dropped. So at most this much and one message wait, however large.
 const MAX_QUEUED_BYTES: usize = 4 * 1024 * 1024;
+/// The close of a client dropped for not reading.
+const SLOW_REASON: &str = "not reading its messages fast enough; reconnect and subscribe again";
 
 /// `GET /engine/ws`: upgrade to Argyll's WebSocket protocol.
 #[utoipa::path(get, path = "/engine/ws", tag = "flows",
@@ -105,14 +111,21 @@ async fn serve(
     socket: WebSocket,
     engine: Engine,
     mut events: EventSubscription,
-    mut catalog: broadcast::Receiver<Arc<CommittedCatalog>>,
+    mut catalog: BusReceiver<CommittedCatalog>,
     queue: usize,
 ) {
     let (sink, stream) = socket.split();
     let (tx, rx) = mpsc::channel(queue);
     let queued = Arc::new(AtomicUsize::new(0));
     let writer_gone = CancellationToken::new();
-    let writer = tokio::spawn(write(sink, rx, Arc::clone(&queued), writer_gone.clone()));
+    let slow = CancellationToken::new();
+    let writer = tokio::spawn(write(
+        sink,
+        rx,
+        Arc::clone(&queued),
+        writer_gone.clone(),
+        slow.clone(),
+    ));
     let mut connection = Connection {
         engine,
         subscriptions: BTreeMap::new(),
@@ -125,7 +138,7 @@ async fn serve(
         End::Gone => {}
         End::Slow => {
             tracing::debug!("dropped a WebSocket client that does not read its messages");
-            writer_gone.cancel();
+            slow.cancel();
         }
         End::Close(code, reason) => {
             let frame = Outgoing::Close(CloseFrame {
@@ -191,16 +204,20 @@ impl Outbox {
 
 /// Write what is queued, and a ping every `PING_PERIOD`, until the queue
 /// closes, a write fails or takes longer than `WRITE_WAIT`, or `gone` fires.
+/// When `slow` fires, what is queued is dropped (its memory freed at once)
+/// and only a close frame saying why is tried, within `WRITE_WAIT`.
 async fn write(
     mut sink: SplitSink<WebSocket, Message>,
     mut rx: mpsc::Receiver<Outgoing>,
     queued: Arc<AtomicUsize>,
     gone: CancellationToken,
+    slow: CancellationToken,
 ) {
     let mut ping = tokio::time::interval_at(Instant::now() + PING_PERIOD, PING_PERIOD);
     loop {
         let message = tokio::select! {
             _ = gone.cancelled() => break,
+            _ = slow.cancelled() => break,
             _ = ping.tick() => Message::Ping(Default::default()),
             next = rx.recv() => match next {
                 Some(Outgoing::Text(text)) => {
@@ -214,10 +231,22 @@ async fn write(
         let closing = matches!(message, Message::Close(_));
         let sent = tokio::select! {
             _ = gone.cancelled() => false,
+            _ = slow.cancelled() => false,
             r = tokio::time::timeout(WRITE_WAIT, sink.send(message)) => matches!(r, Ok(Ok(()))),
         };
         if !sent || closing {
             break;
+        }
+    }
+    if slow.is_cancelled() && !gone.is_cancelled() {
+        drop(rx);
+        let close = Message::Close(Some(CloseFrame {
+            code: close_code::AGAIN,
+            reason: Utf8Bytes::from_static(SLOW_REASON),
+        }));
+        tokio::select! {
+            _ = gone.cancelled() => {}
+            _ = tokio::time::timeout(WRITE_WAIT, sink.send(close)) => {}
         }
     }
     gone.cancel();
@@ -244,7 +273,7 @@ impl Connection {
         &mut self,
         mut stream: SplitStream<WebSocket>,
         events: &mut EventSubscription,
-        catalog: &mut broadcast::Receiver<Arc<CommittedCatalog>>,
+        catalog: &mut BusReceiver<CommittedCatalog>,
         writer_gone: &CancellationToken,
     ) -> End {
         let mut deadline = Instant::now() + PONG_WAIT;
@@ -275,7 +304,7 @@ impl Connection {
                 }
                 Step::Flow(Ok(batch)) => self.flow_events(&batch),
                 Step::Catalog(Ok(batch)) => self.catalog_events(&batch),
-                Step::Flow(Err(RecvError::Lagged(_))) | Step::Catalog(Err(RecvError::Lagged(_))) => {
+                Step::Flow(Err(RecvError::Lagged)) | Step::Catalog(Err(RecvError::Lagged)) => {
                     return self.fell_behind();
                 }
                 Step::Flow(Err(RecvError::Closed)) | Step::Catalog(Err(RecvError::Closed)) => {

@@ -10,6 +10,7 @@ use crate::connection::SqlStore;
 use crate::error::StoreError;
 use crate::model::*;
 
+use super::history::fitting;
 use super::{off_workers, stored_event};
 
 /// A page looks at most this many positions ahead, so that a filter that
@@ -31,46 +32,74 @@ impl SqlStore {
         after: i64,
         filter: &FeedFilter,
         limit: usize,
+        max_bytes: usize,
     ) -> Result<FeedPage, StoreError> {
         // The head first, then the rows up to it: everything at or below a
         // committed head is visible to the later statement.
         let head = self.read_feed_head().await?;
         let upto = head.min(after.saturating_add(WINDOW));
+        let empty = FeedPage {
+            events: Vec::new(),
+            reached: after,
+            head,
+        };
         if upto <= after || limit == 0 {
-            return Ok(FeedPage {
-                events: Vec::new(),
-                reached: after,
-                head,
-            });
+            return Ok(empty);
         }
-        let mut sql = String::from(
-            "SELECT aggregate_type, aggregate_id, sequence, event_type, ts_us, data, global_position FROM events \
-             WHERE global_position > $1 AND global_position <= $2",
-        );
+        let mut filters = String::new();
         let mut n = 2;
         if filter.flow_prefix.is_some() {
-            sql.push_str(&format!(" AND substr(aggregate_id, 1, ${}) = ${}", n + 1, n + 2));
+            filters.push_str(&format!(" AND substr(aggregate_id, 1, ${}) = ${}", n + 1, n + 2));
             n += 2;
         }
         if !filter.event_types.is_empty() {
             let list: Vec<String> = (0..filter.event_types.len())
                 .map(|k| format!("${}", n + 1 + k))
                 .collect();
-            sql.push_str(&format!(" AND event_type IN ({})", list.join(", ")));
+            filters.push_str(&format!(" AND event_type IN ({})", list.join(", ")));
             n += filter.event_types.len();
         }
-        sql.push_str(&format!(" ORDER BY global_position LIMIT ${}", n + 1));
-        let mut q = sqlx::query(&sql).bind(after).bind(upto);
-        if let Some(prefix) = &filter.flow_prefix {
-            q = q.bind(prefix.chars().count() as i32).bind(prefix.clone());
-        }
-        for t in &filter.event_types {
-            q = q.bind(t.clone());
-        }
-        q = q.bind(i64::try_from(limit).unwrap_or(i64::MAX));
+        // The sizes first, then the events that fit (as `events_page`).
+        let sizes_sql = format!(
+            "SELECT global_position, CAST(octet_length(data) AS BIGINT) AS size FROM events \
+             WHERE global_position > $1 AND global_position <= $2{filters} ORDER BY global_position LIMIT ${}",
+            n + 1
+        );
         let _turn = self.api_turn().await?;
-        let rows = q.fetch_all(&self.api).await?;
+        let sizes = bound(&sizes_sql, after, upto, filter)
+            .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+            .fetch_all(&self.api)
+            .await?
+            .iter()
+            .map(|row| {
+                Ok((
+                    row.try_get::<i64, _>("global_position")?,
+                    row.try_get::<i64, _>("size")?,
+                ))
+            })
+            .collect::<Result<Vec<(i64, i64)>, StoreError>>()?;
+        let taken = fitting(sizes.iter().map(|(_, size)| *size), limit, max_bytes);
+        let Some(&(last, _)) = taken.checked_sub(1).and_then(|k| sizes.get(k)) else {
+            return Ok(FeedPage {
+                reached: upto,
+                ..empty
+            });
+        };
+        let events_sql = format!(
+            "SELECT aggregate_type, aggregate_id, sequence, event_type, ts_us, data, global_position FROM events \
+             WHERE global_position > $1 AND global_position <= $2{filters} ORDER BY global_position"
+        );
+        let rows = bound(&events_sql, after, last, filter)
+            .fetch_all(&self.api)
+            .await?;
         drop(_turn);
+        // Cut short (by count or bytes): the next page starts after the last
+        // event taken; else every position up to `upto` was looked at.
+        let reached = if taken < sizes.len() || taken >= limit {
+            last
+        } else {
+            upto
+        };
         off_workers(move || {
             let events = rows
                 .iter()
@@ -81,11 +110,6 @@ impl SqlStore {
                     })
                 })
                 .collect::<Result<Vec<_>, StoreError>>()?;
-            let reached = if events.len() >= limit {
-                events.last().map_or(upto, |e| e.position)
-            } else {
-                upto
-            };
             Ok(FeedPage {
                 events,
                 reached,
@@ -94,4 +118,22 @@ impl SqlStore {
         })
         .await
     }
+}
+
+/// A feed statement with its positions and the filter's values bound, in
+/// the order of the placeholders `read_feed` writes.
+fn bound<'q>(
+    sql: &'q str,
+    after: i64,
+    until: i64,
+    filter: &FeedFilter,
+) -> sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>> {
+    let mut q = sqlx::query(sql).bind(after).bind(until);
+    if let Some(prefix) = &filter.flow_prefix {
+        q = q.bind(prefix.chars().count() as i32).bind(prefix.clone());
+    }
+    for t in &filter.event_types {
+        q = q.bind(t.clone());
+    }
+    q
 }

@@ -251,16 +251,27 @@ impl Store for SqlStore {
         off_workers(move || rows.iter().map(stored_event).collect()).await
     }
 
-    async fn catalog_events_page(&self, after: i64, limit: usize) -> Result<EventPage, StoreError> {
-        self.events_page(CATALOG, CATALOG, after, limit).await
+    async fn catalog_events_page(
+        &self,
+        after: i64,
+        limit: usize,
+        max_bytes: usize,
+    ) -> Result<EventPage, StoreError> {
+        self.events_page(CATALOG, CATALOG, after, limit, max_bytes).await
     }
 
     async fn feed_head(&self) -> Result<i64, StoreError> {
         self.read_feed_head().await
     }
 
-    async fn feed_page(&self, after: i64, filter: &FeedFilter, limit: usize) -> Result<FeedPage, StoreError> {
-        self.read_feed(after, filter, limit).await
+    async fn feed_page(
+        &self,
+        after: i64,
+        filter: &FeedFilter,
+        limit: usize,
+        max_bytes: usize,
+    ) -> Result<FeedPage, StoreError> {
+        self.read_feed(after, filter, limit, max_bytes).await
     }
 
     async fn commit_flows(&self, batch: Vec<FlowCommit>) -> Vec<Result<i64, StoreError>> {
@@ -425,8 +436,9 @@ impl Store for SqlStore {
         flow_id: &str,
         after: i64,
         limit: usize,
+        max_bytes: usize,
     ) -> Result<EventPage, StoreError> {
-        self.events_page(FLOW, flow_id, after, limit).await
+        self.events_page(FLOW, flow_id, after, limit, max_bytes).await
     }
 
     async fn purge_finished(

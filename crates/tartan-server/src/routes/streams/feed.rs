@@ -7,6 +7,7 @@
 
 use std::collections::VecDeque;
 use std::convert::Infallible;
+use std::sync::Arc;
 
 use axum::extract::State;
 use axum::http::HeaderMap;
@@ -14,13 +15,14 @@ use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::IntoResponse;
 use serde::{Deserialize, Serialize};
 use tartan_core::flow::FlowEvent;
-use tartan_engine::{Engine, EngineError, EventSubscription};
+use tartan_engine::{CommittedEvents, Engine, EngineError, EventSubscription, RecvError};
 use tartan_store::{FeedFilter, StoredEvent};
-use tokio::sync::broadcast::error::RecvError;
 use utoipa::ToSchema;
 
 use super::flow::stored_event;
-use super::{dropped, failure, json_event, resume_point, stored_time, HISTORY_PAGE, KEEP_ALIVE};
+use super::{
+    dropped, failure, json_event, resume_point, stored_time, HISTORY_PAGE, HISTORY_PAGE_BYTES, KEEP_ALIVE,
+};
 use crate::error::{ApiError, Problem};
 use crate::extract::Query;
 use crate::routes::bodies::Event;
@@ -121,6 +123,7 @@ pub(crate) async fn events_stream(
         last,
         subscription,
         pending: VecDeque::new(),
+        batch: None,
         live: false,
         done: false,
     };
@@ -138,6 +141,8 @@ struct FeedCursor {
     last: i64,
     subscription: EventSubscription,
     pending: VecDeque<SseEvent>,
+    /// A batch from the bus being sent, and the index of its next event.
+    batch: Option<(Arc<CommittedEvents>, usize)>,
     /// Caught up with the store: the bus is next.
     live: bool,
     done: bool,
@@ -148,6 +153,10 @@ impl FeedCursor {
         loop {
             if let Some(e) = self.pending.pop_front() {
                 return Some(e);
+            }
+            if self.batch.is_some() {
+                self.next_of_batch();
+                continue;
             }
             if self.done {
                 return None;
@@ -166,7 +175,7 @@ impl FeedCursor {
         let page = self
             .engine
             .store()
-            .feed_page(self.last, &self.filter, HISTORY_PAGE)
+            .feed_page(self.last, &self.filter, HISTORY_PAGE, HISTORY_PAGE_BYTES)
             .await?;
         for e in &page.events {
             self.push(e.position, &e.event);
@@ -195,22 +204,36 @@ impl FeedCursor {
                     self.live = false;
                     return;
                 }
-                let at = stored_time(batch.at);
-                for (position, sequence, event) in batch.positioned() {
-                    if position <= self.last {
-                        continue;
-                    }
-                    self.last = position;
-                    if self.filter.keeps(&batch.flow_id, event.type_name()) {
-                        self.push(position, &stored_event(&batch.flow_id, sequence, at, event));
-                    }
-                }
+                self.batch = Some((batch, 0));
             }
-            Err(RecvError::Lagged(_)) => {
+            Err(RecvError::Lagged) => {
                 self.done = true;
                 self.pending.push_back(dropped(self.last));
             }
             Err(RecvError::Closed) => self.done = true,
+        }
+    }
+
+    /// Encode the current batch's next event the filter keeps; those it
+    /// leaves out only move the stream on. One at a time, so that a stream
+    /// holds one encoded event of a large decision, not a copy of it all.
+    fn next_of_batch(&mut self) {
+        let Some((batch, mut k)) = self.batch.take() else {
+            return;
+        };
+        while let Some(event) = batch.events.get(k) {
+            let (position, sequence) = (batch.first_position + k as i64, batch.first_sequence + k as i64);
+            k += 1;
+            if position <= self.last {
+                continue;
+            }
+            self.last = position;
+            if self.filter.keeps(&batch.flow_id, event.type_name()) {
+                let at = stored_time(batch.at);
+                self.push(position, &stored_event(&batch.flow_id, sequence, at, event));
+                self.batch = Some((batch, k));
+                return;
+            }
         }
     }
 

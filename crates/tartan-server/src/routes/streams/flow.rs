@@ -4,17 +4,19 @@
 
 use std::collections::VecDeque;
 use std::convert::Infallible;
+use std::sync::Arc;
 
 use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::IntoResponse;
 use serde::Deserialize;
-use tartan_engine::{Engine, EngineError, EventSubscription};
+use tartan_engine::{CommittedEvents, Engine, EngineError, EventSubscription, RecvError};
 use tartan_store::StoredEvent;
-use tokio::sync::broadcast::error::RecvError;
 
-use super::{dropped, failure, json_event, resume_point, stored_time, HISTORY_PAGE, KEEP_ALIVE};
+use super::{
+    dropped, failure, json_event, resume_point, stored_time, HISTORY_PAGE, HISTORY_PAGE_BYTES, KEEP_ALIVE,
+};
 use crate::error::{ApiError, Problem};
 use crate::extract::{Path, Query};
 use crate::routes::bodies::Event;
@@ -58,6 +60,7 @@ pub(crate) async fn flow_stream(
         last: after,
         subscription,
         pending: VecDeque::new(),
+        batch: None,
         phase: Phase::History,
         end_checked: false,
     };
@@ -86,6 +89,10 @@ struct FlowCursor {
     last: i64,
     subscription: EventSubscription,
     pending: VecDeque<SseEvent>,
+    /// A batch of this flow's from the bus being sent, and the index of
+    /// its next event: encoded one at a time, so that a stream holds one
+    /// encoded event of a large decision, not a copy of it all.
+    batch: Option<(Arc<CommittedEvents>, usize)>,
     phase: Phase,
     /// The history's end was reached once and the flow found deactivated.
     end_checked: bool,
@@ -96,6 +103,10 @@ impl FlowCursor {
         loop {
             if let Some(e) = self.pending.pop_front() {
                 return Some(e);
+            }
+            if self.batch.is_some() {
+                self.next_of_batch();
+                continue;
             }
             match self.phase {
                 Phase::Done => return None,
@@ -122,7 +133,7 @@ impl FlowCursor {
         let page = self
             .engine
             .store()
-            .flow_events_page(&self.flow_id, self.last, HISTORY_PAGE)
+            .flow_events_page(&self.flow_id, self.last, HISTORY_PAGE, HISTORY_PAGE_BYTES)
             .await?;
         for stored in &page.events {
             self.push(stored);
@@ -159,19 +170,31 @@ impl FlowCursor {
                     self.phase = Phase::History;
                     return;
                 }
-                let at = stored_time(batch.at);
-                for (sequence, event) in batch.sequenced() {
-                    if sequence > self.last && self.phase == Phase::Live {
-                        self.push(&stored_event(&self.flow_id, sequence, at, event));
-                    }
-                }
+                self.batch = Some((batch, 0));
             }
             Ok(_) => {}
-            Err(RecvError::Lagged(_)) => {
+            Err(RecvError::Lagged) => {
                 self.phase = Phase::Done;
                 self.pending.push_back(dropped(self.last));
             }
             Err(RecvError::Closed) => self.phase = Phase::Done,
+        }
+    }
+
+    /// Encode the current batch's next event not sent yet.
+    fn next_of_batch(&mut self) {
+        let Some((batch, mut k)) = self.batch.take() else {
+            return;
+        };
+        while let Some(event) = batch.events.get(k) {
+            let sequence = batch.first_sequence + k as i64;
+            k += 1;
+            if sequence > self.last && self.phase == Phase::Live {
+                let at = stored_time(batch.at);
+                self.push(&stored_event(&self.flow_id, sequence, at, event));
+                self.batch = Some((batch, k));
+                return;
+            }
         }
     }
 

@@ -4,9 +4,16 @@
 //! bus before they read the store, fill from the store whatever the bus
 //! skipped (a gap in sequences or positions: events relayed late from
 //! another process), and skip what they already sent; neither holds a
-//! database connection while it waits. A stream that falls behind the bus
-//! is told where it stopped (`event: dropped`) and ends; it resumes from
-//! there with `Last-Event-ID`.
+//! database connection while it waits. What one stream holds is bounded in
+//! bytes: a page of history (`HISTORY_PAGE_BYTES`) waits to be written, or
+//! one event of a decision from the bus (encoded one at a time, the
+//! decision shared with the other streams); hyper asks for the next message
+//! only while its write buffer has room, so a client that stops reading
+//! stops its stream being read. The bus holds at most `stream_buffer_bytes`
+//! for whoever is behind; a stream further behind than that is cut off by
+//! the bus and holds nothing there. Once it is read again it is told where
+//! it stopped (`event: dropped`, whose `id` is the resume point) and ends;
+//! the client resumes from there with `Last-Event-ID`.
 
 mod feed;
 mod flow;
@@ -24,8 +31,11 @@ pub(crate) use flow::*;
 
 /// A comment line this often keeps proxies from closing a quiet stream.
 const KEEP_ALIVE: Duration = Duration::from_secs(15);
-/// Events read from the store at a time while catching up.
+/// Events read from the store at a time while catching up, and bytes of
+/// their data (one event larger than that comes alone): what a stream
+/// catching up holds.
 const HISTORY_PAGE: usize = 100;
+const HISTORY_PAGE_BYTES: usize = 1024 * 1024;
 
 /// Where a stream starts: after `Last-Event-ID` if sent, else after
 /// `?after=`, else `None`. `what` names the number (a sequence, a position).
@@ -67,12 +77,20 @@ fn json_event(name: &str, id: Option<i64>, body: &impl serde::Serialize) -> SseE
     }
 }
 
-/// The last message of a stream that fell behind.
+/// The last message of a stream that fell behind: every event up to `last`
+/// was sent (or filtered out), none after it. The message carries it as its
+/// own `id` too, so that a browser's `EventSource`, which reconnects by
+/// itself, resumes from there even when this connection sent no event.
 fn dropped(last: i64) -> SseEvent {
-    SseEvent::default().event("dropped").data(
+    tracing::debug!(
+        last,
+        "an event stream fell behind the engine's events and was cut off"
+    );
+    SseEvent::default().event("dropped").id(last.to_string()).data(
         serde_json::json!({
             "last_event_id": last.to_string(),
-            "detail": "this stream fell too far behind and was dropped; reconnect with Last-Event-ID to resume",
+            "detail": "this stream fell too far behind the engine's events (stream_buffer, \
+                       stream_buffer_bytes) and was cut off; reconnect with Last-Event-ID to resume",
         })
         .to_string(),
     )
