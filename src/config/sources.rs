@@ -224,10 +224,20 @@ pub fn origin(figment: &Figment, key: &str) -> String {
     }
 }
 
+/// Where a value came from, a file as its path was given: figment's own
+/// display makes it relative to the working directory when it can, which
+/// names another file once the operator is elsewhere.
+fn shown(source: &figment::Source) -> String {
+    match source {
+        figment::Source::File(path) => path.display().to_string(),
+        other => other.to_string(),
+    }
+}
+
 fn describe(md: &Metadata, path: &[&str]) -> String {
     match &md.source {
         // A file: the key as written in it.
-        Some(source) => format!("{} in {source}", path.join(".")),
+        Some(source) => format!("{} in {}", path.join("."), shown(source)),
         // The environment or flags: the variable or flag that gave it.
         None if md.name == ENVIRONMENT || md.name == FLAGS => {
             format!("{} ({})", md.interpolate(&Profile::Default, path), md.name)
@@ -246,7 +256,7 @@ pub fn explain(error: Error) -> String {
             match (&e.metadata, path.is_empty()) {
                 (Some(md), false) => format!("{}: {}", describe(md, &path), e.kind),
                 (Some(md), true) => match &md.source {
-                    Some(source) => format!("{source}: {}", e.kind),
+                    Some(source) => format!("{}: {}", shown(source), e.kind),
                     None => format!("{}: {}", md.name, e.kind),
                 },
                 (None, _) if !path.is_empty() => format!("{}: {}", path.join("."), e.kind),

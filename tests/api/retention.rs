@@ -340,10 +340,14 @@ async fn a_catalog_history_of_large_steps_comes_in_pages_bounded_in_bytes(backen
     const STEPS: usize = 24;
     for k in 0..STEPS {
         let mut step = sync_step(&format!("large-{k}"), &svc.url("/large"), &["who"], &["out"]);
-        step["labels"] = (0..4)
-            .map(|n| (format!("note-{n}"), Value::from("x".repeat(75_000))))
-            .collect::<serde_json::Map<_, _>>()
-            .into();
+        // Its bulk in const values: names and labels are bounded, values not.
+        for n in 0..4 {
+            step["attributes"][format!("note-{n}")] = json!({
+                "role": "const",
+                "type": "string",
+                "const": {"value": format!("\"{}\"", "x".repeat(75_000))},
+            });
+        }
         let r = app.register(&step).await;
         assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
     }

@@ -118,7 +118,7 @@ async fn a_stream_client_that_never_reads_is_cut_off_and_memory_stays_bounded(ba
     let socket = tokio::net::TcpSocket::new_v4().unwrap();
     socket.set_recv_buffer_size(4096).unwrap();
     let mut slow = socket.connect(engine.addr.parse().unwrap()).await.unwrap();
-    slow.write_all(b"GET /engine/events/stream?after=0 HTTP/1.0\r\nHost: tartan\r\n\r\n")
+    slow.write_all(b"GET /engine/events/stream?after=0 HTTP/1.0\r\nHost: localhost\r\n\r\n")
         .await
         .unwrap();
 
