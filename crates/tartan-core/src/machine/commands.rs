@@ -75,18 +75,15 @@ pub(super) fn record(
         }
         None => return Err(ApplyError::UnknownWork(token.to_string())),
     }
+    // An output's size, counted once here (`apply` counts it into
+    // `data_bytes` when the success is recorded).
+    let size = match &result {
+        AttemptResult::Success { outputs, .. } => json_len(outputs),
+        _ => 0,
+    };
     match result {
-        AttemptResult::Success { outputs, .. }
-            if tx.state.data_bytes.saturating_add(json_len(&outputs)) > ctx.max_flow_bytes =>
-        {
-            let failure = too_large(
-                step_id,
-                token,
-                attempt,
-                json_len(&outputs),
-                tx.state.data_bytes,
-                ctx,
-            );
+        AttemptResult::Success { .. } if tx.state.data_bytes.saturating_add(size) > ctx.max_flow_bytes => {
+            let failure = too_large(step_id, token, attempt, size, tx.state.data_bytes, ctx);
             record_failure(tx, failure, ctx)?;
         }
         AttemptResult::Success { outputs, http_status } => {
