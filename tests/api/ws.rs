@@ -28,6 +28,15 @@ both_backends!(
     a_connection_that_falls_behind_the_bus_is_told_and_closed,
 );
 
+/// Start 50 flows of the one step `quick` at once, named by `round`.
+async fn start_round(app: &TestApp, round: usize) {
+    let starts = (0..50).map(|k| async move {
+        let body = json!({"id": format!("many-{round}-{k}"), "goals": ["quick"], "init": {"seed": ["s"]}});
+        assert_eq!(app.start_flow(&body).await.status, StatusCode::CREATED);
+    });
+    futures::future::join_all(starts).await;
+}
+
 /// What the server sent next.
 #[derive(Debug)]
 enum Incoming {
@@ -545,15 +554,7 @@ async fn a_connection_that_falls_behind_the_bus_is_told_and_closed(backend: Back
         .await;
     let mut told = None;
     for round in 0..20 {
-        let starts = (0..50).map(|k| {
-            let app = &app;
-            async move {
-                let body =
-                    json!({"id": format!("many-{round}-{k}"), "goals": ["quick"], "init": {"seed": ["s"]}});
-                assert_eq!(app.start_flow(&body).await.status, StatusCode::CREATED);
-            }
-        });
-        futures::future::join_all(starts).await;
+        start_round(&app, round).await;
         // Answered after what was queued before it, unless the connection
         // is closed (then the ping may not even be sent).
         let _ = ws
@@ -584,6 +585,51 @@ async fn a_connection_that_falls_behind_the_bus_is_told_and_closed(backend: Back
         }
     }
     panic!("the connection never fell behind a bus of one byte");
+}
+
+/// A connection that follows no flow missed nothing it wanted when the bus
+/// went on without it: it is not closed, and subscribes later as usual.
+/// A second connection, following every flow, shows the bus did go on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_following_no_flow_is_not_cut_off() {
+    let Some(db) = TestDb::create(Backend::Sqlite).await else {
+        return;
+    };
+    let app = start_on_with(db, "ws", |c| c.stream_buffer_bytes = 1).await;
+    let svc = StepServer::start(|_, _| json_reply(200, json!({"q": "1"}))).await;
+    let r = app
+        .register(&sync_step("quick", &svc.url("/q"), &["seed"], &["q"]))
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED);
+    let mut idle = open(&app).await;
+    let mut follower = open(&app).await;
+    follower
+        .subscribe(json!({"sub_id": "all", "aggregate_ids": [["flow"]]}))
+        .await;
+    let mut round = 0;
+    'rounds: loop {
+        assert!(round < 20, "the follower never fell behind a bus of one byte");
+        start_round(&app, round).await;
+        round += 1;
+        let _ = follower
+            .ws
+            .send(Message::Text(json!({"type": "ping"}).to_string().into()))
+            .await;
+        loop {
+            match follower.recv().await {
+                Incoming::Json(m) if m["type"] == "pong" => break,
+                Incoming::Json(_) => {}
+                Incoming::Closed(code) => {
+                    assert_eq!(code, Some(1013));
+                    break 'rounds;
+                }
+            }
+        }
+    }
+    idle.send(&json!({"type": "ping"})).await;
+    assert_eq!(idle.json().await, json!({"type": "pong"}));
+    idle.subscribe(json!({"sub_id": "catalog", "aggregate_ids": [["catalog"]]}))
+        .await;
 }
 
 /// Each connection holds one of the process's stream slots, shared with

@@ -141,6 +141,16 @@ impl Engine {
             _slot: slot,
         })
     }
+
+    /// Attach a subscription cut off from the bus again, from now on, with
+    /// the same guarantee as `subscribe_events`. For a listener that missed
+    /// nothing it wanted (one following no flow), so that falling behind
+    /// events it would have skipped does not end it.
+    pub async fn rejoin_events(&self, subscription: &mut EventSubscription) {
+        let bus = &self.inner.bus;
+        subscription.events = bus.flows.subscribe();
+        drop(bus.hold().await);
+    }
 }
 
 /// One batch of catalog changes, as committed: what `catalog` subscribers of

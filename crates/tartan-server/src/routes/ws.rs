@@ -304,6 +304,16 @@ impl Connection {
                 }
                 Step::Flow(Ok(batch)) => self.flow_events(&batch),
                 Step::Catalog(Ok(batch)) => self.catalog_events(&batch),
+                // What a connection following none of it missed does not
+                // matter: it is attached again from now on.
+                Step::Flow(Err(RecvError::Lagged)) if !self.follows_flows() => {
+                    self.engine.rejoin_events(events).await;
+                    Ok(())
+                }
+                Step::Catalog(Err(RecvError::Lagged)) if !self.follows_catalog() => {
+                    *catalog = self.engine.subscribe_catalog();
+                    Ok(())
+                }
                 Step::Flow(Err(RecvError::Lagged)) | Step::Catalog(Err(RecvError::Lagged)) => {
                     return self.fell_behind();
                 }
@@ -572,6 +582,16 @@ impl Connection {
             }
         }
         Ok(())
+    }
+
+    fn follows_flows(&self) -> bool {
+        self.subscriptions
+            .values()
+            .any(|s| s.everything || s.all_flows || !s.flows.is_empty())
+    }
+
+    fn follows_catalog(&self) -> bool {
+        self.subscriptions.values().any(Subscription::wants_catalog)
     }
 
     /// The bus went on without this connection: events were lost, so it
