@@ -190,6 +190,7 @@ async fn serve(mut config: Config) -> Result<()> {
         max_calls_per_step: config.max_calls_per_step,
         max_queued_calls: config.max_queued_calls,
         max_response_bytes: config.max_response_bytes,
+        max_inflight_bytes: config.max_inflight_bytes,
         max_flow_bytes: config.max_flow_bytes,
         max_retry_after: config.max_retry_after,
         retention: config.retention,

@@ -118,6 +118,8 @@ setting_flags! {
     max_bulk_flows,
     /// Bytes of a step's response body (or webhook body) at most; past it the attempt fails [default: 8388608]
     max_response_bytes,
+    /// Bytes of step response bodies held at once, from reading to recording; calls past it wait [default: 67108864]
+    max_inflight_bytes,
     /// Bytes of JSON of one flow's inputs and outputs at most; an output past it fails its work item for good [default: 67108864]
     max_flow_bytes,
     /// The longest wait a step's Retry-After may ask for, e.g. 1h or 300ms [default: 1h]
@@ -242,6 +244,8 @@ struct Settings {
     #[serde(deserialize_with = "values::count")]
     max_response_bytes: usize,
     #[serde(deserialize_with = "values::count")]
+    max_inflight_bytes: usize,
+    #[serde(deserialize_with = "values::count")]
     max_flow_bytes: u64,
     #[serde(deserialize_with = "values::timeout")]
     max_retry_after: Duration,
@@ -333,6 +337,8 @@ pub struct Config {
     /// `TARTAN_DB_READ_TIMEOUT`).
     pub pools: tartan_store::Pools,
     pub max_response_bytes: usize,
+    /// `TARTAN_MAX_INFLIGHT_BYTES` (docs/durability.md, "Bytes in flight").
+    pub max_inflight_bytes: usize,
     /// `TARTAN_MAX_FLOW_BYTES` (docs/errors.md, "A flow's size").
     pub max_flow_bytes: u64,
     pub max_retry_after: Duration,
@@ -441,6 +447,7 @@ impl Config {
                 read_timeout: s.db_read_timeout,
             },
             max_response_bytes: s.max_response_bytes,
+            max_inflight_bytes: s.max_inflight_bytes,
             max_flow_bytes: s.max_flow_bytes,
             max_retry_after: s.max_retry_after,
             retention: Some(s.retention).filter(|d| !d.is_zero()),

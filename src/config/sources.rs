@@ -60,6 +60,7 @@ pub const KEYS: &[Key] = &[
     key("stream_buffer_bytes"),
     key("max_bulk_flows"),
     key("max_response_bytes"),
+    key("max_inflight_bytes"),
     key("max_flow_bytes"),
     key("max_retry_after"),
     key("db_pool"),
@@ -118,6 +119,10 @@ impl Provider for Defaults {
             (
                 "max_response_bytes",
                 Value::from(tartan_engine::DEFAULT_MAX_RESPONSE_BYTES as u64),
+            ),
+            (
+                "max_inflight_bytes",
+                Value::from(tartan_engine::DEFAULT_MAX_INFLIGHT_BYTES as u64),
             ),
             (
                 "max_flow_bytes",

@@ -768,3 +768,25 @@ pub fn without_late_notes(flow: &Value) -> Value {
     }
     flow
 }
+
+/// The bytes a test database takes: the SQLite file once its write-ahead
+/// log is checkpointed into it (the log is cut back to 4 MiB on its own,
+/// docs/durability.md), or the Postgres database's size.
+pub async fn store_bytes(db: &TestDb) -> u64 {
+    if let Some(path) = db.url.strip_prefix("sqlite://") {
+        let pool = sqlx::SqlitePool::connect(&db.url).await.unwrap();
+        sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)")
+            .execute(&pool)
+            .await
+            .unwrap();
+        pool.close().await;
+        return std::fs::metadata(path).map_or(0, |m| m.len());
+    }
+    let pool = sqlx::PgPool::connect(&db.url).await.unwrap();
+    let (size,): (i64,) = sqlx::query_as("SELECT pg_database_size(current_database())")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    pool.close().await;
+    u64::try_from(size).unwrap_or(0)
+}

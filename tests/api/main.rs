@@ -24,6 +24,7 @@ mod metrics;
 mod openapi;
 mod outages;
 mod outbound;
+mod outputs;
 mod retention;
 mod retries;
 mod retry;

@@ -9,7 +9,9 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use crate::both_backends;
-use crate::helpers::{call, memory_kib, register, spawn_binary_with, sync_step, Backend, StepServer, TestDb};
+use crate::helpers::{
+    call, memory_kib, register, spawn_binary_with, store_bytes, sync_step, Backend, StepServer, TestDb,
+};
 
 both_backends!(
     ten_thousand_items_from_a_large_input_stay_within_memory,
@@ -160,26 +162,4 @@ async fn a_large_input_beside_ten_thousand_items_is_held_and_stored_once(backend
     assert!(peak > 0, "no memory figure for pid {pid}");
     assert!(peak < RSS_LIMIT_KIB, "peak RSS {peak} KiB");
     assert!(growth < STORE_GROWTH_LIMIT, "the store grew {growth} bytes");
-}
-
-/// The bytes a test database takes: the SQLite file once its write-ahead
-/// log is checkpointed into it (the log is cut back to 4 MiB on its own,
-/// docs/durability.md), or the Postgres database's size.
-async fn store_bytes(db: &TestDb) -> u64 {
-    if let Some(path) = db.url.strip_prefix("sqlite://") {
-        let pool = sqlx::SqlitePool::connect(&db.url).await.unwrap();
-        sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)")
-            .execute(&pool)
-            .await
-            .unwrap();
-        pool.close().await;
-        return std::fs::metadata(path).map_or(0, |m| m.len());
-    }
-    let pool = sqlx::PgPool::connect(&db.url).await.unwrap();
-    let (size,): (i64,) = sqlx::query_as("SELECT pg_database_size(current_database())")
-        .fetch_one(&pool)
-        .await
-        .unwrap();
-    pool.close().await;
-    u64::try_from(size).unwrap_or(0)
 }

@@ -44,6 +44,10 @@ pub struct EngineConfig {
     /// most (`TARTAN_MAX_RESPONSE_BYTES`); past it the attempt fails
     /// permanently (docs/errors.md).
     pub max_response_bytes: usize,
+    /// The bytes of response bodies this process holds at once, from
+    /// reading to recording (`TARTAN_MAX_INFLIGHT_BYTES`, docs/durability.md,
+    /// "Bytes in flight"): calls past it wait.
+    pub max_inflight_bytes: usize,
     /// The longest wait a step's `Retry-After` may ask for
     /// (`TARTAN_MAX_RETRY_AFTER`); longer asks are cut to it (docs/retries.md).
     pub max_retry_after: Duration,
@@ -96,6 +100,9 @@ impl EngineConfig {
 
 /// `TARTAN_MAX_RESPONSE_BYTES` when not set: 8 MiB.
 pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 8 * 1024 * 1024;
+/// `TARTAN_MAX_INFLIGHT_BYTES` when not set: 64 MiB, eight bodies of the
+/// largest default size.
+pub const DEFAULT_MAX_INFLIGHT_BYTES: usize = 64 * 1024 * 1024;
 /// `TARTAN_MAX_RETRY_AFTER` when not set: one hour.
 pub const DEFAULT_MAX_RETRY_AFTER: Duration = Duration::from_secs(3600);
 
@@ -115,6 +122,7 @@ impl Default for EngineConfig {
             max_active_flows: 10_000,
             step_hosts: StepHosts::unrestricted(),
             max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
+            max_inflight_bytes: DEFAULT_MAX_INFLIGHT_BYTES,
             max_retry_after: DEFAULT_MAX_RETRY_AFTER,
             retention: None,
             tracer: None,

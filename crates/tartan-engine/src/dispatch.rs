@@ -11,6 +11,7 @@ use tartan_core::retry::parse_retry_after;
 use tartan_core::step::{Args, Step};
 use tartan_core::timeouts::TimeoutScope;
 
+use crate::budget::{Held, ResponseBudget};
 use crate::outbound;
 use crate::traces::{self, Tracer};
 
@@ -80,10 +81,12 @@ fn refused(error: String) -> AttemptResult {
 }
 
 /// What bounds one call besides its timeout, from the engine's settings.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Limits {
+#[derive(Clone, Copy)]
+pub(crate) struct Limits<'a> {
     /// `TARTAN_MAX_RESPONSE_BYTES`.
     pub max_response_bytes: usize,
+    /// `TARTAN_MAX_INFLIGHT_BYTES`, shared by every call.
+    pub budget: &'a ResponseBudget,
     /// `TARTAN_MAX_RETRY_AFTER`, in milliseconds.
     pub max_retry_after_ms: u64,
 }
@@ -110,13 +113,22 @@ fn too_large(status: u16, limit: usize, announced: Option<u64>) -> AttemptResult
 }
 
 /// Read the body with a running count, stopping at `limit`: a step that
-/// streams without end costs at most `limit` bytes of memory. Dropping the
-/// response closes its connection.
-async fn read_bounded(mut resp: reqwest::Response, limit: usize) -> Result<Body, reqwest::Error> {
+/// streams without end costs at most `limit` bytes of memory. The body's
+/// bytes are taken from the process's budget first (`budget`): its
+/// announced size, or `limit` until it is read. Dropping the response
+/// closes its connection.
+async fn read_bounded(
+    mut resp: reqwest::Response,
+    limit: usize,
+    budget: &ResponseBudget,
+    held: &mut Option<Held>,
+) -> Result<Body, reqwest::Error> {
     let announced = resp.content_length();
     if let Some(n) = announced.filter(|n| usize::try_from(*n).map_or(true, |n| n > limit)) {
         return Ok(Body::TooLarge(Some(n)));
     }
+    let reserve = announced.and_then(|n| usize::try_from(n).ok()).unwrap_or(limit);
+    *held = budget.take(reserve).await;
     // The chunks are kept as they came and joined once at the end: no
     // buffer doubling while the body grows towards the limit.
     let mut chunks = Vec::new();
@@ -128,6 +140,9 @@ async fn read_bounded(mut resp: reqwest::Response, limit: usize) -> Result<Body,
         }
         chunks.push(chunk);
     }
+    if let Some(held) = held {
+        held.shrink_to(total);
+    }
     let mut body = Vec::with_capacity(total);
     for chunk in &chunks {
         body.extend_from_slice(chunk);
@@ -136,14 +151,16 @@ async fn read_bounded(mut resp: reqwest::Response, limit: usize) -> Result<Body,
 }
 
 /// Make the call and classify its outcome, in a span of its own when the
-/// engine has a tracer (docs/operating.md, "Traces").
+/// engine has a tracer (docs/operating.md, "Traces"). With the outcome, the
+/// share of the response budget its body holds: kept until the outcome is
+/// recorded.
 pub(crate) async fn perform(
     http: &reqwest::Client,
     hosts: &StepHosts,
-    limits: Limits,
+    limits: Limits<'_>,
     tracer: Option<&Tracer>,
     call: &Call,
-) -> AttemptResult {
+) -> (AttemptResult, Option<Held>) {
     let span = match (tracer, call.trace) {
         (Some(tracer), Some(flow)) => Some(traces::call_span(
             tracer,
@@ -157,11 +174,12 @@ pub(crate) async fn perform(
         _ => None,
     };
     let traceparent = traces::call_traceparent(call.trace, span.as_ref());
-    let result = exchange(http, hosts, limits, call, traceparent).await;
+    let mut held = None;
+    let result = exchange(http, hosts, limits, call, traceparent, &mut held).await;
     if let Some(mut span) = span {
         traces::end_call_span(&mut span, &result);
     }
-    result
+    (result, held)
 }
 
 /// The exchange of `perform`. The whole exchange, body included, is
@@ -171,9 +189,10 @@ pub(crate) async fn perform(
 async fn exchange(
     http: &reqwest::Client,
     hosts: &StepHosts,
-    limits: Limits,
+    limits: Limits<'_>,
     call: &Call,
     traceparent: String,
+    held: &mut Option<Held>,
 ) -> AttemptResult {
     let url = match expand_endpoint(&call.endpoint, &call.placeholders, hosts) {
         Ok(url) => url,
@@ -220,7 +239,7 @@ async fn exchange(
         };
         let content_type = header(reqwest::header::CONTENT_TYPE);
         let retry_after = header(reqwest::header::RETRY_AFTER);
-        let body = read_bounded(resp, limits.max_response_bytes).await?;
+        let body = read_bounded(resp, limits.max_response_bytes, limits.budget, held).await?;
         Ok::<_, reqwest::Error>((status, content_type, retry_after, body))
     };
     match tokio::time::timeout(call.timeout, exchange).await {

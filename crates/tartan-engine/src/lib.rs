@@ -42,6 +42,7 @@
 //! active is leased to this process in that same commit and dispatched from
 //! memory right after it; the call's result is the next decision.
 
+mod budget;
 mod bulk;
 mod catalog;
 mod config;
@@ -70,8 +71,9 @@ use tokio_util::task::TaskTracker;
 pub use bulk::{BulkAction, DEFAULT_BULK_RATE, DEFAULT_MAX_BULK_FLOWS, MAX_BULK_RATE};
 pub use catalog::CatalogView;
 pub use config::{
-    EngineConfig, DEFAULT_MAX_CALLS, DEFAULT_MAX_QUEUED_CALLS, DEFAULT_MAX_RESPONSE_BYTES,
-    DEFAULT_MAX_RETRY_AFTER, DEFAULT_MAX_STREAMS, DEFAULT_STREAM_BUFFER, DEFAULT_STREAM_BUFFER_BYTES,
+    EngineConfig, DEFAULT_MAX_CALLS, DEFAULT_MAX_INFLIGHT_BYTES, DEFAULT_MAX_QUEUED_CALLS,
+    DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_MAX_RETRY_AFTER, DEFAULT_MAX_STREAMS, DEFAULT_STREAM_BUFFER,
+    DEFAULT_STREAM_BUFFER_BYTES,
 };
 pub use error::EngineError;
 pub use events::{CommittedCatalog, CommittedEvents, EventSubscription};
@@ -160,6 +162,7 @@ impl Engine {
                     config.max_calls,
                     config.max_calls_per_step,
                     config.max_queued_calls,
+                    config.max_inflight_bytes,
                 ),
                 deferred_calls: std::sync::atomic::AtomicU64::new(0),
                 writer: writer::Writer::spawn(

@@ -47,6 +47,7 @@ pub mod names {
     pub const CALLS_IN_FLIGHT: &str = "tartan_calls_in_flight";
     pub const CALLS_QUEUED: &str = "tartan_calls_queued";
     pub const CALLS_DEFERRED: &str = "tartan_calls_deferred";
+    pub const RESPONSE_BYTES_HELD: &str = "tartan_response_bytes_held";
     pub const COMMIT_DURATION: &str = "tartan_commit_duration_seconds";
     pub const COMMIT_BATCH_SIZE: &str = "tartan_commit_batch_size";
     pub const LEASES_TAKEN_OVER: &str = "tartan_leases_taken_over";
@@ -397,6 +398,7 @@ pub struct Metrics {
     retry_lateness: Histogram,
     calls_in_flight: Gauge,
     calls_queued: Gauge,
+    response_bytes_held: Gauge,
     calls_deferred: Counter,
     commit_duration: Histogram,
     commit_batch_size: Histogram,
@@ -442,6 +444,7 @@ impl Metrics {
             retry_lateness: Histogram::new(exponential_buckets(0.001, 2.0, 16)),
             calls_in_flight: Gauge::default(),
             calls_queued: Gauge::default(),
+            response_bytes_held: Gauge::default(),
             calls_deferred: Counter::default(),
             // From 0.5 ms to about 4 s.
             commit_duration: Histogram::new(exponential_buckets(0.0005, 2.0, 14)),
@@ -525,6 +528,11 @@ impl Metrics {
             CALLS_QUEUED,
             "Calls of steps waiting for a call slot",
             self.calls_queued.clone(),
+        );
+        r.register(
+            RESPONSE_BYTES_HELD,
+            "Bytes of step response bodies held, from reading to recording (TARTAN_MAX_INFLIGHT_BYTES bounds them)",
+            self.response_bytes_held.clone(),
         );
         r.register(
             CALLS_DEFERRED,
@@ -770,6 +778,7 @@ impl Engine {
         m.retries_pending.set(gauge(retries));
         m.calls_in_flight.set(gauge(calls.running));
         m.calls_queued.set(gauge(calls.queued));
+        m.response_bytes_held.set(gauge(calls.response_bytes));
         let mut text = String::with_capacity(16 * 1024);
         prometheus_client::encoding::text::encode(&mut text, &m.registry)?;
         Ok(text)

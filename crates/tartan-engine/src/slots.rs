@@ -10,6 +10,9 @@
 //! however many steps hang, a step that holds none still finds a slot
 //! unless `max_calls` steps each hold one.
 //!
+//! Besides the slots, the calls share the budget of response bytes in
+//! flight (`budget`, `TARTAN_MAX_INFLIGHT_BYTES`).
+//!
 //! A waiting call is an entry in a queue, not a task: a task is spawned when
 //! it gets its slot. One small mutex guards the counts and the queues; it is
 //! held for a few integer updates per call, never across an await.
@@ -19,6 +22,7 @@ use std::sync::Mutex;
 
 use tokio_util::sync::CancellationToken;
 
+use crate::budget::ResponseBudget;
 use crate::dispatch::Call;
 
 /// A call admitted to this process: its number (to tell it from a later call
@@ -45,6 +49,8 @@ pub(crate) struct CallSlots {
     cap: usize,
     max_queued: usize,
     state: Mutex<SlotState>,
+    /// The bytes of response bodies the running calls may hold.
+    bytes: ResponseBudget,
 }
 
 #[derive(Default)]
@@ -70,17 +76,25 @@ pub struct CallCounts {
     pub running: usize,
     /// Calls waiting for one.
     pub queued: usize,
+    /// Bytes of response bodies held (`TARTAN_MAX_INFLIGHT_BYTES`).
+    pub response_bytes: usize,
 }
 
 impl CallSlots {
-    pub(crate) fn new(max: usize, cap: Option<usize>, max_queued: usize) -> Self {
+    pub(crate) fn new(max: usize, cap: Option<usize>, max_queued: usize, max_bytes: usize) -> Self {
         let max = max.max(1);
         Self {
             max,
             cap: cap.unwrap_or(max).clamp(1, max),
             max_queued,
             state: Mutex::default(),
+            bytes: ResponseBudget::new(max_bytes),
         }
+    }
+
+    /// The budget of response bytes the calls share.
+    pub(crate) fn bytes(&self) -> &ResponseBudget {
+        &self.bytes
     }
 
     /// The slots a step holding `own` of `running` may hold: half of those
@@ -106,6 +120,7 @@ impl CallSlots {
         CallCounts {
             running: st.running,
             queued: st.queued,
+            response_bytes: self.bytes.held_bytes(),
         }
     }
 
@@ -256,7 +271,7 @@ mod tests {
 
     #[test]
     fn a_step_holds_at_most_half_of_what_the_others_leave() {
-        let slots = CallSlots::new(8, None, 100);
+        let slots = CallSlots::new(8, None, 100, 1 << 20);
         // Alone, a step may hold half of the slots.
         assert!((0..4).all(|n| run(&slots, "a", n)));
         assert!(!run(&slots, "a", 4));
@@ -271,7 +286,8 @@ mod tests {
             slots.counts(),
             CallCounts {
                 running: 8,
-                queued: 4
+                queued: 4,
+                response_bytes: 0
             }
         );
         // A slot a gives back is over every waiting step's share now: it
@@ -284,7 +300,7 @@ mod tests {
 
     #[test]
     fn waiting_steps_are_served_in_turn_and_the_cap_holds() {
-        let slots = CallSlots::new(6, Some(1), 100);
+        let slots = CallSlots::new(6, Some(1), 100, 1 << 20);
         for step in ["a", "b", "c"] {
             assert!(run(&slots, step, 0));
             // The cap, though the rule would allow more.
@@ -299,14 +315,15 @@ mod tests {
             slots.counts(),
             CallCounts {
                 running: 3,
-                queued: 2
+                queued: 2,
+                response_bytes: 0
             }
         );
     }
 
     #[test]
     fn the_queue_is_bounded_and_aborted_calls_are_skipped() {
-        let slots = CallSlots::new(1, Some(1), 2);
+        let slots = CallSlots::new(1, Some(1), 2, 1 << 20);
         assert!(matches!(slots.admit(call("a", 0)), Admission::Run(_)));
         let aborted = call("a", 1);
         let cancel = aborted.cancel.clone();
@@ -323,7 +340,8 @@ mod tests {
             slots.counts(),
             CallCounts {
                 running: 0,
-                queued: 0
+                queued: 0,
+                response_bytes: 0
             }
         );
     }

@@ -235,14 +235,15 @@ impl Engine {
                     let config = &engine.inner.config;
                     let limits = dispatch::Limits {
                         max_response_bytes: config.max_response_bytes,
+                        budget: engine.inner.slots.bytes(),
                         max_retry_after_ms: u64::try_from(config.max_retry_after.as_millis())
                             .unwrap_or(u64::MAX),
                     };
                     let tracer = config.tracer.as_ref();
-                    let result =
+                    let (result, held) =
                         dispatch::perform(&engine.inner.http, &config.step_hosts, limits, tracer, &call).await;
                     engine.inner.metrics.call_ended(&call, &result, started.elapsed());
-                    Some(result)
+                    Some((result, held))
                 } => r,
                 // The flow was cancelled or timed out: dropping the request
                 // closes its connection; the decision is already recorded.
@@ -257,9 +258,12 @@ impl Engine {
             // token is cancelled now that it answered: there is nothing left
             // to abort, and a renewal that finds the row already recorded
             // must not take it for a lost lease.
-            if let Some(result) = outcome {
+            if let Some((result, held)) = outcome {
                 cancel.cancel();
                 engine.conclude(&call, result).await;
+                // The body's bytes are given back once its result is
+                // recorded (docs/durability.md, "Bytes in flight").
+                drop(held);
             }
             engine.forget_call(&call.token, id);
         });

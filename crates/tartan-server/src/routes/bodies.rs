@@ -119,6 +119,9 @@ pub(crate) struct HealthDetails {
     pub calls_queued: usize,
     pub max_queued_calls: usize,
     pub calls_deferred: u64,
+    /// Bytes of step response bodies held, from reading to recording.
+    pub response_bytes_held: usize,
+    pub max_inflight_bytes: usize,
 }
 
 /// `GET /ready`.

@@ -98,10 +98,18 @@ pub(crate) async fn plan(
 pub(crate) async fn get_one(
     State(engine): State<Engine>,
     Path(id): Path<String>,
-) -> Result<Json<FlowState>, ApiError> {
+) -> Result<axum::response::Response, ApiError> {
     let state = engine.flow(&id).await?;
-    Ok(Json(state))
+    // A large flow is sent as it is encoded (docs/api.md, "Large flows").
+    if state.data_bytes > STREAMED_FLOW_BYTES {
+        return Ok(super::streamed::json(state));
+    }
+    Ok(axum::response::IntoResponse::into_response(Json(state)))
 }
+
+/// A flow holding more bytes of inputs and outputs than this is sent as it
+/// is encoded rather than built whole first.
+const STREAMED_FLOW_BYTES: u64 = 1024 * 1024;
 
 #[derive(Deserialize, utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]

@@ -31,6 +31,9 @@ pub(crate) async fn health(State(engine): State<Engine>) -> Json<Health> {
             calls_queued: calls.queued,
             max_queued_calls: config.max_queued_calls,
             calls_deferred: deferred,
+            // docs/durability.md, "Bytes in flight".
+            response_bytes_held: calls.response_bytes,
+            max_inflight_bytes: config.max_inflight_bytes,
         },
     })
 }

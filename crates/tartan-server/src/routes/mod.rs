@@ -7,6 +7,7 @@ pub(crate) mod flows;
 pub(crate) mod health;
 mod history;
 pub(crate) mod steps;
+mod streamed;
 pub(crate) mod streams;
 pub(crate) mod webhooks;
 pub(crate) mod work;

@@ -28,15 +28,16 @@ use crate::dialect::{typed_values_list, values_list, work_values, Backend};
 use crate::error::StoreError;
 use crate::model::*;
 
+use super::values::{split, write_values, Stored};
 use super::{duration_us, json_text, returned_ids, FLOW, MIN_SNAPSHOT_TAIL, ROWS_PER_STATEMENT};
 
 type Tx<'c> = Transaction<'c, Any>;
 
-/// One decision of the batch, with its events' text (their size decides
-/// whether its flow's snapshot is written again).
+/// One decision of the batch, with its events' text as stored (their size
+/// decides whether its flow's snapshot is written again).
 struct Decision<'a> {
     commit: &'a FlowCommit,
-    texts: Vec<String>,
+    texts: Vec<Stored>,
     /// Why it did not pass, if it did not.
     refused: Option<StoreError>,
     /// Once committed: the global position of its first event (docs/api.md,
@@ -46,7 +47,7 @@ struct Decision<'a> {
 
 impl Decision<'_> {
     fn event_bytes(&self) -> i64 {
-        self.texts.iter().map(|t| t.len() as i64).sum()
+        self.texts.iter().map(Stored::full_bytes).sum()
     }
 
     fn sequence(&self) -> i64 {
@@ -73,11 +74,20 @@ impl SqlStore {
         let mut decisions = batch
             .iter()
             .map(|commit| {
+                // A value named by several events of the decision is kept
+                // once, with the first: each event's text is dropped as soon
+                // as it is split.
+                let mut held = HashSet::new();
                 let texts = commit
                     .events
                     .iter()
-                    .map(|e| e.data_text().map_err(|e| StoreError::Corrupt(e.to_string())))
-                    .collect::<Result<_, _>>()?;
+                    .map(|e| {
+                        let mut stored =
+                            split(e.data_text().map_err(|e| StoreError::Corrupt(e.to_string()))?)?;
+                        stored.values.retain(|(hash, _)| held.insert(hash.clone()));
+                        Ok(stored)
+                    })
+                    .collect::<Result<_, StoreError>>()?;
                 Ok(Decision {
                     commit,
                     texts,
@@ -108,6 +118,7 @@ impl SqlStore {
         let base = take_positions(&mut tx, &decisions).await?;
         assign_positions(&mut decisions, base);
         let passed: Vec<&Decision<'_>> = decisions.iter().filter(|d| d.refused.is_none()).collect();
+        write_values(&mut tx, self.backend, &event_values(&passed)).await?;
         append_events(&mut tx, self.backend, &passed).await?;
         write_work_items(&mut tx, self.backend, &passed).await?;
         label_flows(&mut tx, self.backend, &passed).await?;
@@ -121,6 +132,20 @@ fn verdicts(decisions: Vec<Decision<'_>>) -> Vec<Result<i64, StoreError>> {
         .into_iter()
         .map(|d| d.refused.map_or(Ok(d.position), Err))
         .collect()
+}
+
+/// The large values of the decisions' events, once per flow and value.
+fn event_values<'a>(passed: &[&'a Decision<'_>]) -> Vec<(&'a str, &'a str, &'a str)> {
+    let mut seen = HashSet::new();
+    let mut values = Vec::new();
+    for d in passed {
+        for (hash, text) in d.texts.iter().flat_map(|t| &t.values) {
+            if seen.insert((d.commit.flow_id.as_str(), hash.as_str())) {
+                values.push((d.commit.flow_id.as_str(), hash.as_str(), text.as_str()));
+            }
+        }
+    }
+    values
 }
 
 /// Take the global positions of the passed decisions' events: the range
@@ -292,19 +317,35 @@ async fn write_snapshots(
 ) -> Result<(), StoreError> {
     for chunk in which.chunks(ROWS_PER_STATEMENT) {
         let sql = format!(
-            "WITH v (id, state, seq, bytes) AS (VALUES {}) \
-             UPDATE flows SET state = v.state, snapshot_seq = v.seq, snapshot_bytes = v.bytes, tail_bytes = 0 \
-             FROM v WHERE flows.id = v.id",
-            typed_values_list(backend, chunk.len(), &["TEXT", "TEXT", "BIGINT", "BIGINT"])
+            "WITH v (id, state, refs, seq, bytes) AS (VALUES {}) \
+             UPDATE flows SET state = v.state, state_refs = v.refs, snapshot_seq = v.seq, snapshot_bytes = v.bytes, \
+             tail_bytes = 0 FROM v WHERE flows.id = v.id",
+            typed_values_list(backend, chunk.len(), &["TEXT", "TEXT", "TEXT", "BIGINT", "BIGINT"])
         );
+        let states = chunk
+            .iter()
+            .map(|&i| split(json_text(&*decisions[i].commit.state)?))
+            .collect::<Result<Vec<_>, StoreError>>()?;
+        let values: Vec<(&str, &str, &str)> = chunk
+            .iter()
+            .zip(&states)
+            .flat_map(|(&i, state)| {
+                let flow = decisions[i].commit.flow_id.as_str();
+                state
+                    .values
+                    .iter()
+                    .map(move |(h, v)| (flow, h.as_str(), v.as_str()))
+            })
+            .collect();
+        write_values(tx, backend, &values).await?;
         let mut q = sqlx::query(&sql);
-        for &i in chunk {
+        for (&i, state) in chunk.iter().zip(states) {
             let d = &decisions[i];
-            let state = json_text(&*d.commit.state)?;
-            let size = state.len() as i64;
+            let size = state.full_bytes();
             q = q
                 .bind(d.commit.flow_id.clone())
-                .bind(state)
+                .bind(state.skeleton)
+                .bind(state.refs)
                 .bind(d.sequence())
                 .bind(size);
         }
@@ -319,7 +360,7 @@ async fn append_events(
     backend: Backend,
     passed: &[&Decision<'_>],
 ) -> Result<(), StoreError> {
-    let events: Vec<(&FlowCommit, i64, i64, &str, &String)> = passed
+    let events: Vec<(&FlowCommit, i64, i64, &str, &Stored)> = passed
         .iter()
         .flat_map(|d| {
             let c = d.commit;
@@ -340,9 +381,9 @@ async fn append_events(
         .collect();
     for chunk in events.chunks(ROWS_PER_STATEMENT) {
         let sql = format!(
-            "INSERT INTO events (aggregate_type, aggregate_id, sequence, event_type, ts_us, data, global_position) \
-             VALUES {}",
-            values_list(backend, chunk.len(), 7)
+            "INSERT INTO events (aggregate_type, aggregate_id, sequence, event_type, ts_us, data, value_refs, \
+             value_bytes, global_position) VALUES {}",
+            values_list(backend, chunk.len(), 9)
         );
         let mut q = sqlx::query(&sql);
         for (c, seq, position, kind, data) in chunk {
@@ -352,7 +393,9 @@ async fn append_events(
                 .bind(*seq)
                 .bind(*kind)
                 .bind(to_us(c.at))
-                .bind((*data).clone())
+                .bind(data.skeleton.clone())
+                .bind(data.refs.clone())
+                .bind(data.refs.is_some().then_some(data.value_bytes))
                 .bind(*position);
         }
         q.execute(&mut **tx).await?;
@@ -509,13 +552,23 @@ impl JsonRows {
 /// The batch as five JSON arrays, one parameter each (Postgres parses each
 /// once): the flows to create and to advance, and the events, work items
 /// and labels of all (the statement keeps those of the flows that passed).
-fn batch_json(decisions: &[Decision<'_>]) -> Result<[String; 5], StoreError> {
+fn batch_json(decisions: &[Decision<'_>]) -> Result<[String; 6], StoreError> {
     let live = || decisions.iter().filter(|d| d.refused.is_none());
     let mut created = JsonRows::new();
     let mut advanced = JsonRows::new();
     let mut events = JsonRows::new();
     let mut work = JsonRows::new();
     let mut labels = JsonRows::new();
+    let mut values = JsonRows::new();
+    let live_decisions: Vec<&Decision<'_>> = live().collect();
+    for (flow, hash, text) in event_values(&live_decisions) {
+        values
+            .row()
+            .text("flow_id", Some(flow))
+            .text("hash", Some(hash))
+            .raw("data", text);
+        values.end_row();
+    }
     let mut ord = 0_i64;
     for d in live() {
         let c = d.commit;
@@ -558,7 +611,14 @@ fn batch_json(decisions: &[Decision<'_>]) -> Result<[String; 5], StoreError> {
                 .text("type", Some(e.type_name()))
                 .int("ts_us", Some(to_us(c.at)))
                 .int("ord", Some(ord))
-                .raw("data", text);
+                .text("refs", text.refs.as_deref())
+                .int("value_bytes", text.refs.is_some().then_some(text.value_bytes));
+            // A skeleton is not JSON (its values are cut out): it goes as a
+            // string; a whole text goes as JSON, which costs no escaping.
+            match text.refs {
+                Some(_) => events.text("skeleton", Some(&text.skeleton)),
+                None => events.raw("data", &text.skeleton),
+            };
             events.end_row();
             ord += 1;
         }
@@ -587,6 +647,7 @@ fn batch_json(decisions: &[Decision<'_>]) -> Result<[String; 5], StoreError> {
         events.finish(),
         work.finish(),
         labels.finish(),
+        values.finish(),
     ])
 }
 
@@ -619,16 +680,22 @@ async fn commit_in_one_statement(
           WHERE flows.id = v.id AND flows.sequence = v.base \
           RETURNING flows.id, flows.tail_bytes, flows.snapshot_bytes), \
         passed AS (SELECT id FROM created UNION ALL SELECT id FROM advanced), \
-        kept AS (SELECT e.flow_id, e.seq, e.type, e.ts_us, e.data, row_number() OVER (ORDER BY e.ord) AS k \
+        kept AS (SELECT e.flow_id, e.seq, e.type, e.ts_us, COALESCE(e.skeleton, CAST(e.data AS text)) AS data, \
+            e.refs, e.value_bytes, row_number() OVER (ORDER BY e.ord) AS k \
           FROM json_to_recordset(CAST($3 AS json)) AS e(flow_id text, seq bigint, type text, ts_us bigint, data json, \
-            ord bigint) \
+            skeleton text, refs text, value_bytes bigint, ord bigint) \
           WHERE e.flow_id IN (SELECT id FROM passed)), \
         positioned AS (UPDATE event_positions SET last = last + (SELECT count(*) FROM kept) WHERE id = 1 \
           RETURNING last - (SELECT count(*) FROM kept) AS base), \
         new_events AS (INSERT INTO events (aggregate_type, aggregate_id, sequence, event_type, ts_us, data, \
-            global_position) \
-          SELECT 'flow', k.flow_id, k.seq, k.type, k.ts_us, CAST(k.data AS text), p.base + k.k \
+            value_refs, value_bytes, global_position) \
+          SELECT 'flow', k.flow_id, k.seq, k.type, k.ts_us, k.data, k.refs, k.value_bytes, p.base + k.k \
           FROM kept AS k CROSS JOIN positioned AS p), \
+        new_values AS (INSERT INTO flow_values (flow_id, hash, data) \
+          SELECT v.flow_id, v.hash, CAST(v.data AS text) \
+          FROM json_to_recordset(CAST($6 AS json)) AS v(flow_id text, hash text, data json) \
+          WHERE v.flow_id IN (SELECT id FROM passed) \
+          ON CONFLICT (flow_id, hash) DO NOTHING), \
         new_work AS (INSERT INTO work_items (token, flow_id, step_id, status, attempt, retry_count, due_us, \
             lease_owner, lease_expires_us, created_us, updated_us, detail) \
           SELECT w.token, w.flow_id, w.step_id, w.status, w.attempt, w.retry_count, w.due_us, w.lease_owner, \
@@ -650,13 +717,14 @@ async fn commit_in_one_statement(
             now = Backend::Postgres.now_us()
         )
     });
-    let [created, advanced, events, work, labels] = batch_json(decisions)?;
+    let [created, advanced, events, work, labels, values] = batch_json(decisions)?;
     let query = sqlx::query(SQL.as_str())
         .bind(created)
         .bind(advanced)
         .bind(events)
         .bind(work)
-        .bind(labels);
+        .bind(labels)
+        .bind(values);
     let rows = store.fetch_on_committer(query).await?;
     let mut created = HashSet::new();
     let mut advanced = HashMap::new();
@@ -708,18 +776,28 @@ async fn write_snapshots_after(
 ) -> Result<(), StoreError> {
     for &i in which {
         let d = &decisions[i];
-        let state = json_text(&*d.commit.state)?;
-        let size = state.len() as i64;
+        let state = split(json_text(&*d.commit.state)?)?;
+        let size = state.full_bytes();
+        let mut tx = pool.begin().await?;
+        let flow = d.commit.flow_id.as_str();
+        let values: Vec<(&str, &str, &str)> = state
+            .values
+            .iter()
+            .map(|(h, v)| (flow, h.as_str(), v.as_str()))
+            .collect();
+        write_values(&mut tx, Backend::Postgres, &values).await?;
         sqlx::query(
-            "UPDATE flows SET state = $1, snapshot_seq = $2, snapshot_bytes = $3, tail_bytes = 0 \
-             WHERE id = $4 AND snapshot_seq < $2",
+            "UPDATE flows SET state = $1, state_refs = $2, snapshot_seq = $3, snapshot_bytes = $4, tail_bytes = 0 \
+             WHERE id = $5 AND snapshot_seq < $3",
         )
-        .bind(state)
+        .bind(state.skeleton)
+        .bind(state.refs)
         .bind(d.sequence())
         .bind(size)
         .bind(d.commit.flow_id.clone())
-        .execute(pool)
+        .execute(&mut *tx)
         .await?;
+        tx.commit().await?;
     }
     Ok(())
 }

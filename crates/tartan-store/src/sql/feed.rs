@@ -11,7 +11,7 @@ use crate::error::StoreError;
 use crate::model::*;
 
 use super::history::fitting;
-use super::{off_workers, stored_event};
+use super::{off_workers, stored_event, values};
 
 /// A page looks at most this many positions ahead, so that a filter that
 /// matches little costs a bounded scan per statement.
@@ -61,7 +61,7 @@ impl SqlStore {
         }
         // The sizes first, then the events that fit (as `events_page`).
         let sizes_sql = format!(
-            "SELECT global_position, CAST(octet_length(data) AS BIGINT) AS size FROM events \
+            "SELECT global_position, CAST(octet_length(data) + COALESCE(value_bytes, 0) AS BIGINT) AS size FROM events \
              WHERE global_position > $1 AND global_position <= $2{filters} ORDER BY global_position LIMIT ${}",
             n + 1
         );
@@ -86,12 +86,14 @@ impl SqlStore {
             });
         };
         let events_sql = format!(
-            "SELECT aggregate_type, aggregate_id, sequence, event_type, ts_us, data, global_position FROM events \
+            "SELECT aggregate_type, aggregate_id, sequence, event_type, ts_us, data, value_refs, global_position \
+             FROM events \
              WHERE global_position > $1 AND global_position <= $2{filters} ORDER BY global_position"
         );
         let rows = bound(&events_sql, after, last, filter)
             .fetch_all(&self.api)
             .await?;
+        let texts = values::resolve(&self.api, &rows, "data", "value_refs", "aggregate_id").await?;
         drop(_turn);
         // Cut short (by count or bytes): the next page starts after the last
         // event taken; else every position up to `upto` was looked at.
@@ -103,10 +105,11 @@ impl SqlStore {
         off_workers(move || {
             let events = rows
                 .iter()
-                .map(|row| {
+                .zip(&texts)
+                .map(|(row, text)| {
                     Ok(FeedEvent {
                         position: row.try_get("global_position")?,
-                        event: stored_event(row)?,
+                        event: stored_event(row, text)?,
                     })
                 })
                 .collect::<Result<Vec<_>, StoreError>>()?;

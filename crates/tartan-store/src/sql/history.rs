@@ -8,7 +8,7 @@ use crate::connection::SqlStore;
 use crate::error::StoreError;
 use crate::model::*;
 
-use super::{off_workers, stored_event};
+use super::{off_workers, stored_event, values};
 
 impl SqlStore {
     /// At most `limit` events of one aggregate with a sequence after
@@ -28,7 +28,7 @@ impl SqlStore {
         // (aggregate_type, aggregate_id, sequence) serves both the filter
         // and the order.
         let sizes = sqlx::query(
-            "SELECT sequence, CAST(octet_length(data) AS BIGINT) AS size FROM events \
+            "SELECT sequence, CAST(octet_length(data) + COALESCE(value_bytes, 0) AS BIGINT) AS size FROM events \
              WHERE aggregate_type = $1 AND aggregate_id = $2 AND sequence > $3 ORDER BY sequence LIMIT $4",
         )
         .bind(aggregate_type)
@@ -47,7 +47,7 @@ impl SqlStore {
         // Sequences are gap-free within an aggregate, so these are the rows
         // measured (fewer if retention deleted the flow meanwhile).
         let rows = sqlx::query(
-            "SELECT aggregate_type, aggregate_id, sequence, event_type, ts_us, data FROM events \
+            "SELECT aggregate_type, aggregate_id, sequence, event_type, ts_us, data, value_refs FROM events \
              WHERE aggregate_type = $1 AND aggregate_id = $2 AND sequence > $3 AND sequence <= $4 \
              ORDER BY sequence",
         )
@@ -58,8 +58,13 @@ impl SqlStore {
         .fetch_all(&self.api)
         .await?;
         let more = sizes.len() > taken;
+        let texts = values::resolve(&self.api, &rows, "data", "value_refs", "aggregate_id").await?;
         off_workers(move || {
-            let mut events = rows.iter().map(stored_event).collect::<Result<Vec<_>, _>>()?;
+            let mut events = rows
+                .iter()
+                .zip(&texts)
+                .map(|(row, text)| stored_event(row, text))
+                .collect::<Result<Vec<_>, _>>()?;
             events.shrink_to_fit();
             Ok(EventPage {
                 events,

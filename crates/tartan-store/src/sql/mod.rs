@@ -8,6 +8,8 @@
 //! - `history`: event histories a page at a time.
 //! - `purge`: deleting finished flows past their retention.
 //! - `bulk`: bulk jobs, their snapshotted flows and their leases.
+//! - `values`: large values stored once per flow, cut out of events and
+//!   snapshots and spliced back on reading.
 
 mod bulk;
 mod claims;
@@ -15,6 +17,7 @@ mod commit;
 mod feed;
 mod history;
 mod purge;
+mod values;
 
 use async_trait::async_trait;
 
@@ -76,15 +79,15 @@ pub(super) fn work_key(r: &AnyRow) -> Result<WorkKey, StoreError> {
     })
 }
 
-fn stored_event(row: &AnyRow) -> Result<StoredEvent, StoreError> {
-    let data: String = row.try_get("data")?;
+/// An event's row, with its data as written (`values::resolve`).
+fn stored_event(row: &AnyRow, data: &str) -> Result<StoredEvent, StoreError> {
     Ok(StoredEvent {
         aggregate_type: row.try_get("aggregate_type")?,
         aggregate_id: row.try_get("aggregate_id")?,
         sequence: row.try_get("sequence")?,
         event_type: row.try_get("event_type")?,
         timestamp: from_us(row.try_get("ts_us")?),
-        data: serde_json::from_str(&data)?,
+        data: serde_json::from_str(data)?,
     })
 }
 
@@ -248,7 +251,12 @@ impl Store for SqlStore {
         .bind(CATALOG)
         .fetch_all(&self.api)
         .await?;
-        off_workers(move || rows.iter().map(stored_event).collect()).await
+        off_workers(move || {
+            rows.iter()
+                .map(|row| stored_event(row, &row.try_get::<String, _>("data")?))
+                .collect()
+        })
+        .await
     }
 
     async fn catalog_events_page(
@@ -304,19 +312,29 @@ impl Store for SqlStore {
         // change once written, so the two reads agree without a transaction
         // even while another process commits (docs/durability.md, "Flow
         // snapshots").
-        let row = sqlx::query("SELECT sequence, state, snapshot_seq FROM flows WHERE id = $1")
-            .bind(flow_id)
-            .fetch_optional(&self.read)
-            .await?;
+        let row =
+            sqlx::query("SELECT id, sequence, state, state_refs, snapshot_seq FROM flows WHERE id = $1")
+                .bind(flow_id)
+                .fetch_optional(&self.read)
+                .await?;
         let Some(row) = row else {
             return Ok(None);
         };
         let sequence: i64 = row.try_get("sequence")?;
         let from: i64 = row.try_get("snapshot_seq")?;
-        let snapshot: String = row.try_get("state")?;
+        let snapshot = values::resolve(
+            &self.read,
+            std::slice::from_ref(&row),
+            "state",
+            "state_refs",
+            "id",
+        )
+        .await?
+        .pop()
+        .unwrap_or_default();
         let tail = if from < sequence {
             sqlx::query(
-                "SELECT aggregate_type, aggregate_id, sequence, event_type, ts_us, data FROM events \
+                "SELECT aggregate_type, aggregate_id, sequence, event_type, ts_us, data, value_refs FROM events \
                  WHERE aggregate_type = $1 AND aggregate_id = $2 AND sequence > $3 AND sequence <= $4 \
                  ORDER BY sequence",
             )
@@ -329,12 +347,14 @@ impl Store for SqlStore {
         } else {
             Vec::new()
         };
+        let texts = values::resolve(&self.read, &tail, "data", "value_refs", "aggregate_id").await?;
         let id = flow_id.to_string();
         let state = off_workers(move || {
             let events = tail
                 .iter()
-                .map(|r| {
-                    let stored = stored_event(r)?;
+                .zip(&texts)
+                .map(|(r, text)| {
+                    let stored = stored_event(r, text)?;
                     Ok((event_of(&stored)?, stored.timestamp))
                 })
                 .collect::<Result<Vec<_>, StoreError>>()?;
@@ -421,14 +441,21 @@ impl Store for SqlStore {
     async fn flow_events(&self, flow_id: &str) -> Result<Vec<StoredEvent>, StoreError> {
         let _turn = self.api_turn().await?;
         let rows = sqlx::query(
-            "SELECT aggregate_type, aggregate_id, sequence, event_type, ts_us, data FROM events \
+            "SELECT aggregate_type, aggregate_id, sequence, event_type, ts_us, data, value_refs FROM events \
              WHERE aggregate_type = $1 AND aggregate_id = $2 ORDER BY sequence",
         )
         .bind(FLOW)
         .bind(flow_id)
         .fetch_all(&self.api)
         .await?;
-        off_workers(move || rows.iter().map(stored_event).collect()).await
+        let texts = values::resolve(&self.api, &rows, "data", "value_refs", "aggregate_id").await?;
+        off_workers(move || {
+            rows.iter()
+                .zip(&texts)
+                .map(|(row, text)| stored_event(row, text))
+                .collect()
+        })
+        .await
     }
 
     async fn flow_events_page(

@@ -55,6 +55,7 @@ impl SqlStore {
                 format!("DELETE FROM events WHERE aggregate_type = '{FLOW}' AND aggregate_id IN {list}"),
                 format!("DELETE FROM work_items WHERE flow_id IN {list}"),
                 format!("DELETE FROM flow_labels WHERE flow_id IN {list}"),
+                format!("DELETE FROM flow_values WHERE flow_id IN {list}"),
             ] {
                 let mut query = sqlx::query(&sql);
                 for id in chunk {
