@@ -28,6 +28,18 @@ both_backends!(
     a_connection_that_falls_behind_the_bus_is_told_and_closed,
 );
 
+/// An engine whose bus holds one byte, with the step `quick` registered
+/// (and its server, kept alive by the caller).
+async fn one_byte_bus(db: TestDb) -> (TestApp, StepServer) {
+    let app = start_on_with(db, "ws", |c| c.stream_buffer_bytes = 1).await;
+    let svc = StepServer::start(|_, _| json_reply(200, json!({"q": "1"}))).await;
+    let r = app
+        .register(&sync_step("quick", &svc.url("/q"), &["seed"], &["q"]))
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED);
+    (app, svc)
+}
+
 /// Start 50 flows of the one step `quick` at once, named by `round`.
 async fn start_round(app: &TestApp, round: usize) {
     let starts = (0..50).map(|k| async move {
@@ -543,12 +555,7 @@ async fn a_connection_that_falls_behind_the_bus_is_told_and_closed(backend: Back
     let Some(db) = TestDb::create(backend).await else {
         return;
     };
-    let app = start_on_with(db, "ws", |c| c.stream_buffer_bytes = 1).await;
-    let svc = StepServer::start(|_, _| json_reply(200, json!({"q": "1"}))).await;
-    let r = app
-        .register(&sync_step("quick", &svc.url("/q"), &["seed"], &["q"]))
-        .await;
-    assert_eq!(r.status, StatusCode::CREATED);
+    let (app, _svc) = one_byte_bus(db).await;
     let mut ws = open(&app).await;
     ws.subscribe(json!({"sub_id": "all", "aggregate_ids": [["flow"]]}))
         .await;
@@ -595,12 +602,7 @@ async fn a_connection_following_no_flow_is_not_cut_off() {
     let Some(db) = TestDb::create(Backend::Sqlite).await else {
         return;
     };
-    let app = start_on_with(db, "ws", |c| c.stream_buffer_bytes = 1).await;
-    let svc = StepServer::start(|_, _| json_reply(200, json!({"q": "1"}))).await;
-    let r = app
-        .register(&sync_step("quick", &svc.url("/q"), &["seed"], &["q"]))
-        .await;
-    assert_eq!(r.status, StatusCode::CREATED);
+    let (app, _svc) = one_byte_bus(db).await;
     let mut idle = open(&app).await;
     let mut follower = open(&app).await;
     follower

@@ -307,6 +307,7 @@ pub(super) async fn write_values(
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use serde_json::json;
