@@ -114,7 +114,8 @@ impl WorkStatus {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct AttributeValue {
-    pub value: Value,
+    #[cfg_attr(feature = "openapi", schema(value_type = serde_json::Value))]
+    pub value: crate::json::Shared,
     #[cfg_attr(feature = "openapi", schema(value_type = String, format = DateTime))]
     pub set_at: Time,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -306,7 +307,7 @@ pub struct ExecutionState {
     pub inputs: std::sync::Arc<crate::json::StepInputs>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "openapi", schema(value_type = Option<Object>))]
-    pub outputs: Option<Args>,
+    pub outputs: Option<crate::json::Outputs>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -339,7 +340,7 @@ pub struct WorkState {
     pub inputs: Args,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "openapi", schema(value_type = Option<Object>))]
-    pub outputs: Option<Args>,
+    pub outputs: Option<crate::json::Outputs>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -470,7 +471,7 @@ pub enum FlowEvent {
         flow_id: String,
         step_id: String,
         token: String,
-        outputs: Args,
+        outputs: crate::json::Outputs,
         attempt: u32,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         http_status: Option<u16>,
@@ -587,12 +588,12 @@ pub enum FlowEvent {
         flow_id: String,
         step_id: String,
         key: String,
-        value: Value,
+        value: crate::json::Shared,
     },
     StepCompleted {
         flow_id: String,
         step_id: String,
-        outputs: Args,
+        outputs: crate::json::Outputs,
         duration: i64,
     },
     StepFailed {
@@ -645,7 +646,7 @@ pub enum FlowEvent {
     },
     FlowCompleted {
         flow_id: String,
-        result: Args,
+        result: crate::json::Outputs,
     },
     FlowFailed {
         flow_id: String,
@@ -922,7 +923,7 @@ impl FlowState {
                 let vals: Vec<AttributeValue> = values
                     .iter()
                     .map(|v| AttributeValue {
-                        value: v.clone(),
+                        value: v.clone().into(),
                         set_at: at,
                         step: None,
                     })

@@ -6,6 +6,74 @@ use serde_json::Value;
 /// A JSON object of named values (inputs, outputs).
 pub type Args = serde_json::Map<String, Value>;
 
+/// A JSON value held once however many places name it. A step's output is
+/// named by its work item, the attribute it sets, its step and, for a goal,
+/// the flow's result, in the state and in the events that set each: shared,
+/// a 7 MB output costs 7 MB, not 7 MB for each of them (docs/durability.md,
+/// "Large values"). Cloning it is cheap; it reads and writes as the value.
+#[derive(Clone, PartialEq)]
+pub struct Shared(std::sync::Arc<Value>);
+
+impl Shared {
+    pub fn new(value: Value) -> Self {
+        Self(std::sync::Arc::new(value))
+    }
+}
+
+impl std::ops::Deref for Shared {
+    type Target = Value;
+    fn deref(&self) -> &Value {
+        &self.0
+    }
+}
+
+impl AsRef<Value> for Shared {
+    fn as_ref(&self) -> &Value {
+        &self.0
+    }
+}
+
+impl From<Value> for Shared {
+    fn from(value: Value) -> Self {
+        Self::new(value)
+    }
+}
+
+impl std::fmt::Debug for Shared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl serde::Serialize for Shared {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.0.serialize(serializer)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Shared {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Value::deserialize(deserializer).map(Shared::new)
+    }
+}
+
+/// A step's outputs by name, each value shared (`Shared`), in the order
+/// the step returned them.
+pub type Outputs = indexmap::IndexMap<String, Shared>;
+
+/// Outputs from the values a step returned, moved, not copied.
+pub fn outputs_of(args: Args) -> Outputs {
+    args.into_iter().map(|(k, v)| (k, Shared::new(v))).collect()
+}
+
+/// The outputs as plain values (a copy: for the rare call that sends them).
+pub fn args_of(outputs: &Outputs) -> Args {
+    outputs
+        .iter()
+        .map(|(k, v)| (k.clone(), Value::clone(v)))
+        .collect()
+}
+
 /// The length of `value` written as JSON, counted without keeping the text.
 pub fn json_len(value: &impl serde::Serialize) -> u64 {
     struct Count(u64);

@@ -13,6 +13,7 @@ use tartan_core::flow::{
     ApplyError, AttributeValue, FlowEvent, FlowOptions, FlowState, FlowStatus, StepStatus, Time, WorkState,
     WorkStatus,
 };
+use tartan_core::json::outputs_of;
 use tartan_core::machine::{apply, AttemptResult, Command, Context, Dispatch, Effect, Transition, Wake};
 use tartan_core::outcome::{AttemptOutcome, FailureCause};
 use tartan_core::plan::{start_plan, InitArgs};
@@ -250,7 +251,7 @@ fn starting_a_flow_starts_only_the_first_step_of_a_chain() {
 fn the_initial_inputs_are_attributes_without_a_step() {
     let (run, _) = start_chain();
     let expected = AttributeValue {
-        value: json!(1),
+        value: json!(1).into(),
         set_at: t(0),
         step: None,
     };
@@ -358,7 +359,7 @@ fn a_successful_result_sets_the_mapped_outputs_with_their_provenance() {
         ]
     );
     let expected = AttributeValue {
-        value: json!(5),
+        value: json!(5).into(),
         set_at: t(2),
         step: Some("a".into()),
     };
@@ -371,13 +372,16 @@ fn a_successful_result_sets_the_mapped_outputs_with_their_provenance() {
 
     let a = &run.state.executions["a"];
     assert_eq!(a.status, StepStatus::Completed);
-    assert_eq!(a.outputs, Some(args(json!({ "x": 5 }))));
+    assert_eq!(a.outputs, Some(outputs_of(args(json!({ "x": 5 })))));
     assert_eq!(a.completed_at, Some(t(2)));
     assert_eq!(a.duration, Some(2000));
 
     let work = run.work("a");
     assert_eq!(work.status, WorkStatus::Succeeded);
-    assert_eq!(work.outputs, Some(args(json!({ "xOut": 5, "extra": true }))));
+    assert_eq!(
+        work.outputs,
+        Some(outputs_of(args(json!({ "xOut": 5, "extra": true }))))
+    );
     assert_eq!(
         work.attempts[0].outcome.map(AttemptOutcome::as_str),
         Some("success")
@@ -416,7 +420,7 @@ fn a_flow_completes_with_its_goals_outputs_and_is_deactivated() {
         ]
     );
     assert!(
-        matches!(&tx.events[3], FlowEvent::FlowCompleted { result, .. } if *result == args(json!({ "z": 3 })))
+        matches!(&tx.events[3], FlowEvent::FlowCompleted { result, .. } if *result == outputs_of(args(json!({ "z": 3 }))))
     );
     assert_eq!(run.state.status, FlowStatus::Completed);
     assert_eq!(run.state.completed_at, Some(t(3)));
@@ -690,7 +694,7 @@ fn after_a_redispatch_only_the_new_attempt_counts() {
     assert_eq!(types(&tx), ["work_late_result"]);
     let tx = run.record("a", "tok-1", 2, ok(json!({ "x": "new" })), t(32));
     assert_eq!(tx.dispatches(), [dispatch("b", "tok-2", 1)]);
-    assert_eq!(run.state.attributes["x"][0].value, json!("new"));
+    assert_eq!(*run.state.attributes["x"][0].value, json!("new"));
 }
 
 #[test]

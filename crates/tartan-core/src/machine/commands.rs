@@ -91,7 +91,7 @@ pub(super) fn record(
                 flow_id,
                 step_id: step_id.to_string(),
                 token: token.to_string(),
-                outputs,
+                outputs: crate::json::outputs_of(outputs),
                 attempt,
                 http_status,
             })?;

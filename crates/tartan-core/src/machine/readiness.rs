@@ -8,7 +8,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::flow::{ApplyError, FlowEvent, FlowState, FlowStatus, StepStatus, WorkStatus};
-use crate::json::{json_kind, Args};
+use crate::json::{json_kind, Args, Outputs, Shared};
 use crate::plan::{ExecutionPlan, InitArgs};
 use crate::step::{AttributeSpec, Collect, Step};
 
@@ -35,7 +35,10 @@ pub(super) fn finish_step_if_done(tx: &mut Transition, step_id: &str) -> Result<
     let Some(step) = tx.state.plan.steps.get(step_id).cloned() else {
         return Err(ApplyError::UnknownStep(step_id.to_string()));
     };
-    let mut items: Vec<(u32, Args, Args)> = exec
+    // The items' outputs are shared, not copied (cloning `Outputs` clones
+    // handles): a single item's output is the attribute's value and the
+    // step's output as it is.
+    let mut items: Vec<(u32, Args, Outputs)> = exec
         .work_items
         .values()
         .map(|w| (w.index, w.inputs.clone(), w.outputs.clone().unwrap_or_default()))
@@ -48,7 +51,7 @@ pub(super) fn finish_step_if_done(tx: &mut Transition, step_id: &str) -> Result<
         .filter(|(_, a)| a.for_each())
         .map(|(n, _)| (n, step.inner_name(n)))
         .collect();
-    let mut outputs = Args::new();
+    let mut outputs = Outputs::new();
     for (name, _) in step.outputs() {
         let inner = step.inner_name(name);
         let value = if for_each.is_empty() {
@@ -58,7 +61,7 @@ pub(super) fn finish_step_if_done(tx: &mut Transition, step_id: &str) -> Result<
             }
         } else {
             // Each element carries its for_each inputs and its output (Argyll).
-            Value::Array(
+            Shared::new(Value::Array(
                 items
                     .iter()
                     .filter_map(|(_, inputs, out)| {
@@ -69,11 +72,11 @@ pub(super) fn finish_step_if_done(tx: &mut Transition, step_id: &str) -> Result<
                                 element.insert((*attr).clone(), x.clone());
                             }
                         }
-                        element.insert(name.clone(), v.clone());
+                        element.insert(name.clone(), Value::clone(v));
                         Some(Value::Object(element))
                     })
                     .collect(),
-            )
+            ))
         };
         outputs.insert(name.clone(), value.clone());
         tx.emit(FlowEvent::AttributeSet {
@@ -103,7 +106,7 @@ fn input_state(state: &FlowState, name: &str, attr: &AttributeSpec) -> InputStat
     let values: Vec<&Value> = state
         .attributes
         .get(name)
-        .map(|v| v.iter().map(|a| &a.value).collect())
+        .map(|v| v.iter().map(|a| a.value.as_ref()).collect())
         .unwrap_or_default();
     let providers: Vec<StepStatus> = state
         .plan
@@ -541,8 +544,8 @@ fn failed_goal(state: &FlowState) -> Option<(String, Option<Value>)> {
     })
 }
 
-fn goal_outputs(state: &FlowState) -> Args {
-    let mut result = Args::new();
+fn goal_outputs(state: &FlowState) -> Outputs {
+    let mut result = Outputs::new();
     for goal in &state.plan.goals {
         if let Some(outputs) = state.executions.get(goal).and_then(|e| e.outputs.as_ref()) {
             for (k, v) in outputs {

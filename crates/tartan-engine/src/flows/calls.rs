@@ -137,7 +137,11 @@ impl Engine {
             .then(|| self.webhook_url(&tx.state.id, &step.id, &d.token, d.attempt));
         let body = if d.compensate {
             // Placeholders from inputs and outputs, outputs win.
-            let outputs = work.outputs.clone().unwrap_or_default();
+            let outputs = work
+                .outputs
+                .as_ref()
+                .map(tartan_core::json::args_of)
+                .unwrap_or_default();
             placeholders.extend(outputs.iter().map(|(k, v)| (k.clone(), v.clone())));
             let body = serde_json::json!({ "input": inputs.to_args(), "output": outputs });
             Some(CallBody::Json(body))
