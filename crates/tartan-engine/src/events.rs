@@ -47,21 +47,7 @@ impl CommittedEvents {
 /// What a batch weighs on the bus: its events as JSON. Measured, not
 /// guessed, so that one large output counts for what it is.
 pub(crate) fn json_bytes(value: &impl serde::Serialize) -> usize {
-    struct Count(usize);
-    impl std::io::Write for Count {
-        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-            self.0 += bytes.len();
-            Ok(bytes.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut count = Count(0);
-    // Counting cannot fail; an event that cannot be written counts as
-    // what was written of it.
-    let _ = serde_json::to_writer(&mut count, value);
-    count.0
+    usize::try_from(tartan_core::json::json_len(value)).unwrap_or(usize::MAX)
 }
 
 impl CommittedEvents {
