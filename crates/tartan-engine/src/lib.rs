@@ -284,7 +284,7 @@ impl Engine {
         self.hand_back(&[]).await;
     }
 
-    /// Hand back this node's leases but those of `keep` (see `Store::hand_back`).
+    /// Hand back this node's leases but those of `keep` (see `WorkStore::hand_back`).
     async fn hand_back(&self, keep: &[String]) {
         match self.inner.store.hand_back(&self.inner.config.node_id, keep).await {
             Ok(0) => {}

@@ -2,12 +2,14 @@
 //! each matched (snapshotted when it is created), and the lease one process
 //! runs a job under.
 
+use async_trait::async_trait;
 use sqlx::any::AnyRow;
 use sqlx::Row;
 
 use crate::connection::SqlStore;
 use crate::error::StoreError;
 use crate::model::*;
+use crate::{BulkJobStore, BulkRunStore};
 
 use super::{bind_all, duration_us, json_text, Bind, FLOW};
 
@@ -106,8 +108,9 @@ fn filter_where(backend: crate::dialect::Backend, filter: &BulkFilter, binds: &m
     sql
 }
 
-impl SqlStore {
-    pub(super) async fn count_bulk_sql(&self, filter: &BulkFilter) -> Result<u64, StoreError> {
+#[async_trait]
+impl BulkJobStore for SqlStore {
+    async fn count_bulk_matches(&self, filter: &BulkFilter) -> Result<u64, StoreError> {
         let mut binds = Vec::new();
         let sql = format!(
             "SELECT COUNT(*) AS n FROM flows f WHERE {}",
@@ -118,11 +121,7 @@ impl SqlStore {
         Ok(u64::try_from(row.try_get::<i64, _>("n")?).unwrap_or(0))
     }
 
-    pub(super) async fn create_bulk_sql(
-        &self,
-        job: &NewBulkJob,
-        max: u64,
-    ) -> Result<BulkCreated, StoreError> {
+    async fn create_bulk_job(&self, job: &NewBulkJob, max: u64) -> Result<BulkCreated, StoreError> {
         let mut tx = self.write.begin().await?;
         let mut binds = Vec::new();
         let conditions = filter_where(self.backend, &job.filter, &mut binds);
@@ -184,7 +183,7 @@ impl SqlStore {
         Ok(BulkCreated::Created(Box::new(created)))
     }
 
-    pub(super) async fn bulk_job_sql(&self, id: &str) -> Result<Option<BulkJob>, StoreError> {
+    async fn bulk_job(&self, id: &str) -> Result<Option<BulkJob>, StoreError> {
         let row = sqlx::query(&format!("SELECT {JOB_COLUMNS} FROM bulk_jobs WHERE id = $1"))
             .bind(id)
             .fetch_optional(&self.read)
@@ -192,7 +191,7 @@ impl SqlStore {
         row.as_ref().map(job_of).transpose()
     }
 
-    pub(super) async fn bulk_jobs_sql(&self, limit: usize) -> Result<Vec<BulkJob>, StoreError> {
+    async fn bulk_jobs(&self, limit: usize) -> Result<Vec<BulkJob>, StoreError> {
         let _turn = self.api_turn().await?;
         let rows = sqlx::query(&format!(
             "SELECT {JOB_COLUMNS} FROM bulk_jobs ORDER BY created_us DESC, id DESC LIMIT $1"
@@ -203,12 +202,7 @@ impl SqlStore {
         rows.iter().map(job_of).collect()
     }
 
-    pub(super) async fn bulk_items_sql(
-        &self,
-        id: &str,
-        state: &str,
-        limit: usize,
-    ) -> Result<Vec<BulkItem>, StoreError> {
+    async fn bulk_items(&self, id: &str, state: &str, limit: usize) -> Result<Vec<BulkItem>, StoreError> {
         let _turn = self.api_turn().await?;
         let rows = sqlx::query(
             "SELECT flow_id, state, detail, at_us FROM bulk_items WHERE job_id = $1 AND state = $2 \
@@ -231,7 +225,25 @@ impl SqlStore {
             .collect()
     }
 
-    pub(super) async fn claim_bulk_sql(
+    async fn cancel_bulk_job(&self, id: &str) -> Result<Option<BulkJob>, StoreError> {
+        sqlx::query(&format!(
+            "UPDATE bulk_jobs SET status = 'cancelled', finished_us = $1 WHERE id = $2 AND {UNFINISHED}"
+        ))
+        .bind(to_us(chrono::Utc::now()))
+        .bind(id)
+        .execute(&self.write)
+        .await?;
+        let row = sqlx::query(&format!("SELECT {JOB_COLUMNS} FROM bulk_jobs WHERE id = $1"))
+            .bind(id)
+            .fetch_optional(&self.write)
+            .await?;
+        row.as_ref().map(job_of).transpose()
+    }
+}
+
+#[async_trait]
+impl BulkRunStore for SqlStore {
+    async fn claim_bulk_job(
         &self,
         node: &str,
         lease: std::time::Duration,
@@ -263,7 +275,7 @@ impl SqlStore {
         row.as_ref().map(job_of).transpose()
     }
 
-    pub(super) async fn bulk_pending_sql(&self, id: &str, limit: usize) -> Result<Vec<String>, StoreError> {
+    async fn bulk_pending(&self, id: &str, limit: usize) -> Result<Vec<String>, StoreError> {
         let rows = sqlx::query(
             "SELECT flow_id FROM bulk_items WHERE job_id = $1 AND state = 'pending' ORDER BY position LIMIT $2",
         )
@@ -276,7 +288,7 @@ impl SqlStore {
             .collect()
     }
 
-    pub(super) async fn finish_bulk_item_sql(
+    async fn finish_bulk_item(
         &self,
         id: &str,
         node: &str,
@@ -325,7 +337,7 @@ impl SqlStore {
         Ok(status == "running")
     }
 
-    pub(super) async fn renew_bulk_sql(
+    async fn renew_bulk_lease(
         &self,
         id: &str,
         node: &str,
@@ -344,12 +356,7 @@ impl SqlStore {
         Ok(renewed > 0)
     }
 
-    pub(super) async fn end_bulk_sql(
-        &self,
-        id: &str,
-        node: &str,
-        status: BulkEnd,
-    ) -> Result<bool, StoreError> {
+    async fn end_bulk_job(&self, id: &str, node: &str, status: BulkEnd) -> Result<bool, StoreError> {
         let done = sqlx::query(
             "UPDATE bulk_jobs SET status = $1, finished_us = $2, lease_owner = NULL, \
              lease_expires_us = NULL WHERE id = $3 AND lease_owner = $4 AND status = 'running'",
@@ -367,7 +374,7 @@ impl SqlStore {
         Ok(done > 0)
     }
 
-    pub(super) async fn release_bulk_sql(&self, id: &str, node: &str) -> Result<(), StoreError> {
+    async fn release_bulk_job(&self, id: &str, node: &str) -> Result<(), StoreError> {
         sqlx::query(
             "UPDATE bulk_jobs SET lease_owner = NULL, lease_expires_us = NULL \
              WHERE id = $1 AND lease_owner = $2 AND status = 'running'",
@@ -379,25 +386,7 @@ impl SqlStore {
         Ok(())
     }
 
-    pub(super) async fn cancel_bulk_sql(&self, id: &str) -> Result<Option<BulkJob>, StoreError> {
-        sqlx::query(&format!(
-            "UPDATE bulk_jobs SET status = 'cancelled', finished_us = $1 WHERE id = $2 AND {UNFINISHED}"
-        ))
-        .bind(to_us(chrono::Utc::now()))
-        .bind(id)
-        .execute(&self.write)
-        .await?;
-        let row = sqlx::query(&format!("SELECT {JOB_COLUMNS} FROM bulk_jobs WHERE id = $1"))
-            .bind(id)
-            .fetch_optional(&self.write)
-            .await?;
-        row.as_ref().map(job_of).transpose()
-    }
-
-    pub(super) async fn bulk_lease_elsewhere_sql(
-        &self,
-        node: &str,
-    ) -> Result<Option<std::time::Duration>, StoreError> {
+    async fn bulk_lease_elsewhere(&self, node: &str) -> Result<Option<std::time::Duration>, StoreError> {
         let row = sqlx::query(&format!(
             "SELECT MIN(lease_expires_us) - {} AS wait_us FROM bulk_jobs WHERE {UNFINISHED} \
              AND lease_owner IS NOT NULL AND lease_owner <> $1",
@@ -410,12 +399,7 @@ impl SqlStore {
         Ok(wait.map(|us| std::time::Duration::from_micros(u64::try_from(us).unwrap_or(0))))
     }
 
-    pub(super) async fn flow_marked_by_sql(
-        &self,
-        flow_id: &str,
-        event_type: &str,
-        by: &str,
-    ) -> Result<bool, StoreError> {
+    async fn flow_marked_by(&self, flow_id: &str, event_type: &str, by: &str) -> Result<bool, StoreError> {
         // Job ids are hex: no LIKE wildcard in them, and no other text of a
         // `flow_retried` or `flow_cancelled` holds one.
         let row = sqlx::query(
@@ -429,34 +413,5 @@ impl SqlStore {
         .fetch_optional(&self.read)
         .await?;
         Ok(row.is_some())
-    }
-
-    pub(super) async fn purge_bulk_sql(
-        &self,
-        before: chrono::DateTime<chrono::Utc>,
-        batch: usize,
-    ) -> Result<usize, StoreError> {
-        let mut tx = self.write.begin().await?;
-        let ids: Vec<String> = sqlx::query(&format!(
-            "DELETE FROM bulk_jobs WHERE id IN (SELECT id FROM bulk_jobs WHERE finished_us IS NOT NULL \
-             AND finished_us < $1 AND status IN ('completed', 'cancelled', 'failed') \
-             ORDER BY finished_us LIMIT $2{}) RETURNING id",
-            self.backend.skip_locked()
-        ))
-        .bind(to_us(before))
-        .bind(i64::try_from(batch).unwrap_or(i64::MAX))
-        .fetch_all(&mut *tx)
-        .await?
-        .iter()
-        .map(|r| r.try_get::<String, _>("id"))
-        .collect::<Result<_, _>>()?;
-        for id in &ids {
-            sqlx::query("DELETE FROM bulk_items WHERE job_id = $1")
-                .bind(id)
-                .execute(&mut *tx)
-                .await?;
-        }
-        tx.commit().await?;
-        Ok(ids.len())
     }
 }

@@ -4,11 +4,13 @@
 //! (see `commit::take_positions`), so a reader that has read up to `p`
 //! never finds an event at or below `p` later.
 
+use async_trait::async_trait;
 use sqlx::Row;
 
 use crate::connection::SqlStore;
 use crate::error::StoreError;
 use crate::model::*;
+use crate::FeedStore;
 
 use super::history::fitting;
 use super::{off_workers, stored_event, values};
@@ -17,9 +19,10 @@ use super::{off_workers, stored_event, values};
 /// matches little costs a bounded scan per statement.
 const WINDOW: i64 = 10_000;
 
-impl SqlStore {
+#[async_trait]
+impl FeedStore for SqlStore {
     /// The position of the last committed flow event.
-    pub(super) async fn read_feed_head(&self) -> Result<i64, StoreError> {
+    async fn feed_head(&self) -> Result<i64, StoreError> {
         let _turn = self.api_turn().await?;
         Ok(sqlx::query("SELECT last FROM event_positions WHERE id = 1")
             .fetch_one(&self.api)
@@ -27,7 +30,7 @@ impl SqlStore {
             .try_get("last")?)
     }
 
-    pub(super) async fn read_feed(
+    async fn feed_page(
         &self,
         after: i64,
         filter: &FeedFilter,
@@ -36,7 +39,7 @@ impl SqlStore {
     ) -> Result<FeedPage, StoreError> {
         // The head first, then the rows up to it: everything at or below a
         // committed head is visible to the later statement.
-        let head = self.read_feed_head().await?;
+        let head = self.feed_head().await?;
         let upto = head.min(after.saturating_add(WINDOW));
         let empty = FeedPage {
             events: Vec::new(),

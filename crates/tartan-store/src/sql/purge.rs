@@ -1,18 +1,21 @@
 //! Deleting finished flows past their retention (docs/operating.md, "Retention"):
 //! a batch of flows and every row keyed by them, in one transaction.
 
+use async_trait::async_trait;
 use sqlx::Row;
 
 use crate::connection::SqlStore;
 use crate::dialect::values_list;
 use crate::error::StoreError;
 use crate::model::*;
+use crate::RetentionStore;
 
 use super::{FLOW, ROWS_PER_STATEMENT};
 
-impl SqlStore {
+#[async_trait]
+impl RetentionStore for SqlStore {
     /// Delete up to `batch` flows deactivated before `before`.
-    pub(super) async fn purge_sql(
+    async fn purge_finished(
         &self,
         before: chrono::DateTime<chrono::Utc>,
         batch: usize,
@@ -63,6 +66,35 @@ impl SqlStore {
                 }
                 query.execute(&mut *tx).await?;
             }
+        }
+        tx.commit().await?;
+        Ok(ids.len())
+    }
+
+    async fn purge_bulk_jobs(
+        &self,
+        before: chrono::DateTime<chrono::Utc>,
+        batch: usize,
+    ) -> Result<usize, StoreError> {
+        let mut tx = self.write.begin().await?;
+        let ids: Vec<String> = sqlx::query(&format!(
+            "DELETE FROM bulk_jobs WHERE id IN (SELECT id FROM bulk_jobs WHERE finished_us IS NOT NULL \
+             AND finished_us < $1 AND status IN ('completed', 'cancelled', 'failed') \
+             ORDER BY finished_us LIMIT $2{}) RETURNING id",
+            self.backend.skip_locked()
+        ))
+        .bind(to_us(before))
+        .bind(i64::try_from(batch).unwrap_or(i64::MAX))
+        .fetch_all(&mut *tx)
+        .await?
+        .iter()
+        .map(|r| r.try_get::<String, _>("id"))
+        .collect::<Result<_, _>>()?;
+        for id in &ids {
+            sqlx::query("DELETE FROM bulk_items WHERE job_id = $1")
+                .bind(id)
+                .execute(&mut *tx)
+                .await?;
         }
         tx.commit().await?;
         Ok(ids.len())

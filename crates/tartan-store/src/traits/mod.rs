@@ -1,0 +1,79 @@
+//! What the engine and the API ask of the database, one trait per concern
+//! (docs/architecture.md, "The store"): a component takes the concern it
+//! uses, and `Store` joins them so that one `Arc<dyn Store>` serves all.
+//!
+//! - `catalog`: the registered steps and their events.
+//! - `flows`: committing decisions, loading a flow, its history, listings.
+//! - `feed`: every flow's events in commit order, for event streams.
+//! - `work`: work-item timers, claims, leases and listings.
+//! - `bulk`: bulk jobs as the API sees them, and as their runner leases them.
+//! - `notices`: what one process tells the others sharing the database.
+//! - `retention`: deleting what is past its retention.
+
+mod bulk;
+mod catalog;
+mod feed;
+mod flows;
+mod notices;
+mod retention;
+mod work;
+
+use async_trait::async_trait;
+
+pub use bulk::{BulkJobStore, BulkRunStore};
+pub use catalog::CatalogStore;
+pub use feed::FeedStore;
+pub use flows::FlowStore;
+pub use notices::NoticeStore;
+pub use retention::RetentionStore;
+pub use work::WorkStore;
+
+use crate::StoreError;
+
+/// Held while this process runs as a node id (see `Store::hold_node`);
+/// dropping it frees the id.
+pub struct NodeGuard {
+    _held: Box<dyn std::any::Any + Send + Sync>,
+}
+
+impl NodeGuard {
+    pub(crate) fn new(held: impl std::any::Any + Send + Sync) -> Self {
+        Self {
+            _held: Box::new(held),
+        }
+    }
+}
+
+/// Every concern of the store, and what belongs to the database as a whole.
+#[async_trait]
+pub trait Store:
+    CatalogStore
+    + FlowStore
+    + FeedStore
+    + WorkStore
+    + BulkJobStore
+    + BulkRunStore
+    + NoticeStore
+    + RetentionStore
+    + Send
+    + Sync
+    + 'static
+{
+    /// `sqlite` or `postgres`.
+    fn backend(&self) -> &'static str;
+
+    /// Run as `node` (a lease owner): refused with `NodeInUse` while another
+    /// live process holds the same id on this database. Postgres: a session
+    /// advisory lock on a connection of its own; SQLite: a lock on a file
+    /// next to the database. Both go with the process that holds them, so a
+    /// killed node can be restarted under its id at once (docs/durability.md).
+    async fn hold_node(&self, node: &str) -> Result<NodeGuard, StoreError>;
+
+    /// The database answers and the migrations are applied.
+    async fn ready(&self) -> Result<(), StoreError>;
+
+    /// The secret stored under `name`; when there is none yet, `candidate`
+    /// is stored and returned. Every process on one database gets the same
+    /// value, whichever of them wrote it first.
+    async fn secret(&self, name: &str, candidate: &str) -> Result<String, StoreError>;
+}
