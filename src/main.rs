@@ -29,14 +29,14 @@ struct Cli {
     command: Command,
 }
 
-// Parsed once at start-up: the size of its largest variant costs nothing.
-#[allow(clippy::large_enum_variant)]
 /// Where a flag's value may come from instead (docs/operating.md).
 const SETTINGS_HELP: &str = "Every flag is also an environment variable (TARTAN_ and the flag's name in \
 capitals: --max-calls is TARTAN_MAX_CALLS) and a key of the --config file (max_calls). Flags win over \
 the environment, the environment over the file, the file over the defaults. Durations take integer \
 milliseconds or text (1.5s, 1h30m, PT1M).";
 
+// Parsed once at start-up: the size of its largest variant costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Run the engine and its API.

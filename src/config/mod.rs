@@ -291,8 +291,10 @@ impl Settings {
 
 /// A ceiling as the documentation writes it: more than a day in whole
 /// days as days (`3650d`), anything else in hours and less (`24h`).
+// `is_multiple_of` needs Rust 1.87; the workspace declares rust-version 1.85.
+#[allow(clippy::manual_is_multiple_of)]
 fn shown(d: Duration) -> String {
-    if d > DAY && d.as_secs().is_multiple_of(86_400) && d.subsec_nanos() == 0 {
+    if d > DAY && d.as_secs() % 86_400 == 0 && d.subsec_nanos() == 0 {
         format!("{}d", d.as_secs() / 86_400)
     } else {
         tartan_core::duration::format_duration(d)

@@ -162,9 +162,6 @@ pub struct FlowState {
     pub attributes: Attributes,
     #[cfg_attr(feature = "openapi", schema(value_type = BTreeMap<String, ExecutionState>))]
     pub executions: Executions,
-    /// Work items with a call in flight (`active` or `compensating`): kept
-    /// by `apply`, recounted when a state is read back, so that "does this
-    /// flow still run anything" costs nothing per decision.
     /// Cancelled without compensation (`cancel?compensate=false`): a call
     /// that succeeds after the cancel is not compensated either.
     #[serde(default, skip_serializing_if = "is_false")]
@@ -179,6 +176,9 @@ pub struct FlowState {
     /// (docs/errors.md, "A flow's size"). Kept by `apply`.
     #[serde(default)]
     pub data_bytes: u64,
+    /// Work items with a call in flight (`active` or `compensating`): kept
+    /// by `apply`, recounted when a state is read back, so that "does this
+    /// flow still run anything" costs nothing per decision.
     #[serde(skip)]
     calls: usize,
 }

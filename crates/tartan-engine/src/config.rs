@@ -53,7 +53,7 @@ pub struct EngineConfig {
     pub max_retry_after: Duration,
     /// How long finished flows are kept (`TARTAN_RETENTION`): a background
     /// task deletes those deactivated longer ago, with their events, work
-    /// items and labels (docs/operating.md, "Retention"). `None` keeps every
+    /// items, labels and stored values (docs/operating.md, "Retention"). `None` keeps every
     /// flow.
     pub retention: Option<Duration>,
     /// Where the spans of starts, decisions and calls go

@@ -142,7 +142,8 @@ impl Engine {
 /// One batch of catalog changes, as committed: what `catalog` subscribers of
 /// `GET /engine/ws` see live (docs/api.md, "WebSocket"). Published after the
 /// process's catalog is updated, so a subscriber that listens first and then
-/// reads the catalog misses nothing; only this process's changes are sent.
+/// reads the catalog misses nothing. Other processes' changes are passed
+/// on too, once this process has read them (`refresh_catalog`).
 #[derive(Debug)]
 pub struct CommittedCatalog {
     /// The events in sequence order, as `GET /engine/catalog/events` has them.
@@ -150,7 +151,8 @@ pub struct CommittedCatalog {
 }
 
 impl Engine {
-    /// Listen to the catalog changes this process commits from now on. It
+    /// Listen to the catalog changes from now on (this process's and, once
+    /// read, other processes'). It
     /// takes no stream slot: it goes with a `subscribe_events`, which does.
     /// A listener more than the bus holds behind is cut off (lagged).
     pub fn subscribe_catalog(&self) -> BusReceiver<CommittedCatalog> {

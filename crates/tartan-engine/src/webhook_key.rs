@@ -2,9 +2,10 @@
 //!
 //! Receipt tokens are visible to every reader of flow state, so a token alone
 //! must not be enough to complete someone else's work. The URL handed to an
-//! async step carries one more path segment: a keyed MAC of flow, step and
-//! token that no API response shows. The key lives in the database, so it is
-//! stable across restarts and shared by every engine on that database.
+//! async step carries one more path segment: a keyed MAC of flow, step,
+//! token and attempt that no API response shows. The key lives in the
+//! database, so it is stable across restarts and shared by every engine on
+//! that database.
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;

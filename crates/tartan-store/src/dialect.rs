@@ -1,7 +1,8 @@
 //! Every difference between the two databases' SQL, in one place: the
 //! database's clock, placeholders, casts, row locks and notices. The rest
 //! of the store writes one text of SQL for both: `$n` placeholders in
-//! ascending order (SQLite binds them by number too), BIGINT microsecond
+//! ascending order (SQLite binds them by number too; the generated
+//! multi-row lists, `values_list`, use `?` there), BIGINT microsecond
 //! times and JSON as TEXT. One exception: on Postgres a batch commit is a
 //! single statement of data-modifying CTEs, which SQLite lacks
 //! (`sql::commit` says why).

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use crate::flow::{ApplyError, FlowEvent, FlowStatus, WorkStatus};
+use crate::flow::{ApplyError, FlowEvent, WorkStatus};
 use crate::outcome::AttemptResult;
 use crate::timeouts::TimeoutScope;
 
@@ -93,8 +93,10 @@ pub(super) fn inactivity_due(
     let Some(work) = tx.state.find_work(step_id, token) else {
         return Err(ApplyError::UnknownWork(token.to_string()));
     };
+    // Whatever the flow's status: a call still open after its flow failed
+    // ends by its window too, or the flow would wait for it forever.
     let expired = work.status == WorkStatus::Active && work.inactive_until.is_some_and(|t| t <= now);
-    if !expired || tx.state.status != FlowStatus::Active {
+    if !expired {
         return Ok(());
     }
     // A noted end is a heartbeat's time plus the window: one noted for an

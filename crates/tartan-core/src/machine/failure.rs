@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::flow::{ApplyError, FlowEvent, FlowState, StepStatus};
+use crate::flow::{ApplyError, FlowEvent, FlowState, FlowStatus, StepStatus};
 use crate::outcome::{classify, FailureCause, FailureClass};
 use crate::retry::{delay, RetryPolicy, RetryState};
 use crate::timeouts::{pointer_for_step, pointer_for_work, timeout_problem, OnTimeout, TimeoutScope};
@@ -48,6 +48,10 @@ pub(super) fn record_failure(
     let mut budget_note = String::new();
     let verdict = if class == FailureClass::Permanent {
         Err(RetryState::Permanent)
+    } else if tx.state.status != FlowStatus::Active {
+        // A call still running when its flow failed: a retry would never
+        // be started (`retry_due` moves only active flows).
+        Err(RetryState::FlowEnded)
     } else if !policy.allows_attempt(f.attempt.saturating_add(1)) {
         Err(RetryState::MaxAttempts)
     } else if tx.state.total_attempts() >= tx.state.max_step_attempts {
@@ -163,6 +167,7 @@ fn why_no_retry(
         RetryState::Deadline => Some(format!(
             "not retried: the next attempt would start after {budget}"
         )),
+        RetryState::FlowEnded => Some("not retried: the flow had already ended".into()),
         RetryState::Permanent => None,
     }
 }

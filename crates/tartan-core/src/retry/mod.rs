@@ -278,6 +278,9 @@ pub enum RetryState {
     Deadline,
     /// The flow's `max_step_attempts` was reached.
     StepLimit,
+    /// The flow had already failed or been cancelled when the attempt
+    /// failed: nothing of it is retried.
+    FlowEnded,
 }
 
 impl RetryState {
@@ -287,6 +290,7 @@ impl RetryState {
             RetryState::MaxAttempts => "max_attempts",
             RetryState::Deadline => "deadline",
             RetryState::StepLimit => "step_limit",
+            RetryState::FlowEnded => "flow_ended",
         }
     }
 }

@@ -81,7 +81,7 @@ pub(crate) async fn require_token(State(security): State<ApiSecurity>, req: Requ
             StatusCode::FORBIDDEN,
             kind::FORBIDDEN,
             format!(
-                "a read token may not {} {}; it grants GET routes only",
+                "a read token may not {} {}; it grants reads only: GET routes, plan previews and flow queries",
                 req.method(),
                 req.uri().path()
             ),

@@ -9,11 +9,13 @@
 //! 3. [`write_snapshots`]: the rare snapshot of a flow whose events since
 //!    the last one outweigh it (docs/durability.md, "Flow snapshots");
 //! 4. [`append_events`], [`write_work_items`], [`label_flows`]: the rows of
-//!    the decisions that passed their check.
+//!    the decisions that passed their check, with the events' global
+//!    positions (`take_positions`) and the large values they hold, stored
+//!    once per flow (`values`, `flow_values`).
 //!
 //! On Postgres, where every statement is a round trip over the network,
 //! steps 1, 2 and 4 are one statement ([`commit_in_one_statement`]): the
-//! batch travels as five JSON parameters, and data-modifying CTEs create and
+//! batch travels as six JSON parameters, and data-modifying CTEs create and
 //! advance the flows and write the rows of those that passed. It runs on its
 //! own (autocommit): one round trip and one WAL flush per batch. SQLite runs
 //! in this process, has no data-modifying CTEs, and takes the steps as a
@@ -549,9 +551,9 @@ impl JsonRows {
     }
 }
 
-/// The batch as five JSON arrays, one parameter each (Postgres parses each
-/// once): the flows to create and to advance, and the events, work items
-/// and labels of all (the statement keeps those of the flows that passed).
+/// The batch as six JSON arrays, one parameter each (Postgres parses each
+/// once): the flows to create and to advance, and the events, work items,
+/// labels and large values of all (the statement keeps those of the flows that passed).
 fn batch_json(decisions: &[Decision<'_>]) -> Result<[String; 6], StoreError> {
     let live = || decisions.iter().filter(|d| d.refused.is_none());
     let mut created = JsonRows::new();

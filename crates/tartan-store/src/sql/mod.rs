@@ -32,7 +32,7 @@ use crate::Store;
 
 pub(super) const FLOW: &str = "flow";
 /// Rows per multi-row statement: well under both databases' bind limits
-/// (SQLite 32766, Postgres 65535) at 12 columns.
+/// (SQLite 32766, Postgres 65535) at the widest row, 14 columns.
 pub(super) const ROWS_PER_STATEMENT: usize = 500;
 /// A flow's snapshot is written again once the events after it weigh more
 /// than it does, and at least this much (docs/durability.md, "Flow

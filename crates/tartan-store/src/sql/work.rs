@@ -85,7 +85,7 @@ impl WorkStore for SqlStore {
         let rows = sqlx::query(
             "SELECT w.flow_id, w.step_id, w.token, w.status, w.due_us FROM work_items w JOIN flows f ON f.id = w.flow_id \
              WHERE w.due_us < $1 AND w.status IN ('not_completed', 'active', 'compensating') \
-             AND (f.status = 'active' OR w.status = 'compensating')",
+             AND (f.status = 'active' OR w.status IN ('active', 'compensating'))",
         )
         .bind(to_us(before))
         .fetch_all(&self.read)

@@ -9,8 +9,9 @@ pub trait WorkStore: Send + Sync {
     /// A page of work items by flow, step and status.
     async fn query_work(&self, query: &WorkQuery) -> Result<WorkPage, StoreError>;
 
-    /// Timers of active flows due before `before`: retries, inactivity
-    /// windows of accepted async calls, flow deadlines.
+    /// Timers due before `before`: retries of active flows, compensation
+    /// retries, inactivity windows of accepted async calls still open (also
+    /// after their flow failed), deadlines of active flows.
     async fn scheduled_work(
         &self,
         before: chrono::DateTime<chrono::Utc>,
