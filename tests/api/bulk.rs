@@ -634,14 +634,13 @@ async fn stored_job(
 ) -> tartan_store::NewBulkJob {
     let job = tartan_store::NewBulkJob {
         id: uuid::Uuid::new_v4().simple().to_string(),
-        kind: kind.into(),
-        filter_json: json!({"id_prefix": prefix}),
-        filter: tartan_store::BulkFilter {
+        action: tartan_core::bulk::BulkAction::stored(kind, &options).expect("a known kind"),
+        shown_filter: json!({"id_prefix": prefix}),
+        filter: tartan_core::bulk::BulkFilter {
             id_prefix: Some(prefix.into()),
             statuses,
             ..Default::default()
         },
-        options,
         rate: 1,
         created_at: chrono::Utc::now(),
     };

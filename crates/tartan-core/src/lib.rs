@@ -21,9 +21,12 @@
 //! - `plan`: goals + initial inputs -> the minimal plan.
 //! - `flow`: flow state, its events and the fold that applies them.
 //! - `request`: flow start requests and their limits.
+//! - `bulk`: bulk retry and cancel requests, parsed into a typed job spec,
+//!   and a job's typed status.
 //! - `machine`: the decisions: `apply(state, command, ctx)` returns the
 //!   events and their effects.
 
+pub mod bulk;
 pub mod catalog;
 pub mod duration;
 pub mod endpoint;

@@ -21,15 +21,12 @@ use std::collections::HashSet;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use tartan_store::{BulkCreated, BulkEnd, BulkFilter, BulkItemState, BulkJob, NewBulkJob};
+use tartan_core::bulk::{BulkAction, BulkFilter, BulkItemState, BulkSpec, MAX_BULK_RATE};
+use tartan_store::{BulkCreated, BulkEnd, BulkItem, BulkJob, NewBulkJob};
 use tokio::time::Instant;
 
 use crate::{Engine, EngineError};
 
-/// Flows per second when a job does not say.
-pub const DEFAULT_BULK_RATE: u32 = 50;
-/// The fastest rate a job may ask for.
-pub const MAX_BULK_RATE: u32 = 1000;
 /// The most flows one job may match unless configured otherwise
 /// (`EngineConfig::max_bulk_flows`); more is refused: narrow the filter.
 pub const DEFAULT_MAX_BULK_FLOWS: u64 = 100_000;
@@ -40,53 +37,6 @@ const PENDING_PAGE: usize = 200;
 /// How long to wait before trying the database again after it failed.
 const RETRY_PAUSE: Duration = Duration::from_secs(1);
 
-/// What a job does to each flow.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BulkAction {
-    Retry { reset_attempts: bool },
-    Cancel { compensate: bool },
-}
-
-impl BulkAction {
-    /// `retry` or `cancel`.
-    pub fn kind(self) -> &'static str {
-        match self {
-            BulkAction::Retry { .. } => "retry",
-            BulkAction::Cancel { .. } => "cancel",
-        }
-    }
-
-    /// The statuses of the flows it acts on.
-    pub fn statuses(self) -> &'static [tartan_core::flow::FlowStatus] {
-        use tartan_core::flow::FlowStatus;
-        match self {
-            BulkAction::Retry { .. } => &[FlowStatus::Failed, FlowStatus::Cancelled],
-            BulkAction::Cancel { .. } => &[FlowStatus::Active],
-        }
-    }
-
-    fn options(self) -> serde_json::Value {
-        match self {
-            BulkAction::Retry { reset_attempts } => serde_json::json!({ "reset_attempts": reset_attempts }),
-            BulkAction::Cancel { compensate } => serde_json::json!({ "compensate": compensate }),
-        }
-    }
-
-    /// The action a stored job was created with.
-    pub fn of(job: &BulkJob) -> Option<BulkAction> {
-        let flag = |name: &str| job.options.get(name).and_then(serde_json::Value::as_bool);
-        match job.kind.as_str() {
-            "retry" => Some(BulkAction::Retry {
-                reset_attempts: flag("reset_attempts").unwrap_or(true),
-            }),
-            "cancel" => Some(BulkAction::Cancel {
-                compensate: flag("compensate").unwrap_or(true),
-            }),
-            _ => None,
-        }
-    }
-}
-
 /// The jobs this process runs now, by id.
 #[derive(Default)]
 pub(crate) struct BulkRunner {
@@ -96,48 +46,29 @@ pub(crate) struct BulkRunner {
 
 impl BulkRunner {
     fn running(&self) -> std::sync::MutexGuard<'_, HashSet<String>> {
-        self.running.lock().unwrap_or_else(|p| p.into_inner())
+        crate::sync::lock(&self.running)
     }
-}
-
-/// Narrow a filter to the statuses an action acts on: the request's
-/// statuses (the route checked they are among them), else all of them.
-fn narrowed(action: BulkAction, mut filter: BulkFilter) -> BulkFilter {
-    if filter.statuses.is_empty() {
-        filter.statuses = action.statuses().to_vec();
-    }
-    filter
 }
 
 impl Engine {
-    /// How many flows a job of `action` with `filter` would act on now.
-    pub async fn count_bulk(&self, action: BulkAction, filter: BulkFilter) -> Result<u64, EngineError> {
-        Ok(self
-            .inner
-            .store
-            .count_bulk_matches(&narrowed(action, filter))
-            .await?)
+    /// How many flows a job with `filter` would act on now (a dry run).
+    pub async fn count_bulk(&self, filter: &BulkFilter) -> Result<u64, EngineError> {
+        Ok(self.inner.store.count_bulk_matches(filter).await?)
     }
 
     /// Create a bulk job (`queued`) and wake the runner; `TooMany` when the
     /// filter matches more than `max_bulk_flows`.
-    pub async fn create_bulk_job(
-        &self,
-        action: BulkAction,
-        filter_json: serde_json::Value,
-        filter: BulkFilter,
-        rate: u32,
-    ) -> Result<BulkCreated, EngineError> {
+    pub async fn create_bulk_job(&self, spec: BulkSpec) -> Result<BulkCreated, EngineError> {
         if self.inner.stopping.is_cancelled() {
             return Err(EngineError::ShuttingDown);
         }
+        let action = spec.action;
         let job = NewBulkJob {
             id: uuid::Uuid::new_v4().simple().to_string(),
-            kind: action.kind().to_string(),
-            filter_json,
-            filter: narrowed(action, filter),
-            options: action.options(),
-            rate: rate.clamp(1, MAX_BULK_RATE),
+            action,
+            shown_filter: spec.shown_filter,
+            filter: spec.filter,
+            rate: spec.rate.clamp(1, MAX_BULK_RATE),
             created_at: chrono::Utc::now(),
         };
         let created = self
@@ -150,6 +81,25 @@ impl Engine {
             self.inner.bulk.wake.notify_one();
         }
         Ok(created)
+    }
+
+    /// At most `limit` jobs, the most recent first.
+    pub async fn bulk_jobs(&self, limit: usize) -> Result<Vec<BulkJob>, EngineError> {
+        Ok(self.inner.store.bulk_jobs(limit).await?)
+    }
+
+    /// A job by id.
+    pub async fn bulk_job(&self, id: &str) -> Result<Option<BulkJob>, EngineError> {
+        Ok(self.inner.store.bulk_job(id).await?)
+    }
+
+    /// At most `limit` of the flows a job failed on, in the order it acted.
+    pub async fn bulk_failures(&self, id: &str, limit: usize) -> Result<Vec<BulkItem>, EngineError> {
+        Ok(self
+            .inner
+            .store
+            .bulk_items(id, BulkItemState::Failed, limit)
+            .await?)
     }
 
     /// Stop a job: it acts on no more flows. `None`: no such job.
@@ -246,16 +196,8 @@ impl Engine {
         let store = &self.inner.store;
         let node = &self.inner.config.node_id;
         let lease = self.inner.config.lease;
-        let Some(action) = BulkAction::of(&job) else {
-            tracing::error!(job = %job.id, kind = %job.kind, "bulk job of an unknown kind: failed");
-            match store.end_bulk_job(&job.id, node, BulkEnd::Failed).await {
-                Ok(true) => self.inner.metrics.bulk_job_ended("unknown", "failed"),
-                Ok(false) => {}
-                Err(e) => tracing::warn!(job = %job.id, "failing a bulk job failed: {e}"),
-            }
-            return;
-        };
-        tracing::info!(job = %job.id, kind = %job.kind, total = job.total, rate = job.rate, "running bulk job");
+        let action = job.action;
+        tracing::info!(job = %job.id, kind = action.kind(), total = job.total, rate = job.rate, "running bulk job");
         let interval = Duration::from_secs_f64(1.0 / f64::from(job.rate.clamp(1, MAX_BULK_RATE)));
         let mut next = Instant::now();
         loop {
@@ -359,13 +301,13 @@ impl Engine {
     async fn acted_already(
         &self,
         flow_id: &str,
-        event_type: &str,
+        action: BulkAction,
         job_id: &str,
     ) -> Option<(BulkItemState, Option<String>)> {
-        match self.inner.store.flow_marked_by(flow_id, event_type, job_id).await {
+        match self.inner.store.flow_marked_by(flow_id, action, job_id).await {
             Ok(true) => Some((
                 BulkItemState::Skipped,
-                Some(format!("{event_type} by this job already")),
+                Some(format!("{} by this job already", action.marking_event())),
             )),
             Ok(false) => None,
             Err(e) => Some((BulkItemState::Failed, Some(e.to_string()))),
@@ -381,20 +323,15 @@ impl Engine {
         flow_id: &str,
     ) -> Option<(BulkItemState, Option<String>)> {
         use tartan_core::flow::FlowStatus;
+        if let Some(skip) = self.acted_already(flow_id, action, job_id).await {
+            return Some(skip);
+        }
         let outcome = match action {
             BulkAction::Retry { reset_attempts } => {
-                if let Some(skip) = self.acted_already(flow_id, "flow_retried", job_id).await {
-                    return Some(skip);
-                }
                 self.retry_flow(flow_id, reset_attempts, Some(job_id.to_string()))
                     .await
             }
-            BulkAction::Cancel { compensate } => {
-                if let Some(skip) = self.acted_already(flow_id, "flow_cancelled", job_id).await {
-                    return Some(skip);
-                }
-                self.cancel_flow_by(flow_id, compensate, Some(job_id)).await
-            }
+            BulkAction::Cancel { compensate } => self.cancel_flow_by(flow_id, compensate, Some(job_id)).await,
         };
         Some(match outcome {
             Ok(()) => (BulkItemState::Done, None),

@@ -69,7 +69,7 @@ impl CatalogCache {
     /// the next may only after [`UNKNOWN_GOAL_RECHECK`].
     fn recheck_due(&self) -> bool {
         // A plain instant, set whole: a panic elsewhere cannot leave it torn.
-        let mut last = self.rechecked.lock().unwrap_or_else(|p| p.into_inner());
+        let mut last = crate::sync::lock(&self.rechecked);
         let now = Instant::now();
         if last.is_some_and(|at| now.duration_since(at) < UNKNOWN_GOAL_RECHECK) {
             return false;
@@ -347,5 +347,5 @@ impl Engine {
 fn lock_pending(cache: &CatalogCache) -> std::sync::MutexGuard<'_, Vec<Pending>> {
     // The queue is only pushed to and taken whole: a panic elsewhere cannot
     // leave it half changed.
-    cache.pending.lock().unwrap_or_else(|p| p.into_inner())
+    crate::sync::lock(&cache.pending)
 }

@@ -83,6 +83,10 @@ pub const DEFAULT_STREAM_BUFFER: usize = 1024;
 /// `stream_buffer_bytes` unless set: 64 MiB.
 pub const DEFAULT_STREAM_BUFFER_BYTES: usize = 64 * 1024 * 1024;
 
+/// Flows with work in progress in this process at most unless configured
+/// otherwise (`TARTAN_MAX_ACTIVE_FLOWS`).
+pub const DEFAULT_MAX_ACTIVE_FLOWS: usize = 10_000;
+
 /// `TARTAN_MAX_CALLS` unless set.
 pub const DEFAULT_MAX_CALLS: usize = 1024;
 /// `TARTAN_MAX_QUEUED_CALLS` unless set.
@@ -119,7 +123,7 @@ impl Default for EngineConfig {
             max_queued_calls: DEFAULT_MAX_QUEUED_CALLS,
             max_step_attempts: tartan_core::flow::DEFAULT_MAX_STEP_ATTEMPTS,
             max_flow_bytes: tartan_core::json::DEFAULT_MAX_FLOW_BYTES,
-            max_active_flows: 10_000,
+            max_active_flows: DEFAULT_MAX_ACTIVE_FLOWS,
             step_hosts: StepHosts::unrestricted(),
             max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
             max_inflight_bytes: DEFAULT_MAX_INFLIGHT_BYTES,

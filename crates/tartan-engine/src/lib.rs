@@ -5,6 +5,7 @@
 //!
 //! # Layout
 //! - `config`: what the engine is told at start-up.
+//! - `sync`: the one way a `std` lock is taken (what a poisoned lock means).
 //! - `catalog`: registering, updating and removing steps.
 //! - `flows`: starting flows and moving them on; one lock per flow, so each
 //!   decision sees the state the last one left. `flows::decide` applies a
@@ -26,7 +27,8 @@
 //!   on every resolved address, redirects kept to the first origin, no proxy.
 //! - `recovery`: after a restart, calls that were in flight start again with
 //!   the same receipt token.
-//! - `timers`: retries due later, in a heap; one task sleeps until the next.
+//! - `timers`: retries, inactivity windows and deadlines due later, in one
+//!   ordered set; one task sleeps until the next.
 //! - `bulk`: bulk retry and cancel jobs, run under a lease at a bounded
 //!   rate (docs/api.md, "Bulk operations").
 //! - `retention`: deleting finished flows past their retention, in the
@@ -57,6 +59,7 @@ mod relay;
 mod retention;
 mod ring;
 mod slots;
+mod sync;
 mod timers;
 mod traces;
 mod webhook_key;
@@ -68,10 +71,10 @@ use tartan_store::Store;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-pub use bulk::{BulkAction, DEFAULT_BULK_RATE, DEFAULT_MAX_BULK_FLOWS, MAX_BULK_RATE};
+pub use bulk::DEFAULT_MAX_BULK_FLOWS;
 pub use catalog::CatalogView;
 pub use config::{
-    EngineConfig, DEFAULT_MAX_CALLS, DEFAULT_MAX_INFLIGHT_BYTES, DEFAULT_MAX_QUEUED_CALLS,
+    EngineConfig, DEFAULT_MAX_ACTIVE_FLOWS, DEFAULT_MAX_CALLS, DEFAULT_MAX_INFLIGHT_BYTES, DEFAULT_MAX_QUEUED_CALLS,
     DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_MAX_RETRY_AFTER, DEFAULT_MAX_STREAMS, DEFAULT_STREAM_BUFFER,
     DEFAULT_STREAM_BUFFER_BYTES,
 };

@@ -11,7 +11,7 @@
 //! the metrics are rendered, not kept up to date on every change.
 
 use std::collections::HashSet;
-use std::sync::{Arc, PoisonError, RwLock};
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use prometheus_client::encoding::EncodeLabelSet;
@@ -337,12 +337,12 @@ impl Interned {
         if value.len() > MAX_LABEL_LEN {
             return Arc::clone(&self.overflow);
         }
-        let values = self.values.read().unwrap_or_else(PoisonError::into_inner);
+        let values = crate::sync::read(&self.values);
         if let Some(v) = values.get(value) {
             return Arc::clone(v);
         }
         drop(values);
-        let mut values = self.values.write().unwrap_or_else(PoisonError::into_inner);
+        let mut values = crate::sync::write(&self.values);
         if let Some(v) = values.get(value) {
             return Arc::clone(v);
         }

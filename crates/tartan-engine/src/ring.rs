@@ -14,9 +14,11 @@
 //! attached receiver has yet to read.
 
 use std::collections::{BTreeMap, VecDeque};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
 use tokio::sync::Notify;
+
+use crate::sync::lock;
 
 /// Why a receiver got nothing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -82,12 +84,6 @@ impl<T> State<T> {
             }
         }
     }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    // Nothing is left half-changed across a panic here: every change to
-    // the state is made whole under the lock.
-    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 impl<T> Ring<T> {

@@ -105,7 +105,7 @@ impl CallSlots {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, SlotState> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
+        crate::sync::lock(&self.state)
     }
 
     /// Hold the slots: no call gets one until the guard is dropped. Aborts

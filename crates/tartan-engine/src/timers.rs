@@ -1,7 +1,7 @@
 //! Timers: retries due later, inactivity windows of accepted async calls,
 //! flow deadlines, in one ordered set by due time, indexed by flow so that a
 //! flow that finishes takes its timers with it. One task sleeps until the
-//! earliest is due; nothing polls. The heap is a cache of timestamps in the
+//! earliest is due; nothing polls. The set is a cache of timestamps in the
 //! database (`work_items.due_us`, `flows.deadline_us`): it is rebuilt at start
 //! and topped up by a slow sweep, the safety net for timers another process
 //! set or that lie further ahead than the sweep's horizon.
@@ -93,7 +93,7 @@ impl TimerState {
 impl Timers {
     pub(crate) fn schedule(&self, timer: Timer, due: DateTime<Utc>) {
         let due_us = due.timestamp_micros();
-        let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let mut st = crate::sync::lock(&self.state);
         let identity = timer.identity();
         match (st.known.get(&identity).copied(), &timer) {
             (None, _) => {}
@@ -122,7 +122,7 @@ impl Timers {
     /// Everything due by `now_us`, removed, with its due time; and the next
     /// due time.
     fn take_due(&self, now_us: i64) -> (Vec<(i64, Timer)>, Option<i64>) {
-        let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let mut st = crate::sync::lock(&self.state);
         let mut due = Vec::new();
         while let Some(entry) = st.queue.first().filter(|(t, _)| *t <= now_us).cloned() {
             st.remove(&entry);
@@ -135,7 +135,7 @@ impl Timers {
     /// finished flow have nothing left to do, and would otherwise stay in
     /// memory until they fire (a deadline may be days away).
     pub(crate) fn retain_flow(&self, flow_id: &str, keep: impl Fn(&Timer) -> bool) {
-        let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let mut st = crate::sync::lock(&self.state);
         let Some(timers) = st.by_flow.get(flow_id) else {
             return;
         };
@@ -146,12 +146,12 @@ impl Timers {
     }
 
     pub(crate) fn len(&self) -> usize {
-        self.state.lock().unwrap_or_else(|p| p.into_inner()).queue.len()
+        crate::sync::lock(&self.state).queue.len()
     }
 
     /// Timers armed, and how many of them are retries.
     pub(crate) fn counts(&self) -> (usize, usize) {
-        let st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let st = crate::sync::lock(&self.state);
         (st.queue.len(), st.retries)
     }
 }
@@ -363,7 +363,7 @@ impl Engine {
     }
 
     /// Claim due retries by lease (another process sharing the database may
-    /// hold them in its heap too) and start the ones this process got.
+    /// hold them among its timers too) and start the ones this process got.
     fn claim_and_fire(&self, due: Vec<WorkKey>) {
         let engine = self.clone();
         self.inner.tasks.spawn(async move {

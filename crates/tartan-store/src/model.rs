@@ -2,6 +2,7 @@
 
 use chrono::{DateTime, TimeZone, Utc};
 use serde_json::Value;
+use tartan_core::bulk::{BulkAction, BulkFilter, BulkItemState, BulkStatus};
 use tartan_core::flow::{FlowEvent, FlowState, FlowStatus, Time, WorkState, WorkStatus};
 use tartan_core::step::Step;
 
@@ -280,36 +281,15 @@ pub fn event_of(stored: &StoredEvent) -> Result<FlowEvent, crate::StoreError> {
         .map_err(|e| crate::StoreError::Corrupt(e.to_string()))
 }
 
-/// Which flows a bulk job acts on (docs/api.md, "Bulk operations"): every
-/// part given must match.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct BulkFilter {
-    pub ids: Vec<String>,
-    pub id_prefix: Option<String>,
-    pub labels: Vec<(String, String)>,
-    pub statuses: Vec<FlowStatus>,
-    /// A work item of this step failed.
-    pub failed_step: Option<String>,
-    /// A failed work item's last attempt ended so (`retryable`,
-    /// `permanent`, `timeout`, ...).
-    pub error_class: Option<String>,
-    pub created_after: Option<Time>,
-    pub created_before: Option<Time>,
-}
-
 /// A bulk job to create.
 #[derive(Debug, Clone)]
 pub struct NewBulkJob {
     pub id: String,
-    /// `retry` or `cancel`.
-    pub kind: String,
+    pub action: BulkAction,
     /// The filter as the request gave it, shown back.
-    pub filter_json: Value,
-    /// Which flows: the request's filter, narrowed to the statuses the kind
-    /// acts on.
+    pub shown_filter: Value,
+    /// Which flows, checked and narrowed to the statuses the action acts on.
     pub filter: BulkFilter,
-    /// `reset_attempts` or `compensate`.
-    pub options: Value,
     /// Flows per second.
     pub rate: u32,
     pub created_at: Time,
@@ -327,12 +307,11 @@ pub enum BulkCreated {
 #[derive(Debug, Clone, PartialEq)]
 pub struct BulkJob {
     pub id: String,
-    pub kind: String,
+    pub action: BulkAction,
+    /// The filter as the request gave it.
     pub filter: Value,
-    pub options: Value,
     pub rate: u32,
-    /// `queued`, `running`, `completed`, `cancelled` or `failed`.
-    pub status: String,
+    pub status: BulkStatus,
     pub total: u64,
     pub done: u64,
     pub skipped: u64,
@@ -351,29 +330,11 @@ pub enum BulkEnd {
     Failed,
 }
 
-/// How one flow of a bulk job ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BulkItemState {
-    Done,
-    Skipped,
-    Failed,
-}
-
-impl BulkItemState {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            BulkItemState::Done => "done",
-            BulkItemState::Skipped => "skipped",
-            BulkItemState::Failed => "failed",
-        }
-    }
-}
-
 /// One flow of a bulk job, as shown.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BulkItem {
     pub flow_id: String,
-    pub state: String,
+    pub state: BulkItemState,
     pub detail: Option<String>,
     pub at: Option<Time>,
 }

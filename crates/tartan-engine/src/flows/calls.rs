@@ -44,17 +44,14 @@ impl Engine {
         loop {
             let (reply, answer) = tokio::sync::oneshot::channel();
             let slot = self.inner.flows.slot(&call.flow_id);
-            slot.pending
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .push(Concluded {
-                    step_id: call.step.id.clone(),
-                    token: call.token.clone(),
-                    attempt: call.attempt,
-                    compensate: call.compensate,
-                    result: (!accepted).then(|| result.clone()),
-                    reply,
-                });
+            crate::sync::lock(&slot.pending).push(Concluded {
+                step_id: call.step.id.clone(),
+                token: call.token.clone(),
+                attempt: call.attempt,
+                compensate: call.compensate,
+                result: (!accepted).then(|| result.clone()),
+                reply,
+            });
             let about = Decision {
                 command: match (call.compensate, accepted) {
                     (true, _) => "record_compensation",
@@ -317,7 +314,7 @@ impl Engine {
     }
 
     fn in_flight(&self) -> std::sync::MutexGuard<'_, HashMap<String, InFlight>> {
-        self.inner.in_flight.lock().unwrap_or_else(|p| p.into_inner())
+        crate::sync::lock(&self.inner.in_flight)
     }
 
     /// This process's calls in flight: receipt token and call number.

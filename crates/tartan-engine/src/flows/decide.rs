@@ -109,13 +109,13 @@ pub(crate) struct FlowLocks {
 
 impl FlowLocks {
     pub(super) fn slot(&self, flow_id: &str) -> Slot {
-        let mut slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
+        let mut slots = crate::sync::lock(&self.slots);
         slots.entry(flow_id.to_string()).or_default().clone()
     }
 
     /// Flows with work in progress (their slots are kept only while busy).
     pub(crate) fn len(&self) -> usize {
-        self.slots.lock().unwrap_or_else(|p| p.into_inner()).len()
+        crate::sync::lock(&self.slots).len()
     }
 
     /// Drop the flow's slot unless it is still needed: a decision holds its
@@ -124,7 +124,7 @@ impl FlowLocks {
     /// decision or a start, so a flow that finished, or was never created,
     /// never keeps a place in `max_active_flows`.
     fn release(&self, flow_id: &str, slot: &FlowSlot) {
-        let mut slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
+        let mut slots = crate::sync::lock(&self.slots);
         // A newer slot of the same flow is not this caller's to drop.
         if !slots
             .get(flow_id)
@@ -136,7 +136,7 @@ impl FlowLocks {
             return;
         };
         let busy = cached.as_ref().is_some_and(|c| c.state.has_active_work());
-        let waiting = !slot.pending.lock().unwrap_or_else(|p| p.into_inner()).is_empty();
+        let waiting = !crate::sync::lock(&slot.pending).is_empty();
         if !busy && !waiting {
             slots.remove(flow_id);
         }
@@ -161,7 +161,7 @@ impl Engine {
         let mut refused: Vec<Option<String>> = Vec::new();
         let outcome = self
             .decide_in(slot, flow_id, about, |state, ctx| {
-                taken.extend(slot.pending.lock().unwrap_or_else(|p| p.into_inner()).drain(..));
+                taken.extend(crate::sync::lock(&slot.pending).drain(..));
                 refused.clear();
                 let mut merged = Transition::unchanged(state, ctx.now);
                 for c in &taken {
@@ -182,7 +182,7 @@ impl Engine {
             // A decision that failed before it took them (the flow could
             // not be loaded: the database is away) would leave them waiting
             // with nobody to answer: they get its answer, and try again.
-            taken.extend(slot.pending.lock().unwrap_or_else(|p| p.into_inner()).drain(..));
+            taken.extend(crate::sync::lock(&slot.pending).drain(..));
         }
         for (c, refusal) in taken
             .into_iter()

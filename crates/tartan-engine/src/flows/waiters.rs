@@ -52,7 +52,7 @@ pub(crate) struct Waiting<'a> {
 
 impl Waiters {
     fn lock(&self) -> std::sync::MutexGuard<'_, Table> {
-        self.flows.lock().unwrap_or_else(|p| p.into_inner())
+        crate::sync::lock(&self.flows)
     }
 
     /// Wait for `flow_id`; `None` when [`MAX_WAITERS`] already wait.

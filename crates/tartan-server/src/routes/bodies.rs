@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use serde::Serialize;
 use serde_json::Value;
+use tartan_core::bulk::BulkAction;
 use tartan_core::catalog::AttributeGraph;
 use tartan_core::flow::{Attempt, FlowStatus, Time, WorkStatus};
 use tartan_core::retry::RetryState;
@@ -327,10 +328,10 @@ pub(crate) struct BulkJobView {
     pub id: String,
     /// `retry` or `cancel`.
     #[schema(example = "retry")]
-    pub kind: String,
+    pub kind: &'static str,
     /// `queued`, `running`, `completed`, `cancelled` or `failed`.
     #[schema(example = "running")]
-    pub status: String,
+    pub status: &'static str,
     /// The filter as given.
     #[schema(value_type = Object)]
     pub filter: Value,
@@ -371,15 +372,17 @@ pub(crate) struct BulkJobView {
 
 impl BulkJobView {
     pub(crate) fn of(job: &tartan_store::BulkJob, failures: Vec<BulkFailure>) -> Self {
-        let flag = |name: &str| job.options.get(name).and_then(Value::as_bool);
-        let running = matches!(job.status.as_str(), "queued" | "running");
+        let (reset_attempts, compensate) = match job.action {
+            BulkAction::Retry { reset_attempts } => (Some(reset_attempts), None),
+            BulkAction::Cancel { compensate } => (None, Some(compensate)),
+        };
         BulkJobView {
             id: job.id.clone(),
-            kind: job.kind.clone(),
-            status: job.status.clone(),
+            kind: job.action.kind(),
+            status: job.status.as_str(),
             filter: job.filter.clone(),
-            reset_attempts: flag("reset_attempts"),
-            compensate: flag("compensate"),
+            reset_attempts,
+            compensate,
             rate: job.rate,
             total: job.total,
             done: job.done,
@@ -389,7 +392,11 @@ impl BulkJobView {
             created_at: job.created_at,
             started_at: job.started_at,
             finished_at: job.finished_at,
-            node: if running { job.lease_owner.clone() } else { None },
+            node: if job.status.is_unfinished() {
+                job.lease_owner.clone()
+            } else {
+                None
+            },
             failures,
         }
     }

@@ -10,6 +10,7 @@ use crate::connection::SqlStore;
 use crate::error::StoreError;
 use crate::model::*;
 use crate::{BulkJobStore, BulkRunStore};
+use tartan_core::bulk::{BulkAction, BulkFilter, BulkItemState, BulkStatus};
 
 use super::{bind_all, duration_us, json_text, Bind, FLOW};
 
@@ -24,15 +25,21 @@ fn job_of(row: &AnyRow) -> Result<BulkJob, StoreError> {
     let count = |name: &str| -> Result<u64, StoreError> {
         Ok(u64::try_from(row.try_get::<i64, _>(name)?).unwrap_or(0))
     };
+    let id: String = row.try_get("id")?;
     let filter: String = row.try_get("filter")?;
+    let kind: String = row.try_get("kind")?;
     let options: String = row.try_get("options")?;
+    let action = BulkAction::stored(&kind, &serde_json::from_str(&options)?)
+        .ok_or_else(|| StoreError::Corrupt(format!("bulk job {id}: kind {kind:?}")))?;
+    let status: String = row.try_get("status")?;
+    let status = BulkStatus::parse(&status)
+        .ok_or_else(|| StoreError::Corrupt(format!("bulk job {id}: status {status:?}")))?;
     Ok(BulkJob {
-        id: row.try_get("id")?,
-        kind: row.try_get("kind")?,
+        id,
+        action,
         filter: serde_json::from_str(&filter)?,
-        options: serde_json::from_str(&options)?,
         rate: u32::try_from(row.try_get::<i64, _>("rate")?).unwrap_or(u32::MAX),
-        status: row.try_get("status")?,
+        status,
         total: count("total")?,
         done: count("done")?,
         skipped: count("skipped")?,
@@ -96,8 +103,8 @@ fn filter_where(backend: crate::dialect::Backend, filter: &BulkFilter, binds: &m
             let p = param(Bind::Text(step.clone()));
             work.push_str(&format!(" AND w.step_id = {p}"));
         }
-        if let Some(class) = &filter.error_class {
-            let p = param(Bind::Text(class.clone()));
+        if let Some(class) = filter.error_class {
+            let p = param(Bind::Text(class.as_str().to_string()));
             work.push_str(&format!(
                 " AND {} = {p}",
                 backend.last_attempt_outcome("w.detail")
@@ -139,9 +146,9 @@ impl BulkJobStore for SqlStore {
              VALUES ($1, $2, $3, $4, $5, 'queued', 0, $6)",
         )
         .bind(&job.id)
-        .bind(&job.kind)
-        .bind(json_text(&job.filter_json)?)
-        .bind(json_text(&job.options)?)
+        .bind(job.action.kind())
+        .bind(json_text(&job.shown_filter)?)
+        .bind(json_text(&job.action.options())?)
         .bind(i64::from(job.rate))
         .bind(to_us(job.created_at))
         .execute(&mut *tx)
@@ -202,22 +209,30 @@ impl BulkJobStore for SqlStore {
         rows.iter().map(job_of).collect()
     }
 
-    async fn bulk_items(&self, id: &str, state: &str, limit: usize) -> Result<Vec<BulkItem>, StoreError> {
+    async fn bulk_items(
+        &self,
+        id: &str,
+        state: BulkItemState,
+        limit: usize,
+    ) -> Result<Vec<BulkItem>, StoreError> {
         let _turn = self.api_turn().await?;
         let rows = sqlx::query(
             "SELECT flow_id, state, detail, at_us FROM bulk_items WHERE job_id = $1 AND state = $2 \
              ORDER BY position LIMIT $3",
         )
         .bind(id)
-        .bind(state)
+        .bind(state.as_str())
         .bind(i64::try_from(limit).unwrap_or(i64::MAX))
         .fetch_all(&self.api)
         .await?;
         rows.iter()
             .map(|r| {
+                let text: String = r.try_get("state")?;
+                let state = BulkItemState::parse(&text)
+                    .ok_or_else(|| StoreError::Corrupt(format!("bulk job {id}: item state {text:?}")))?;
                 Ok(BulkItem {
                     flow_id: r.try_get("flow_id")?,
-                    state: r.try_get("state")?,
+                    state,
                     detail: r.try_get("detail")?,
                     at: r.try_get::<Option<i64>, _>("at_us")?.map(from_us),
                 })
@@ -260,6 +275,7 @@ impl BulkRunStore for SqlStore {
             "UPDATE bulk_jobs SET status = 'running', lease_owner = $1, lease_expires_us = {now} + $2, \
              started_us = COALESCE(started_us, $3) \
              WHERE id IN (SELECT id FROM bulk_jobs WHERE {UNFINISHED}{not_running} \
+             AND kind IN ('retry', 'cancel') \
              AND (lease_owner IS NULL OR lease_expires_us < {now} OR lease_owner = $1) \
              ORDER BY created_us LIMIT 1{}) RETURNING {JOB_COLUMNS}",
             self.backend.skip_locked()
@@ -362,8 +378,8 @@ impl BulkRunStore for SqlStore {
              lease_expires_us = NULL WHERE id = $3 AND lease_owner = $4 AND status = 'running'",
         )
         .bind(match status {
-            BulkEnd::Completed => "completed",
-            BulkEnd::Failed => "failed",
+            BulkEnd::Completed => BulkStatus::Completed.as_str(),
+            BulkEnd::Failed => BulkStatus::Failed.as_str(),
         })
         .bind(to_us(chrono::Utc::now()))
         .bind(id)
@@ -399,7 +415,7 @@ impl BulkRunStore for SqlStore {
         Ok(wait.map(|us| std::time::Duration::from_micros(u64::try_from(us).unwrap_or(0))))
     }
 
-    async fn flow_marked_by(&self, flow_id: &str, event_type: &str, by: &str) -> Result<bool, StoreError> {
+    async fn flow_marked_by(&self, flow_id: &str, action: BulkAction, by: &str) -> Result<bool, StoreError> {
         // Job ids are hex: no LIKE wildcard in them, and no other text of a
         // `flow_retried` or `flow_cancelled` holds one.
         let row = sqlx::query(
@@ -408,7 +424,7 @@ impl BulkRunStore for SqlStore {
         )
         .bind(FLOW)
         .bind(flow_id)
-        .bind(event_type)
+        .bind(action.marking_event())
         .bind(format!("%{by}%"))
         .fetch_optional(&self.read)
         .await?;

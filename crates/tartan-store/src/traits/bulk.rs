@@ -1,6 +1,8 @@
 use async_trait::async_trait;
 
-use crate::{BulkCreated, BulkEnd, BulkFilter, BulkItem, BulkItemState, BulkJob, NewBulkJob, StoreError};
+use tartan_core::bulk::{BulkAction, BulkFilter, BulkItemState};
+
+use crate::{BulkCreated, BulkEnd, BulkItem, BulkJob, NewBulkJob, StoreError};
 
 /// Bulk jobs as the API sees them: created, listed, read and stopped.
 #[async_trait]
@@ -21,7 +23,12 @@ pub trait BulkJobStore: Send + Sync {
 
     /// At most `limit` of a job's items in `state`, in the order they were
     /// acted on.
-    async fn bulk_items(&self, id: &str, state: &str, limit: usize) -> Result<Vec<BulkItem>, StoreError>;
+    async fn bulk_items(
+        &self,
+        id: &str,
+        state: BulkItemState,
+        limit: usize,
+    ) -> Result<Vec<BulkItem>, StoreError>;
 
     /// Stop a queued or running job: `cancelled`, its pending flows left
     /// alone. The job as it is after (unchanged when it had finished);
@@ -79,7 +86,7 @@ pub trait BulkRunStore: Send + Sync {
     /// clock; `None` when no other process holds one.
     async fn bulk_lease_elsewhere(&self, node: &str) -> Result<Option<std::time::Duration>, StoreError>;
 
-    /// Whether bulk job `by` acted on the flow: one of its events of
-    /// `event_type` (`flow_retried`, `flow_cancelled`) names the job.
-    async fn flow_marked_by(&self, flow_id: &str, event_type: &str, by: &str) -> Result<bool, StoreError>;
+    /// Whether bulk job `by` took `action` on the flow already: one of its
+    /// events of the action's kind (`BulkAction::marking_event`) names the job.
+    async fn flow_marked_by(&self, flow_id: &str, action: BulkAction, by: &str) -> Result<bool, StoreError>;
 }
