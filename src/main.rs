@@ -180,27 +180,10 @@ async fn serve(mut config: Config) -> Result<()> {
             .webhook_base_url
             .clone()
             .unwrap_or_else(|| format!("http://{addr}")),
-        work_defaults: config.work_defaults,
-        step_timeout: config.step_timeout,
-        max_step_attempts: config.max_step_attempts,
-        max_active_flows: config.max_active_flows,
-        lease: config.lease,
-        step_hosts: config.step_hosts.clone(),
-        max_calls: config.max_calls,
-        max_calls_per_step: config.max_calls_per_step,
-        max_queued_calls: config.max_queued_calls,
-        max_response_bytes: config.max_response_bytes,
-        max_inflight_bytes: config.max_inflight_bytes,
-        max_flow_bytes: config.max_flow_bytes,
-        max_retry_after: config.max_retry_after,
-        retention: config.retention,
         tracer: traces.as_ref().map(telemetry::TraceGuard::tracer),
-        max_streams: config.max_streams,
-        stream_buffer: config.stream_buffer,
-        stream_buffer_bytes: config.stream_buffer_bytes,
-        max_bulk_flows: config.max_bulk_flows as u64,
+        ..config.engine
     };
-    tracing::info!(step_hosts = %config.step_hosts, "steps may call");
+    tracing::info!(step_hosts = %engine_config.step_hosts, "steps may call");
     if config.webhook_base_url.is_none() && addr.ip().is_unspecified() {
         tracing::warn!(
             "webhook URLs handed to async steps start with http://{addr}, which other hosts cannot reach: \

@@ -3,10 +3,12 @@
 //! loader (figment) and checked after merging, whatever each value's source
 //! (docs/operating.md, "Configuration").
 //!
+//! - `table`: every setting, once: key, reader, default, ceiling, help.
 //! - `sources`: the four sources, and how a value's source is named.
 //! - `values`: how each kind of value is read and checked.
 
 mod sources;
+mod table;
 mod values;
 
 use std::net::SocketAddr;
@@ -17,136 +19,83 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use figment::providers::{Format, Toml};
 use figment::Figment;
-use serde::Deserialize;
 use tartan_core::hosts::StepHosts;
-use tartan_core::retry::{BackoffType, RetryDefaults};
-use tartan_server::{AllowedHosts, ApiSecurity};
+use tartan_core::retry::RetryDefaults;
+use tartan_engine::EngineConfig;
+use tartan_server::ApiSecurity;
 
-pub use sources::KEYS;
+use table::Settings;
+pub use table::SETTINGS;
 
-/// Declares the flags, one per setting (each also `TARTAN_<KEY>` in the
-/// environment and `<key>` in the file), and lists those given.
-macro_rules! setting_flags {
-    ($( $(#[doc = $doc:expr])* $field:ident ),* $(,)?) => {
-        /// Flags of `tartan serve` and `tartan config check`.
-        #[derive(Debug, Clone, Default, Args)]
-        pub struct ServeArgs {
-            /// TOML file of settings (keys as the flags', with `_`: `max_calls = 64`)
-            #[arg(long, env = "TARTAN_CONFIG")]
-            pub config: Option<PathBuf>,
-            /// Serve without tokens on a non-loopback address (anyone who reaches it may drive the engine)
-            #[arg(long, num_args = 0..=1, default_missing_value = "true")]
-            pub allow_unauthenticated: Option<String>,
-            $( $(#[doc = $doc])* #[arg(long)] pub $field: Option<String>, )*
-        }
-
-        impl ServeArgs {
-            /// The settings given as flags, by key.
-            fn given(&self) -> Vec<(&'static str, String)> {
-                let mut given = Vec::new();
-                if let Some(v) = &self.allow_unauthenticated {
-                    given.push(("allow_unauthenticated", v.clone()));
-                }
-                $( if let Some(v) = &self.$field {
-                    given.push((stringify!($field), v.clone()));
-                } )*
-                given
-            }
-        }
-    };
+/// Flags of `tartan serve` and `tartan config check`: `--config`, and one
+/// per setting (`table`), each also `TARTAN_<KEY>` in the environment and
+/// `<key>` in the file.
+#[derive(Debug, Clone, Default)]
+pub struct ServeArgs {
+    pub config: Option<PathBuf>,
+    /// The settings given as flags, by key.
+    given: Vec<(&'static str, String)>,
 }
 
-setting_flags! {
-    /// Address to listen on; port 0 picks a free port [default: 127.0.0.1:8080]
-    listen,
-    /// sqlite://path (created if missing) or postgres://... (env TARTAN_DATABASE_URL, then DATABASE_URL) [default: sqlite://tartan.db]
-    database_url,
-    /// Base URL async steps call back [default: http://<listen address>]
-    webhook_base_url,
-    /// Stable id of this engine process [default: <hostname>-<port>]
-    node_id,
-    /// Log lines as `text` or `json` [default: text]
-    log_format,
-    /// Bearer tokens granting every route, comma-separated (rotation: list old and new)
-    api_token,
-    /// File holding the API tokens (e.g. a mounted Kubernetes secret)
-    api_token_file,
-    /// Bearer tokens granting GET routes only, comma-separated
-    read_token,
-    /// File holding the read tokens
-    read_token_file,
-    /// Origins browsers may call the API from, comma-separated exact origins or * [default: none]
-    cors_origins,
-    /// Host names requests may address besides loopback, localhost and the listen address,
-    /// comma-separated, each with or without :port, *.domain, or * for any (DNS rebinding)
-    /// [default: none; with tokens, the Host is checked only when this is set]
-    allowed_hosts,
-    /// Where steps may call: comma-separated host names, *.domain patterns,
-    /// IP addresses and CIDR ranges [default: any address but link-local]
-    step_hosts,
-    /// Attempt timeout of a step that sets none [default: 30s]
-    step_timeout,
-    /// Retries of a step that sets none; -1 for no limit [default: 10]
-    retry_max_retries,
-    /// First retry delay of a step that sets none [default: 1s]
-    retry_initial_backoff,
-    /// Longest retry delay of a step that sets none [default: 60s]
-    retry_max_backoff,
-    /// fixed, linear or exponential [default: exponential]
-    retry_backoff_type,
-    /// Attempts of one flow's work items together, default and ceiling [default: 1000]
-    max_step_attempts,
-    /// Flows with work in progress in this process at most; beyond it starts get 503 [default: 10000]
-    max_active_flows,
-    /// How long a lease outlives the attempt timeout [default: 30s]
-    lease,
-    /// Calls in flight in this process at most [default: 1024]
-    max_calls,
-    /// Calls of one step in flight at most, a hard cap on top of the rule
-    /// that a step holds at most half of the slots the other steps leave
-    /// [default: unset]
-    max_calls_per_step,
-    /// Calls waiting for a slot at most; one beyond it is made when its lease runs out [default: 10000]
-    max_queued_calls,
-    /// Event streams (SSE and WebSocket) open at once at most; one more is answered 503 [default: 1000]
-    max_streams,
-    /// Decisions' events a stream may fall behind by before it is dropped (it resumes with Last-Event-ID) [default: 1024]
-    stream_buffer,
-    /// Bytes of events (as JSON) a stream may fall behind by before it is dropped; what the bus holds for slow streams at most [default: 67108864]
-    stream_buffer_bytes,
-    /// Flows one bulk retry or cancel may match at most; a filter matching more is refused [default: 100000]
-    max_bulk_flows,
-    /// Bytes of a step's response body (or webhook body) at most; past it the attempt fails [default: 8388608]
-    max_response_bytes,
-    /// Bytes of step response bodies held at once, from reading to recording; calls past it wait [default: 67108864]
-    max_inflight_bytes,
-    /// Bytes of JSON of one flow's inputs and outputs at most; an output past it fails its work item for good [default: 67108864]
-    max_flow_bytes,
-    /// The longest wait a step's Retry-After may ask for, e.g. 1h or 300ms [default: 1h]
-    max_retry_after,
-    /// Database connections of the engine [default: 16 Postgres, 4 SQLite]
-    db_pool,
-    /// Database connections of the API's listings and histories [default: 4]
-    db_read_pool,
-    /// Postgres: how long one listing or history statement may run [default: 30s]
-    db_read_timeout,
-    /// How long a client may take to send a request's headers, and how long a connection may stay idle
-    /// [default: 10s]
-    header_timeout,
-    /// How long a client may take to send a request's body after its headers [default: 30s]
-    body_timeout,
-    /// Connections open at once at most; more wait to be accepted
-    /// [default: half the open-file limit, at most 10000]
-    max_connections,
-    /// How long calls in flight may finish after SIGTERM before they are handed back [default: 10s]
-    shutdown_grace,
-    /// Finished flows older than this are deleted; 0 keeps everything [default: 30d]
-    retention,
+impl clap::FromArgMatches for ServeArgs {
+    fn from_arg_matches(matches: &clap::ArgMatches) -> std::result::Result<Self, clap::Error> {
+        Ok(ServeArgs {
+            config: matches.get_one::<PathBuf>("config").cloned(),
+            given: SETTINGS
+                .iter()
+                .filter_map(|s| Some((s.key, matches.get_one::<String>(s.key)?.clone())))
+                .collect(),
+        })
+    }
+
+    fn update_from_arg_matches(
+        &mut self,
+        matches: &clap::ArgMatches,
+    ) -> std::result::Result<(), clap::Error> {
+        *self = Self::from_arg_matches(matches)?;
+        Ok(())
+    }
+}
+
+impl Args for ServeArgs {
+    fn augment_args(command: clap::Command) -> clap::Command {
+        let config = clap::Arg::new("config")
+            .long("config")
+            .env("TARTAN_CONFIG")
+            .value_parser(clap::value_parser!(PathBuf))
+            .value_name("CONFIG")
+            .help("TOML file of settings (keys as the flags', with `_`: `max_calls = 64`)");
+        SETTINGS.iter().fold(command.arg(config), |command, s| {
+            let arg = clap::Arg::new(s.key)
+                .long(s.key.replace('_', "-"))
+                .value_name(s.key.to_ascii_uppercase())
+                .help(s.shown_help());
+            command.arg(if s.switch {
+                arg.num_args(0..=1).default_missing_value("true")
+            } else {
+                arg
+            })
+        })
+    }
+
+    fn augment_args_for_update(command: clap::Command) -> clap::Command {
+        Self::augment_args(command)
+    }
+}
+
+impl ServeArgs {
+    /// These arguments with `key` given as a flag.
+    #[cfg(test)]
+    fn with(mut self, key: &'static str, value: &str) -> Self {
+        self.given.push((key, value.to_string()));
+        self
+    }
 }
 
 /// How log lines are written (`TARTAN_LOG_FORMAT`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum LogFormat {
+    #[default]
     Text,
     Json,
 }
@@ -165,129 +114,6 @@ impl std::str::FromStr for LogFormat {
 const MINUTE: Duration = Duration::from_secs(60);
 const HOUR: Duration = Duration::from_secs(3600);
 const DAY: Duration = Duration::from_secs(86_400);
-
-/// The longest each duration setting may be (docs/operating.md, "Every
-/// setting"). A value beyond its ceiling is a mistake, and the times
-/// computed from it overflow: `TARTAN_LEASE=99999999999d` made every lease
-/// a time past the end of Postgres's calendar, so every start answered 503.
-/// Each is far above any use (the defaults are seconds to a month).
-pub const MAX_STEP_TIMEOUT: Duration = DAY;
-pub const MAX_RETRY_BACKOFF: Duration = DAY;
-pub const MAX_LEASE: Duration = HOUR;
-pub const MAX_RETRY_AFTER_CEILING: Duration = DAY;
-pub const MAX_DB_READ_TIMEOUT: Duration = HOUR;
-pub const MAX_HEADER_TIMEOUT: Duration = Duration::from_secs(10 * MINUTE.as_secs());
-pub const MAX_BODY_TIMEOUT: Duration = HOUR;
-pub const MAX_SHUTDOWN_GRACE: Duration = HOUR;
-pub const MAX_RETENTION: Duration = Duration::from_secs(3650 * 86_400);
-
-/// Every setting after merging, each read and checked by `values`.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Settings {
-    #[serde(deserialize_with = "values::text")]
-    listen: String,
-    #[serde(deserialize_with = "values::text")]
-    database_url: String,
-    #[serde(default, deserialize_with = "values::opt_http_url")]
-    webhook_base_url: Option<String>,
-    #[serde(default, deserialize_with = "values::opt_text")]
-    node_id: Option<String>,
-    #[serde(deserialize_with = "values::parsed")]
-    log_format: LogFormat,
-    #[serde(default, deserialize_with = "values::list")]
-    api_token: Vec<String>,
-    #[serde(default, deserialize_with = "values::opt_path")]
-    api_token_file: Option<PathBuf>,
-    #[serde(default, deserialize_with = "values::list")]
-    read_token: Vec<String>,
-    #[serde(default, deserialize_with = "values::opt_path")]
-    read_token_file: Option<PathBuf>,
-    #[serde(deserialize_with = "values::flag")]
-    allow_unauthenticated: bool,
-    #[serde(default, deserialize_with = "values::list")]
-    cors_origins: Vec<String>,
-    #[serde(default, deserialize_with = "values::allowed_hosts")]
-    allowed_hosts: AllowedHosts,
-    #[serde(default, deserialize_with = "values::hosts")]
-    step_hosts: Option<StepHosts>,
-    #[serde(deserialize_with = "values::timeout")]
-    step_timeout: Duration,
-    #[serde(deserialize_with = "values::max_retries")]
-    retry_max_retries: i64,
-    #[serde(deserialize_with = "values::timeout")]
-    retry_initial_backoff: Duration,
-    #[serde(deserialize_with = "values::timeout")]
-    retry_max_backoff: Duration,
-    #[serde(deserialize_with = "values::parsed")]
-    retry_backoff_type: BackoffType,
-    #[serde(deserialize_with = "values::count")]
-    max_step_attempts: u32,
-    #[serde(deserialize_with = "values::count")]
-    max_active_flows: usize,
-    #[serde(deserialize_with = "values::timeout")]
-    lease: Duration,
-    #[serde(deserialize_with = "values::count")]
-    max_calls: usize,
-    #[serde(default, deserialize_with = "values::opt_count")]
-    max_calls_per_step: Option<usize>,
-    #[serde(deserialize_with = "values::count")]
-    max_queued_calls: usize,
-    #[serde(deserialize_with = "values::count")]
-    max_streams: usize,
-    #[serde(deserialize_with = "values::count")]
-    stream_buffer: usize,
-    #[serde(deserialize_with = "values::count")]
-    stream_buffer_bytes: usize,
-    #[serde(deserialize_with = "values::count")]
-    max_bulk_flows: usize,
-    #[serde(deserialize_with = "values::count")]
-    max_response_bytes: usize,
-    #[serde(deserialize_with = "values::count")]
-    max_inflight_bytes: usize,
-    #[serde(deserialize_with = "values::count")]
-    max_flow_bytes: u64,
-    #[serde(deserialize_with = "values::timeout")]
-    max_retry_after: Duration,
-    #[serde(default, deserialize_with = "values::opt_count")]
-    db_pool: Option<u32>,
-    #[serde(default, deserialize_with = "values::opt_count")]
-    db_read_pool: Option<u32>,
-    #[serde(deserialize_with = "values::timeout")]
-    db_read_timeout: Duration,
-    #[serde(deserialize_with = "values::timeout")]
-    header_timeout: Duration,
-    #[serde(deserialize_with = "values::timeout")]
-    body_timeout: Duration,
-    #[serde(default, deserialize_with = "values::opt_count")]
-    max_connections: Option<usize>,
-    #[serde(deserialize_with = "values::timeout")]
-    shutdown_grace: Duration,
-    #[serde(deserialize_with = "values::delay")]
-    retention: Duration,
-}
-
-impl Settings {
-    /// Every duration setting: its key, its value and its ceiling.
-    fn durations(&self) -> [(&'static str, Duration, Duration); 10] {
-        [
-            ("step_timeout", self.step_timeout, MAX_STEP_TIMEOUT),
-            (
-                "retry_initial_backoff",
-                self.retry_initial_backoff,
-                MAX_RETRY_BACKOFF,
-            ),
-            ("retry_max_backoff", self.retry_max_backoff, MAX_RETRY_BACKOFF),
-            ("lease", self.lease, MAX_LEASE),
-            ("max_retry_after", self.max_retry_after, MAX_RETRY_AFTER_CEILING),
-            ("db_read_timeout", self.db_read_timeout, MAX_DB_READ_TIMEOUT),
-            ("header_timeout", self.header_timeout, MAX_HEADER_TIMEOUT),
-            ("body_timeout", self.body_timeout, MAX_BODY_TIMEOUT),
-            ("shutdown_grace", self.shutdown_grace, MAX_SHUTDOWN_GRACE),
-            ("retention", self.retention, MAX_RETENTION),
-        ]
-    }
-}
 
 /// A ceiling as the documentation writes it: more than a day in whole
 /// days as days (`3650d`), anything else in hours and less (`24h`).
@@ -308,14 +134,10 @@ pub struct Config {
     pub webhook_base_url: Option<String>,
     pub node_id: Option<String>,
     pub log_format: LogFormat,
-    pub step_timeout: Duration,
-    pub work_defaults: RetryDefaults,
-    /// Default cap on a flow's attempts (`TARTAN_MAX_STEP_ATTEMPTS`).
-    pub max_step_attempts: u32,
-    /// How long a lease holds beyond the attempt timeout (`TARTAN_LEASE`).
-    pub lease: Duration,
-    /// Flows in progress in this process at most (`TARTAN_MAX_ACTIVE_FLOWS`).
-    pub max_active_flows: usize,
+    /// The engine's, but for what is known only once the server listens:
+    /// its node id and webhook base (from the two above and the address),
+    /// and the tracer.
+    pub engine: EngineConfig,
     /// Header and body read timeouts, shutdown grace; the connection cap is
     /// set at start-up from `max_connections` and the open-file limit.
     pub server_limits: tartan_server::ServerLimits,
@@ -323,29 +145,9 @@ pub struct Config {
     pub max_connections: Option<usize>,
     /// Tokens and CORS origins of the API.
     pub security: ApiSecurity,
-    /// Where steps may call (`TARTAN_STEP_HOSTS`).
-    pub step_hosts: StepHosts,
-    pub max_calls: usize,
-    pub max_calls_per_step: Option<usize>,
-    pub max_queued_calls: usize,
-    /// Event streams at once, and how far one may fall behind
-    /// (docs/api.md, "Event streams").
-    pub max_streams: usize,
-    pub stream_buffer: usize,
-    pub stream_buffer_bytes: usize,
-    /// Flows one bulk job may match (docs/api.md, "Bulk operations").
-    pub max_bulk_flows: usize,
     /// Connection pools (`TARTAN_DB_POOL`, `TARTAN_DB_READ_POOL`,
     /// `TARTAN_DB_READ_TIMEOUT`).
     pub pools: tartan_store::Pools,
-    pub max_response_bytes: usize,
-    /// `TARTAN_MAX_INFLIGHT_BYTES` (docs/durability.md, "Bytes in flight").
-    pub max_inflight_bytes: usize,
-    /// `TARTAN_MAX_FLOW_BYTES` (docs/errors.md, "A flow's size").
-    pub max_flow_bytes: u64,
-    pub max_retry_after: Duration,
-    /// Finished flows older than this are deleted; `None` keeps them.
-    pub retention: Option<Duration>,
 }
 
 /// A configuration with the sources it was merged from.
@@ -366,7 +168,7 @@ impl Config {
         }
         let figment = figment
             .merge(sources::environment())
-            .merge(sources::flags(args.given()));
+            .merge(sources::flags(args.given.clone()));
         let settings: Settings = figment
             .extract()
             .map_err(|e| anyhow::anyhow!("invalid configuration:\n{}", sources::explain(e)))?;
@@ -380,7 +182,7 @@ impl Config {
         let Ok(addr) = s.listen.parse::<SocketAddr>() else {
             bail!("{}: expected host:port, got {:?}", origin("listen"), s.listen);
         };
-        for (key, value, ceiling) in s.durations() {
+        for (key, value, ceiling) in s.bounded() {
             if value > ceiling {
                 let given = figment
                     .find_value(key)
@@ -410,21 +212,32 @@ impl Config {
             );
         }
         Ok(Config {
-            listen: s.listen,
-            database_url: s.database_url,
-            webhook_base_url: s.webhook_base_url,
-            node_id: s.node_id,
-            log_format: s.log_format,
-            step_timeout: s.step_timeout,
-            work_defaults: RetryDefaults {
-                max_retries: s.retry_max_retries,
-                init_backoff_ms: tartan_core::duration::as_millis_u64(s.retry_initial_backoff),
-                max_backoff_ms: tartan_core::duration::as_millis_u64(s.retry_max_backoff),
-                backoff_type: s.retry_backoff_type,
+            engine: EngineConfig {
+                work_defaults: RetryDefaults {
+                    max_retries: s.retry_max_retries,
+                    init_backoff_ms: tartan_core::duration::as_millis_u64(s.retry_initial_backoff),
+                    max_backoff_ms: tartan_core::duration::as_millis_u64(s.retry_max_backoff),
+                    backoff_type: s.retry_backoff_type,
+                },
+                step_timeout: s.step_timeout,
+                max_step_attempts: s.max_step_attempts,
+                max_active_flows: s.max_active_flows,
+                lease: s.lease,
+                step_hosts: s.step_hosts.unwrap_or_else(StepHosts::unrestricted),
+                max_calls: s.max_calls,
+                max_calls_per_step: s.max_calls_per_step,
+                max_queued_calls: s.max_queued_calls,
+                max_response_bytes: s.max_response_bytes,
+                max_inflight_bytes: s.max_inflight_bytes,
+                max_flow_bytes: s.max_flow_bytes,
+                max_retry_after: s.max_retry_after,
+                retention: Some(s.retention).filter(|d| !d.is_zero()),
+                max_streams: s.max_streams,
+                stream_buffer: s.stream_buffer,
+                stream_buffer_bytes: s.stream_buffer_bytes,
+                max_bulk_flows: s.max_bulk_flows,
+                ..EngineConfig::default()
             },
-            max_step_attempts: s.max_step_attempts,
-            lease: s.lease,
-            max_active_flows: s.max_active_flows,
             server_limits: tartan_server::ServerLimits {
                 header_timeout: s.header_timeout,
                 body_timeout: s.body_timeout,
@@ -435,24 +248,16 @@ impl Config {
             },
             max_connections: s.max_connections,
             security,
-            step_hosts: s.step_hosts.unwrap_or_else(StepHosts::unrestricted),
-            max_calls: s.max_calls,
-            max_calls_per_step: s.max_calls_per_step,
-            max_queued_calls: s.max_queued_calls,
-            max_streams: s.max_streams,
-            stream_buffer: s.stream_buffer,
-            stream_buffer_bytes: s.stream_buffer_bytes,
-            max_bulk_flows: s.max_bulk_flows,
             pools: tartan_store::Pools {
                 engine: s.db_pool,
                 read: s.db_read_pool,
                 read_timeout: s.db_read_timeout,
             },
-            max_response_bytes: s.max_response_bytes,
-            max_inflight_bytes: s.max_inflight_bytes,
-            max_flow_bytes: s.max_flow_bytes,
-            max_retry_after: s.max_retry_after,
-            retention: Some(s.retention).filter(|d| !d.is_zero()),
+            listen: s.listen,
+            database_url: s.database_url,
+            webhook_base_url: s.webhook_base_url,
+            node_id: s.node_id,
+            log_format: s.log_format,
         })
     }
 }
@@ -508,12 +313,13 @@ const SECRETS: [&str; 2] = ["api_token", "read_token"];
 impl Loaded {
     /// Every setting with its value (secrets redacted) and its source.
     pub fn report(&self) -> Vec<Line> {
-        KEYS.iter()
+        SETTINGS
+            .iter()
             .map(|k| {
-                let value = self.figment.find_value(k.name).ok().map(|v| {
-                    if SECRETS.contains(&k.name) {
+                let value = self.figment.find_value(k.key).ok().map(|v| {
+                    if SECRETS.contains(&k.key) {
                         "\"<redacted>\"".to_string()
-                    } else if k.name == "database_url" {
+                    } else if k.key == "database_url" {
                         toml_literal(&figment::value::Value::from(tartan_store::redact(
                             &self.config.database_url,
                         )))
@@ -522,9 +328,9 @@ impl Loaded {
                     }
                 });
                 Line {
-                    key: k.name,
+                    key: k.key,
                     value,
-                    origin: sources::origin(&self.figment, k.name),
+                    origin: sources::origin(&self.figment, k.key),
                 }
             })
             .collect()
@@ -569,8 +375,8 @@ mod tests {
     #[test]
     fn every_key_has_a_flag() {
         let command = Cli::command();
-        for key in KEYS {
-            let flag = key.name.replace('_', "-");
+        for key in SETTINGS {
+            let flag = key.key.replace('_', "-");
             assert!(
                 command
                     .get_arguments()
@@ -597,16 +403,16 @@ mod tests {
         let Ok(settings) = defaults.extract::<Settings>() else {
             panic!("the defaults load");
         };
-        let bounded: Vec<&str> = settings.durations().iter().map(|d| d.0).collect();
-        for key in KEYS {
-            let default = defaults.find_value(key.name).ok().and_then(|v| v.into_string());
+        let bounded: Vec<&str> = settings.bounded().iter().map(|d| d.0).collect();
+        for key in SETTINGS {
+            let default = defaults.find_value(key.key).ok().and_then(|v| v.into_string());
             let is_duration = default.is_some_and(|d| {
                 tartan_core::duration::parse_duration_str(&d, tartan_core::duration::DurationKind::Delay)
                     .is_ok()
             });
-            assert_eq!(is_duration, bounded.contains(&key.name), "{}", key.name);
+            assert_eq!(is_duration, bounded.contains(&key.key), "{}", key.key);
         }
-        for (key, _, ceiling) in settings.durations() {
+        for (key, _, ceiling) in settings.bounded() {
             let at = load_with(key, &format!("{}ms", ceiling.as_millis()));
             // The initial backoff at its ceiling is past the default longest one.
             assert!(
@@ -632,18 +438,114 @@ mod tests {
     /// Each setting's flag reaches the merged settings.
     #[test]
     fn a_flag_wins_over_the_default() {
-        let args = ServeArgs {
-            max_calls: Some("7".into()),
-            retention: Some("0".into()),
-            log_format: Some("JSON".into()),
-            ..ServeArgs::default()
-        };
+        let args = ServeArgs::default()
+            .with("max_calls", "7")
+            .with("retention", "0")
+            .with("log_format", "JSON");
         let loaded = Config::load(&args).map_err(|e| e.to_string());
         let Ok(loaded) = loaded else {
             panic!("{loaded:?}", loaded = loaded.err());
         };
-        assert_eq!(loaded.config.max_calls, 7);
-        assert_eq!(loaded.config.retention, None);
+        assert_eq!(loaded.config.engine.max_calls, 7);
+        assert_eq!(loaded.config.engine.retention, None);
         assert_eq!(loaded.config.log_format, LogFormat::Json);
+    }
+
+    /// Flags parse into the settings they name; a switch needs no value.
+    #[test]
+    fn flags_are_read_from_the_command_line() {
+        use clap::Parser;
+        let parsed = Cli::try_parse_from(["tartan", "--max-calls", "9", "--allow-unauthenticated"]);
+        let Ok(cli) = parsed else {
+            panic!("{parsed:?}", parsed = parsed.err());
+        };
+        assert_eq!(
+            cli.args.given,
+            [
+                ("allow_unauthenticated", "true".to_string()),
+                ("max_calls", "9".to_string())
+            ]
+        );
+        let Ok(cli) = Cli::try_parse_from(["tartan", "--allow-unauthenticated", "false"]) else {
+            panic!("--allow-unauthenticated false refused");
+        };
+        assert_eq!(cli.args.given, [("allow_unauthenticated", "false".to_string())]);
+        assert!(Cli::try_parse_from(["tartan", "--max-callz", "9"]).is_err());
+    }
+
+    /// The value a setting's default has in the TOML file.
+    fn literal(default: table::Default) -> Option<String> {
+        match default {
+            table::Default::Value(table::Fixed::Text(v)) => Some(format!("{v:?}")),
+            table::Default::Value(table::Fixed::Int(v)) => Some(v.to_string()),
+            table::Default::Value(table::Fixed::Bool(v)) => Some(v.to_string()),
+            table::Default::Unset(_) => None,
+        }
+    }
+
+    /// `tartan.example.toml` shows every key with its default (`# key =
+    /// default`), or, for a key without one, an example (`## key = ...`).
+    #[test]
+    fn the_example_file_shows_every_default() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tartan.example.toml");
+        let Ok(text) = std::fs::read_to_string(path) else {
+            panic!("reading {path}");
+        };
+        for s in SETTINGS {
+            let line = match literal(s.default) {
+                Some(value) => format!("# {} = {value}", s.key),
+                None => format!("## {} = ", s.key),
+            };
+            assert!(
+                text.lines().any(|l| l.starts_with(&line)),
+                "tartan.example.toml: no line {line:?}"
+            );
+        }
+    }
+
+    /// docs/operating.md's table of every setting names each key, with its
+    /// default and, for a duration, its ceiling.
+    #[test]
+    fn the_operating_guide_lists_every_setting() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/operating.md");
+        let Ok(text) = std::fs::read_to_string(path) else {
+            panic!("reading {path}");
+        };
+        let Some(table) = text.split("### Every setting").nth(1) else {
+            panic!("docs/operating.md has no \"Every setting\"");
+        };
+        let rows: Vec<&str> = table
+            .lines()
+            .take_while(|l| l.is_empty() || l.starts_with('|'))
+            .collect();
+        for s in SETTINGS {
+            let name = format!("`{}`", s.key);
+            let Some(row) = rows
+                .iter()
+                .find(|r| r.split('|').nth(1).is_some_and(|k| k.contains(&name)))
+            else {
+                panic!("docs/operating.md, \"Every setting\": no row for {name}");
+            };
+            let default = row.split('|').nth(2).unwrap_or_default();
+            if let table::Default::Value(v) = s.default {
+                let shown = match v {
+                    table::Fixed::Text(v) => v.to_string(),
+                    table::Fixed::Int(v) => v.to_string(),
+                    table::Fixed::Bool(v) => v.to_string(),
+                };
+                assert!(
+                    default.contains(&shown),
+                    "{name}: default {shown} not in {default:?}"
+                );
+            }
+            if let Some(ceiling) = s.ceiling {
+                let at_most = format!("at most `{}`", shown(ceiling));
+                let and = format!("and `{}`", shown(ceiling));
+                assert!(
+                    row.contains(&at_most) || row.contains(&and),
+                    "{name}: no {at_most:?} in {row:?}"
+                );
+            }
+        }
     }
 }

@@ -8,70 +8,7 @@ use std::collections::HashMap;
 use figment::value::{Dict, Map, Value};
 use figment::{Error, Figment, Metadata, Profile, Provider};
 
-/// A setting: its key (the TOML key), and the names it has elsewhere.
-pub struct Key {
-    pub name: &'static str,
-    /// Argyll's name for it (read when the `TARTAN_` one is not set).
-    pub fallback_env: Option<&'static str>,
-}
-
-const fn key(name: &'static str) -> Key {
-    Key {
-        name,
-        fallback_env: None,
-    }
-}
-
-const fn argyll(name: &'static str, env: &'static str) -> Key {
-    Key {
-        name,
-        fallback_env: Some(env),
-    }
-}
-
-/// Every setting, in the order `tartan config check` prints them.
-pub const KEYS: &[Key] = &[
-    key("listen"),
-    argyll("database_url", "DATABASE_URL"),
-    key("webhook_base_url"),
-    key("node_id"),
-    key("log_format"),
-    key("api_token"),
-    key("api_token_file"),
-    key("read_token"),
-    key("read_token_file"),
-    key("allow_unauthenticated"),
-    key("cors_origins"),
-    key("allowed_hosts"),
-    key("step_hosts"),
-    argyll("step_timeout", "STEP_TIMEOUT"),
-    argyll("retry_max_retries", "RETRY_MAX_RETRIES"),
-    argyll("retry_initial_backoff", "RETRY_INITIAL_BACKOFF"),
-    argyll("retry_max_backoff", "RETRY_MAX_BACKOFF"),
-    argyll("retry_backoff_type", "RETRY_BACKOFF_TYPE"),
-    key("max_step_attempts"),
-    key("max_active_flows"),
-    key("lease"),
-    key("max_calls"),
-    key("max_calls_per_step"),
-    key("max_queued_calls"),
-    key("max_streams"),
-    key("stream_buffer"),
-    key("stream_buffer_bytes"),
-    key("max_bulk_flows"),
-    key("max_response_bytes"),
-    key("max_inflight_bytes"),
-    key("max_flow_bytes"),
-    key("max_retry_after"),
-    key("db_pool"),
-    key("db_read_pool"),
-    key("db_read_timeout"),
-    key("header_timeout"),
-    key("body_timeout"),
-    key("max_connections"),
-    key("shutdown_grace"),
-    key("retention"),
-];
+use super::table::{Default, Fixed, SETTINGS};
 
 /// The environment variable of a key.
 pub fn env_name(key: &str) -> String {
@@ -86,7 +23,7 @@ pub fn flag_name(key: &str) -> String {
 const ENVIRONMENT: &str = "environment variable";
 const FLAGS: &str = "command-line flag";
 
-/// The built-in defaults; keys without one are unset unless given.
+/// The built-in defaults (`table`); keys without one are unset unless given.
 pub struct Defaults;
 
 impl Provider for Defaults {
@@ -95,65 +32,18 @@ impl Provider for Defaults {
     }
 
     fn data(&self) -> Result<Map<Profile, Dict>, Error> {
-        let dict: Dict = [
-            ("listen", Value::from("127.0.0.1:8080")),
-            ("database_url", Value::from("sqlite://tartan.db")),
-            ("log_format", Value::from("text")),
-            ("allow_unauthenticated", Value::from(false)),
-            ("step_timeout", Value::from("30s")),
-            ("retry_max_retries", Value::from(10)),
-            ("retry_initial_backoff", Value::from("1s")),
-            ("retry_max_backoff", Value::from("60s")),
-            ("retry_backoff_type", Value::from("exponential")),
-            (
-                "max_step_attempts",
-                Value::from(tartan_core::flow::DEFAULT_MAX_STEP_ATTEMPTS),
-            ),
-            ("max_active_flows", Value::from(10_000)),
-            ("lease", Value::from("30s")),
-            ("max_calls", Value::from(tartan_engine::DEFAULT_MAX_CALLS as u64)),
-            (
-                "max_queued_calls",
-                Value::from(tartan_engine::DEFAULT_MAX_QUEUED_CALLS as u64),
-            ),
-            (
-                "max_response_bytes",
-                Value::from(tartan_engine::DEFAULT_MAX_RESPONSE_BYTES as u64),
-            ),
-            (
-                "max_inflight_bytes",
-                Value::from(tartan_engine::DEFAULT_MAX_INFLIGHT_BYTES as u64),
-            ),
-            (
-                "max_flow_bytes",
-                Value::from(tartan_core::json::DEFAULT_MAX_FLOW_BYTES),
-            ),
-            (
-                "max_streams",
-                Value::from(tartan_engine::DEFAULT_MAX_STREAMS as u64),
-            ),
-            (
-                "stream_buffer",
-                Value::from(tartan_engine::DEFAULT_STREAM_BUFFER as u64),
-            ),
-            (
-                "stream_buffer_bytes",
-                Value::from(tartan_engine::DEFAULT_STREAM_BUFFER_BYTES as u64),
-            ),
-            (
-                "max_bulk_flows",
-                Value::from(tartan_engine::DEFAULT_MAX_BULK_FLOWS),
-            ),
-            ("max_retry_after", Value::from("1h")),
-            ("db_read_timeout", Value::from("30s")),
-            ("header_timeout", Value::from("10s")),
-            ("body_timeout", Value::from("30s")),
-            ("shutdown_grace", Value::from("10s")),
-            ("retention", Value::from("30d")),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k.to_string(), v))
-        .collect();
+        let dict: Dict = SETTINGS
+            .iter()
+            .filter_map(|s| {
+                let value = match s.default {
+                    Default::Value(Fixed::Text(v)) => Value::from(v),
+                    Default::Value(Fixed::Int(v)) => Value::from(v),
+                    Default::Value(Fixed::Bool(v)) => Value::from(v),
+                    Default::Unset(_) => return None,
+                };
+                Some((s.key.to_string(), value))
+            })
+            .collect();
         Ok(Profile::Default.collect(dict))
     }
 }
@@ -192,13 +82,13 @@ impl Provider for Named {
 /// variable counts as unset.
 pub fn environment() -> impl Provider {
     let read = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
-    let values = KEYS
+    let values = SETTINGS
         .iter()
         .filter_map(|k| {
-            let tartan = env_name(k.name);
-            read(&tartan).map(|v| (k.name, tartan, v)).or_else(|| {
+            let tartan = env_name(k.key);
+            read(&tartan).map(|v| (k.key, tartan, v)).or_else(|| {
                 let other = k.fallback_env?;
-                read(other).map(|v| (k.name, other.to_string(), v))
+                read(other).map(|v| (k.key, other.to_string(), v))
             })
         })
         .collect();

@@ -70,8 +70,9 @@ pub const WORK_CONFIG_RETRY_FIELDS: [&str; 10] = [
     "max_retry_duration",
 ];
 
-/// How the base delay grows with the retry index.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// How the base delay grows with the retry index (exponential unless a
+/// step or the engine's defaults say otherwise).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum BackoffType {
     /// `init` every time.
@@ -79,6 +80,7 @@ pub enum BackoffType {
     /// `init × (r + 1)`.
     Linear,
     /// `init × coefficient^r`.
+    #[default]
     Exponential,
 }
 
@@ -252,7 +254,7 @@ impl Default for RetryDefaults {
             max_retries: 10,
             init_backoff_ms: 1_000,
             max_backoff_ms: 60_000,
-            backoff_type: BackoffType::Exponential,
+            backoff_type: BackoffType::default(),
         }
     }
 }
