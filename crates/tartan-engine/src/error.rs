@@ -51,3 +51,14 @@ impl From<tartan_core::flow::ApplyError> for EngineError {
         EngineError::Internal(format!("state machine: {e}"))
     }
 }
+
+impl EngineError {
+    /// Why the database could not answer, when that is what went wrong: a
+    /// client may try again later (the API answers 503).
+    pub fn database_unavailable(&self) -> Option<&str> {
+        match self {
+            EngineError::Store(StoreError::Database(cause) | StoreError::Unavailable(cause)) => Some(cause),
+            _ => None,
+        }
+    }
+}

@@ -17,6 +17,11 @@
 //!   bytes that cuts off a listener too far behind.
 //! - `relay`: the events other processes on one Postgres commit, put on
 //!   this process's bus.
+//! - `feed`: following one flow's events, or every flow's, from a resume
+//!   point: the bus, and the store for what the bus skipped; the API's
+//!   streams only encode its items.
+//! - `reads`: what the API reads (listings, histories, pages), and the read
+//!   models it speaks, so that the server never reaches the store.
 //! - `writer`: the group-commit writer: every decision's events and
 //!   projections go through it, batched into one commit (docs/durability.md,
 //!   "Group commit").
@@ -51,9 +56,11 @@ mod config;
 mod dispatch;
 mod error;
 mod events;
+mod feed;
 mod flows;
 pub mod metrics;
 mod outbound;
+pub mod reads;
 mod recovery;
 mod relay;
 mod retention;
@@ -80,6 +87,7 @@ pub use config::{
 };
 pub use error::EngineError;
 pub use events::{CommittedCatalog, CommittedEvents, EventSubscription};
+pub use feed::{EventFeed, FeedItem, FlowFeed};
 pub use flows::{StartOutcome, WebhookRefusal, WebhookResult};
 pub use metrics::Metrics;
 pub use retention::purge_before;

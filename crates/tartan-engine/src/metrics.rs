@@ -1,12 +1,13 @@
 //! Prometheus metrics of one engine (docs/operating.md, "Metrics"). Each
 //! `Engine` owns its registry: several engines in one process (the tests)
-//! never mix their numbers. The engine and the server record here; `GET
-//! /metrics` renders the registry in the OpenMetrics text format with
-//! `prometheus-client`.
+//! never mix their numbers. The engine records here (and the server what
+//! only it sees of flows: refused starts, webhooks); `GET /metrics` renders
+//! the registry in the OpenMetrics text format with `prometheus-client`,
+//! after the server's own request metrics.
 //!
 //! Recording is cheap: counters and gauges are atomics, a labelled series is
-//! found under a read lock, and label values a request names (a step id, a
-//! route template) are interned once, so the hot path allocates nothing. The
+//! found under a read lock, and label values a client names (a step id)
+//! are interned once ([`Interned`]), so the hot path allocates nothing. The
 //! gauges of what the engine holds (flows, timers, call slots) are read when
 //! the metrics are rendered, not kept up to date on every change.
 
@@ -57,8 +58,6 @@ pub mod names {
     pub const BULK_JOBS_ENDED: &str = "tartan_bulk_jobs_ended";
     pub const BULK_FLOWS: &str = "tartan_bulk_flows";
     pub const CATALOG_RELOADS: &str = "tartan_catalog_reloads";
-    pub const HTTP_REQUESTS: &str = "tartan_http_requests";
-    pub const HTTP_REQUEST_DURATION: &str = "tartan_http_request_duration_seconds";
 }
 
 /// Distinct step ids labelled at most; the steps beyond share
@@ -75,11 +74,6 @@ pub const OTHER_STEPS: &str = "(other)";
 /// value, not cut: two long ids cut to one prefix would be counted as one
 /// series that names neither.
 pub const MAX_LABEL_LEN: usize = tartan_core::ids::MAX_ID_LEN;
-/// The `route` label of a request that matched no route: raw paths are
-/// never labels.
-pub const UNMATCHED_ROUTE: &str = "unmatched";
-/// Route templates labelled at most (the route table is far smaller).
-const MAX_ROUTE_LABELS: usize = 100;
 
 /// Why a flow start was refused (`reason` of `tartan_flow_starts_refused_total`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -288,19 +282,6 @@ struct WebhookLabels {
     result: &'static str,
 }
 
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct RouteLabels {
-    route: Arc<str>,
-    method: &'static str,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct HttpLabels {
-    route: Arc<str>,
-    method: &'static str,
-    status: u16,
-}
-
 type Histograms<S> = Family<S, Histogram, fn() -> Histogram>;
 
 /// Calls: from 5 ms to about 40 s.
@@ -308,24 +289,21 @@ fn call_histogram() -> Histogram {
     Histogram::new(exponential_buckets(0.005, 2.0, 14))
 }
 
-/// API requests: from 1 ms to about 16 s.
-fn request_histogram() -> Histogram {
-    Histogram::new(exponential_buckets(0.001, 2.0, 15))
-}
-
 /// Label values that come from what clients name (step ids, route
 /// templates), each allocated once: `prometheus-client` keys a series by an
 /// owned label set, and an interned `Arc<str>` makes building one a
 /// reference count, not an allocation. Also caps how many there are. (No
 /// crate we use interns with a cap; this is the few lines it takes.)
-struct Interned {
+pub struct Interned {
     values: RwLock<HashSet<Arc<str>>>,
     max: usize,
     overflow: Arc<str>,
 }
 
 impl Interned {
-    fn new(max: usize, overflow: &str) -> Self {
+    /// At most `max` values; `overflow` stands for those beyond, and for
+    /// any longer than [`MAX_LABEL_LEN`].
+    pub fn new(max: usize, overflow: &str) -> Self {
         Self {
             values: RwLock::default(),
             max,
@@ -333,7 +311,8 @@ impl Interned {
         }
     }
 
-    fn get(&self, value: &str) -> Arc<str> {
+    /// The value's one copy.
+    pub fn get(&self, value: &str) -> Arc<str> {
         if value.len() > MAX_LABEL_LEN {
             return Arc::clone(&self.overflow);
         }
@@ -409,10 +388,7 @@ pub struct Metrics {
     bulk_jobs_ended: Family<BulkEndLabels, Counter>,
     bulk_flows: Family<BulkFlowLabels, Counter>,
     catalog_reloads: Family<ReasonLabel, Counter>,
-    http_requests: Family<HttpLabels, Counter>,
-    http_duration: Histograms<RouteLabels>,
     steps: Interned,
-    routes: Interned,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -457,10 +433,7 @@ impl Metrics {
             bulk_jobs_ended: Family::default(),
             bulk_flows: Family::default(),
             catalog_reloads: Family::default(),
-            http_requests: Family::default(),
-            http_duration: Family::new_with_constructor(request_histogram),
             steps: Interned::new(MAX_STEP_LABELS, OTHER_STEPS),
-            routes: Interned::new(MAX_ROUTE_LABELS, UNMATCHED_ROUTE),
         };
         m.register();
         m
@@ -584,16 +557,6 @@ impl Metrics {
             "Reads of the whole catalog from the database after start-up, by reason",
             self.catalog_reloads.clone(),
         );
-        r.register(
-            HTTP_REQUESTS,
-            "API requests, by route template, method and status",
-            self.http_requests.clone(),
-        );
-        r.register(
-            HTTP_REQUEST_DURATION,
-            "How long API requests took until their response started, by route template and method",
-            self.http_duration.clone(),
-        );
     }
 
     /// A decision was committed.
@@ -716,41 +679,6 @@ impl Metrics {
             })
             .inc();
     }
-
-    /// An API request was answered. `route` is the route template it
-    /// matched (`None`: none); `method` one of a fixed few (see
-    /// [`method_label`]).
-    pub fn http_request(&self, route: Option<&str>, method: &'static str, status: u16, took: Duration) {
-        let route = self.routes.get(route.unwrap_or(UNMATCHED_ROUTE));
-        self.http_duration
-            .get_or_create(&RouteLabels {
-                route: Arc::clone(&route),
-                method,
-            })
-            .observe(took.as_secs_f64());
-        self.http_requests
-            .get_or_create(&HttpLabels {
-                route,
-                method,
-                status,
-            })
-            .inc();
-    }
-}
-
-/// The `method` label of an HTTP method: the standard ones by name, any
-/// other as `other` (a client may send any token as a method).
-pub fn method_label(method: &str) -> &'static str {
-    match method {
-        "GET" => "GET",
-        "HEAD" => "HEAD",
-        "POST" => "POST",
-        "PUT" => "PUT",
-        "DELETE" => "DELETE",
-        "PATCH" => "PATCH",
-        "OPTIONS" => "OPTIONS",
-        _ => "other",
-    }
 }
 
 fn call_kind(call: &Call) -> &'static str {
@@ -818,15 +746,10 @@ mod tests {
     #[test]
     fn a_fresh_registry_renders_every_metric_and_ends_with_eof() {
         let m = Metrics::new();
-        m.http_request(None, method_label("BREW"), 404, Duration::from_millis(1));
         m.start_refused(StartRefusal::Overloaded);
         let mut text = String::new();
         prometheus_client::encoding::text::encode(&mut text, &m.registry).unwrap();
         assert!(text.ends_with("# EOF\n"), "{text}");
-        assert!(
-            text.contains(r#"tartan_http_requests_total{route="unmatched",method="other",status="404"} 1"#),
-            "{text}"
-        );
         assert!(
             text.contains(r#"tartan_flow_starts_refused_total{reason="overloaded"} 1"#),
             "{text}"

@@ -7,7 +7,6 @@ use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use tartan_core::error::{PlanError, ValidationError};
 use tartan_engine::EngineError;
-use tartan_store::StoreError;
 
 /// Problem `type` URIs, one per kind of error (docs/errors.md).
 pub mod kind {
@@ -112,6 +111,15 @@ impl IntoResponse for ApiError {
 
 impl From<EngineError> for ApiError {
     fn from(e: EngineError) -> Self {
+        if let Some(cause) = e.database_unavailable() {
+            tracing::error!("database error: {cause}");
+            return ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                kind::UNAVAILABLE,
+                "the database is unavailable; retry later",
+            )
+            .retry_after(5);
+        }
         match e {
             EngineError::Invalid(v) => ApiError::bad_request(v.to_string()),
             EngineError::Plan(p) => match p {
@@ -133,15 +141,6 @@ impl From<EngineError> for ApiError {
             EngineError::Overloaded(_) | EngineError::TooManyWaiters(_) | EngineError::TooManyStreams(_) => {
                 ApiError::new(StatusCode::SERVICE_UNAVAILABLE, kind::OVERLOADED, e.to_string()).retry_after(1)
             }
-            EngineError::Store(StoreError::Database(cause) | StoreError::Unavailable(cause)) => {
-                tracing::error!("database error: {cause}");
-                ApiError::new(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    kind::UNAVAILABLE,
-                    "the database is unavailable; retry later",
-                )
-                .retry_after(5)
-            }
             other => ApiError::internal(other),
         }
     }
@@ -151,11 +150,5 @@ impl From<EngineError> for ApiError {
 impl From<ValidationError> for ApiError {
     fn from(e: ValidationError) -> Self {
         ApiError::bad_request(e.to_string())
-    }
-}
-
-impl From<StoreError> for ApiError {
-    fn from(e: StoreError) -> Self {
-        ApiError::from(EngineError::Store(e))
     }
 }

@@ -95,6 +95,7 @@ pub fn router(engine: Engine, security: ApiSecurity) -> Router {
 /// within `body_timeout` of its headers.
 pub fn router_with(engine: Engine, security: ApiSecurity, body_timeout: Duration) -> Router {
     let cors = security::cors_layer(security.cors_origins());
+    let requests = Arc::new(observe::metrics::RequestMetrics::new());
     let app = routes::routes()
         .fallback(|| async { ApiError::not_found("no such route") })
         .method_not_allowed_fallback(|| async {
@@ -129,9 +130,10 @@ pub fn router_with(engine: Engine, security: ApiSecurity, body_timeout: Duration
         // Outermost of the route layers, so that refused requests are
         // counted and logged too.
         .layer(axum::middleware::from_fn_with_state(
-            engine.clone(),
+            Arc::clone(&requests),
             observe::observe_request,
         ))
+        .layer(axum::Extension(requests))
         .with_state(engine);
     match cors {
         Some(cors) => app.layer(cors),

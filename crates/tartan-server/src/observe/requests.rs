@@ -3,15 +3,16 @@
 //! and a request id, taken from `X-Request-Id` or made here, and echoed in
 //! the response (docs/operating.md, "Logs").
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use axum::extract::{MatchedPath, Request, State};
 use axum::http::HeaderValue;
 use axum::middleware::Next;
 use axum::response::Response;
-use tartan_engine::metrics::{method_label, UNMATCHED_ROUTE};
-use tartan_engine::Engine;
 use tracing::Instrument;
+
+use super::metrics::{RequestMetrics, UNMATCHED_ROUTE};
 
 const REQUEST_ID: &str = "x-request-id";
 
@@ -21,7 +22,11 @@ const MAX_REQUEST_ID: usize = 128;
 
 /// A layer on the router, so it runs after routing: `MatchedPath` is there
 /// for every matched route.
-pub(crate) async fn observe_request(State(engine): State<Engine>, req: Request, next: Next) -> Response {
+pub(crate) async fn observe_request(
+    State(metrics): State<Arc<RequestMetrics>>,
+    req: Request,
+    next: Next,
+) -> Response {
     let started = Instant::now();
     let id = req
         .headers()
@@ -39,9 +44,7 @@ pub(crate) async fn observe_request(State(engine): State<Engine>, req: Request, 
     let status = response.status().as_u16();
     let took = started.elapsed();
     let route = route.as_ref().map(MatchedPath::as_str);
-    engine
-        .metrics()
-        .http_request(route, method_label(method.as_str()), status, took);
+    metrics.record(route, method.as_str(), status, took);
     let latency_ms = took.as_secs_f64() * 1000.0;
     tracing::info!(
         target: "tartan::request",

@@ -12,7 +12,7 @@ use tartan_core::catalog::AttributeGraph;
 use tartan_core::flow::{Attempt, FlowStatus, Time, WorkStatus};
 use tartan_core::retry::RetryState;
 use tartan_core::step::Step;
-use tartan_store::{EventPage, StoredEvent, WorkView};
+use tartan_engine::reads::{EventPage, StoredEvent, WorkView};
 use utoipa::ToSchema;
 
 /// An answer that is only a message (`DELETE /engine/step/{id}`).
@@ -203,7 +203,7 @@ pub(crate) struct FlowSummary {
 
 impl FlowSummary {
     /// The list form: id, status and time only (`GET /engine/flow`).
-    pub(crate) fn bare(f: &tartan_store::FlowSummary) -> Self {
+    pub(crate) fn bare(f: &tartan_engine::reads::FlowSummary) -> Self {
         FlowSummary {
             id: f.id.clone(),
             status: f.status,
@@ -214,7 +214,7 @@ impl FlowSummary {
     }
 
     /// The query form, with labels and error (`POST /engine/flow/query`).
-    pub(crate) fn full(f: &tartan_store::FlowSummary) -> Self {
+    pub(crate) fn full(f: &tartan_engine::reads::FlowSummary) -> Self {
         FlowSummary {
             labels: f.labels.clone(),
             error: f.error.clone(),
@@ -371,7 +371,7 @@ pub(crate) struct BulkJobView {
 }
 
 impl BulkJobView {
-    pub(crate) fn of(job: &tartan_store::BulkJob, failures: Vec<BulkFailure>) -> Self {
+    pub(crate) fn of(job: &tartan_engine::reads::BulkJob, failures: Vec<BulkFailure>) -> Self {
         let (reset_attempts, compensate) = match job.action {
             BulkAction::Retry { reset_attempts } => (Some(reset_attempts), None),
             BulkAction::Cancel { compensate } => (None, Some(compensate)),

@@ -7,8 +7,8 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::Deserialize;
 use tartan_core::bulk::{BulkCancelRequest, BulkRetryRequest, BulkSpec, BulkStatus};
+use tartan_engine::reads::BulkCreated;
 use tartan_engine::Engine;
-use tartan_store::BulkCreated;
 
 use super::bodies::{BulkDryRun, BulkFailure, BulkJobList, BulkJobView};
 use crate::error::{ApiError, Problem};
@@ -112,7 +112,7 @@ pub(crate) async fn list(
 }
 
 /// A job by id, or 404.
-async fn job_or_404(engine: &Engine, id: &str) -> Result<tartan_store::BulkJob, ApiError> {
+async fn job_or_404(engine: &Engine, id: &str) -> Result<tartan_engine::reads::BulkJob, ApiError> {
     let job = if id.len() > 64 {
         None
     } else {

@@ -74,7 +74,6 @@ pub(crate) async fn catalog_events(
 ) -> Result<Json<EventList>, ApiError> {
     let request = params.request()?;
     let page = engine
-        .store()
         .catalog_events_page(request.after, request.limit, PAGE_BYTES)
         .await?;
     Ok(Json(EventList::of(&page, request.paged)))

@@ -13,8 +13,8 @@ use tartan_core::plan::{build_plan, ExecutionPlan, PlanMode};
 use tartan_core::request::{
     filter_id_prefix, filter_labels, filter_statuses, PlanRequest, StartFlow, MAX_CURSOR_LEN,
 };
+use tartan_engine::reads::{FlowQuery, SortOrder};
 use tartan_engine::{Engine, EngineError};
-use tartan_store::{FlowQuery, SortOrder};
 
 use super::bodies::{
     EventList, FlowAnswer, FlowCancelled, FlowPage, FlowRetried, FlowStatusAnswer, FlowSummary,
@@ -274,12 +274,11 @@ pub(crate) async fn events(
 ) -> Result<Json<EventList>, ApiError> {
     let request = params.request()?;
     let page = engine
-        .store()
         .flow_events_page(&id, request.after, request.limit, PAGE_BYTES)
         .await?;
     // Every flow has events from its start: none from the first means no
     // such flow; none after a sequence may be the end of one that exists.
-    if page.events.is_empty() && (request.after == 0 || engine.store().flow_status(&id).await?.is_none()) {
+    if page.events.is_empty() && (request.after == 0 || !engine.flow_exists(&id).await?) {
         return Err(ApiError::not_found(format!("flow not found: {id}")));
     }
     Ok(Json(EventList::of(&page, request.paged)))
@@ -290,8 +289,7 @@ pub(crate) async fn events(
     responses((status = 200, description = "Up to 1000 flows, newest first", body = Vec<FlowSummary>)))]
 pub(crate) async fn list(State(engine): State<Engine>) -> Result<Json<Vec<FlowSummary>>, ApiError> {
     let page = engine
-        .store()
-        .query_flows(&FlowQuery {
+        .flows_page(&FlowQuery {
             id_prefix: None,
             labels: Vec::new(),
             statuses: Vec::new(),
@@ -343,7 +341,9 @@ const ALL_STATUSES: [FlowStatus; 4] = [
 /// must be a cursor the server gave (`next_cursor`).
 pub(crate) fn cursor_of(cursor: Option<String>) -> Result<Option<String>, ApiError> {
     match cursor.filter(|c| !c.is_empty()) {
-        Some(c) if c.len() <= MAX_CURSOR_LEN && tartan_store::decode_cursor(&c).is_some() => Ok(Some(c)),
+        Some(c) if c.len() <= MAX_CURSOR_LEN && tartan_engine::reads::decode_cursor(&c).is_some() => {
+            Ok(Some(c))
+        }
         Some(_) => Err(ApiError::bad_request("cursor: invalid cursor")),
         None => Ok(None),
     }
@@ -385,8 +385,7 @@ pub(crate) async fn query(
         q.limit as usize
     };
     let page = engine
-        .store()
-        .query_flows(&FlowQuery {
+        .flows_page(&FlowQuery {
             id_prefix,
             labels,
             statuses,

@@ -19,7 +19,7 @@ pub(crate) async fn health(State(engine): State<Engine>) -> Json<Health> {
         service: "tartan",
         details: HealthDetails {
             version: env!("CARGO_PKG_VERSION"),
-            store: engine.store().backend(),
+            store: engine.backend(),
             node_id: config.node_id.clone(),
             active_flows: engine.active_flows(),
             max_active_flows: config.max_active_flows,
@@ -45,7 +45,7 @@ pub(crate) async fn health(State(engine): State<Engine>) -> Json<Health> {
         (status = 503, description = "The database does not answer", body = Problem, content_type = "application/problem+json"),
     ))]
 pub(crate) async fn ready(State(engine): State<Engine>) -> Result<Json<Ready>, ApiError> {
-    match engine.store().ready().await {
+    match engine.database_ready().await {
         Ok(()) => Ok(Json(Ready { status: "ready" })),
         Err(e) => {
             tracing::warn!("not ready: {e}");

@@ -5,8 +5,8 @@ use axum::Json;
 use serde::Deserialize;
 use tartan_core::flow::WorkStatus;
 use tartan_core::request::filter_id;
+use tartan_engine::reads::WorkQuery;
 use tartan_engine::Engine;
-use tartan_store::WorkQuery;
 
 use super::bodies::{WorkItem, WorkList};
 use crate::error::{ApiError, Problem};
@@ -31,8 +31,7 @@ pub(crate) async fn flow_work(
     let mut cursor = None;
     loop {
         let page = engine
-            .store()
-            .query_work(&WorkQuery {
+            .work_page(&WorkQuery {
                 flow_id: Some(id.clone()),
                 limit: MAX_LIMIT,
                 cursor,
@@ -99,7 +98,7 @@ pub(crate) async fn list(
         limit,
         cursor: super::flows::cursor_of(p.cursor)?,
     };
-    let page = engine.store().query_work(&query).await?;
+    let page = engine.work_page(&query).await?;
     let items: Vec<WorkItem> = page.items.iter().map(WorkItem::from).collect();
     Ok(Json(WorkList {
         count: items.len(),

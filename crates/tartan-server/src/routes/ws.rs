@@ -498,11 +498,10 @@ impl Connection {
                 Ok(Some((cluster_state(&self.engine, &view), 1)))
             }
             Aggregate::Flows => Ok(None),
-            Aggregate::Flow(id) => match self.engine.store().load_flow(id).await {
-                Ok(Some(flow)) => Ok(Some((
-                    encode(serde_json::to_value(&flow.state))?,
-                    flow.sequence + 1,
-                ))),
+            Aggregate::Flow(id) => match self.engine.flow_at(id).await {
+                Ok(Some((state, sequence))) => {
+                    Ok(Some((encode(serde_json::to_value(&state))?, sequence + 1)))
+                }
                 Ok(None) => Ok(None),
                 Err(e) => {
                     tracing::warn!("reading a flow for a WebSocket subscription failed: {e}");

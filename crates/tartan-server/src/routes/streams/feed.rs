@@ -5,9 +5,7 @@
 //! misses nothing. Without a resume point the stream starts at the
 //! present.
 
-use std::collections::VecDeque;
 use std::convert::Infallible;
-use std::sync::Arc;
 
 use axum::extract::State;
 use axum::http::HeaderMap;
@@ -15,14 +13,11 @@ use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::IntoResponse;
 use serde::{Deserialize, Serialize};
 use tartan_core::flow::FlowEvent;
-use tartan_engine::{CommittedEvents, Engine, EngineError, EventSubscription, RecvError};
-use tartan_store::{FeedFilter, StoredEvent};
+use tartan_engine::reads::FeedFilter;
+use tartan_engine::{Engine, FeedItem};
 use utoipa::ToSchema;
 
-use super::flow::stored_event;
-use super::{
-    dropped, failure, json_event, resume_point, stored_time, HISTORY_PAGE, HISTORY_PAGE_BYTES, KEEP_ALIVE,
-};
+use super::{dropped, failure, json_event, resume_point, KEEP_ALIVE};
 use crate::error::{ApiError, Problem};
 use crate::extract::Query;
 use crate::routes::bodies::Event;
@@ -112,139 +107,32 @@ pub(crate) async fn events_stream(
 ) -> Result<impl IntoResponse, ApiError> {
     let after = resume_point(&headers, params.after.as_deref(), "position")?;
     let filter = filter_of(&params)?;
-    let subscription = engine.subscribe_events().await?;
-    let last = match after {
-        Some(after) => after,
-        None => engine.store().feed_head().await.map_err(EngineError::from)?,
-    };
-    let cursor = FeedCursor {
-        engine,
-        filter,
-        last,
-        subscription,
-        pending: VecDeque::new(),
-        batch: None,
-        live: false,
-        done: false,
-    };
-    let stream = futures::stream::unfold(cursor, |mut c| async move {
-        let next = c.next().await?;
-        Some((Ok::<_, Infallible>(next), c))
+    let feed = engine.follow_events(filter, after).await?;
+    let stream = futures::stream::unfold(feed, |mut feed| async move {
+        let next = encode(feed.next().await?);
+        Some((Ok::<_, Infallible>(next), feed))
     });
     Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(KEEP_ALIVE).text("keep-alive")))
 }
 
-struct FeedCursor {
-    engine: Engine,
-    filter: FeedFilter,
-    /// Every position up to this one has been sent or filtered out.
-    last: i64,
-    subscription: EventSubscription,
-    pending: VecDeque<SseEvent>,
-    /// A batch from the bus being sent, and the index of its next event.
-    batch: Option<(Arc<CommittedEvents>, usize)>,
-    /// Caught up with the store: the bus is next.
-    live: bool,
-    done: bool,
-}
-
-impl FeedCursor {
-    async fn next(&mut self) -> Option<SseEvent> {
-        loop {
-            if let Some(e) = self.pending.pop_front() {
-                return Some(e);
-            }
-            if self.batch.is_some() {
-                self.next_of_batch();
-                continue;
-            }
-            if self.done {
-                return None;
-            }
-            if self.live {
-                self.listen().await;
-            } else if let Err(e) = self.catch_up().await {
-                self.done = true;
-                return Some(failure(&e));
-            }
+/// A message of the global stream: an event (its `id` the global
+/// position), or why it ended.
+fn encode(item: FeedItem) -> SseEvent {
+    match item {
+        FeedItem::Event { event, position } => {
+            let position = position.unwrap_or_default();
+            json_event(
+                &event.event_type,
+                Some(position),
+                &FeedMessage {
+                    event: Event::from(&event),
+                    position,
+                },
+            )
         }
-    }
-
-    /// Read one page from the store.
-    async fn catch_up(&mut self) -> Result<(), EngineError> {
-        let page = self
-            .engine
-            .store()
-            .feed_page(self.last, &self.filter, HISTORY_PAGE, HISTORY_PAGE_BYTES)
-            .await?;
-        for e in &page.events {
-            self.push(e.position, &e.event);
-        }
-        self.last = self.last.max(page.reached);
-        self.live = page.reached >= page.head;
-        Ok(())
-    }
-
-    async fn listen(&mut self) {
-        let received = tokio::select! {
-            _ = self.subscription.stopping.cancelled() => {
-                self.done = true;
-                return;
-            }
-            r = self.subscription.events.recv() => r,
-        };
-        match received {
-            Ok(batch) => {
-                if batch.last_position() <= self.last {
-                    return;
-                }
-                if batch.first_position > self.last + 1 {
-                    // Positions the bus skipped (another process's events
-                    // not relayed yet): the store has them.
-                    self.live = false;
-                    return;
-                }
-                self.batch = Some((batch, 0));
-            }
-            Err(RecvError::Lagged) => {
-                self.done = true;
-                self.pending.push_back(dropped(self.last));
-            }
-            Err(RecvError::Closed) => self.done = true,
-        }
-    }
-
-    /// Encode the current batch's next event the filter keeps; those it
-    /// leaves out only move the stream on. One at a time, so that a stream
-    /// holds one encoded event of a large decision, not a copy of it all.
-    fn next_of_batch(&mut self) {
-        let Some((batch, mut k)) = self.batch.take() else {
-            return;
-        };
-        while let Some(event) = batch.events.get(k) {
-            let (position, sequence) = (batch.first_position + k as i64, batch.first_sequence + k as i64);
-            k += 1;
-            if position <= self.last {
-                continue;
-            }
-            self.last = position;
-            if self.filter.keeps(&batch.flow_id, event.type_name()) {
-                let at = stored_time(batch.at);
-                self.push(position, &stored_event(&batch.flow_id, sequence, at, event));
-                self.batch = Some((batch, k));
-                return;
-            }
-        }
-    }
-
-    fn push(&mut self, position: i64, stored: &StoredEvent) {
-        self.pending.push_back(json_event(
-            &stored.event_type,
-            Some(position),
-            &FeedMessage {
-                event: Event::from(stored),
-                position,
-            },
-        ));
+        FeedItem::Dropped { last } => dropped(last),
+        FeedItem::Failed(e) => failure(&e),
+        // Only a followed flow ends with its state.
+        FeedItem::State(state) => json_event("state", None, &state),
     }
 }

@@ -1,19 +1,13 @@
 //! The event streams, as server-sent events (docs/api.md, "Event streams"):
 //! `flow`, one flow's events then its final state; `feed`, every flow's
-//! events in the order they were committed. Both listen to the engine's
-//! bus before they read the store, fill from the store whatever the bus
-//! skipped (a gap in sequences or positions: events relayed late from
-//! another process), and skip what they already sent; neither holds a
-//! database connection while it waits. What one stream holds is bounded in
-//! bytes: a page of history (`HISTORY_PAGE_BYTES`) waits to be written, or
-//! one event of a decision from the bus (encoded one at a time, the
-//! decision shared with the other streams); hyper asks for the next message
-//! only while its write buffer has room, so a client that stops reading
-//! stops its stream being read. The bus holds at most `stream_buffer_bytes`
-//! for whoever is behind; a stream further behind than that is cut off by
-//! the bus and holds nothing there. Once it is read again it is told where
-//! it stopped (`event: dropped`, whose `id` is the resume point) and ends;
-//! the client resumes from there with `Last-Event-ID`.
+//! events in the order they were committed. The engine follows the events
+//! (`tartan_engine::FlowFeed`, `EventFeed`: the bus, the store for what
+//! the bus skipped, resume points); a stream here only encodes each item
+//! as it is asked for. hyper asks for the next message only while its
+//! write buffer has room, so a client that stops reading stops its stream
+//! being read. A stream that fell too far behind the bus is told where it
+//! stopped (`event: dropped`, whose `id` is the resume point) and ends; the
+//! client resumes from there with `Last-Event-ID`.
 
 mod feed;
 mod flow;
@@ -31,11 +25,6 @@ pub(crate) use flow::*;
 
 /// A comment line this often keeps proxies from closing a quiet stream.
 const KEEP_ALIVE: Duration = Duration::from_secs(15);
-/// Events read from the store at a time while catching up, and bytes of
-/// their data (one event larger than that comes alone): what a stream
-/// catching up holds.
-const HISTORY_PAGE: usize = 100;
-const HISTORY_PAGE_BYTES: usize = 1024 * 1024;
 
 /// Where a stream starts: after `Last-Event-ID` if sent, else after
 /// `?after=`, else `None`. `what` names the number (a sequence, a position).
@@ -109,10 +98,4 @@ fn failure(e: &EngineError) -> SseEvent {
     SseEvent::default()
         .event("error")
         .data(serde_json::json!({ "detail": detail }).to_string())
-}
-
-/// Timestamps as the store keeps them (microseconds), so that an event
-/// read from the bus reads the same as the stored one.
-fn stored_time(at: tartan_core::flow::Time) -> tartan_core::flow::Time {
-    chrono::DateTime::from_timestamp_micros(at.timestamp_micros()).unwrap_or(at)
 }

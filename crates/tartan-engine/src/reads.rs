@@ -1,0 +1,82 @@
+//! What the API reads: listings, histories, pages of events, a flow's
+//! status, the database's health. Each goes to the store's API pool
+//! (docs/durability.md, "Connection pools"); the server reads through here
+//! only, and speaks the read models re-exported below, never the store.
+
+pub use tartan_store::{
+    decode_cursor, BulkCreated, BulkItem, BulkJob, EventPage, FeedFilter, FlowPage, FlowQuery, FlowSummary,
+    SortOrder, StoredEvent, WorkPage, WorkQuery, WorkView,
+};
+
+use crate::{Engine, EngineError};
+
+impl Engine {
+    /// `sqlite` or `postgres`.
+    pub fn backend(&self) -> &'static str {
+        self.inner.store.backend()
+    }
+
+    /// The database answers and its migrations are applied.
+    pub async fn database_ready(&self) -> Result<(), EngineError> {
+        Ok(self.inner.store.ready().await?)
+    }
+
+    /// A page of flows by status, id prefix and labels.
+    pub async fn flows_page(&self, query: &FlowQuery) -> Result<FlowPage, EngineError> {
+        Ok(self.inner.store.query_flows(query).await?)
+    }
+
+    /// A page of work items by flow, step and status.
+    pub async fn work_page(&self, query: &WorkQuery) -> Result<WorkPage, EngineError> {
+        Ok(self.inner.store.query_work(query).await?)
+    }
+
+    /// Whether the flow exists (its row alone is read).
+    pub async fn flow_exists(&self, flow_id: &str) -> Result<bool, EngineError> {
+        Ok(self.inner.store.flow_status(flow_id).await?.is_some())
+    }
+
+    /// A flow's state and the sequence of its last event; `None` for no
+    /// such flow.
+    pub async fn flow_at(
+        &self,
+        flow_id: &str,
+    ) -> Result<Option<(tartan_core::flow::FlowState, i64)>, EngineError> {
+        Ok(self
+            .inner
+            .store
+            .load_flow(flow_id)
+            .await?
+            .map(|f| (f.state, f.sequence)))
+    }
+
+    /// At most `limit` of a flow's events after sequence `after`, and at
+    /// most `max_bytes` of their data (one larger event comes alone).
+    pub async fn flow_events_page(
+        &self,
+        flow_id: &str,
+        after: i64,
+        limit: usize,
+        max_bytes: usize,
+    ) -> Result<EventPage, EngineError> {
+        Ok(self
+            .inner
+            .store
+            .flow_events_page(flow_id, after, limit, max_bytes)
+            .await?)
+    }
+
+    /// The same for the catalog's events.
+    pub async fn catalog_events_page(
+        &self,
+        after: i64,
+        limit: usize,
+        max_bytes: usize,
+    ) -> Result<EventPage, EngineError> {
+        Ok(self
+            .inner
+            .store
+            .catalog_events_page(after, limit, max_bytes)
+            .await?)
+    }
+}
