@@ -43,3 +43,4 @@ pub mod request;
 pub mod retry;
 pub mod step;
 pub mod timeouts;
+pub mod webhook;

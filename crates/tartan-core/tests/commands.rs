@@ -1857,3 +1857,159 @@ fn a_retry_of_a_running_deactivating_or_completed_flow_changes_nothing() {
     assert!(tx.events.is_empty() && tx.effects.is_empty(), "{tx:?}");
     assert_eq!(run.state.status, FlowStatus::Completed);
 }
+
+// ---------------------------------------------------------------------------
+// The call a Call effect makes (`machine::Call::of`)
+
+/// The call of `dispatch` as the run's state has it, at `at`, with the
+/// engine's default attempt timeout of 30 s.
+fn call_of(run: &Run, dispatch: &Dispatch, at: Time) -> Option<tartan_core::machine::Call> {
+    tartan_core::machine::Call::of(&run.state, dispatch, at, 30_000)
+}
+
+fn dispatch_of(step: &str, token: &str, attempt: u32, compensate: bool) -> Dispatch {
+    Dispatch {
+        step_id: step.into(),
+        token: token.into(),
+        attempt,
+        compensate,
+    }
+}
+
+#[test]
+fn a_call_goes_to_the_step_endpoint_with_its_inputs_and_the_default_attempt_timeout() {
+    let (run, _) = Run::start(
+        &catalog(vec![chain_def("a", &["in"], &["x"])]),
+        &["a"],
+        init(&[("in", json!(7))]),
+        no_options(),
+    );
+    let call = call_of(&run, &dispatch_of("a", "tok-1", 1, false), t(0)).expect("live");
+    assert_eq!(call.kind, tartan_core::machine::CallKind::Step);
+    assert_eq!(
+        (call.endpoint.as_str(), call.method.as_str()),
+        ("http://svc.test/a", "POST")
+    );
+    assert_eq!(
+        (call.flow_id.as_str(), call.token.as_str(), call.attempt),
+        (FLOW, "tok-1", 1)
+    );
+    let Some(tartan_core::machine::CallBody::Inputs(inputs)) = &call.body else {
+        panic!("{:?}", call.body);
+    };
+    assert_eq!(inputs.get("in"), Some(&json!(7)));
+    assert_eq!(
+        call.bound,
+        tartan_core::machine::AttemptBound {
+            timeout_ms: 30_000,
+            scope: TimeoutScope::Attempt,
+            limit_ms: 30_000,
+            scope_start: t(0),
+        }
+    );
+    assert!(!call.expects_webhook);
+}
+
+#[test]
+fn a_call_another_decision_already_ended_is_not_made() {
+    let (mut run, _) = Run::start(
+        &catalog(vec![chain_def("a", &["in"], &["x"])]),
+        &["a"],
+        init(&[("in", json!(7))]),
+        no_options(),
+    );
+    // Attempt 2 of an item running attempt 1, and an item that succeeded.
+    assert!(call_of(&run, &dispatch_of("a", "tok-1", 2, false), t(0)).is_none());
+    run.apply(record("a", "tok-1", 1, ok(json!({ "x": 1 }))), t(1));
+    assert!(call_of(&run, &dispatch_of("a", "tok-1", 1, false), t(1)).is_none());
+    assert!(
+        call_of(&run, &dispatch_of("a", "tok-1", 1, true), t(1)).is_none(),
+        "not compensating"
+    );
+    assert!(call_of(&run, &dispatch_of("a", "tok-9", 1, false), t(1)).is_none());
+}
+
+#[test]
+fn the_total_timeout_cuts_an_attempt_short_when_it_ends_first() {
+    let mut def = chain_def("a", &["in"], &["x"]);
+    def["timeouts"] = json!({ "attempt": "10s", "total": "25s" });
+    let (mut run, _) = Run::start(
+        &catalog(vec![def]),
+        &["a"],
+        init(&[("in", json!(1))]),
+        no_options(),
+    );
+    let first = call_of(&run, &dispatch_of("a", "tok-1", 1, false), t(0)).expect("live");
+    assert_eq!(
+        (first.bound.timeout_ms, first.bound.scope),
+        (10_000, TimeoutScope::Attempt)
+    );
+    // Attempt 1 fails at 10 s; attempt 2 starts at 11 s; attempt 3 at 20 s
+    // has 5 s of the total left.
+    run.apply(record("a", "tok-1", 1, failure(503, "busy")), t(10));
+    run.apply(retry_due("a", "tok-1"), t(11));
+    let second = call_of(&run, &dispatch_of("a", "tok-1", 2, false), t(11)).expect("live");
+    assert_eq!(
+        (second.bound.timeout_ms, second.bound.scope_start),
+        (10_000, t(11))
+    );
+    run.apply(record("a", "tok-1", 2, failure(503, "busy")), t(18));
+    run.apply(retry_due("a", "tok-1"), t(20));
+    let third = call_of(&run, &dispatch_of("a", "tok-1", 3, false), t(20)).expect("live");
+    assert_eq!(
+        third.bound,
+        tartan_core::machine::AttemptBound {
+            timeout_ms: 5_000,
+            scope: TimeoutScope::Total,
+            limit_ms: 25_000,
+            scope_start: t(0),
+        }
+    );
+}
+
+#[test]
+fn a_compensation_posts_the_inputs_and_outputs_to_the_compensate_url() {
+    let run = default_compensating();
+    let call = call_of(&run, &dispatch_of("s", "tok-1", 1, true), t(2)).expect("compensating");
+    assert!(call.is_compensation());
+    assert_eq!(
+        (call.endpoint.as_str(), call.method.as_str()),
+        ("http://svc.test/undo", "POST")
+    );
+    assert_eq!(
+        call.body,
+        Some(tartan_core::machine::CallBody::Json(
+            json!({ "input": { "items": 10 }, "output": { "out": 1 } })
+        ))
+    );
+    assert_eq!(call.bound.scope, TimeoutScope::Attempt);
+}
+
+#[test]
+fn an_async_call_is_handed_its_signed_webhook_in_its_meta_inputs() {
+    let mut def = chain_def("a", &["in"], &["x"]);
+    def["type"] = json!("async");
+    def["attributes"]["hook"] = json!({ "role": "meta", "meta": { "key": "webhook_url" } });
+    let (run, _) = Run::start(
+        &catalog(vec![def]),
+        &["a"],
+        init(&[("in", json!(1))]),
+        no_options(),
+    );
+    let mut call = call_of(&run, &dispatch_of("a", "tok-1", 1, false), t(0)).expect("live");
+    assert!(call.expects_webhook);
+    call.hand_webhook("http://engine.test/webhook/f/a/tok-1/sig");
+    let Some(tartan_core::machine::CallBody::Inputs(inputs)) = &call.body else {
+        panic!("{:?}", call.body);
+    };
+    assert_eq!(
+        inputs.get("hook"),
+        Some(&json!("http://engine.test/webhook/f/a/tok-1/sig"))
+    );
+    // Flow state keeps the unsigned URL.
+    let stored = run.state.item_inputs("a", "tok-1").expect("item");
+    assert_eq!(
+        stored.get("hook"),
+        Some(&json!(format!("{WEBHOOK}/webhook/{FLOW}/a/tok-1")))
+    );
+}

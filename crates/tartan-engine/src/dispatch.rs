@@ -2,14 +2,12 @@
 
 use std::time::Duration;
 
-use serde_json::Value;
 use tartan_core::endpoint::Template;
 use tartan_core::hosts::StepHosts;
-use tartan_core::machine::AttemptResult;
+use tartan_core::machine::{AttemptResult, CallBody, CallMethod};
 use tartan_core::outcome::{classify_response, classify_transport, FailureCause};
 use tartan_core::retry::parse_retry_after;
-use tartan_core::step::{Args, Step};
-use tartan_core::timeouts::TimeoutScope;
+use tartan_core::step::Args;
 
 use crate::budget::{Held, ResponseBudget};
 use crate::outbound;
@@ -18,39 +16,12 @@ use crate::traces::{self, Tracer};
 /// Everything needed to make one call.
 #[derive(Debug, Clone)]
 pub(crate) struct Call {
-    pub flow_id: String,
-    /// Shared by the calls of one decision (the items of a for_each step).
-    pub step: std::sync::Arc<Step>,
-    pub token: String,
-    pub attempt: u32,
-    /// The URL template to call (the step's endpoint, or its compensate URL)
-    /// and the values for its placeholders.
-    pub endpoint: String,
-    pub placeholders: Args,
-    /// The JSON body (`None` for GET).
-    pub body: Option<CallBody>,
-    /// A compensation call rather than the step itself.
-    pub compensate: bool,
+    /// What to send, as the core built it.
+    pub spec: tartan_core::machine::Call,
+    /// An async step's signed webhook URL (`Argyll-Webhook-URL`).
     pub webhook_url: Option<String>,
-    /// How long this attempt may take, and which timeout that is.
-    pub timeout: Duration,
-    pub timeout_scope: TimeoutScope,
-    /// The configured length of that timeout, for the problem's detail.
-    pub timeout_limit_ms: u64,
-    /// When that timeout's scope started (the attempt, or the first attempt).
-    pub scope_start: chrono::DateTime<chrono::Utc>,
     /// The flow's trace (docs/operating.md, "Traces").
     pub trace: Option<traces::FlowIds>,
-}
-
-/// What a call sends.
-#[derive(Debug, Clone)]
-pub(crate) enum CallBody {
-    /// A step's call: the item's inputs, written from the step's shared
-    /// inputs and the item's own without copying either.
-    Inputs(tartan_core::json::ItemInputs),
-    /// A compensation call's `{"input","output"}`.
-    Json(Value),
 }
 
 /// Fill the template's placeholders, each value encoded for where it
@@ -165,11 +136,11 @@ pub(crate) async fn perform(
         (Some(tracer), Some(flow)) => Some(traces::call_span(
             tracer,
             flow,
-            &call.flow_id,
-            &call.step.id,
-            &call.token,
-            call.attempt,
-            call.compensate,
+            &call.spec.flow_id,
+            &call.spec.step.id,
+            &call.spec.token,
+            call.spec.attempt,
+            call.spec.is_compensation(),
         )),
         _ => None,
     };
@@ -194,29 +165,29 @@ async fn exchange(
     traceparent: String,
     held: &mut Option<Held>,
 ) -> AttemptResult {
-    let url = match expand_endpoint(&call.endpoint, &call.placeholders, hosts) {
+    let spec = &call.spec;
+    let url = match expand_endpoint(&spec.endpoint, &spec.placeholders, hosts) {
         Ok(url) => url,
         Err(e) => return refused(e),
     };
-    let method = match (call.compensate, call.step.method()) {
-        (true, _) => reqwest::Method::POST,
-        (false, "GET") => reqwest::Method::GET,
-        (false, "PUT") => reqwest::Method::PUT,
-        (false, "DELETE") => reqwest::Method::DELETE,
-        _ => reqwest::Method::POST,
+    let method = match spec.method {
+        CallMethod::Get => reqwest::Method::GET,
+        CallMethod::Post => reqwest::Method::POST,
+        CallMethod::Put => reqwest::Method::PUT,
+        CallMethod::Delete => reqwest::Method::DELETE,
     };
     let mut req = http
         .request(method.clone(), url)
         .header("Accept", "application/json")
-        .header("Argyll-Flow-ID", &call.flow_id)
-        .header("Argyll-Step-ID", &call.step.id)
-        .header("Argyll-Receipt-Token", &call.token)
-        .header("Tartan-Attempt", call.attempt.to_string())
+        .header("Argyll-Flow-ID", &spec.flow_id)
+        .header("Argyll-Step-ID", &spec.step.id)
+        .header("Argyll-Receipt-Token", &spec.token)
+        .header("Tartan-Attempt", spec.attempt.to_string())
         .header("traceparent", traceparent);
     if let Some(hook) = &call.webhook_url {
         req = req.header("Argyll-Webhook-URL", hook);
     }
-    match &call.body {
+    match &spec.body {
         Some(CallBody::Inputs(inputs)) => match inputs.to_json() {
             Ok(body) => {
                 req = req
@@ -242,7 +213,7 @@ async fn exchange(
         let body = read_bounded(resp, limits.max_response_bytes, limits.budget, held).await?;
         Ok::<_, reqwest::Error>((status, content_type, retry_after, body))
     };
-    match tokio::time::timeout(call.timeout, exchange).await {
+    match tokio::time::timeout(Duration::from_millis(spec.bound.timeout_ms), exchange).await {
         Ok(Ok((status, _, _, Body::TooLarge(announced)))) => {
             too_large(status, limits.max_response_bytes, announced)
         }
@@ -263,9 +234,9 @@ async fn exchange(
             None => classify_transport(transport_text(&e)),
         },
         Err(_) => AttemptResult::TimedOut {
-            scope: call.timeout_scope,
-            limit_ms: call.timeout_limit_ms,
-            elapsed_ms: u64::try_from((chrono::Utc::now() - call.scope_start).num_milliseconds())
+            scope: spec.bound.scope,
+            limit_ms: spec.bound.limit_ms,
+            elapsed_ms: u64::try_from((chrono::Utc::now() - spec.bound.scope_start).num_milliseconds())
                 .unwrap_or(0),
         },
     }
@@ -292,6 +263,8 @@ fn transport_text(e: &reqwest::Error) -> String {
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
+    use serde_json::Value;
+
     use super::*;
 
     #[test]

@@ -232,11 +232,12 @@ impl Engine {
     /// item: the base URL, flow, step and token, and the signature that
     /// proves the caller was handed it (docs/security.md).
     pub fn webhook_url(&self, flow_id: &str, step_id: &str, token: &str, attempt: u32) -> String {
-        let unsigned =
-            tartan_core::machine::webhook_url(&self.inner.config.webhook_base_url, flow_id, step_id, token);
-        format!(
-            "{unsigned}/{}",
-            self.inner.webhook_key.sign(flow_id, step_id, token, attempt)
+        tartan_core::webhook::signed_url(
+            &self.inner.config.webhook_base_url,
+            flow_id,
+            step_id,
+            token,
+            &self.inner.webhook_key.sign(flow_id, step_id, token, attempt),
         )
     }
 

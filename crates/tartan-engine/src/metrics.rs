@@ -214,13 +214,12 @@ impl CallOutcome {
     /// does when it records it.
     fn of(call: &Call, result: &AttemptResult) -> Self {
         match result {
-            AttemptResult::Success { .. } if call.step.is_async() && !call.compensate => {
-                CallOutcome::Accepted
-            }
+            AttemptResult::Success { .. } if call.spec.expects_webhook => CallOutcome::Accepted,
             AttemptResult::Success { .. } => CallOutcome::Success,
             AttemptResult::TimedOut { .. } => CallOutcome::Timeout,
             AttemptResult::Failure { cause, .. } => {
                 let class = call
+                    .spec
                     .step
                     .policies()
                     .map_or(FailureClass::Permanent, |p| classify(*cause, &p.retry));
@@ -580,7 +579,7 @@ impl Metrics {
 
     /// A call ended with `result` after `took`.
     pub(crate) fn call_ended(&self, call: &Call, result: &AttemptResult, took: Duration) {
-        let step = self.steps.get(&call.step.id);
+        let step = self.steps.get(&call.spec.step.id);
         let kind = call_kind(call);
         self.attempt_duration
             .get_or_create(&CallLabels {
@@ -594,7 +593,7 @@ impl Metrics {
     /// A call was cut off before it ended.
     pub(crate) fn call_aborted(&self, call: &Call) {
         self.count_attempt(
-            self.steps.get(&call.step.id),
+            self.steps.get(&call.spec.step.id),
             call_kind(call),
             CallOutcome::Aborted,
         );
@@ -682,7 +681,7 @@ impl Metrics {
 }
 
 fn call_kind(call: &Call) -> &'static str {
-    if call.compensate {
+    if call.spec.is_compensation() {
         "compensation"
     } else {
         "work"

@@ -129,7 +129,7 @@ impl CallSlots {
     pub(crate) fn admit(&self, entry: Admitted) -> Admission {
         let mut st = self.lock();
         let st = &mut *st;
-        let step = st.steps.entry(entry.call.step.id.clone()).or_default();
+        let step = st.steps.entry(entry.call.spec.step.id.clone()).or_default();
         let share = self.share(st.running, step.running);
         if st.running < self.max && step.running < share && step.waiting.is_empty() {
             step.running += 1;
@@ -146,12 +146,12 @@ impl CallSlots {
             }
             st.queued -= dropped;
             if st.queued >= self.max_queued {
-                let id = entry.call.step.id.clone();
+                let id = entry.call.spec.step.id.clone();
                 st.forget_if_idle(&id);
                 return Admission::Full(entry);
             }
         }
-        let id = entry.call.step.id.clone();
+        let id = entry.call.spec.step.id.clone();
         let Some(step) = st.steps.get_mut(&id) else {
             return Admission::Full(entry);
         };
@@ -239,19 +239,25 @@ mod tests {
         .unwrap();
         Admitted {
             call: Call {
-                flow_id: "f".into(),
-                step: Arc::new(step),
-                token: format!("{n}"),
-                attempt: 1,
-                endpoint: String::new(),
-                placeholders: Default::default(),
-                body: None,
-                compensate: false,
+                spec: tartan_core::machine::Call {
+                    kind: tartan_core::machine::CallKind::Step,
+                    flow_id: "f".into(),
+                    step: Arc::new(step),
+                    token: format!("{n}"),
+                    attempt: 1,
+                    endpoint: String::new(),
+                    placeholders: Default::default(),
+                    method: tartan_core::machine::CallMethod::Post,
+                    body: None,
+                    bound: tartan_core::machine::AttemptBound {
+                        timeout_ms: 1000,
+                        scope: tartan_core::timeouts::TimeoutScope::Attempt,
+                        limit_ms: 1000,
+                        scope_start: chrono::Utc::now(),
+                    },
+                    expects_webhook: false,
+                },
                 webhook_url: None,
-                timeout: std::time::Duration::from_secs(1),
-                timeout_scope: tartan_core::timeouts::TimeoutScope::Attempt,
-                timeout_limit_ms: 1000,
-                scope_start: chrono::Utc::now(),
                 trace: None,
             },
             id: n as u64,
@@ -261,7 +267,7 @@ mod tests {
 
     fn started(out: Vec<Admitted>) -> Vec<String> {
         out.iter()
-            .map(|a| format!("{}{}", a.call.step.id, a.call.token))
+            .map(|a| format!("{}{}", a.call.spec.step.id, a.call.spec.token))
             .collect()
     }
 

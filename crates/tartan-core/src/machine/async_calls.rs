@@ -122,11 +122,3 @@ pub(super) fn inactivity_due(
     };
     commands::record(tx, step_id, token, attempt, result, ctx)
 }
-
-/// Where an async step delivers its result.
-pub fn webhook_url(base: &str, flow_id: &str, step_id: &str, token: &str) -> String {
-    format!(
-        "{}/webhook/{flow_id}/{step_id}/{token}",
-        base.trim_end_matches('/')
-    )
-}

@@ -17,8 +17,11 @@
 //!   its step, saying why.
 //! - `compensation`: undoing what a failed step's items did.
 //! - `async_calls`: accepted async calls, heartbeats and inactivity.
+//! - `call`: what a committed `Call` effect sends, whole (the engine signs
+//!   the webhook URL and sends it).
 
 mod async_calls;
+mod call;
 mod commands;
 mod compensation;
 mod failure;
@@ -30,7 +33,7 @@ use crate::plan::{ExecutionPlan, InitArgs};
 use crate::step::StepPolicies;
 
 pub use crate::outcome::AttemptResult;
-pub use async_calls::webhook_url;
+pub use call::{AttemptBound, Call, CallBody, CallKind, CallMethod};
 pub use readiness::{check_fan_out, MAX_WORK_ITEMS};
 pub use transition::{Dispatch, Effect, Transition, Wake};
 

@@ -12,7 +12,6 @@ use crate::json::{json_kind, Args, Outputs, Shared};
 use crate::plan::{ExecutionPlan, InitArgs};
 use crate::step::{AttributeSpec, Collect, Step};
 
-use super::async_calls::webhook_url;
 use super::{add_ms, policies, Context, Transition};
 
 /// Map a step's response onto its declared outputs, set them as attributes and
@@ -382,7 +381,7 @@ fn with_meta(step: &Step, flow_id: &str, token: &str, webhook_base: &str, mut in
             "flow_id" => flow_id.to_string(),
             "step_id" => step.id.clone(),
             "receipt_token" => token.to_string(),
-            "webhook_url" if step.is_async() => webhook_url(webhook_base, flow_id, &step.id, token),
+            "webhook_url" if step.is_async() => crate::webhook::url(webhook_base, flow_id, &step.id, token),
             _ => continue,
         };
         inputs.insert(step.inner_name(name).to_string(), Value::String(value));

@@ -3,18 +3,14 @@
 //! recorded as decisions, aborted when a decision or a lost lease says so.
 
 use std::collections::HashMap;
-use std::sync::Arc;
 
-use tartan_core::flow::WorkStatus;
 use tartan_core::machine::{AttemptResult, Dispatch, Transition};
-use tartan_core::timeouts::TimeoutScope;
 use tokio_util::sync::CancellationToken;
 
-use crate::dispatch::{self, Call, CallBody};
+use crate::dispatch::{self, Call};
 use crate::slots::{Admission, Admitted};
 use crate::traces::Decision;
 use crate::Engine;
-use tartan_core::endpoint::params;
 
 use super::decide::{Concluded, Unrecorded};
 
@@ -37,32 +33,31 @@ impl Engine {
     /// call. A commit that did land before its connection dropped is found on
     /// reload and not repeated.
     async fn conclude(&self, call: &Call, result: AttemptResult) {
-        let accepted =
-            call.step.is_async() && !call.compensate && matches!(result, AttemptResult::Success { .. });
+        let accepted = call.spec.expects_webhook && matches!(result, AttemptResult::Success { .. });
         let give_up = tokio::time::Instant::now() + self.lease_length().to_std().unwrap_or_default();
         let mut pause = std::time::Duration::from_millis(50);
         loop {
             let (reply, answer) = tokio::sync::oneshot::channel();
-            let slot = self.inner.flows.slot(&call.flow_id);
+            let slot = self.inner.flows.slot(&call.spec.flow_id);
             crate::sync::lock(&slot.pending).push(Concluded {
-                step_id: call.step.id.clone(),
-                token: call.token.clone(),
-                attempt: call.attempt,
-                compensate: call.compensate,
+                step_id: call.spec.step.id.clone(),
+                token: call.spec.token.clone(),
+                attempt: call.spec.attempt,
+                compensate: call.spec.is_compensation(),
                 result: (!accepted).then(|| result.clone()),
                 reply,
             });
             let about = Decision {
-                command: match (call.compensate, accepted) {
+                command: match (call.spec.is_compensation(), accepted) {
                     (true, _) => "record_compensation",
                     (false, true) => "accept",
                     (false, false) => "record",
                 },
-                step_id: Some(&call.step.id),
-                token: Some(&call.token),
-                attempt: Some(call.attempt),
+                step_id: Some(&call.spec.step.id),
+                token: Some(&call.spec.token),
+                attempt: Some(call.spec.attempt),
             };
-            self.decide_pending(&slot, &call.flow_id, about).await;
+            self.decide_pending(&slot, &call.spec.flow_id, about).await;
             // Recorded by this decision, or by one that took it along.
             let error = match answer.await {
                 Ok(Ok(())) => return,
@@ -70,7 +65,7 @@ impl Engine {
                     if tokio::time::Instant::now() + pause < give_up
                         && !self.inner.stopping.is_cancelled() =>
                 {
-                    tracing::warn!(flow_id = %call.flow_id, "database unavailable, trying again in {pause:?}: {e}");
+                    tracing::warn!(flow_id = %call.spec.flow_id, "database unavailable, trying again in {pause:?}: {e}");
                     tokio::time::sleep(pause).await;
                     pause = (pause * 2).min(std::time::Duration::from_secs(2));
                     continue;
@@ -80,98 +75,28 @@ impl Engine {
             };
             // The item stays active under this node's lease; when the lease
             // expires the sweep calls it again. Nothing is lost.
-            tracing::error!(flow_id = %call.flow_id, step_id = %call.step.id, token = %call.token, "recording the call's end failed: {error}");
+            tracing::error!(flow_id = %call.spec.flow_id, step_id = %call.spec.step.id, token = %call.spec.token, "recording the call's end failed: {error}");
             return;
         }
     }
 
-    /// Make a call a committed decision started (`Effect::Call`).
+    /// Make a call a committed decision started (`Effect::Call`): the
+    /// core builds it whole (`tartan_core::machine::Call`); here its
+    /// webhook URL is signed, and it is admitted to a slot and sent.
     pub(super) fn make_call(&self, tx: &Transition, d: &Dispatch) {
-        let Some(step) = tx.state.plan.steps.get(&d.step_id) else {
+        let default_ms = tartan_core::duration::as_millis_u64(self.inner.config.step_timeout);
+        let Some(mut spec) = tartan_core::machine::Call::of(&tx.state, d, tx.now, default_ms) else {
             return;
         };
-        let Some(work) = tx.state.find_work(&d.step_id, &d.token) else {
-            return;
-        };
-        // A call a later decision of the same transition ended is taken
-        // back there (`Effect::Abort`); the state says the same.
-        let live = if d.compensate {
-            work.status == WorkStatus::Compensating
-        } else {
-            work.status == WorkStatus::Active && work.attempts.last().map(|a| a.number) == Some(d.attempt)
-        };
-        if !live {
-            return;
+        let webhook_url = spec
+            .expects_webhook
+            .then(|| self.webhook_url(&spec.flow_id, &spec.step.id, &spec.token, spec.attempt));
+        if let Some(url) = &webhook_url {
+            spec.hand_webhook(url);
         }
-        // The attempt timeout, cut short by the step's total deadline
-        // when that comes first (then the total timeout is what fires).
-        let default_ms = u64::try_from(self.inner.config.step_timeout.as_millis()).unwrap_or(u64::MAX);
-        let policy = step.policies().map(|p| &p.timeouts);
-        let attempt_ms = policy.map_or(default_ms, |p| p.attempt_or(default_ms));
-        let mut bound = (attempt_ms, TimeoutScope::Attempt, attempt_ms, tx.now);
-        let total = policy.and_then(|p| p.total_ms).filter(|_| !d.compensate);
-        if let (Some(deadline), Some(total)) = (work.deadline_at, total) {
-            let remaining = u64::try_from((deadline - tx.now).num_milliseconds()).unwrap_or(0);
-            if remaining <= attempt_ms {
-                let first = work.attempts.first().map_or(tx.now, |a| a.started_at);
-                bound = (remaining, TimeoutScope::Total, total, first);
-            }
-        }
-        let (timeout_ms, timeout_scope, timeout_limit_ms, scope_start) = bound;
-        let Some(http) = step.http.as_ref() else {
-            return;
-        };
-        let Some(mut inputs) = tx.state.item_inputs(&d.step_id, &d.token) else {
-            return;
-        };
-        let template = if d.compensate {
-            &http.compensate
-        } else {
-            &http.endpoint
-        };
-        let mut placeholders = inputs.pick(params(template).iter().map(String::as_str));
-        let webhook_url = (step.is_async() && !d.compensate)
-            .then(|| self.webhook_url(&tx.state.id, &step.id, &d.token, d.attempt));
-        let body = if d.compensate {
-            // Placeholders from inputs and outputs, outputs win.
-            let outputs = work
-                .outputs
-                .as_ref()
-                .map(tartan_core::json::args_of)
-                .unwrap_or_default();
-            placeholders.extend(outputs.iter().map(|(k, v)| (k.clone(), v.clone())));
-            let body = serde_json::json!({ "input": inputs.to_args(), "output": outputs });
-            Some(CallBody::Json(body))
-        } else {
-            if let Some(url) = &webhook_url {
-                // Flow state keeps the unsigned URL in a `webhook_url` meta
-                // input; the step alone is given the signed one.
-                for (name, attr) in &step.attributes {
-                    if attr.is_meta() && attr.meta_key() == "webhook_url" {
-                        inputs
-                            .own
-                            .insert(step.inner_name(name).to_string(), url.clone().into());
-                    }
-                }
-            }
-            (step.method() != "GET").then_some(CallBody::Inputs(inputs))
-        };
-        let endpoint = template.clone();
-        let step = Arc::clone(step);
         self.spawn_call(Call {
-            flow_id: tx.state.id.clone(),
-            step,
-            token: d.token.clone(),
-            attempt: d.attempt,
-            endpoint,
-            placeholders,
-            body,
-            compensate: d.compensate,
+            spec,
             webhook_url,
-            timeout: std::time::Duration::from_millis(timeout_ms),
-            timeout_scope,
-            timeout_limit_ms,
-            scope_start,
             trace: tx.state.trace.as_deref().and_then(crate::traces::FlowIds::of),
         });
     }
@@ -193,7 +118,7 @@ impl Engine {
             .call_ids
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         self.in_flight().insert(
-            call.token.clone(),
+            call.spec.token.clone(),
             InFlight {
                 id,
                 cancel: cancel.clone(),
@@ -204,12 +129,12 @@ impl Engine {
             Admission::Run(admitted) => self.run_call(admitted),
             Admission::Queued => {}
             Admission::Full(Admitted { call, id, .. }) => {
-                self.forget_call(&call.token, id);
+                self.forget_call(&call.spec.token, id);
                 self.inner
                     .deferred_calls
                     .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 self.inner.metrics.call_deferred();
-                tracing::warn!(flow_id = %call.flow_id, step_id = %call.step.id, token = %call.token,
+                tracing::warn!(flow_id = %call.spec.flow_id, step_id = %call.spec.step.id, token = %call.spec.token,
                     "call queue full (TARTAN_MAX_QUEUED_CALLS); the call is made when its lease runs out");
             }
         }
@@ -223,14 +148,14 @@ impl Engine {
             let Admitted { call, id, cancel } = admitted;
             let slot = SlotHeld {
                 engine: &engine,
-                step_id: &call.step.id,
+                step_id: &call.spec.step.id,
             };
             let started = std::time::Instant::now();
             let outcome = tokio::select! {
                 r = async {
                     // Not started when the process stops: handed back (see
                     // `Engine::shutdown`).
-                    if !engine.mark_started(&call.token, id) {
+                    if !engine.mark_started(&call.spec.token, id) {
                         return None;
                     }
                     let config = &engine.inner.config;
@@ -266,7 +191,7 @@ impl Engine {
                 // recorded (docs/durability.md, "Bytes in flight").
                 drop(held);
             }
-            engine.forget_call(&call.token, id);
+            engine.forget_call(&call.spec.token, id);
         });
     }
 
@@ -378,7 +303,7 @@ impl Drop for SlotHeld<'_> {
     fn drop(&mut self) {
         for next in self.engine.inner.slots.release(self.step_id) {
             if self.engine.inner.stopping.is_cancelled() {
-                self.engine.forget_call(&next.call.token, next.id);
+                self.engine.forget_call(&next.call.spec.token, next.id);
                 continue;
             }
             self.engine.run_call(next);

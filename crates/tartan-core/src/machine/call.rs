@@ -1,0 +1,231 @@
+//! What one call sends, built from a committed transition's `Call` effect
+//! and the state it left: whether it is still to be made, where it goes,
+//! with which method and body, and how long it may take (the attempt
+//! timeout, cut short by the step's total deadline when that comes first).
+//! The engine signs the webhook URL, takes a call slot and sends it.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::endpoint::params;
+use crate::flow::{FlowState, Time, WorkStatus};
+use crate::json::ItemInputs;
+use crate::step::{Args, Step};
+use crate::timeouts::TimeoutScope;
+
+use super::transition::Dispatch;
+
+/// Which endpoint of the step a call is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CallKind {
+    /// The step itself (`http.endpoint`).
+    Step,
+    /// Undoing what an item did (`http.compensate`).
+    Compensation,
+}
+
+/// The HTTP method of a call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CallMethod {
+    Get,
+    Post,
+    Put,
+    Delete,
+}
+
+impl CallMethod {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CallMethod::Get => "GET",
+            CallMethod::Post => "POST",
+            CallMethod::Put => "PUT",
+            CallMethod::Delete => "DELETE",
+        }
+    }
+}
+
+/// How long a call may take, and which timeout that is (docs/timeouts.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AttemptBound {
+    /// How long this call may take.
+    pub timeout_ms: u64,
+    /// The timeout that ends it when it takes that long.
+    pub scope: TimeoutScope,
+    /// That timeout's configured length, for the problem's detail.
+    pub limit_ms: u64,
+    /// When that timeout's scope started (this attempt, or the item's
+    /// first).
+    pub scope_start: Time,
+}
+
+/// What a call sends.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CallBody {
+    /// A step's call: the item's inputs, written from the step's shared
+    /// inputs and the item's own without copying either.
+    Inputs(ItemInputs),
+    /// A compensation call's `{"input","output"}`.
+    Json(Value),
+}
+
+/// One call, whole.
+#[derive(Debug, Clone)]
+pub struct Call {
+    pub kind: CallKind,
+    pub flow_id: String,
+    /// Shared by the calls of one decision (the items of a for_each step).
+    pub step: Arc<Step>,
+    pub token: String,
+    pub attempt: u32,
+    /// The URL template (the step's endpoint, or its compensate URL) and
+    /// the values for its placeholders.
+    pub endpoint: String,
+    pub placeholders: Args,
+    pub method: CallMethod,
+    /// `None` for a GET.
+    pub body: Option<CallBody>,
+    pub bound: AttemptBound,
+    /// An async step's call: its result comes to a webhook, whose signed
+    /// URL the caller hands over (`hand_webhook`).
+    pub expects_webhook: bool,
+}
+
+impl Call {
+    /// The call `dispatch` asks for, as `state` has it; `None` when a later
+    /// decision of the same transition already ended it (that decision
+    /// aborts it: `Effect::Abort`). `default_timeout_ms` is the engine's
+    /// attempt timeout for steps that set none.
+    pub fn of(state: &FlowState, dispatch: &Dispatch, now: Time, default_timeout_ms: u64) -> Option<Call> {
+        let step = state.plan.steps.get(&dispatch.step_id)?;
+        let work = state.find_work(&dispatch.step_id, &dispatch.token)?;
+        let kind = if dispatch.compensate {
+            CallKind::Compensation
+        } else {
+            CallKind::Step
+        };
+        let live = match kind {
+            CallKind::Compensation => work.status == WorkStatus::Compensating,
+            CallKind::Step => {
+                work.status == WorkStatus::Active
+                    && work.attempts.last().map(|a| a.number) == Some(dispatch.attempt)
+            }
+        };
+        if !live {
+            return None;
+        }
+        let http = step.http.as_ref()?;
+        let inputs = state.item_inputs(&dispatch.step_id, &dispatch.token)?;
+        let template = match kind {
+            CallKind::Step => &http.endpoint,
+            CallKind::Compensation => &http.compensate,
+        };
+        let mut placeholders = inputs.pick(params(template).iter().map(String::as_str));
+        let body = match kind {
+            CallKind::Compensation => {
+                // Placeholders from inputs and outputs, outputs win.
+                let outputs = work
+                    .outputs
+                    .as_ref()
+                    .map(crate::json::args_of)
+                    .unwrap_or_default();
+                placeholders.extend(outputs.iter().map(|(k, v)| (k.clone(), v.clone())));
+                Some(CallBody::Json(
+                    serde_json::json!({ "input": inputs.to_args(), "output": outputs }),
+                ))
+            }
+            CallKind::Step => (step.method() != "GET").then_some(CallBody::Inputs(inputs)),
+        };
+        let first_started = work.attempts.first().map(|a| a.started_at);
+        Some(Call {
+            kind,
+            flow_id: state.id.clone(),
+            token: dispatch.token.clone(),
+            attempt: dispatch.attempt,
+            endpoint: template.clone(),
+            placeholders,
+            method: method_of(kind, step),
+            body,
+            bound: bound(
+                step,
+                kind,
+                work.deadline_at,
+                first_started,
+                now,
+                default_timeout_ms,
+            ),
+            expects_webhook: kind == CallKind::Step && step.is_async(),
+            step: Arc::clone(step),
+        })
+    }
+
+    pub fn is_compensation(&self) -> bool {
+        self.kind == CallKind::Compensation
+    }
+
+    /// Hand the call its signed webhook URL: flow state keeps the unsigned
+    /// one in the step's `webhook_url` meta inputs; the step alone is given
+    /// the signed one there.
+    pub fn hand_webhook(&mut self, signed_url: &str) {
+        let Some(CallBody::Inputs(inputs)) = &mut self.body else {
+            return;
+        };
+        for (name, attr) in &self.step.attributes {
+            if attr.is_meta() && attr.meta_key() == "webhook_url" {
+                inputs
+                    .own
+                    .insert(self.step.inner_name(name).to_string(), signed_url.into());
+            }
+        }
+    }
+}
+
+/// A compensation is always a POST; a step's call its method, POST when
+/// unset or unknown.
+fn method_of(kind: CallKind, step: &Step) -> CallMethod {
+    match (kind, step.method()) {
+        (CallKind::Compensation, _) => CallMethod::Post,
+        (CallKind::Step, "GET") => CallMethod::Get,
+        (CallKind::Step, "PUT") => CallMethod::Put,
+        (CallKind::Step, "DELETE") => CallMethod::Delete,
+        _ => CallMethod::Post,
+    }
+}
+
+/// The attempt timeout, cut short by the step's total deadline when that
+/// comes first (then the total timeout is what fires). A compensation has
+/// the attempt timeout alone.
+fn bound(
+    step: &Step,
+    kind: CallKind,
+    deadline: Option<Time>,
+    first_started: Option<Time>,
+    now: Time,
+    default_timeout_ms: u64,
+) -> AttemptBound {
+    let policy = step.policies().map(|p| &p.timeouts);
+    let attempt_ms = policy.map_or(default_timeout_ms, |p| p.attempt_or(default_timeout_ms));
+    let attempt = AttemptBound {
+        timeout_ms: attempt_ms,
+        scope: TimeoutScope::Attempt,
+        limit_ms: attempt_ms,
+        scope_start: now,
+    };
+    let total = policy.and_then(|p| p.total_ms).filter(|_| kind == CallKind::Step);
+    match (deadline, total) {
+        (Some(deadline), Some(total)) => {
+            let remaining = u64::try_from((deadline - now).num_milliseconds()).unwrap_or(0);
+            if remaining <= attempt_ms {
+                AttemptBound {
+                    timeout_ms: remaining,
+                    scope: TimeoutScope::Total,
+                    limit_ms: total,
+                    scope_start: first_started.unwrap_or(now),
+                }
+            } else {
+                attempt
+            }
+        }
+        _ => attempt,
+    }
+}
