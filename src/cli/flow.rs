@@ -316,24 +316,10 @@ pub fn describe(state: &Value) -> String {
     }
     text.push_str(&steps.render());
     if state["status"] == "completed" {
-        text.push_str(&format!("\nresult: {}\n", output::escape(&result_of(state))));
+        text.push_str(&format!(
+            "\nresult: {}\n",
+            output::escape(&output::result_of(state))
+        ));
     }
     text
-}
-
-/// The goals' outputs of a completed flow: each goal's execution outputs.
-pub fn result_of(state: &Value) -> String {
-    let mut result = Map::new();
-    for goal in state["plan"]["goals"].as_array().into_iter().flatten() {
-        if let Some(g) = goal.as_str() {
-            for (k, v) in state["executions"][g]["outputs"]
-                .as_object()
-                .into_iter()
-                .flatten()
-            {
-                result.insert(k.clone(), v.clone());
-            }
-        }
-    }
-    Value::Object(result).to_string()
 }

@@ -183,6 +183,23 @@ pub fn s<'a>(value: &'a Value, key: &str) -> &'a str {
     value.get(key).and_then(Value::as_str).unwrap_or("")
 }
 
+/// The goals' outputs of a completed flow: each goal's execution outputs.
+pub fn result_of(state: &Value) -> String {
+    let mut result = serde_json::Map::new();
+    for goal in state["plan"]["goals"].as_array().into_iter().flatten() {
+        if let Some(g) = goal.as_str() {
+            for (k, v) in state["executions"][g]["outputs"]
+                .as_object()
+                .into_iter()
+                .flatten()
+            {
+                result.insert(k.clone(), v.clone());
+            }
+        }
+    }
+    Value::Object(result).to_string()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

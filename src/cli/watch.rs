@@ -328,7 +328,7 @@ impl Watcher {
                     .result
                     .as_ref()
                     .map(Value::to_string)
-                    .unwrap_or_else(|| super::flow::result_of(state));
+                    .unwrap_or_else(|| super::output::result_of(state));
                 output::line(&format!("flow {id} completed"));
                 output::line(&format!("result: {result}"));
             }

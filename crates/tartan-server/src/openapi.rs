@@ -1,20 +1,18 @@
 //! The OpenAPI 3.1 document, `GET /openapi.json` (docs/api.md): generated
 //! from the handlers' `#[utoipa::path]` annotations and the types they
-//! answer with, so the document is the code. What every route shares
-//! (bearer tokens, the refusals of the security layers) is added here once,
-//! by [`Shared`], rather than repeated on each handler.
+//! answer with, so the document is the code; the route table lists each
+//! handler once, for the router and the document alike (`routes::api`).
+//! Here: what the document says of the API as a whole, and what every
+//! route shares (bearer tokens, the refusals of the security layers),
+//! added once by [`Shared`] rather than repeated on each handler.
 
-use std::sync::OnceLock;
-
-use axum::http::{header, Method};
-use axum::response::{IntoResponse, Response};
+use axum::http::Method;
 use utoipa::openapi::path::Operation;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityRequirement, SecurityScheme};
 use utoipa::openapi::{ContentBuilder, Ref, RefOr, ResponseBuilder};
 use utoipa::{Modify, OpenApi};
 
 use crate::error::Problem;
-use crate::routes;
 
 #[derive(OpenApi)]
 #[openapi(
@@ -24,45 +22,7 @@ use crate::routes;
                        watch them run. Argyll's REST API and step protocol, and more (docs/api.md).",
         license(name = "Apache-2.0", identifier = "Apache-2.0"),
     ),
-    paths(
-        routes::health::health,
-        routes::health::ready,
-        crate::observe::metrics::render,
-        document_route,
-        routes::engine::engine_state,
-        routes::engine::engine_state_slash,
-        routes::engine::catalog,
-        routes::engine::catalog_events,
-        routes::steps::list,
-        routes::steps::register,
-        routes::steps::get_one,
-        routes::steps::update,
-        routes::steps::unregister,
-        routes::flows::plan,
-        routes::flows::list,
-        routes::flows::start,
-        routes::flows::query,
-        routes::flows::get_one,
-        routes::flows::status,
-        routes::flows::events,
-        routes::streams::flow_stream,
-        routes::streams::events_stream,
-        routes::flows::cancel,
-        routes::flows::retry,
-        routes::work::flow_work,
-        routes::work::list,
-        routes::ws::engine_ws,
-        routes::bulk::retry,
-        routes::bulk::cancel,
-        routes::bulk::list,
-        routes::bulk::get_one,
-        routes::bulk::cancel_job,
-        routes::webhooks::unsigned,
-        routes::webhooks::deliver,
-        routes::webhooks::heartbeat,
-    ),
     components(schemas(Problem)),
-    modifiers(&Shared),
     security(("bearer" = [])),
     tags(
         (name = "health", description = "Liveness, readiness, metrics and this document"),
@@ -76,19 +36,12 @@ use crate::routes;
 )]
 pub struct ApiDoc;
 
-/// The document, built once.
-pub fn document() -> &'static utoipa::openapi::OpenApi {
-    static DOC: OnceLock<utoipa::openapi::OpenApi> = OnceLock::new();
-    DOC.get_or_init(ApiDoc::openapi)
-}
-
-/// This document, OpenAPI 3.1.
-#[utoipa::path(get, path = "/openapi.json", tag = "health",
-    responses((status = 200, description = "The OpenAPI 3.1 document of this API", body = Object)))]
-pub(crate) async fn document_route() -> Response {
-    static TEXT: OnceLock<String> = OnceLock::new();
-    let text = TEXT.get_or_init(|| document().to_json().unwrap_or_default());
-    ([(header::CONTENT_TYPE, "application/json")], text.as_str()).into_response()
+/// The document with what every route shares added: the bearer scheme
+/// and the refusals of the layers in front of the handlers. Run once the
+/// routes' operations are in (`routes::document`).
+pub(crate) fn finish(mut doc: utoipa::openapi::OpenApi) -> utoipa::openapi::OpenApi {
+    Shared.modify(&mut doc);
+    doc
 }
 
 /// What the layers in front of every route add (docs/security.md).

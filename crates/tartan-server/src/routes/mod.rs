@@ -13,52 +13,72 @@ pub(crate) mod webhooks;
 pub(crate) mod work;
 pub(crate) mod ws;
 
-use axum::routing::{get, post};
+use std::sync::OnceLock;
+
+use axum::http::header;
+use axum::response::{IntoResponse, Response};
 use axum::Router;
 use tartan_engine::Engine;
+use utoipa::OpenApi;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
-pub(crate) fn routes() -> Router<Engine> {
-    Router::new()
-        .route("/health", get(health::health))
-        .route("/ready", get(health::ready))
-        .route("/metrics", get(crate::observe::metrics::render))
-        .route("/openapi.json", get(crate::openapi::document_route))
-        .route("/engine", get(engine::engine_state))
-        .route("/engine/", get(engine::engine_state_slash))
-        .route("/engine/catalog", get(engine::catalog))
-        .route("/engine/catalog/events", get(engine::catalog_events))
-        .route("/engine/step", get(steps::list).post(steps::register))
-        .route(
-            "/engine/step/{id}",
-            get(steps::get_one).put(steps::update).delete(steps::unregister),
-        )
-        .route("/engine/plan", post(flows::plan))
-        .route("/engine/flow", get(flows::list).post(flows::start))
-        .route("/engine/flow/query", post(flows::query))
-        .route("/engine/flow/{id}", get(flows::get_one))
-        .route("/engine/flow/{id}/status", get(flows::status))
-        .route("/engine/flow/{id}/events", get(flows::events))
-        .route("/engine/flow/{id}/stream", get(streams::flow_stream))
-        .route("/engine/events/stream", get(streams::events_stream))
-        .route("/engine/flow/{id}/cancel", post(flows::cancel))
-        .route("/engine/flow/{id}/retry", post(flows::retry))
-        .route("/engine/flow/{id}/work", get(work::flow_work))
-        .route("/engine/work", get(work::list))
-        .route("/engine/ws", get(ws::engine_ws))
-        .route("/engine/bulk", get(bulk::list))
-        .route("/engine/bulk/retry", post(bulk::retry))
-        .route("/engine/bulk/cancel", post(bulk::cancel))
-        .route("/engine/bulk/{job}", get(bulk::get_one))
-        .route("/engine/bulk/{job}/cancel", post(bulk::cancel_job))
+/// Every route and its OpenAPI operation, from one list: each handler's
+/// `#[utoipa::path]` names its method and path once, for both. Handlers of
+/// one path are listed together.
+fn api() -> OpenApiRouter<Engine> {
+    OpenApiRouter::with_openapi(crate::openapi::ApiDoc::openapi())
+        .routes(routes!(health::health))
+        .routes(routes!(health::ready))
+        .routes(routes!(crate::observe::metrics::render))
+        .routes(routes!(document_route))
+        .routes(routes!(engine::engine_state))
+        .routes(routes!(engine::engine_state_slash))
+        .routes(routes!(engine::catalog))
+        .routes(routes!(engine::catalog_events))
+        .routes(routes!(steps::list, steps::register))
+        .routes(routes!(steps::get_one, steps::update, steps::unregister))
+        .routes(routes!(flows::plan))
+        .routes(routes!(flows::list, flows::start))
+        .routes(routes!(flows::query))
+        .routes(routes!(flows::get_one))
+        .routes(routes!(flows::status))
+        .routes(routes!(flows::events))
+        .routes(routes!(streams::flow_stream))
+        .routes(routes!(streams::events_stream))
+        .routes(routes!(flows::cancel))
+        .routes(routes!(flows::retry))
+        .routes(routes!(work::flow_work))
+        .routes(routes!(work::list))
+        .routes(routes!(ws::engine_ws))
+        .routes(routes!(bulk::list))
+        .routes(routes!(bulk::retry))
+        .routes(routes!(bulk::cancel))
+        .routes(routes!(bulk::get_one))
+        .routes(routes!(bulk::cancel_job))
         // The URL without its signature (Argyll's form) is refused with 403;
         // `.../{token}/heartbeat` lands on `{signature}` and fails the check.
-        .route("/webhook/{flow}/{step}/{token}", post(webhooks::unsigned))
-        .route(
-            "/webhook/{flow}/{step}/{token}/{signature}",
-            post(webhooks::deliver),
-        )
-        .route(
-            "/webhook/{flow}/{step}/{token}/{signature}/heartbeat",
-            post(webhooks::heartbeat),
-        )
+        .routes(routes!(webhooks::unsigned))
+        .routes(routes!(webhooks::deliver))
+        .routes(routes!(webhooks::heartbeat))
+}
+
+/// The route table.
+pub(crate) fn routes() -> Router<Engine> {
+    api().split_for_parts().0
+}
+
+/// The OpenAPI 3.1 document of every route, built once.
+pub fn document() -> &'static utoipa::openapi::OpenApi {
+    static DOC: OnceLock<utoipa::openapi::OpenApi> = OnceLock::new();
+    DOC.get_or_init(|| crate::openapi::finish(api().split_for_parts().1))
+}
+
+/// This document, OpenAPI 3.1.
+#[utoipa::path(get, path = "/openapi.json", tag = "health",
+    responses((status = 200, description = "The OpenAPI 3.1 document of this API", body = Object)))]
+pub(crate) async fn document_route() -> Response {
+    static TEXT: OnceLock<String> = OnceLock::new();
+    let text = TEXT.get_or_init(|| document().to_json().unwrap_or_default());
+    ([(header::CONTENT_TYPE, "application/json")], text.as_str()).into_response()
 }
