@@ -170,7 +170,7 @@ pub async fn run(cmd: FlowCmd) -> Result<u8, CliError> {
             if format == Format::Json {
                 output::json(&json!({"count": events.len(), "events": events}));
             } else {
-                let mut view = watch::View::new(&id);
+                let mut view = super::view::View::new(&id);
                 for e in &events {
                     output::line(&view.apply(e));
                 }

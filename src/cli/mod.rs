@@ -9,6 +9,7 @@ pub mod health;
 pub mod output;
 pub mod plan;
 pub mod step;
+pub mod view;
 pub mod watch;
 pub mod work;
 

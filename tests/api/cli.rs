@@ -748,7 +748,9 @@ async fn the_live_view_follows_the_stream_and_resumes_after_a_drop() {
             5,
             "work_retry_scheduled",
             item(
-                json!({"retry_count": 1, "error": "HTTP 503", "next_retry_at": at(7), "delay_ms": 1500, "delay": {}, "class": "retryable"}),
+                json!({"retry_count": 1, "error": "HTTP 503", "next_retry_at": at(7), "delay_ms": 1500, "class": "retryable",
+                    "delay": {"computed_ms": 1500, "capped_ms": 1500, "cap_applied": false, "jitter_ms": 0,
+                              "retry_after_applied": false, "delay_ms": 1500}}),
             ),
         ),
         ev(6, "work_started", item(json!({"attempt": 2, "inputs": {}}))),

@@ -710,6 +710,25 @@ fn is_false(b: &bool) -> bool {
 }
 
 impl FlowEvent {
+    /// The status the flow ends in with this event (completed, failed or
+    /// cancelled), when it is one that ends it.
+    pub fn ends_flow(&self) -> Option<FlowStatus> {
+        match self {
+            FlowEvent::FlowCompleted { .. } => Some(FlowStatus::Completed),
+            FlowEvent::FlowFailed { .. } => Some(FlowStatus::Failed),
+            FlowEvent::FlowCancelled { .. } => Some(FlowStatus::Cancelled),
+            _ => None,
+        }
+    }
+
+    /// A retry was scheduled: of a work item, or of its compensation.
+    pub fn schedules_retry(&self) -> bool {
+        matches!(
+            self,
+            FlowEvent::WorkRetryScheduled { .. } | FlowEvent::CompRetryScheduled { .. }
+        )
+    }
+
     /// The work item (step id, token) whose state this event changes, for
     /// the events of one item. Every event is named: a new one does not
     /// compile until someone decides whether it changes an item.

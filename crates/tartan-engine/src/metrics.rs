@@ -346,16 +346,11 @@ impl Tally {
     pub(crate) fn of(events: &[FlowEvent]) -> Self {
         let mut tally = Tally::default();
         for event in events {
-            match event {
-                FlowEvent::FlowStarted { .. } => tally.started = true,
-                FlowEvent::FlowCompleted { .. } => tally.finished = Some("completed"),
-                FlowEvent::FlowFailed { .. } => tally.finished = Some("failed"),
-                FlowEvent::FlowCancelled { .. } => tally.finished = Some("cancelled"),
-                FlowEvent::WorkRetryScheduled { .. } | FlowEvent::CompRetryScheduled { .. } => {
-                    tally.retries += 1
-                }
-                _ => {}
+            tally.started |= matches!(event, FlowEvent::FlowStarted { .. });
+            if let Some(status) = event.ends_flow() {
+                tally.finished = Some(status.as_str());
             }
+            tally.retries += u64::from(event.schedules_retry());
         }
         tally
     }

@@ -1,0 +1,417 @@
+//! What the events of a flow say so far, folded from the typed events
+//! (`tartan_core::flow::FlowEvent`): a line per event, and the per-step
+//! table the terminal view redraws.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+use tartan_core::flow::FlowEvent;
+
+use super::client::shorten;
+use super::output;
+
+/// One step as the events tell it.
+#[derive(Debug, Default)]
+struct StepView {
+    status: String,
+    /// By token: each work item's latest.
+    items: BTreeMap<String, ItemView>,
+    note: String,
+    done_ms: Option<u64>,
+}
+
+#[derive(Debug, Default, Clone)]
+struct ItemView {
+    status: String,
+    attempt: u64,
+    error: Option<String>,
+    next_retry_at: Option<DateTime<Utc>>,
+    started_at: Option<DateTime<Utc>>,
+}
+
+/// What the events of a flow say so far.
+#[derive(Debug)]
+pub struct View {
+    pub(super) flow_id: String,
+    pub(super) status: String,
+    order: Vec<String>,
+    steps: BTreeMap<String, StepView>,
+    pub(super) result: Option<Value>,
+    error: Option<String>,
+    started: Option<DateTime<Utc>>,
+    /// When it completed, failed or was cancelled: the elapsed time stops.
+    ended: Option<DateTime<Utc>>,
+    /// `flow_deactivated` seen: nothing more will happen.
+    pub(super) over: bool,
+}
+
+fn time(event: &Value) -> Option<DateTime<Utc>> {
+    event["timestamp"]
+        .as_str()
+        .and_then(|t| DateTime::parse_from_rfc3339(t).ok())
+        .map(|t| t.with_timezone(&Utc))
+}
+
+fn secs(ms: u64) -> String {
+    format!("{:.1}s", ms as f64 / 1000.0)
+}
+
+impl View {
+    pub fn new(flow_id: &str) -> View {
+        View {
+            flow_id: flow_id.to_string(),
+            status: "active".into(),
+            order: Vec::new(),
+            steps: BTreeMap::new(),
+            result: None,
+            error: None,
+            started: None,
+            ended: None,
+            over: false,
+        }
+    }
+
+    fn step(&mut self, id: &str) -> &mut StepView {
+        if !self.steps.contains_key(id) {
+            self.order.push(id.to_string());
+        }
+        self.steps.entry(id.to_string()).or_insert_with(|| StepView {
+            status: "pending".into(),
+            ..StepView::default()
+        })
+    }
+
+    /// Take in one event; answer its plain line:
+    /// `HH:MM:SS.mmm <what happened>` (UTC).
+    pub fn apply(&mut self, event: &Value) -> String {
+        let at = time(event);
+        let kind = output::s(event, "type");
+        let data = &event["data"];
+        let text = match FlowEvent::from_parts(kind, data.clone()) {
+            Ok(e) => self.fold(&e, data, at),
+            // A kind this client does not know (a newer server): named.
+            Err(_) => match output::s(data, "step_id") {
+                "" => kind.to_string(),
+                step_id => format!("{kind} step {step_id}"),
+            },
+        };
+        let at = at.map_or_else(
+            || "--:--:--.---".to_string(),
+            |t| t.format("%H:%M:%S%.3f").to_string(),
+        );
+        format!("{at} {text}")
+    }
+
+    /// One event: what it changes of the view, and its line. `data` is the
+    /// event as sent, for what is shown as the server wrote it.
+    fn fold(&mut self, event: &FlowEvent, data: &Value, at: Option<DateTime<Utc>>) -> String {
+        use FlowEvent as E;
+        let flow = self.flow_id.clone();
+        match event {
+            E::FlowStarted { plan, .. } => {
+                self.started = at;
+                for id in super::plan::order(&data["plan"]) {
+                    self.step(&id);
+                }
+                format!("flow {flow} started (goals: {})", plan.goals.join(", "))
+            }
+            E::StepStarted {
+                step_id, work_items, ..
+            } => {
+                self.step(step_id).status = "active".into();
+                match work_items.len() {
+                    n if n > 1 => format!("step {step_id} started ({n} work items)"),
+                    _ => format!("step {step_id} started"),
+                }
+            }
+            E::WorkStarted {
+                step_id,
+                token,
+                attempt,
+                ..
+            } => {
+                let it = self.item(step_id, token);
+                it.status = "running".into();
+                it.attempt = u64::from(*attempt);
+                it.next_retry_at = None;
+                it.started_at = at;
+                format!("step {step_id} attempt {attempt} started")
+            }
+            E::WorkAccepted {
+                step_id,
+                token,
+                attempt,
+                ..
+            } => {
+                self.item(step_id, token).status = "accepted".into();
+                format!("step {step_id} attempt {attempt} accepted (async)")
+            }
+            E::WorkHeartbeat { step_id, .. } => format!("step {step_id} heartbeat"),
+            E::WorkSucceeded {
+                step_id,
+                token,
+                attempt,
+                http_status,
+                ..
+            } => {
+                let it = self.item(step_id, token);
+                it.status = "succeeded".into();
+                it.error = None;
+                let http = http_status.map(|s| format!(" (HTTP {s})")).unwrap_or_default();
+                format!("step {step_id} attempt {attempt} succeeded{http}")
+            }
+            E::WorkNotCompleted {
+                step_id,
+                token,
+                attempt,
+                error,
+                ..
+            } => {
+                let error = self.item_failed(step_id, token, "failed", error);
+                format!("step {step_id} attempt {attempt} failed (retryable: {error})")
+            }
+            E::WorkRetryScheduled {
+                step_id,
+                token,
+                next_retry_at,
+                delay_ms,
+                ..
+            } => {
+                let it = self.item(step_id, token);
+                it.status = "retrying".into();
+                it.next_retry_at = Some(*next_retry_at);
+                let when = next_retry_at.format("%H:%M:%S%.3f");
+                format!("step {step_id} retry in {} (at {when})", secs(*delay_ms))
+            }
+            E::WorkFailed {
+                step_id,
+                token,
+                attempt,
+                error,
+                class,
+                retry_state,
+                ..
+            } => {
+                let error = self.item_failed(step_id, token, "failed", error);
+                let why = retry_state
+                    .map(|r| format!(", no retry: {}", r.as_str()))
+                    .unwrap_or_default();
+                format!(
+                    "step {step_id} attempt {attempt} failed ({}: {error}{why})",
+                    class.as_str()
+                )
+            }
+            E::WorkTimedOut {
+                step_id,
+                token,
+                error,
+                ..
+            } => {
+                let error = self.item_failed(step_id, token, "timed out", error);
+                format!("step {step_id} work timed out: {error}")
+            }
+            E::WorkCancelled {
+                step_id,
+                token,
+                reason,
+                ..
+            } => {
+                self.item(step_id, token).status = "cancelled".into();
+                format!("step {step_id} work cancelled: {reason}")
+            }
+            E::WorkLateResult { step_id, attempt, .. } => {
+                format!("step {step_id} late result for attempt {attempt} ignored")
+            }
+            E::AttributeSet { key, .. } => {
+                format!("attribute {key} = {}", shorten(&data["value"].to_string(), 200))
+            }
+            E::StepCompleted {
+                step_id, duration, ..
+            } => {
+                let ms = u64::try_from(*duration).ok();
+                let s = self.step(step_id);
+                s.status = "completed".into();
+                s.done_ms = ms;
+                match ms {
+                    Some(ms) => format!("step {step_id} completed in {ms}ms"),
+                    None => format!("step {step_id} completed"),
+                }
+            }
+            E::StepFailed { step_id, error, .. } => self.step_ended(step_id, "failed", error),
+            E::StepTimedOut { step_id, error, .. } => self.step_ended(step_id, "timed out", error),
+            E::StepSkipped { step_id, reason, .. } => self.step_ended(step_id, "skipped", reason),
+            E::StepCancelled { step_id, reason, .. } => self.step_ended(step_id, "cancelled", reason),
+            E::CompStarted { step_id, attempt, .. } => {
+                format!("step {step_id} compensation attempt {attempt} started")
+            }
+            E::CompSucceeded { step_id, attempt, .. } => {
+                format!("step {step_id} compensation attempt {attempt} succeeded")
+            }
+            E::CompRetryScheduled {
+                step_id,
+                error,
+                delay_ms,
+                ..
+            } => format!(
+                "step {step_id} compensation failed ({}), retry in {}",
+                output::one_line(error),
+                secs(*delay_ms)
+            ),
+            E::CompFailed {
+                step_id,
+                attempt,
+                error,
+                ..
+            } => format!(
+                "step {step_id} compensation attempt {attempt} failed: {}",
+                output::one_line(error)
+            ),
+            E::FlowCompleted { .. } => {
+                self.ended = at;
+                self.status = "completed".into();
+                self.result = Some(data["result"].clone());
+                format!("flow {flow} completed, result: {}", data["result"])
+            }
+            E::FlowFailed { error, .. } => {
+                self.ended = at;
+                let error = output::one_line(error);
+                self.status = "failed".into();
+                self.error = Some(error.clone());
+                format!("flow {flow} failed: {error}")
+            }
+            E::FlowTimedOut { problem, .. } => format!(
+                "flow {flow} timed out: {}",
+                output::one_line(output::s(problem, "detail"))
+            ),
+            E::FlowCancelled { reason, .. } => {
+                self.ended = at;
+                self.status = "cancelled".into();
+                format!("flow {flow} cancelled: {}", output::one_line(reason))
+            }
+            E::FlowRetried {
+                steps,
+                reset_attempts,
+                ..
+            } => self.retried(steps, *reset_attempts),
+            E::FlowDeactivated { status, .. } => {
+                self.over = true;
+                self.status = status.as_str().to_string();
+                format!("flow {flow} deactivated ({})", self.status)
+            }
+        }
+    }
+
+    /// A work item's latest, created when first seen.
+    fn item(&mut self, step_id: &str, token: &str) -> &mut ItemView {
+        self.step(step_id).items.entry(token.to_string()).or_default()
+    }
+
+    /// An item's attempt ended without success: its status and error (on
+    /// one line), which is answered.
+    fn item_failed(&mut self, step_id: &str, token: &str, status: &str, error: &str) -> String {
+        let error = output::one_line(error);
+        let it = self.item(step_id, token);
+        it.status = status.into();
+        it.error = Some(error.clone());
+        error
+    }
+
+    /// A step ended other than by completing: `failed`, `timed out`,
+    /// `skipped` or `cancelled`, and why.
+    fn step_ended(&mut self, step_id: &str, status: &str, why: &str) -> String {
+        let why = output::one_line(why);
+        let s = self.step(step_id);
+        s.status = status.into();
+        s.note = why.clone();
+        format!("step {step_id} {status}: {why}")
+    }
+
+    /// A failed or cancelled flow runs again: not over any more.
+    fn retried(&mut self, steps: &[String], reset_attempts: bool) -> String {
+        self.over = false;
+        self.status = "active".into();
+        self.ended = None;
+        self.error = None;
+        self.result = None;
+        for id in steps {
+            let s = self.step(id);
+            s.status = "pending".into();
+            s.items.clear();
+            s.note.clear();
+            s.done_ms = None;
+        }
+        let attempts = if reset_attempts { "reset" } else { "kept" };
+        format!(
+            "flow {} retried (steps: {}; attempts {attempts})",
+            self.flow_id,
+            steps.join(", ")
+        )
+    }
+
+    /// The terminal view: one row per step, the retry countdowns at `now`.
+    pub fn table(&self, now: DateTime<Utc>) -> String {
+        let elapsed = self
+            .started
+            .map(|s| secs((self.ended.unwrap_or(now) - s).num_milliseconds().max(0) as u64))
+            .unwrap_or_default();
+        let mut table = output::Table::new(&["STEP", "STATUS", "ITEMS", "ATTEMPT", "NOTE"]);
+        for id in &self.order {
+            let Some(s) = self.steps.get(id) else { continue };
+            // The item that says most: one still going, else the last seen.
+            let latest = s
+                .items
+                .values()
+                .find(|it| matches!(it.status.as_str(), "running" | "retrying" | "accepted"))
+                .or_else(|| s.items.values().last());
+            let done = s.items.values().filter(|it| it.status == "succeeded").count();
+            let mut status = s.status.clone();
+            let note = match (s.status.as_str(), latest) {
+                ("completed", _) => s.done_ms.map(|ms| format!("done in {ms}ms")).unwrap_or_default(),
+                ("active", Some(it)) => {
+                    status = it.status.clone();
+                    match it.status.as_str() {
+                        "retrying" => {
+                            let left = it
+                                .next_retry_at
+                                .map(|t| (t - now).num_milliseconds().max(0) as u64)
+                                .unwrap_or(0);
+                            format!(
+                                "{} — retry in {}",
+                                it.error.clone().unwrap_or_default(),
+                                secs(left)
+                            )
+                        }
+                        "running" | "accepted" => it
+                            .started_at
+                            .map(|t| format!("for {}", secs((now - t).num_milliseconds().max(0) as u64)))
+                            .unwrap_or_default(),
+                        _ => it.error.clone().unwrap_or_default(),
+                    }
+                }
+                _ => s.note.clone(),
+            };
+            table.row(vec![
+                id.clone(),
+                status,
+                if s.items.is_empty() {
+                    String::new()
+                } else {
+                    format!("{done}/{}", s.items.len())
+                },
+                latest.map(|it| it.attempt.to_string()).unwrap_or_default(),
+                shorten(&note, 200),
+            ]);
+        }
+        // The table escapes its cells; the head is escaped here.
+        let mut head = format!(
+            "flow {}  {}  {elapsed}\n",
+            output::escape(&self.flow_id),
+            output::escape(&self.status)
+        );
+        if let Some(e) = &self.error {
+            head.push_str(&format!("error: {}\n", output::escape(&shorten(e, 200))));
+        }
+        head + &table.render()
+    }
+}
