@@ -1,0 +1,161 @@
+//! Flows: their state (the projection queries read), the events that change
+//! it, and `apply`, the only function that changes it. Replaying a flow's
+//! events through `apply` reproduces the stored projection exactly.
+//!
+//! - `state`: a flow's state, its steps, work items and attempts, and what
+//!   may be read of it.
+//! - `event`: the events, their stored type names and data.
+//! - `apply`: how each event changes the state.
+
+mod apply;
+mod event;
+mod state;
+
+pub use event::*;
+pub use state::*;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+pub type Time = DateTime<Utc>;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum FlowStatus {
+    Active,
+    Completed,
+    Failed,
+    Cancelled,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum StepStatus {
+    Pending,
+    Active,
+    Completed,
+    Skipped,
+    Failed,
+    Cancelled,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum WorkStatus {
+    Pending,
+    Active,
+    Succeeded,
+    Failed,
+    NotCompleted,
+    Compensating,
+    Compensated,
+    CompensationFailed,
+    Cancelled,
+}
+
+impl FlowStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FlowStatus::Active => "active",
+            FlowStatus::Completed => "completed",
+            FlowStatus::Failed => "failed",
+            FlowStatus::Cancelled => "cancelled",
+        }
+    }
+    pub fn parse(text: &str) -> Option<Self> {
+        Some(match text {
+            "active" => FlowStatus::Active,
+            "completed" => FlowStatus::Completed,
+            "failed" => FlowStatus::Failed,
+            "cancelled" => FlowStatus::Cancelled,
+            _ => return None,
+        })
+    }
+}
+
+impl StepStatus {
+    pub fn is_terminal(self) -> bool {
+        !matches!(self, StepStatus::Pending | StepStatus::Active)
+    }
+}
+
+impl WorkStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WorkStatus::Pending => "pending",
+            WorkStatus::Active => "active",
+            WorkStatus::Succeeded => "succeeded",
+            WorkStatus::Failed => "failed",
+            WorkStatus::NotCompleted => "not_completed",
+            WorkStatus::Compensating => "compensating",
+            WorkStatus::Compensated => "compensated",
+            WorkStatus::CompensationFailed => "compensation_failed",
+            WorkStatus::Cancelled => "cancelled",
+        }
+    }
+    pub fn parse(text: &str) -> Option<Self> {
+        Some(match text {
+            "pending" => WorkStatus::Pending,
+            "active" => WorkStatus::Active,
+            "succeeded" => WorkStatus::Succeeded,
+            "failed" => WorkStatus::Failed,
+            "not_completed" => WorkStatus::NotCompleted,
+            "compensating" => WorkStatus::Compensating,
+            "compensated" => WorkStatus::Compensated,
+            "compensation_failed" => WorkStatus::CompensationFailed,
+            "cancelled" => WorkStatus::Cancelled,
+            _ => return None,
+        })
+    }
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn is_true(b: &bool) -> bool {
+    *b
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+/// Errors `apply` reports: an event that does not fit the state is a bug or a
+/// corrupt log, never something a client can cause.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ApplyError {
+    #[error("first event of a flow must be flow_started")]
+    NotStarted,
+    #[error("flow already started")]
+    AlreadyStarted,
+    #[error("unknown step {0}")]
+    UnknownStep(String),
+    #[error("unknown work item {0}")]
+    UnknownWork(String),
+    #[error("step {0} of the plan has no parsed policies (it was never normalised)")]
+    Unparsed(String),
+}
+
+fn default_max_step_attempts() -> u32 {
+    DEFAULT_MAX_STEP_ATTEMPTS
+}
+
+/// Which work items an event can change the status of.
+enum Scope<'a> {
+    None,
+    Work(&'a str, &'a str),
+    Step(&'a str),
+    Flow,
+}
+
+fn has_call(w: &WorkState) -> bool {
+    matches!(w.status, WorkStatus::Active | WorkStatus::Compensating)
+}
