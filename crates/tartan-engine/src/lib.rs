@@ -26,6 +26,9 @@
 //!   projections go through it, batched into one commit (docs/durability.md,
 //!   "Group commit").
 //! - `dispatch`: the HTTP calls of work items.
+//! - `in_flight`: the calls of this process until their result is recorded:
+//!   listed by receipt token (numbers, aborts, started or not), their
+//!   slots, their client, the calls deferred to their lease.
 //! - `slots`: how many calls run at once, overall and per step, and the
 //!   queues of calls waiting for a slot, served round-robin across steps.
 //! - `outbound`: the client those calls go through: the step host policy
@@ -58,6 +61,7 @@ mod error;
 mod events;
 mod feed;
 mod flows;
+mod in_flight;
 pub mod metrics;
 mod outbound;
 pub mod reads;
@@ -121,12 +125,10 @@ struct Inner {
     flows: flows::FlowLocks,
     writer: writer::Writer,
     timers: timers::Timers,
-    http: reqwest::Client,
     /// Signs the webhook URLs handed to async steps.
     webhook_key: webhook_key::WebhookKey,
-    /// Each call in flight (waiting for a slot or going out), by receipt
-    /// token.
-    in_flight: std::sync::Mutex<std::collections::HashMap<String, flows::InFlight>>,
+    /// The calls of this process, their slots and their client.
+    calls: in_flight::InFlight,
     /// This engine's metrics (its own registry: engines never share one).
     metrics: Arc<metrics::Metrics>,
     /// Committed flow events, for the API's streams.
@@ -138,12 +140,6 @@ struct Inner {
     finished: tokio::sync::broadcast::Sender<FlowFinished>,
     /// Clients waiting for flows to finish.
     waiters: flows::Waiters,
-    /// Numbers the calls, to tell them apart in `in_flight`.
-    call_ids: std::sync::atomic::AtomicU64,
-    /// The calls running in this process and those waiting for a slot.
-    slots: slots::CallSlots,
-    /// Calls left to their lease because the queue was full.
-    deferred_calls: std::sync::atomic::AtomicU64,
     /// The bulk jobs this process runs, and what wakes their runner.
     bulk: bulk::BulkRunner,
     /// Fires when the engine stops taking new work.
@@ -169,13 +165,15 @@ impl Engine {
         let announcer = relay::announcer(&store, &config.node_id);
         let engine = Engine {
             inner: Arc::new(Inner {
-                slots: slots::CallSlots::new(
-                    config.max_calls,
-                    config.max_calls_per_step,
-                    config.max_queued_calls,
-                    config.max_inflight_bytes,
+                calls: in_flight::InFlight::new(
+                    slots::CallSlots::new(
+                        config.max_calls,
+                        config.max_calls_per_step,
+                        config.max_queued_calls,
+                        config.max_inflight_bytes,
+                    ),
+                    http,
                 ),
-                deferred_calls: std::sync::atomic::AtomicU64::new(0),
                 writer: writer::Writer::spawn(
                     store.clone(),
                     Arc::clone(&metrics),
@@ -190,11 +188,8 @@ impl Engine {
                 catalog,
                 flows: flows::FlowLocks::default(),
                 timers: timers::Timers::default(),
-                in_flight: std::sync::Mutex::default(),
-                call_ids: std::sync::atomic::AtomicU64::new(0),
                 finished: tokio::sync::broadcast::channel(FINISHED_BUFFER).0,
                 waiters: flows::Waiters::default(),
-                http,
                 webhook_key,
                 bulk: bulk::BulkRunner::default(),
                 stopping: CancellationToken::new(),

@@ -1,11 +1,9 @@
-//! The calls in flight of this process: made from a decision's `Call`
-//! effects once it is committed, admitted to the call slots, their ends
-//! recorded as decisions, aborted when a decision or a lost lease says so.
-
-use std::collections::HashMap;
+//! The calls of this process: made from a decision's `Call` effects once it
+//! is committed, admitted to the call slots, their ends recorded as
+//! decisions, aborted when a decision or a lost lease says so. What is in
+//! flight is kept by `crate::in_flight`.
 
 use tartan_core::machine::{AttemptResult, Dispatch, Transition};
-use tokio_util::sync::CancellationToken;
 
 use crate::dispatch::{self, Call};
 use crate::slots::{Admission, Admitted};
@@ -13,17 +11,6 @@ use crate::traces::Decision;
 use crate::Engine;
 
 use super::decide::{Concluded, Unrecorded};
-
-/// A call of this process, from its dispatch until its result is recorded.
-pub(crate) struct InFlight {
-    /// Which call: a retry of the same token is a new one.
-    id: u64,
-    /// Aborts it.
-    cancel: CancellationToken,
-    /// It got a slot and went out; on shutdown, the calls that did not are
-    /// handed back at once.
-    started: bool,
-}
 
 impl Engine {
     /// Record how a call of this process ended: its result, or for an async
@@ -112,27 +99,13 @@ impl Engine {
             // back: another process (or the next start) calls it.
             return;
         }
-        let cancel = CancellationToken::new();
-        let id = self
-            .inner
-            .call_ids
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        self.in_flight().insert(
-            call.spec.token.clone(),
-            InFlight {
-                id,
-                cancel: cancel.clone(),
-                started: false,
-            },
-        );
-        match self.inner.slots.admit(Admitted { call, id, cancel }) {
+        let (id, cancel) = self.inner.calls.list(&call.spec.token);
+        match self.inner.calls.slots.admit(Admitted { call, id, cancel }) {
             Admission::Run(admitted) => self.run_call(admitted),
             Admission::Queued => {}
             Admission::Full(Admitted { call, id, .. }) => {
-                self.forget_call(&call.spec.token, id);
-                self.inner
-                    .deferred_calls
-                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                self.inner.calls.forget(&call.spec.token, id);
+                self.inner.calls.defer();
                 self.inner.metrics.call_deferred();
                 tracing::warn!(flow_id = %call.spec.flow_id, step_id = %call.spec.step.id, token = %call.spec.token,
                     "call queue full (TARTAN_MAX_QUEUED_CALLS); the call is made when its lease runs out");
@@ -155,19 +128,19 @@ impl Engine {
                 r = async {
                     // Not started when the process stops: handed back (see
                     // `Engine::shutdown`).
-                    if !engine.mark_started(&call.spec.token, id) {
+                    if !engine.inner.calls.mark_started(&call.spec.token, id, &engine.inner.stopping) {
                         return None;
                     }
                     let config = &engine.inner.config;
                     let limits = dispatch::Limits {
                         max_response_bytes: config.max_response_bytes,
-                        budget: engine.inner.slots.bytes(),
+                        budget: engine.inner.calls.slots.bytes(),
                         max_retry_after_ms: u64::try_from(config.max_retry_after.as_millis())
                             .unwrap_or(u64::MAX),
                     };
                     let tracer = config.tracer.as_ref();
                     let (result, held) =
-                        dispatch::perform(&engine.inner.http, &config.step_hosts, limits, tracer, &call).await;
+                        dispatch::perform(&engine.inner.calls.http, &config.step_hosts, limits, tracer, &call).await;
                     engine.inner.metrics.call_ended(&call, &result, started.elapsed());
                     Some((result, held))
                 } => r,
@@ -191,63 +164,24 @@ impl Engine {
                 // recorded (docs/durability.md, "Bytes in flight").
                 drop(held);
             }
-            engine.forget_call(&call.spec.token, id);
+            engine.inner.calls.forget(&call.spec.token, id);
         });
-    }
-
-    /// Drop call `id` from the calls in flight, unless a retry of the same
-    /// token already took its entry.
-    fn forget_call(&self, token: &str, id: u64) {
-        let mut in_flight = self.in_flight();
-        if in_flight.get(token).is_some_and(|c| c.id == id) {
-            in_flight.remove(token);
-        }
     }
 
     /// Calls holding a slot and waiting for one; calls left to their lease
     /// because the queue was full, since start.
     pub fn call_counts(&self) -> (crate::CallCounts, u64) {
-        (
-            self.inner.slots.counts(),
-            self.inner
-                .deferred_calls
-                .load(std::sync::atomic::Ordering::Relaxed),
-        )
-    }
-
-    /// Mark call `id` as going out, unless the process is stopping. Under the
-    /// `in_flight` lock, as `started_calls` reads: a call either is marked
-    /// before the stop is seen, or does not start.
-    fn mark_started(&self, token: &str, id: u64) -> bool {
-        let mut in_flight = self.in_flight();
-        if self.inner.stopping.is_cancelled() {
-            return false;
-        }
-        if let Some(c) = in_flight.get_mut(token).filter(|c| c.id == id) {
-            c.started = true;
-        }
-        true
+        (self.inner.calls.slots.counts(), self.inner.calls.deferred())
     }
 
     /// The receipt tokens of the calls that went out and are still running.
     pub(crate) fn started_calls(&self) -> Vec<String> {
-        self.in_flight()
-            .iter()
-            .filter(|(_, c)| c.started)
-            .map(|(token, _)| token.clone())
-            .collect()
-    }
-
-    fn in_flight(&self) -> std::sync::MutexGuard<'_, HashMap<String, InFlight>> {
-        crate::sync::lock(&self.inner.in_flight)
+        self.inner.calls.started()
     }
 
     /// This process's calls in flight: receipt token and call number.
     pub(crate) fn calls_in_flight(&self) -> Vec<(String, u64)> {
-        self.in_flight()
-            .iter()
-            .map(|(token, c)| (token.clone(), c.id))
-            .collect()
+        self.inner.calls.all()
     }
 
     /// Abort the calls whose lease this process no longer holds: another
@@ -256,38 +190,21 @@ impl Engine {
     /// two processes must not run one call at once. A call that ended or was
     /// replaced by a newer call of its token since `calls` was read is left.
     pub(crate) fn abandon_lost_calls(&self, calls: Vec<(String, u64)>, renewed: &[String]) {
-        let renewed: std::collections::HashSet<&str> = renewed.iter().map(String::as_str).collect();
-        let mut in_flight = self.in_flight();
-        for (token, id) in calls {
-            let running = in_flight
-                .get(&token)
-                .is_some_and(|c| c.id == id && !c.cancel.is_cancelled());
-            if renewed.contains(token.as_str()) || !running {
-                continue;
-            }
-            if let Some(c) = in_flight.remove(&token) {
-                tracing::warn!(%token, "lease lost to another process or decision; call abandoned");
-                self.inner.metrics.lease_lost();
-                c.cancel.cancel();
-            }
+        for token in self.inner.calls.abort_unrenewed(calls, renewed) {
+            tracing::warn!(%token, "lease lost to another process or decision; call abandoned");
+            self.inner.metrics.lease_lost();
         }
     }
 
     /// Whether this process has a call in flight for `token`.
     pub(crate) fn is_in_flight(&self, token: &str) -> bool {
-        self.in_flight().contains_key(token)
+        self.inner.calls.contains(token)
     }
 
     /// Abort the call in flight for `token`, if this process has one;
     /// whether it had.
     pub(crate) fn abort_call(&self, token: &str) -> bool {
-        match self.in_flight().remove(token) {
-            Some(c) => {
-                c.cancel.cancel();
-                true
-            }
-            None => false,
-        }
+        self.inner.calls.abort(token)
     }
 }
 
@@ -301,9 +218,9 @@ struct SlotHeld<'a> {
 
 impl Drop for SlotHeld<'_> {
     fn drop(&mut self) {
-        for next in self.engine.inner.slots.release(self.step_id) {
+        for next in self.engine.inner.calls.slots.release(self.step_id) {
             if self.engine.inner.stopping.is_cancelled() {
-                self.engine.forget_call(&next.call.spec.token, next.id);
+                self.engine.inner.calls.forget(&next.call.spec.token, next.id);
                 continue;
             }
             self.engine.run_call(next);

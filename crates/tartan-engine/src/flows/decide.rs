@@ -421,7 +421,7 @@ impl Engine {
         if !aborts.is_empty() {
             // With the slots held, a call that ends while these land cannot
             // give its slot to a waiting call this decision aborts too.
-            let _held = self.inner.slots.hold();
+            let _held = self.inner.calls.slots.hold();
             for token in aborts {
                 if !self.abort_call(token) {
                     elsewhere.push(token.clone());

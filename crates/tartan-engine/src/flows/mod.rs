@@ -26,7 +26,6 @@ use tartan_store::{StoreError, WorkKey};
 
 use crate::{traces, Engine, EngineError};
 
-pub(crate) use calls::InFlight;
 pub(crate) use decide::FlowLocks;
 use decide::{now, Cached, Released};
 pub(crate) use waiters::Waiters;
