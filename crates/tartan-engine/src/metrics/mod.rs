@@ -1,0 +1,351 @@
+//! Prometheus metrics of one engine (docs/operating.md, "Metrics"). Each
+//! `Engine` owns its registry: several engines in one process (the tests)
+//! never mix their numbers. The engine records here (and the server what
+//! only it sees of flows: refused starts, webhooks); `GET /metrics` renders
+//! the registry in the OpenMetrics text format with `prometheus-client`,
+//! after the server's own request metrics.
+//!
+//! Recording is cheap: counters and gauges are atomics, a labelled series is
+//! found under a read lock, and label values a client names (a step id)
+//! are interned once ([`Interned`]), so the hot path allocates nothing. The
+//! gauges of what the engine holds (flows, timers, call slots) are read when
+//! the metrics are rendered, not kept up to date on every change.
+//!
+//! - this file: the registry and its metrics, rendering.
+//! - `labels`: what a series is labelled with, and the label values a
+//!   client names, interned.
+//! - `record`: what the engine records, as it happens.
+
+mod labels;
+mod record;
+
+pub use labels::{CatalogReload, Interned, StartRefusal, WebhookKind, WebhookOutcome};
+pub(crate) use record::Tally;
+
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
+use prometheus_client::registry::Registry;
+
+use crate::Engine;
+use labels::*;
+
+/// The content type of what [`Engine::render_metrics`] writes: the
+/// OpenMetrics text format, as `prometheus-client` encodes it.
+pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+/// Every metric's name, as registered. The text format adds `_total` to a
+/// counter's name; docs/operating.md, "Metrics" lists the names as exposed.
+pub mod names {
+    pub const FLOWS_STARTED: &str = "tartan_flows_started";
+    pub const FLOWS_FINISHED: &str = "tartan_flows_finished";
+    pub const FLOWS_ACTIVE: &str = "tartan_flows_active";
+    pub const FLOW_STARTS_REFUSED: &str = "tartan_flow_starts_refused";
+    pub const ATTEMPTS: &str = "tartan_attempts";
+    pub const ATTEMPT_DURATION: &str = "tartan_attempt_duration_seconds";
+    pub const RETRIES_SCHEDULED: &str = "tartan_retries_scheduled";
+    pub const RETRIES_PENDING: &str = "tartan_retries_pending";
+    pub const TIMERS_ARMED: &str = "tartan_timers_armed";
+    pub const RETRY_TIMER_LATENESS: &str = "tartan_retry_timer_lateness_seconds";
+    pub const CALLS_IN_FLIGHT: &str = "tartan_calls_in_flight";
+    pub const CALLS_QUEUED: &str = "tartan_calls_queued";
+    pub const CALLS_DEFERRED: &str = "tartan_calls_deferred";
+    pub const RESPONSE_BYTES_HELD: &str = "tartan_response_bytes_held";
+    pub const COMMIT_DURATION: &str = "tartan_commit_duration_seconds";
+    pub const COMMIT_BATCH_SIZE: &str = "tartan_commit_batch_size";
+    pub const LEASES_TAKEN_OVER: &str = "tartan_leases_taken_over";
+    pub const LEASES_LOST: &str = "tartan_leases_lost";
+    pub const WEBHOOKS: &str = "tartan_webhooks";
+    pub const BULK_JOBS_CREATED: &str = "tartan_bulk_jobs_created";
+    pub const BULK_JOBS_ENDED: &str = "tartan_bulk_jobs_ended";
+    pub const BULK_FLOWS: &str = "tartan_bulk_flows";
+    pub const CATALOG_RELOADS: &str = "tartan_catalog_reloads";
+}
+
+/// Distinct step ids labelled at most; the steps beyond share
+/// [`OTHER_STEPS`]. Steps are registered by clients: without a cap, one
+/// that registers steps without end would grow every scrape with them.
+pub const MAX_STEP_LABELS: usize = 1000;
+/// The `step` label of the steps beyond [`MAX_STEP_LABELS`], and of a step
+/// whose id is longer than [`MAX_LABEL_LEN`]; no step id has parentheses,
+/// so it names no real step.
+pub const OTHER_STEPS: &str = "(other)";
+/// Longest label value: the bound of every identifier. Ids are checked
+/// against it when registered, but a step stored before the bound existed
+/// may be longer. Such a value is replaced by the family's fixed overflow
+/// value, not cut: two long ids cut to one prefix would be counted as one
+/// series that names neither.
+pub const MAX_LABEL_LEN: usize = tartan_core::ids::MAX_ID_LEN;
+
+/// One engine's metrics.
+pub struct Metrics {
+    registry: Registry,
+    flows_started: Counter,
+    flows_finished: Family<StatusLabel, Counter>,
+    flows_active: Gauge,
+    starts_refused: Family<ReasonLabel, Counter>,
+    attempts: Family<AttemptLabels, Counter>,
+    attempt_duration: Histograms<CallLabels>,
+    retries_scheduled: Counter,
+    retries_pending: Gauge,
+    timers_armed: Gauge,
+    retry_lateness: Histogram,
+    calls_in_flight: Gauge,
+    calls_queued: Gauge,
+    response_bytes_held: Gauge,
+    calls_deferred: Counter,
+    commit_duration: Histogram,
+    commit_batch_size: Histogram,
+    leases_taken_over: Counter,
+    leases_lost: Counter,
+    webhooks: Family<WebhookLabels, Counter>,
+    bulk_jobs_created: Family<BulkLabels, Counter>,
+    bulk_jobs_ended: Family<BulkEndLabels, Counter>,
+    bulk_flows: Family<BulkFlowLabels, Counter>,
+    catalog_reloads: Family<ReasonLabel, Counter>,
+    steps: Interned,
+}
+
+impl std::fmt::Debug for Metrics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Metrics").finish_non_exhaustive()
+    }
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Metrics {
+    pub fn new() -> Self {
+        let mut m = Metrics {
+            registry: Registry::default(),
+            flows_started: Counter::default(),
+            flows_finished: Family::default(),
+            flows_active: Gauge::default(),
+            starts_refused: Family::default(),
+            attempts: Family::default(),
+            attempt_duration: Family::new_with_constructor(call_histogram),
+            retries_scheduled: Counter::default(),
+            retries_pending: Gauge::default(),
+            timers_armed: Gauge::default(),
+            // From 1 ms to about 30 s.
+            retry_lateness: Histogram::new(exponential_buckets(0.001, 2.0, 16)),
+            calls_in_flight: Gauge::default(),
+            calls_queued: Gauge::default(),
+            response_bytes_held: Gauge::default(),
+            calls_deferred: Counter::default(),
+            // From 0.5 ms to about 4 s.
+            commit_duration: Histogram::new(exponential_buckets(0.0005, 2.0, 14)),
+            // 1 to 512: `writer::MAX_BATCH`.
+            commit_batch_size: Histogram::new(exponential_buckets(1.0, 2.0, 10)),
+            leases_taken_over: Counter::default(),
+            leases_lost: Counter::default(),
+            webhooks: Family::default(),
+            bulk_jobs_created: Family::default(),
+            bulk_jobs_ended: Family::default(),
+            bulk_flows: Family::default(),
+            catalog_reloads: Family::default(),
+            steps: Interned::new(MAX_STEP_LABELS, OTHER_STEPS),
+        };
+        m.register();
+        m
+    }
+
+    fn register(&mut self) {
+        use names::*;
+        let r = &mut self.registry;
+        r.register(
+            FLOWS_STARTED,
+            "Flows this process started",
+            self.flows_started.clone(),
+        );
+        r.register(
+            FLOWS_FINISHED,
+            "Flows this process finished, by status",
+            self.flows_finished.clone(),
+        );
+        r.register(
+            FLOWS_ACTIVE,
+            "Flows with work in progress in this process (counted against TARTAN_MAX_ACTIVE_FLOWS)",
+            self.flows_active.clone(),
+        );
+        r.register(
+            FLOW_STARTS_REFUSED,
+            "Flow starts refused, by reason",
+            self.starts_refused.clone(),
+        );
+        r.register(
+            ATTEMPTS,
+            "Calls of steps that ended, by step, call (work or compensation) and outcome",
+            self.attempts.clone(),
+        );
+        r.register(
+            ATTEMPT_DURATION,
+            "How long the calls of steps took, by step and call",
+            self.attempt_duration.clone(),
+        );
+        r.register(
+            RETRIES_SCHEDULED,
+            "Retries scheduled (work items and compensations)",
+            self.retries_scheduled.clone(),
+        );
+        r.register(
+            RETRIES_PENDING,
+            "Retry timers armed in this process",
+            self.retries_pending.clone(),
+        );
+        r.register(
+            TIMERS_ARMED,
+            "Timers armed in this process: retries, inactivity windows, flow deadlines",
+            self.timers_armed.clone(),
+        );
+        r.register(
+            RETRY_TIMER_LATENESS,
+            "How late retry timers fired after their due time",
+            self.retry_lateness.clone(),
+        );
+        r.register(
+            CALLS_IN_FLIGHT,
+            "Calls of steps holding a call slot",
+            self.calls_in_flight.clone(),
+        );
+        r.register(
+            CALLS_QUEUED,
+            "Calls of steps waiting for a call slot",
+            self.calls_queued.clone(),
+        );
+        r.register(
+            RESPONSE_BYTES_HELD,
+            "Bytes of step response bodies held, from reading to recording (TARTAN_MAX_INFLIGHT_BYTES bounds them)",
+            self.response_bytes_held.clone(),
+        );
+        r.register(
+            CALLS_DEFERRED,
+            "Calls left to their lease because the call queue was full",
+            self.calls_deferred.clone(),
+        );
+        r.register(
+            COMMIT_DURATION,
+            "How long the group-commit writer's commits took",
+            self.commit_duration.clone(),
+        );
+        r.register(
+            COMMIT_BATCH_SIZE,
+            "Decisions per group commit",
+            self.commit_batch_size.clone(),
+        );
+        r.register(
+            LEASES_TAKEN_OVER,
+            "Work items whose expired lease this process took over",
+            self.leases_taken_over.clone(),
+        );
+        r.register(
+            LEASES_LOST,
+            "Calls abandoned because this process lost their lease",
+            self.leases_lost.clone(),
+        );
+        r.register(
+            WEBHOOKS,
+            "Requests to webhook URLs, by kind and result",
+            self.webhooks.clone(),
+        );
+        r.register(
+            BULK_JOBS_CREATED,
+            "Bulk jobs created through this process, by action",
+            self.bulk_jobs_created.clone(),
+        );
+        r.register(
+            BULK_JOBS_ENDED,
+            "Bulk jobs this process ran to their end, by action and status",
+            self.bulk_jobs_ended.clone(),
+        );
+        r.register(
+            BULK_FLOWS,
+            "Flows bulk jobs acted on in this process, by action and result",
+            self.bulk_flows.clone(),
+        );
+        r.register(
+            CATALOG_RELOADS,
+            "Reads of the whole catalog from the database after start-up, by reason",
+            self.catalog_reloads.clone(),
+        );
+    }
+}
+
+impl Engine {
+    /// Where the engine and the server record metrics.
+    pub fn metrics(&self) -> &Metrics {
+        &self.inner.metrics
+    }
+
+    /// Every metric, in the OpenMetrics text format ([`CONTENT_TYPE`]). The
+    /// gauges of what this process holds are read now.
+    pub fn render_metrics(&self) -> Result<String, std::fmt::Error> {
+        let m = &self.inner.metrics;
+        let (timers, retries) = self.inner.timers.counts();
+        let calls = self.inner.calls.slots.counts();
+        m.flows_active.set(gauge(self.active_flows()));
+        m.timers_armed.set(gauge(timers));
+        m.retries_pending.set(gauge(retries));
+        m.calls_in_flight.set(gauge(calls.running));
+        m.calls_queued.set(gauge(calls.queued));
+        m.response_bytes_held.set(gauge(calls.response_bytes));
+        let mut text = String::with_capacity(16 * 1024);
+        prometheus_client::encoding::text::encode(&mut text, &m.registry)?;
+        Ok(text)
+    }
+}
+
+fn gauge(n: usize) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+
+    #[test]
+    fn step_labels_are_interned_and_capped() {
+        let interned = Interned::new(2, OTHER_STEPS);
+        let a = interned.get("a");
+        assert!(Arc::ptr_eq(&a, &interned.get("a")));
+        assert_eq!(&*interned.get("b"), "b");
+        assert_eq!(&*interned.get("c"), OTHER_STEPS);
+        assert_eq!(&*interned.get("a"), "a");
+    }
+
+    #[test]
+    fn a_label_value_over_the_bound_is_the_overflow_value() {
+        let interned = Interned::new(10, OTHER_STEPS);
+        assert_eq!(
+            &*interned.get(&"s".repeat(MAX_LABEL_LEN)),
+            "s".repeat(MAX_LABEL_LEN)
+        );
+        assert_eq!(&*interned.get(&"s".repeat(MAX_LABEL_LEN + 1)), OTHER_STEPS);
+        assert_eq!(&*interned.get(&"x".repeat(400_000)), OTHER_STEPS);
+    }
+
+    #[test]
+    fn a_fresh_registry_renders_every_metric_and_ends_with_eof() {
+        let m = Metrics::new();
+        m.start_refused(StartRefusal::Overloaded);
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, &m.registry).unwrap();
+        assert!(text.ends_with("# EOF\n"), "{text}");
+        assert!(
+            text.contains(r#"tartan_flow_starts_refused_total{reason="overloaded"} 1"#),
+            "{text}"
+        );
+        assert!(
+            text.contains("# TYPE tartan_commit_batch_size histogram"),
+            "{text}"
+        );
+    }
+}

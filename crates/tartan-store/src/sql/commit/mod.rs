@@ -1,0 +1,198 @@
+//! Committing a batch of decisions: one transaction of a few statements,
+//! each named for what it writes. Round trips, not rows, are what a commit
+//! costs:
+//!
+//! 1. [`create_flows`]: one multi-row insert of the new flows;
+//! 2. [`advance_flows`]: one multi-row, sequence-checked update of the
+//!    existing flows' small columns; a flow another process moved on is a
+//!    conflict;
+//! 3. [`write_snapshots`]: the rare snapshot of a flow whose events since
+//!    the last one outweigh it (docs/durability.md, "Flow snapshots");
+//! 4. [`append_events`], [`write_work_items`], [`label_flows`]: the rows of
+//!    the decisions that passed their check, with the events' global
+//!    positions (`take_positions`) and the large values they hold, stored
+//!    once per flow (`values`, `flow_values`).
+//!
+//! On Postgres, where every statement is a round trip over the network,
+//! steps 1, 2 and 4 are one statement ([`commit_in_one_statement`]): the
+//! batch travels as six JSON parameters, and data-modifying CTEs create and
+//! advance the flows and write the rows of those that passed. It runs on its
+//! own (autocommit): one round trip and one WAL flush per batch. SQLite runs
+//! in this process, has no data-modifying CTEs, and takes the steps as a
+//! transaction of separate statements.
+//!
+//! - this file: the batch's decisions, their positions and verdicts, and
+//!   the entry (`commit_batch`, `commit_single`).
+//! - `steps`: each step as its own statement (SQLite, and the snapshots).
+//! - `one_statement`: the Postgres statement of data-modifying CTEs.
+
+mod one_statement;
+mod steps;
+
+use one_statement::*;
+use steps::*;
+
+use std::collections::HashSet;
+
+use sqlx::{Any, Row, Transaction};
+
+use crate::connection::SqlStore;
+use crate::dialect::Backend;
+use crate::error::StoreError;
+use crate::model::*;
+
+use super::values::{split, write_values, Stored};
+
+type Tx<'c> = Transaction<'c, Any>;
+
+/// One decision of the batch, with its events' text as stored (their size
+/// decides whether its flow's snapshot is written again).
+pub(super) struct Decision<'a> {
+    commit: &'a FlowCommit,
+    texts: Vec<Stored>,
+    /// Why it did not pass, if it did not.
+    refused: Option<StoreError>,
+    /// Once committed: the global position of its first event (docs/api.md,
+    /// "Event streams").
+    position: i64,
+}
+
+impl Decision<'_> {
+    fn event_bytes(&self) -> i64 {
+        self.texts.iter().map(Stored::full_bytes).sum()
+    }
+
+    fn sequence(&self) -> i64 {
+        self.commit.base_sequence + self.commit.events.len() as i64
+    }
+}
+
+impl SqlStore {
+    /// One decision in a transaction of its own (the fallback path).
+    pub(super) async fn commit_single(&self, commit: &FlowCommit) -> Result<i64, StoreError> {
+        let verdicts = self.commit_batch(std::slice::from_ref(commit)).await?;
+        verdicts
+            .into_iter()
+            .next()
+            .unwrap_or(Err(StoreError::Unavailable("a commit gave no verdict".into())))
+    }
+
+    /// A whole batch of decisions in one transaction. Each passed decision
+    /// answers the global position of its first event.
+    pub(super) async fn commit_batch(
+        &self,
+        batch: &[FlowCommit],
+    ) -> Result<Vec<Result<i64, StoreError>>, StoreError> {
+        let mut decisions = batch
+            .iter()
+            .map(|commit| {
+                // A value named by several events of the decision is kept
+                // once, with the first: each event's text is dropped as soon
+                // as it is split.
+                let mut held = HashSet::new();
+                let texts = commit
+                    .events
+                    .iter()
+                    .map(|e| {
+                        let mut stored =
+                            split(e.data_text().map_err(|e| StoreError::Corrupt(e.to_string()))?)?;
+                        stored.values.retain(|(hash, _)| held.insert(hash.clone()));
+                        Ok(stored)
+                    })
+                    .collect::<Result<_, StoreError>>()?;
+                Ok(Decision {
+                    commit,
+                    texts,
+                    refused: None,
+                    position: 0,
+                })
+            })
+            .collect::<Result<Vec<_>, StoreError>>()?;
+        refuse_repeated_creations(&mut decisions);
+        // One statement sees the tables as they were before it: a flow
+        // decided twice in one batch (never by the engine, which decides a
+        // flow under its lock; possible through the trait) takes the
+        // statements in turn instead.
+        let mut seen = HashSet::new();
+        let repeated = decisions
+            .iter()
+            .filter(|d| d.refused.is_none())
+            .any(|d| !seen.insert(d.commit.flow_id.as_str()));
+        if self.backend == Backend::Postgres && !repeated {
+            let snapshots = commit_in_one_statement(self, &mut decisions).await?;
+            write_snapshots_after(&self.write, &decisions, &snapshots).await?;
+            return Ok(verdicts(decisions));
+        }
+        let mut tx = self.write.begin().await?;
+        create_flows(&mut tx, self.backend, &mut decisions).await?;
+        let snapshots = advance_flows(&mut tx, self.backend, &mut decisions).await?;
+        write_snapshots(&mut tx, self.backend, &decisions, &snapshots).await?;
+        let base = take_positions(&mut tx, &decisions).await?;
+        assign_positions(&mut decisions, base);
+        let passed: Vec<&Decision<'_>> = decisions.iter().filter(|d| d.refused.is_none()).collect();
+        write_values(&mut tx, self.backend, &event_values(&passed)).await?;
+        append_events(&mut tx, self.backend, &passed).await?;
+        write_work_items(&mut tx, self.backend, &passed).await?;
+        label_flows(&mut tx, self.backend, &passed).await?;
+        tx.commit().await?;
+        Ok(verdicts(decisions))
+    }
+}
+
+pub(super) fn verdicts(decisions: Vec<Decision<'_>>) -> Vec<Result<i64, StoreError>> {
+    decisions
+        .into_iter()
+        .map(|d| d.refused.map_or(Ok(d.position), Err))
+        .collect()
+}
+
+/// The large values of the decisions' events, once per flow and value.
+pub(super) fn event_values<'a>(passed: &[&'a Decision<'_>]) -> Vec<(&'a str, &'a str, &'a str)> {
+    let mut seen = HashSet::new();
+    let mut values = Vec::new();
+    for d in passed {
+        for (hash, text) in d.texts.iter().flat_map(|t| &t.values) {
+            if seen.insert((d.commit.flow_id.as_str(), hash.as_str())) {
+                values.push((d.commit.flow_id.as_str(), hash.as_str(), text.as_str()));
+            }
+        }
+    }
+    values
+}
+
+/// Take the global positions of the passed decisions' events: the range
+/// after the counter's last, in this transaction, which holds the
+/// counter's row until it commits (docs/api.md, "Event streams"). Returns
+/// the position before the range.
+pub(super) async fn take_positions(tx: &mut Tx<'_>, decisions: &[Decision<'_>]) -> Result<i64, StoreError> {
+    let count: i64 = decisions
+        .iter()
+        .filter(|d| d.refused.is_none())
+        .map(|d| d.commit.events.len() as i64)
+        .sum();
+    let last: i64 = sqlx::query("UPDATE event_positions SET last = last + $1 WHERE id = 1 RETURNING last")
+        .bind(count)
+        .fetch_one(&mut **tx)
+        .await?
+        .try_get("last")?;
+    Ok(last - count)
+}
+
+/// Number the passed decisions' events from `base + 1` on, in batch order.
+pub(super) fn assign_positions(decisions: &mut [Decision<'_>], base: i64) {
+    let mut next = base + 1;
+    for d in decisions.iter_mut().filter(|d| d.refused.is_none()) {
+        d.position = next;
+        next += d.commit.events.len() as i64;
+    }
+}
+
+/// A second creation of one flow id in the same batch loses.
+pub(super) fn refuse_repeated_creations(decisions: &mut [Decision<'_>]) {
+    let mut seen = HashSet::new();
+    for d in decisions.iter_mut().filter(|d| d.commit.base_sequence == 0) {
+        if !seen.insert(d.commit.flow_id.clone()) {
+            d.refused = Some(StoreError::FlowExists(d.commit.flow_id.clone()));
+        }
+    }
+}
