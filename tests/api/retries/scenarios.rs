@@ -29,8 +29,8 @@ use tokio::sync::oneshot;
 use crate::both_backends;
 use crate::helpers::{spawn_app, Backend, StepServer, TestApp, TestDb};
 
-const BACKOFF: &str = include_str!("../../crates/tartan-core/tests/data/backoff.json");
-const CLASSIFICATION: &str = include_str!("../../crates/tartan-core/tests/data/classification.json");
+const BACKOFF: &str = include_str!("../../../crates/tartan-core/tests/data/backoff.json");
+const CLASSIFICATION: &str = include_str!("../../../crates/tartan-core/tests/data/classification.json");
 
 /// How long any one flow may take to finish. The slowest cases wait 9 s (B18)
 /// and 7 s (K15's `Retry-After: 7`); the bound is generous on purpose.

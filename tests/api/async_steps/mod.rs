@@ -1,0 +1,4 @@
+//! Async steps: webhooks, heartbeats, for_each items, compensation.
+
+mod webhooks;
+mod work_items;

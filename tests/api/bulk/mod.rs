@@ -1,0 +1,3 @@
+//! Bulk retry and cancel jobs.
+
+mod jobs;

@@ -1,0 +1,9 @@
+//! Operating it: the CLI, configuration, metrics, traces, retention, the OpenAPI document, counting active flows.
+
+mod bookkeeping;
+mod cli;
+mod config;
+mod metrics;
+mod openapi;
+mod retention;
+mod traces;

@@ -1,0 +1,9 @@
+//! Safe to expose: tokens, hosts, outbound policy, bad input, bounds, errors, connections.
+
+mod auth;
+mod bad_input;
+mod bounds;
+mod connections;
+mod errors;
+mod hosts;
+mod outbound;

@@ -1,0 +1,4 @@
+//! The step catalog: registering, reading, large catalogs.
+
+mod catalog;
+mod limits;

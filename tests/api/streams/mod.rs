@@ -1,0 +1,5 @@
+//! Event streams: server-sent events, the WebSocket, slow clients.
+
+mod slow_streams;
+mod sse;
+mod ws;

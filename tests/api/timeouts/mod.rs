@@ -1,0 +1,3 @@
+//! Timeouts and cancellation end to end.
+
+pub(crate) mod end_to_end;
