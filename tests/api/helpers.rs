@@ -16,105 +16,7 @@ use tartan_engine::{Engine, EngineConfig};
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 
-/// Which database a test runs on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Backend {
-    Sqlite,
-    Postgres,
-}
-
-const PG_ADMIN: &str = "postgres://postgres@127.0.0.1:5432/postgres";
-
-/// A fresh database that is removed when dropped.
-pub struct TestDb {
-    pub url: String,
-    cleanup: Cleanup,
-}
-
-enum Cleanup {
-    File(std::path::PathBuf),
-    Database(String),
-    /// Someone else's database (a test's private cluster): left as it is.
-    Nothing,
-}
-
-impl TestDb {
-    /// A database the caller manages.
-    pub fn at_url(url: String) -> TestDb {
-        TestDb {
-            url,
-            cleanup: Cleanup::Nothing,
-        }
-    }
-
-    /// `None` when Postgres is unreachable and `CI` is not set (the test
-    /// says loudly that it skipped); with `CI` set that is a failure.
-    pub async fn create(backend: Backend) -> Option<TestDb> {
-        let id = uuid::Uuid::new_v4().simple().to_string();
-        match backend {
-            Backend::Sqlite => {
-                let dir = std::env::temp_dir().join(format!("tartan-test-{id}"));
-                std::fs::create_dir_all(&dir).ok()?;
-                let path = dir.join("tartan.db");
-                Some(TestDb {
-                    url: format!("sqlite://{}", path.display()),
-                    cleanup: Cleanup::File(dir),
-                })
-            }
-            Backend::Postgres => {
-                let name = format!("tartan_test_{id}");
-                let admin = match sqlx::PgPool::connect(PG_ADMIN).await {
-                    Ok(p) => p,
-                    Err(e) => {
-                        if std::env::var_os("CI").is_some() {
-                            panic!("Postgres at 127.0.0.1:5432 is unreachable and CI is set: {e}");
-                        }
-                        eprintln!("SKIPPED: Postgres at 127.0.0.1:5432 is unreachable ({e}); this test ran on nothing");
-                        return None;
-                    }
-                };
-                sqlx::query(&format!("CREATE DATABASE {name}"))
-                    .execute(&admin)
-                    .await
-                    .unwrap_or_else(|e| panic!("creating {name}: {e}"));
-                admin.close().await;
-                Some(TestDb {
-                    url: format!("postgres://postgres@127.0.0.1:5432/{name}"),
-                    cleanup: Cleanup::Database(name),
-                })
-            }
-        }
-    }
-}
-
-impl Drop for TestDb {
-    fn drop(&mut self) {
-        match &self.cleanup {
-            Cleanup::File(dir) => {
-                let _ = std::fs::remove_dir_all(dir);
-            }
-            Cleanup::Nothing => {}
-            Cleanup::Database(name) => {
-                let name = name.clone();
-                // Drop runs outside async context: use a thread of its own.
-                let _ = std::thread::spawn(move || {
-                    let Ok(rt) = tokio::runtime::Builder::new_current_thread().enable_all().build() else {
-                        return;
-                    };
-                    rt.block_on(async move {
-                        if let Ok(admin) = sqlx::PgPool::connect(PG_ADMIN).await {
-                            let _ = sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
-                                .execute(&admin)
-                                .await;
-                            admin.close().await;
-                        }
-                    });
-                })
-                .join();
-            }
-        }
-    }
-}
+pub use tartan_testkit::{Backend, TestDb};
 
 /// The real server, in process, on 127.0.0.1:0.
 pub struct TestApp {
@@ -403,25 +305,6 @@ pub fn sync_step(id: &str, endpoint: &str, inputs: &[&str], outputs: &[&str]) ->
         "http": { "endpoint": endpoint },
         "attributes": attributes,
     })
-}
-
-/// Generate one `#[tokio::test]` per backend for `async fn name(backend)`.
-#[macro_export]
-macro_rules! both_backends {
-    ($($name:ident),* $(,)?) => {
-        $(
-            mod $name {
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn on_sqlite() {
-                    super::$name($crate::helpers::Backend::Sqlite).await;
-                }
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn on_postgres() {
-                    super::$name($crate::helpers::Backend::Postgres).await;
-                }
-            }
-        )*
-    };
 }
 
 /// The `tartan` binary, running: for what only a real process shows (SIGKILL,

@@ -34,7 +34,7 @@ macro_rules! store_tests {
         $(#[$meta])*
         #[tokio::test]
         async fn $postgres() {
-            support::run_postgres(stringify!($postgres), |store, _url| $case(store)).await
+            support::run_postgres(|store, _url| $case(store)).await
         }
     )*};
 }
@@ -87,7 +87,7 @@ async fn sqlite_reopen_is_idempotent() {
 
 #[tokio::test]
 async fn postgres_reopen_is_idempotent() {
-    support::run_postgres("postgres_reopen_is_idempotent", case_reopen_is_idempotent).await
+    support::run_postgres(case_reopen_is_idempotent).await
 }
 
 // ---------------------------------------------------------------------------

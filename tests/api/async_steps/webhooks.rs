@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::both_backends;
 use crate::helpers::{json_reply, noted, spawn_app, sync_step, Backend, Received, StepServer, TestApp};
+use tartan_testkit::both_backends;
 
 both_backends!(
     a_webhook_for_a_synchronous_step_is_refused,

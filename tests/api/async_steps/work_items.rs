@@ -15,11 +15,11 @@ use axum::response::{IntoResponse, Response};
 use chrono::{DateTime, Utc};
 use serde_json::{json, Map, Value};
 
-use crate::both_backends;
 use crate::helpers::{
     call, events, json_reply, of_type, read_reply, spawn_app, spawn_binary, sync_step, types, Backend,
     Received, Reply, StepServer, TestApp, TestDb,
 };
+use tartan_testkit::both_backends;
 
 /// How long a bounded wait lasts.
 const WAIT: Duration = Duration::from_secs(10);

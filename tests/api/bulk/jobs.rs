@@ -7,11 +7,11 @@ use axum::http::{Method, StatusCode};
 use serde_json::{json, Value};
 use tartan_core::flow::FlowStatus;
 
-use crate::both_backends;
 use crate::helpers::{
     call, events, json_reply, of_type, read_reply, register, spawn_app, spawn_binary_with, spawn_with_tokens,
     start_on_with, sync_step, Backend, Binary, StepServer, TestApp, TestDb,
 };
+use tartan_testkit::both_backends;
 
 both_backends!(
     a_bulk_retry_retries_exactly_the_flows_its_filter_matched,

@@ -7,8 +7,8 @@
 use reqwest::StatusCode;
 use serde_json::json;
 
-use crate::both_backends;
 use crate::helpers::{json_reply, start_on_with, sync_step, Backend, StepServer, TestDb};
+use tartan_testkit::both_backends;
 
 both_backends!(
     an_output_past_the_flows_size_fails_its_item_for_good_naming_the_limit,

@@ -8,8 +8,8 @@ use axum::response::IntoResponse;
 use serde_json::{json, Value};
 use tokio::sync::Barrier;
 
-use crate::both_backends;
 use crate::helpers::{json_reply, read_reply, spawn_app, sync_step, Backend, StepServer};
+use tartan_testkit::both_backends;
 
 both_backends!(
     a_chain_of_steps_runs_in_order_and_completes_the_flow,

@@ -9,10 +9,10 @@ use futures::StreamExt;
 
 use serde_json::{json, Value};
 
-use crate::both_backends;
 use crate::helpers::{
     call, memory_kib, register, spawn_binary_with, store_bytes, sync_step, Backend, TestDb,
 };
+use tartan_testkit::both_backends;
 
 both_backends!(large_outputs_are_stored_once_per_flow);
 

@@ -8,10 +8,10 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::both_backends;
 use crate::helpers::{
     call, memory_kib, register, spawn_binary_with, store_bytes, sync_step, Backend, StepServer, TestDb,
 };
+use tartan_testkit::both_backends;
 
 both_backends!(
     ten_thousand_items_from_a_large_input_stay_within_memory,

@@ -7,11 +7,11 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::both_backends;
 use crate::helpers::{
     call, json_reply, register, spawn_binary_with, sync_step, wait_for_terminal, Backend, Binary, StepServer,
     TestDb,
 };
+use tartan_testkit::both_backends;
 
 both_backends!(
     flow_deadlines_firing_after_the_flows_completed_release_their_places,

@@ -12,7 +12,7 @@ use crate::helpers::{
     json_reply, spawn_app, start_secured, sync_step, tartan_output, Backend, StepServer, TestApp, TestDb,
 };
 
-crate::both_backends!(
+tartan_testkit::both_backends!(
     steps_apply_from_a_directory_then_list_show_and_remove,
     a_watched_flow_shows_each_attempt_the_retry_and_the_result,
     bulk_retry_waits_for_its_job_and_lists_it,

@@ -10,10 +10,10 @@ use axum::http::StatusCode;
 use serde_json::json;
 use tartan_server::ApiSecurity;
 
-use crate::both_backends;
 use crate::helpers::{
     json_reply, noted, spawn_app, start_secured, sync_step, Backend, StepServer, TestApp, TestDb,
 };
+use tartan_testkit::both_backends;
 
 both_backends!(
     a_flow_with_retries_moves_the_counters_it_should,

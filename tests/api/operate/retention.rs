@@ -11,11 +11,11 @@ use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
 use tartan_store::CatalogChange;
 
-use crate::both_backends;
 use crate::helpers::{
     json_reply, read_reply, spawn_app, start_on, start_on_with, sync_step, Backend, StepServer, TestApp,
     TestDb,
 };
+use tartan_testkit::both_backends;
 
 both_backends!(
     finished_flows_past_the_cutoff_are_purged_with_everything_of_theirs,

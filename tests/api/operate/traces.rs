@@ -12,8 +12,8 @@ use opentelemetry_sdk::trace::{BatchConfigBuilder, BatchSpanProcessor, SdkTracer
 use serde_json::{json, Value};
 use tokio::net::TcpListener;
 
-use crate::both_backends;
 use crate::helpers::*;
+use tartan_testkit::both_backends;
 
 both_backends!(
     spans_and_step_calls_follow_the_flows_trace,

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use crate::both_backends;
 use crate::helpers::{call, check_flow, json_reply, spawn_binary, sync_step, Backend, StepServer, TestDb};
+use tartan_testkit::both_backends;
 
 both_backends!(every_flow_survives_twenty_sigkills_under_load);
 

@@ -7,11 +7,11 @@ use axum::http::StatusCode;
 use serde_json::json;
 use tartan_core::flow::FlowState;
 
-use crate::both_backends;
 use crate::helpers::{
     call, json_reply, spawn_app, spawn_binary, spawn_binary_with, sync_step, wait_for_terminal, Backend,
     StepServer, TestDb,
 };
+use tartan_testkit::both_backends;
 
 both_backends!(
     replaying_a_flows_events_reproduces_its_projection,

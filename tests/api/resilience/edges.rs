@@ -11,11 +11,11 @@ use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use crate::both_backends;
 use crate::helpers::{
     call, check_flow, json_reply, register, spawn_binary, spawn_binary_with, sync_step, Backend, StepServer,
     TestDb,
 };
+use tartan_testkit::both_backends;
 
 both_backends!(a_node_id_runs_in_one_process_at_a_time);
 

@@ -13,11 +13,11 @@ use std::time::{Duration, Instant};
 use futures::StreamExt;
 use serde_json::{json, Value};
 
-use crate::both_backends;
 use crate::helpers::{
     call, json_reply, register, spawn_binary_with, sync_step, wait_for_terminal, Backend, Binary, StepServer,
     TestDb,
 };
+use tartan_testkit::both_backends;
 
 both_backends!(
     a_step_whose_endpoint_hangs_leaves_slots_to_other_steps,

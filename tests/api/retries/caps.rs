@@ -13,11 +13,11 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde_json::{json, Value};
 
-use crate::both_backends;
 use crate::helpers::{
     call, events, json_reply, memory_kib, of_type, register, spawn_binary_with, start_on_with, sync_step,
     wait_for_terminal, Backend, StepServer, TestApp, TestDb,
 };
+use tartan_testkit::both_backends;
 
 both_backends!(
     a_response_over_the_limit_fails_at_once_and_one_under_it_succeeds,

@@ -6,11 +6,11 @@ use std::time::Duration;
 use axum::http::{Method, StatusCode};
 use serde_json::{json, Value};
 
-use crate::both_backends;
 use crate::helpers::{
     attempt_of, call, events, json_reply, of_type, read_reply, register, spawn_app, spawn_binary,
     spawn_with_tokens, sync_step, wait_for_terminal, Backend, StepServer, TestApp, TestDb,
 };
+use tartan_testkit::both_backends;
 
 both_backends!(
     a_retry_runs_only_what_failed_with_fresh_attempts,

@@ -26,8 +26,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::oneshot;
 
-use crate::both_backends;
 use crate::helpers::{spawn_app, Backend, StepServer, TestApp, TestDb};
+use tartan_testkit::both_backends;
 
 const BACKOFF: &str = include_str!("../../../crates/tartan-core/tests/data/backoff.json");
 const CLASSIFICATION: &str = include_str!("../../../crates/tartan-core/tests/data/classification.json");

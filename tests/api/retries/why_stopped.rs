@@ -4,8 +4,8 @@
 
 use serde_json::{json, Value};
 
-use crate::both_backends;
 use crate::helpers::{json_reply, spawn_app, sync_step, Backend, StepServer, TestApp};
+use tartan_testkit::both_backends;
 
 both_backends!(each_way_a_work_item_stops_is_named_in_its_state_and_in_the_flows_error,);
 

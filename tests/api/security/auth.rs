@@ -10,11 +10,11 @@ use axum::http::{Method, StatusCode};
 use serde_json::{json, Value};
 use tartan_server::ApiSecurity;
 
-use crate::both_backends;
 use crate::helpers::{
     call, json_reply, read_reply, spawn_binary_with, start_secured, sync_step, Backend, Binary, Reply,
     StepServer, TestApp, TestDb,
 };
+use tartan_testkit::both_backends;
 
 both_backends!(
     tokens_guard_every_route_but_health_ready_and_webhooks,

@@ -13,8 +13,8 @@ use tartan_core::retry::RetryDefaults;
 use tartan_core::step::Step;
 use tartan_store::CatalogChange;
 
-use crate::both_backends;
 use crate::helpers::{json_reply, start_on, sync_step, Backend, Reply, StepServer, TestApp, TestDb};
+use tartan_testkit::both_backends;
 
 both_backends!(
     identifiers_over_the_bound_are_refused_naming_the_field,

@@ -9,11 +9,11 @@ use axum::http::{Method, StatusCode};
 use serde_json::{json, Value};
 use tartan_server::{AllowedHosts, ApiSecurity};
 
-use crate::both_backends;
 use crate::helpers::{
     read_reply, spawn_binary_with, start_secured, sync_step, Backend, Reply, TestApp, TestDb,
 };
 use crate::wire::{h2_connect, h2_get, raw_request};
+use tartan_testkit::both_backends;
 
 both_backends!(without_tokens_a_rebinding_host_is_refused_and_loopback_names_are_served);
 

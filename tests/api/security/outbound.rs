@@ -10,11 +10,11 @@ use axum::response::IntoResponse;
 use serde_json::{json, Value};
 use tartan_core::hosts::StepHosts;
 
-use crate::both_backends;
 use crate::helpers::{
     call, json_reply, spawn_app, spawn_binary_with, start_on_with, sync_step, wait_for_terminal, Backend,
     StepServer, TestApp, TestDb,
 };
+use tartan_testkit::both_backends;
 
 both_backends!(
     a_listed_name_is_called,

@@ -3,8 +3,8 @@
 use axum::http::{Method, StatusCode};
 use serde_json::json;
 
-use crate::both_backends;
 use crate::helpers::{spawn_app, sync_step, Backend};
+use tartan_testkit::both_backends;
 
 both_backends!(
     registering_a_step_stores_it_with_the_global_defaults_filled_in,

@@ -10,8 +10,8 @@ use futures::stream::{self, StreamExt};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
-use crate::both_backends;
 use crate::helpers::{json_reply, start_on, sync_step, Backend, StepServer, TestApp, TestDb};
+use tartan_testkit::both_backends;
 
 both_backends!(
     a_chain_of_10_000_steps_registers_in_seconds_plans_runs_and_loads_back,

@@ -11,10 +11,10 @@ use std::time::Duration;
 use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use crate::both_backends;
 use crate::helpers::{
     call, json_reply, memory_kib, register, spawn_binary_with, sync_step, Backend, StepServer, TestDb,
 };
+use tartan_testkit::both_backends;
 
 both_backends!(a_stream_client_that_never_reads_is_cut_off_and_memory_stays_bounded);
 

@@ -11,8 +11,8 @@ use axum::http::StatusCode;
 use serde_json::{json, Value};
 use tokio::sync::Notify;
 
-use crate::both_backends;
 use crate::helpers::*;
+use tartan_testkit::both_backends;
 
 both_backends!(
     a_running_flow_streams_its_events_in_order_then_its_state,

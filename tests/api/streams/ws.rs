@@ -17,8 +17,8 @@ use tokio_tungstenite::tungstenite::http::HeaderValue;
 use tokio_tungstenite::tungstenite::{Error as WsError, Message};
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 
-use crate::both_backends;
 use crate::helpers::*;
+use tartan_testkit::both_backends;
 
 both_backends!(
     a_flow_subscription_sends_its_state_then_its_events_live,

@@ -22,11 +22,11 @@ use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
-use crate::both_backends;
 use crate::helpers::{
     call, events, json_reply, of_type, spawn_app, spawn_binary, sync_step, types, Backend, Reply, StepServer,
     TestApp, TestDb,
 };
+use tartan_testkit::both_backends;
 
 const TIMEOUT_TYPE: &str = "https://serverlessworkflow.io/spec/1.0.0/errors/timeout";
 

@@ -1,21 +1,19 @@
 //! Backends and fixtures for the `Store` test suite (`tests/store.rs`).
 //!
-//! Every case runs once per backend: `run_sqlite` opens a store on a fresh
-//! file under the system temp directory, `run_postgres` creates a fresh
-//! database on the local server. Both remove what they created afterwards,
-//! also when the case panics (the case runs in its own task, so its panic is
-//! caught, the database removed and the panic then resumed).
+//! Every case runs once per backend, on a database from `tartan_testkit`:
+//! `run_sqlite` opens a store on a fresh file under the system temp
+//! directory, `run_postgres` on a fresh database on the local server. Both
+//! remove what they created afterwards, also when the case panics (the case
+//! runs in its own task, so its panic is caught, the database removed and
+//! the panic then resumed).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::BTreeMap;
 use std::future::Future;
-use std::io::Write;
 use std::sync::Arc;
-use std::time::Duration;
 
 use chrono::{TimeZone, Utc};
 use serde_json::json;
-use sqlx::{Connection, PgConnection};
 use tartan_core::catalog::Catalog;
 use tartan_core::flow::{FlowOptions, FlowState, Time, WorkState, WorkStatus, DEFAULT_MAX_STEP_ATTEMPTS};
 use tartan_core::machine::{self, AttemptResult, Command, Context, Transition};
@@ -24,10 +22,7 @@ use tartan_core::plan::{start_plan, InitArgs};
 use tartan_core::retry::RetryDefaults;
 use tartan_core::step::{Args, Step};
 use tartan_store::{FlowCommit, Store, WorkRow};
-
-/// The maintenance database the test databases are created from.
-pub const PG_ADMIN_URL: &str = "postgres://postgres@127.0.0.1:5432/postgres";
-const PG_SERVER: &str = "postgres://postgres@127.0.0.1:5432";
+use tartan_testkit::{Backend, TestDb};
 
 /// Resume a case's panic (so the test reports the case's own message).
 fn finish(result: Result<(), tokio::task::JoinError>) {
@@ -45,80 +40,46 @@ where
     F: FnOnce(Arc<dyn Store>, String) -> Fut,
     Fut: Future<Output = ()> + Send + 'static,
 {
-    let dir = std::env::temp_dir().join(format!("tartan-store-test-{}", uuid::Uuid::new_v4().simple()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let url = format!("sqlite://{}/t.db", dir.display());
-    let opened = tartan_store::open(&url).await;
-    let result = match opened {
-        Ok(store) => {
-            assert_eq!(store.backend(), "sqlite");
-            Ok(tokio::spawn(case(store, url.clone())).await)
-        }
-        Err(e) => Err(e),
+    let Some(db) = TestDb::create(Backend::Sqlite).await else {
+        panic!("no temporary directory for a SQLite file");
     };
-    // The case's store (and its pools) are dropped with its task.
-    let _ = std::fs::remove_dir_all(&dir);
-    match result {
-        Ok(joined) => finish(joined),
-        Err(e) => panic!("opening {url} failed: {e}"),
-    }
+    run_on(db, "sqlite", case).await;
 }
 
 /// Run `case` against a store on a new Postgres database; the case also gets
 /// the URL. When the server cannot be reached the test is skipped loudly, or
-/// fails when `CI` is set.
-pub async fn run_postgres<F, Fut>(test: &str, case: F)
+/// fails when `CI` is set (`tartan_testkit::TestDb`).
+pub async fn run_postgres<F, Fut>(case: F)
 where
     F: FnOnce(Arc<dyn Store>, String) -> Fut,
     Fut: Future<Output = ()> + Send + 'static,
 {
-    let connect = tokio::time::timeout(Duration::from_secs(10), PgConnection::connect(PG_ADMIN_URL)).await;
-    let mut admin = match connect {
-        Ok(Ok(conn)) => conn,
-        failed => {
-            let why = match failed {
-                Ok(Err(e)) => e.to_string(),
-                _ => "no answer within 10s".to_string(),
-            };
-            if std::env::var_os("CI").is_some() {
-                panic!("postgres unreachable at {PG_ADMIN_URL} and CI is set, so {test} fails instead of skipping: {why}");
-            }
-            // Written to stderr directly: libtest captures `eprintln!` of
-            // passing tests, and a skip must not go unnoticed.
-            let _ = writeln!(
-                std::io::stderr(),
-                "SKIPPED: postgres unreachable at {PG_ADMIN_URL} ({why}); {test} did NOT run (set CI to make this a failure)"
-            );
-            return;
-        }
+    let Some(db) = TestDb::create(Backend::Postgres).await else {
+        return;
     };
-    let name = format!("tartan_test_{}", uuid::Uuid::new_v4().simple());
-    if let Err(e) = sqlx::raw_sql(&format!("CREATE DATABASE {name}"))
-        .execute(&mut admin)
-        .await
-    {
-        panic!("CREATE DATABASE {name} failed: {e}");
-    }
-    let url = format!("{PG_SERVER}/{name}");
-    let opened = tartan_store::open(&url).await;
-    let result = match opened {
+    run_on(db, "postgres", case).await;
+}
+
+/// Open the store on `db` and run `case` in a task of its own, so that a
+/// panic in it is caught, the database removed, then the panic resumed.
+async fn run_on<F, Fut>(db: TestDb, backend: &str, case: F)
+where
+    F: FnOnce(Arc<dyn Store>, String) -> Fut,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    let url = db.url.clone();
+    let result = match tartan_store::open(&url).await {
         Ok(store) => {
-            assert_eq!(store.backend(), "postgres");
+            assert_eq!(store.backend(), backend);
             Ok(tokio::spawn(case(store, url.clone())).await)
         }
         Err(e) => Err(e),
     };
-    // WITH (FORCE) ends the connections the dropped pools may still hold.
-    let dropped = sqlx::raw_sql(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
-        .execute(&mut admin)
-        .await;
-    let _ = admin.close().await;
+    // The case's store (and its pools) went with its task.
+    drop(db);
     match result {
         Ok(joined) => finish(joined),
         Err(e) => panic!("opening {url} failed: {e}"),
-    }
-    if let Err(e) = dropped {
-        panic!("DROP DATABASE {name} failed: {e}");
     }
 }
 
