@@ -109,35 +109,16 @@ impl View {
         use FlowEvent as E;
         let flow = self.flow_id.clone();
         match event {
-            E::FlowStarted { plan, .. } => {
-                self.started = at;
-                for id in super::plan::order(&data["plan"]) {
-                    self.step(&id);
-                }
-                format!("flow {flow} started (goals: {})", plan.goals.join(", "))
-            }
+            E::FlowStarted { plan, .. } => self.flow_started(&plan.goals, &data["plan"], at),
             E::StepStarted {
                 step_id, work_items, ..
-            } => {
-                self.step(step_id).status = "active".into();
-                match work_items.len() {
-                    n if n > 1 => format!("step {step_id} started ({n} work items)"),
-                    _ => format!("step {step_id} started"),
-                }
-            }
+            } => self.step_started(step_id, work_items.len()),
             E::WorkStarted {
                 step_id,
                 token,
                 attempt,
                 ..
-            } => {
-                let it = self.item(step_id, token);
-                it.status = "running".into();
-                it.attempt = u64::from(*attempt);
-                it.next_retry_at = None;
-                it.started_at = at;
-                format!("step {step_id} attempt {attempt} started")
-            }
+            } => self.work_started(step_id, token, *attempt, at),
             E::WorkAccepted {
                 step_id,
                 token,
@@ -154,13 +135,7 @@ impl View {
                 attempt,
                 http_status,
                 ..
-            } => {
-                let it = self.item(step_id, token);
-                it.status = "succeeded".into();
-                it.error = None;
-                let http = http_status.map(|s| format!(" (HTTP {s})")).unwrap_or_default();
-                format!("step {step_id} attempt {attempt} succeeded{http}")
-            }
+            } => self.work_succeeded(step_id, token, *attempt, *http_status),
             E::WorkNotCompleted {
                 step_id,
                 token,
@@ -177,13 +152,7 @@ impl View {
                 next_retry_at,
                 delay_ms,
                 ..
-            } => {
-                let it = self.item(step_id, token);
-                it.status = "retrying".into();
-                it.next_retry_at = Some(*next_retry_at);
-                let when = next_retry_at.format("%H:%M:%S%.3f");
-                format!("step {step_id} retry in {} (at {when})", secs(*delay_ms))
-            }
+            } => self.retry_scheduled(step_id, token, *next_retry_at, *delay_ms),
             E::WorkFailed {
                 step_id,
                 token,
@@ -194,12 +163,11 @@ impl View {
                 ..
             } => {
                 let error = self.item_failed(step_id, token, "failed", error);
-                let why = retry_state
-                    .map(|r| format!(", no retry: {}", r.as_str()))
-                    .unwrap_or_default();
+                let why = retry_state.map(|r| format!(", no retry: {}", r.as_str()));
+                let class = class.as_str();
                 format!(
-                    "step {step_id} attempt {attempt} failed ({}: {error}{why})",
-                    class.as_str()
+                    "step {step_id} attempt {attempt} failed ({class}: {error}{})",
+                    why.unwrap_or_default()
                 )
             }
             E::WorkTimedOut {
@@ -207,19 +175,16 @@ impl View {
                 token,
                 error,
                 ..
-            } => {
-                let error = self.item_failed(step_id, token, "timed out", error);
-                format!("step {step_id} work timed out: {error}")
-            }
+            } => format!(
+                "step {step_id} work timed out: {}",
+                self.item_failed(step_id, token, "timed out", error)
+            ),
             E::WorkCancelled {
                 step_id,
                 token,
                 reason,
                 ..
-            } => {
-                self.item(step_id, token).status = "cancelled".into();
-                format!("step {step_id} work cancelled: {reason}")
-            }
+            } => self.item_cancelled(step_id, token, reason),
             E::WorkLateResult { step_id, attempt, .. } => {
                 format!("step {step_id} late result for attempt {attempt} ignored")
             }
@@ -228,16 +193,7 @@ impl View {
             }
             E::StepCompleted {
                 step_id, duration, ..
-            } => {
-                let ms = u64::try_from(*duration).ok();
-                let s = self.step(step_id);
-                s.status = "completed".into();
-                s.done_ms = ms;
-                match ms {
-                    Some(ms) => format!("step {step_id} completed in {ms}ms"),
-                    None => format!("step {step_id} completed"),
-                }
-            }
+            } => self.step_completed(step_id, *duration),
             E::StepFailed { step_id, error, .. } => self.step_ended(step_id, "failed", error),
             E::StepTimedOut { step_id, error, .. } => self.step_ended(step_id, "timed out", error),
             E::StepSkipped { step_id, reason, .. } => self.step_ended(step_id, "skipped", reason),
@@ -267,19 +223,8 @@ impl View {
                 "step {step_id} compensation attempt {attempt} failed: {}",
                 output::one_line(error)
             ),
-            E::FlowCompleted { .. } => {
-                self.ended = at;
-                self.status = "completed".into();
-                self.result = Some(data["result"].clone());
-                format!("flow {flow} completed, result: {}", data["result"])
-            }
-            E::FlowFailed { error, .. } => {
-                self.ended = at;
-                let error = output::one_line(error);
-                self.status = "failed".into();
-                self.error = Some(error.clone());
-                format!("flow {flow} failed: {error}")
-            }
+            E::FlowCompleted { .. } => self.flow_completed(&data["result"], at),
+            E::FlowFailed { error, .. } => self.flow_failed(error, at),
             E::FlowTimedOut { problem, .. } => format!(
                 "flow {flow} timed out: {}",
                 output::one_line(output::s(problem, "detail"))
@@ -300,6 +245,90 @@ impl View {
                 format!("flow {flow} deactivated ({})", self.status)
             }
         }
+    }
+
+    fn flow_started(&mut self, goals: &[String], plan: &Value, at: Option<DateTime<Utc>>) -> String {
+        self.started = at;
+        for id in super::plan::order(plan) {
+            self.step(&id);
+        }
+        format!("flow {} started (goals: {})", self.flow_id, goals.join(", "))
+    }
+
+    fn step_started(&mut self, step_id: &str, items: usize) -> String {
+        self.step(step_id).status = "active".into();
+        match items {
+            n if n > 1 => format!("step {step_id} started ({n} work items)"),
+            _ => format!("step {step_id} started"),
+        }
+    }
+
+    fn work_started(
+        &mut self,
+        step_id: &str,
+        token: &str,
+        attempt: u32,
+        at: Option<DateTime<Utc>>,
+    ) -> String {
+        let it = self.item(step_id, token);
+        it.status = "running".into();
+        it.attempt = u64::from(attempt);
+        it.next_retry_at = None;
+        it.started_at = at;
+        format!("step {step_id} attempt {attempt} started")
+    }
+
+    fn work_succeeded(
+        &mut self,
+        step_id: &str,
+        token: &str,
+        attempt: u32,
+        http_status: Option<u16>,
+    ) -> String {
+        let it = self.item(step_id, token);
+        it.status = "succeeded".into();
+        it.error = None;
+        let http = http_status.map(|s| format!(" (HTTP {s})")).unwrap_or_default();
+        format!("step {step_id} attempt {attempt} succeeded{http}")
+    }
+
+    fn retry_scheduled(&mut self, step_id: &str, token: &str, next: DateTime<Utc>, delay_ms: u64) -> String {
+        let it = self.item(step_id, token);
+        it.status = "retrying".into();
+        it.next_retry_at = Some(next);
+        let when = next.format("%H:%M:%S%.3f");
+        format!("step {step_id} retry in {} (at {when})", secs(delay_ms))
+    }
+
+    fn step_completed(&mut self, step_id: &str, duration: i64) -> String {
+        let ms = u64::try_from(duration).ok();
+        let s = self.step(step_id);
+        s.status = "completed".into();
+        s.done_ms = ms;
+        match ms {
+            Some(ms) => format!("step {step_id} completed in {ms}ms"),
+            None => format!("step {step_id} completed"),
+        }
+    }
+
+    fn item_cancelled(&mut self, step_id: &str, token: &str, reason: &str) -> String {
+        self.item(step_id, token).status = "cancelled".into();
+        format!("step {step_id} work cancelled: {reason}")
+    }
+
+    fn flow_completed(&mut self, result: &Value, at: Option<DateTime<Utc>>) -> String {
+        self.ended = at;
+        self.status = "completed".into();
+        self.result = Some(result.clone());
+        format!("flow {} completed, result: {result}", self.flow_id)
+    }
+
+    fn flow_failed(&mut self, error: &str, at: Option<DateTime<Utc>>) -> String {
+        self.ended = at;
+        let error = output::one_line(error);
+        self.status = "failed".into();
+        self.error = Some(error.clone());
+        format!("flow {} failed: {error}", self.flow_id)
     }
 
     /// A work item's latest, created when first seen.

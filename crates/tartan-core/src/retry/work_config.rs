@@ -27,47 +27,7 @@ pub(super) fn from_work_config(
     let get = |key: &str| wc.and_then(|m| m.get(key)).filter(|v| !v.is_null());
     let field = |key: &str| format!("work_config.{key}");
 
-    let max_retries = get("max_retries")
-        .map(|v| integer(&field("max_retries"), v))
-        .transpose()?
-        .filter(|n| *n != 0);
-    let max_attempts = get("max_attempts")
-        .map(|v| integer(&field("max_attempts"), v))
-        .transpose()?
-        .filter(|n| *n != 0);
-    for (key, value) in [("max_retries", max_retries), ("max_attempts", max_attempts)] {
-        if let Some(n) = value.filter(|n| *n < -1) {
-            return Err(ValidationError::new(
-                field(key),
-                format!("{key} must be -1 (unlimited) or more, got {n}"),
-            ));
-        }
-    }
-    let max_attempts = match (max_attempts, max_retries) {
-        (Some(a), Some(r)) => {
-            let agree = (a == -1 && r == -1) || (r >= 0 && a == r.saturating_add(1));
-            if !agree {
-                let expected = if r == -1 {
-                    "-1".to_owned()
-                } else {
-                    r.saturating_add(1).to_string()
-                };
-                return Err(ValidationError::new(
-                    field("max_attempts"),
-                    format!(
-                        "max_attempts ({a}) and max_retries ({r}) disagree: max_attempts counts the first \
-                         attempt, so with max_retries {r} it must be {expected}; give only one of them"
-                    ),
-                ));
-            }
-            attempts_from_count(&field("max_attempts"), a)?
-        }
-        (Some(a), None) => attempts_from_count(&field("max_attempts"), a)?,
-        (None, Some(r)) => attempts_from_retries(&field("max_retries"), r)?,
-        (None, None) => attempts_from_retries(&field("max_retries"), defaults.max_retries).map_err(|e| {
-            ValidationError::new(e.field, format!("the global default is invalid: {}", e.message))
-        })?,
-    };
+    let max_attempts = max_attempts_of(wc, defaults)?;
 
     let init_given = get("init_backoff")
         .map(|v| duration_ms(&field("init_backoff"), v, DurationKind::Delay))
@@ -110,30 +70,7 @@ pub(super) fn from_work_config(
                 .map_err(|e: String| ValidationError::new(field("jitter"), e))?,
         },
     };
-    let retry_on = match get("retry_on") {
-        None => DEFAULT_RETRY_ON.to_vec(),
-        Some(Value::Array(items)) => {
-            let mut out: Vec<RetryOn> = Vec::with_capacity(items.len());
-            for (i, item) in items.iter().enumerate() {
-                let entry = RetryOn::from_json(item).map_err(|e| {
-                    ValidationError::new(field("retry_on"), format!("bad retry_on entry {i}: {e}"))
-                })?;
-                if !out.contains(&entry) {
-                    out.push(entry);
-                }
-            }
-            out
-        }
-        Some(other) => {
-            return Err(ValidationError::new(
-                field("retry_on"),
-                format!(
-                    "retry_on must be a list of HTTP statuses and classes such as [\"5xx\", 429], got {}",
-                    json_kind(other)
-                ),
-            ))
-        }
-    };
+    let retry_on = retry_on_of(wc)?;
     let honor_retry_after = match get("honor_retry_after") {
         None => true,
         Some(Value::Bool(b)) => *b,
@@ -180,6 +117,89 @@ pub(super) fn from_work_config(
         max_retry_duration_ms,
         attempt_timeout_ms: None,
     })
+}
+
+/// `max_attempts` and `max_retries`, which must agree when both are given,
+/// as the attempts allowed; the engine's default when neither is.
+fn max_attempts_of(
+    wc: Option<&Map<String, Value>>,
+    defaults: &RetryDefaults,
+) -> Result<Option<u32>, ValidationError> {
+    let get = |key: &str| wc.and_then(|m| m.get(key)).filter(|v| !v.is_null());
+    let field = |key: &str| format!("work_config.{key}");
+    let max_retries = get("max_retries")
+        .map(|v| integer(&field("max_retries"), v))
+        .transpose()?
+        .filter(|n| *n != 0);
+    let max_attempts = get("max_attempts")
+        .map(|v| integer(&field("max_attempts"), v))
+        .transpose()?
+        .filter(|n| *n != 0);
+    for (key, value) in [("max_retries", max_retries), ("max_attempts", max_attempts)] {
+        if let Some(n) = value.filter(|n| *n < -1) {
+            return Err(ValidationError::new(
+                field(key),
+                format!("{key} must be -1 (unlimited) or more, got {n}"),
+            ));
+        }
+    }
+    let max_attempts = match (max_attempts, max_retries) {
+        (Some(a), Some(r)) => {
+            let agree = (a == -1 && r == -1) || (r >= 0 && a == r.saturating_add(1));
+            if !agree {
+                let expected = if r == -1 {
+                    "-1".to_owned()
+                } else {
+                    r.saturating_add(1).to_string()
+                };
+                return Err(ValidationError::new(
+                    field("max_attempts"),
+                    format!(
+                        "max_attempts ({a}) and max_retries ({r}) disagree: max_attempts counts the first \
+                         attempt, so with max_retries {r} it must be {expected}; give only one of them"
+                    ),
+                ));
+            }
+            attempts_from_count(&field("max_attempts"), a)?
+        }
+        (Some(a), None) => attempts_from_count(&field("max_attempts"), a)?,
+        (None, Some(r)) => attempts_from_retries(&field("max_retries"), r)?,
+        (None, None) => attempts_from_retries(&field("max_retries"), defaults.max_retries).map_err(|e| {
+            ValidationError::new(e.field, format!("the global default is invalid: {}", e.message))
+        })?,
+    };
+    Ok(max_attempts)
+}
+
+/// `retry_on`: the statuses and classes that are retried, each once.
+fn retry_on_of(wc: Option<&Map<String, Value>>) -> Result<Vec<RetryOn>, ValidationError> {
+    let get = |key: &str| wc.and_then(|m| m.get(key)).filter(|v| !v.is_null());
+    let field = |key: &str| format!("work_config.{key}");
+    let retry_on = match get("retry_on") {
+        None => DEFAULT_RETRY_ON.to_vec(),
+        Some(Value::Array(items)) => {
+            let mut out: Vec<RetryOn> = Vec::with_capacity(items.len());
+            for (i, item) in items.iter().enumerate() {
+                let entry = RetryOn::from_json(item).map_err(|e| {
+                    ValidationError::new(field("retry_on"), format!("bad retry_on entry {i}: {e}"))
+                })?;
+                if !out.contains(&entry) {
+                    out.push(entry);
+                }
+            }
+            out
+        }
+        Some(other) => {
+            return Err(ValidationError::new(
+                field("retry_on"),
+                format!(
+                    "retry_on must be a list of HTTP statuses and classes such as [\"5xx\", 429], got {}",
+                    json_kind(other)
+                ),
+            ))
+        }
+    };
+    Ok(retry_on)
 }
 
 /// `max_retries` (≥ -1) as total attempts; -1 is unlimited.
