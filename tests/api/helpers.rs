@@ -409,9 +409,17 @@ pub async fn spawn_serve_under(ulimit: Option<&str>, args: &[&str], env: &[(&str
     Binary { child, addr, log }
 }
 
+/// A request that takes longer than this fails the test (an engine that
+/// hangs fails fast instead of holding the run): far above any request's
+/// need, waits of `?wait=30s` included.
+const CALL_TIMEOUT: Duration = Duration::from_secs(300);
+
 /// One request to a running binary: status and JSON body (Null when none).
 pub async fn call(engine: &Binary, method: reqwest::Method, path: &str, body: Option<Value>) -> (u16, Value) {
-    let client = reqwest::Client::new();
+    let client = reqwest::Client::builder()
+        .timeout(CALL_TIMEOUT)
+        .build()
+        .expect("client");
     let writes = method != reqwest::Method::GET;
     let mut req = client.request(method, format!("http://{}{path}", engine.addr));
     if writes {
@@ -420,7 +428,10 @@ pub async fn call(engine: &Binary, method: reqwest::Method, path: &str, body: Op
     if let Some(b) = body {
         req = req.json(&b);
     }
-    let resp = req.send().await.expect("request");
+    let resp = req
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("{path} on {}: {e}", engine.addr));
     let status = resp.status().as_u16();
     (status, resp.json().await.unwrap_or(Value::Null))
 }

@@ -14,7 +14,9 @@
 
 mod common;
 
-use chrono::{Duration, TimeZone, Utc};
+use common::machine::{args, ok, t, types, with_context, FLOW, WEBHOOK};
+
+use chrono::Duration;
 use common::{catalog, chain_def, goals, init};
 use serde_json::{json, Value};
 use tartan_core::catalog::Catalog;
@@ -22,43 +24,19 @@ use tartan_core::flow::{
     ApplyError, FlowEvent, FlowOptions, FlowState, FlowStatus, RetriedWork, StepStatus, Time, WorkState,
     WorkStatus,
 };
-use tartan_core::machine::{
-    apply, AttemptResult, Command, Context, Dispatch, Effect, Stop, Transition, Wake,
-};
+use tartan_core::machine::{apply, AttemptResult, Command, Dispatch, Effect, Stop, Transition, Wake};
 use tartan_core::outcome::{AttemptOutcome, FailureCause, FailureClass};
 use tartan_core::plan::{start_plan, InitArgs};
 use tartan_core::retry::RetryState;
 use tartan_core::step::Args;
 use tartan_core::timeouts::{OnTimeout, TimeoutScope};
 
-const FLOW: &str = "flow-1";
-const WEBHOOK: &str = "http://tartan.test";
-
 // ---------------------------------------------------------------------------
 // The harness
-
-/// `secs` seconds after a fixed instant.
-fn t(secs: i64) -> Time {
-    Utc.timestamp_opt(1_700_000_000, 0).single().unwrap() + Duration::seconds(secs)
-}
 
 /// `millis` milliseconds after the same instant.
 fn ms(millis: i64) -> Time {
     t(0) + Duration::milliseconds(millis)
-}
-
-fn args(value: Value) -> Args {
-    match value {
-        Value::Object(map) => map,
-        other => panic!("not an object: {other}"),
-    }
-}
-
-fn ok(outputs: Value) -> AttemptResult {
-    AttemptResult::Success {
-        outputs: args(outputs),
-        http_status: Some(200),
-    }
 }
 
 /// A failure with an HTTP status: 5xx are retried by the default
@@ -69,10 +47,6 @@ fn failure(status: u16, error: &str) -> AttemptResult {
         error: error.into(),
         retry_after_ms: None,
     }
-}
-
-fn types(tx: &Transition) -> Vec<&'static str> {
-    tx.events.iter().map(FlowEvent::type_name).collect()
 }
 
 fn touch(step: &str, token: &str) -> Effect {
@@ -189,23 +163,6 @@ fn retry(reset_attempts: bool, by: Option<&str>) -> Command {
         reset_attempts,
         by: by.map(str::to_string),
     }
-}
-
-/// A decision's context at `at`: tokens `tok-1`, `tok-2`, ... counted in
-/// `tokens`, randomness fixed at 0.5.
-fn with_context<R>(tokens: &mut u32, at: Time, decide: impl FnOnce(&mut Context<'_>) -> R) -> R {
-    let mut new_token = move || {
-        *tokens += 1;
-        format!("tok-{tokens}")
-    };
-    let mut ctx = Context {
-        now: at,
-        webhook_base: WEBHOOK,
-        new_token: &mut new_token,
-        random: &mut || 0.5,
-        max_flow_bytes: tartan_core::json::DEFAULT_MAX_FLOW_BYTES,
-    };
-    decide(&mut ctx)
 }
 
 /// One flow driven through the machine: its state, every event with the

@@ -5,7 +5,8 @@
 
 mod common;
 
-use chrono::{Duration, TimeZone, Utc};
+use common::machine::{args, ok, t, types, with_context, FLOW};
+
 use common::{catalog, chain_def, goals, init, sync_def};
 use serde_json::{json, Value};
 use tartan_core::catalog::Catalog;
@@ -14,32 +15,9 @@ use tartan_core::flow::{
     WorkStatus,
 };
 use tartan_core::json::outputs_of;
-use tartan_core::machine::{apply, AttemptResult, Command, Context, Dispatch, Effect, Transition, Wake};
+use tartan_core::machine::{apply, AttemptResult, Command, Dispatch, Effect, Transition, Wake};
 use tartan_core::outcome::{AttemptOutcome, FailureCause};
 use tartan_core::plan::{start_plan, InitArgs};
-use tartan_core::step::Args;
-
-const FLOW: &str = "flow-1";
-const WEBHOOK: &str = "http://tartan.test";
-
-/// `secs` seconds after a fixed instant.
-fn t(secs: i64) -> Time {
-    Utc.timestamp_opt(1_700_000_000, 0).single().unwrap() + Duration::seconds(secs)
-}
-
-fn args(value: Value) -> Args {
-    match value {
-        Value::Object(map) => map,
-        other => panic!("not an object: {other}"),
-    }
-}
-
-fn ok(outputs: Value) -> AttemptResult {
-    AttemptResult::Success {
-        outputs: args(outputs),
-        http_status: Some(200),
-    }
-}
 
 fn permanent(status: u16, error: &str) -> AttemptResult {
     AttemptResult::Failure {
@@ -47,10 +25,6 @@ fn permanent(status: u16, error: &str) -> AttemptResult {
         error: error.into(),
         retry_after_ms: None,
     }
-}
-
-fn types(tx: &Transition) -> Vec<&'static str> {
-    tx.events.iter().map(FlowEvent::type_name).collect()
 }
 
 fn dispatch(step: &str, token: &str, attempt: u32) -> Dispatch {
@@ -68,23 +42,6 @@ struct Run {
     state: FlowState,
     log: Vec<(FlowEvent, Time)>,
     tokens: u32,
-}
-
-/// A decision's context at `at`: tokens `tok-1`, `tok-2`, ... counted in
-/// `tokens`, randomness fixed at 0.5.
-fn with_context<R>(tokens: &mut u32, at: Time, decide: impl FnOnce(&mut Context<'_>) -> R) -> R {
-    let mut new_token = move || {
-        *tokens += 1;
-        format!("tok-{tokens}")
-    };
-    let mut ctx = Context {
-        now: at,
-        webhook_base: WEBHOOK,
-        new_token: &mut new_token,
-        random: &mut || 0.5,
-        max_flow_bytes: tartan_core::json::DEFAULT_MAX_FLOW_BYTES,
-    };
-    decide(&mut ctx)
 }
 
 impl Run {

@@ -2,6 +2,8 @@
 //! arguments and goal lists. Each test binary uses only some of them.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
+pub mod machine;
+
 use serde_json::{json, Value};
 use tartan_core::catalog::Catalog;
 use tartan_core::plan::InitArgs;
