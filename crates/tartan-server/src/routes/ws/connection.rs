@@ -1,259 +1,25 @@
-//! `GET /engine/ws`: Argyll's WebSocket protocol (docs/api.md, "WebSocket").
-//! A client subscribes to the `catalog`, `cluster` and `flow` aggregates,
-//! gets their state on subscribing when it asks, then their events as they
-//! are committed, each in Argyll's envelope with the subscription's id.
-//!
-//! The connection listens to the engine's bus before it is upgraded, so a
-//! state read on a later subscribe already has, or is followed by, every
-//! event; the events the state includes are skipped by sequence. Bounds: a
-//! message read is at most 64 KiB, a connection holds at most
-//! `MAX_SUBSCRIPTIONS` subscriptions of `MAX_AGGREGATES` aggregates in all,
-//! and what waits to be written is bounded in messages and bytes. A client
-//! that does not read its messages is dropped, not buffered for: when its
-//! queue is full what waits is thrown away and the connection is closed
-//! (1013, with a reason, if the close can still be written within
-//! `WRITE_WAIT`). One that falls behind the bus itself (`stream_buffer`,
-//! `stream_buffer_bytes`) is told so and closed the same way; it reconnects
-//! and subscribes again.
+//! One WebSocket connection: its subscriptions, the states and events it is
+//! sent, and when it is cut off.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
 
-use axum::extract::ws::rejection::WebSocketUpgradeRejection;
-use axum::extract::ws::{close_code, CloseFrame, Message, Utf8Bytes, WebSocket, WebSocketUpgrade};
-use axum::extract::State;
-use axum::http::StatusCode;
-use axum::response::Response;
-use futures::stream::{SplitSink, SplitStream};
-use futures::{SinkExt, StreamExt};
-use serde::{Deserialize, Serialize};
+use axum::extract::ws::{close_code, Message, WebSocket};
+use futures::stream::SplitStream;
+use futures::StreamExt;
 use serde_json::{json, Value};
-use tartan_core::ids::MAX_FLOW_ID_LEN;
 use tartan_engine::{
     BusReceiver, CatalogView, CommittedCatalog, CommittedEvents, Engine, EventSubscription, RecvError,
 };
-use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::engine::catalog_state_of;
-use crate::error::{kind, ApiError, Problem};
+use crate::routes::engine::catalog_state_of;
 
-/// The largest message a client may send (Argyll's read limit).
-const READ_LIMIT: usize = 64 * 1024;
-/// A client that sends nothing, not even a pong, this long is gone
-/// (Argyll's read deadline).
-const PONG_WAIT: Duration = Duration::from_secs(60);
-/// A ping this often keeps the connection and its proxies alive, and
-/// draws the pong that proves the client is there (Argyll's period).
-const PING_PERIOD: Duration = Duration::from_secs(54);
-/// A write that takes longer ends the connection (Argyll's write wait).
-const WRITE_WAIT: Duration = Duration::from_secs(10);
-/// Subscriptions one connection may hold.
-const MAX_SUBSCRIPTIONS: usize = 32;
-/// Aggregate ids one connection's subscriptions may name in all.
-const MAX_AGGREGATES: usize = 1024;
-/// Aggregates one subscribe may ask the state of.
-const MAX_STATE_ITEMS: usize = 100;
-/// Event types one subscription may filter on.
-const MAX_EVENT_TYPES: usize = 64;
-/// Bytes of a `sub_id`.
-const MAX_SUB_ID: usize = 256;
-/// Bytes of an event type (the longest is 20).
-const MAX_EVENT_TYPE: usize = 64;
-/// Bytes waiting to be written: a message that finds this many or more
-/// queued is not added, and the client, which is not keeping up, is
-/// dropped. So at most this much and one message wait, however large.
-const MAX_QUEUED_BYTES: usize = 4 * 1024 * 1024;
-/// The close of a client dropped for not reading.
-const SLOW_REASON: &str = "not reading its messages fast enough; reconnect and subscribe again";
-
-/// `GET /engine/ws`: upgrade to Argyll's WebSocket protocol.
-#[utoipa::path(get, path = "/engine/ws", tag = "flows",
-    params(("access_token" = Option<String>, Query,
-        description = "The token, for browsers, whose `WebSocket` cannot set `Authorization` (RFC 6750 §2.3)")),
-    responses(
-        (status = 101, description = "Switched to Argyll's WebSocket protocol: subscribe to `catalog`, `cluster` and `flow` aggregates (docs/api.md, \"WebSocket\")"),
-        (status = 400, description = "Not a WebSocket handshake", body = Problem, content_type = "application/problem+json"),
-        (status = 403, description = "A browser page of another origin (`Origin`) not listed in `TARTAN_CORS_ORIGINS`", body = Problem, content_type = "application/problem+json"),
-        (status = 503, description = "Too many streams open; retry later", body = Problem, content_type = "application/problem+json"),
-    ))]
-pub(crate) async fn engine_ws(
-    State(engine): State<Engine>,
-    upgrade: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
-) -> Result<Response, ApiError> {
-    let upgrade = upgrade.map_err(|r| {
-        let status = r.status();
-        let kind = if status == StatusCode::METHOD_NOT_ALLOWED {
-            kind::METHOD
-        } else {
-            kind::VALIDATION
-        };
-        ApiError::new(
-            status,
-            kind,
-            format!("not a WebSocket handshake: {}", r.body_text()),
-        )
-    })?;
-    // Listen before anything is read, and take a stream slot (or 503).
-    let events = engine.subscribe_events().await?;
-    let catalog = engine.subscribe_catalog();
-    let queue = engine.config().stream_buffer.max(1);
-    Ok(upgrade
-        .max_message_size(READ_LIMIT)
-        .max_frame_size(READ_LIMIT)
-        .on_upgrade(move |socket| serve(socket, engine, events, catalog, queue)))
-}
-
-async fn serve(
-    socket: WebSocket,
-    engine: Engine,
-    mut events: EventSubscription,
-    mut catalog: BusReceiver<CommittedCatalog>,
-    queue: usize,
-) {
-    let (sink, stream) = socket.split();
-    let (tx, rx) = mpsc::channel(queue);
-    let queued = Arc::new(AtomicUsize::new(0));
-    let writer_gone = CancellationToken::new();
-    let slow = CancellationToken::new();
-    let writer = tokio::spawn(write(
-        sink,
-        rx,
-        Arc::clone(&queued),
-        writer_gone.clone(),
-        slow.clone(),
-    ));
-    let mut connection = Connection {
-        engine,
-        subscriptions: BTreeMap::new(),
-        out: Outbox { tx, queued },
-    };
-    let end = connection
-        .run(stream, &mut events, &mut catalog, &writer_gone)
-        .await;
-    match end {
-        End::Gone => {}
-        End::Slow => {
-            tracing::debug!("dropped a WebSocket client that does not read its messages");
-            slow.cancel();
-        }
-        End::Close(code, reason) => {
-            let frame = Outgoing::Close(CloseFrame {
-                code,
-                reason: Utf8Bytes::from_static(reason),
-            });
-            if connection.out.tx.try_send(frame).is_err() {
-                writer_gone.cancel();
-            }
-        }
-    }
-    // The writer ends after what is queued (bounded, each write within
-    // WRITE_WAIT); the stream slot is held until then.
-    drop(connection);
-    let _ = writer.await;
-    drop(events);
-}
-
-/// Why a connection ends.
-enum End {
-    /// The client closed it, or it broke.
-    Gone,
-    /// The client does not read: close at once, nothing more is written.
-    Slow,
-    /// Tell the client why, after what is queued.
-    Close(u16, &'static str),
-}
-
-/// The client's queue is full: it is dropped.
-struct Slow;
-
-enum Outgoing {
-    Text(String),
-    Close(CloseFrame),
-}
-
-/// What waits to be written: bounded in messages (the channel) and bytes.
-struct Outbox {
-    tx: mpsc::Sender<Outgoing>,
-    queued: Arc<AtomicUsize>,
-}
-
-impl Outbox {
-    fn push(&self, text: String) -> Result<(), Slow> {
-        let len = text.len();
-        let before = self.queued.fetch_add(len, Ordering::Relaxed);
-        if before >= MAX_QUEUED_BYTES {
-            return Err(Slow);
-        }
-        self.tx.try_send(Outgoing::Text(text)).map_err(|_| Slow)
-    }
-
-    fn send(&self, message: &impl Serialize) -> Result<(), Slow> {
-        match serde_json::to_string(message) {
-            Ok(text) => self.push(text),
-            Err(e) => {
-                tracing::warn!("encoding a WebSocket message failed: {e}");
-                Ok(())
-            }
-        }
-    }
-}
-
-/// Write what is queued, and a ping every `PING_PERIOD`, until the queue
-/// closes, a write fails or takes longer than `WRITE_WAIT`, or `gone` fires.
-/// When `slow` fires, what is queued is dropped (its memory freed at once)
-/// and only a close frame saying why is tried, within `WRITE_WAIT`.
-async fn write(
-    mut sink: SplitSink<WebSocket, Message>,
-    mut rx: mpsc::Receiver<Outgoing>,
-    queued: Arc<AtomicUsize>,
-    gone: CancellationToken,
-    slow: CancellationToken,
-) {
-    let mut ping = tokio::time::interval_at(Instant::now() + PING_PERIOD, PING_PERIOD);
-    loop {
-        let message = tokio::select! {
-            _ = gone.cancelled() => break,
-            _ = slow.cancelled() => break,
-            _ = ping.tick() => Message::Ping(Default::default()),
-            next = rx.recv() => match next {
-                Some(Outgoing::Text(text)) => {
-                    queued.fetch_sub(text.len(), Ordering::Relaxed);
-                    Message::Text(text.into())
-                }
-                Some(Outgoing::Close(frame)) => Message::Close(Some(frame)),
-                None => break,
-            },
-        };
-        let closing = matches!(message, Message::Close(_));
-        let sent = tokio::select! {
-            _ = gone.cancelled() => false,
-            _ = slow.cancelled() => false,
-            r = tokio::time::timeout(WRITE_WAIT, sink.send(message)) => matches!(r, Ok(Ok(()))),
-        };
-        if !sent || closing {
-            break;
-        }
-    }
-    if slow.is_cancelled() && !gone.is_cancelled() {
-        drop(rx);
-        let close = Message::Close(Some(CloseFrame {
-            code: close_code::AGAIN,
-            reason: Utf8Bytes::from_static(SLOW_REASON),
-        }));
-        tokio::select! {
-            _ = gone.cancelled() => {}
-            _ = tokio::time::timeout(WRITE_WAIT, sink.send(close)) => {}
-        }
-    }
-    gone.cancel();
-}
+use super::*;
 
 /// One thing that happened to a connection.
-enum Step {
+pub(super) enum Step {
     WriterGone,
     Stopping,
     Silent,
@@ -262,14 +28,14 @@ enum Step {
     Catalog(Result<Arc<CommittedCatalog>, RecvError>),
 }
 
-struct Connection {
-    engine: Engine,
-    subscriptions: BTreeMap<String, Subscription>,
-    out: Outbox,
+pub(super) struct Connection {
+    pub(super) engine: Engine,
+    pub(super) subscriptions: BTreeMap<String, Subscription>,
+    pub(super) out: Outbox,
 }
 
 impl Connection {
-    async fn run(
+    pub(super) async fn run(
         &mut self,
         mut stream: SplitStream<WebSocket>,
         events: &mut EventSubscription,
@@ -328,7 +94,7 @@ impl Connection {
     }
 
     /// One message from the client.
-    async fn message(&mut self, bytes: &[u8]) -> Result<(), Slow> {
+    pub(super) async fn message(&mut self, bytes: &[u8]) -> Result<(), Slow> {
         let message: ClientMessage = match serde_json::from_slice(bytes) {
             Ok(m) => m,
             Err(e) => {
@@ -353,7 +119,7 @@ impl Connection {
         }
     }
 
-    async fn subscribe(&mut self, data: Value) -> Result<(), Slow> {
+    pub(super) async fn subscribe(&mut self, data: Value) -> Result<(), Slow> {
         let named = data.get("sub_id").and_then(Value::as_str).map(clip);
         let mut request: SubscribeData = match serde_path_to_error::deserialize(data) {
             Ok(r) => r,
@@ -415,7 +181,11 @@ impl Connection {
     }
 
     /// The subscription a subscribe asks for, within the connection's bounds.
-    fn check(&self, sub_id: &str, request: SubscribeData) -> Result<(Subscription, Vec<Aggregate>), String> {
+    pub(super) fn check(
+        &self,
+        sub_id: &str,
+        request: SubscribeData,
+    ) -> Result<(Subscription, Vec<Aggregate>), String> {
         let replaced = self.subscriptions.get(sub_id);
         if replaced.is_none() && self.subscriptions.len() >= MAX_SUBSCRIPTIONS {
             return Err(format!(
@@ -484,7 +254,7 @@ impl Connection {
 
     /// An aggregate's state and the sequence of its next event; `None`
     /// for a flow that does not exist and for all flows together.
-    async fn state_of(&self, aggregate: &Aggregate) -> Result<Option<(Value, i64)>, String> {
+    pub(super) async fn state_of(&self, aggregate: &Aggregate) -> Result<Option<(Value, i64)>, String> {
         let encode =
             |v: Result<Value, serde_json::Error>| v.map_err(|e| format!("encoding a state failed: {e}"));
         match aggregate {
@@ -514,7 +284,7 @@ impl Connection {
         }
     }
 
-    fn unsubscribe(&mut self, data: Value) -> Result<(), Slow> {
+    pub(super) fn unsubscribe(&mut self, data: Value) -> Result<(), Slow> {
         let Some(sub_id) = data
             .get("sub_id")
             .and_then(Value::as_str)
@@ -527,7 +297,7 @@ impl Connection {
             .send(&json!({ "type": "unsubscribed", "sub_id": sub_id }))
     }
 
-    fn flow_events(&self, batch: &CommittedEvents) -> Result<(), Slow> {
+    pub(super) fn flow_events(&self, batch: &CommittedEvents) -> Result<(), Slow> {
         let flow_id = batch.flow_id.as_str();
         if !self.subscriptions.values().any(|s| s.wants_flow(flow_id)) {
             return Ok(());
@@ -561,7 +331,7 @@ impl Connection {
         Ok(())
     }
 
-    fn catalog_events(&self, batch: &CommittedCatalog) -> Result<(), Slow> {
+    pub(super) fn catalog_events(&self, batch: &CommittedCatalog) -> Result<(), Slow> {
         for (sub_id, subscription) in &self.subscriptions {
             if !subscription.wants_catalog() {
                 continue;
@@ -583,19 +353,19 @@ impl Connection {
         Ok(())
     }
 
-    fn follows_flows(&self) -> bool {
+    pub(super) fn follows_flows(&self) -> bool {
         self.subscriptions
             .values()
             .any(|s| s.everything || s.all_flows || !s.flows.is_empty())
     }
 
-    fn follows_catalog(&self) -> bool {
+    pub(super) fn follows_catalog(&self) -> bool {
         self.subscriptions.values().any(Subscription::wants_catalog)
     }
 
     /// The bus went on without this connection: events were lost, so it
     /// ends; the client reconnects and reads the state again.
-    fn fell_behind(&self) -> End {
+    pub(super) fn fell_behind(&self) -> End {
         let told = self.error(
             None,
             "this connection fell too far behind the engine's events and is closed; \
@@ -609,7 +379,7 @@ impl Connection {
     }
 
     /// A message the client got wrong: said, and the connection goes on.
-    fn error(&self, sub_id: Option<&str>, detail: String) -> Result<(), Slow> {
+    pub(super) fn error(&self, sub_id: Option<&str>, detail: String) -> Result<(), Slow> {
         self.out.send(&ErrorMessage {
             kind: "error",
             sub_id,
@@ -619,7 +389,7 @@ impl Connection {
 }
 
 /// Why a read failed: a message over the limit is told so (1009).
-fn read_failed(e: axum::Error) -> End {
+pub(super) fn read_failed(e: axum::Error) -> End {
     let inner = e.into_inner();
     let too_big = matches!(
         inner.downcast_ref::<tungstenite::Error>(),
@@ -636,7 +406,7 @@ fn read_failed(e: axum::Error) -> End {
 /// The state of `["cluster"]`: Argyll's nodes with the health of each step.
 /// Tartan runs no health checks and keeps no list of its processes, so it
 /// shows this process, every step's health unknown (as `GET /engine`).
-fn cluster_state(engine: &Engine, view: &CatalogView) -> Value {
+pub(super) fn cluster_state(engine: &Engine, view: &CatalogView) -> Value {
     let now = chrono::Utc::now();
     let health: serde_json::Map<String, Value> = view
         .catalog
@@ -653,124 +423,9 @@ fn cluster_state(engine: &Engine, view: &CatalogView) -> Value {
 }
 
 /// At most 64 bytes of something the client sent, for an error message.
-fn clip(text: &str) -> String {
+pub(super) fn clip(text: &str) -> String {
     match text.char_indices().nth(64) {
         Some((end, _)) => format!("{}...", &text[..end]),
         None => text.to_string(),
-    }
-}
-
-/// What a client sends.
-#[derive(Deserialize)]
-struct ClientMessage {
-    #[serde(rename = "type")]
-    kind: String,
-    #[serde(default)]
-    data: Value,
-}
-
-/// `data` of a subscribe (Argyll's `ClientSubscription`).
-#[derive(Deserialize)]
-struct SubscribeData {
-    sub_id: Option<String>,
-    aggregate_ids: Option<Vec<Vec<String>>>,
-    event_types: Option<Vec<String>>,
-    include_state: Option<bool>,
-}
-
-/// An event, in Argyll's envelope.
-#[derive(Serialize)]
-struct Envelope<'a> {
-    #[serde(rename = "type")]
-    kind: &'a str,
-    sub_id: &'a str,
-    data: &'a Value,
-    id: &'a [&'a str],
-    /// Unix milliseconds.
-    timestamp: i64,
-    sequence: i64,
-}
-
-/// A message the server could not act on.
-#[derive(Serialize)]
-struct ErrorMessage<'a> {
-    #[serde(rename = "type")]
-    kind: &'a str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    sub_id: Option<&'a str>,
-    error: &'a str,
-}
-
-/// What an aggregate id names.
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Aggregate {
-    Catalog,
-    Cluster,
-    /// `["flow"]`: every flow (Argyll matches aggregate ids as prefixes).
-    Flows,
-    Flow(String),
-}
-
-impl Aggregate {
-    fn parse(parts: &[String]) -> Result<Aggregate, String> {
-        match parts {
-            [a] if a == "catalog" => Ok(Aggregate::Catalog),
-            [a] if a == "cluster" => Ok(Aggregate::Cluster),
-            [a] if a == "flow" => Ok(Aggregate::Flows),
-            [a, id] if a == "flow" && !id.is_empty() && id.len() <= MAX_FLOW_ID_LEN => {
-                Ok(Aggregate::Flow(id.clone()))
-            }
-            [a, id] if a == "flow" && !id.is_empty() => Err(format!(
-                "aggregate_ids: a flow id is at most {MAX_FLOW_ID_LEN} bytes, got {}",
-                id.len()
-            )),
-            _ => {
-                let shown: Vec<String> = parts.iter().take(3).map(|p| clip(p)).collect();
-                Err(format!(
-                    "aggregate_ids: {shown:?} is not an aggregate id: expected [\"catalog\"], \
-                     [\"cluster\"], [\"flow\"] or [\"flow\", \"<flow id>\"]"
-                ))
-            }
-        }
-    }
-
-    fn id(&self) -> Vec<&str> {
-        match self {
-            Aggregate::Catalog => vec!["catalog"],
-            Aggregate::Cluster => vec!["cluster"],
-            Aggregate::Flows => vec!["flow"],
-            Aggregate::Flow(id) => vec!["flow", id],
-        }
-    }
-}
-
-/// One subscription: what it follows, and where each followed aggregate's
-/// live events start (after the state it was sent).
-struct Subscription {
-    /// No aggregate ids: every event.
-    everything: bool,
-    catalog: bool,
-    all_flows: bool,
-    flows: HashSet<String>,
-    /// `None`: every type.
-    types: Option<HashSet<String>>,
-    include_state: bool,
-    catalog_from: i64,
-    flow_from: HashMap<String, i64>,
-    /// Aggregate ids named, counted against `MAX_AGGREGATES`.
-    size: usize,
-}
-
-impl Subscription {
-    fn wants_flow(&self, id: &str) -> bool {
-        self.everything || self.all_flows || self.flows.contains(id)
-    }
-
-    fn wants_catalog(&self) -> bool {
-        self.everything || self.catalog
-    }
-
-    fn wants_type(&self, kind: &str) -> bool {
-        self.types.as_ref().is_none_or(|t| t.contains(kind))
     }
 }
