@@ -477,8 +477,7 @@ mod tests {
     fn literal(default: table::Default) -> Option<String> {
         match default {
             table::Default::Value(table::Fixed::Text(v)) => Some(format!("{v:?}")),
-            table::Default::Value(table::Fixed::Int(v)) => Some(v.to_string()),
-            table::Default::Value(table::Fixed::Bool(v)) => Some(v.to_string()),
+            table::Default::Value(v) => Some(v.shown()),
             table::Default::Unset(_) => None,
         }
     }
@@ -528,11 +527,7 @@ mod tests {
             };
             let default = row.split('|').nth(2).unwrap_or_default();
             if let table::Default::Value(v) = s.default {
-                let shown = match v {
-                    table::Fixed::Text(v) => v.to_string(),
-                    table::Fixed::Int(v) => v.to_string(),
-                    table::Fixed::Bool(v) => v.to_string(),
-                };
+                let shown = v.shown();
                 assert!(
                     default.contains(&shown),
                     "{name}: default {shown} not in {default:?}"

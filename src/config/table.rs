@@ -24,6 +24,17 @@ pub enum Fixed {
     Bool(bool),
 }
 
+impl Fixed {
+    /// As the documentation and `--help` show it: `30s`, `1024`, `false`.
+    pub fn shown(self) -> String {
+        match self {
+            Fixed::Text(v) => v.to_string(),
+            Fixed::Int(v) => v.to_string(),
+            Fixed::Bool(v) => v.to_string(),
+        }
+    }
+}
+
 /// What a setting is when no source gives it.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Default {
@@ -70,9 +81,7 @@ impl Setting {
     /// ceiling.
     pub fn shown_help(&self) -> String {
         let default = match self.default {
-            Default::Value(Fixed::Text(v)) => v.to_string(),
-            Default::Value(Fixed::Int(v)) => v.to_string(),
-            Default::Value(Fixed::Bool(v)) => v.to_string(),
+            Default::Value(v) => v.shown(),
             Default::Unset(shown) => shown.to_string(),
         };
         // Each line of a doc comment starts with its space.

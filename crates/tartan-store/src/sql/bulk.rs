@@ -265,6 +265,9 @@ impl BulkRunStore for SqlStore {
         running: &[String],
     ) -> Result<Option<BulkJob>, StoreError> {
         let now = self.backend.now_us();
+        // Only the kinds `BulkAction::stored` reads: a row of another kind
+        // (written by a newer version) is left to it, not claimed and
+        // failed to read on every wake-up.
         let not_running = if running.is_empty() {
             String::new()
         } else {
