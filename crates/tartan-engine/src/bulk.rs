@@ -69,7 +69,7 @@ impl Engine {
             shown_filter: spec.shown_filter,
             filter: spec.filter,
             rate: spec.rate.clamp(1, MAX_BULK_RATE),
-            created_at: chrono::Utc::now(),
+            created_at: self.inner.config.clock.now(),
         };
         let created = self
             .inner
@@ -109,14 +109,7 @@ impl Engine {
 
     /// Start the runner: it takes up unfinished jobs at once (its own from
     /// before a restart included), then whenever woken.
-    pub(crate) async fn spawn_bulk_runner(&self) {
-        let mut notices = match self.inner.store.listen_bulk().await {
-            Ok(notices) => notices,
-            Err(e) => {
-                tracing::warn!("not listening for other processes' bulk jobs (found when a lease runs out or at the next job here): {e}");
-                None
-            }
-        };
+    pub(crate) fn spawn_bulk_runner(&self, mut notices: Option<tokio::sync::mpsc::Receiver<()>>) {
         let engine = self.clone();
         tokio::spawn(async move {
             loop {

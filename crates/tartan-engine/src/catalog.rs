@@ -236,7 +236,7 @@ impl Engine {
         let mut view = self.catalog().await;
         let mut attempt = 0;
         loop {
-            let now = Utc::now();
+            let now = self.inner.config.clock.now();
             let mut catalog = view.catalog.clone();
             let mut records = Vec::new();
             let mut answers = Vec::with_capacity(batch.len());
@@ -273,7 +273,10 @@ impl Engine {
                         // After the view: a listener that reads the view
                         // after listening misses none of these.
                         self.publish_catalog(view.sequence + 1, &records);
-                        self.announce_catalog(view.sequence + records.len() as i64);
+                        self.inner.outbox.announce(tartan_store::Notice::Catalog {
+                            node: self.inner.config.node_id.clone(),
+                            sequence: view.sequence + records.len() as i64,
+                        });
                     }
                     None
                 }

@@ -74,6 +74,9 @@ pub struct EngineConfig {
     /// The most flows one bulk job may match; a filter that matches more is
     /// refused (docs/api.md, "Bulk operations").
     pub max_bulk_flows: u64,
+    /// Where the engine reads the time and waits for what is due: the
+    /// system clock, or a paused one in tests (`Clock::paused_at`).
+    pub clock: crate::Clock,
 }
 
 /// `max_streams` unless set.
@@ -134,6 +137,7 @@ impl Default for EngineConfig {
             stream_buffer: DEFAULT_STREAM_BUFFER,
             stream_buffer_bytes: DEFAULT_STREAM_BUFFER_BYTES,
             max_bulk_flows: crate::bulk::DEFAULT_MAX_BULK_FLOWS,
+            clock: crate::Clock::system(),
         }
     }
 }

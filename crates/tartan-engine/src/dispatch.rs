@@ -60,6 +60,8 @@ pub(crate) struct Limits<'a> {
     pub budget: &'a ResponseBudget,
     /// `TARTAN_MAX_RETRY_AFTER`, in milliseconds.
     pub max_retry_after_ms: u64,
+    /// Bounds the call, dates `Retry-After` and measures the scope's time.
+    pub clock: &'a crate::Clock,
 }
 
 /// A response read in full, or the reason it was not.
@@ -213,7 +215,11 @@ async fn exchange(
         let body = read_bounded(resp, limits.max_response_bytes, limits.budget, held).await?;
         Ok::<_, reqwest::Error>((status, content_type, retry_after, body))
     };
-    match tokio::time::timeout(Duration::from_millis(spec.bound.timeout_ms), exchange).await {
+    match limits
+        .clock
+        .timeout(Duration::from_millis(spec.bound.timeout_ms), exchange)
+        .await
+    {
         Ok(Ok((status, _, _, Body::TooLarge(announced)))) => {
             too_large(status, limits.max_response_bytes, announced)
         }
@@ -224,7 +230,7 @@ async fn exchange(
                 // retry budget is applied where the retry is scheduled.
                 *retry_after_ms = retry_after
                     .as_deref()
-                    .and_then(|v| parse_retry_after(v, chrono::Utc::now()))
+                    .and_then(|v| parse_retry_after(v, limits.clock.now()))
                     .map(|ms| ms.min(limits.max_retry_after_ms));
             }
             result
@@ -236,7 +242,7 @@ async fn exchange(
         Err(_) => AttemptResult::TimedOut {
             scope: spec.bound.scope,
             limit_ms: spec.bound.limit_ms,
-            elapsed_ms: u64::try_from((chrono::Utc::now() - spec.bound.scope_start).num_milliseconds())
+            elapsed_ms: u64::try_from((limits.clock.now() - spec.bound.scope_start).num_milliseconds())
                 .unwrap_or(0),
         },
     }

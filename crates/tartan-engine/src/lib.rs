@@ -6,6 +6,8 @@
 //! # Layout
 //! - `config`: what the engine is told at start-up.
 //! - `sync`: the one way a `std` lock is taken (what a poisoned lock means).
+//! - `clock`: where the time of decisions is read and what is due waited
+//!   for; paused in tests, so that hours of backoff take no time.
 //! - `catalog`: registering, updating and removing steps.
 //! - `flows`: starting flows and moving them on; one lock per flow, so each
 //!   decision sees the state the last one left. `flows::decide` applies a
@@ -15,6 +17,8 @@
 //!   API's streams and WebSocket read (docs/api.md, "Event streams").
 //! - `ring`: the bus's channel, a broadcast queue bounded in entries and
 //!   bytes that cuts off a listener too far behind.
+//! - `notices`: what processes on one Postgres tell each other, announced
+//!   in the background, heard on one connection and routed by kind.
 //! - `relay`: the events other processes on one Postgres commit, put on
 //!   this process's bus.
 //! - `feed`: following one flow's events, or every flow's, from a resume
@@ -33,8 +37,9 @@
 //!   queues of calls waiting for a slot, served round-robin across steps.
 //! - `outbound`: the client those calls go through: the step host policy
 //!   on every resolved address, redirects kept to the first origin, no proxy.
-//! - `recovery`: after a restart, calls that were in flight start again with
-//!   the same receipt token.
+//! - `leases`: renewing the leases of this process's calls, handing back
+//!   those it will not call when it stops, taking over work whose lease ran
+//!   out or was handed back (after a restart, its own too).
 //! - `timers`: retries, inactivity windows and deadlines due later, in one
 //!   ordered set; one task sleeps until the next.
 //! - `bulk`: bulk retry and cancel jobs, run under a lease at a bounded
@@ -55,6 +60,7 @@
 mod budget;
 mod bulk;
 mod catalog;
+mod clock;
 mod config;
 mod dispatch;
 mod error;
@@ -62,10 +68,11 @@ mod events;
 mod feed;
 mod flows;
 mod in_flight;
+mod leases;
 pub mod metrics;
+mod notices;
 mod outbound;
 pub mod reads;
-mod recovery;
 mod relay;
 mod retention;
 mod ring;
@@ -84,6 +91,7 @@ use tokio_util::task::TaskTracker;
 
 pub use bulk::DEFAULT_MAX_BULK_FLOWS;
 pub use catalog::CatalogView;
+pub use clock::{Clock, Elapsed};
 pub use config::{
     EngineConfig, DEFAULT_MAX_ACTIVE_FLOWS, DEFAULT_MAX_CALLS, DEFAULT_MAX_INFLIGHT_BYTES,
     DEFAULT_MAX_QUEUED_CALLS, DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_MAX_RETRY_AFTER, DEFAULT_MAX_STREAMS,
@@ -136,6 +144,8 @@ struct Inner {
     /// Where the database carries notices: this process's committed
     /// positions, told to the others and left out of what it relays.
     announcer: Option<Arc<relay::Announcer>>,
+    /// What this process tells the others sharing the database.
+    outbox: notices::Outbox,
     /// Tells subscribers which flows reached a terminal status.
     finished: tokio::sync::broadcast::Sender<FlowFinished>,
     /// Clients waiting for flows to finish.
@@ -181,6 +191,7 @@ impl Engine {
                     announcer.clone(),
                 ),
                 announcer,
+                outbox: notices::Outbox::new(Arc::clone(&store)),
                 bus,
                 metrics,
                 config,
@@ -200,12 +211,13 @@ impl Engine {
         engine.load_timers().await?;
         engine.spawn_timer_loop();
         engine.spawn_lease_renewal();
-        engine.spawn_abort_listener().await;
-        engine.spawn_handback_listener().await;
-        engine.spawn_event_relay().await;
-        engine.spawn_catalog_relay().await;
+        let inbox = notices::Inbox::open(engine.inner.store.as_ref()).await;
+        engine.spawn_abort_listener(inbox.aborts);
+        engine.spawn_handback_listener(inbox.handbacks);
+        engine.spawn_event_relay(inbox.events).await;
+        engine.spawn_catalog_relay(inbox.catalog);
         engine.spawn_retention();
-        engine.spawn_bulk_runner().await;
+        engine.spawn_bulk_runner(inbox.bulk_jobs);
         Ok(engine)
     }
 
@@ -289,14 +301,5 @@ impl Engine {
             let _ = tokio::time::timeout(std::time::Duration::from_secs(1), self.inner.tasks.wait()).await;
         }
         self.hand_back(&[]).await;
-    }
-
-    /// Hand back this node's leases but those of `keep` (see `WorkStore::hand_back`).
-    async fn hand_back(&self, keep: &[String]) {
-        match self.inner.store.hand_back(&self.inner.config.node_id, keep).await {
-            Ok(0) => {}
-            Ok(n) => tracing::info!(work_items = n, "handed back work this process will not call"),
-            Err(e) => tracing::warn!("handing back leases failed (they expire after the lease): {e}"),
-        }
     }
 }

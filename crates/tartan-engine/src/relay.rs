@@ -106,7 +106,11 @@ pub(crate) fn announcer(store: &Arc<dyn Store>, node: &str) -> Option<Arc<Announ
         // next, so a busy writer sends a notice per round trip at most.
         while rx.changed().await.is_ok() {
             let head = *rx.borrow_and_update();
-            if let Err(e) = store.announce_events(&node, head).await {
+            let notice = tartan_store::Notice::Events {
+                node: node.clone(),
+                head,
+            };
+            if let Err(e) = store.announce(&notice).await {
                 tracing::debug!("announcing committed events: {e}");
             }
         }
@@ -118,29 +122,10 @@ pub(crate) fn announcer(store: &Arc<dyn Store>, node: &str) -> Option<Arc<Announ
 }
 
 impl Engine {
-    /// Tell the other processes the catalog's sequence this process
-    /// committed (in the background: the change is answered meanwhile).
-    pub(crate) fn announce_catalog(&self, sequence: i64) {
-        if self.inner.announcer.is_none() {
-            return;
-        }
-        let (store, node) = (Arc::clone(&self.inner.store), self.inner.config.node_id.clone());
-        tokio::spawn(async move {
-            if let Err(e) = store.announce_catalog(&node, sequence).await {
-                tracing::debug!("announcing a catalog change: {e}");
-            }
-        });
-    }
-
     /// Take in the catalog changes other processes commit.
-    pub(crate) async fn spawn_catalog_relay(&self) {
-        let mut notices = match self.inner.store.listen_catalog().await {
-            Ok(Some(n)) => n,
-            Ok(None) => return,
-            Err(e) => {
-                tracing::warn!("not listening for other processes' catalog changes: {e}");
-                return;
-            }
+    pub(crate) fn spawn_catalog_relay(&self, notices: Option<mpsc::Receiver<(i64, String)>>) {
+        let Some(mut notices) = notices else {
+            return;
         };
         let engine = self.clone();
         tokio::spawn(async move {
@@ -175,19 +160,9 @@ impl Engine {
     }
 
     /// Relay the other processes' committed events to this process's bus.
-    pub(crate) async fn spawn_event_relay(&self) {
-        let Some(announcer) = self.inner.announcer.clone() else {
+    pub(crate) async fn spawn_event_relay(&self, notices: Option<mpsc::Receiver<(i64, String)>>) {
+        let (Some(announcer), Some(notices)) = (self.inner.announcer.clone(), notices) else {
             return;
-        };
-        let notices = match self.inner.store.listen_events().await {
-            Ok(Some(n)) => n,
-            Ok(None) => return,
-            Err(e) => {
-                tracing::warn!(
-                    "not listening for other processes' events (their streams will not show here): {e}"
-                );
-                return;
-            }
         };
         let relayed = match self.inner.store.feed_head().await {
             Ok(head) => head,

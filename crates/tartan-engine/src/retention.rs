@@ -64,7 +64,7 @@ impl Engine {
         // A retention past what a date can hold keeps everything.
         let Some(before) = chrono::Duration::from_std(retention)
             .ok()
-            .and_then(|r| chrono::Utc::now().checked_sub_signed(r))
+            .and_then(|r| self.inner.config.clock.now().checked_sub_signed(r))
         else {
             return;
         };

@@ -159,8 +159,8 @@ impl Timers {
 impl Engine {
     /// Load the timers due before the sweep after next from the database.
     pub(crate) async fn load_timers(&self) -> Result<(), crate::EngineError> {
-        let horizon =
-            Utc::now() + chrono::Duration::from_std(SWEEP_EVERY * 2).unwrap_or(chrono::Duration::MAX);
+        let horizon = self.inner.config.clock.now()
+            + chrono::Duration::from_std(SWEEP_EVERY * 2).unwrap_or(chrono::Duration::MAX);
         for t in self.inner.store.scheduled_work(horizon).await? {
             let (timer, due) = match t {
                 ScheduledTimer::Retry(key, due) => (Timer::Retry { key, claim: true }, due),
@@ -182,7 +182,8 @@ impl Engine {
                 .max(Duration::from_millis(100));
             let mut next_sweep = tokio::time::Instant::now() + sweep_every;
             loop {
-                let now_us = Utc::now().timestamp_micros();
+                let clock = &engine.inner.config.clock;
+                let now_us = clock.now().timestamp_micros();
                 let (due, next) = engine.inner.timers.take_due(now_us);
                 let mut to_claim = Vec::new();
                 for (due_us, timer) in due {
@@ -198,18 +199,17 @@ impl Engine {
                 if !to_claim.is_empty() {
                     engine.claim_and_fire(to_claim);
                 }
-                let wait = next
-                    .map(|t| {
-                        Duration::from_micros(u64::try_from(t - Utc::now().timestamp_micros()).unwrap_or(0))
-                    })
-                    .unwrap_or(sweep_every);
-                // A retry far in the future must not overflow the clock.
-                let wake = tokio::time::Instant::now()
-                    .checked_add(wait)
-                    .unwrap_or(next_sweep)
-                    .min(next_sweep);
+                // Due times are on the engine's clock (paused in tests);
+                // sweeps on tokio's, so that they run whatever it shows.
+                let due = async {
+                    match next.and_then(DateTime::from_timestamp_micros) {
+                        Some(at) => clock.sleep_until(at).await,
+                        None => std::future::pending().await,
+                    }
+                };
                 tokio::select! {
-                    _ = tokio::time::sleep_until(wake) => {}
+                    () = due => {}
+                    _ = tokio::time::sleep_until(next_sweep) => {}
                     _ = engine.inner.timers.changed.notified() => {}
                     _ = engine.inner.stopping.cancelled() => return,
                 }
@@ -223,141 +223,6 @@ impl Engine {
                         tracing::warn!("sweep for orphaned calls failed: {e}");
                     }
                 }
-            }
-        });
-    }
-
-    /// Renew the leases of this process's calls in flight, so that a call
-    /// that waits for a slot or runs long is not taken over while it is alive.
-    pub(crate) fn spawn_lease_renewal(&self) {
-        let engine = self.clone();
-        let every = (engine.inner.config.lease / 3).max(Duration::from_millis(100));
-        // Renewal failing this long (on this process's monotonic clock) means
-        // the lease may have run out on the database's: stop the calls before
-        // another process takes them over, so that no call runs twice at once.
-        let lease = engine.lease_length().to_std().unwrap_or_default();
-        let give_up = lease.saturating_sub(every);
-        tokio::spawn(async move {
-            let mut tick = tokio::time::interval(every);
-            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-            // When the last renewal that held was sent: the leases it set run
-            // at least `lease` from then.
-            let mut held_since = tokio::time::Instant::now();
-            loop {
-                tokio::select! {
-                    _ = tick.tick() => {}
-                    _ = engine.inner.stopping.cancelled() => return,
-                }
-                let sent = tokio::time::Instant::now();
-                let calls = engine.calls_in_flight();
-                if calls.is_empty() {
-                    // Calls started from now on are leased by their commit.
-                    held_since = sent;
-                    continue;
-                }
-                let tokens: Vec<String> = calls.iter().map(|(token, _)| token.clone()).collect();
-                let lease = engine.lease_length().to_std().unwrap_or_default();
-                // Bounded by the point where the lease may run out: a renewal
-                // that hangs (a database gone away, a pool waiting for a
-                // connection) must not keep the calls running past it.
-                let renewal = engine
-                    .inner
-                    .store
-                    .renew_leases(&engine.inner.config.node_id, &tokens, lease);
-                match tokio::time::timeout_at(held_since + give_up, renewal).await {
-                    Ok(Ok(renewed)) => {
-                        held_since = sent;
-                        engine.abandon_lost_calls(calls, &renewed)
-                    }
-                    Ok(Err(e)) if sent.duration_since(held_since) < give_up => {
-                        tracing::warn!("renewing leases failed: {e}")
-                    }
-                    failed => {
-                        let why = match failed {
-                            Ok(Err(e)) => e.to_string(),
-                            _ => "no answer".to_string(),
-                        };
-                        tracing::error!(
-                            calls = calls.len(),
-                            "renewing leases has failed for {:?} ({why}): the leases may run out, \
-                             so these calls are stopped before another process takes them over",
-                            held_since.elapsed()
-                        );
-                        engine.abandon_lost_calls(calls, &[]);
-                    }
-                }
-            }
-        });
-    }
-
-    /// Abort the calls other processes announce they cancelled (Postgres
-    /// `NOTIFY`); without it, lease renewal finds them within `TARTAN_LEASE / 3`.
-    pub(crate) async fn spawn_abort_listener(&self) {
-        let notices = self.inner.store.listen_aborts().await;
-        self.on_notices(
-            notices,
-            "abort notices (lease renewal covers them)",
-            |engine, tokens| async move {
-                for token in tokens {
-                    if engine.abort_call(&token) {
-                        tracing::info!(%token, "call aborted: its flow was cancelled by another process");
-                    }
-                }
-            },
-        );
-    }
-
-    /// Take over at once the work another process handed back when it
-    /// stopped (Postgres `NOTIFY`); without it, the sweep finds it within
-    /// `min(30 s, TARTAN_LEASE)`.
-    pub(crate) async fn spawn_handback_listener(&self) {
-        let notices = self.inner.store.listen_handbacks().await;
-        self.on_notices(
-            notices,
-            "handed-back work (the sweep finds it)",
-            |engine, ()| async move {
-                if let Err(e) = engine.load_timers().await {
-                    tracing::warn!("loading handed-back retries failed: {e}");
-                }
-                if let Err(e) = engine.take_over(false).await {
-                    tracing::warn!("taking over handed-back calls failed: {e}");
-                }
-            },
-        );
-    }
-
-    /// Handle each notice of a store channel, one at a time, until the engine
-    /// stops. No channel (SQLite) or none to be had: nothing to do, and the
-    /// slower path named in `what` covers it.
-    fn on_notices<T, F, Fut>(
-        &self,
-        notices: Result<Option<tokio::sync::mpsc::Receiver<T>>, tartan_store::StoreError>,
-        what: &'static str,
-        handle: F,
-    ) where
-        T: Send + 'static,
-        F: Fn(Engine, T) -> Fut + Send + 'static,
-        Fut: std::future::Future<Output = ()> + Send,
-    {
-        let mut notices = match notices {
-            Ok(Some(notices)) => notices,
-            Ok(None) => return,
-            Err(e) => {
-                tracing::warn!("not listening for {what}: {e}");
-                return;
-            }
-        };
-        let engine = self.clone();
-        tokio::spawn(async move {
-            loop {
-                let notice = tokio::select! {
-                    n = notices.recv() => match n {
-                        Some(notice) => notice,
-                        None => return,
-                    },
-                    _ = engine.inner.stopping.cancelled() => return,
-                };
-                handle(engine.clone(), notice).await;
             }
         });
     }

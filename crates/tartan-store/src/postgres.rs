@@ -126,61 +126,30 @@ impl Drop for AbortOnDrop {
     }
 }
 
-/// The `NOTIFY` channel of abort announcements.
-pub(crate) const ABORT_CHANNEL: &str = "tartan_abort";
-
-/// The `NOTIFY` channel on which a stopping process says it handed work back.
-pub(crate) const HANDBACK_CHANNEL: &str = "tartan_handback";
-
-/// The `NOTIFY` channel on which a process says how far its committed flow
-/// events reach: `<global position> <node>`.
-pub(crate) const EVENTS_CHANNEL: &str = "tartan_events";
-
-/// The `NOTIFY` channel on which a process says the catalog's sequence it
-/// committed: `<sequence> <node>`.
-pub(crate) const CATALOG_CHANNEL: &str = "tartan_catalog";
-
-/// The `NOTIFY` channel on which a process says it created a bulk job.
-pub(crate) const BULK_CHANNEL: &str = "tartan_bulk";
-
-/// Listen on `channel` on a connection of its own; the listener reconnects
-/// by itself after the database went away (notices sent meanwhile are lost:
-/// lease renewal and the sweep are the fallbacks). Yields the payloads.
+/// Listen on `channels` on one connection of its own; the listener
+/// reconnects by itself after the database went away (notices sent
+/// meanwhile are lost: lease renewal and the sweep are the fallbacks).
+/// Yields `(channel, payload)`.
 pub(crate) async fn listen(
     url: &str,
-    channel: &str,
-) -> Result<tokio::sync::mpsc::Receiver<String>, StoreError> {
+    channels: &[&str],
+) -> Result<tokio::sync::mpsc::Receiver<(String, String)>, StoreError> {
     let mut listener = sqlx::postgres::PgListener::connect(url).await?;
-    listener.listen(channel).await?;
+    listener.listen_all(channels.iter().copied()).await?;
     let (tx, rx) = tokio::sync::mpsc::channel(64);
-    let channel = channel.to_string();
     tokio::spawn(async move {
         loop {
             match listener.recv().await {
                 Ok(notice) => {
-                    if tx.send(notice.payload().to_string()).await.is_err() {
+                    let heard = (notice.channel().to_string(), notice.payload().to_string());
+                    if tx.send(heard).await.is_err() {
                         return;
                     }
                 }
                 Err(e) => {
-                    tracing::warn!("listening on {channel}: {e}; trying again");
+                    tracing::warn!("listening for notices: {e}; trying again");
                     tokio::time::sleep(std::time::Duration::from_secs(1)).await;
                 }
-            }
-        }
-    });
-    Ok(rx)
-}
-
-/// Listen for abort announcements (see `listen`).
-pub(crate) async fn listen_aborts(url: &str) -> Result<tokio::sync::mpsc::Receiver<Vec<String>>, StoreError> {
-    let mut payloads = listen(url, ABORT_CHANNEL).await?;
-    let (tx, rx) = tokio::sync::mpsc::channel(64);
-    tokio::spawn(async move {
-        while let Some(payload) = payloads.recv().await {
-            let tokens = payload.split(',').map(str::to_string).collect();
-            if tx.send(tokens).await.is_err() {
-                return;
             }
         }
     });

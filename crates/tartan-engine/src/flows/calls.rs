@@ -137,6 +137,7 @@ impl Engine {
                         budget: engine.inner.calls.slots.bytes(),
                         max_retry_after_ms: u64::try_from(config.max_retry_after.as_millis())
                             .unwrap_or(u64::MAX),
+                        clock: &config.clock,
                     };
                     let tracer = config.tracer.as_ref();
                     let (result, held) =
@@ -184,21 +185,21 @@ impl Engine {
         self.inner.calls.all()
     }
 
-    /// Abort the calls whose lease this process no longer holds: another
-    /// process took the work over (this one was presumed dead), or cancelled
-    /// or timed out the flow. Its result could not be recorded anyway, and
-    /// two processes must not run one call at once. A call that ended or was
-    /// replaced by a newer call of its token since `calls` was read is left.
-    pub(crate) fn abandon_lost_calls(&self, calls: Vec<(String, u64)>, renewed: &[String]) {
-        for token in self.inner.calls.abort_unrenewed(calls, renewed) {
-            tracing::warn!(%token, "lease lost to another process or decision; call abandoned");
-            self.inner.metrics.lease_lost();
-        }
-    }
-
     /// Whether this process has a call in flight for `token`.
     pub(crate) fn is_in_flight(&self, token: &str) -> bool {
         self.inner.calls.contains(token)
+    }
+
+    /// Abort the calls other processes announce they cancelled (Postgres
+    /// `NOTIFY`); without it, lease renewal finds them within `TARTAN_LEASE / 3`.
+    pub(crate) fn spawn_abort_listener(&self, notices: Option<tokio::sync::mpsc::Receiver<Vec<String>>>) {
+        self.on_notices(notices, |engine, tokens| async move {
+            for token in tokens {
+                if engine.abort_call(&token) {
+                    tracing::info!(%token, "call aborted: its flow was cancelled by another process");
+                }
+            }
+        });
     }
 
     /// Abort the call in flight for `token`, if this process has one;

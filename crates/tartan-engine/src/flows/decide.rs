@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex as StdMutex};
 
-use chrono::{DateTime, SubsecRound, Utc};
+use chrono::{DateTime, Utc};
 use tartan_core::flow::{ApplyError, FlowState, WorkStatus};
 use tartan_core::machine::{self, AttemptResult, Command, Context, Effect, Transition, Wake};
 use tartan_store::{FlowCommit, StoreError, WorkKey, WorkRow};
@@ -147,11 +147,6 @@ pub(super) fn new_token() -> String {
     uuid::Uuid::new_v4().simple().to_string()
 }
 
-/// Times are kept at microsecond precision, as stored.
-pub(super) fn now() -> DateTime<Utc> {
-    Utc::now().trunc_subsecs(6)
-}
-
 impl Engine {
     /// Decide on every concluded call waiting in the flow's slot, in one
     /// decision and one commit, and answer each. `about` names the call
@@ -257,7 +252,9 @@ impl Engine {
                 .as_ref()
                 .and_then(|tracer| traces::decision_span(tracer, &cached.state, about));
             let base = cached.sequence;
-            let mut tx = self.decision_context(now(), |ctx| decide(FlowState::clone(&cached.state), ctx))?;
+            let mut tx = self.decision_context(self.inner.config.clock.now(), |ctx| {
+                decide(FlowState::clone(&cached.state), ctx)
+            })?;
             let heard: Vec<Effect> = tx
                 .effects
                 .iter()
@@ -450,12 +447,9 @@ impl Engine {
             }
         }
         if !elsewhere.is_empty() {
-            let store = self.inner.store.clone();
-            tokio::spawn(async move {
-                if let Err(e) = store.announce_aborts(&elsewhere).await {
-                    tracing::warn!("announcing aborts failed (lease renewal will catch them): {e}");
-                }
-            });
+            self.inner
+                .outbox
+                .announce(tartan_store::Notice::Aborts(elsewhere));
         }
         if let Some(status) = finished {
             self.inner.waiters.finished(flow_id, status);
@@ -479,14 +473,5 @@ impl Engine {
         for call in calls {
             self.make_call(tx, call);
         }
-    }
-
-    /// How long a lease holds: the attempt timeout plus `TARTAN_LEASE`
-    /// (each bounded by the configuration; saturating for an engine built
-    /// in code with larger values, where `+` would panic).
-    pub(crate) fn lease_length(&self) -> chrono::Duration {
-        let config = &self.inner.config;
-        chrono::Duration::from_std(config.step_timeout.saturating_add(config.lease))
-            .unwrap_or(chrono::Duration::MAX)
     }
 }

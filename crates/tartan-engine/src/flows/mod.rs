@@ -27,7 +27,7 @@ use tartan_store::{StoreError, WorkKey};
 use crate::{traces, Engine, EngineError};
 
 pub(crate) use decide::FlowLocks;
-use decide::{now, Cached, Released};
+use decide::{Cached, Released};
 pub(crate) use waiters::Waiters;
 pub use waiters::MAX_WAITERS;
 
@@ -129,7 +129,7 @@ impl Engine {
             return Err(EngineError::ShuttingDown);
         }
         // The flow starts at this instant: its deadline is measured from it.
-        let started = now();
+        let started = self.inner.config.clock.now();
         let mut start = request.parse(started, self.inner.config.max_step_attempts)?;
         let mut trace = traces::new_flow_trace(traceparent);
         // Ended when dropped, once the start is done (or refused).

@@ -175,11 +175,8 @@ impl BulkJobStore for SqlStore {
             .await?;
         if self.backend.notifies() {
             // Delivered at commit: the other processes find the job there.
-            sqlx::query("SELECT pg_notify($1, $2)")
-                .bind(crate::postgres::BULK_CHANNEL)
-                .bind(&job.id)
-                .execute(&mut *tx)
-                .await?;
+            let notice = crate::Notice::BulkJob { id: job.id.clone() };
+            super::notices::notify(&mut tx, &notice).await?;
         }
         let row = sqlx::query(&format!("SELECT {JOB_COLUMNS} FROM bulk_jobs WHERE id = $1"))
             .bind(&job.id)

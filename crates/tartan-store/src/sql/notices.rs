@@ -1,126 +1,169 @@
-//! Notices between the processes sharing a Postgres database
-//! (`LISTEN`/`NOTIFY`, channels in `postgres`); with SQLite, announcing
-//! does nothing and listening answers `None`.
+//! Notices between the processes sharing a Postgres database: one
+//! `NOTIFY` channel per kind, all heard on one `LISTEN` connection
+//! (`postgres::listen`); with SQLite, announcing does nothing and listening
+//! answers `None`.
 
 use async_trait::async_trait;
+use tokio::sync::mpsc::Receiver;
 
 use crate::connection::SqlStore;
 use crate::error::StoreError;
-use crate::NoticeStore;
+use crate::{Notice, NoticeStore};
 
-/// Receipt tokens (32 characters and a comma) per abort notice.
+/// The `NOTIFY` channels, one per kind of notice.
+const ABORT_CHANNEL: &str = "tartan_abort";
+const HANDBACK_CHANNEL: &str = "tartan_handback";
+const EVENTS_CHANNEL: &str = "tartan_events";
+const CATALOG_CHANNEL: &str = "tartan_catalog";
+const BULK_CHANNEL: &str = "tartan_bulk";
+
+/// Every channel, listened to together.
+pub(crate) const CHANNELS: [&str; 5] = [
+    ABORT_CHANNEL,
+    HANDBACK_CHANNEL,
+    EVENTS_CHANNEL,
+    CATALOG_CHANNEL,
+    BULK_CHANNEL,
+];
+
+/// Receipt tokens (32 characters and a comma) per abort notice: a notice
+/// carries at most 8000 bytes.
 const ABORTS_PER_NOTICE: usize = 200;
 
-#[async_trait]
-impl NoticeStore for SqlStore {
-    async fn announce_aborts(&self, tokens: &[String]) -> Result<(), StoreError> {
-        if !self.backend.notifies() {
-            return Ok(());
-        }
-        // A notice carries at most 8000 bytes: tokens go in batches.
-        for chunk in tokens.chunks(ABORTS_PER_NOTICE) {
-            sqlx::query("SELECT pg_notify($1, $2)")
-                .bind(crate::postgres::ABORT_CHANNEL)
-                .bind(chunk.join(","))
-                .execute(&self.write)
-                .await?;
-        }
-        Ok(())
-    }
-
-    async fn listen_aborts(&self) -> Result<Option<tokio::sync::mpsc::Receiver<Vec<String>>>, StoreError> {
-        match &self.listen_url {
-            Some(url) => Ok(Some(crate::postgres::listen_aborts(url).await?)),
-            None => Ok(None),
-        }
-    }
-
-    async fn announce_events(&self, node: &str, head: i64) -> Result<(), StoreError> {
-        self.announce_position(crate::postgres::EVENTS_CHANNEL, node, head)
-            .await
-    }
-
-    async fn listen_events(&self) -> Result<Option<tokio::sync::mpsc::Receiver<(i64, String)>>, StoreError> {
-        self.listen_positions(crate::postgres::EVENTS_CHANNEL).await
-    }
-
-    async fn announce_catalog(&self, node: &str, sequence: i64) -> Result<(), StoreError> {
-        self.announce_position(crate::postgres::CATALOG_CHANNEL, node, sequence)
-            .await
-    }
-
-    async fn listen_catalog(&self) -> Result<Option<tokio::sync::mpsc::Receiver<(i64, String)>>, StoreError> {
-        self.listen_positions(crate::postgres::CATALOG_CHANNEL).await
-    }
-
-    async fn listen_handbacks(&self) -> Result<Option<tokio::sync::mpsc::Receiver<()>>, StoreError> {
-        self.listen_coalesced(crate::postgres::HANDBACK_CHANNEL).await
-    }
-
-    async fn listen_bulk(&self) -> Result<Option<tokio::sync::mpsc::Receiver<()>>, StoreError> {
-        self.listen_coalesced(crate::postgres::BULK_CHANNEL).await
+/// The `(channel, payload)` pairs that carry `notice`: one, but for aborts
+/// of many tokens, which go in batches.
+pub(crate) fn encode(notice: &Notice) -> Vec<(&'static str, String)> {
+    match notice {
+        Notice::Aborts(tokens) => tokens
+            .chunks(ABORTS_PER_NOTICE)
+            .map(|chunk| (ABORT_CHANNEL, chunk.join(",")))
+            .collect(),
+        Notice::Events { node, head } => vec![(EVENTS_CHANNEL, format!("{head} {node}"))],
+        Notice::Catalog { node, sequence } => vec![(CATALOG_CHANNEL, format!("{sequence} {node}"))],
+        Notice::HandedBack { node } => vec![(HANDBACK_CHANNEL, node.clone())],
+        Notice::BulkJob { id } => vec![(BULK_CHANNEL, id.clone())],
     }
 }
 
-impl SqlStore {
-    /// `NOTIFY channel, '<position> <node>'` (Postgres; nothing elsewhere).
-    async fn announce_position(&self, channel: &str, node: &str, position: i64) -> Result<(), StoreError> {
+/// The notice a payload on `channel` carries; `None` for one that is not
+/// ours (anyone may `NOTIFY` on a channel).
+pub(crate) fn decode(channel: &str, payload: &str) -> Option<Notice> {
+    let position = || {
+        let (at, node) = payload.split_once(' ')?;
+        Some((at.parse::<i64>().ok()?, node.to_string()))
+    };
+    match channel {
+        ABORT_CHANNEL => Some(Notice::Aborts(
+            payload
+                .split(',')
+                .filter(|t| !t.is_empty())
+                .map(str::to_string)
+                .collect(),
+        )),
+        EVENTS_CHANNEL => position().map(|(head, node)| Notice::Events { node, head }),
+        CATALOG_CHANNEL => position().map(|(sequence, node)| Notice::Catalog { node, sequence }),
+        HANDBACK_CHANNEL => Some(Notice::HandedBack {
+            node: payload.to_string(),
+        }),
+        BULK_CHANNEL => Some(Notice::BulkJob {
+            id: payload.to_string(),
+        }),
+        _ => None,
+    }
+}
+
+/// `NOTIFY` `notice` on `conn`: in a transaction, it is delivered at
+/// commit.
+pub(crate) async fn notify(conn: &mut sqlx::AnyConnection, notice: &Notice) -> Result<(), StoreError> {
+    for (channel, payload) in encode(notice) {
+        sqlx::query("SELECT pg_notify($1, $2)")
+            .bind(channel)
+            .bind(payload)
+            .execute(&mut *conn)
+            .await?;
+    }
+    Ok(())
+}
+
+#[async_trait]
+impl NoticeStore for SqlStore {
+    async fn announce(&self, notice: &Notice) -> Result<(), StoreError> {
         if !self.backend.notifies() {
             return Ok(());
         }
-        sqlx::query("SELECT pg_notify($1, $2)")
-            .bind(channel)
-            .bind(format!("{position} {node}"))
-            .execute(&self.write)
-            .await?;
-        Ok(())
+        notify(&mut *self.write.acquire().await?, notice).await
     }
 
-    /// The notices of `channel`, each meaning only "look again": many that
-    /// arrive while one is being handled are one. `None` without Postgres.
-    async fn listen_coalesced(
-        &self,
-        channel: &str,
-    ) -> Result<Option<tokio::sync::mpsc::Receiver<()>>, StoreError> {
+    async fn listen(&self) -> Result<Option<Receiver<Notice>>, StoreError> {
         let Some(url) = &self.listen_url else {
             return Ok(None);
         };
-        let mut payloads = crate::postgres::listen(url, channel).await?;
-        let (tx, rx) = tokio::sync::mpsc::channel(8);
-        tokio::spawn(async move {
-            while payloads.recv().await.is_some() {
-                if let Err(tokio::sync::mpsc::error::TrySendError::Closed(_)) = tx.try_send(()) {
-                    return;
-                }
-            }
-        });
-        Ok(Some(rx))
-    }
-
-    /// The `(position, node)` notices of `channel`; `None` without Postgres.
-    async fn listen_positions(
-        &self,
-        channel: &str,
-    ) -> Result<Option<tokio::sync::mpsc::Receiver<(i64, String)>>, StoreError> {
-        let Some(url) = &self.listen_url else {
-            return Ok(None);
-        };
-        let mut payloads = crate::postgres::listen(url, channel).await?;
+        let mut payloads = crate::postgres::listen(url, &CHANNELS).await?;
         let (tx, rx) = tokio::sync::mpsc::channel(64);
         tokio::spawn(async move {
-            while let Some(payload) = payloads.recv().await {
-                let Some((head, node)) = payload
-                    .split_once(' ')
-                    .and_then(|(h, n)| Some((h.parse::<i64>().ok()?, n.to_string())))
-                else {
-                    tracing::debug!("an events notice that is not ours: {payload:?}");
+            while let Some((channel, payload)) = payloads.recv().await {
+                let Some(notice) = decode(&channel, &payload) else {
+                    tracing::debug!("a notice on {channel} that is not ours: {payload:?}");
                     continue;
                 };
-                if tx.send((head, node)).await.is_err() {
+                if tx.send(notice).await.is_err() {
                     return;
                 }
             }
         });
         Ok(Some(rx))
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_notice_reads_back_as_itself() {
+        let notices = [
+            Notice::Aborts(vec!["a".repeat(32), "b".repeat(32)]),
+            Notice::Events {
+                node: "node 1".into(),
+                head: 42,
+            },
+            Notice::Catalog {
+                node: "n".into(),
+                sequence: 7,
+            },
+            Notice::HandedBack { node: "n".into() },
+            Notice::BulkJob { id: "job".into() },
+        ];
+        for notice in notices {
+            let encoded = encode(&notice);
+            assert_eq!(encoded.len(), 1);
+            let (channel, payload) = &encoded[0];
+            assert!(CHANNELS.contains(channel));
+            assert_eq!(decode(channel, payload), Some(notice));
+        }
+    }
+
+    #[test]
+    fn many_aborts_go_in_notices_under_postgres_limit() {
+        let tokens: Vec<String> = (0..450).map(|i| format!("{i:032}")).collect();
+        let encoded = encode(&Notice::Aborts(tokens.clone()));
+        assert_eq!(encoded.len(), 3);
+        assert!(encoded.iter().all(|(_, p)| p.len() < 8000));
+        let back: Vec<String> = encoded
+            .iter()
+            .flat_map(|(c, p)| match decode(c, p) {
+                Some(Notice::Aborts(t)) => t,
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(back, tokens);
+    }
+
+    #[test]
+    fn payloads_that_are_not_ours_are_dropped() {
+        assert_eq!(decode(EVENTS_CHANNEL, "x node"), None);
+        assert_eq!(decode(CATALOG_CHANNEL, "12"), None);
+        assert_eq!(decode("elsewhere", "1 n"), None);
     }
 }

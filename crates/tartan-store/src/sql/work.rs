@@ -271,11 +271,10 @@ impl WorkStore for SqlStore {
         }
         let released = query.execute(&self.write).await?.rows_affected();
         if released > 0 && self.backend.notifies() {
-            sqlx::query("SELECT pg_notify($1, $2)")
-                .bind(crate::postgres::HANDBACK_CHANNEL)
-                .bind(node)
-                .execute(&self.write)
-                .await?;
+            let notice = crate::Notice::HandedBack {
+                node: node.to_string(),
+            };
+            super::notices::notify(&mut *self.write.acquire().await?, &notice).await?;
         }
         Ok(released)
     }

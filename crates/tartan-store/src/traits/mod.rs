@@ -24,7 +24,7 @@ pub use bulk::{BulkJobStore, BulkRunStore};
 pub use catalog::CatalogStore;
 pub use feed::FeedStore;
 pub use flows::FlowStore;
-pub use notices::NoticeStore;
+pub use notices::{Notice, NoticeStore};
 pub use retention::RetentionStore;
 pub use work::WorkStore;
 
