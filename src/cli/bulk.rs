@@ -3,6 +3,7 @@
 //! docs/api.md, "Bulk operations").
 
 use std::time::Duration;
+use tartan_server::api::answers::{BulkDryRun, BulkJobList, BulkJobView};
 
 use serde_json::{json, Map, Value};
 
@@ -111,26 +112,25 @@ pub async fn run(cmd: BulkCmd) -> Result<u8, CliError> {
     let format = cmd.conn.output;
     let (action, filter, flags, extra) = match cmd.command {
         BulkSub::Get { job } => {
-            let job = client.get(&["engine", "bulk", &job]).await?;
+            let job: BulkJobView = client.get_as(client.url(&["engine", "bulk", &job])).await?;
             show(&job, format);
             return Ok(exit::OK);
         }
         BulkSub::Stop { job } => {
-            let job = client
-                .post(&["engine", "bulk", &job, "cancel"], &json!({}))
+            let job: BulkJobView = client
+                .post_as(&["engine", "bulk", &job, "cancel"], &json!({}))
                 .await?;
             show(&job, format);
             return Ok(exit::OK);
         }
         BulkSub::Ls => {
-            let body = client.get(&["engine", "bulk"]).await?;
+            let body: BulkJobList = client.get_as(client.url(&["engine", "bulk"])).await?;
             if format == Format::Json {
                 output::json(&body);
                 return Ok(exit::OK);
             }
-            let jobs = body["jobs"].as_array().cloned().unwrap_or_default();
             let mut table = Table::new(&HEADERS);
-            for j in &jobs {
+            for j in &body.jobs {
                 table.row(row(j));
             }
             table.print();
@@ -152,19 +152,21 @@ pub async fn run(cmd: BulkCmd) -> Result<u8, CliError> {
     if let Some(rate) = flags.rate {
         body["rate"] = json!(rate);
     }
-    let job = client.post(&["engine", "bulk", action], &body).await?;
+    let answer = client.post(&["engine", "bulk", action], &body).await?;
     if flags.dry_run {
+        let dry: BulkDryRun = client.typed(answer)?;
         if format == Format::Json {
-            output::json(&job);
+            output::json(&dry);
         } else {
             output::line(&format!(
                 "{} flows match; a bulk {action} would act on them (dry run: nothing done)",
-                output::cell(&job["matched"])
+                dry.matched
             ));
         }
         return Ok(exit::OK);
     }
-    let id = output::s(&job, "id").to_string();
+    let job: BulkJobView = client.typed(answer)?;
+    let id = job.id.clone();
     if !flags.wait {
         show(&job, format);
         return Ok(exit::OK);
@@ -174,8 +176,7 @@ pub async fn run(cmd: BulkCmd) -> Result<u8, CliError> {
     }
     let job = wait(&client, &id, format).await?;
     show(&job, format);
-    let failed = job["failed"].as_u64().unwrap_or(0);
-    Ok(if output::s(&job, "status") == "completed" && failed == 0 {
+    Ok(if job.status == "completed" && job.failed == 0 {
         exit::OK
     } else {
         exit::ERROR
@@ -183,20 +184,16 @@ pub async fn run(cmd: BulkCmd) -> Result<u8, CliError> {
 }
 
 /// Poll the job until it is no longer queued or running.
-async fn wait(client: &Client, id: &str, format: Format) -> Result<Value, CliError> {
+async fn wait(client: &Client, id: &str, format: Format) -> Result<BulkJobView, CliError> {
     let mut last = String::new();
     loop {
-        let job = client.get(&["engine", "bulk", id]).await?;
-        if !matches!(output::s(&job, "status"), "queued" | "running") {
+        let job: BulkJobView = client.get_as(client.url(&["engine", "bulk", id])).await?;
+        if !matches!(job.status.as_str(), "queued" | "running") {
             return Ok(job);
         }
         let progress = format!(
             "{}: {} matched, {} done, {} skipped, {} failed",
-            output::s(&job, "status"),
-            output::cell(&job["total"]),
-            output::cell(&job["done"]),
-            output::cell(&job["skipped"]),
-            output::cell(&job["failed"]),
+            job.status, job.total, job.done, job.skipped, job.failed,
         );
         if format == Format::Table && progress != last {
             output::line(&progress);
@@ -206,21 +203,21 @@ async fn wait(client: &Client, id: &str, format: Format) -> Result<Value, CliErr
     }
 }
 
-fn row(j: &Value) -> Vec<String> {
+fn row(j: &BulkJobView) -> Vec<String> {
     vec![
-        output::s(j, "id").into(),
-        output::s(j, "kind").into(),
-        output::s(j, "status").into(),
-        output::cell(&j["total"]),
-        output::cell(&j["done"]),
-        output::cell(&j["skipped"]),
-        output::cell(&j["failed"]),
-        output::cell(&j["remaining"]),
-        output::s(j, "created_at").into(),
+        j.id.clone(),
+        j.kind.clone(),
+        j.status.clone(),
+        j.total.to_string(),
+        j.done.to_string(),
+        j.skipped.to_string(),
+        j.failed.to_string(),
+        j.remaining.to_string(),
+        output::time(&j.created_at),
     ]
 }
 
-fn show(job: &Value, format: Format) {
+fn show(job: &BulkJobView, format: Format) {
     if format == Format::Json {
         output::json(job);
         return;
@@ -228,13 +225,12 @@ fn show(job: &Value, format: Format) {
     let mut table = Table::new(&HEADERS);
     table.row(row(job));
     table.print();
-    let errors = job["failures"].as_array().cloned().unwrap_or_default();
-    if !errors.is_empty() {
+    if !job.failures.is_empty() {
         let mut t = Table::new(&["FLOW", "ERROR"]);
-        for e in &errors {
+        for e in &job.failures {
             t.row(vec![
-                output::s(e, "flow_id").into(),
-                shorten(&output::one_line(output::s(e, "detail")), 150),
+                e.flow_id.clone(),
+                shorten(&output::one_line(&e.detail), 150),
             ]);
         }
         output::line("");
@@ -254,7 +250,7 @@ fn filter_json(f: &Filter) -> Result<Value, CliError> {
     }
     let labels = super::parse_labels(&f.labels)?;
     if !labels.is_empty() {
-        m.insert("labels".into(), Value::Object(labels));
+        m.insert("labels".into(), json!(labels));
     }
     if !f.statuses.is_empty() {
         m.insert("statuses".into(), json!(f.statuses));

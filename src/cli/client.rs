@@ -7,6 +7,8 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use reqwest::{Method, StatusCode, Url};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
 use serde_json::Value;
 
 /// The most of one answer the CLI reads: the server bounds its own lists
@@ -209,6 +211,33 @@ impl Client {
 
     pub async fn post(&self, segments: &[&str], body: &Value) -> Result<Value, CliError> {
         self.send(Method::POST, self.url(segments), Some(body)).await
+    }
+
+    /// `GET`, the answer read as the API's type for it
+    /// (`tartan_server::api`).
+    pub async fn get_as<T: DeserializeOwned>(&self, url: Url) -> Result<T, CliError> {
+        let body = self.send(Method::GET, url, None).await?;
+        self.typed(body)
+    }
+
+    /// `POST` a request of the API's types; the answer read as its type.
+    pub async fn post_as<T: DeserializeOwned>(
+        &self,
+        segments: &[&str],
+        body: &impl Serialize,
+    ) -> Result<T, CliError> {
+        let body = serde_json::to_value(body).map_err(|e| CliError::local(format!("request: {e}")))?;
+        let answer = self.send(Method::POST, self.url(segments), Some(&body)).await?;
+        self.typed(answer)
+    }
+
+    /// A success's body that is not the API's answer: the server is not
+    /// Tartan, or not this version of it.
+    pub fn typed<T: DeserializeOwned>(&self, body: Value) -> Result<T, CliError> {
+        serde_json::from_value(body).map_err(|e| CliError::Unreachable {
+            server: self.server(),
+            reason: format!("an answer that is not this API's ({e})"),
+        })
     }
 }
 

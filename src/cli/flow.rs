@@ -1,7 +1,12 @@
 //! `tartan flow start|ls|get|events|cancel|retry`.
 
 use reqwest::Method;
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
+
+use std::collections::BTreeMap;
+
+use tartan_server::api::answers::{FlowAnswer, FlowCancelled, FlowPage, FlowRetried, FlowSummary};
+use tartan_server::api::requests::{QueryRequest, RetryBody};
 
 use super::client::{exit, CliError, Client};
 use super::output::{self, Format, Table};
@@ -113,10 +118,10 @@ pub async fn run(cmd: FlowCmd) -> Result<u8, CliError> {
             let mut body = json!({"id": id, "goals": goals, "init": super::parse_init(&init)?});
             let labels = super::parse_labels(&labels)?;
             if !labels.is_empty() {
-                body["labels"] = Value::Object(labels);
+                body["labels"] = json!(labels);
             }
-            let answer = client.post(&["engine", "flow"], &body).await?;
-            let id = answer["flow_id"].as_str().unwrap_or(&id).to_string();
+            let answer: FlowAnswer = client.post_as(&["engine", "flow"], &body).await?;
+            let id = answer.flow_id.clone();
             announce(&answer, format, watch.watch, &format!("started flow {id}"));
             if watch.watch {
                 return watch::watch(&client, &id, Mode::pick(watch.plain, format)).await;
@@ -137,12 +142,17 @@ pub async fn run(cmd: FlowCmd) -> Result<u8, CliError> {
             }
             let mut table = Table::new(&["ID", "STATUS", "UPDATED", "LABELS", "ERROR"]);
             for f in &flows {
+                let labels: Vec<String> = f
+                    .labels
+                    .iter()
+                    .map(|(k, v)| format!("{k}={}", output::one_line(v)))
+                    .collect();
                 table.row(vec![
-                    output::s(f, "id").into(),
-                    output::s(f, "status").into(),
-                    output::s(f, "timestamp").into(),
-                    output::pairs(&f["labels"]),
-                    super::client::shorten(&output::one_line(output::s(f, "error")), 100),
+                    f.id.clone(),
+                    f.status.as_str().into(),
+                    output::time(&f.timestamp),
+                    labels.join(","),
+                    super::client::shorten(&output::one_line(f.error.as_deref().unwrap_or_default()), 100),
                 ]);
             }
             table.print();
@@ -184,6 +194,7 @@ pub async fn run(cmd: FlowCmd) -> Result<u8, CliError> {
                 url.set_query(Some("compensate=false"));
             }
             let answer = client.send(Method::POST, url, Some(&json!({}))).await?;
+            let answer: FlowCancelled = client.typed(answer)?;
             if format == Format::Json {
                 output::json(&answer);
             } else {
@@ -206,12 +217,10 @@ pub async fn run(cmd: FlowCmd) -> Result<u8, CliError> {
             } else {
                 0
             };
-            let answer = client
-                .post(
-                    &["engine", "flow", &id, "retry"],
-                    &json!({"reset_attempts": !keep_attempts}),
-                )
-                .await?;
+            let retry = RetryBody {
+                reset_attempts: !keep_attempts,
+            };
+            let answer: FlowRetried = client.post_as(&["engine", "flow", &id, "retry"], &retry).await?;
             announce(&answer, format, watch.watch, &format!("retrying flow {id}"));
             if watch.watch {
                 return watch::watch_after(&client, &id, Mode::pick(watch.plain, format), before).await;
@@ -223,7 +232,7 @@ pub async fn run(cmd: FlowCmd) -> Result<u8, CliError> {
 
 /// The answer to a start or a retry: pretty JSON, or one JSON line when the
 /// events follow as JSON lines, or `text`.
-fn announce(answer: &Value, format: Format, watching: bool, text: &str) {
+fn announce(answer: &impl serde::Serialize, format: Format, watching: bool, text: &str) {
     match (format, watching) {
         (Format::Json, false) => output::json(answer),
         (Format::Json, true) => output::json_line(answer),
@@ -236,32 +245,24 @@ async fn list(
     client: &Client,
     statuses: &[String],
     prefix: Option<String>,
-    labels: Map<String, Value>,
+    labels: BTreeMap<String, String>,
     limit: usize,
-) -> Result<Vec<Value>, CliError> {
+) -> Result<Vec<FlowSummary>, CliError> {
     let mut flows = Vec::new();
-    let mut cursor: Option<String> = None;
+    let mut query = QueryRequest {
+        statuses: statuses.to_vec(),
+        id_prefix: prefix.unwrap_or_default(),
+        labels,
+        ..QueryRequest::default()
+    };
     while flows.len() < limit {
-        let mut query = json!({"limit": (limit - flows.len()).min(1000)});
-        if !statuses.is_empty() {
-            query["statuses"] = json!(statuses);
-        }
-        if let Some(p) = &prefix {
-            query["id_prefix"] = json!(p);
-        }
-        if !labels.is_empty() {
-            query["labels"] = Value::Object(labels.clone());
-        }
-        if let Some(c) = &cursor {
-            query["cursor"] = json!(c);
-        }
-        let page = client.post(&["engine", "flow", "query"], &query).await?;
-        let got = page["flows"].as_array().cloned().unwrap_or_default();
-        let empty = got.is_empty();
-        flows.extend(got);
-        cursor = page["next_cursor"].as_str().map(str::to_string);
-        if cursor.is_none() || empty {
-            break;
+        query.limit = i64::try_from((limit - flows.len()).min(1000)).unwrap_or(1000);
+        let page: FlowPage = client.post_as(&["engine", "flow", "query"], &query).await?;
+        let empty = page.flows.is_empty();
+        flows.extend(page.flows);
+        match page.next_cursor {
+            Some(cursor) if !empty => query.cursor = cursor,
+            _ => break,
         }
     }
     flows.truncate(limit);

@@ -91,8 +91,8 @@ pub fn parse_init(items: &[String]) -> Result<Map<String, Value>, CliError> {
 }
 
 /// `--label k=v`, repeatable.
-pub fn parse_labels(items: &[String]) -> Result<Map<String, Value>, CliError> {
-    let mut labels = Map::new();
+pub fn parse_labels(items: &[String]) -> Result<std::collections::BTreeMap<String, String>, CliError> {
+    let mut labels = std::collections::BTreeMap::new();
     for item in items {
         let (k, v) = item
             .split_once('=')
@@ -100,7 +100,7 @@ pub fn parse_labels(items: &[String]) -> Result<Map<String, Value>, CliError> {
         if k.is_empty() {
             return Err(CliError::local(format!("--label {item:?}: the key is empty")));
         }
-        labels.insert(k.to_string(), Value::String(v.to_string()));
+        labels.insert(k.to_string(), v.to_string());
     }
     Ok(labels)
 }

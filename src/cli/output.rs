@@ -86,14 +86,28 @@ pub fn json_text(text: String) -> String {
 }
 
 /// The server's JSON, pretty.
-pub fn json(value: &Value) {
-    let text = serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string());
+pub fn json(value: &impl serde::Serialize) {
+    let text = serde_json::to_string_pretty(value).unwrap_or_else(|e| format!("\"{e}\""));
     out(&format!("{}\n", json_text(text)));
 }
 
+/// A time as the API writes it.
+pub fn time(at: &tartan_core::flow::Time) -> String {
+    match serde_json::to_value(at) {
+        Ok(Value::String(s)) => s,
+        _ => at.to_rfc3339(),
+    }
+}
+
+/// An optional time as the API writes it; empty when absent.
+pub fn maybe_time(at: &Option<tartan_core::flow::Time>) -> String {
+    at.as_ref().map(time).unwrap_or_default()
+}
+
 /// The server's JSON on one line (JSON lines).
-pub fn json_line(value: &Value) {
-    out(&format!("{}\n", json_text(value.to_string())));
+pub fn json_line(value: &impl serde::Serialize) {
+    let text = serde_json::to_string(value).unwrap_or_else(|e| format!("\"{e}\""));
+    out(&format!("{}\n", json_text(text)));
 }
 
 /// Columns padded to their widest cell; the last column is not padded.

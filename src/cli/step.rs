@@ -1,6 +1,7 @@
 //! `tartan step apply|ls|get|rm`.
 
 use std::path::{Path, PathBuf};
+use tartan_server::api::answers::StepList;
 
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
@@ -46,19 +47,20 @@ pub async fn run(cmd: StepCmd) -> Result<u8, CliError> {
     match cmd.command {
         StepSub::Apply { files } => apply(&client, &files, format).await,
         StepSub::Ls => {
-            let body = client.get(&["engine", "step"]).await?;
+            let body: StepList = client.get_as(client.url(&["engine", "step"])).await?;
             if format == Format::Json {
                 output::json(&body);
                 return Ok(exit::OK);
             }
             let mut table = Table::new(&["ID", "NAME", "TYPE", "ENDPOINT", "INPUTS", "OUTPUTS"]);
-            for step in body["steps"].as_array().into_iter().flatten() {
-                let (inputs, outputs) = io_of(step);
+            for step in &body.steps {
+                let (inputs, outputs) =
+                    roles(step.attributes.iter().map(|(name, a)| (name, a.role.as_str())));
                 table.row(vec![
-                    output::s(step, "id").into(),
-                    output::one_line(output::s(step, "name")),
-                    output::s(step, "type").into(),
-                    output::s(&step["http"], "endpoint").into(),
+                    step.id.clone(),
+                    output::one_line(&step.name),
+                    step.step_type.clone(),
+                    step.http.as_ref().map(|h| h.endpoint.clone()).unwrap_or_default(),
                     inputs.join(","),
                     outputs.join(","),
                 ]);
@@ -107,10 +109,16 @@ pub async fn run(cmd: StepCmd) -> Result<u8, CliError> {
 
 /// A step's inputs (required, optional `?`, const `=`) and outputs.
 pub(crate) fn io_of(step: &Value) -> (Vec<String>, Vec<String>) {
+    let attributes = step["attributes"].as_object().into_iter().flatten();
+    roles(attributes.map(|(name, attr)| (name, output::s(attr, "role"))))
+}
+
+/// Inputs (optional ones marked `?`) and outputs, from `(name, role)`.
+fn roles<'a>(attributes: impl Iterator<Item = (&'a String, &'a str)>) -> (Vec<String>, Vec<String>) {
     let mut inputs = Vec::new();
     let mut outputs = Vec::new();
-    for (name, attr) in step["attributes"].as_object().into_iter().flatten() {
-        match output::s(attr, "role") {
+    for (name, role) in attributes {
+        match role {
             "required" => inputs.push(name.clone()),
             "optional" => inputs.push(format!("{name}?")),
             "output" => outputs.push(name.clone()),

@@ -1,7 +1,6 @@
 //! `tartan work ls`: work items across flows (`GET /engine/work`).
 
-use reqwest::Method;
-use serde_json::{json, Value};
+use tartan_server::api::answers::{WorkItem, WorkList};
 
 use super::client::{exit, shorten, CliError};
 use super::output::{self, Format, Table};
@@ -44,7 +43,7 @@ pub async fn run(cmd: WorkCmd) -> Result<u8, CliError> {
         limit,
     } = cmd.command;
     let limit = limit as usize;
-    let mut items: Vec<Value> = Vec::new();
+    let mut items: Vec<WorkItem> = Vec::new();
     let mut cursor: Option<String> = None;
     while items.len() < limit {
         let mut url = client.url(&["engine", "work"]);
@@ -62,18 +61,21 @@ pub async fn run(cmd: WorkCmd) -> Result<u8, CliError> {
                 }
             }
         }
-        let page = client.send(Method::GET, url, None).await?;
-        let got = page["work_items"].as_array().cloned().unwrap_or_default();
-        let empty = got.is_empty();
-        items.extend(got);
-        cursor = page["next_cursor"].as_str().map(str::to_string);
+        let page: WorkList = client.get_as(url).await?;
+        let empty = page.work_items.is_empty();
+        items.extend(page.work_items);
+        cursor = page.next_cursor;
         if cursor.is_none() || empty {
             break;
         }
     }
     items.truncate(limit);
     if cmd.conn.output == Format::Json {
-        output::json(&json!({"count": items.len(), "work_items": items}));
+        output::json(&WorkList {
+            count: items.len(),
+            work_items: items,
+            next_cursor: None,
+        });
         return Ok(exit::OK);
     }
     let mut table = Table::new(&[
@@ -87,13 +89,16 @@ pub async fn run(cmd: WorkCmd) -> Result<u8, CliError> {
     ]);
     for w in &items {
         table.row(vec![
-            output::s(w, "flow_id").into(),
-            output::s(w, "step_id").into(),
-            output::s(w, "token").into(),
-            output::s(w, "status").into(),
-            output::cell(&w["attempt"]),
-            output::s(w, "next_retry_at").into(),
-            shorten(&output::one_line(output::s(w, "last_error")), 100),
+            w.flow_id.clone(),
+            w.step_id.clone(),
+            w.token.clone(),
+            w.status.as_str().into(),
+            w.attempt.to_string(),
+            output::maybe_time(&w.next_retry_at),
+            shorten(
+                &output::one_line(w.last_error.as_deref().unwrap_or_default()),
+                100,
+            ),
         ]);
     }
     table.print();

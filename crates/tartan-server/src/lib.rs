@@ -14,10 +14,11 @@
 //!   idle ones (docs/durability.md, "Connections").
 //! - `routes/`: one module per resource (health, engine and catalog, steps,
 //!   flows and work, bulk jobs, webhooks, the event streams, the WebSocket
-//!   `ws`); `routes/bodies.rs` holds the answers' types.
+//!   `ws`); `api` holds the bodies' types, shared with the CLI.
 //! - `openapi`: the OpenAPI document built from the routes' annotations,
 //!   `GET /openapi.json`.
 
+pub mod api;
 mod connections;
 pub mod error;
 pub mod extract;

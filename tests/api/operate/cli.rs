@@ -912,14 +912,13 @@ async fn garbage_answers_and_endless_files_are_errors_not_panics() {
     assert!(!r.stderr.contains("panicked"), "{r:?}");
     let r = tartan(&["flow", "watch", "x"], &env).await;
     assert_eq!(r.code, 1, "{r:?}");
-    // A 200 that is not the API: an empty table, not a crash.
+    // A 200 that is not the API: read as the API's type, it is not one;
+    // exit 3, as for a server that cannot be reached, and no crash.
     let r = tartan(&["step", "ls"], &env).await;
-    assert_eq!(r.code, 0, "{r:?}");
-    assert_eq!(
-        r.stdout.trim(),
-        "ID  NAME  TYPE  ENDPOINT  INPUTS  OUTPUTS",
-        "{r:?}"
-    );
+    assert_eq!(r.code, 3, "{r:?}");
+    assert!(r.stderr.contains("an answer that is not this API's"), "{r:?}");
+    assert!(r.stdout.is_empty(), "{r:?}");
+    assert_inert(&r.stderr, "");
     let r = tartan(&["health"], &env).await;
     assert_eq!(r.code, 1, "a page that is not Tartan's is not ready: {r:?}");
 

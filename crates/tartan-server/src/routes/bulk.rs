@@ -10,7 +10,7 @@ use tartan_core::bulk::{BulkCancelRequest, BulkRetryRequest, BulkSpec, BulkStatu
 use tartan_engine::reads::BulkCreated;
 use tartan_engine::Engine;
 
-use super::bodies::{BulkDryRun, BulkFailure, BulkJobList, BulkJobView};
+use crate::api::answers::{BulkDryRun, BulkFailure, BulkJobList, BulkJobView};
 use crate::error::{ApiError, Problem};
 use crate::extract::{self, Path, Query};
 
@@ -28,7 +28,7 @@ async fn create(engine: &Engine, spec: BulkSpec) -> Result<Response, ApiError> {
         let matched = engine.count_bulk(&spec.filter).await?;
         return Ok(Json(BulkDryRun {
             dry_run: true,
-            kind: spec.action.kind(),
+            kind: spec.action.kind().into(),
             matched,
         })
         .into_response());

@@ -5,8 +5,8 @@ use axum::extract::State;
 use axum::Json;
 use tartan_engine::{CatalogView, Engine};
 
-use super::bodies::{CatalogState, EngineState, EventList, NodeHealth, StepHealth};
 use super::history::{PageParams, PAGE_BYTES};
+use crate::api::answers::{CatalogState, EngineState, EventList, NodeHealth, StepHealth};
 use crate::error::{ApiError, Problem};
 use crate::extract::Query;
 
@@ -20,7 +20,14 @@ pub(crate) async fn engine_state(State(engine): State<Engine>) -> Json<EngineSta
     let health = catalog
         .steps
         .keys()
-        .map(|id| (id.clone(), StepHealth { status: "unknown" }))
+        .map(|id| {
+            (
+                id.clone(),
+                StepHealth {
+                    status: "unknown".into(),
+                },
+            )
+        })
         .collect();
     let node = engine.config().node_id.clone();
     Json(EngineState {

@@ -1,7 +1,5 @@
 //! `/engine/flow` and `/engine/plan`: start, preview, read and query flows.
 
-use std::collections::BTreeMap;
-
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::Json;
@@ -16,10 +14,11 @@ use tartan_core::request::{
 use tartan_engine::reads::{FlowQuery, SortOrder};
 use tartan_engine::{Engine, EngineError};
 
-use super::bodies::{
+use super::history::{PageParams, PAGE_BYTES};
+use crate::api::answers::{
     EventList, FlowAnswer, FlowCancelled, FlowPage, FlowRetried, FlowStatusAnswer, FlowSummary,
 };
-use super::history::{PageParams, PAGE_BYTES};
+use crate::api::requests::{QueryRequest, RetryBody};
 use crate::error::{ApiError, Problem};
 use crate::extract::{self, Path, Query};
 
@@ -58,7 +57,7 @@ pub(crate) async fn start(
         Ok((
             StatusCode::CREATED,
             Json(FlowAnswer {
-                message: "",
+                message: "".into(),
                 flow_id: id,
             }),
         ))
@@ -147,7 +146,7 @@ pub(crate) async fn cancel(
     Ok((
         StatusCode::ACCEPTED,
         Json(FlowCancelled {
-            message: "Flow cancelled",
+            message: "Flow cancelled".into(),
             flow_id: id,
             compensate,
         }),
@@ -156,20 +155,6 @@ pub(crate) async fn cancel(
 
 /// Largest body a retry takes: it has one optional flag.
 const RETRY_BODY_LIMIT: usize = 4 * 1024;
-
-/// A retry's optional body.
-#[derive(Deserialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct RetryBody {
-    /// Restarted work items count attempts from 1 again (the default), or
-    /// go on counting (`false`).
-    #[serde(default = "yes")]
-    reset_attempts: bool,
-}
-
-fn yes() -> bool {
-    true
-}
 
 /// `POST /engine/flow/{id}/retry`: 202 once a failed or cancelled flow runs
 /// again from where it stopped (docs/api.md, "Retry and kill").
@@ -202,7 +187,7 @@ pub(crate) async fn retry(
     Ok((
         StatusCode::ACCEPTED,
         Json(FlowRetried {
-            message: "Flow retried",
+            message: "Flow retried".into(),
             flow_id: id,
             reset_attempts: body.reset_attempts,
         }),
@@ -299,34 +284,6 @@ pub(crate) async fn list(State(engine): State<Engine>) -> Result<Json<Vec<FlowSu
         })
         .await?;
     Ok(Json(page.flows.iter().map(FlowSummary::bare).collect()))
-}
-
-/// `POST /engine/flow/query`: every criterion is optional.
-#[derive(Deserialize, utoipa::ToSchema)]
-pub(crate) struct QueryRequest {
-    /// Flows whose id starts with this.
-    #[serde(default)]
-    #[schema(max_length = 256)]
-    id_prefix: String,
-    /// Flows carrying every one of these labels (at most 32; keys and
-    /// values at most 256 bytes).
-    #[serde(default)]
-    labels: BTreeMap<String, String>,
-    /// Flows in any of these statuses.
-    #[serde(default)]
-    #[schema(value_type = Vec<FlowStatus>, max_items = 4)]
-    statuses: Vec<String>,
-    /// Flows per page, 0 to 1000 (0: 100).
-    #[serde(default)]
-    #[schema(minimum = 0, maximum = 1000)]
-    limit: i64,
-    /// The `next_cursor` of the previous page.
-    #[serde(default)]
-    cursor: String,
-    /// `recent_desc` (the default) or `recent_asc`.
-    #[serde(default)]
-    #[schema(example = "recent_desc")]
-    sort: String,
 }
 
 /// Every status a query may name.

@@ -5,7 +5,7 @@ use axum::http::StatusCode;
 use axum::Json;
 use tartan_engine::Engine;
 
-use super::bodies::{Health, HealthDetails, Ready};
+use crate::api::answers::{Health, HealthDetails, Ready};
 use crate::error::{kind, ApiError, Problem};
 
 /// Liveness, with the version, store, node id and call counts.
@@ -15,11 +15,11 @@ pub(crate) async fn health(State(engine): State<Engine>) -> Json<Health> {
     let (calls, deferred) = engine.call_counts();
     let config = engine.config();
     Json(Health {
-        status: "healthy",
-        service: "tartan",
+        status: "healthy".into(),
+        service: "tartan".into(),
         details: HealthDetails {
-            version: env!("CARGO_PKG_VERSION"),
-            store: engine.backend(),
+            version: env!("CARGO_PKG_VERSION").into(),
+            store: engine.backend().into(),
             node_id: config.node_id.clone(),
             active_flows: engine.active_flows(),
             max_active_flows: config.max_active_flows,
@@ -46,7 +46,9 @@ pub(crate) async fn health(State(engine): State<Engine>) -> Json<Health> {
     ))]
 pub(crate) async fn ready(State(engine): State<Engine>) -> Result<Json<Ready>, ApiError> {
     match engine.database_ready().await {
-        Ok(()) => Ok(Json(Ready { status: "ready" })),
+        Ok(()) => Ok(Json(Ready {
+            status: "ready".into(),
+        })),
         Err(e) => {
             tracing::warn!("not ready: {e}");
             Err(ApiError::new(

@@ -1,6 +1,5 @@
 //! Route table. Handlers live beside the resource they serve.
 
-mod bodies;
 pub(crate) mod bulk;
 pub(crate) mod engine;
 pub(crate) mod flows;

@@ -7,7 +7,7 @@ use tartan_core::ids::sanitize_id;
 use tartan_core::step::Step;
 use tartan_engine::Engine;
 
-use super::bodies::{Message, StepList, StepSaved};
+use crate::api::answers::{Message, StepList, StepSaved};
 use crate::error::{ApiError, Problem};
 use crate::extract::{self, Path, STEP_BODY_LIMIT};
 
@@ -41,7 +41,7 @@ pub(crate) async fn register(
         StatusCode::CREATED,
         Json(StepSaved {
             step,
-            message: "Step registered",
+            message: "Step registered".into(),
         }),
     ))
 }
@@ -85,7 +85,7 @@ pub(crate) async fn update(
     let step = engine.update_step(step).await?;
     Ok(Json(StepSaved {
         step,
-        message: "Step updated",
+        message: "Step updated".into(),
     }))
 }
 
@@ -102,6 +102,6 @@ pub(crate) async fn unregister(
 ) -> Result<Json<Message>, ApiError> {
     engine.unregister_step(&sanitize_id(&id)).await?;
     Ok(Json(Message {
-        message: "Step unregistered",
+        message: "Step unregistered".into(),
     }))
 }

@@ -8,7 +8,7 @@ use tartan_core::request::filter_id;
 use tartan_engine::reads::WorkQuery;
 use tartan_engine::Engine;
 
-use super::bodies::{WorkItem, WorkList};
+use crate::api::answers::{WorkItem, WorkList};
 use crate::error::{ApiError, Problem};
 use crate::extract::{Path, Query};
 

@@ -18,9 +18,9 @@ use tartan_engine::{Engine, FeedItem};
 use utoipa::ToSchema;
 
 use super::{dropped, failure, json_event, resume_point, KEEP_ALIVE};
+use crate::api::answers::Event;
 use crate::error::{ApiError, Problem};
 use crate::extract::Query;
-use crate::routes::bodies::Event;
 
 /// Longest flow id prefix a filter takes.
 const MAX_PREFIX: usize = 256;

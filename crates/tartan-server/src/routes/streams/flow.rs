@@ -12,9 +12,9 @@ use serde::Deserialize;
 use tartan_engine::{Engine, FeedItem};
 
 use super::{dropped, failure, json_event, resume_point, KEEP_ALIVE};
+use crate::api::answers::Event;
 use crate::error::{ApiError, Problem};
 use crate::extract::{Path, Query};
-use crate::routes::bodies::Event;
 
 /// The query of a stream.
 #[derive(Deserialize, utoipa::IntoParams)]

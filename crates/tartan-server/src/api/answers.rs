@@ -1,11 +1,11 @@
-//! The API's answers as types: what the handlers send and what the OpenAPI
-//! document (`crate::openapi`) describes come from one definition, so the
-//! two cannot drift apart (docs/api.md).
+//! The API's answers as types: what the handlers send, what the OpenAPI
+//! document (`crate::openapi`) describes and what the CLI reads come from
+//! one definition, so the three cannot drift apart (docs/api.md).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tartan_core::bulk::BulkAction;
 use tartan_core::catalog::AttributeGraph;
@@ -16,55 +16,55 @@ use tartan_engine::reads::{EventPage, StoredEvent, WorkView};
 use utoipa::ToSchema;
 
 /// An answer that is only a message (`DELETE /engine/step/{id}`).
-#[derive(Debug, Serialize, ToSchema)]
-pub(crate) struct Message {
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct Message {
     #[schema(example = "Step unregistered")]
-    pub message: &'static str,
+    pub message: String,
 }
 
 /// A started flow's id; `message` is empty, as in Argyll.
-#[derive(Debug, Serialize, ToSchema)]
-pub(crate) struct FlowAnswer {
-    pub message: &'static str,
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct FlowAnswer {
+    pub message: String,
     pub flow_id: String,
 }
 
 /// A cancelled flow; `compensate` is false for a kill.
-#[derive(Debug, Serialize, ToSchema)]
-pub(crate) struct FlowCancelled {
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct FlowCancelled {
     #[schema(example = "Flow cancelled")]
-    pub message: &'static str,
+    pub message: String,
     pub flow_id: String,
     pub compensate: bool,
 }
 
 /// A flow running again (docs/api.md, "Retry and kill").
-#[derive(Debug, Serialize, ToSchema)]
-pub(crate) struct FlowRetried {
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct FlowRetried {
     #[schema(example = "Flow retried")]
-    pub message: &'static str,
+    pub message: String,
     pub flow_id: String,
     pub reset_attempts: bool,
 }
 
 /// A registered or updated step as stored, defaults filled in.
-#[derive(Debug, Serialize, ToSchema)]
-pub(crate) struct StepSaved {
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct StepSaved {
     pub step: Step,
     #[schema(example = "Step registered")]
-    pub message: &'static str,
+    pub message: String,
 }
 
 /// Every registered step.
-#[derive(Debug, Serialize, ToSchema)]
-pub(crate) struct StepList {
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct StepList {
     pub count: usize,
     pub steps: Vec<Arc<Step>>,
 }
 
 /// The catalog and its attribute graph.
-#[derive(Debug, Serialize, ToSchema)]
-pub(crate) struct CatalogState {
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct CatalogState {
     #[schema(value_type = Option<String>, format = DateTime)]
     pub last_updated: Option<Time>,
     pub steps: BTreeMap<String, Arc<Step>>,
@@ -73,43 +73,43 @@ pub(crate) struct CatalogState {
 }
 
 /// The catalog with the health of its steps, by node.
-#[derive(Debug, Serialize, ToSchema)]
-pub(crate) struct EngineState {
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct EngineState {
     #[serde(flatten)]
     pub catalog: CatalogState,
     pub health: BTreeMap<String, NodeHealth>,
 }
 
 /// One node's view of its steps' health.
-#[derive(Debug, Serialize, ToSchema)]
-pub(crate) struct NodeHealth {
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct NodeHealth {
     pub health: BTreeMap<String, StepHealth>,
 }
 
 /// A step's health; `unknown` while health checks are not run.
-#[derive(Debug, Serialize, ToSchema)]
-pub(crate) struct StepHealth {
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct StepHealth {
     #[schema(example = "unknown")]
-    pub status: &'static str,
+    pub status: String,
 }
 
 /// `GET /health`.
-#[derive(Debug, Serialize, ToSchema)]
-pub(crate) struct Health {
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct Health {
     #[schema(example = "healthy")]
-    pub status: &'static str,
+    pub status: String,
     #[schema(example = "tartan")]
-    pub service: &'static str,
+    pub service: String,
     pub details: HealthDetails,
 }
 
 /// What `GET /health` reports about the process (docs/durability.md,
 /// "Call slots").
-#[derive(Debug, Serialize, ToSchema)]
-pub(crate) struct HealthDetails {
-    pub version: &'static str,
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct HealthDetails {
+    pub version: String,
     #[schema(example = "sqlite")]
-    pub store: &'static str,
+    pub store: String,
     pub node_id: String,
     pub active_flows: usize,
     pub max_active_flows: usize,
@@ -126,15 +126,15 @@ pub(crate) struct HealthDetails {
 }
 
 /// `GET /ready`.
-#[derive(Debug, Serialize, ToSchema)]
-pub(crate) struct Ready {
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct Ready {
     #[schema(example = "ready")]
-    pub status: &'static str,
+    pub status: String,
 }
 
 /// One stored event (docs/api.md, "Event histories").
-#[derive(Debug, Serialize, ToSchema)]
-pub(crate) struct Event {
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct Event {
     #[serde(rename = "type")]
     #[schema(example = "flow_started")]
     pub event_type: String,
@@ -164,13 +164,13 @@ impl From<&StoredEvent> for Event {
 }
 
 /// A history, whole or a page of it.
-#[derive(Debug, Serialize, ToSchema)]
-pub(crate) struct EventList {
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct EventList {
     pub count: usize,
     pub events: Vec<Event>,
     /// The `after` of the next page: present when paging was asked for or
     /// more events follow, `null` on the last page.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<i64>, nullable)]
     pub next: Option<Option<i64>>,
 }
@@ -189,15 +189,15 @@ impl EventList {
 }
 
 /// A flow in a list.
-#[derive(Debug, Serialize, ToSchema)]
-pub(crate) struct FlowSummary {
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct FlowSummary {
     pub id: String,
     pub status: FlowStatus,
     #[schema(value_type = String, format = DateTime)]
     pub timestamp: Time,
-    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub labels: BTreeMap<String, String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
 }
 
@@ -224,20 +224,20 @@ impl FlowSummary {
 }
 
 /// A page of a flow query.
-#[derive(Debug, Serialize, ToSchema)]
-pub(crate) struct FlowPage {
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct FlowPage {
     pub flows: Vec<FlowSummary>,
     pub count: usize,
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub has_more: bool,
     /// The `cursor` of the next page, when there is more.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_cursor: Option<String>,
 }
 
 /// `GET /engine/flow/{id}/status`.
-#[derive(Debug, Serialize, ToSchema)]
-pub(crate) struct FlowStatusAnswer {
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct FlowStatusAnswer {
     pub id: String,
     pub status: FlowStatus,
 }
@@ -245,8 +245,8 @@ pub(crate) struct FlowStatusAnswer {
 /// A work item, flat, with where it belongs (docs/work-items.md): its
 /// bookkeeping, without its inputs and outputs (those are in the flow's
 /// state), so that a page of items is small whatever the steps exchange.
-#[derive(Debug, Serialize, ToSchema)]
-pub(crate) struct WorkItem {
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct WorkItem {
     pub status: WorkStatus,
     #[schema(value_type = Option<String>, format = DateTime)]
     pub started_at: Option<Time>,
@@ -254,26 +254,26 @@ pub(crate) struct WorkItem {
     pub completed_at: Option<Time>,
     #[schema(value_type = Option<String>, format = DateTime)]
     pub next_retry_at: Option<Time>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub problem: Option<Value>,
     pub retry_count: u32,
     pub attempts: Vec<Attempt>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<String>, format = DateTime)]
     pub deadline_at: Option<Time>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<String>, format = DateTime)]
     pub inactive_until: Option<Time>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub compensation: Vec<Attempt>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<String>, format = DateTime)]
     pub accepted_at: Option<Time>,
-    #[serde(skip_serializing_if = "is_zero")]
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub index: u32,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retry_state: Option<RetryState>,
     pub flow_id: String,
     pub step_id: String,
@@ -314,32 +314,32 @@ impl From<&WorkView> for WorkItem {
 }
 
 /// Work items, with the cursor of the next page when there is more.
-#[derive(Debug, Serialize, ToSchema)]
-pub(crate) struct WorkList {
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct WorkList {
     pub count: usize,
     pub work_items: Vec<WorkItem>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_cursor: Option<String>,
 }
 
 /// A bulk job and its progress (docs/api.md, "Bulk operations").
-#[derive(Debug, Serialize, ToSchema)]
-pub(crate) struct BulkJobView {
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct BulkJobView {
     pub id: String,
     /// `retry` or `cancel`.
     #[schema(example = "retry")]
-    pub kind: &'static str,
+    pub kind: String,
     /// `queued`, `running`, `completed`, `cancelled` or `failed`.
     #[schema(example = "running")]
-    pub status: &'static str,
+    pub status: String,
     /// The filter as given.
     #[schema(value_type = Object)]
     pub filter: Value,
     /// A retry's option.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reset_attempts: Option<bool>,
     /// A cancel's option (`false`: a kill).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compensate: Option<bool>,
     /// Flows acted on per second at most.
     pub rate: u32,
@@ -356,17 +356,17 @@ pub(crate) struct BulkJobView {
     pub remaining: u64,
     #[schema(value_type = String, format = DateTime)]
     pub created_at: Time,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<String>, format = DateTime)]
     pub started_at: Option<Time>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<String>, format = DateTime)]
     pub finished_at: Option<Time>,
     /// The node running it, while one does.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node: Option<String>,
     /// Up to 20 of the flows it failed on (`GET /engine/bulk/{job}` only).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub failures: Vec<BulkFailure>,
 }
 
@@ -378,8 +378,8 @@ impl BulkJobView {
         };
         BulkJobView {
             id: job.id.clone(),
-            kind: job.action.kind(),
-            status: job.status.as_str(),
+            kind: job.action.kind().into(),
+            status: job.status.as_str().into(),
             filter: job.filter.clone(),
             reset_attempts,
             compensate,
@@ -403,28 +403,28 @@ impl BulkJobView {
 }
 
 /// A flow a bulk job failed on.
-#[derive(Debug, Serialize, ToSchema)]
-pub(crate) struct BulkFailure {
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct BulkFailure {
     pub flow_id: String,
     /// Why.
     pub detail: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<String>, format = DateTime)]
     pub at: Option<Time>,
 }
 
 /// Bulk jobs, the most recent first.
-#[derive(Debug, Serialize, ToSchema)]
-pub(crate) struct BulkJobList {
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct BulkJobList {
     pub count: usize,
     pub jobs: Vec<BulkJobView>,
 }
 
 /// A bulk request's dry run: how many flows it would act on now.
-#[derive(Debug, Serialize, ToSchema)]
-pub(crate) struct BulkDryRun {
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct BulkDryRun {
     pub dry_run: bool,
     #[schema(example = "retry")]
-    pub kind: &'static str,
+    pub kind: String,
     pub matched: u64,
 }

@@ -1,0 +1,55 @@
+//! The requests the handlers read with serde, as the CLI sends them.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use tartan_core::flow::FlowStatus;
+use utoipa::ToSchema;
+
+/// `POST /engine/flow/query`: every criterion is optional.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+pub struct QueryRequest {
+    /// Flows whose id starts with this.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[schema(max_length = 256)]
+    pub id_prefix: String,
+    /// Flows carrying every one of these labels (at most 32; keys and
+    /// values at most 256 bytes).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub labels: BTreeMap<String, String>,
+    /// Flows in any of these statuses.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schema(value_type = Vec<FlowStatus>, max_items = 4)]
+    pub statuses: Vec<String>,
+    /// Flows per page, 0 to 1000 (0: 100).
+    #[serde(default)]
+    #[schema(minimum = 0, maximum = 1000)]
+    pub limit: i64,
+    /// The `next_cursor` of the previous page.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub cursor: String,
+    /// `recent_desc` (the default) or `recent_asc`.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[schema(example = "recent_desc")]
+    pub sort: String,
+}
+
+/// A retry's optional body.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RetryBody {
+    /// Restarted work items count attempts from 1 again (the default), or
+    /// go on counting (`false`).
+    #[serde(default = "yes")]
+    pub reset_attempts: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+impl Default for RetryBody {
+    fn default() -> Self {
+        RetryBody { reset_attempts: true }
+    }
+}
