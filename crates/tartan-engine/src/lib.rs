@@ -172,7 +172,8 @@ impl Engine {
             config.stream_buffer_bytes,
             config.max_streams,
         ));
-        let announcer = relay::announcer(&store, &config.node_id);
+        let outbox = notices::Outbox::new(Arc::clone(&store));
+        let announcer = relay::announcer(&outbox, &config.node_id);
         let engine = Engine {
             inner: Arc::new(Inner {
                 calls: in_flight::InFlight::new(
@@ -191,7 +192,7 @@ impl Engine {
                     announcer.clone(),
                 ),
                 announcer,
-                outbox: notices::Outbox::new(Arc::clone(&store)),
+                outbox,
                 bus,
                 metrics,
                 config,

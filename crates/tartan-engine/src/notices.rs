@@ -35,12 +35,16 @@ impl Outbox {
         if !self.carries_notices() {
             return;
         }
-        let store = Arc::clone(&self.store);
-        tokio::spawn(async move {
-            if let Err(e) = store.announce(&notice).await {
-                tracing::debug!("announcing {notice:?} failed (leases and sweeps cover it): {e}");
-            }
-        });
+        let outbox = self.clone();
+        tokio::spawn(async move { outbox.announce_now(notice).await });
+    }
+
+    /// Tell the other processes `notice` now; a failure is logged, since
+    /// leases and sweeps cover a lost notice.
+    pub(crate) async fn announce_now(&self, notice: Notice) {
+        if let Err(e) = self.store.announce(&notice).await {
+            tracing::debug!("announcing {notice:?} failed (leases and sweeps cover it): {e}");
+        }
     }
 }
 

@@ -20,10 +20,11 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use tartan_core::flow::FlowEvent;
-use tartan_store::{FeedEvent, FeedFilter, Store};
+use tartan_store::{FeedEvent, FeedFilter};
 use tokio::sync::{mpsc, watch};
 
 use crate::events::CommittedEvents;
+use crate::notices::Outbox;
 use crate::Engine;
 
 /// Events read from the feed per statement, and bytes of their data: a
@@ -95,12 +96,12 @@ impl Announcer {
 
 /// `None` where the database carries no notices (SQLite: one process per
 /// file).
-pub(crate) fn announcer(store: &Arc<dyn Store>, node: &str) -> Option<Arc<Announcer>> {
-    if store.backend() != "postgres" {
+pub(crate) fn announcer(outbox: &Outbox, node: &str) -> Option<Arc<Announcer>> {
+    if !outbox.carries_notices() {
         return None;
     }
     let (tx, mut rx) = watch::channel(0_i64);
-    let (store, node) = (Arc::clone(store), node.to_string());
+    let (outbox, node) = (outbox.clone(), node.to_string());
     tokio::spawn(async move {
         // One notice at a time; commits made meanwhile are covered by the
         // next, so a busy writer sends a notice per round trip at most.
@@ -110,9 +111,7 @@ pub(crate) fn announcer(store: &Arc<dyn Store>, node: &str) -> Option<Arc<Announ
                 node: node.clone(),
                 head,
             };
-            if let Err(e) = store.announce(&notice).await {
-                tracing::debug!("announcing committed events: {e}");
-            }
+            outbox.announce_now(notice).await;
         }
     });
     Some(Arc::new(Announcer {

@@ -5,7 +5,8 @@
 //! - `state`: a flow's state, its steps, work items and attempts, and what
 //!   may be read of it.
 //! - `event`: the events, their stored type names and data.
-//! - `apply`: how each event changes the state.
+//! - `apply`: how each event changes the state (the flow's, a step's, a
+//!   work item's events, a file each).
 
 mod apply;
 mod event;

@@ -1,0 +1,213 @@
+//! How each event changes a flow's state (`FlowState::apply`): one
+//! exhaustive dispatch, then one function per family of events: the
+//! flow's own here, a step's in `step`, a work item's (its attempts,
+//! failures and compensation) in `work`.
+
+mod step;
+mod work;
+
+use super::*;
+
+impl FlowState {
+    /// `flow_retried`: the flow is active again; the listed items are
+    /// pending again (with fresh attempt counts when `reset_attempts`), the
+    /// listed steps running again (pending, when they have no items).
+    fn retried(
+        &mut self,
+        reset_attempts: bool,
+        steps: &[String],
+        work: &[RetriedWork],
+        deadline_at: Option<Time>,
+    ) -> Result<(), ApplyError> {
+        self.status = FlowStatus::Active;
+        self.completed_at = None;
+        self.deactivated_at = None;
+        self.error = None;
+        self.problem = None;
+        self.killed = false;
+        self.deadline_at = deadline_at;
+        for item in work {
+            let w = self.work(&item.step_id, &item.token)?;
+            w.status = WorkStatus::Pending;
+            w.completed_at = None;
+            w.next_retry_at = None;
+            w.outputs = None;
+            w.error = None;
+            w.problem = None;
+            w.deadline_at = None;
+            w.inactive_until = None;
+            w.accepted_at = None;
+            w.retry_state = None;
+            if reset_attempts {
+                w.started_at = None;
+                w.retry_count = 0;
+                w.attempts.clear();
+            }
+        }
+        for step_id in steps {
+            let exec = self.execution(step_id)?;
+            exec.status = if exec.work_items.is_empty() {
+                StepStatus::Pending
+            } else {
+                StepStatus::Active
+            };
+            exec.completed_at = None;
+            exec.outputs = None;
+            exec.error = None;
+            exec.problem = None;
+            exec.reason = None;
+            exec.duration = None;
+        }
+        Ok(())
+    }
+
+    fn execution(&mut self, step_id: &str) -> Result<&mut ExecutionState, ApplyError> {
+        self.executions
+            .get_mut(step_id)
+            .ok_or_else(|| ApplyError::UnknownStep(step_id.to_string()))
+    }
+
+    fn work(&mut self, step_id: &str, token: &str) -> Result<&mut WorkState, ApplyError> {
+        self.execution(step_id)?
+            .work_items
+            .get_mut(token)
+            .ok_or_else(|| ApplyError::UnknownWork(token.to_string()))
+    }
+
+    /// Calls in flight among the items `scope` names.
+    pub(super) fn count_calls(&self, scope: Scope<'_>) -> usize {
+        match scope {
+            Scope::None => 0,
+            Scope::Work(step_id, token) => self
+                .find_work(step_id, token)
+                .map_or(0, |w| usize::from(has_call(w))),
+            Scope::Step(step_id) => self
+                .executions
+                .get(step_id)
+                .map_or(0, |e| e.work_items.values().filter(|w| has_call(w)).count()),
+            Scope::Flow => self
+                .executions
+                .values()
+                .flat_map(|e| e.work_items.values())
+                .filter(|w| has_call(w))
+                .count(),
+        }
+    }
+
+    /// Change the state by one event. Only this function changes a flow.
+    pub fn apply(&mut self, event: &FlowEvent, at: Time) -> Result<(), ApplyError> {
+        let scope = || match (event.work_item(), event) {
+            (Some((step_id, token)), _) => Scope::Work(step_id, token),
+            (
+                _,
+                FlowEvent::StepStarted { step_id, .. }
+                | FlowEvent::StepTimedOut { step_id, .. }
+                | FlowEvent::StepCancelled { step_id, .. }
+                | FlowEvent::StepCompleted { step_id, .. }
+                | FlowEvent::StepFailed { step_id, .. }
+                | FlowEvent::StepSkipped { step_id, .. },
+            ) => Scope::Step(step_id),
+            (_, FlowEvent::AttributeSet { .. } | FlowEvent::WorkLateResult { .. }) => Scope::None,
+            _ => Scope::Flow,
+        };
+        let before = self.count_calls(scope());
+        self.change(event, at)?;
+        self.calls = self.calls.saturating_sub(before) + self.count_calls(scope());
+        Ok(())
+    }
+
+    fn change(&mut self, event: &FlowEvent, at: Time) -> Result<(), ApplyError> {
+        match event {
+            FlowEvent::FlowStarted { .. } => return Err(ApplyError::AlreadyStarted),
+            // Recorded for the reader of the log; the state only notes it,
+            // so that a repeat of the same late result is not recorded again.
+            FlowEvent::WorkLateResult {
+                step_id,
+                token,
+                attempt,
+                compensation: false,
+                ..
+            } => {
+                let late = &mut self.work(step_id, token)?.late_results;
+                if !late.contains(attempt) {
+                    late.push(*attempt);
+                }
+                return Ok(());
+            }
+            FlowEvent::WorkLateResult { .. } => return Ok(()),
+            FlowEvent::StepStarted { .. }
+            | FlowEvent::StepTimedOut { .. }
+            | FlowEvent::StepCancelled { .. }
+            | FlowEvent::AttributeSet { .. }
+            | FlowEvent::StepCompleted { .. }
+            | FlowEvent::StepFailed { .. }
+            | FlowEvent::StepSkipped { .. } => self.change_step(event, at)?,
+            FlowEvent::WorkStarted { .. }
+            | FlowEvent::WorkSucceeded { .. }
+            | FlowEvent::WorkAccepted { .. }
+            | FlowEvent::WorkHeartbeat { .. } => self.change_work(event, at)?,
+            FlowEvent::WorkFailed { .. }
+            | FlowEvent::WorkNotCompleted { .. }
+            | FlowEvent::WorkRetryScheduled { .. }
+            | FlowEvent::WorkTimedOut { .. }
+            | FlowEvent::WorkCancelled { .. } => self.change_work_failure(event, at)?,
+            FlowEvent::CompStarted { .. }
+            | FlowEvent::CompSucceeded { .. }
+            | FlowEvent::CompFailed { .. }
+            | FlowEvent::CompRetryScheduled { .. } => self.change_compensation(event, at)?,
+            FlowEvent::FlowTimedOut { .. }
+            | FlowEvent::FlowCancelled { .. }
+            | FlowEvent::FlowRetried { .. }
+            | FlowEvent::FlowCompleted { .. }
+            | FlowEvent::FlowFailed { .. }
+            | FlowEvent::FlowDeactivated { .. } => self.change_flow(event, at)?,
+        }
+        self.last_updated = at;
+        Ok(())
+    }
+
+    /// The flow ended, timed out, was cancelled, retried or deactivated.
+    fn change_flow(&mut self, event: &FlowEvent, at: Time) -> Result<(), ApplyError> {
+        match event {
+            FlowEvent::FlowTimedOut { problem, .. } => {
+                self.problem = Some(problem.clone());
+            }
+            FlowEvent::FlowCancelled {
+                reason, compensate, ..
+            } => {
+                self.status = FlowStatus::Cancelled;
+                self.completed_at = Some(at);
+                self.error = Some(reason.clone());
+                self.killed = !*compensate;
+            }
+            FlowEvent::FlowRetried {
+                reset_attempts,
+                steps,
+                work,
+                deadline_at,
+                ..
+            } => {
+                self.retried(*reset_attempts, steps, work, *deadline_at)?;
+                self.retried_at = Some(at);
+            }
+            FlowEvent::FlowCompleted { .. } => {
+                self.status = FlowStatus::Completed;
+                self.completed_at = Some(at);
+            }
+            FlowEvent::FlowFailed { error, problem, .. } => {
+                self.status = FlowStatus::Failed;
+                self.completed_at = Some(at);
+                self.error = Some(error.clone());
+                if problem.is_some() {
+                    self.problem = problem.clone();
+                }
+            }
+            FlowEvent::FlowDeactivated { .. } => {
+                self.deactivated_at = Some(at);
+            }
+            // The other events are another family's (`change`).
+            _ => {}
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,289 @@
+//! A work item's events: its attempts, their ends and retries, and its compensation.
+
+use crate::outcome::AttemptOutcome;
+use crate::retry::RetryState;
+
+use super::super::*;
+
+impl FlowState {
+    /// An attempt of a work item started, was accepted, heard from or succeeded.
+    pub(super) fn change_work(&mut self, event: &FlowEvent, at: Time) -> Result<(), ApplyError> {
+        match event {
+            FlowEvent::WorkStarted {
+                step_id,
+                token,
+                attempt,
+                deadline_at,
+                ..
+            } => {
+                let work = self.work(step_id, token)?;
+                if deadline_at.is_some() {
+                    work.deadline_at = *deadline_at;
+                }
+                work.inactive_until = None;
+                work.accepted_at = None;
+                // An attempt still open here was cut off by an engine stop.
+                if let Some(open) = work.attempts.last_mut().filter(|a| a.ended_at.is_none()) {
+                    open.ended_at = Some(at);
+                    open.outcome = Some(AttemptOutcome::Abandoned);
+                    open.error = Some("engine stopped before the attempt finished".into());
+                }
+                work.status = WorkStatus::Active;
+                work.started_at.get_or_insert(at);
+                work.next_retry_at = None;
+                work.attempts.push(Attempt {
+                    number: *attempt,
+                    started_at: at,
+                    ended_at: None,
+                    outcome: None,
+                    http_status: None,
+                    error: None,
+                    retry_after_ms: None,
+                    delay: None,
+                });
+            }
+            FlowEvent::WorkSucceeded {
+                step_id,
+                token,
+                outputs,
+                http_status,
+                ..
+            } => {
+                self.data_bytes = self.data_bytes.saturating_add(crate::json::json_len(outputs));
+                let work = self.work(step_id, token)?;
+                work.status = WorkStatus::Succeeded;
+                work.completed_at = Some(at);
+                work.outputs = Some(outputs.clone());
+                work.error = None;
+                work.inactive_until = None;
+                if let Some(a) = work.attempts.last_mut() {
+                    a.ended_at = Some(at);
+                    a.outcome = Some(AttemptOutcome::Success);
+                    a.http_status = *http_status;
+                }
+            }
+            FlowEvent::WorkAccepted {
+                step_id,
+                token,
+                inactive_until,
+                ..
+            } => {
+                let work = self.work(step_id, token)?;
+                work.accepted_at = Some(at);
+                work.inactive_until = *inactive_until;
+            }
+            FlowEvent::WorkHeartbeat {
+                step_id,
+                token,
+                inactive_until,
+                ..
+            } => {
+                self.work(step_id, token)?.inactive_until = Some(*inactive_until);
+            }
+            // The other events are another family's (`change`).
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// An attempt of a work item failed, timed out or was cancelled, or its retry was scheduled.
+    pub(super) fn change_work_failure(&mut self, event: &FlowEvent, at: Time) -> Result<(), ApplyError> {
+        match event {
+            FlowEvent::WorkFailed {
+                step_id,
+                token,
+                error,
+                class,
+                http_status,
+                retry_after_ms,
+                retry_state,
+                problem,
+                ..
+            } => {
+                let work = self.work(step_id, token)?;
+                work.status = WorkStatus::Failed;
+                work.retry_state = *retry_state;
+                work.completed_at = Some(at);
+                work.next_retry_at = None;
+                work.inactive_until = None;
+                work.error = Some(error.clone());
+                work.problem = problem.clone();
+                // A failure decided while waiting (deadline) ends no attempt.
+                if let Some(a) = work.attempts.last_mut().filter(|a| a.ended_at.is_none()) {
+                    a.ended_at = Some(at);
+                    a.outcome = Some((*class).into());
+                    a.http_status = *http_status;
+                    a.error = Some(error.clone());
+                    a.retry_after_ms = *retry_after_ms;
+                }
+            }
+            FlowEvent::WorkNotCompleted {
+                step_id,
+                token,
+                error,
+                class,
+                http_status,
+                retry_after_ms,
+                problem,
+                ..
+            } => {
+                let work = self.work(step_id, token)?;
+                work.status = WorkStatus::NotCompleted;
+                work.inactive_until = None;
+                work.error = Some(error.clone());
+                work.problem = problem.clone();
+                if let Some(a) = work.attempts.last_mut() {
+                    a.ended_at = Some(at);
+                    a.outcome = Some((*class).into());
+                    a.http_status = *http_status;
+                    a.error = Some(error.clone());
+                    a.retry_after_ms = *retry_after_ms;
+                }
+            }
+            FlowEvent::WorkRetryScheduled {
+                step_id,
+                token,
+                retry_count,
+                next_retry_at,
+                delay,
+                ..
+            } => {
+                let work = self.work(step_id, token)?;
+                work.retry_count = *retry_count;
+                work.next_retry_at = Some(*next_retry_at);
+                if let Some(a) = work.attempts.last_mut() {
+                    a.delay = Some(*delay);
+                }
+            }
+            FlowEvent::WorkTimedOut {
+                step_id,
+                token,
+                error,
+                problem,
+                cancelled,
+                ..
+            } => {
+                let work = self.work(step_id, token)?;
+                work.status = if *cancelled {
+                    WorkStatus::Cancelled
+                } else {
+                    WorkStatus::Failed
+                };
+                // The step's total timeout is its deadline.
+                work.retry_state = Some(RetryState::Deadline);
+                work.completed_at = Some(at);
+                work.next_retry_at = None;
+                work.inactive_until = None;
+                work.error = Some(error.clone());
+                work.problem = Some(problem.clone());
+                if let Some(a) = work.attempts.last_mut().filter(|a| a.ended_at.is_none()) {
+                    a.ended_at = Some(at);
+                    a.outcome = Some(AttemptOutcome::Timeout);
+                    a.error = Some(error.clone());
+                }
+            }
+            FlowEvent::WorkCancelled {
+                step_id,
+                token,
+                reason,
+                ..
+            } => {
+                let work = self.work(step_id, token)?;
+                work.status = WorkStatus::Cancelled;
+                work.completed_at = Some(at);
+                work.next_retry_at = None;
+                work.inactive_until = None;
+                if let Some(a) = work.attempts.last_mut().filter(|a| a.ended_at.is_none()) {
+                    a.ended_at = Some(at);
+                    a.outcome = Some(AttemptOutcome::Cancelled);
+                    a.error = Some(reason.clone());
+                }
+            }
+            // The other events are another family's (`change`).
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// A compensation call moved on.
+    pub(super) fn change_compensation(&mut self, event: &FlowEvent, at: Time) -> Result<(), ApplyError> {
+        match event {
+            FlowEvent::CompStarted {
+                step_id,
+                token,
+                attempt,
+                ..
+            } => {
+                let work = self.work(step_id, token)?;
+                work.status = WorkStatus::Compensating;
+                work.next_retry_at = None;
+                // A compensation call still open here was cut off by an engine stop.
+                if let Some(open) = work.compensation.last_mut().filter(|a| a.ended_at.is_none()) {
+                    open.ended_at = Some(at);
+                    open.outcome = Some(AttemptOutcome::Abandoned);
+                    open.error = Some("engine stopped before the call finished".into());
+                }
+                work.compensation.push(Attempt {
+                    number: *attempt,
+                    started_at: at,
+                    ended_at: None,
+                    outcome: None,
+                    http_status: None,
+                    error: None,
+                    retry_after_ms: None,
+                    delay: None,
+                });
+            }
+            FlowEvent::CompSucceeded { step_id, token, .. } => {
+                let work = self.work(step_id, token)?;
+                work.status = WorkStatus::Compensated;
+                if let Some(a) = work.compensation.last_mut() {
+                    a.ended_at = Some(at);
+                    a.outcome = Some(AttemptOutcome::Success);
+                }
+            }
+            FlowEvent::CompFailed {
+                step_id,
+                token,
+                error,
+                class,
+                http_status,
+                ..
+            } => {
+                let work = self.work(step_id, token)?;
+                work.status = WorkStatus::CompensationFailed;
+                work.next_retry_at = None;
+                work.error = Some(error.clone());
+                if let Some(a) = work.compensation.last_mut().filter(|a| a.ended_at.is_none()) {
+                    a.ended_at = Some(at);
+                    a.outcome = Some((*class).into());
+                    a.http_status = *http_status;
+                    a.error = Some(error.clone());
+                }
+            }
+            FlowEvent::CompRetryScheduled {
+                step_id,
+                token,
+                error,
+                next_retry_at,
+                delay,
+                class,
+                http_status,
+                ..
+            } => {
+                let work = self.work(step_id, token)?;
+                work.next_retry_at = Some(*next_retry_at);
+                if let Some(a) = work.compensation.last_mut() {
+                    a.ended_at = Some(at);
+                    a.outcome = Some((*class).into());
+                    a.http_status = *http_status;
+                    a.error = Some(error.clone());
+                    a.delay = Some(*delay);
+                }
+            }
+            // The other events are another family's (`change`).
+            _ => {}
+        }
+        Ok(())
+    }
+}
