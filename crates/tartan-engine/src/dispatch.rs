@@ -179,7 +179,7 @@ async fn exchange(
         CallMethod::Delete => reqwest::Method::DELETE,
     };
     let mut req = http
-        .request(method.clone(), url)
+        .request(method, url)
         .header("Accept", "application/json")
         .header("Argyll-Flow-ID", &spec.flow_id)
         .header("Argyll-Step-ID", &spec.step.id)
