@@ -198,6 +198,12 @@ impl View {
             E::StepTimedOut { step_id, error, .. } => self.step_ended(step_id, "timed out", error),
             E::StepSkipped { step_id, reason, .. } => self.step_ended(step_id, "skipped", reason),
             E::StepCancelled { step_id, reason, .. } => self.step_ended(step_id, "cancelled", reason),
+            E::StepWaiting { step_id, until, .. } => {
+                format!(
+                    "step {step_id} waits for an optional input until {}",
+                    output::time(until)
+                )
+            }
             E::CompStarted { step_id, attempt, .. } => {
                 format!("step {step_id} compensation attempt {attempt} started")
             }

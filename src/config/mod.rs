@@ -236,6 +236,11 @@ impl Config {
                 stream_buffer: s.stream_buffer,
                 stream_buffer_bytes: s.stream_buffer_bytes,
                 max_bulk_flows: s.max_bulk_flows,
+                script_limits: tartan_core::step::ScriptLimits {
+                    instructions: s.script_max_instructions,
+                    memory_bytes: s.script_max_memory,
+                    wall: s.script_timeout,
+                },
                 ..EngineConfig::default()
             },
             server_limits: tartan_server::ServerLimits {

@@ -217,6 +217,12 @@ settings! {
     max_inflight_bytes: usize = "values::count", int(tartan_engine::DEFAULT_MAX_INFLIGHT_BYTES as i64);
     /// Bytes of JSON of one flow's inputs and outputs at most; an output past it fails its work item for good
     max_flow_bytes: u64 = "values::count", int(tartan_core::json::DEFAULT_MAX_FLOW_BYTES as i64);
+    /// Lua instructions (or Ale evaluation steps) one evaluation of a step's script may run
+    script_max_instructions: u64 = "values::count", int(10_000_000);
+    /// Bytes one evaluation of a step's script may allocate
+    script_max_memory: usize = "values::count", int(32 * 1024 * 1024);
+    /// How long one evaluation of a step's script may run
+    script_timeout: Duration = "values::timeout", text("1s"), at_most MINUTE;
     /// The longest wait a step's Retry-After may ask for, e.g. 1h or 300ms
     max_retry_after: Duration = "values::timeout", text("1h"), at_most DAY;
     /// Database connections of the engine

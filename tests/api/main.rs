@@ -6,6 +6,7 @@ mod async_steps;
 mod bulk;
 mod flows;
 mod helpers;
+mod model;
 mod operate;
 mod resilience;
 mod retries;

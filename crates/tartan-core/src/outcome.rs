@@ -40,13 +40,19 @@ pub enum FailureCause {
     Refused,
     /// An async step reported a failure without a status.
     Reported,
+    /// A script step's script failed or hit a limit of its sandbox: it
+    /// would fail the same way again.
+    Script,
 }
 
 impl FailureCause {
     pub fn http_status(self) -> Option<u16> {
         match self {
             FailureCause::Status(s) => Some(s),
-            FailureCause::Transport | FailureCause::Refused | FailureCause::Reported => None,
+            FailureCause::Transport
+            | FailureCause::Refused
+            | FailureCause::Reported
+            | FailureCause::Script => None,
         }
     }
 }
@@ -109,14 +115,14 @@ impl From<FailureClass> for AttemptOutcome {
 
 /// The one place a failure is classified: a status by the step's
 /// `retry_on` (a 2xx that failed had an unreadable body: permanent), no
-/// answer and timeouts are retryable, a refused call or a reported failure
-/// without a status is permanent.
+/// answer and timeouts are retryable, a refused call, a reported failure
+/// without a status and a failed script are permanent.
 pub fn classify(cause: FailureCause, policy: &RetryPolicy) -> FailureClass {
     let retryable = match cause {
         FailureCause::Status(s) if (200..300).contains(&s) => false,
         FailureCause::Status(s) => policy.retries_status(s),
         FailureCause::Transport => true,
-        FailureCause::Refused | FailureCause::Reported => false,
+        FailureCause::Refused | FailureCause::Reported | FailureCause::Script => false,
     };
     if retryable {
         FailureClass::Retryable

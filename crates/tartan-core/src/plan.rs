@@ -28,6 +28,11 @@ pub struct ExecutionPlan {
     pub steps: BTreeMap<String, Arc<Step>>,
     pub attributes: AttributeGraph,
     pub excluded: ExcludedSteps,
+    /// Whether a step of the plan has a script its decisions evaluate
+    /// (predicate, match, mapping), found once.
+    #[serde(skip)]
+    #[cfg_attr(feature = "openapi", schema(ignore))]
+    scripted: std::sync::OnceLock<bool>,
 }
 
 /// A plan as stored, before its steps' policies are parsed.
@@ -61,6 +66,19 @@ impl TryFrom<StoredPlan> for ExecutionPlan {
             steps,
             attributes: p.attributes,
             excluded: p.excluded,
+            scripted: std::sync::OnceLock::new(),
+        })
+    }
+}
+
+impl ExecutionPlan {
+    /// Whether deciding on this plan's flows may evaluate scripts.
+    pub fn is_scripted(&self) -> bool {
+        *self.scripted.get_or_init(|| {
+            self.steps.values().any(|s| {
+                let scripts = s.scripts();
+                scripts.predicate.is_some() || !scripts.matches.is_empty() || !scripts.mappings.is_empty()
+            })
         })
     }
 }
@@ -101,11 +119,21 @@ struct Builder<'a> {
     blocked: BTreeMap<String, Vec<String>>,
 }
 
+/// A step's `required.match`es as the planner sees them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum PlanGate {
+    Open,
+    Closed,
+    Unknown,
+}
+
 /// A step being collected (pass 2) on the explicit stack: the inputs left to
 /// trace, and the selected providers of the current input left to visit.
 struct Frame<'a> {
     id: &'a str,
     step: &'a Step,
+    /// What its `required.match`es say from the initial inputs alone.
+    gate: PlanGate,
     inputs: Vec<(&'a String, &'a AttributeSpec)>,
     next_input: usize,
     current: Option<Input<'a>>,
@@ -263,10 +291,15 @@ impl Builder<'_> {
                 }
                 let (name, attr, has_provider) = (input.name, input.attr, !input.selected.is_empty());
                 frame.current = None;
+                // While a match may still close the step, what its other
+                // inputs lack is not yet the client's to supply (Argyll).
+                let undecided =
+                    frame.gate == PlanGate::Unknown && !frame.step.scripts().matches.contains_key(name);
                 if attr.is_required()
                     && !has_provider
                     && attr.collect() != Collect::None
                     && !self.has_init(name)
+                    && !undecided
                 {
                     self.missing.insert(name.clone());
                 }
@@ -275,7 +308,10 @@ impl Builder<'_> {
             if let Some(&(name, attr)) = frame.inputs.get(frame.next_input) {
                 frame.next_input += 1;
                 let collect = attr.collect();
-                if self.has_init(name) && collect == Collect::First {
+                if self.has_init(name)
+                    && collect == Collect::First
+                    && self.init_matches(frame.step, name) != Some(false)
+                {
                     self.mark_satisfied(name);
                     continue;
                 }
@@ -329,13 +365,49 @@ impl Builder<'_> {
         if !self.needed.contains(id) && self.outputs_available(step) {
             return None;
         }
+        let gate = self.gate(step);
+        let scripts = step.scripts();
         Some(Frame {
             id: &step.id,
             step,
-            inputs: step.inputs().collect(),
+            gate,
+            // A closed match: the step will be skipped, so nothing it would
+            // have needed besides is traced.
+            inputs: step
+                .inputs()
+                .filter(|(n, _)| gate != PlanGate::Closed || scripts.matches.contains_key(*n))
+                .collect(),
             next_input: 0,
             current: None,
         })
+    }
+
+    /// Whether the initial values of `name` satisfy the step's match on it
+    /// (`None`: no match, or it could not be read).
+    fn init_matches(&self, step: &Step, name: &str) -> Option<bool> {
+        let script = step.scripts().matches.get(name)?;
+        let limits = crate::step::ScriptLimits::default();
+        let mut any = false;
+        for v in self.init.get(name)? {
+            any |= script.accepts(v, &limits).ok()?;
+        }
+        Some(any)
+    }
+
+    /// A step's matches judged on the initial inputs: closed when one of
+    /// them has initial values and no provider, and none of the values
+    /// matches; open when every one is met that way; unknown otherwise.
+    fn gate(&self, step: &Step) -> PlanGate {
+        let mut gate = PlanGate::Open;
+        for name in step.scripts().matches.keys() {
+            let decided = self.has_init(name) && self.catalog.providers(name).next().is_none();
+            match self.init_matches(step, name) {
+                Some(false) if decided => return PlanGate::Closed,
+                Some(true) if decided => {}
+                _ => gate = PlanGate::Unknown,
+            }
+        }
+        gate
     }
 
     /// A provider whose outputs the initial inputs already hold need not run.
@@ -413,6 +485,7 @@ impl Builder<'_> {
             steps,
             attributes,
             excluded,
+            scripted: std::sync::OnceLock::new(),
         }
     }
 }

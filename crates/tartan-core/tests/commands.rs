@@ -1191,10 +1191,18 @@ fn a_retryable_failure_after_the_flow_failed_ends_the_item_without_a_retry() {
 // DeadlineDue
 
 #[test]
-fn a_deadline_not_yet_reached_does_nothing() {
+fn a_deadline_not_yet_reached_does_nothing_but_arm_it_again() {
     let mut run = pair_running_b(deadline(t(60), None));
     let tx = run.apply(Command::DeadlineDue, ms(59_999));
-    assert!(tx.events.is_empty() && tx.effects.is_empty(), "{tx:?}");
+    // The wake that came early was the only one: the deadline is armed again.
+    assert!(tx.events.is_empty(), "{tx:?}");
+    assert_eq!(
+        tx.effects,
+        vec![Effect::Arm {
+            wake: Wake::Deadline,
+            at: t(60)
+        }]
+    );
     assert_eq!(run.state.status, FlowStatus::Active);
     assert_eq!(run.work("b", "tok-2").status, WorkStatus::Active);
 }

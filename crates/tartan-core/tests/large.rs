@@ -158,6 +158,7 @@ fn a_flow_over_a_10_000_step_chain_runs_to_completion() {
             new_token: &mut token,
             random: &mut random,
             max_flow_bytes: tartan_core::json::DEFAULT_MAX_FLOW_BYTES,
+            script_limits: tartan_core::step::ScriptLimits::default(),
         };
         let options = FlowOptions {
             max_step_attempts: 100_000,

@@ -433,15 +433,15 @@ fn a_failed_flow_is_deactivated_only_once_its_last_call_returns() {
 }
 
 #[test]
-fn a_failed_provider_skips_the_goal_downstream_and_fails_the_flow() {
+fn a_failed_provider_fails_the_steps_downstream_and_the_flow() {
     let (mut run, _) = start_chain();
     let tx = run.record("a", "tok-1", 1, permanent(400, "boom"), t(1));
     assert_eq!(run.status("a"), StepStatus::Failed);
-    assert_eq!(run.status("b"), StepStatus::Skipped);
-    assert_eq!(run.status("c"), StepStatus::Skipped);
+    assert_eq!(run.status("b"), StepStatus::Failed);
+    assert_eq!(run.status("c"), StepStatus::Failed);
     assert_eq!(
-        run.state.executions["c"].reason.as_deref(),
-        Some("required input y is unavailable")
+        run.state.executions["c"].error.as_deref(),
+        Some("required input no longer available")
     );
     assert!(
         !types(&tx).contains(&"flow_completed"),
@@ -451,13 +451,13 @@ fn a_failed_provider_skips_the_goal_downstream_and_fails_the_flow() {
     assert_eq!(run.state.status, FlowStatus::Failed);
     assert_eq!(
         run.state.error.as_deref(),
-        Some("goal step c skipped: required input y is unavailable")
+        Some("goal step c failed: required input no longer available")
     );
     assert_eq!(run.state.deactivated_at, Some(t(1)));
 }
 
 #[test]
-fn a_goal_skipped_while_other_work_runs_fails_the_flow() {
+fn a_goal_that_can_no_longer_run_while_other_work_runs_fails_the_flow() {
     // a (provider of the goal c's input) fails while the other goal h still runs.
     let catalog = catalog(vec![
         chain_def("a", &["in"], &["y"]),
@@ -468,22 +468,27 @@ fn a_goal_skipped_while_other_work_runs_fails_the_flow() {
     let tx = run.record("a", "tok-1", 1, permanent(400, "boom"), t(1));
     assert_eq!(
         types(&tx),
-        ["work_failed", "step_failed", "step_skipped", "flow_failed"]
+        ["work_failed", "step_failed", "step_failed", "flow_failed"]
     );
-    assert_eq!(run.status("c"), StepStatus::Skipped);
+    assert_eq!(run.status("c"), StepStatus::Failed);
     assert_eq!(run.state.status, FlowStatus::Failed);
     assert_eq!(
         run.state.error.as_deref(),
-        Some("goal step c skipped: required input y is unavailable")
+        Some("goal step c failed: required input no longer available")
     );
     assert_eq!(run.state.deactivated_at, None, "h is still running");
 }
 
-/// p may provide g's optional `hint`, which defaults to "plain".
+/// p may provide g's optional `hint`, which defaults to "plain"; g waits
+/// for it a minute.
 fn optional_hint(default: Option<&str>) -> Catalog {
-    let mut hint = json!({ "role": "optional" });
+    optional_hint_within(default, 60_000)
+}
+
+fn optional_hint_within(default: Option<&str>, deadline: u64) -> Catalog {
+    let mut hint = json!({ "role": "optional", "optional": { "deadline": deadline } });
     if let Some(default) = default {
-        hint["optional"] = json!({ "default": default });
+        hint["optional"]["default"] = json!(default);
     }
     catalog(vec![
         chain_def("p", &["in"], &["hint"]),
@@ -495,7 +500,7 @@ fn optional_hint(default: Option<&str>) -> Catalog {
 }
 
 #[test]
-fn an_optional_input_waits_for_its_provider() {
+fn an_optional_input_waits_for_its_provider_until_its_deadline() {
     let (run, tx) = Run::start(
         &optional_hint(Some("\"plain\"")),
         &["g"],
@@ -504,6 +509,45 @@ fn an_optional_input_waits_for_its_provider() {
     );
     assert_eq!(tx.dispatches(), [dispatch("p", "tok-1", 1)]);
     assert_eq!(run.status("g"), StepStatus::Pending);
+    assert!(types(&tx).contains(&"step_waiting"), "{:?}", types(&tx));
+    assert!(tx.effects.contains(&Effect::Arm {
+        wake: Wake::Deadline,
+        at: t(60)
+    }));
+    assert_eq!(run.state.wake_at(), Some(t(60)));
+}
+
+#[test]
+fn at_its_deadline_an_optional_input_takes_its_default() {
+    let (mut run, _) = Run::start(
+        &optional_hint(Some("\"plain\"")),
+        &["g"],
+        init(&[("in", json!(1))]),
+        t(0),
+    );
+    let early = run.decide(Command::DeadlineDue, t(59));
+    assert!(early.events.is_empty(), "{:?}", types(&early));
+    let tx = run.decide(Command::DeadlineDue, t(60));
+    assert_eq!(types(&tx), ["step_started", "work_started"]);
+    assert_eq!(run.called_with("g"), args(json!({ "in": 1, "hint": "plain" })));
+    assert_eq!(run.state.wake_at(), None);
+}
+
+#[test]
+fn without_a_deadline_an_optional_input_does_not_wait_and_its_provider_is_not_needed() {
+    let (run, tx) = Run::start(
+        &optional_hint_within(Some("\"plain\""), 0),
+        &["g"],
+        init(&[("in", json!(1))]),
+        t(0),
+    );
+    assert_eq!(tx.dispatches(), [dispatch("g", "tok-1", 1)]);
+    assert_eq!(run.called_with("g"), args(json!({ "in": 1, "hint": "plain" })));
+    assert_eq!(run.status("p"), StepStatus::Skipped);
+    assert_eq!(
+        run.state.executions["p"].reason.as_deref(),
+        Some("outputs not needed")
+    );
 }
 
 #[test]
@@ -1035,7 +1079,7 @@ fn a_retry_restarts_what_failed_and_what_was_skipped_and_nothing_else() {
     let failed = run.record("b", "tok-2", 1, permanent(400, "no"), t(2));
     assert_eq!(run.state.status, FlowStatus::Failed, "{:?}", types(&failed));
     assert!(run.state.deactivated_at.is_some());
-    assert_eq!(run.status("c"), StepStatus::Skipped);
+    assert_eq!(run.status("c"), StepStatus::Failed);
 
     let retry = Command::Retry {
         reset_attempts: true,

@@ -151,9 +151,23 @@ fn an_unknown_step_type_is_rejected() {
 }
 
 #[test]
-fn script_and_flow_steps_are_not_supported_yet() {
-    assert_rejected(with(json!({ "type": "script" })), "type", "not supported yet");
+fn flow_steps_are_not_supported_yet_and_a_script_step_needs_its_script_alone() {
     assert_rejected(with(json!({ "type": "flow" })), "type", "not supported yet");
+    // `with` carries `http`: a script step may not.
+    assert_rejected(with(json!({ "type": "script" })), "script", "script required");
+    assert_rejected(
+        with(json!({ "type": "script", "script": { "language": "lua", "script": "return {}" } })),
+        "http",
+        "http not allowed",
+    );
+    let mut def = with(json!({ "type": "script", "script": { "language": "lua", "script": "return {}" } }));
+    def.as_object_mut().unwrap().remove("http");
+    assert_accepted(def);
+    assert_rejected(
+        with(json!({ "script": { "language": "lua", "script": "return {}" } })),
+        "script",
+        "not allowed",
+    );
 }
 
 // ---------------------------------------------------------------------------
@@ -461,41 +475,59 @@ fn an_input_and_an_output_may_share_a_wire_name() {
 }
 
 #[test]
-fn a_mapping_without_a_name_is_rejected() {
+fn a_mapping_without_a_name_or_a_script_is_rejected() {
     assert_rejected(
         with_attr(json!({ "role": "required", "required": { "mapping": {} } })),
         "attributes.x.required.mapping",
-        "name required",
+        "name or script required",
     );
     assert_rejected(
         with_attr(json!({ "role": "output", "output": { "mapping": { "name": "" } } })),
         "attributes.x.output.mapping",
-        "name required",
+        "name or script required",
     );
 }
 
 #[test]
-fn features_of_later_releases_are_rejected_by_name() {
+fn scripts_are_compiled_at_registration_and_refused_by_field() {
+    assert_accepted(with(
+        json!({ "predicate": { "language": "lua", "script": "return true" } }),
+    ));
+    assert_accepted(with_attr(
+        json!({ "role": "required", "required": { "match": { "language": "jpath", "script": "$.a" } } }),
+    ));
+    assert_accepted(with_attr(
+        json!({ "role": "optional", "optional": { "deadline": 1000 } }),
+    ));
+    assert_accepted(with_attr(
+        json!({ "role": "output", "output": { "mapping": { "name": "y", "script": { "language": "ale", "script": "x" } } } }),
+    ));
     let cases = [
         (
-            with(json!({ "predicate": { "language": "lua", "script": "true" } })),
-            "predicate",
+            with(json!({ "predicate": { "language": "lua", "script": "return (" } })),
+            "predicate.script",
+            "line 1",
         ),
         (
             with_attr(json!({ "role": "required", "required": { "match": { "script": "x" } } })),
-            "attributes.x.required.match",
+            "attributes.x.required.match.language",
+            "empty",
         ),
         (
-            with_attr(json!({ "role": "optional", "optional": { "deadline": 1000 } })),
-            "attributes.x.optional.deadline",
+            with_attr(json!({ "role": "required", "required": { "deadline": 1000 } })),
+            "attributes.x.required.deadline",
+            "only optional",
         ),
         (
-            with_attr(json!({ "role": "output", "output": { "mapping": { "name": "y", "script": "x" } } })),
-            "attributes.x.output.mapping.script",
+            with_attr(
+                json!({ "role": "output", "output": { "mapping": { "script": { "language": "ale", "script": "(undefined-fn x)" } } } }),
+            ),
+            "attributes.x.output.mapping.script.script",
+            "undefined-fn",
         ),
     ];
-    for (def, field) in cases {
-        assert_rejected(def, field, "not supported yet");
+    for (def, field, says) in cases {
+        assert_rejected(def, field, says);
     }
 }
 

@@ -74,6 +74,9 @@ pub struct EngineConfig {
     /// The most flows one bulk job may match; a filter that matches more is
     /// refused (docs/api.md, "Bulk operations").
     pub max_bulk_flows: u64,
+    /// What one evaluation of a step's script may spend: instructions,
+    /// memory, wall time (`TARTAN_SCRIPT_*`, docs/steps.md "Scripts").
+    pub script_limits: tartan_core::step::ScriptLimits,
     /// Where the engine reads the time and waits for what is due: the
     /// system clock, or a paused one in tests (`Clock::paused_at`).
     pub clock: crate::Clock,
@@ -137,6 +140,7 @@ impl Default for EngineConfig {
             stream_buffer: DEFAULT_STREAM_BUFFER,
             stream_buffer_bytes: DEFAULT_STREAM_BUFFER_BYTES,
             max_bulk_flows: crate::bulk::DEFAULT_MAX_BULK_FLOWS,
+            script_limits: tartan_core::step::ScriptLimits::default(),
             clock: crate::Clock::system(),
         }
     }

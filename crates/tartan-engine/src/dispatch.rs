@@ -62,6 +62,8 @@ pub(crate) struct Limits<'a> {
     pub max_retry_after_ms: u64,
     /// Bounds the call, dates `Retry-After` and measures the scope's time.
     pub clock: &'a crate::Clock,
+    /// What a script step's script may spend.
+    pub script: tartan_core::step::ScriptLimits,
 }
 
 /// A response read in full, or the reason it was not.
@@ -168,6 +170,9 @@ async fn exchange(
     held: &mut Option<Held>,
 ) -> AttemptResult {
     let spec = &call.spec;
+    if spec.step.is_script() {
+        return crate::scripts::run(call, limits.script).await;
+    }
     let url = match expand_endpoint(&spec.endpoint, &spec.placeholders, hosts) {
         Ok(url) => url,
         Err(e) => return refused(e),

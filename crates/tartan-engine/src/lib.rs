@@ -76,6 +76,7 @@ pub mod reads;
 mod relay;
 mod retention;
 mod ring;
+mod scripts;
 mod slots;
 mod sync;
 mod timers;

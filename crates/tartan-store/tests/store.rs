@@ -881,6 +881,7 @@ async fn case_a_long_flow_is_snapshotted_and_loads_back_at_every_step(store: Arc
             new_token: &mut new_token,
             random: &mut random,
             max_flow_bytes: tartan_core::json::DEFAULT_MAX_FLOW_BYTES,
+            script_limits: tartan_core::step::ScriptLimits::default(),
         };
         let record = Command::Record {
             step_id: GREET.to_string(),

@@ -153,7 +153,7 @@ async fn steps_apply_from_a_directory_then_list_show_and_remove(backend: Backend
     )
     .await;
     assert_eq!(r.code, 1, "{r:?}");
-    assert!(r.stderr.contains("not supported"), "{r:?}");
+    assert!(r.stderr.contains("script required"), "{r:?}");
     std::fs::remove_file(dir.join("d.json")).unwrap();
 
     let r = against(&app, &["step", "ls"]).await;

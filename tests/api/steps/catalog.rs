@@ -147,7 +147,7 @@ async fn invalid_steps_are_rejected_naming_the_field() {
             "type: invalid step type",
         ),
         (
-            json!({"id": "x", "name": "x", "type": "script", "script": {"language": "lua", "script": "return {}"}}),
+            json!({"id": "x", "name": "x", "type": "flow", "flow": {"goals": ["y"]}}),
             "not supported yet",
         ),
         (

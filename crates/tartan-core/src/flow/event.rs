@@ -187,6 +187,9 @@ pub enum FlowEvent {
         error: String,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         problem: Option<Value>,
+        /// The inputs it had, when it failed before starting (Argyll's).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        inputs: Option<crate::json::Args>,
     },
     /// A compensation call of a succeeded work item starts.
     CompStarted {
@@ -228,6 +231,19 @@ pub enum FlowEvent {
         flow_id: String,
         step_id: String,
         reason: String,
+        /// The inputs it would have had (a predicate's or a match's skip).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        inputs: Option<crate::json::Args>,
+        /// The inputs whose `required.match` could not be met.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        unsatisfied: Vec<String>,
+    },
+    /// A pending step waits for an optional input until `until`, its
+    /// `optional.deadline`: the flow is woken then to decide on it.
+    StepWaiting {
+        flow_id: String,
+        step_id: String,
+        until: Time,
     },
     FlowCompleted {
         flow_id: String,
@@ -333,6 +349,7 @@ impl FlowEvent {
             | FlowEvent::StepCompleted { .. }
             | FlowEvent::StepFailed { .. }
             | FlowEvent::StepSkipped { .. }
+            | FlowEvent::StepWaiting { .. }
             | FlowEvent::FlowCompleted { .. }
             | FlowEvent::FlowFailed { .. }
             | FlowEvent::FlowDeactivated { .. }
@@ -367,6 +384,7 @@ impl FlowEvent {
         "comp_failed",
         "comp_retry_scheduled",
         "step_skipped",
+        "step_waiting",
         "flow_completed",
         "flow_failed",
         "flow_deactivated",
@@ -400,6 +418,7 @@ impl FlowEvent {
             FlowEvent::CompFailed { .. } => "comp_failed",
             FlowEvent::CompRetryScheduled { .. } => "comp_retry_scheduled",
             FlowEvent::StepSkipped { .. } => "step_skipped",
+            FlowEvent::StepWaiting { .. } => "step_waiting",
             FlowEvent::FlowCompleted { .. } => "flow_completed",
             FlowEvent::FlowFailed { .. } => "flow_failed",
             FlowEvent::FlowDeactivated { .. } => "flow_deactivated",

@@ -81,6 +81,11 @@ pub struct FlowState {
     /// (docs/errors.md, "A flow's size"). Kept by `apply`.
     #[serde(default)]
     pub data_bytes: u64,
+    /// Pending steps waiting for an optional input until a deadline
+    /// (`step_waiting`): when the flow must be woken to decide on them.
+    #[serde(default, skip_serializing_if = "imbl::OrdMap::is_empty")]
+    #[cfg_attr(feature = "openapi", schema(value_type = BTreeMap<String, String>))]
+    pub input_deadlines: imbl::OrdMap<String, Time>,
     /// Work items with a call in flight (`active` or `compensating`): kept
     /// by `apply`, recounted when a state is read back, so that "does this
     /// flow still run anything" costs nothing per decision.
@@ -111,6 +116,7 @@ impl Default for FlowState {
             killed: false,
             retried_at: None,
             data_bytes: 0,
+            input_deadlines: imbl::OrdMap::new(),
             calls: 0,
         }
     }
@@ -146,6 +152,8 @@ struct StoredFlowState {
     retried_at: Option<Time>,
     #[serde(default)]
     data_bytes: u64,
+    #[serde(default)]
+    input_deadlines: imbl::OrdMap<String, Time>,
 }
 
 impl From<StoredFlowState> for FlowState {
@@ -170,6 +178,7 @@ impl From<StoredFlowState> for FlowState {
             killed: s.killed,
             retried_at: s.retried_at,
             data_bytes: s.data_bytes,
+            input_deadlines: s.input_deadlines,
             calls: 0,
         };
         state.calls = state.count_calls(Scope::Flow);
@@ -210,6 +219,9 @@ pub struct ExecutionState {
     /// Why the step was skipped.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// The inputs whose `required.match` could not be met (a skip's).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unsatisfied: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub duration: Option<i64>,
     #[cfg_attr(feature = "openapi", schema(value_type = BTreeMap<String, WorkState>))]
@@ -346,6 +358,16 @@ impl Default for FlowOptions {
 pub const DEFAULT_MAX_STEP_ATTEMPTS: u32 = 1000;
 
 impl FlowState {
+    /// When the flow must be woken: its deadline, or a pending step's
+    /// optional-input deadline, whichever comes first.
+    pub fn wake_at(&self) -> Option<Time> {
+        let inputs = self.input_deadlines.values().min().copied();
+        match (self.deadline_at, inputs) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
     /// The state right after `flow_started`.
     pub fn started(
         flow_id: &str,
@@ -384,6 +406,7 @@ impl FlowState {
                         error: None,
                         problem: None,
                         reason: None,
+                        unsatisfied: Vec::new(),
                         duration: None,
                         work_items: WorkItems::new(),
                     },
@@ -410,6 +433,7 @@ impl FlowState {
             killed: false,
             retried_at: None,
             data_bytes: crate::json::json_len(init),
+            input_deadlines: imbl::OrdMap::new(),
             calls: 0,
         }
     }

@@ -114,8 +114,33 @@ impl Call {
         if !live {
             return None;
         }
-        let http = step.http.as_ref()?;
         let inputs = state.item_inputs(&dispatch.step_id, &dispatch.token)?;
+        let first_started = work.attempts.first().map(|a| a.started_at);
+        let bound = bound(
+            step,
+            kind,
+            work.deadline_at,
+            first_started,
+            now,
+            default_timeout_ms,
+        );
+        if step.is_script() {
+            // Run by the engine: no endpoint, the inputs are the script's.
+            return (kind == CallKind::Step).then(|| Call {
+                kind,
+                flow_id: state.id.clone(),
+                token: dispatch.token.clone(),
+                attempt: dispatch.attempt,
+                endpoint: String::new(),
+                placeholders: Args::new(),
+                method: CallMethod::Post,
+                body: Some(CallBody::Inputs(inputs)),
+                bound,
+                expects_webhook: false,
+                step: Arc::clone(step),
+            });
+        }
+        let http = step.http.as_ref()?;
         let template = match kind {
             CallKind::Step => &http.endpoint,
             CallKind::Compensation => &http.compensate,
@@ -136,7 +161,6 @@ impl Call {
             }
             CallKind::Step => (step.method() != "GET").then_some(CallBody::Inputs(inputs)),
         };
-        let first_started = work.attempts.first().map(|a| a.started_at);
         Some(Call {
             kind,
             flow_id: state.id.clone(),
@@ -146,14 +170,7 @@ impl Call {
             placeholders,
             method: method_of(kind, step),
             body,
-            bound: bound(
-                step,
-                kind,
-                work.deadline_at,
-                first_started,
-                now,
-                default_timeout_ms,
-            ),
+            bound,
             expects_webhook: kind == CallKind::Step && step.is_async(),
             step: Arc::clone(step),
         })

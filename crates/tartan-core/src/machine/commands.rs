@@ -107,7 +107,7 @@ pub(super) fn record(
                     start_compensation(tx, step_id, token, 1)?;
                 }
             } else {
-                finish_step_if_done(tx, step_id)?;
+                finish_step_if_done(tx, step_id, &ctx.script_limits)?;
             }
         }
         AttemptResult::Failure {
@@ -388,7 +388,19 @@ pub(super) fn stop(tx: &mut Transition, stop: Stop, ctx: &mut Context<'_>) -> Re
 /// The flow's deadline may have passed: time it out.
 pub(super) fn deadline_due(tx: &mut Transition, ctx: &mut Context<'_>) -> Result<(), ApplyError> {
     if tx.state.deadline_at.is_some_and(|d| d <= ctx.now) {
-        stop(tx, Stop::Timeout, ctx)?;
+        return stop(tx, Stop::Timeout, ctx);
+    }
+    // An optional input's deadline: the steps waiting decide again.
+    if tx.state.status != FlowStatus::Active {
+        return Ok(());
+    }
+    super::readiness::advance_looking(tx, ctx, true)?;
+    // The wake that fired was the only one armed: arm the next.
+    if let Some(at) = tx.state.wake_at() {
+        tx.push(super::Effect::Arm {
+            wake: super::Wake::Deadline,
+            at,
+        });
     }
     Ok(())
 }
@@ -450,7 +462,7 @@ pub(super) fn retry(
     let plan = Arc::clone(&tx.state.plan);
     for step_id in &steps {
         if let Some(step) = plan.steps.get(step_id) {
-            super::readiness::restart_step(tx, step)?;
+            super::readiness::restart_step(tx, step, &ctx.script_limits)?;
         }
     }
     advance(tx, ctx)

@@ -139,6 +139,7 @@ pub(super) fn fail_work(
                 p["instance"] = Value::String(pointer_for_step(f.step_id));
                 p
             }),
+            inputs: None,
         })?;
         abandon_pending(tx, f.step_id, "another work item of the step failed")?;
         compensate_step(tx, f.step_id)?;

@@ -25,6 +25,7 @@ mod call;
 mod commands;
 mod compensation;
 mod failure;
+mod inputs;
 mod readiness;
 mod transition;
 
@@ -34,6 +35,7 @@ use crate::step::StepPolicies;
 
 pub use crate::outcome::AttemptResult;
 pub use call::{AttemptBound, Call, CallBody, CallKind, CallMethod};
+pub use inputs::{NOT_NEEDED, NO_MATCH, PREDICATE_FALSE, UNAVAILABLE};
 pub use readiness::{check_fan_out, MAX_WORK_ITEMS};
 pub use transition::{Dispatch, Effect, Transition, Wake};
 
@@ -50,6 +52,9 @@ pub struct Context<'a> {
     /// (`TARTAN_MAX_FLOW_BYTES`): an output that would take it past fails
     /// its work item for good (docs/errors.md, "A flow's size").
     pub max_flow_bytes: u64,
+    /// What one evaluation of a step's predicate, match or mapping script
+    /// may spend (`TARTAN_SCRIPT_*`, docs/steps.md "Scripts").
+    pub script_limits: crate::step::ScriptLimits,
 }
 
 /// Something that happened to a flow, for the machine to decide on.

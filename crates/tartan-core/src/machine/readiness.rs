@@ -10,13 +10,18 @@ use serde_json::Value;
 use crate::flow::{ApplyError, FlowEvent, FlowState, FlowStatus, StepStatus, WorkStatus};
 use crate::json::{json_kind, Args, Outputs, Shared};
 use crate::plan::{ExecutionPlan, InitArgs};
-use crate::step::{AttributeSpec, Collect, Step};
+use crate::step::{mapping_value, ScriptLimits, Step};
 
+use super::inputs::{self, Inputs};
 use super::{add_ms, policies, Context, Transition};
 
 /// Map a step's response onto its declared outputs, set them as attributes and
 /// complete the step once every work item has succeeded.
-pub(super) fn finish_step_if_done(tx: &mut Transition, step_id: &str) -> Result<(), ApplyError> {
+pub(super) fn finish_step_if_done(
+    tx: &mut Transition,
+    step_id: &str,
+    limits: &ScriptLimits,
+) -> Result<(), ApplyError> {
     if let Some(step) = tx.state.plan.steps.get(step_id).cloned() {
         fill_slots(tx, &step)?;
     }
@@ -50,11 +55,32 @@ pub(super) fn finish_step_if_done(tx: &mut Transition, step_id: &str) -> Result<
         .filter(|(_, a)| a.for_each())
         .map(|(n, _)| (n, step.inner_name(n)))
         .collect();
+    // Each item's answer read into the step's outputs, through the output
+    // mapping scripts where there are.
+    let mut mapped: Vec<Outputs> = Vec::with_capacity(items.len());
+    for (_, _, raw) in &items {
+        match map_outputs(&step, raw, limits) {
+            Ok(out) => mapped.push(out),
+            Err(error) => {
+                return tx.emit(FlowEvent::StepFailed {
+                    flow_id,
+                    step_id: step_id.to_string(),
+                    error,
+                    problem: None,
+                    inputs: None,
+                })
+            }
+        }
+    }
+    let items: Vec<(u32, Args, Outputs)> = items
+        .into_iter()
+        .zip(mapped)
+        .map(|((i, inputs, _), out)| (i, inputs, out))
+        .collect();
     let mut outputs = Outputs::new();
     for (name, _) in step.outputs() {
-        let inner = step.inner_name(name);
         let value = if for_each.is_empty() {
-            match items.first().and_then(|(_, _, out)| out.get(inner)) {
+            match items.first().and_then(|(_, _, out)| out.get(name)) {
                 Some(v) => v.clone(),
                 None => continue,
             }
@@ -64,7 +90,7 @@ pub(super) fn finish_step_if_done(tx: &mut Transition, step_id: &str) -> Result<
                 items
                     .iter()
                     .filter_map(|(_, inputs, out)| {
-                        let v = out.get(inner)?;
+                        let v = out.get(name)?;
                         let mut element = Args::new();
                         for (attr, inner_in) in &for_each {
                             if let Some(x) = inputs.get(*inner_in) {
@@ -94,83 +120,33 @@ pub(super) fn finish_step_if_done(tx: &mut Transition, step_id: &str) -> Result<
     })
 }
 
-/// Whether a step's input can be given a value now.
-enum InputState {
-    Ready(Option<Value>),
-    Waiting,
-    Unreachable,
-}
-
-fn input_state(state: &FlowState, name: &str, attr: &AttributeSpec) -> InputState {
-    let values: Vec<&Value> = state
-        .attributes
-        .get(name)
-        .map(|v| v.iter().map(|a| a.value.as_ref()).collect())
-        .unwrap_or_default();
-    let providers: Vec<StepStatus> = state
-        .plan
-        .attributes
-        .get(name)
-        .map(|e| {
-            e.providers
-                .iter()
-                .filter_map(|p| state.executions.get(p).map(|x| x.status))
-                .collect()
-        })
-        .unwrap_or_default();
-    let terminal = providers.iter().all(|s| s.is_terminal());
-    let all_succeeded = providers.iter().all(|s| *s == StepStatus::Completed);
-    let has = !values.is_empty();
-    let array = || Value::Array(values.iter().map(|v| (*v).clone()).collect());
-    match attr.collect() {
-        Collect::First if has => InputState::Ready(values.first().map(|v| (*v).clone())),
-        Collect::Last if has && terminal => InputState::Ready(values.last().map(|v| (*v).clone())),
-        Collect::Some if has && terminal => InputState::Ready(Some(array())),
-        Collect::All if has && terminal && all_succeeded => InputState::Ready(Some(array())),
-        Collect::None if !has && terminal => InputState::Ready(None),
-        Collect::None if has => InputState::Unreachable,
-        _ if terminal => InputState::Unreachable,
-        _ => InputState::Waiting,
-    }
-}
-
-/// The inputs of a step, by the names the endpoint uses, if it can start.
-enum Readiness {
-    Ready(Args),
-    Waiting,
-    Unreachable(String),
-}
-
-fn readiness(state: &FlowState, step: &Step) -> Readiness {
-    let mut inputs = Args::new();
-    for (name, attr) in &step.attributes {
-        let inner = step.inner_name(name).to_string();
-        if attr.is_const() {
-            if let Some(v) = attr.const_value() {
-                inputs.insert(inner, v);
+/// One item's answer as the step's outputs, by the flow's names: each
+/// declared output read by the name the step answers with, or computed by
+/// its mapping script from the whole answer (bound under the output's own
+/// name; jpath queries it as the document). Undeclared keys are dropped; a
+/// jpath that matches nothing leaves the output out.
+fn map_outputs(step: &Step, raw: &Outputs, limits: &ScriptLimits) -> Result<Outputs, String> {
+    let mut out = Outputs::new();
+    for (name, _) in step.outputs() {
+        let Some(script) = step.scripts().mappings.get(name) else {
+            if let Some(v) = raw.get(step.inner_name(name)) {
+                out.insert(name.clone(), v.clone());
             }
             continue;
-        }
-        if !attr.is_input() {
-            continue;
-        }
-        match input_state(state, name, attr) {
-            InputState::Ready(Some(v)) => {
-                inputs.insert(inner, v);
+        };
+        let answer: serde_json::Map<String, Value> =
+            raw.iter().map(|(k, v)| (k.clone(), Value::clone(v))).collect();
+        let mut args = serde_json::Map::new();
+        args.insert(name.clone(), Value::Object(answer));
+        match mapping_value(script, &args, limits) {
+            Ok(v) => {
+                out.insert(name.clone(), Shared::new(v));
             }
-            InputState::Ready(None) => {}
-            InputState::Waiting => return Readiness::Waiting,
-            InputState::Unreachable if attr.is_required() => {
-                return Readiness::Unreachable(format!("required input {name} is unavailable"))
-            }
-            InputState::Unreachable => {
-                if let Some(v) = attr.default_value() {
-                    inputs.insert(inner, v);
-                }
-            }
+            Err(e) if e.is_no_match() => {}
+            Err(e) => return Err(format!("mapping of output {name} failed: {e}")),
         }
     }
-    Readiness::Ready(inputs)
+    Ok(out)
 }
 
 /// Most work items one for_each may expand into.
@@ -271,6 +247,7 @@ fn start_step(
                 step_id: step.id.clone(),
                 error,
                 problem: None,
+                inputs: Some(inputs),
             })
         }
     };
@@ -294,12 +271,16 @@ fn start_step(
     })?;
     fill_slots(tx, step)?;
     // No element, no call: the step is done at once.
-    finish_step_if_done(tx, &step.id)
+    finish_step_if_done(tx, &step.id, &ctx.script_limits)
 }
 
 /// A step a retry made active again: start its pending items, or complete
 /// it at once when all of them had succeeded.
-pub(super) fn restart_step(tx: &mut Transition, step: &Step) -> Result<(), ApplyError> {
+pub(super) fn restart_step(
+    tx: &mut Transition,
+    step: &Step,
+    limits: &ScriptLimits,
+) -> Result<(), ApplyError> {
     let active = tx
         .state
         .executions
@@ -309,7 +290,7 @@ pub(super) fn restart_step(tx: &mut Transition, step: &Step) -> Result<(), Apply
         return Ok(());
     }
     fill_slots(tx, step)?;
-    finish_step_if_done(tx, &step.id)
+    finish_step_if_done(tx, &step.id, limits)
 }
 
 /// Start pending items of an active step, in element order, while fewer than
@@ -389,12 +370,94 @@ fn with_meta(step: &Step, flow_id: &str, token: &str, webhook_base: &str, mut in
     inputs
 }
 
+/// Decide on one pending step: skip it when nothing needs its outputs any
+/// more, or when its match or predicate says so; fail it when a required
+/// input can no longer arrive; note how long it waits for an optional
+/// input; or start it. Whether anything changed.
+fn decide_pending(tx: &mut Transition, step: &Step, ctx: &mut Context<'_>) -> Result<bool, ApplyError> {
+    let flow_id = tx.state.id.clone();
+    let step_id = step.id.clone();
+    let limits = ctx.script_limits;
+    let skip = |reason: &str, inputs: Option<Args>, unsatisfied: Vec<String>| FlowEvent::StepSkipped {
+        flow_id: flow_id.clone(),
+        step_id: step_id.clone(),
+        reason: reason.to_string(),
+        inputs,
+        unsatisfied,
+    };
+    let fail = |error: String, inputs: Args| FlowEvent::StepFailed {
+        flow_id: flow_id.clone(),
+        step_id: step_id.clone(),
+        error,
+        problem: None,
+        inputs: Some(inputs),
+    };
+    if !tx.state.plan.goals.contains(&step.id) && !inputs::outputs_needed(&tx.state, step, &limits) {
+        tx.emit(skip(inputs::NOT_NEEDED, None, Vec::new()))?;
+        return Ok(true);
+    }
+    let ready = match inputs::inputs(&tx.state, step, tx.now, &limits) {
+        Inputs::Wait { until: None } => return Ok(false),
+        Inputs::Wait { until: Some(until) } => {
+            if tx.state.input_deadlines.get(&step.id) == Some(&until) {
+                return Ok(false);
+            }
+            tx.emit(FlowEvent::StepWaiting {
+                flow_id: flow_id.clone(),
+                step_id: step_id.clone(),
+                until,
+            })?;
+            return Ok(false);
+        }
+        Inputs::Unmatched { inputs, unsatisfied } => {
+            tx.emit(skip(inputs::NO_MATCH, Some(inputs), unsatisfied))?;
+            return Ok(true);
+        }
+        Inputs::Fail { error, inputs } => {
+            tx.emit(fail(error, inputs))?;
+            return Ok(true);
+        }
+        Inputs::Ready(inputs) => inputs,
+    };
+    if policies(&tx.state.plan, &step.id)?.retry.is_skipped() {
+        tx.emit(skip("the retry policy allows 0 attempts", None, Vec::new()))?;
+        return Ok(true);
+    }
+    if let Some(predicate) = &step.scripts().predicate {
+        match predicate.truth(&ready, &limits) {
+            Ok(true) => {}
+            Ok(false) => {
+                tx.emit(skip(inputs::PREDICATE_FALSE, Some(ready), Vec::new()))?;
+                return Ok(true);
+            }
+            Err(e) => {
+                tx.emit(fail(format!("predicate evaluation failed: {e}"), ready))?;
+                return Ok(true);
+            }
+        }
+    }
+    start_step(tx, step, ready, ctx)?;
+    Ok(true)
+}
+
 /// Move the flow as far as it can go: start ready steps, skip unreachable
 /// ones, finish the flow, deactivate it when nothing runs any more.
 pub(super) fn advance(tx: &mut Transition, ctx: &mut Context<'_>) -> Result<(), ApplyError> {
+    advance_looking(tx, ctx, false)
+}
+
+/// `advance`, looking at every pending step first (`everything`), not only
+/// those the transition's events concern: when an optional input's
+/// deadline has passed, time is what changed.
+pub(super) fn advance_looking(
+    tx: &mut Transition,
+    ctx: &mut Context<'_>,
+    everything: bool,
+) -> Result<(), ApplyError> {
     let flow_id = tx.state.id.clone();
     let plan = Arc::clone(&tx.state.plan);
     let mut looked = 0;
+    let mut everything = everything;
     loop {
         if tx.state.status != FlowStatus::Active {
             break;
@@ -411,7 +474,12 @@ pub(super) fn advance(tx: &mut Transition, ctx: &mut Context<'_>) -> Result<(), 
         // have changed: every other pending step was waiting then and still
         // is. (Looking at all of them made each decision cost the size of
         // the plan: a chain of 10,000 steps took 10,000² looks.)
-        let pending: Vec<String> = match affected(&plan, &tx.events[looked..]) {
+        let look = if std::mem::take(&mut everything) {
+            None
+        } else {
+            affected(&plan, &tx.events[looked..])
+        };
+        let pending: Vec<String> = match look {
             None => tx
                 .state
                 .executions
@@ -435,35 +503,21 @@ pub(super) fn advance(tx: &mut Transition, ctx: &mut Context<'_>) -> Result<(), 
             let Some(step) = plan.steps.get(&step_id) else {
                 continue;
             };
-            match readiness(&tx.state, step) {
-                Readiness::Waiting => {}
-                Readiness::Unreachable(reason) => {
-                    tx.emit(FlowEvent::StepSkipped {
-                        flow_id: flow_id.clone(),
-                        step_id,
-                        reason,
-                    })?;
-                    progressed = true;
-                }
-                Readiness::Ready(_) if policies(&plan, &step_id)?.retry.is_skipped() => {
-                    tx.emit(FlowEvent::StepSkipped {
-                        flow_id: flow_id.clone(),
-                        step_id,
-                        reason: "the retry policy allows 0 attempts".into(),
-                    })?;
-                    progressed = true;
-                }
-                Readiness::Ready(inputs) => {
-                    start_step(tx, step, inputs, ctx)?;
-                    progressed = true;
-                }
-            }
+            progressed |= decide_pending(tx, step, ctx)?;
         }
         if progressed {
             // Look again: what just started or was skipped may decide a goal.
             continue;
         }
         if tx.state.executions.values().all(|e| e.status.is_terminal()) {
+            if all_goals_unmatched(&tx.state) {
+                tx.emit(FlowEvent::FlowFailed {
+                    flow_id: flow_id.clone(),
+                    error: "flow failed: the required match of every goal step did not match".into(),
+                    problem: None,
+                })?;
+                break;
+            }
             let result = goal_outputs(&tx.state);
             tx.emit(FlowEvent::FlowCompleted {
                 flow_id: flow_id.clone(),
@@ -487,33 +541,48 @@ pub(super) fn advance(tx: &mut Transition, ctx: &mut Context<'_>) -> Result<(), 
 /// provider's end can make an input final or unreachable). `None`: the flow
 /// has just started, and every step is new.
 fn affected(plan: &ExecutionPlan, events: &[FlowEvent]) -> Option<BTreeSet<String>> {
-    let mut names: BTreeSet<&str> = BTreeSet::new();
+    // Attributes whose consumers may now start (or never will), and
+    // attributes whose providers may no longer be needed.
+    let mut consumed: BTreeSet<&str> = BTreeSet::new();
+    let mut provided: BTreeSet<&str> = BTreeSet::new();
+    let mut steps: BTreeSet<String> = BTreeSet::new();
     for event in events {
         match event {
             // A retry puts skipped steps back to pending: look at them all.
             FlowEvent::FlowStarted { .. } | FlowEvent::FlowRetried { .. } => return None,
             FlowEvent::AttributeSet { key, .. } => {
-                names.insert(key);
+                consumed.insert(key);
+                provided.insert(key);
             }
             FlowEvent::StepCompleted { step_id, .. }
             | FlowEvent::StepFailed { step_id, .. }
             | FlowEvent::StepSkipped { step_id, .. }
             | FlowEvent::StepTimedOut { step_id, .. }
-            | FlowEvent::StepCancelled { step_id, .. } => {
+            | FlowEvent::StepCancelled { step_id, .. }
+            | FlowEvent::StepStarted { step_id, .. } => {
                 if let Some(step) = plan.steps.get(step_id) {
-                    names.extend(step.outputs().map(|(n, _)| n.as_str()));
+                    if !matches!(event, FlowEvent::StepStarted { .. }) {
+                        consumed.extend(step.outputs().map(|(n, _)| n.as_str()));
+                    }
+                    provided.extend(step.inputs().map(|(n, _)| n.as_str()));
                 }
             }
             _ => {}
         }
     }
-    Some(
+    let edges = |names: BTreeSet<&str>| {
         names
             .into_iter()
             .filter_map(|n| plan.attributes.get(n))
-            .flat_map(|edges| edges.consumers.iter().cloned())
-            .collect(),
-    )
+            .collect::<Vec<_>>()
+    };
+    for e in edges(consumed) {
+        steps.extend(e.consumers.iter().cloned());
+    }
+    for e in edges(provided) {
+        steps.extend(e.providers.iter().cloned());
+    }
+    Some(steps)
 }
 
 /// The error (and problem, e.g. a timeout's) of the first goal that failed or
@@ -526,6 +595,8 @@ fn failed_goal(state: &FlowState) -> Option<(String, Option<Value>)> {
                 "goal step {goal} failed: {}",
                 exec.error.as_deref().unwrap_or("unknown error")
             )),
+            // A predicate or a match decided the goal is not to run (Argyll).
+            StepStatus::Skipped if is_decided_skip(exec.reason.as_deref()) => None,
             StepStatus::Skipped => Some(format!(
                 "goal step {goal} skipped: {}",
                 exec.reason.as_deref().unwrap_or("unreachable")
@@ -540,6 +611,21 @@ fn failed_goal(state: &FlowState) -> Option<(String, Option<Value>)> {
             _ => None,
         }?;
         Some((error, exec.problem.clone()))
+    })
+}
+
+fn is_decided_skip(reason: Option<&str>) -> bool {
+    matches!(reason, Some(inputs::PREDICATE_FALSE | inputs::NO_MATCH))
+}
+
+/// Every goal was skipped because its match was not met: the flow did
+/// nothing it was asked for (Argyll fails it).
+fn all_goals_unmatched(state: &FlowState) -> bool {
+    state.plan.goals.iter().all(|goal| {
+        state
+            .executions
+            .get(goal)
+            .is_some_and(|e| e.status == StepStatus::Skipped && e.reason.as_deref() == Some(inputs::NO_MATCH))
     })
 }
 

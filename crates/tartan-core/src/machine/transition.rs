@@ -62,7 +62,8 @@ pub enum Wake {
     Retry { step_id: String, token: String },
     /// The item's inactivity window ends.
     Inactivity { step_id: String, token: String },
-    /// The flow's deadline.
+    /// The flow's deadline, or a pending step's optional-input deadline,
+    /// whichever is first (`FlowState::wake_at`).
     Deadline,
 }
 
@@ -227,6 +228,15 @@ impl Transition {
                     self.push(Effect::Arm {
                         wake: Wake::Deadline,
                         at: *at,
+                    });
+                }
+            }
+            // One wake per flow: the earliest of its deadlines.
+            FlowEvent::StepWaiting { .. } => {
+                if let Some(at) = self.state.wake_at() {
+                    self.push(Effect::Arm {
+                        wake: Wake::Deadline,
+                        at,
                     });
                 }
             }

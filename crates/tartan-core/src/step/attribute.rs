@@ -31,8 +31,9 @@ pub struct AttributeSpec {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct InputConfig {
+    /// Required inputs only: which values of the attribute the step takes.
     #[serde(rename = "match", default, skip_serializing_if = "Option::is_none")]
-    pub match_: Option<Value>,
+    pub match_: Option<ScriptConfig>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mapping: Option<MappingConfig>,
     #[serde(default, skip_serializing_if = "String::is_empty")]
@@ -67,14 +68,15 @@ pub struct OutputConfig {
     pub mapping: Option<MappingConfig>,
 }
 
-/// Renames an attribute on the wire (`name`); value scripts are not supported.
+/// Renames an attribute on the wire (`name`: the name the step itself uses),
+/// or computes its value (`script`), or both.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct MappingConfig {
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub name: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub script: Option<Value>,
+    pub script: Option<ScriptConfig>,
 }
 
 /// How an input gathers the values of several providers.
@@ -249,8 +251,11 @@ impl AttributeSpec {
                 ),
             ));
         }
-        if cfg.match_.is_some() {
-            return Err(not_supported(&format!("{field}.match"), "match scripts"));
+        if cfg.match_.is_some() && !self.is_required() {
+            return Err(ValidationError::new(
+                format!("{field}.match"),
+                "only required inputs have a match",
+            ));
         }
         if self.is_required() && !cfg.default.is_empty() {
             return Err(ValidationError::new(
@@ -267,10 +272,10 @@ impl AttributeSpec {
                 "deadline must be between 0 and 1 year in milliseconds",
             ));
         }
-        if cfg.deadline > 0 {
-            return Err(not_supported(
-                &format!("{field}.deadline"),
-                "optional input deadlines",
+        if cfg.deadline > 0 && !self.is_optional() {
+            return Err(ValidationError::new(
+                format!("{field}.deadline"),
+                "only optional inputs have a deadline",
             ));
         }
         if let Some(m) = &cfg.mapping {
@@ -281,20 +286,13 @@ impl AttributeSpec {
 }
 
 pub(super) fn validate_mapping(field: &str, m: &MappingConfig) -> Result<(), ValidationError> {
-    if m.script.is_some() {
-        return Err(not_supported(&format!("{field}.script"), "mapping scripts"));
-    }
-    if m.name.is_empty() {
+    if m.name.is_empty() && m.script.is_none() {
         return Err(ValidationError::new(
             field,
-            "invalid attribute mapping: name required",
+            "invalid attribute mapping: name or script required",
         ));
     }
     check_len(&format!("{field}.name"), &m.name)
-}
-
-pub(super) fn not_supported(field: &str, what: &str) -> ValidationError {
-    ValidationError::new(field, format!("{what} are not supported yet"))
 }
 
 /// A default or const value is JSON text that must fit the declared type.

@@ -21,8 +21,10 @@ use crate::timeouts::TimeoutPolicy;
 
 pub use crate::json::Args;
 pub use attribute::*;
+pub use scripts::{body_outputs, mapping_value, ScriptConfig, ScriptLimits, StepScripts};
 
 mod attribute;
+mod scripts;
 
 /// A registered step: an HTTP endpoint with declared inputs and outputs.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -44,10 +46,13 @@ pub struct Step {
     pub attributes: BTreeMap<String, AttributeSpec>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub http: Option<HttpConfig>,
+    /// A script step's body (`type: script`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub script: Option<Value>,
+    pub script: Option<ScriptConfig>,
+    /// Decides, before the step and each of its work items starts, whether
+    /// it runs at all.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub predicate: Option<Value>,
+    pub predicate: Option<ScriptConfig>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub flow: Option<FlowConfig>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -77,6 +82,9 @@ pub struct Step {
     /// per decision. Not part of the JSON.
     #[serde(skip)]
     policies: Parsed,
+    /// The step's scripts, compiled with its policies. Not part of the JSON.
+    #[serde(skip)]
+    compiled: scripts::Compiled,
 }
 
 /// A step's policies, typed.
@@ -153,6 +161,7 @@ pub struct WorkConfig {
 
 pub const STEP_SYNC: &str = "sync";
 pub const STEP_ASYNC: &str = "async";
+pub const STEP_SCRIPT: &str = "script";
 const METHODS: [&str; 4] = ["GET", "POST", "PUT", "DELETE"];
 const ATTRIBUTE_TYPES: [&str; 7] = ["string", "number", "boolean", "object", "array", "null", "any"];
 const BACKOFF_TYPES: [&str; 3] = ["fixed", "linear", "exponential"];
@@ -203,6 +212,35 @@ impl Step {
 
     pub fn is_async(&self) -> bool {
         self.step_type == STEP_ASYNC
+    }
+
+    /// Run by the engine itself, not called over HTTP.
+    pub fn is_script(&self) -> bool {
+        self.step_type == STEP_SCRIPT
+    }
+
+    /// The step's compiled scripts (none for a step that was neither
+    /// normalised nor read back).
+    pub fn scripts(&self) -> &StepScripts {
+        static NONE: std::sync::OnceLock<StepScripts> = std::sync::OnceLock::new();
+        match &self.compiled.0 {
+            Some(scripts) => scripts,
+            None => NONE.get_or_init(StepScripts::default),
+        }
+    }
+
+    /// The names the step receives its inputs, consts and meta values by,
+    /// sorted: what its scripts are given.
+    pub fn runtime_input_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self
+            .attributes
+            .iter()
+            .filter(|(_, a)| a.is_runtime_input())
+            .map(|(n, _)| self.inner_name(n).to_string())
+            .collect();
+        names.sort();
+        names.dedup();
+        names
     }
 
     /// The name the step endpoint uses for attribute `name`.
@@ -314,6 +352,8 @@ impl Step {
         let http_ms = self.http.as_ref().map(|h| h.timeout).unwrap_or(0);
         let timeouts = TimeoutPolicy::from_step(self.timeouts.as_ref(), http_ms, retry.attempt_timeout_ms)?;
         self.policies = Parsed(Some(Arc::new(StepPolicies { retry, timeouts })));
+        let scripts = StepScripts::compile(&self)?;
+        self.compiled = scripts::Compiled((!scripts.is_empty()).then(|| Arc::new(scripts)));
         Ok(self)
     }
 
@@ -342,7 +382,8 @@ impl Step {
         check_labels("labels", &self.labels)?;
         match self.step_type.as_str() {
             STEP_SYNC | STEP_ASYNC => self.validate_http()?,
-            "script" | "flow" => {
+            STEP_SCRIPT => self.validate_script()?,
+            "flow" => {
                 return Err(ValidationError::new(
                     "type",
                     format!("{} steps are not supported yet", self.step_type),
@@ -355,9 +396,6 @@ impl Step {
                 ))
             }
         }
-        if self.predicate.is_some() {
-            return Err(not_supported("predicate", "step predicates"));
-        }
         for (name, attr) in &self.attributes {
             if name.is_empty() {
                 return Err(ValidationError::new("attributes", "argument name empty"));
@@ -366,6 +404,19 @@ impl Step {
         }
         self.validate_mapping_names()?;
         self.validate_work_config()
+    }
+
+    fn validate_script(&self) -> Result<(), ValidationError> {
+        if self.script.is_none() {
+            return Err(ValidationError::new("script", "script required"));
+        }
+        if self.http.is_some() {
+            return Err(ValidationError::new("http", "http not allowed for step type"));
+        }
+        if self.flow.is_some() {
+            return Err(ValidationError::new("flow", "flow not allowed for step type"));
+        }
+        Ok(())
     }
 
     fn validate_http(&self) -> Result<(), ValidationError> {

@@ -46,6 +46,7 @@ pub fn with_context<R>(tokens: &mut u32, at: Time, decide: impl FnOnce(&mut Cont
         new_token: &mut new_token,
         random: &mut || 0.5,
         max_flow_bytes: tartan_core::json::DEFAULT_MAX_FLOW_BYTES,
+        script_limits: tartan_core::step::ScriptLimits::default(),
     };
     decide(&mut ctx)
 }

@@ -252,7 +252,8 @@ impl Engine {
                 .as_ref()
                 .and_then(|tracer| traces::decision_span(tracer, &cached.state, about));
             let base = cached.sequence;
-            let mut tx = self.decision_context(self.inner.config.clock.now(), |ctx| {
+            let scripted = cached.state.plan.is_scripted();
+            let mut tx = self.decision_context(self.inner.config.clock.now(), scripted, |ctx| {
                 decide(FlowState::clone(&cached.state), ctx)
             })?;
             let heard: Vec<Effect> = tx
@@ -297,10 +298,14 @@ impl Engine {
     }
 
     /// The context of one decision: the clock, webhook base, token and
-    /// randomness sources.
+    /// randomness sources. A decision that may evaluate scripts
+    /// (`scripted`) runs off the runtime's workers: a script may take its
+    /// whole time limit, and the tasks queued behind it move to another
+    /// worker meanwhile.
     pub(super) fn decision_context<R>(
         &self,
         at: DateTime<Utc>,
+        scripted: bool,
         decide: impl FnOnce(&mut Context<'_>) -> R,
     ) -> R {
         let mut token = new_token;
@@ -311,8 +316,15 @@ impl Engine {
             new_token: &mut token,
             random: &mut random,
             max_flow_bytes: self.inner.config.max_flow_bytes,
+            script_limits: self.inner.config.script_limits,
         };
-        decide(&mut ctx)
+        let multi_thread = tokio::runtime::Handle::try_current()
+            .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
+        if scripted && multi_thread {
+            tokio::task::block_in_place(|| decide(&mut ctx))
+        } else {
+            decide(&mut ctx)
+        }
     }
 
     /// The rows and events one transition writes.

@@ -178,8 +178,10 @@ impl Engine {
             init,
             options,
         };
-        let mut tx =
-            self.decision_context(started, |ctx| machine::apply(FlowState::default(), command, ctx))?;
+        let scripted = matches!(&command, Command::Start { plan, .. } if plan.is_scripted());
+        let mut tx = self.decision_context(started, scripted, |ctx| {
+            machine::apply(FlowState::default(), command, ctx)
+        })?;
         let sequence = tx.events.len() as i64;
         let commit = self.commit_for(&mut tx, 0, Some(request_digest(&text)));
         let state = Arc::clone(&commit.state);

@@ -143,6 +143,7 @@ pub fn start(flow_id: &str, labels: &[(&str, &str)], now: Time) -> Transition {
         new_token: &mut token,
         random: &mut random,
         max_flow_bytes: tartan_core::json::DEFAULT_MAX_FLOW_BYTES,
+        script_limits: tartan_core::step::ScriptLimits::default(),
     };
     let options = FlowOptions {
         labels,
@@ -175,6 +176,7 @@ fn record(state: &FlowState, result: AttemptResult, now: Time) -> Transition {
         new_token: &mut new_token,
         random: &mut random,
         max_flow_bytes: tartan_core::json::DEFAULT_MAX_FLOW_BYTES,
+        script_limits: tartan_core::step::ScriptLimits::default(),
     };
     let record = Command::Record {
         step_id: GREET.to_string(),

@@ -26,6 +26,7 @@ impl FlowState {
         self.problem = None;
         self.killed = false;
         self.deadline_at = deadline_at;
+        self.input_deadlines.clear();
         for item in work {
             let w = self.work(&item.step_id, &item.token)?;
             w.status = WorkStatus::Pending;
@@ -107,7 +108,12 @@ impl FlowState {
                 | FlowEvent::StepFailed { step_id, .. }
                 | FlowEvent::StepSkipped { step_id, .. },
             ) => Scope::Step(step_id),
-            (_, FlowEvent::AttributeSet { .. } | FlowEvent::WorkLateResult { .. }) => Scope::None,
+            (
+                _,
+                FlowEvent::AttributeSet { .. }
+                | FlowEvent::WorkLateResult { .. }
+                | FlowEvent::StepWaiting { .. },
+            ) => Scope::None,
             _ => Scope::Flow,
         };
         let before = self.count_calls(scope());
@@ -141,7 +147,8 @@ impl FlowState {
             | FlowEvent::AttributeSet { .. }
             | FlowEvent::StepCompleted { .. }
             | FlowEvent::StepFailed { .. }
-            | FlowEvent::StepSkipped { .. } => self.change_step(event, at)?,
+            | FlowEvent::StepSkipped { .. }
+            | FlowEvent::StepWaiting { .. } => self.change_step(event, at)?,
             FlowEvent::WorkStarted { .. }
             | FlowEvent::WorkSucceeded { .. }
             | FlowEvent::WorkAccepted { .. }

@@ -5,7 +5,20 @@ use super::super::*;
 impl FlowState {
     /// A step started or ended, or an attribute was set.
     pub(super) fn change_step(&mut self, event: &FlowEvent, at: Time) -> Result<(), ApplyError> {
+        // A step that starts or ends waits for nothing any more.
+        if let FlowEvent::StepStarted { step_id, .. }
+        | FlowEvent::StepSkipped { step_id, .. }
+        | FlowEvent::StepFailed { step_id, .. }
+        | FlowEvent::StepCancelled { step_id, .. }
+        | FlowEvent::StepTimedOut { step_id, .. } = event
+        {
+            self.input_deadlines.remove(step_id);
+        }
         match event {
+            FlowEvent::StepWaiting { step_id, until, .. } => {
+                self.execution(step_id)?;
+                self.input_deadlines.insert(step_id.clone(), *until);
+            }
             FlowEvent::StepStarted {
                 step_id,
                 inputs,
@@ -107,17 +120,35 @@ impl FlowState {
                 exec.error = Some(error.clone());
                 exec.problem = problem.clone();
             }
-            FlowEvent::StepFailed { step_id, error, .. } => {
+            FlowEvent::StepFailed {
+                step_id,
+                error,
+                inputs,
+                ..
+            } => {
                 let exec = self.execution(step_id)?;
                 exec.status = StepStatus::Failed;
                 exec.completed_at = Some(at);
                 exec.error = Some(error.clone());
+                if let Some(inputs) = inputs {
+                    exec.inputs = std::sync::Arc::new(crate::json::StepInputs::new(inputs.clone()));
+                }
             }
-            FlowEvent::StepSkipped { step_id, reason, .. } => {
+            FlowEvent::StepSkipped {
+                step_id,
+                reason,
+                inputs,
+                unsatisfied,
+                ..
+            } => {
                 let exec = self.execution(step_id)?;
                 exec.status = StepStatus::Skipped;
                 exec.completed_at = Some(at);
                 exec.reason = Some(reason.clone());
+                exec.unsatisfied = unsatisfied.clone();
+                if let Some(inputs) = inputs {
+                    exec.inputs = std::sync::Arc::new(crate::json::StepInputs::new(inputs.clone()));
+                }
             }
             // The other events are another family's (`change`).
             _ => {}

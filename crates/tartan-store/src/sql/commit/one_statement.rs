@@ -126,7 +126,7 @@ pub(super) fn batch_json(decisions: &[Decision<'_>]) -> Result<[String; 6], Stor
             .text("error", c.state.error.as_deref())
             .int("tail", Some(d.event_bytes()))
             // A retry restarts the flow's timeout: the deadline moves.
-            .int("deadline_us", c.state.deadline_at.map(to_us));
+            .int("deadline_us", c.state.wake_at().map(to_us));
         if c.base_sequence == 0 {
             rows.int("created_us", Some(to_us(c.state.created_at)))
                 .text("request", Some(c.request.as_deref().unwrap_or_default()));

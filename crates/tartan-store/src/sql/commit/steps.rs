@@ -56,7 +56,7 @@ pub(super) async fn create_flows(
                 .bind(c.state.deactivated_at.map(to_us))
                 .bind(c.request.clone().unwrap_or_default())
                 .bind(String::new())
-                .bind(c.state.deadline_at.map(to_us))
+                .bind(c.state.wake_at().map(to_us))
                 .bind(c.state.error.clone())
                 .bind(0_i64)
                 .bind(d.event_bytes())
@@ -115,7 +115,7 @@ pub(super) async fn advance_flows(
                 .bind(c.state.error.clone())
                 .bind(d.event_bytes())
                 .bind(c.base_sequence)
-                .bind(c.state.deadline_at.map(to_us));
+                .bind(c.state.wake_at().map(to_us));
         }
         let mut updated = HashMap::new();
         for row in q.fetch_all(&mut **tx).await? {

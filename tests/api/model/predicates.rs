@@ -1,0 +1,142 @@
+//! Predicates: evaluated before a step starts; false skips it, an error
+//! fails it.
+
+use serde_json::{json, Value};
+use tartan_testkit::both_backends;
+
+use super::script;
+use crate::helpers::{events, json_reply, of_type, spawn_app, sync_step, Backend, StepServer};
+
+both_backends!(
+    a_false_predicate_skips_the_step_and_its_dependents_fail,
+    a_predicate_in_each_language_sees_the_inputs,
+    a_predicate_that_errors_fails_the_step_without_calling_it,
+);
+
+fn with_predicate(mut step: Value, language: &str, source: &str) -> Value {
+    step["predicate"] = script(language, source);
+    step
+}
+
+/// Argyll's TestPredicateSkipping, TestSkipStep and TestSkippedProviderCascade.
+async fn a_false_predicate_skips_the_step_and_its_dependents_fail(backend: Backend) {
+    let Some(app) = spawn_app(backend).await else {
+        return;
+    };
+    let svc =
+        StepServer::start(|_, _| json_reply(200, json!({"valueA": "a", "valueB": "b", "valueC": "c"}))).await;
+    app.register(&sync_step("a", &svc.url("/a"), &[], &["valueA"]))
+        .await;
+    app.register(&with_predicate(
+        sync_step("b", &svc.url("/b"), &["valueA"], &["valueB"]),
+        "ale",
+        "false",
+    ))
+    .await;
+    // A goal skipped by its predicate: the flow still completes.
+    app.start_flow(&json!({"id": "skip", "goals": ["b"]})).await;
+    let flow = app.wait_for_flow("skip").await;
+    assert_eq!(flow["status"], "completed", "{flow}");
+    assert_eq!(flow["executions"]["b"]["status"], "skipped");
+    assert_eq!(flow["executions"]["b"]["reason"], "predicate returned false");
+    assert_eq!(flow["executions"]["b"]["inputs"], json!({"valueA": "a"}));
+    assert!(flow["attributes"].get("valueB").is_none());
+    assert_eq!(
+        svc.requests().iter().map(|r| r.path.as_str()).collect::<Vec<_>>(),
+        ["/a"]
+    );
+    let skipped = events(&app, "skip").await;
+    let skipped = of_type(&skipped, "step_skipped");
+    assert_eq!(skipped[0]["data"]["reason"], "predicate returned false");
+    assert_eq!(skipped[0]["data"]["inputs"], json!({"valueA": "a"}));
+    assert!(of_type(&events(&app, "skip").await, "step_started")
+        .iter()
+        .all(|e| e["data"]["step_id"] != "b"));
+
+    // What needed its output can no longer run: it fails, and the flow.
+    app.register(&sync_step("c", &svc.url("/c"), &["valueB"], &["valueC"]))
+        .await;
+    app.start_flow(&json!({"id": "cascade", "goals": ["c"]})).await;
+    let flow = app.wait_for_flow("cascade").await;
+    assert_eq!(flow["status"], "failed", "{flow}");
+    assert_eq!(flow["executions"]["c"]["status"], "failed");
+    assert_eq!(
+        flow["executions"]["c"]["error"],
+        "required input no longer available"
+    );
+    assert!(svc.requests().iter().all(|r| r.path != "/c"));
+}
+
+/// The same predicate in Ale, Lua and jpath; jpath counts an explicit null
+/// (Argyll's TestJPathNullMatch); Ale counts anything but false.
+async fn a_predicate_in_each_language_sees_the_inputs(backend: Backend) {
+    let Some(app) = spawn_app(backend).await else {
+        return;
+    };
+    let svc = StepServer::start(|r, _| json_reply(200, json!({"out": r.path.clone()}))).await;
+    let cases = [
+        ("ale-big", "ale", "(> amount 100)"),
+        ("lua-big", "lua", "return amount > 100"),
+        ("jpath-big", "jpath", "$.amount > 100"),
+        ("jpath-flag", "jpath", "$.flag"),
+        ("ale-nil", "ale", "flag"),
+        ("lua-nil", "lua", "return flag"),
+    ];
+    for (id, language, source) in cases {
+        let step = json!({
+            "id": id, "name": id, "type": "sync", "http": {"endpoint": svc.url(&format!("/{id}"))},
+            "predicate": script(language, source),
+            "attributes": {
+                "amount": {"role": "required", "type": "number"},
+                "flag": {"role": "optional"},
+                "out": {"role": "output"}
+            }
+        });
+        let r = app.register(&step).await;
+        assert_eq!(r.status, axum::http::StatusCode::CREATED, "{id}: {:?}", r.body);
+    }
+    let run = |id: &'static str, amount: i64, flag: Value| {
+        let app = &app;
+        async move {
+            let flow_id = format!("{id}-{amount}-{}", flag.is_null());
+            let mut init = json!({"amount": [amount]});
+            if !flag.is_null() || id.ends_with("flag") {
+                init["flag"] = json!([flag]);
+            }
+            app.start_flow(&json!({"id": flow_id, "goals": [id], "init": init}))
+                .await;
+            app.wait_for_flow(&flow_id).await["executions"][id]["status"].clone()
+        }
+    };
+    for id in ["ale-big", "lua-big", "jpath-big"] {
+        assert_eq!(run(id, 500, Value::Null).await, "completed", "{id}");
+        assert_eq!(run(id, 5, Value::Null).await, "skipped", "{id}");
+    }
+    // jpath: a null that is there matches.
+    assert_eq!(run("jpath-flag", 1, Value::Null).await, "completed");
+    // Ale: nil is not false; Lua: nil is.
+    assert_eq!(run("ale-nil", 1, Value::Null).await, "completed");
+    assert_eq!(run("lua-nil", 1, Value::Null).await, "skipped");
+    assert_eq!(run("lua-nil", 2, json!(true)).await, "completed");
+}
+
+/// Argyll's TestPredicateFailure / TestPredicateError.
+async fn a_predicate_that_errors_fails_the_step_without_calling_it(backend: Backend) {
+    let Some(app) = spawn_app(backend).await else {
+        return;
+    };
+    let svc = StepServer::start(|_, _| json_reply(200, json!({"out": 1}))).await;
+    let step = with_predicate(
+        sync_step("p", &svc.url("/p"), &[], &["out"]),
+        "lua",
+        "error('boom')",
+    );
+    app.register(&step).await;
+    app.start_flow(&json!({"id": "perr", "goals": ["p"]})).await;
+    let flow = app.wait_for_flow("perr").await;
+    assert_eq!(flow["status"], "failed", "{flow}");
+    let error = flow["executions"]["p"]["error"].as_str().unwrap_or_default();
+    assert!(error.starts_with("predicate evaluation failed: "), "{error}");
+    assert!(error.contains("boom"), "{error}");
+    assert!(svc.requests().is_empty());
+}
