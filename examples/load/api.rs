@@ -18,6 +18,12 @@
 //!   `--poll-ms N` polls the status every N ms instead (every millisecond
 //!   for the flows run alone), as a client that cannot wait would.
 //!
+//! `--shape scripted` registers the same chain with scripts on the hot
+//! path: each step has a jpath predicate that holds (its input is there)
+//! and a Lua mapping that passes its input on unchanged, so the flows
+//! complete as with `--shape plain` (the default) and the step server
+//! gets the same bodies; the difference is the scripts' cost.
+//!
 //! Each side runs flows with `--clients` in flight (throughput: `--flows`
 //! through Tartan, `--floor-flows` on the floor and the relay, so that each
 //! lasts about a second), then `--alone` flows one after another (single-flow latency, the
@@ -50,7 +56,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use axum::http::Uri;
-use clap::Args;
+use clap::{Args, ValueEnum};
 use futures::FutureExt;
 use serde_json::{json, Value};
 
@@ -94,6 +100,30 @@ pub struct ApiArgs {
     /// 0 (the default): one request that waits for it (`status?wait=30s`).
     #[arg(long, default_value_t = 0)]
     poll_ms: u64,
+    /// The chain's steps as registered on Tartan (the floor and the relay
+    /// make the same calls either way).
+    #[arg(long, value_enum, default_value = "plain")]
+    shape: ChainShape,
+}
+
+/// How the chain's steps are registered on Tartan.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum ChainShape {
+    /// One required input and one output each, nothing else.
+    Plain,
+    /// Also a jpath predicate that holds (`$["<input>"]`: the input is
+    /// there) and a Lua mapping on the input that passes it on unchanged
+    /// (`return _ENV["<input>"]`; the names hold `-`, so they are quoted).
+    Scripted,
+}
+
+impl ChainShape {
+    fn name(self) -> &'static str {
+        match self {
+            ChainShape::Plain => "plain",
+            ChainShape::Scripted => "scripted",
+        }
+    }
 }
 
 /// How long a spawned server may take to answer `/ready`.
@@ -174,7 +204,7 @@ async fn bench(args: &ApiArgs, server: &str, steps: SocketAddr) {
     )
     .await;
     println!("{}", relay.line("side=relay"));
-    chain.register(&api, steps).await;
+    chain.register(&api, steps, args.shape).await;
     let tartan = through_api(args, args.flows, &chain.prefix, &chain, api.clone()).await;
     chain.unregister(&api).await;
     println!(
@@ -184,7 +214,7 @@ async fn bench(args: &ApiArgs, server: &str, steps: SocketAddr) {
     println!(
         "load_api store={store} throughput_ratio={:.3} latency_multiple={:.2} \
          relay_throughput_ratio={:.3} relay_latency_multiple={:.2} \
-         flows={} floor_flows={} clients={} alone={} poll_ms={}",
+         flows={} floor_flows={} clients={} alone={} poll_ms={} shape={}",
         tartan.flows_per_s / floor.flows_per_s,
         tartan.alone_p50_us as f64 / floor.alone_p50_us as f64,
         relay.flows_per_s / floor.flows_per_s,
@@ -193,7 +223,8 @@ async fn bench(args: &ApiArgs, server: &str, steps: SocketAddr) {
         args.floor_flows,
         args.clients,
         args.alone,
-        args.poll_ms
+        args.poll_ms,
+        args.shape.name()
     );
 }
 
@@ -222,10 +253,10 @@ impl Chain {
         &self.steps[2]
     }
 
-    async fn register(&self, api: &Api, steps: SocketAddr) {
+    async fn register(&self, api: &Api, steps: SocketAddr, shape: ChainShape) {
         let mut input = &self.seed;
         for key in &self.steps {
-            let step = json!({
+            let mut step = json!({
                 "id": key, "name": key, "type": "sync",
                 "http": { "endpoint": format!("http://{steps}/{key}") },
                 "attributes": {
@@ -233,6 +264,14 @@ impl Chain {
                     key: { "role": "output", "type": "any" },
                 },
             });
+            if shape == ChainShape::Scripted {
+                // A JSON string is a string in jpath and in Lua alike.
+                let quoted = Value::from(input.as_str()).to_string();
+                step["predicate"] = json!({ "language": "jpath", "script": format!("$[{quoted}]") });
+                step["attributes"][input]["required"] = json!({ "mapping": { "script": {
+                    "language": "lua", "script": format!("return _ENV[{quoted}]"),
+                } } });
+            }
             let (status, body) = api.post("/engine/step", &step).await;
             assert_eq!(status, 201, "registering {key}: {body}");
             input = key;

@@ -198,6 +198,7 @@ impl View {
             E::StepTimedOut { step_id, error, .. } => self.step_ended(step_id, "timed out", error),
             E::StepSkipped { step_id, reason, .. } => self.step_ended(step_id, "skipped", reason),
             E::StepCancelled { step_id, reason, .. } => self.step_ended(step_id, "cancelled", reason),
+            E::WorkSkipped { step_id, reason, .. } => format!("step {step_id} work item skipped: {reason}"),
             E::StepWaiting { step_id, until, .. } => {
                 format!(
                     "step {step_id} waits for an optional input until {}",

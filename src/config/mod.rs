@@ -236,6 +236,8 @@ impl Config {
                 stream_buffer: s.stream_buffer,
                 stream_buffer_bytes: s.stream_buffer_bytes,
                 max_bulk_flows: s.max_bulk_flows,
+                memo_cache_size: s.memo_cache_size,
+                memo_max_entries: s.memo_max_entries,
                 script_limits: tartan_core::step::ScriptLimits {
                     instructions: s.script_max_instructions,
                     memory_bytes: s.script_max_memory,

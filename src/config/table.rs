@@ -223,6 +223,11 @@ settings! {
     script_max_memory: usize = "values::count", int(32 * 1024 * 1024);
     /// How long one evaluation of a step's script may run
     script_timeout: Duration = "values::timeout", text("1s"), at_most MINUTE;
+    /// Memoized step answers this process keeps in memory at most
+    memo_cache_size: usize = "values::count", int(tartan_engine::DEFAULT_MEMO_CACHE_SIZE as i64),
+        fallback "MEMO_CACHE_SIZE";
+    /// Memoized step answers the database keeps at most (the newest)
+    memo_max_entries: u64 = "values::count", int(tartan_engine::DEFAULT_MEMO_MAX_ENTRIES as i64);
     /// The longest wait a step's Retry-After may ask for, e.g. 1h or 300ms
     max_retry_after: Duration = "values::timeout", text("1h"), at_most DAY;
     /// Database connections of the engine

@@ -14,6 +14,9 @@ use crate::timeouts::TimeoutScope;
 pub enum AttemptResult {
     /// 2xx with an object (or nothing): the response's keys.
     Success { outputs: Args, http_status: Option<u16> },
+    /// No call: a memoizable step's answer to the same call, stored
+    /// (docs/steps.md, "Memoization").
+    Memoized { outputs: Args },
     /// The call was aborted by a timeout of this scope.
     TimedOut {
         scope: TimeoutScope,
@@ -253,7 +256,7 @@ mod tests {
     /// The class under the default policy, or `success`.
     fn class(r: &AttemptResult) -> &'static str {
         match r {
-            AttemptResult::Success { .. } => "success",
+            AttemptResult::Success { .. } | AttemptResult::Memoized { .. } => "success",
             AttemptResult::Failure { cause, .. } => classify(*cause, &default_policy()).as_str(),
             AttemptResult::TimedOut { .. } => "retryable",
         }

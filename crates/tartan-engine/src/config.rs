@@ -77,6 +77,12 @@ pub struct EngineConfig {
     /// What one evaluation of a step's script may spend: instructions,
     /// memory, wall time (`TARTAN_SCRIPT_*`, docs/steps.md "Scripts").
     pub script_limits: tartan_core::step::ScriptLimits,
+    /// Memoized answers this process keeps in memory at most
+    /// (`TARTAN_MEMO_CACHE_SIZE`, or Argyll's `MEMO_CACHE_SIZE`).
+    pub memo_cache_size: usize,
+    /// Memoized answers the database keeps at most, the newest
+    /// (`TARTAN_MEMO_MAX_ENTRIES`).
+    pub memo_max_entries: u64,
     /// Where the engine reads the time and waits for what is due: the
     /// system clock, or a paused one in tests (`Clock::paused_at`).
     pub clock: crate::Clock,
@@ -113,6 +119,11 @@ pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 8 * 1024 * 1024;
 /// `TARTAN_MAX_INFLIGHT_BYTES` when not set: 64 MiB, eight bodies of the
 /// largest default size.
 pub const DEFAULT_MAX_INFLIGHT_BYTES: usize = 64 * 1024 * 1024;
+/// `TARTAN_MEMO_CACHE_SIZE` when not set (Argyll's default).
+pub const DEFAULT_MEMO_CACHE_SIZE: usize = 65_536;
+/// `TARTAN_MEMO_MAX_ENTRIES` when not set.
+pub const DEFAULT_MEMO_MAX_ENTRIES: u64 = 1_000_000;
+
 /// `TARTAN_MAX_RETRY_AFTER` when not set: one hour.
 pub const DEFAULT_MAX_RETRY_AFTER: Duration = Duration::from_secs(3600);
 
@@ -141,6 +152,8 @@ impl Default for EngineConfig {
             stream_buffer_bytes: DEFAULT_STREAM_BUFFER_BYTES,
             max_bulk_flows: crate::bulk::DEFAULT_MAX_BULK_FLOWS,
             script_limits: tartan_core::step::ScriptLimits::default(),
+            memo_cache_size: DEFAULT_MEMO_CACHE_SIZE,
+            memo_max_entries: DEFAULT_MEMO_MAX_ENTRIES,
             clock: crate::Clock::system(),
         }
     }

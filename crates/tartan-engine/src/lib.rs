@@ -69,6 +69,7 @@ mod feed;
 mod flows;
 mod in_flight;
 mod leases;
+mod memo;
 pub mod metrics;
 mod notices;
 mod outbound;
@@ -96,7 +97,7 @@ pub use clock::{Clock, Elapsed};
 pub use config::{
     EngineConfig, DEFAULT_MAX_ACTIVE_FLOWS, DEFAULT_MAX_CALLS, DEFAULT_MAX_INFLIGHT_BYTES,
     DEFAULT_MAX_QUEUED_CALLS, DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_MAX_RETRY_AFTER, DEFAULT_MAX_STREAMS,
-    DEFAULT_STREAM_BUFFER, DEFAULT_STREAM_BUFFER_BYTES,
+    DEFAULT_MEMO_CACHE_SIZE, DEFAULT_MEMO_MAX_ENTRIES, DEFAULT_STREAM_BUFFER, DEFAULT_STREAM_BUFFER_BYTES,
 };
 pub use error::EngineError;
 pub use events::{CommittedCatalog, CommittedEvents, EventSubscription};
@@ -153,6 +154,8 @@ struct Inner {
     waiters: flows::Waiters,
     /// The bulk jobs this process runs, and what wakes their runner.
     bulk: bulk::BulkRunner,
+    /// This process's layer of memoized answers.
+    memo: memo::Memo,
     /// Fires when the engine stops taking new work.
     stopping: CancellationToken,
     /// Calls in flight, awaited on shutdown.
@@ -175,6 +178,7 @@ impl Engine {
         ));
         let outbox = notices::Outbox::new(Arc::clone(&store));
         let announcer = relay::announcer(&outbox, &config.node_id);
+        let memo = memo::Memo::new(config.memo_cache_size);
         let engine = Engine {
             inner: Arc::new(Inner {
                 calls: in_flight::InFlight::new(
@@ -205,6 +209,7 @@ impl Engine {
                 waiters: flows::Waiters::default(),
                 webhook_key,
                 bulk: bulk::BulkRunner::default(),
+                memo,
                 stopping: CancellationToken::new(),
                 tasks: TaskTracker::new(),
             }),

@@ -249,6 +249,7 @@ mod tests {
                     placeholders: Default::default(),
                     method: tartan_core::machine::CallMethod::Post,
                     body: None,
+                    memo: None,
                     bound: tartan_core::machine::AttemptBound {
                         timeout_ms: 1000,
                         scope: tartan_core::timeouts::TimeoutScope::Attempt,

@@ -293,13 +293,15 @@ pub(crate) fn end_call_span(span: &mut Span, result: &AttemptResult) {
             cause: FailureCause::Status(status),
             ..
         } => Some(*status),
-        AttemptResult::TimedOut { .. } | AttemptResult::Failure { .. } => None,
+        AttemptResult::TimedOut { .. } | AttemptResult::Failure { .. } | AttemptResult::Memoized { .. } => {
+            None
+        }
     };
     if let Some(status) = status {
         span.set_attribute(KeyValue::new("http.response.status_code", i64::from(status)));
     }
     match result {
-        AttemptResult::Success { .. } => {}
+        AttemptResult::Success { .. } | AttemptResult::Memoized { .. } => {}
         AttemptResult::TimedOut { .. } => span.set_status(Status::error("timed out")),
         AttemptResult::Failure { error, .. } => span.set_status(Status::error(error.clone())),
     }

@@ -1,6 +1,6 @@
 //! The JSONPath Compliance Test Suite (github.com/jsonpath-standard/
 //! jsonpath-compliance-test-suite, the `cts.json` it builds; kode4food/jpath
-//! carries a copy in testdata/) run against jpath (src/jpath.rs). jpath
+//! carries a copy in testdata/) run against jpath (src/jpath/). jpath
 //! passes all of it, so must we: every valid selector gives the suite's
 //! result (or one of its `results` where member order is free), every
 //! invalid one fails to compile.

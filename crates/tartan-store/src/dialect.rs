@@ -50,6 +50,14 @@ impl Backend {
         }
     }
 
+    /// `OFFSET n` with no limit: SQLite needs a `LIMIT -1` before it.
+    pub(crate) fn offset_only(self) -> &'static str {
+        match self {
+            Backend::Postgres => "OFFSET",
+            Backend::Sqlite => "LIMIT -1 OFFSET",
+        }
+    }
+
     /// Whether other processes hear this database's notices: Postgres's
     /// `pg_notify`; SQLite has one process.
     pub(crate) fn notifies(self) -> bool {

@@ -3,8 +3,10 @@
 //! deadlines, run-time skipping. Cases ported from Argyll's own engine
 //! tests keep their names in a comment.
 
+mod example;
 mod mappings;
 mod matches;
+mod memo;
 mod optional;
 mod predicates;
 mod scripts;

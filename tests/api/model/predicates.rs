@@ -11,6 +11,7 @@ both_backends!(
     a_false_predicate_skips_the_step_and_its_dependents_fail,
     a_predicate_in_each_language_sees_the_inputs,
     a_predicate_that_errors_fails_the_step_without_calling_it,
+    a_predicate_judges_each_for_each_element,
 );
 
 fn with_predicate(mut step: Value, language: &str, source: &str) -> Value {
@@ -139,4 +140,64 @@ async fn a_predicate_that_errors_fails_the_step_without_calling_it(backend: Back
     assert!(error.starts_with("predicate evaluation failed: "), "{error}");
     assert!(error.contains("boom"), "{error}");
     assert!(svc.requests().is_empty());
+}
+
+fn per_item(svc: &StepServer, id: &str, language: &str, source: &str) -> Value {
+    json!({
+        "id": id, "name": id, "type": "sync", "http": {"endpoint": svc.url("/item")},
+        "predicate": script(language, source),
+        "attributes": {
+            "n": {"role": "required", "required": {"for_each": true}},
+            "out": {"role": "output"}
+        },
+        "work_config": {"parallelism": 2}
+    })
+}
+
+/// Each element is judged with its own value: false skips that item
+/// (`work_skipped`), every item skipped skips the step; an error fails it
+/// (Argyll's TestPredicateFailurePerWorkItem).
+async fn a_predicate_judges_each_for_each_element(backend: Backend) {
+    let Some(app) = spawn_app(backend).await else {
+        return;
+    };
+    let svc = StepServer::start(|r, _| json_reply(200, json!({"out": r.body["n"].clone()}))).await;
+    // At the step's start `n` is the whole array (a table): true.
+    let evens = "return type(n) == 'table' or n % 2 == 0";
+    app.register(&per_item(&svc, "evens", "lua", evens)).await;
+    app.start_flow(&json!({"id": "evens", "goals": ["evens"], "init": {"n": [[1, 2, 3, 4, 5]]}}))
+        .await;
+    let flow = app.wait_for_flow("evens").await;
+    assert_eq!(flow["status"], "completed", "{flow}");
+    assert_eq!(
+        flow["executions"]["evens"]["outputs"]["out"],
+        json!([{"n": 2, "out": 2}, {"n": 4, "out": 4}])
+    );
+    let called: Vec<Value> = svc.requests().iter().map(|r| r.body["n"].clone()).collect();
+    assert_eq!(called.len(), 2, "{called:?}");
+    let all = events(&app, "evens").await;
+    assert_eq!(of_type(&all, "work_skipped").len(), 3);
+    let items = flow["executions"]["evens"]["work_items"].as_object().unwrap();
+    assert_eq!(items.values().filter(|w| w["status"] == "skipped").count(), 3);
+
+    app.register(&per_item(&svc, "none", "lua", "return type(n) == 'table'"))
+        .await;
+    app.start_flow(&json!({"id": "none", "goals": ["none"], "init": {"n": [[1, 2]]}}))
+        .await;
+    let flow = app.wait_for_flow("none").await;
+    assert_eq!(flow["executions"]["none"]["status"], "skipped", "{flow}");
+    assert_eq!(flow["executions"]["none"]["reason"], "predicate returned false");
+
+    let fails = "if type(n) == 'table' then return true end error('not a table')";
+    app.register(&per_item(&svc, "fails", "lua", fails)).await;
+    app.start_flow(&json!({"id": "fails", "goals": ["fails"], "init": {"n": [["a", "b"]]}}))
+        .await;
+    let flow = app.wait_for_flow("fails").await;
+    assert_eq!(flow["status"], "failed", "{flow}");
+    let error = flow["executions"]["fails"]["error"].as_str().unwrap_or_default();
+    assert!(
+        error.contains("predicate evaluation failed") && error.contains("not a table"),
+        "{error}"
+    );
+    assert_eq!(svc.requests().len(), 2, "nothing more was called");
 }

@@ -60,6 +60,9 @@ pub enum FlowEvent {
         attempt: u32,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         http_status: Option<u16>,
+        /// The answer came from the memo: the step was not called.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        memo: bool,
     },
     WorkFailed {
         flow_id: String,
@@ -139,6 +142,14 @@ pub enum FlowEvent {
     },
     /// A work item stopped because its flow was cancelled or timed out.
     WorkCancelled {
+        flow_id: String,
+        step_id: String,
+        token: String,
+        reason: String,
+    },
+    /// The step's predicate, given this item's inputs, said the item is not
+    /// to run (docs/steps.md, "Predicates").
+    WorkSkipped {
         flow_id: String,
         step_id: String,
         token: String,
@@ -332,6 +343,7 @@ impl FlowEvent {
             | FlowEvent::WorkHeartbeat { step_id, token, .. }
             | FlowEvent::WorkTimedOut { step_id, token, .. }
             | FlowEvent::WorkCancelled { step_id, token, .. }
+            | FlowEvent::WorkSkipped { step_id, token, .. }
             | FlowEvent::CompStarted { step_id, token, .. }
             | FlowEvent::CompSucceeded { step_id, token, .. }
             | FlowEvent::CompFailed { step_id, token, .. }
@@ -371,6 +383,7 @@ impl FlowEvent {
         "work_heartbeat",
         "work_timed_out",
         "work_cancelled",
+        "work_skipped",
         "step_timed_out",
         "step_cancelled",
         "flow_timed_out",
@@ -418,6 +431,7 @@ impl FlowEvent {
             FlowEvent::CompFailed { .. } => "comp_failed",
             FlowEvent::CompRetryScheduled { .. } => "comp_retry_scheduled",
             FlowEvent::StepSkipped { .. } => "step_skipped",
+            FlowEvent::WorkSkipped { .. } => "work_skipped",
             FlowEvent::StepWaiting { .. } => "step_waiting",
             FlowEvent::FlowCompleted { .. } => "flow_completed",
             FlowEvent::FlowFailed { .. } => "flow_failed",

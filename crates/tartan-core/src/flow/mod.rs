@@ -55,6 +55,8 @@ pub enum WorkStatus {
     Compensated,
     CompensationFailed,
     Cancelled,
+    /// Not run: the step's predicate said so for its inputs.
+    Skipped,
 }
 
 impl FlowStatus {
@@ -95,6 +97,7 @@ impl WorkStatus {
             WorkStatus::Compensated => "compensated",
             WorkStatus::CompensationFailed => "compensation_failed",
             WorkStatus::Cancelled => "cancelled",
+            WorkStatus::Skipped => "skipped",
         }
     }
     pub fn parse(text: &str) -> Option<Self> {
@@ -108,6 +111,7 @@ impl WorkStatus {
             "compensated" => WorkStatus::Compensated,
             "compensation_failed" => WorkStatus::CompensationFailed,
             "cancelled" => WorkStatus::Cancelled,
+            "skipped" => WorkStatus::Skipped,
             _ => return None,
         })
     }

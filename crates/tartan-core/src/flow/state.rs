@@ -324,6 +324,9 @@ pub struct Attempt {
     pub outcome: Option<AttemptOutcome>,
     pub http_status: Option<u16>,
     pub error: Option<String>,
+    /// Answered from the memo, without calling the step.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub memo: bool,
     /// The response's `Retry-After`, in ms, when it had one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retry_after_ms: Option<u64>,

@@ -89,6 +89,45 @@ pub struct Call {
     /// An async step's call: its result comes to a webhook, whose signed
     /// URL the caller hands over (`hand_webhook`).
     pub expects_webhook: bool,
+    /// A memoizable step's call: its answer may be reused.
+    pub memo: Option<MemoCall>,
+}
+
+/// What identifies a memoizable step's call (docs/steps.md,
+/// "Memoization"): the step's definition as far as it decides the answer,
+/// and the call's inputs but its meta values (a flow id or a token differ
+/// from call to call and decide nothing), in key order. The engine hashes
+/// it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MemoCall {
+    pub identity: String,
+    /// How long an answer is reused (`memo_ttl`); `None`: until evicted.
+    pub ttl_ms: Option<u64>,
+}
+
+impl MemoCall {
+    /// The memo identity of an item of `state`'s flow.
+    pub fn for_item(state: &FlowState, step_id: &str, token: &str) -> Option<MemoCall> {
+        let step = state.plan.steps.get(step_id)?;
+        MemoCall::of(step, &state.item_inputs(step_id, token)?)
+    }
+
+    fn of(step: &Step, inputs: &ItemInputs) -> Option<MemoCall> {
+        if !step.memoizable {
+            return None;
+        }
+        let meta = step.meta_names();
+        let inputs: std::collections::BTreeMap<String, Value> = inputs
+            .to_args()
+            .into_iter()
+            .filter(|(k, _)| !meta.contains(&k.as_str()))
+            .collect();
+        let inputs = serde_json::to_string(&inputs).unwrap_or_default();
+        Some(MemoCall {
+            identity: format!("{}\n{inputs}", step.memo_identity()),
+            ttl_ms: (step.memo_ttl > 0).then_some(step.memo_ttl),
+        })
+    }
 }
 
 impl Call {
@@ -124,6 +163,9 @@ impl Call {
             now,
             default_timeout_ms,
         );
+        let memo = (kind == CallKind::Step)
+            .then(|| MemoCall::of(step, &inputs))
+            .flatten();
         if step.is_script() {
             // Run by the engine: no endpoint, the inputs are the script's.
             return (kind == CallKind::Step).then(|| Call {
@@ -137,6 +179,7 @@ impl Call {
                 body: Some(CallBody::Inputs(inputs)),
                 bound,
                 expects_webhook: false,
+                memo,
                 step: Arc::clone(step),
             });
         }
@@ -171,6 +214,7 @@ impl Call {
             method: method_of(kind, step),
             body,
             bound,
+            memo,
             expects_webhook: kind == CallKind::Step && step.is_async(),
             step: Arc::clone(step),
         })

@@ -78,8 +78,18 @@ pub(super) fn record(
     // An output's size, counted once here (`apply` counts it into
     // `data_bytes` when the success is recorded).
     let size = match &result {
-        AttemptResult::Success { outputs, .. } => json_len(outputs),
+        AttemptResult::Success { outputs, .. } | AttemptResult::Memoized { outputs } => json_len(outputs),
         _ => 0,
+    };
+    let (memo, result) = match result {
+        AttemptResult::Memoized { outputs } => (
+            true,
+            AttemptResult::Success {
+                outputs,
+                http_status: None,
+            },
+        ),
+        other => (false, other),
     };
     match result {
         AttemptResult::Success { .. } if tx.state.data_bytes.saturating_add(size) > ctx.max_flow_bytes => {
@@ -94,6 +104,7 @@ pub(super) fn record(
                 outputs: crate::json::outputs_of(outputs),
                 attempt,
                 http_status,
+                memo,
             })?;
             let step_ended = matches!(
                 tx.state.executions.get(step_id).map(|e| e.status),
@@ -131,6 +142,8 @@ pub(super) fn record(
             limit_ms,
             elapsed_ms,
         } => record_timeout(tx, step_id, token, attempt, (scope, limit_ms, elapsed_ms), ctx)?,
+        // Turned into a success above.
+        AttemptResult::Memoized { .. } => {}
     }
     advance(tx, ctx)
 }
@@ -261,7 +274,12 @@ pub(super) fn redispatch(
 }
 
 /// Start the next attempt of a work item whose retry is due.
-pub(super) fn retry_due(tx: &mut Transition, step_id: &str, token: &str) -> Result<(), ApplyError> {
+pub(super) fn retry_due(
+    tx: &mut Transition,
+    step_id: &str,
+    token: &str,
+    ctx: &mut Context<'_>,
+) -> Result<(), ApplyError> {
     let now = tx.now;
     let Some(work) = tx.state.find_work(step_id, token) else {
         return Err(ApplyError::UnknownWork(token.to_string()));
@@ -274,6 +292,18 @@ pub(super) fn retry_due(tx: &mut Transition, step_id: &str, token: &str) -> Resu
     }
     if tx.state.status != FlowStatus::Active || work.status != WorkStatus::NotCompleted || !due {
         return Ok(());
+    }
+    // The predicate judges the item again before it is retried.
+    let plan = Arc::clone(&tx.state.plan);
+    if let Some(step) = plan.steps.get(step_id) {
+        match super::predicate::verdict(&tx.state, step, token, &ctx.script_limits) {
+            super::predicate::Verdict::Run => {}
+            other => {
+                super::predicate::skip_or_fail(tx, step_id, token, other)?;
+                finish_step_if_done(tx, step_id, &ctx.script_limits)?;
+                return advance(tx, ctx);
+            }
+        }
     }
     start_next_attempt(tx, step_id, token)
 }

@@ -92,7 +92,7 @@ pub(super) fn record(
         );
     }
     let (cause, error, retry_after_ms) = match result {
-        AttemptResult::Success { .. } => {
+        AttemptResult::Success { .. } | AttemptResult::Memoized { .. } => {
             tx.emit(FlowEvent::CompSucceeded {
                 flow_id,
                 step_id: step_id.to_string(),

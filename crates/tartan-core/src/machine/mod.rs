@@ -26,6 +26,7 @@ mod commands;
 mod compensation;
 mod failure;
 mod inputs;
+mod predicate;
 mod readiness;
 mod transition;
 
@@ -34,7 +35,7 @@ use crate::plan::{ExecutionPlan, InitArgs};
 use crate::step::StepPolicies;
 
 pub use crate::outcome::AttemptResult;
-pub use call::{AttemptBound, Call, CallBody, CallKind, CallMethod};
+pub use call::{AttemptBound, Call, CallBody, CallKind, CallMethod, MemoCall};
 pub use inputs::{NOT_NEEDED, NO_MATCH, PREDICATE_FALSE, UNAVAILABLE};
 pub use readiness::{check_fan_out, MAX_WORK_ITEMS};
 pub use transition::{Dispatch, Effect, Transition, Wake};
@@ -156,7 +157,7 @@ pub fn apply(state: FlowState, command: Command, ctx: &mut Context<'_>) -> Resul
         } => async_calls::accept(&mut tx, &step_id, &token, attempt)?,
         Command::Heartbeat { step_id, token } => async_calls::heartbeat(&mut tx, &step_id, &token)?,
         Command::Redispatch { step_id, token } => commands::redispatch(&mut tx, &step_id, &token, ctx)?,
-        Command::RetryDue { step_id, token } => commands::retry_due(&mut tx, &step_id, &token)?,
+        Command::RetryDue { step_id, token } => commands::retry_due(&mut tx, &step_id, &token, ctx)?,
         Command::InactivityDue {
             step_id,
             token,

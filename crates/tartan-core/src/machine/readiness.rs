@@ -13,6 +13,7 @@ use crate::plan::{ExecutionPlan, InitArgs};
 use crate::step::{mapping_value, ScriptLimits, Step};
 
 use super::inputs::{self, Inputs};
+use super::predicate;
 use super::{add_ms, policies, Context, Transition};
 
 /// Map a step's response onto its declared outputs, set them as attributes and
@@ -23,7 +24,7 @@ pub(super) fn finish_step_if_done(
     limits: &ScriptLimits,
 ) -> Result<(), ApplyError> {
     if let Some(step) = tx.state.plan.steps.get(step_id).cloned() {
-        fill_slots(tx, &step)?;
+        fill_slots(tx, &step, limits)?;
     }
     let Some(exec) = tx.state.executions.get(step_id) else {
         return Err(ApplyError::UnknownStep(step_id.to_string()));
@@ -32,9 +33,19 @@ pub(super) fn finish_step_if_done(
         || exec
             .work_items
             .values()
-            .any(|w| w.status != WorkStatus::Succeeded)
+            .any(|w| !matches!(w.status, WorkStatus::Succeeded | WorkStatus::Skipped))
     {
         return Ok(());
+    }
+    if predicate::all_skipped(&tx.state, step_id) {
+        let inputs = exec.inputs.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+        return tx.emit(FlowEvent::StepSkipped {
+            flow_id: tx.state.id.clone(),
+            step_id: step_id.to_string(),
+            reason: inputs::PREDICATE_FALSE.to_string(),
+            inputs: Some(inputs),
+            unsatisfied: Vec::new(),
+        });
     }
     let Some(step) = tx.state.plan.steps.get(step_id).cloned() else {
         return Err(ApplyError::UnknownStep(step_id.to_string()));
@@ -269,7 +280,7 @@ fn start_step(
         work_items,
         order: if fan_out { order } else { Vec::new() },
     })?;
-    fill_slots(tx, step)?;
+    fill_slots(tx, step, &ctx.script_limits)?;
     // No element, no call: the step is done at once.
     finish_step_if_done(tx, &step.id, &ctx.script_limits)
 }
@@ -289,18 +300,26 @@ pub(super) fn restart_step(
     if !active {
         return Ok(());
     }
-    fill_slots(tx, step)?;
+    fill_slots(tx, step, limits)?;
     finish_step_if_done(tx, &step.id, limits)
 }
 
 /// Start pending items of an active step, in element order, while fewer than
-/// its parallelism are in flight.
-fn fill_slots(tx: &mut Transition, step: &Step) -> Result<(), ApplyError> {
+/// its parallelism are in flight; an item its predicate skips frees its
+/// place for the next.
+fn fill_slots(tx: &mut Transition, step: &Step, limits: &ScriptLimits) -> Result<(), ApplyError> {
+    while fill_slots_once(tx, step, limits)? {}
+    Ok(())
+}
+
+/// One pass of `fill_slots`: whether an item was skipped (another pass may
+/// start more).
+fn fill_slots_once(tx: &mut Transition, step: &Step, limits: &ScriptLimits) -> Result<bool, ApplyError> {
     let Some(exec) = tx.state.executions.get(&step.id) else {
-        return Ok(());
+        return Ok(false);
     };
     if exec.status != StepStatus::Active || tx.state.status != FlowStatus::Active {
-        return Ok(());
+        return Ok(false);
     }
     // One pass, no copies: this runs at every decision of the step, and a
     // step may have 10,000 items (sorting them all each time made a
@@ -330,7 +349,17 @@ fn fill_slots(tx: &mut Transition, step: &Step) -> Result<(), ApplyError> {
         .timeouts
         .total_ms
         .map(|ms| add_ms(tx.now, ms));
+    let mut skipped = false;
     for (_, token) in pending.into_iter().take(free) {
+        match predicate::verdict(&tx.state, step, &token, limits) {
+            predicate::Verdict::Run => {}
+            predicate::Verdict::Skip => {
+                predicate::skip_or_fail(tx, &step.id, &token, predicate::Verdict::Skip)?;
+                skipped = true;
+                continue;
+            }
+            fail => return predicate::skip_or_fail(tx, &step.id, &token, fail).map(|()| false),
+        }
         // Attempts go on counting for an item a retry kept them for.
         let (inputs, attempt) = tx
             .state
@@ -349,7 +378,7 @@ fn fill_slots(tx: &mut Transition, step: &Step) -> Result<(), ApplyError> {
             deadline_at: deadline,
         })?;
     }
-    Ok(())
+    Ok(skipped)
 }
 
 /// Metadata inputs of one work item.

@@ -34,6 +34,9 @@ pub enum Effect {
     Touch { step_id: String, token: String },
     /// The flow finished (completed, failed or cancelled).
     Finished(FlowStatus),
+    /// A memoizable step's item succeeded from a call: its answer is to
+    /// be kept for identical calls (docs/steps.md, "Memoization").
+    Memoize { step_id: String, token: String },
     /// A heartbeat kept attempt `attempt`'s accepted call alive until
     /// `until`, and no event records it: the engine notes it in the item's
     /// row, where the inactivity timer looks when the recorded window ends.
@@ -245,6 +248,17 @@ impl Transition {
             | FlowEvent::FlowCancelled { .. } => {
                 self.push(Effect::Finished(self.state.status));
             }
+            FlowEvent::WorkSucceeded {
+                step_id,
+                token,
+                memo: false,
+                ..
+            } if self.state.plan.steps.get(step_id).is_some_and(|s| s.memoizable) => {
+                self.push(Effect::Memoize {
+                    step_id: step_id.clone(),
+                    token: token.clone(),
+                });
+            }
             // A flow timeout is followed by `flow_failed` or `flow_cancelled`,
             // which finish it; the rest change state only.
             FlowEvent::FlowTimedOut { .. }
@@ -261,7 +275,8 @@ impl Transition {
             | FlowEvent::StepFailed { .. }
             | FlowEvent::CompSucceeded { .. }
             | FlowEvent::CompFailed { .. }
-            | FlowEvent::StepSkipped { .. } => {}
+            | FlowEvent::StepSkipped { .. }
+            | FlowEvent::WorkSkipped { .. } => {}
         }
     }
 
@@ -297,7 +312,7 @@ impl Transition {
                     self.called.insert(d.token.clone());
                 }
             }
-            Effect::Arm { .. } | Effect::Finished(_) | Effect::Heard { .. } => {}
+            Effect::Arm { .. } | Effect::Finished(_) | Effect::Heard { .. } | Effect::Memoize { .. } => {}
         }
         self.effects.push(effect);
     }

@@ -59,8 +59,18 @@ pub struct Step {
     pub work_config: Option<WorkConfig>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub labels: BTreeMap<String, String>,
+    /// A call's answer is reused for an identical call (docs/steps.md,
+    /// "Memoization").
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub memoizable: bool,
+    /// How long a memoized answer is reused, in ms; 0 or absent: until the
+    /// memo's bound evicts it.
+    #[serde(
+        default,
+        deserialize_with = "de_delay_ms",
+        skip_serializing_if = "is_zero_u64"
+    )]
+    pub memo_ttl: u64,
     /// A retry policy in another system's dialect (Steep, OpenWorkflow /
     /// Temporal, Serverless Workflow), kept as given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -227,6 +237,16 @@ impl Step {
             Some(scripts) => scripts,
             None => NONE.get_or_init(StepScripts::default),
         }
+    }
+
+    /// The names the step receives its meta values by (a flow id, a step
+    /// id, a receipt token, a webhook URL: what differs from call to call).
+    pub fn meta_names(&self) -> Vec<&str> {
+        self.attributes
+            .iter()
+            .filter(|(_, a)| a.is_meta())
+            .map(|(n, _)| self.inner_name(n))
+            .collect()
     }
 
     /// The names the step receives its inputs, consts and meta values by,
@@ -403,7 +423,26 @@ impl Step {
             attr.validate(name)?;
         }
         self.validate_mapping_names()?;
+        if self.memo_ttl > 0 && !self.memoizable {
+            return Err(ValidationError::new(
+                "memo_ttl",
+                "memo_ttl is for memoizable steps",
+            ));
+        }
         self.validate_work_config()
+    }
+
+    /// What makes two calls of this step the same call, with their inputs:
+    /// the fields that decide its answer (not its id, name, labels or
+    /// policies), as JSON text in a fixed order.
+    pub fn memo_identity(&self) -> String {
+        serde_json::json!({
+            "type": self.step_type,
+            "http": self.http.as_ref().map(|h| (&h.method, &h.endpoint)),
+            "script": self.script,
+            "attributes": self.attributes,
+        })
+        .to_string()
     }
 
     fn validate_script(&self) -> Result<(), ValidationError> {

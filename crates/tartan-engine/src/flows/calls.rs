@@ -141,6 +141,14 @@ impl Engine {
                         script: config.script_limits,
                     };
                     let tracer = config.tracer.as_ref();
+                    // A memoizable step's identical call answered before:
+                    // no call (docs/steps.md, "Memoization").
+                    if let Some(outputs) = match &call.spec.memo {
+                        Some(memo) => engine.memo_lookup(memo).await,
+                        None => None,
+                    } {
+                        return Some((AttemptResult::Memoized { outputs }, None));
+                    }
                     let (result, held) =
                         dispatch::perform(&engine.inner.calls.http, &config.step_hosts, limits, tracer, &call).await;
                     engine.inner.metrics.call_ended(&call, &result, started.elapsed());

@@ -344,7 +344,8 @@ impl Engine {
                 | Effect::Abort { .. }
                 | Effect::Arm { .. }
                 | Effect::Finished(_)
-                | Effect::Heard { .. } => None,
+                | Effect::Heard { .. }
+                | Effect::Memoize { .. } => None,
             })
             .filter_map(|(step_id, token)| {
                 let w = tx.state.find_work(&step_id, &token)?;
@@ -456,6 +457,7 @@ impl Engine {
                 // request (`Engine::heartbeat`), before it is answered.
                 Effect::Touch { .. } | Effect::Heard { .. } => {}
                 Effect::Finished(status) => finished = Some(*status),
+                Effect::Memoize { step_id, token } => self.memoize(&tx.state, step_id, token),
             }
         }
         if !elsewhere.is_empty() {

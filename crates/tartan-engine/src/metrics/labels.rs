@@ -152,7 +152,7 @@ impl CallOutcome {
     pub(super) fn of(call: &Call, result: &AttemptResult) -> Self {
         match result {
             AttemptResult::Success { .. } if call.spec.expects_webhook => CallOutcome::Accepted,
-            AttemptResult::Success { .. } => CallOutcome::Success,
+            AttemptResult::Success { .. } | AttemptResult::Memoized { .. } => CallOutcome::Success,
             AttemptResult::TimedOut { .. } => CallOutcome::Timeout,
             AttemptResult::Failure { cause, .. } => {
                 let class = call

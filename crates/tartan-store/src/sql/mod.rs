@@ -15,6 +15,7 @@ mod commit;
 mod feed;
 mod flows;
 mod history;
+mod memo;
 mod notices;
 mod purge;
 mod values;

@@ -9,11 +9,13 @@
 //! - `bulk`: bulk jobs as the API sees them, and as their runner leases them.
 //! - `notices`: what one process tells the others sharing the database.
 //! - `retention`: deleting what is past its retention.
+//! - `memo`: memoized answers of memoizable steps.
 
 mod bulk;
 mod catalog;
 mod feed;
 mod flows;
+mod memo;
 mod notices;
 mod retention;
 mod work;
@@ -24,6 +26,7 @@ pub use bulk::{BulkJobStore, BulkRunStore};
 pub use catalog::CatalogStore;
 pub use feed::FeedStore;
 pub use flows::FlowStore;
+pub use memo::MemoStore;
 pub use notices::{Notice, NoticeStore};
 pub use retention::RetentionStore;
 pub use work::WorkStore;
@@ -55,6 +58,7 @@ pub trait Store:
     + BulkRunStore
     + NoticeStore
     + RetentionStore
+    + MemoStore
     + Send
     + Sync
     + 'static

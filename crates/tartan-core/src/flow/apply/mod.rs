@@ -157,7 +157,8 @@ impl FlowState {
             | FlowEvent::WorkNotCompleted { .. }
             | FlowEvent::WorkRetryScheduled { .. }
             | FlowEvent::WorkTimedOut { .. }
-            | FlowEvent::WorkCancelled { .. } => self.change_work_failure(event, at)?,
+            | FlowEvent::WorkCancelled { .. }
+            | FlowEvent::WorkSkipped { .. } => self.change_work_failure(event, at)?,
             FlowEvent::CompStarted { .. }
             | FlowEvent::CompSucceeded { .. }
             | FlowEvent::CompFailed { .. }

@@ -40,6 +40,7 @@ impl FlowState {
                     error: None,
                     retry_after_ms: None,
                     delay: None,
+                    memo: false,
                 });
             }
             FlowEvent::WorkSucceeded {
@@ -47,6 +48,7 @@ impl FlowState {
                 token,
                 outputs,
                 http_status,
+                memo,
                 ..
             } => {
                 self.data_bytes = self.data_bytes.saturating_add(crate::json::json_len(outputs));
@@ -60,6 +62,7 @@ impl FlowState {
                     a.ended_at = Some(at);
                     a.outcome = Some(AttemptOutcome::Success);
                     a.http_status = *http_status;
+                    a.memo = *memo;
                 }
             }
             FlowEvent::WorkAccepted {
@@ -182,6 +185,18 @@ impl FlowState {
                     a.error = Some(error.clone());
                 }
             }
+            FlowEvent::WorkSkipped {
+                step_id,
+                token,
+                reason,
+                ..
+            } => {
+                let work = self.work(step_id, token)?;
+                work.status = WorkStatus::Skipped;
+                work.completed_at = Some(at);
+                work.next_retry_at = None;
+                work.error = Some(reason.clone());
+            }
             FlowEvent::WorkCancelled {
                 step_id,
                 token,
@@ -232,6 +247,7 @@ impl FlowState {
                     error: None,
                     retry_after_ms: None,
                     delay: None,
+                    memo: false,
                 });
             }
             FlowEvent::CompSucceeded { step_id, token, .. } => {

@@ -1,0 +1,135 @@
+//! Memoized answers (docs/steps.md, "Memoization"): a memoizable step's
+//! answer is kept under the SHA-256 of its call's identity
+//! (`tartan_core::machine::MemoCall`) and reused for an identical call
+//! without calling the step. The store's table is shared by every engine
+//! on the database and survives restarts; a bounded LRU in each process
+//! (`TARTAN_MEMO_CACHE_SIZE`, or Argyll's `MEMO_CACHE_SIZE`) spares the
+//! database a read for what this process saw lately. The table is pruned
+//! (expired answers, then the oldest past `TARTAN_MEMO_MAX_ENTRIES`) every
+//! so many answers stored, not on a clock.
+
+use std::num::NonZeroUsize;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+
+use chrono::{DateTime, Utc};
+use sha2::{Digest, Sha256};
+use tartan_core::flow::FlowState;
+use tartan_core::json::Args;
+use tartan_core::machine::MemoCall;
+
+use crate::Engine;
+
+/// Prune the table after this many answers stored by this process.
+const PRUNE_EVERY: u64 = 1000;
+
+/// An answer and until when it may be reused.
+#[derive(Clone)]
+struct Entry {
+    outputs: Args,
+    expires: Option<DateTime<Utc>>,
+}
+
+/// This process's layer of the memo.
+pub(crate) struct Memo {
+    recent: Mutex<lru::LruCache<String, Entry>>,
+    stored: AtomicU64,
+}
+
+impl Memo {
+    pub(crate) fn new(capacity: usize) -> Memo {
+        let capacity = NonZeroUsize::new(capacity).unwrap_or(NonZeroUsize::MIN);
+        Memo {
+            recent: Mutex::new(lru::LruCache::new(capacity)),
+            stored: AtomicU64::new(0),
+        }
+    }
+
+    fn recent(&self, key: &str, now: DateTime<Utc>) -> Option<Args> {
+        let mut recent = crate::sync::lock(&self.recent);
+        match recent.get(key) {
+            Some(e) if e.expires.is_none_or(|t| t > now) => Some(e.outputs.clone()),
+            Some(_) => {
+                recent.pop(key);
+                None
+            }
+            None => None,
+        }
+    }
+
+    fn remember(&self, key: String, outputs: Args, expires: Option<DateTime<Utc>>) {
+        crate::sync::lock(&self.recent).put(key, Entry { outputs, expires });
+    }
+}
+
+fn key_of(memo: &MemoCall) -> String {
+    let digest = Sha256::digest(memo.identity.as_bytes());
+    digest.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn expiry(memo: &MemoCall, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
+    let ms = i64::try_from(memo.ttl_ms?).unwrap_or(i64::MAX);
+    Some(
+        chrono::Duration::try_milliseconds(ms)
+            .and_then(|d| now.checked_add_signed(d))
+            .unwrap_or(DateTime::<Utc>::MAX_UTC),
+    )
+}
+
+impl Engine {
+    /// The answer kept for this call, if any. A store that cannot be read
+    /// is a miss: the step is called.
+    pub(crate) async fn memo_lookup(&self, memo: &MemoCall) -> Option<Args> {
+        let now = self.inner.config.clock.now();
+        let key = key_of(memo);
+        if let Some(hit) = self.inner.memo.recent(&key, now) {
+            return Some(hit);
+        }
+        let text = match self.inner.store.memo_get(&key, now).await {
+            Ok(text) => text?,
+            Err(e) => {
+                tracing::warn!("reading the memo failed, calling the step: {e}");
+                return None;
+            }
+        };
+        let outputs: Args = serde_json::from_str(&text).ok()?;
+        self.inner.memo.remember(key, outputs.clone(), expiry(memo, now));
+        Some(outputs)
+    }
+
+    /// Keep the answer of a memoizable step's item that just succeeded
+    /// (`Effect::Memoize`), in the background: the flow does not wait.
+    pub(crate) fn memoize(&self, state: &FlowState, step_id: &str, token: &str) {
+        let Some(memo) = MemoCall::for_item(state, step_id, token) else {
+            return;
+        };
+        let Some(outputs) = state.find_work(step_id, token).and_then(|w| w.outputs.clone()) else {
+            return;
+        };
+        let outputs: Args = tartan_core::json::args_of(&outputs);
+        let engine = self.clone();
+        let step_id = step_id.to_string();
+        self.inner.tasks.spawn(async move {
+            let now = engine.inner.config.clock.now();
+            let key = key_of(&memo);
+            let expires = expiry(&memo, now);
+            let Ok(text) = serde_json::to_string(&outputs) else {
+                return;
+            };
+            let store = &engine.inner.store;
+            if let Err(e) = store.memo_put(&key, &step_id, &text, now, expires).await {
+                tracing::warn!(%step_id, "storing a memoized answer failed: {e}");
+                return;
+            }
+            // Not remembered here: another process's answer may have been
+            // stored first, and the first is the one kept.
+            let stored = engine.inner.memo.stored.fetch_add(1, Ordering::Relaxed) + 1;
+            if stored.is_multiple_of(PRUNE_EVERY) {
+                let keep = engine.inner.config.memo_max_entries;
+                if let Err(e) = store.memo_prune(now, keep).await {
+                    tracing::warn!("pruning the memo failed: {e}");
+                }
+            }
+        });
+    }
+}
