@@ -11,8 +11,9 @@ use crate::retry::RetryState;
 use crate::timeouts::{timeout_problem, OnTimeout, TimeoutScope};
 
 use super::compensation::{compensate_step, has_compensate, start_compensation};
+use super::completion::finish_step_if_done;
 use super::failure::{fail_work, record_failure, record_timeout, Failure};
-use super::readiness::{advance, finish_step_if_done};
+use super::readiness::advance;
 use super::{add_ms, late_result, ms_between, policies, Context, Stop, Transition};
 
 /// Start a flow: record it and start every step that is ready.

@@ -11,8 +11,11 @@
 //!   each event's effects.
 //! - `commands`: start, record a result, redispatch a cut-off call, a due
 //!   retry, stop (cancel, kill, deadline), retry a finished flow.
-//! - `readiness`: which pending steps can start, starting them, finishing a
-//!   step and the flow (`advance`).
+//! - `readiness`: which pending steps can start, starting them and
+//!   moving the flow as far as it can go (`advance`); `inputs` says what a
+//!   pending step's inputs are now, `predicate` judges each work item.
+//! - `completion`: completing a step once its items are done, its answers
+//!   mapped onto its outputs.
 //! - `failure`: a failed or timed-out attempt: retry, or fail the item and
 //!   its step, saying why.
 //! - `compensation`: undoing what a failed step's items did.
@@ -24,6 +27,7 @@ mod async_calls;
 mod call;
 mod commands;
 mod compensation;
+mod completion;
 mod failure;
 mod inputs;
 mod predicate;

@@ -1,6 +1,7 @@
 //! Which pending steps can start, and moving the flow as far as it can go:
 //! starting ready steps (their work items, up to their parallelism),
-//! skipping unreachable ones, completing steps and finishing the flow.
+//! skipping unreachable ones and finishing the flow (a step's completion is
+//! `completion`'s).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -8,157 +9,14 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::flow::{ApplyError, FlowEvent, FlowState, FlowStatus, StepStatus, WorkStatus};
-use crate::json::{json_kind, Args, Outputs, Shared};
+use crate::json::{json_kind, Args, Outputs};
 use crate::plan::{ExecutionPlan, InitArgs};
-use crate::step::{mapping_value, ScriptLimits, Step};
+use crate::step::{ScriptLimits, Step};
 
+use super::completion::finish_step_if_done;
 use super::inputs::{self, Inputs};
 use super::predicate;
 use super::{add_ms, policies, Context, Transition};
-
-/// Map a step's response onto its declared outputs, set them as attributes and
-/// complete the step once every work item has succeeded.
-pub(super) fn finish_step_if_done(
-    tx: &mut Transition,
-    step_id: &str,
-    limits: &ScriptLimits,
-) -> Result<(), ApplyError> {
-    if let Some(step) = tx.state.plan.steps.get(step_id).cloned() {
-        fill_slots(tx, &step, limits)?;
-    }
-    let Some(exec) = tx.state.executions.get(step_id) else {
-        return Err(ApplyError::UnknownStep(step_id.to_string()));
-    };
-    if exec.status != StepStatus::Active
-        || exec
-            .work_items
-            .values()
-            .any(|w| !matches!(w.status, WorkStatus::Succeeded | WorkStatus::Skipped))
-    {
-        return Ok(());
-    }
-    if predicate::all_skipped(&tx.state, step_id) {
-        let inputs = exec.inputs.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
-        return tx.emit(FlowEvent::StepSkipped {
-            flow_id: tx.state.id.clone(),
-            step_id: step_id.to_string(),
-            reason: inputs::PREDICATE_FALSE.to_string(),
-            inputs: Some(inputs),
-            unsatisfied: Vec::new(),
-        });
-    }
-    let Some(step) = tx.state.plan.steps.get(step_id).cloned() else {
-        return Err(ApplyError::UnknownStep(step_id.to_string()));
-    };
-    // The items' outputs are shared, not copied (cloning `Outputs` clones
-    // handles): a single item's output is the attribute's value and the
-    // step's output as it is.
-    let mut items: Vec<(u32, Args, Outputs)> = exec
-        .work_items
-        .values()
-        .map(|w| (w.index, w.inputs.clone(), w.outputs.clone().unwrap_or_default()))
-        .collect();
-    items.sort_by_key(|(i, _, _)| *i);
-    let started = exec.started_at.unwrap_or(tx.now);
-    let flow_id = tx.state.id.clone();
-    let for_each: Vec<(&String, &str)> = step
-        .inputs()
-        .filter(|(_, a)| a.for_each())
-        .map(|(n, _)| (n, step.inner_name(n)))
-        .collect();
-    // Each item's answer read into the step's outputs, through the output
-    // mapping scripts where there are.
-    let mut mapped: Vec<Outputs> = Vec::with_capacity(items.len());
-    for (_, _, raw) in &items {
-        match map_outputs(&step, raw, limits) {
-            Ok(out) => mapped.push(out),
-            Err(error) => {
-                return tx.emit(FlowEvent::StepFailed {
-                    flow_id,
-                    step_id: step_id.to_string(),
-                    error,
-                    problem: None,
-                    inputs: None,
-                })
-            }
-        }
-    }
-    let items: Vec<(u32, Args, Outputs)> = items
-        .into_iter()
-        .zip(mapped)
-        .map(|((i, inputs, _), out)| (i, inputs, out))
-        .collect();
-    let mut outputs = Outputs::new();
-    for (name, _) in step.outputs() {
-        let value = if for_each.is_empty() {
-            match items.first().and_then(|(_, _, out)| out.get(name)) {
-                Some(v) => v.clone(),
-                None => continue,
-            }
-        } else {
-            // Each element carries its for_each inputs and its output (Argyll).
-            Shared::new(Value::Array(
-                items
-                    .iter()
-                    .filter_map(|(_, inputs, out)| {
-                        let v = out.get(name)?;
-                        let mut element = Args::new();
-                        for (attr, inner_in) in &for_each {
-                            if let Some(x) = inputs.get(*inner_in) {
-                                element.insert((*attr).clone(), x.clone());
-                            }
-                        }
-                        element.insert(name.clone(), Value::clone(v));
-                        Some(Value::Object(element))
-                    })
-                    .collect(),
-            ))
-        };
-        outputs.insert(name.clone(), value.clone());
-        tx.emit(FlowEvent::AttributeSet {
-            flow_id: flow_id.clone(),
-            step_id: step_id.to_string(),
-            key: name.clone(),
-            value,
-        })?;
-    }
-    let duration = (tx.now - started).num_milliseconds();
-    tx.emit(FlowEvent::StepCompleted {
-        flow_id,
-        step_id: step_id.to_string(),
-        outputs,
-        duration,
-    })
-}
-
-/// One item's answer as the step's outputs, by the flow's names: each
-/// declared output read by the name the step answers with, or computed by
-/// its mapping script from the whole answer (bound under the output's own
-/// name; jpath queries it as the document). Undeclared keys are dropped; a
-/// jpath that matches nothing leaves the output out.
-fn map_outputs(step: &Step, raw: &Outputs, limits: &ScriptLimits) -> Result<Outputs, String> {
-    let mut out = Outputs::new();
-    for (name, _) in step.outputs() {
-        let Some(script) = step.scripts().mappings.get(name) else {
-            if let Some(v) = raw.get(step.inner_name(name)) {
-                out.insert(name.clone(), v.clone());
-            }
-            continue;
-        };
-        let answer: serde_json::Map<String, Value> =
-            raw.iter().map(|(k, v)| (k.clone(), Value::clone(v))).collect();
-        let mut args = serde_json::Map::new();
-        args.insert(name.clone(), Value::Object(answer));
-        match mapping_value(script, &args, limits) {
-            Ok(v) => {
-                out.insert(name.clone(), Shared::new(v));
-            }
-            Err(e) if e.is_no_match() => {}
-            Err(e) => return Err(format!("mapping of output {name} failed: {e}")),
-        }
-    }
-    Ok(out)
-}
 
 /// Most work items one for_each may expand into.
 pub const MAX_WORK_ITEMS: usize = 10_000;
@@ -307,7 +165,7 @@ pub(super) fn restart_step(
 /// Start pending items of an active step, in element order, while fewer than
 /// its parallelism are in flight; an item its predicate skips frees its
 /// place for the next.
-fn fill_slots(tx: &mut Transition, step: &Step, limits: &ScriptLimits) -> Result<(), ApplyError> {
+pub(super) fn fill_slots(tx: &mut Transition, step: &Step, limits: &ScriptLimits) -> Result<(), ApplyError> {
     while fill_slots_once(tx, step, limits)? {}
     Ok(())
 }
