@@ -43,6 +43,8 @@ struct AttributeIndex {
 pub struct Catalog {
     steps: OrdMap<String, Arc<Step>>,
     index: OrdMap<String, AttributeIndex>,
+    /// The flow steps (`type: flow`): where a cycle through sub-flows starts.
+    flow_steps: OrdSet<String>,
 }
 
 /// What a registration does to the catalog.
@@ -118,12 +120,16 @@ impl Catalog {
             }
             self.index.insert(name.clone(), entry);
         }
+        if step.is_flow() {
+            self.flow_steps.insert(step.id.clone());
+        }
         self.steps.insert(step.id.clone(), Arc::new(step));
     }
 
     /// Remove a step; returns its definition.
     pub fn remove(&mut self, id: &str) -> Option<Arc<Step>> {
         let old = self.steps.remove(id)?;
+        self.flow_steps.remove(id);
         for name in old.attributes.keys() {
             let Some(mut entry) = self.index.get(name).cloned() else {
                 continue;
@@ -226,7 +232,84 @@ impl Catalog {
                 format!("circular dependency detected: step {}", step.id),
             ));
         }
+        if let Some(cycle) = next.flow_cycle() {
+            return Err(ValidationError::new(
+                "flow.goals",
+                format!(
+                    "circular dependency detected: step {} (through sub-flows: {})",
+                    cycle[0],
+                    cycle.join(" -> ")
+                ),
+            ));
+        }
         Ok(())
+    }
+
+    /// The steps a flow step's sub-flow may run: its goals and, transitively,
+    /// every provider of their inputs.
+    fn child_reach<'a>(&'a self, step: &'a Step) -> BTreeSet<&'a str> {
+        let mut seen: BTreeSet<&str> = BTreeSet::new();
+        let mut stack: Vec<&str> = step.child_goals().iter().map(String::as_str).collect();
+        while let Some(id) = stack.pop() {
+            if !seen.insert(id) {
+                continue;
+            }
+            stack.extend(
+                self.upstream(id)
+                    .map(String::as_str)
+                    .filter(|p| !seen.contains(p)),
+            );
+        }
+        seen
+    }
+
+    /// A cycle through sub-flows, if there is one: flow steps each of which
+    /// may run the next in its sub-flow, the first one again at the end.
+    /// Such a flow would start children without end. Only flow steps are
+    /// searched, so a catalog without one costs nothing.
+    pub fn flow_cycle(&self) -> Option<Vec<String>> {
+        // Depth-first over flow steps, iterative; `path` is the current chain.
+        let mut done: HashSet<&str> = HashSet::new();
+        for start in &self.flow_steps {
+            if done.contains(start.as_str()) {
+                continue;
+            }
+            let mut path: Vec<&str> = Vec::new();
+            let mut stack: Vec<Vec<&str>> = Vec::new();
+            path.push(start.as_str());
+            stack.push(self.flow_successors(start));
+            while let Some(next) = stack.last_mut() {
+                let Some(id) = next.pop() else {
+                    stack.pop();
+                    if let Some(left) = path.pop() {
+                        done.insert(left);
+                    }
+                    continue;
+                };
+                if let Some(at) = path.iter().position(|p| *p == id) {
+                    let mut cycle: Vec<String> = path[at..].iter().map(|s| s.to_string()).collect();
+                    cycle.push(id.to_string());
+                    return Some(cycle);
+                }
+                if done.contains(id) {
+                    continue;
+                }
+                path.push(id);
+                stack.push(self.flow_successors(id));
+            }
+        }
+        None
+    }
+
+    /// The flow steps a flow step's sub-flow may run.
+    fn flow_successors(&self, id: &str) -> Vec<&str> {
+        let Some(step) = self.steps.get(id) else {
+            return Vec::new();
+        };
+        self.child_reach(step)
+            .into_iter()
+            .filter(|s| self.flow_steps.contains(*s))
+            .collect()
     }
 
     /// Steps whose outputs `id` takes as inputs.

@@ -35,6 +35,11 @@ pub const MAX_ID_LEN: usize = 256;
 /// Longest flow id accepted: every identifier's bound.
 pub const MAX_FLOW_ID_LEN: usize = MAX_ID_LEN;
 
+/// Longest flow id a read may name: a child flow's id adds its flow step's
+/// id and its item's token to its parent's, at each level of sub-flows
+/// (docs/steps.md, "Sub-flows").
+pub const MAX_CHILD_FLOW_ID_LEN: usize = 4096;
+
 /// A client's key as an error names it: whole when it is within the bound,
 /// else its first characters, so that refusing a 400,000-byte name does not
 /// echo it back.

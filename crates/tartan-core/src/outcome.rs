@@ -46,6 +46,13 @@ pub enum FailureCause {
     /// A script step's script failed or hit a limit of its sandbox: it
     /// would fail the same way again.
     Script,
+    /// A flow step's child flow failed: worth running again, as the
+    /// step's retry policy says.
+    ChildFailed,
+    /// A flow step's child flow could not start (its required inputs are
+    /// missing), was cancelled, or completed without an output the step
+    /// maps: running it again would end the same way.
+    ChildRefused,
 }
 
 impl FailureCause {
@@ -55,7 +62,9 @@ impl FailureCause {
             FailureCause::Transport
             | FailureCause::Refused
             | FailureCause::Reported
-            | FailureCause::Script => None,
+            | FailureCause::Script
+            | FailureCause::ChildFailed
+            | FailureCause::ChildRefused => None,
         }
     }
 }
@@ -124,8 +133,11 @@ pub fn classify(cause: FailureCause, policy: &RetryPolicy) -> FailureClass {
     let retryable = match cause {
         FailureCause::Status(s) if (200..300).contains(&s) => false,
         FailureCause::Status(s) => policy.retries_status(s),
-        FailureCause::Transport => true,
-        FailureCause::Refused | FailureCause::Reported | FailureCause::Script => false,
+        FailureCause::Transport | FailureCause::ChildFailed => true,
+        FailureCause::Refused
+        | FailureCause::Reported
+        | FailureCause::Script
+        | FailureCause::ChildRefused => false,
     };
     if retryable {
         FailureClass::Retryable

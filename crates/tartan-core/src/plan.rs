@@ -28,6 +28,11 @@ pub struct ExecutionPlan {
     pub steps: BTreeMap<String, Arc<Step>>,
     pub attributes: AttributeGraph,
     pub excluded: ExcludedSteps,
+    /// The plans of the sub-flows its flow steps run, by step id
+    /// (docs/steps.md, "Sub-flows").
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[cfg_attr(feature = "openapi", schema(value_type = BTreeMap<String, Object>))]
+    pub children: BTreeMap<String, ExecutionPlan>,
     /// Whether a step of the plan has a script its decisions evaluate
     /// (predicate, match, mapping), found once.
     #[serde(skip)]
@@ -43,6 +48,8 @@ struct StoredPlan {
     steps: BTreeMap<String, Step>,
     attributes: AttributeGraph,
     excluded: ExcludedSteps,
+    #[serde(default)]
+    children: BTreeMap<String, ExecutionPlan>,
 }
 
 impl TryFrom<StoredPlan> for ExecutionPlan {
@@ -66,6 +73,7 @@ impl TryFrom<StoredPlan> for ExecutionPlan {
             steps,
             attributes: p.attributes,
             excluded: p.excluded,
+            children: p.children,
             scripted: std::sync::OnceLock::new(),
         })
     }
@@ -109,6 +117,9 @@ pub enum PlanMode {
 struct Builder<'a> {
     catalog: &'a Catalog,
     init: &'a InitArgs,
+    /// A sub-flow's plan: the initial inputs are names whose values are
+    /// not known yet, so no match is judged on them.
+    names_only: bool,
     mode: PlanMode,
     available: BTreeSet<String>,
     satisfiable: BTreeSet<String>,
@@ -146,13 +157,81 @@ struct Input<'a> {
     next: usize,
 }
 
-/// Build the plan for `goals`. Missing required inputs are listed in
-/// `required`; `start_plan` turns them into an error.
+/// Deepest nesting of sub-flows a plan may have.
+pub const MAX_SUBFLOW_DEPTH: usize = 8;
+
+/// Most sub-flow plans one plan may hold, at every depth together: flow
+/// steps sharing goals would otherwise multiply them at each level.
+pub const MAX_SUBFLOW_PLANS: usize = 256;
+
+/// Build the plan for `goals`, with the plans of the sub-flows its flow
+/// steps run. Missing required inputs are listed in `required`;
+/// `start_plan` turns them into an error.
 pub fn build_plan(
     catalog: &Catalog,
     goals: &[String],
     init: &InitArgs,
     mode: PlanMode,
+) -> Result<ExecutionPlan, PlanError> {
+    let mut plan = build_one(catalog, goals, init, mode, false)?;
+    let mut budget = MAX_SUBFLOW_PLANS;
+    attach_children(catalog, &mut plan, mode, &mut Vec::new(), &mut budget)?;
+    Ok(plan)
+}
+
+/// The plans of the sub-flows of `plan`'s flow steps, built from the names
+/// of the inputs each flow step is sure to have (Argyll does the same);
+/// `ancestors` are the flow steps whose sub-flow this plan is.
+fn attach_children(
+    catalog: &Catalog,
+    plan: &mut ExecutionPlan,
+    mode: PlanMode,
+    ancestors: &mut Vec<String>,
+    budget: &mut usize,
+) -> Result<(), PlanError> {
+    let flow_steps: Vec<Arc<Step>> = plan.steps.values().filter(|s| s.is_flow()).cloned().collect();
+    for step in flow_steps {
+        if ancestors.contains(&step.id) {
+            return Err(PlanError::Cycle(step.id.clone()));
+        }
+        if ancestors.len() >= MAX_SUBFLOW_DEPTH || *budget == 0 {
+            return Err(PlanError::TooDeep(step.id.clone()));
+        }
+        *budget -= 1;
+        let init = child_init(&step);
+        let mut child = build_one(catalog, step.child_goals(), &init, mode, true)?;
+        ancestors.push(step.id.clone());
+        attach_children(catalog, &mut child, mode, ancestors, budget)?;
+        ancestors.pop();
+        plan.children.insert(step.id.clone(), child);
+    }
+    Ok(())
+}
+
+/// What a flow step's sub-flow is sure to start with: the names the step
+/// receives its required, const and meta inputs by, and its optional
+/// inputs with a default (their values are known only when it runs).
+fn child_init(step: &Step) -> InitArgs {
+    step.attributes
+        .iter()
+        .filter(|(_, a)| {
+            a.is_required() || a.is_const() || a.is_meta() || (a.is_optional() && a.default_value().is_some())
+        })
+        .map(|(n, _)| {
+            (
+                step.inner_name(n).to_string(),
+                vec![serde_json::Value::Bool(true)],
+            )
+        })
+        .collect()
+}
+
+fn build_one(
+    catalog: &Catalog,
+    goals: &[String],
+    init: &InitArgs,
+    mode: PlanMode,
+    names_only: bool,
 ) -> Result<ExecutionPlan, PlanError> {
     if goals.is_empty() {
         return Err(PlanError::NoGoals);
@@ -164,6 +243,7 @@ pub fn build_plan(
     let mut b = Builder {
         catalog,
         init,
+        names_only,
         mode,
         available: BTreeSet::new(),
         satisfiable: BTreeSet::new(),
@@ -196,7 +276,36 @@ pub fn start_plan(catalog: &Catalog, goals: &[String], init: &InitArgs) -> Resul
         };
         return Err(PlanError::MissingInputs(names));
     }
+    check_subflow_inputs(&plan)?;
     Ok(plan)
+}
+
+/// A sub-flow needs inputs its flow step can never pass (it has no input
+/// of that name): every run of the step would fail, so the start is refused.
+fn check_subflow_inputs(plan: &ExecutionPlan) -> Result<(), PlanError> {
+    let mut stack = vec![plan];
+    while let Some(plan) = stack.pop() {
+        for (step_id, child) in &plan.children {
+            let Some(step) = plan.steps.get(step_id) else {
+                continue;
+            };
+            let passed = step.runtime_input_names();
+            let names: Vec<String> = child
+                .required
+                .iter()
+                .filter(|n| !passed.contains(n))
+                .cloned()
+                .collect();
+            if !names.is_empty() {
+                return Err(PlanError::SubflowInputs {
+                    step: step_id.clone(),
+                    names,
+                });
+            }
+            stack.push(child);
+        }
+    }
+    Ok(())
 }
 
 impl Builder<'_> {
@@ -385,6 +494,9 @@ impl Builder<'_> {
     /// Whether the initial values of `name` satisfy the step's match on it
     /// (`None`: no match, or it could not be read).
     fn init_matches(&self, step: &Step, name: &str) -> Option<bool> {
+        if self.names_only {
+            return None;
+        }
         let script = step.scripts().matches.get(name)?;
         let limits = crate::step::ScriptLimits::default();
         let mut any = false;
@@ -485,6 +597,7 @@ impl Builder<'_> {
             steps,
             attributes,
             excluded,
+            children: BTreeMap::new(),
             scripted: std::sync::OnceLock::new(),
         }
     }

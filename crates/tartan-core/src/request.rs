@@ -96,6 +96,7 @@ impl StartFlow {
                 deadline_at,
                 on_timeout,
                 trace: None,
+                parent: None,
             },
             id: request.id,
             goals: request.goals,
@@ -183,7 +184,7 @@ impl PlanRequest {
 }
 
 /// Goal step ids, sanitised: 1 to [`MAX_GOALS`], each an id within the bound.
-fn goals(goals: Vec<String>) -> Result<Vec<String>, ValidationError> {
+pub(crate) fn goals(goals: Vec<String>) -> Result<Vec<String>, ValidationError> {
     if goals.is_empty() {
         return Err(ValidationError::new(
             "goals",

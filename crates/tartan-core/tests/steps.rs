@@ -151,8 +151,22 @@ fn an_unknown_step_type_is_rejected() {
 }
 
 #[test]
-fn flow_steps_are_not_supported_yet_and_a_script_step_needs_its_script_alone() {
-    assert_rejected(with(json!({ "type": "flow" })), "type", "not supported yet");
+fn flow_and_script_steps_need_their_own_config_alone() {
+    assert_rejected(with(json!({ "type": "flow" })), "flow", "flow required");
+    assert_rejected(
+        with(json!({ "type": "flow", "flow": { "goals": ["a"] } })),
+        "http",
+        "http not allowed",
+    );
+    let mut flow = with(json!({ "type": "flow", "flow": { "goals": ["My Goal"] } }));
+    flow.as_object_mut().unwrap().remove("http");
+    let step = assert_accepted(flow);
+    assert_eq!(
+        step.child_goals(),
+        ["my-goal"],
+        "goals are sanitised as a start's"
+    );
+    assert_rejected(with(json!({ "flow": { "goals": ["a"] } })), "flow", "not allowed");
     // `with` carries `http`: a script step may not.
     assert_rejected(with(json!({ "type": "script" })), "script", "script required");
     assert_rejected(

@@ -124,10 +124,12 @@ impl From<EngineError> for ApiError {
             EngineError::Invalid(v) => ApiError::bad_request(v.to_string()),
             EngineError::Plan(p) => match p {
                 PlanError::UnknownGoals(_) => ApiError::not_found(p.to_string()),
-                PlanError::MissingInputs(_) => {
+                PlanError::MissingInputs(_) | PlanError::SubflowInputs { .. } => {
                     ApiError::new(StatusCode::BAD_REQUEST, kind::MISSING_INPUTS, p.to_string())
                 }
-                PlanError::NoGoals | PlanError::Cycle(_) => ApiError::bad_request(p.to_string()),
+                PlanError::NoGoals | PlanError::Cycle(_) | PlanError::TooDeep(_) => {
+                    ApiError::bad_request(p.to_string())
+                }
             },
             EngineError::StepExists(_)
             | EngineError::FlowExists(_)

@@ -172,6 +172,8 @@ pub struct FlowQuery {
     /// Opaque position from a previous page.
     pub cursor: Option<String>,
     pub sort: SortOrder,
+    /// Include child flows (ids with a `:`, docs/steps.md "Sub-flows").
+    pub children: bool,
 }
 
 #[derive(Debug, Clone)]

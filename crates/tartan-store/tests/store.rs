@@ -138,6 +138,7 @@ fn flow_query() -> FlowQuery {
         limit: 1000,
         cursor: None,
         sort: SortOrder::OldestFirst,
+        children: false,
     }
 }
 

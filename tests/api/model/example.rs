@@ -32,11 +32,11 @@ async fn the_step_model_example_runs_as_its_readme_says(backend: Backend) {
     })
     .await;
     let base = greeter.url("");
-    for step in ["tidy-name", "welcome", "announce"] {
+    for step in ["tidy-name", "welcome", "announce", "welcome-party"] {
         let r = app.register(&example(&format!("steps/{step}.json"), &base)).await;
         assert_eq!(r.status, axum::http::StatusCode::CREATED, "{step}: {:?}", r.body);
     }
-    for flow in ["vip", "guest"] {
+    for flow in ["vip", "guest", "party"] {
         let r = app
             .start_flow(&example(&format!("flows/{flow}.json"), &base))
             .await;
@@ -54,5 +54,16 @@ async fn the_step_model_example_runs_as_its_readme_says(backend: Backend) {
     assert_eq!(
         guest["executions"]["announce"]["reason"],
         "predicate returned false"
+    );
+    let party = app.wait_for_flow("party-1").await;
+    assert_eq!(party["status"], "completed", "{party}");
+    let welcomes: Vec<&Value> = party["attributes"]["welcomes"][0]["value"]
+        .as_array()
+        .map(|a| a.iter().map(|w| &w["welcomes"]).collect())
+        .unwrap_or_default();
+    assert_eq!(
+        welcomes,
+        [&json!("Hello, ada!"), &json!("Hello, grace!")],
+        "{party}"
     );
 }

@@ -10,6 +10,7 @@ mod memo;
 mod optional;
 mod predicates;
 mod scripts;
+mod subflows;
 
 use serde_json::{json, Value};
 

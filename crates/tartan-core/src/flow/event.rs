@@ -32,6 +32,9 @@ pub enum FlowEvent {
         on_timeout: Option<OnTimeout>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         trace: Option<std::sync::Arc<FlowTrace>>,
+        /// A child flow's parent work item (Argyll's `metadata`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        metadata: Option<ParentLink>,
     },
     StepStarted {
         flow_id: String,

@@ -5,15 +5,18 @@
 //! - `state`: a flow's state, its steps, work items and attempts, and what
 //!   may be read of it.
 //! - `event`: the events, their stored type names and data.
+//! - `subflow`: how a child flow names its parent, and its id.
 //! - `apply`: how each event changes the state (the flow's, a step's, a
 //!   work item's events, a file each).
 
 mod apply;
 mod event;
 mod state;
+mod subflow;
 
 pub use event::*;
 pub use state::*;
+pub use subflow::{child_flow_id, is_child_id, ParentLink};
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};

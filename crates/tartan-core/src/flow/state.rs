@@ -58,6 +58,9 @@ pub struct FlowState {
     pub plan: std::sync::Arc<ExecutionPlan>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub labels: BTreeMap<String, String>,
+    /// A child flow's parent work item, under Argyll's name for it.
+    #[serde(rename = "metadata", default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<ParentLink>,
     /// The trace the flow's decisions and calls belong to (none for flows
     /// started before traces were kept). Shared: copying the state for a
     /// decision copies no string of it.
@@ -110,6 +113,7 @@ impl Default for FlowState {
             max_step_attempts: DEFAULT_MAX_STEP_ATTEMPTS,
             plan: std::sync::Arc::default(),
             labels: BTreeMap::new(),
+            parent: None,
             trace: None,
             attributes: Attributes::new(),
             executions: Executions::new(),
@@ -142,6 +146,8 @@ struct StoredFlowState {
     plan: std::sync::Arc<ExecutionPlan>,
     #[serde(default)]
     labels: BTreeMap<String, String>,
+    #[serde(rename = "metadata", default)]
+    parent: Option<ParentLink>,
     #[serde(default)]
     trace: Option<std::sync::Arc<FlowTrace>>,
     attributes: Attributes,
@@ -172,6 +178,7 @@ impl From<StoredFlowState> for FlowState {
             max_step_attempts: s.max_step_attempts,
             plan: s.plan,
             labels: s.labels,
+            parent: s.parent,
             trace: s.trace,
             attributes: s.attributes,
             executions: s.executions,
@@ -282,6 +289,10 @@ pub struct WorkState {
     /// step that posts its result again and again is recorded once.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub late_results: Vec<u32>,
+    /// A flow step's item: the ids of the child flows it ran, one per
+    /// attempt, the current one last (docs/steps.md, "Sub-flows").
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub children: Vec<String>,
 }
 
 impl WorkState {
@@ -307,6 +318,7 @@ impl WorkState {
             index: self.index,
             retry_state: self.retry_state,
             late_results: self.late_results.clone(),
+            children: self.children.clone(),
         }
     }
 }
@@ -343,6 +355,8 @@ pub struct FlowOptions {
     pub deadline_at: Option<Time>,
     pub on_timeout: Option<OnTimeout>,
     pub trace: Option<std::sync::Arc<FlowTrace>>,
+    /// A child flow's parent work item (boxed: most flows have none).
+    pub parent: Option<Box<ParentLink>>,
 }
 
 impl Default for FlowOptions {
@@ -353,6 +367,7 @@ impl Default for FlowOptions {
             deadline_at: None,
             on_timeout: None,
             trace: None,
+            parent: None,
         }
     }
 }
@@ -430,6 +445,7 @@ impl FlowState {
             max_step_attempts: options.max_step_attempts,
             plan: std::sync::Arc::clone(plan),
             labels: options.labels.clone(),
+            parent: options.parent.as_deref().cloned(),
             trace: options.trace.clone(),
             attributes,
             executions,
@@ -457,6 +473,7 @@ impl FlowState {
                         deadline_at,
                         on_timeout,
                         trace,
+                        metadata,
                     },
                 ) => {
                     let options = FlowOptions {
@@ -465,6 +482,7 @@ impl FlowState {
                         deadline_at: *deadline_at,
                         on_timeout: *on_timeout,
                         trace: trace.clone(),
+                        parent: metadata.clone().map(Box::new),
                     };
                     state = Some(FlowState::started(flow_id, plan, init, &options, at));
                 }

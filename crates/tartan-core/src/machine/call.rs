@@ -155,6 +155,13 @@ impl Call {
         }
         let inputs = state.item_inputs(&dispatch.step_id, &dispatch.token)?;
         let first_started = work.attempts.first().map(|a| a.started_at);
+        // A sub-flow runs as long as its steps make it: the engine's default
+        // attempt timeout is for calls (docs/steps.md, "Sub-flows").
+        let default_timeout_ms = if step.is_flow() {
+            u64::MAX
+        } else {
+            default_timeout_ms
+        };
         let bound = bound(
             step,
             kind,
@@ -166,8 +173,9 @@ impl Call {
         let memo = (kind == CallKind::Step)
             .then(|| MemoCall::of(step, &inputs))
             .flatten();
-        if step.is_script() {
-            // Run by the engine: no endpoint, the inputs are the script's.
+        if step.is_script() || step.is_flow() {
+            // Run by the engine: no endpoint, the inputs are the script's
+            // or the sub-flow's.
             return (kind == CallKind::Step).then(|| Call {
                 kind,
                 flow_id: state.id.clone(),

@@ -41,6 +41,7 @@ pub(super) fn start(
             deadline_at: options.deadline_at,
             on_timeout: options.on_timeout,
             trace: options.trace,
+            metadata: options.parent.map(|p| *p),
         },
     );
     advance(tx, ctx)
@@ -224,6 +225,19 @@ pub(super) fn redispatch(
         return Ok(());
     }
     let cut = work.attempts.last().map_or(0, |a| a.number);
+    // A flow step's call only waits for its child flow, which went on
+    // running: the same attempt takes it up again, no new child.
+    if plan.steps.get(step_id).is_some_and(|s| s.is_flow())
+        && work.attempts.last().is_some_and(|a| a.ended_at.is_none())
+    {
+        tx.push(super::Effect::Call(super::Dispatch {
+            step_id: step_id.to_string(),
+            token: token.to_string(),
+            attempt: cut,
+            compensate: false,
+        }));
+        return Ok(());
+    }
     let first = work.attempts.first().map_or(ctx.now, |a| a.started_at);
     let used_up = if !policy.allows_attempt(cut.saturating_add(1)) {
         Some((

@@ -22,6 +22,8 @@
 //! - `async_calls`: accepted async calls, heartbeats and inactivity.
 //! - `call`: what a committed `Call` effect sends, whole (the engine signs
 //!   the webhook URL and sends it).
+//! - `subflow`: a flow step's call: the child flow it starts, and what the
+//!   child's end means for the item.
 
 mod async_calls;
 mod call;
@@ -32,6 +34,7 @@ mod failure;
 mod inputs;
 mod predicate;
 mod readiness;
+mod subflow;
 mod transition;
 
 use crate::flow::{ApplyError, FlowOptions, FlowState, Time};
@@ -42,6 +45,7 @@ pub use crate::outcome::AttemptResult;
 pub use call::{AttemptBound, Call, CallBody, CallKind, CallMethod, MemoCall};
 pub use inputs::{NOT_NEEDED, NO_MATCH, PREDICATE_FALSE, UNAVAILABLE};
 pub use readiness::{check_fan_out, MAX_WORK_ITEMS};
+pub use subflow::{child_result, ChildStart};
 pub use transition::{Dispatch, Effect, Transition, Wake};
 
 /// What the caller supplies: the clock, the webhook base and new tokens.

@@ -126,7 +126,7 @@ fn start_step(
         let token = (ctx.new_token)();
         work_items.insert(
             token.clone(),
-            with_meta(step, &flow_id, &token, ctx.webhook_base, item),
+            with_meta(step, &tx.state, &token, ctx.webhook_base, item),
         );
         order.push(token);
     }
@@ -240,7 +240,9 @@ fn fill_slots_once(tx: &mut Transition, step: &Step, limits: &ScriptLimits) -> R
 }
 
 /// Metadata inputs of one work item.
-fn with_meta(step: &Step, flow_id: &str, token: &str, webhook_base: &str, mut inputs: Args) -> Args {
+fn with_meta(step: &Step, state: &FlowState, token: &str, webhook_base: &str, mut inputs: Args) -> Args {
+    let flow_id = &state.id;
+    let parent = state.parent.as_ref();
     for (name, attr) in &step.attributes {
         if !attr.is_meta() {
             continue;
@@ -250,6 +252,18 @@ fn with_meta(step: &Step, flow_id: &str, token: &str, webhook_base: &str, mut in
             "step_id" => step.id.clone(),
             "receipt_token" => token.to_string(),
             "webhook_url" if step.is_async() => crate::webhook::url(webhook_base, flow_id, &step.id, token),
+            "parent_flow_id" => match parent {
+                Some(p) => p.parent_flow_id.clone(),
+                None => continue,
+            },
+            "parent_step_id" => match parent {
+                Some(p) => p.parent_step_id.clone(),
+                None => continue,
+            },
+            "parent_work_item_token" => match parent {
+                Some(p) => p.parent_work_item_token.clone(),
+                None => continue,
+            },
             _ => continue,
         };
         inputs.insert(step.inner_name(name).to_string(), Value::String(value));
@@ -355,6 +369,7 @@ pub(super) fn advance_looking(
                 error,
                 problem,
             })?;
+            super::subflow::stop_children(tx)?;
             break;
         }
         // Only the steps whose inputs the events since the last look could

@@ -89,6 +89,18 @@ pub enum Collect {
     None,
 }
 
+/// The meta values a step may ask for: what differs from call to call, and
+/// in a child flow, the work item it runs for (docs/steps.md, "Sub-flows").
+pub const META_KEYS: [&str; 7] = [
+    "flow_id",
+    "step_id",
+    "receipt_token",
+    "webhook_url",
+    "parent_flow_id",
+    "parent_step_id",
+    "parent_work_item_token",
+];
+
 impl AttributeSpec {
     pub fn is_required(&self) -> bool {
         self.role == "required"
@@ -214,11 +226,12 @@ impl AttributeSpec {
                     "meta key required for meta attribute",
                 ));
             }
-            if !["flow_id", "step_id", "receipt_token", "webhook_url"].contains(&key) {
+            if !META_KEYS.contains(&key) {
                 return Err(ValidationError::new(
                     format!("{field}.meta.key"),
                     format!(
-                        "unknown meta key {key:?} (must be flow_id, step_id, receipt_token or webhook_url)"
+                        "unknown meta key {key:?} (must be one of {})",
+                        META_KEYS.join(", ")
                     ),
                 ));
             }

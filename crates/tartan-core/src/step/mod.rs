@@ -22,9 +22,11 @@ use crate::timeouts::TimeoutPolicy;
 pub use crate::json::Args;
 pub use attribute::*;
 pub use scripts::{body_outputs, mapping_value, ScriptConfig, ScriptLimits, StepScripts};
+pub use subflow::FlowConfig;
 
 mod attribute;
 mod scripts;
+mod subflow;
 
 /// A registered step: an HTTP endpoint with declared inputs and outputs.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -132,13 +134,6 @@ pub struct HttpConfig {
     pub timeout: u64,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-pub struct FlowConfig {
-    #[serde(default)]
-    pub goals: Vec<String>,
-}
-
 /// Retry and parallelism settings; zero or absent values take the global
 /// defaults when the step is registered, and those are stored with it.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -172,6 +167,7 @@ pub struct WorkConfig {
 pub const STEP_SYNC: &str = "sync";
 pub const STEP_ASYNC: &str = "async";
 pub const STEP_SCRIPT: &str = "script";
+pub const STEP_FLOW: &str = "flow";
 const METHODS: [&str; 4] = ["GET", "POST", "PUT", "DELETE"];
 const ATTRIBUTE_TYPES: [&str; 7] = ["string", "number", "boolean", "object", "array", "null", "any"];
 const BACKOFF_TYPES: [&str; 3] = ["fixed", "linear", "exponential"];
@@ -229,6 +225,11 @@ impl Step {
         self.step_type == STEP_SCRIPT
     }
 
+    /// Runs a flow of its own (a sub-flow) per work item.
+    pub fn is_flow(&self) -> bool {
+        self.step_type == STEP_FLOW
+    }
+
     /// The step's compiled scripts (none for a step that was neither
     /// normalised nor read back).
     pub fn scripts(&self) -> &StepScripts {
@@ -283,6 +284,7 @@ impl Step {
     /// validate. The result is what gets stored and compared.
     pub fn normalize(mut self, defaults: &RetryDefaults) -> Result<Step, ValidationError> {
         self.id = sanitize_id(&self.id);
+        self.normalize_flow()?;
         if let Some(h) = &mut self.http {
             if h.method.is_empty() {
                 h.method = "POST".into();
@@ -403,12 +405,7 @@ impl Step {
         match self.step_type.as_str() {
             STEP_SYNC | STEP_ASYNC => self.validate_http()?,
             STEP_SCRIPT => self.validate_script()?,
-            "flow" => {
-                return Err(ValidationError::new(
-                    "type",
-                    format!("{} steps are not supported yet", self.step_type),
-                ))
-            }
+            STEP_FLOW => self.validate_flow()?,
             other => {
                 return Err(ValidationError::new(
                     "type",

@@ -19,7 +19,7 @@ impl Engine {
     /// holds: a result the step already produced is worth more than a new
     /// call. A commit that did land before its connection dropped is found on
     /// reload and not repeated.
-    async fn conclude(&self, call: &Call, result: AttemptResult) {
+    pub(super) async fn conclude(&self, call: &Call, result: AttemptResult) {
         let accepted = call.spec.expects_webhook && matches!(result, AttemptResult::Success { .. });
         let give_up = tokio::time::Instant::now() + self.lease_length().to_std().unwrap_or_default();
         let mut pause = std::time::Duration::from_millis(50);
@@ -80,6 +80,17 @@ impl Engine {
             .then(|| self.webhook_url(&spec.flow_id, &spec.step.id, &spec.token, spec.attempt));
         if let Some(url) = &webhook_url {
             spec.hand_webhook(url);
+        }
+        if spec.step.is_flow() {
+            let trace = tx.state.trace.as_deref().and_then(crate::traces::FlowIds::of);
+            return self.spawn_child_call(
+                tx,
+                Call {
+                    spec,
+                    webhook_url,
+                    trace,
+                },
+            );
         }
         self.spawn_call(Call {
             spec,

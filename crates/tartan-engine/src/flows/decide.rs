@@ -263,6 +263,12 @@ impl Engine {
                 .cloned()
                 .collect();
             if tx.events.is_empty() {
+                // A flow step's call taken up again (`Redispatch`) changes
+                // nothing in the flow, but the call is made.
+                if tx.effects.iter().any(|e| matches!(e, Effect::Call(_))) {
+                    drop(guard);
+                    self.carry_out(&tx);
+                }
                 return Ok(heard);
             }
             let sequence = base + tx.events.len() as i64;
@@ -438,10 +444,16 @@ impl Engine {
                 }
             }
         }
+
         for effect in &tx.effects {
             match effect {
                 Effect::Call(d) => calls.push(d),
-                Effect::Abort { .. } => {}
+                // A flow step's call waits for a child flow: stopped too.
+                Effect::Abort { step_id, token } => {
+                    if tx.state.plan.steps.get(step_id).is_some_and(|s| s.is_flow()) {
+                        self.stop_child(&tx.state, step_id, token);
+                    }
+                }
                 Effect::Arm { wake, at } => {
                     let timer = match wake {
                         Wake::Retry { step_id, token } => Timer::Retry {

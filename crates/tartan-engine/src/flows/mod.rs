@@ -10,8 +10,11 @@
 //! - `waiters`: clients waiting for a flow to finish.
 //! - `calls`: the calls in flight: making them from a decision's `Call`
 //!   effects, the call slots, recording how they ended, aborting them.
+//! - `children`: flow steps' calls: starting each item's child flow,
+//!   waiting for its end, stopping it.
 
 mod calls;
+mod children;
 mod decide;
 mod waiters;
 

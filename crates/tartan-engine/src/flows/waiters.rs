@@ -48,6 +48,8 @@ pub(crate) struct Waiting<'a> {
     waiters: &'a Waiters,
     flow_id: String,
     pub(crate) notice: Arc<Notice>,
+    /// Counted against [`MAX_WAITERS`] (a client's wait).
+    counted: bool,
 }
 
 impl Waiters {
@@ -71,7 +73,26 @@ impl Waiters {
             waiters: self,
             flow_id: flow_id.to_string(),
             notice: Arc::clone(&entry.0),
+            counted: true,
         })
+    }
+
+    /// Watch `flow_id` for the engine itself (a flow step's call waiting
+    /// for its child): not counted against [`MAX_WAITERS`], which bounds
+    /// clients; these are bounded by the work items in flight.
+    pub(crate) fn watch(&self, flow_id: &str) -> Waiting<'_> {
+        let mut guard = self.lock();
+        let entry = guard
+            .0
+            .entry(flow_id.to_string())
+            .or_insert_with(|| (Arc::new(Notice::default()), 0));
+        entry.1 += 1;
+        Waiting {
+            waiters: self,
+            flow_id: flow_id.to_string(),
+            notice: Arc::clone(&entry.0),
+            counted: false,
+        }
     }
 
     /// The flow finished in this process with `status`, now committed:
@@ -94,7 +115,9 @@ impl Drop for Waiting<'_> {
     fn drop(&mut self) {
         let mut guard = self.waiters.lock();
         let (flows, total) = &mut *guard;
-        *total = total.saturating_sub(1);
+        if self.counted {
+            *total = total.saturating_sub(1);
+        }
         if let Some(entry) = flows.get_mut(&self.flow_id) {
             entry.1 = entry.1.saturating_sub(1);
             if entry.1 == 0 {

@@ -32,6 +32,9 @@ pub struct QueryRequest {
     #[serde(default, skip_serializing_if = "String::is_empty")]
     #[schema(example = "recent_desc")]
     pub sort: String,
+    /// Include the child flows of flow steps (hidden unless `true`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub children: bool,
 }
 
 /// A retry's optional body.

@@ -281,6 +281,7 @@ pub(crate) async fn list(State(engine): State<Engine>) -> Result<Json<Vec<FlowSu
             limit: MAX_QUERY_LIMIT,
             cursor: None,
             sort: SortOrder::RecentFirst,
+            children: false,
         })
         .await?;
     Ok(Json(page.flows.iter().map(FlowSummary::bare).collect()))
@@ -349,6 +350,7 @@ pub(crate) async fn query(
             limit,
             cursor,
             sort,
+            children: q.children,
         })
         .await?;
     let flows: Vec<FlowSummary> = page.flows.iter().map(FlowSummary::full).collect();

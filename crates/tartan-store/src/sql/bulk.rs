@@ -59,7 +59,9 @@ fn filter_where(backend: crate::dialect::Backend, filter: &BulkFilter, binds: &m
         binds.push(b);
         format!("${}", binds.len())
     };
-    let mut sql = String::from("1 = 1");
+    // Child flows are acted on through their parents (docs/steps.md,
+    // "Sub-flows"): a bulk job never touches one.
+    let mut sql = String::from("f.id NOT LIKE '%:%'");
     if !filter.ids.is_empty() {
         let ps: Vec<String> = filter
             .ids

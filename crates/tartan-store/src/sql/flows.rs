@@ -177,6 +177,10 @@ impl FlowStore for SqlStore {
             let p = param(&mut binds, Bind::Text(pattern));
             sql.push_str(&format!(" AND id LIKE {p} ESCAPE '\\'"));
         }
+        if !q.children {
+            // Only the engine names flows with a `:`: its child flows.
+            sql.push_str(" AND id NOT LIKE '%:%'");
+        }
         if !q.statuses.is_empty() {
             let ps: Vec<String> = q
                 .statuses

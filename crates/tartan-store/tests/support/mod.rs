@@ -284,6 +284,7 @@ pub fn detail(status: WorkStatus, note: &str) -> WorkState {
         accepted_at: None,
         retry_state: None,
         late_results: Vec::new(),
+        children: Vec::new(),
         index: 0,
     }
 }

@@ -53,6 +53,7 @@ impl FlowState {
                             accepted_at: None,
                             retry_state: None,
                             late_results: Vec::new(),
+                            children: Vec::new(),
                             index: positions
                                 .get(token.as_str())
                                 .and_then(|i| u32::try_from(*i).ok())

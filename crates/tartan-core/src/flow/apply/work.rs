@@ -16,7 +16,15 @@ impl FlowState {
                 deadline_at,
                 ..
             } => {
+                // A flow step's attempt runs a new child flow.
+                let parent =
+                    (self.plan.steps.get(step_id).is_some_and(|s| s.is_flow())).then(|| self.id.clone());
                 let work = self.work(step_id, token)?;
+                if let Some(parent) = parent {
+                    let run = work.children.len() + 1;
+                    work.children
+                        .push(super::super::child_flow_id(&parent, step_id, token, run));
+                }
                 if deadline_at.is_some() {
                     work.deadline_at = *deadline_at;
                 }

@@ -5,7 +5,7 @@ use std::collections::{HashMap, HashSet};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use tartan_core::ids::MAX_FLOW_ID_LEN;
+use tartan_core::ids::MAX_CHILD_FLOW_ID_LEN as MAX_FLOW_ID_LEN;
 
 use super::*;
 

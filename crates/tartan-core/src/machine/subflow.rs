@@ -1,0 +1,231 @@
+//! Flow steps: what the engine starts for a flow step's call (the item's
+//! child flow) and what the child's end means for the item. The engine
+//! starts the child, waits for it and records the result like a call's
+//! (docs/steps.md, "Sub-flows").
+
+use crate::flow::{
+    ApplyError, FlowEvent, FlowOptions, FlowState, FlowStatus, ParentLink, StepStatus, WorkStatus,
+};
+use crate::outcome::{AttemptResult, FailureCause};
+use crate::plan::{ExecutionPlan, InitArgs};
+use crate::step::{Args, Step};
+use crate::timeouts::TimeoutScope;
+
+use super::call::{Call, CallBody};
+use super::{add_ms, ms_between, Transition};
+
+/// The child flow a flow step's call runs, whole.
+#[derive(Debug, Clone)]
+pub struct ChildStart {
+    pub flow_id: String,
+    pub plan: ExecutionPlan,
+    pub init: InitArgs,
+    pub options: FlowOptions,
+}
+
+impl ChildStart {
+    /// The child of `call`'s item as `parent` has it, started at `now`:
+    /// its id is the item's latest child, its plan the one the parent's
+    /// plan holds for the step, its inputs the item's (by the names the
+    /// step passes them), its deadline the parent's, or the call's bound
+    /// when that ends first. `Err`: the child cannot start, as a failure
+    /// to record.
+    pub fn of(parent: &FlowState, call: &Call, now: crate::flow::Time) -> Result<ChildStart, AttemptResult> {
+        let step_id = &call.step.id;
+        let flow_id = parent
+            .find_work(step_id, &call.token)
+            .and_then(|w| w.children.last())
+            .cloned()
+            .ok_or_else(|| {
+                refused(format!(
+                    "work item {} of step {step_id} has no child flow",
+                    call.token
+                ))
+            })?;
+        let plan = parent
+            .plan
+            .children
+            .get(step_id)
+            .cloned()
+            .ok_or_else(|| refused(format!("the flow's plan holds no sub-flow for step {step_id}")))?;
+        let init: InitArgs = match &call.body {
+            Some(CallBody::Inputs(inputs)) => {
+                inputs.iter().map(|(k, v)| (k.clone(), vec![v.clone()])).collect()
+            }
+            _ => InitArgs::new(),
+        };
+        let missing: Vec<&str> = plan
+            .required
+            .iter()
+            .filter(|n| init.get(*n).is_none_or(|v| v.is_empty()))
+            .map(String::as_str)
+            .collect();
+        if !missing.is_empty() {
+            return Err(refused(format!(
+                "child flow {flow_id} cannot start: required inputs not provided: {}",
+                missing.join(", ")
+            )));
+        }
+        let bound_end = (call.bound.timeout_ms != u64::MAX).then(|| add_ms(now, call.bound.timeout_ms));
+        let deadline_at = match (parent.deadline_at, bound_end) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        Ok(ChildStart {
+            flow_id,
+            plan,
+            init,
+            options: FlowOptions {
+                labels: Default::default(),
+                max_step_attempts: parent.max_step_attempts,
+                deadline_at,
+                on_timeout: None,
+                trace: None,
+                parent: Some(Box::new(ParentLink {
+                    parent_flow_id: parent.id.clone(),
+                    parent_step_id: step_id.clone(),
+                    parent_work_item_token: call.token.clone(),
+                })),
+            },
+        })
+    }
+}
+
+/// What a child flow that is no longer active means for its parent's work
+/// item, or `None` while it is active:
+/// - completed: a success whose answer is the child's attributes the step
+///   declares as outputs (the first value of each, by the name the step
+///   maps it from); an output with a `mapping.name` the child lacks fails
+///   the item for good (`flow output missing: X`, as Argyll);
+/// - failed by the deadline the call's bound gave it: a timeout of the
+///   attempt (or the item's total), retried as the policy says;
+/// - failed otherwise: a retryable failure with the child's error;
+/// - cancelled: a permanent failure.
+pub fn child_result(
+    step: &Step,
+    call: &Call,
+    parent_deadline: Option<crate::flow::Time>,
+    child: &FlowState,
+    now: crate::flow::Time,
+) -> Option<AttemptResult> {
+    match child.status {
+        FlowStatus::Active => None,
+        FlowStatus::Completed => Some(completed(step, child)),
+        FlowStatus::Cancelled => Some(refused(format!(
+            "child flow {} was cancelled: {}",
+            child.id,
+            child.error.as_deref().unwrap_or("no reason given")
+        ))),
+        FlowStatus::Failed => {
+            let by_bound = timed_out(child)
+                && child
+                    .deadline_at
+                    .is_some_and(|d| parent_deadline.is_none_or(|p| d < p));
+            if by_bound {
+                let started = child.timeout_from();
+                return Some(AttemptResult::TimedOut {
+                    scope: match call.bound.scope {
+                        TimeoutScope::Total => TimeoutScope::Total,
+                        _ => TimeoutScope::Attempt,
+                    },
+                    limit_ms: call.bound.limit_ms,
+                    elapsed_ms: ms_between(started, now),
+                });
+            }
+            Some(AttemptResult::Failure {
+                cause: FailureCause::ChildFailed,
+                error: format!(
+                    "child flow {} failed: {}",
+                    child.id,
+                    child.error.as_deref().unwrap_or("child flow failed")
+                ),
+                retry_after_ms: None,
+            })
+        }
+    }
+}
+
+/// Whether the child ended by its own deadline.
+fn timed_out(child: &FlowState) -> bool {
+    child
+        .problem
+        .as_ref()
+        .and_then(|p| p.get("timeout_scope"))
+        .and_then(serde_json::Value::as_str)
+        == Some(TimeoutScope::Flow.as_str())
+}
+
+fn completed(step: &Step, child: &FlowState) -> AttemptResult {
+    let mut outputs = Args::new();
+    for (name, attr) in step.outputs() {
+        let inner = step.inner_name(name);
+        let value = child.attributes.get(inner).and_then(|vs| vs.first());
+        match value {
+            Some(v) => {
+                outputs.insert(inner.to_string(), serde_json::Value::clone(&v.value));
+            }
+            None if attr.mapping().is_some_and(|m| !m.name.is_empty()) => {
+                return refused(format!("flow output missing: {inner}"));
+            }
+            None => {}
+        }
+    }
+    AttemptResult::Success {
+        outputs,
+        http_status: None,
+    }
+}
+
+fn refused(error: String) -> AttemptResult {
+    AttemptResult::Failure {
+        cause: FailureCause::ChildRefused,
+        error,
+        retry_after_ms: None,
+    }
+}
+
+/// The flow failed: its flow steps' children still running are stopped
+/// (their items and steps cancelled, which aborts the calls that wait for
+/// them and stops the children), where an HTTP call in flight would be
+/// let finish: a child may run for hours, and nothing waits for it now.
+pub(super) fn stop_children(tx: &mut Transition) -> Result<(), ApplyError> {
+    let running: Vec<(String, Vec<String>)> = tx
+        .state
+        .executions
+        .iter()
+        .filter(|(id, e)| {
+            e.status == StepStatus::Active && tx.state.plan.steps.get(*id).is_some_and(|s| s.is_flow())
+        })
+        .map(|(id, e)| {
+            let open = e
+                .work_items
+                .iter()
+                .filter(|(_, w)| {
+                    matches!(
+                        w.status,
+                        WorkStatus::Active | WorkStatus::Pending | WorkStatus::NotCompleted
+                    )
+                })
+                .map(|(t, _)| t.clone())
+                .collect();
+            (id.clone(), open)
+        })
+        .collect();
+    let reason = "the flow failed";
+    for (step_id, tokens) in running {
+        for token in tokens {
+            tx.emit(FlowEvent::WorkCancelled {
+                flow_id: tx.state.id.clone(),
+                step_id: step_id.clone(),
+                token,
+                reason: reason.to_string(),
+            })?;
+        }
+        tx.emit(FlowEvent::StepCancelled {
+            flow_id: tx.state.id.clone(),
+            step_id,
+            reason: reason.to_string(),
+        })?;
+    }
+    Ok(())
+}

@@ -1,0 +1,219 @@
+//! Flow steps' calls (docs/steps.md, "Sub-flows"): a call starts the item's
+//! child flow (`tartan_core::machine::ChildStart`), waits for it to end and
+//! records what its end means for the item (`machine::child_result`), like
+//! any call's result. The call holds no call slot (a parent holding one
+//! while its children wait for theirs could starve them all), but it is
+//! listed in flight, so its lease is renewed while it waits: if this
+//! process dies, whoever takes the item over waits for the same child
+//! (`Command::Redispatch` of a flow step starts no new one).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tartan_core::flow::{FlowState, FlowStatus};
+use tartan_core::machine::{self, AttemptResult, ChildStart, Command, Stop, Transition};
+use tartan_store::StoreError;
+
+use crate::dispatch::Call;
+use crate::{traces, Engine, EngineError};
+
+use super::decide::{Cached, Released};
+
+/// Longest wait between two looks at a child flow run by another process
+/// (one run here wakes its parent's call at once); the first look is sooner.
+const MAX_RECHECK: Duration = Duration::from_secs(5);
+
+impl Engine {
+    /// Make a flow step's call: start its child and record how it ended.
+    pub(super) fn spawn_child_call(&self, tx: &Transition, call: Call) {
+        if self.inner.stopping.is_cancelled() {
+            return;
+        }
+        let start = ChildStart::of(&tx.state, &call.spec, tx.now);
+        let parent_deadline = tx.state.deadline_at;
+        let traceparent = tx.state.trace.as_deref().map(|t| {
+            let flags = if t.sampled { "01" } else { "00" };
+            format!("00-{}-{}-{flags}", t.trace_id, t.span_id)
+        });
+        let (id, cancel) = self.inner.calls.list(&call.spec.token);
+        let engine = self.clone();
+        self.inner.tasks.spawn(async move {
+            // Not cut short by an abort: a child whose start is being
+            // committed when its parent's item ends would run on unseen.
+            let started = tokio::select! {
+                r = engine.begin_child(&call, start, traceparent.as_deref()) => Some(r),
+                // Handed back with the process's other leases: whoever
+                // takes the item over waits for the same child.
+                _ = engine.inner.stopping.cancelled() => None,
+            };
+            let outcome = match started {
+                None => None,
+                Some(Err(result)) => Some(result),
+                // The item ended while its child started: the decision that
+                // ended it found no child to stop, so it is stopped here.
+                Some(Ok(_)) if cancel.is_cancelled() => {
+                    if let Ok(parent) = engine.flow(&call.spec.flow_id).await {
+                        engine.stop_child(&parent, &call.spec.step.id, &call.spec.token);
+                    }
+                    None
+                }
+                Some(Ok(child_id)) => tokio::select! {
+                    child = engine.child_end(&child_id) => {
+                        let now = engine.inner.config.clock.now();
+                        machine::child_result(&call.spec.step, &call.spec, parent_deadline, &child, now)
+                    }
+                    // The item ended another way (the parent was cancelled
+                    // or failed): the decision that ended it stops the child.
+                    _ = cancel.cancelled() => None,
+                    _ = engine.inner.stopping.cancelled() => None,
+                },
+            };
+            if let Some(result) = outcome {
+                cancel.cancel();
+                engine.conclude(&call, result).await;
+            }
+            engine.inner.calls.forget(&call.spec.token, id);
+        });
+    }
+
+    /// Start the child unless it runs already: its id, or the result the
+    /// call ends with at once (a memo, a child that cannot start).
+    async fn begin_child(
+        &self,
+        call: &Call,
+        start: Result<ChildStart, AttemptResult>,
+        traceparent: Option<&str>,
+    ) -> Result<String, AttemptResult> {
+        if let Some(memo) = &call.spec.memo {
+            if let Some(outputs) = self.memo_lookup(memo).await {
+                return Err(AttemptResult::Memoized { outputs });
+            }
+        }
+        let start = start?;
+        let child_id = start.flow_id.clone();
+        let mut pause = Duration::from_millis(50);
+        loop {
+            match self.start_child(start.clone(), traceparent).await {
+                Ok(()) => break,
+                Err(EngineError::Store(StoreError::Unavailable(e))) => {
+                    tracing::warn!(flow_id = %child_id, "database unavailable starting a child flow, trying again in {pause:?}: {e}");
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(Duration::from_secs(2));
+                }
+                Err(e) => {
+                    return Err(AttemptResult::Failure {
+                        cause: tartan_core::outcome::FailureCause::ChildRefused,
+                        error: format!("child flow {child_id} could not start: {e}"),
+                        retry_after_ms: None,
+                    })
+                }
+            }
+        }
+        Ok(child_id)
+    }
+
+    /// The child's state once it is no longer active. Woken by the decision
+    /// that ends it when that is taken in this process; else looked at
+    /// again, at growing intervals up to [`MAX_RECHECK`].
+    async fn child_end(&self, child_id: &str) -> FlowState {
+        let waiting = self.inner.waiters.watch(child_id);
+        let mut recheck = Duration::from_millis(250);
+        loop {
+            let notified = waiting.notice.woken.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            let ended = match waiting.notice.finished() {
+                Some(_) => true,
+                None => match self.flow_status(child_id).await {
+                    Ok(status) => status != FlowStatus::Active,
+                    Err(e) => {
+                        tracing::warn!(flow_id = %child_id, "reading a child flow's status failed: {e}");
+                        false
+                    }
+                },
+            };
+            if ended {
+                match self.flow(child_id).await {
+                    Ok(state) => return state,
+                    Err(e) => tracing::warn!(flow_id = %child_id, "reading a child flow failed: {e}"),
+                }
+            }
+            let _ = tokio::time::timeout(recheck, notified).await;
+            recheck = (recheck * 2).min(MAX_RECHECK);
+        }
+    }
+
+    /// Start a child flow as the parent's plan has it; one that exists
+    /// already (a call taken up again after a restart) is left as it is.
+    async fn start_child(&self, start: ChildStart, traceparent: Option<&str>) -> Result<(), EngineError> {
+        let ChildStart {
+            flow_id,
+            plan,
+            init,
+            mut options,
+        } = start;
+        let mut trace = traces::new_flow_trace(traceparent);
+        let _span = self
+            .inner
+            .config
+            .tracer
+            .as_ref()
+            .and_then(|tracer| traces::start_span(tracer, &flow_id, &mut trace));
+        options.trace = Some(Arc::new(trace));
+        let started = self.inner.config.clock.now();
+        let slot = self.inner.flows.slot(&flow_id);
+        let _release = Released::on_exit(&self.inner.flows, &flow_id, &slot);
+        let mut guard = slot.cached.lock().await;
+        let command = Command::Start {
+            flow_id: flow_id.clone(),
+            plan,
+            init,
+            options,
+        };
+        let scripted = matches!(&command, Command::Start { plan, .. } if plan.is_scripted());
+        let mut tx = self.decision_context(started, scripted, |ctx| {
+            machine::apply(FlowState::default(), command, ctx)
+        })?;
+        let sequence = tx.events.len() as i64;
+        let commit = self.commit_for(&mut tx, 0, None);
+        let state = Arc::clone(&commit.state);
+        match self.inner.writer.commit(commit).await {
+            Ok(()) => {}
+            Err(StoreError::FlowExists(_)) => return Ok(()),
+            Err(e) => return Err(e.into()),
+        }
+        let busy = tx.state.has_active_work();
+        *guard = busy.then_some(Cached { state, sequence });
+        drop(guard);
+        self.carry_out(&tx);
+        Ok(())
+    }
+
+    /// Stop the child of a flow step's item whose call a committed decision
+    /// aborted (its parent was cancelled, killed, timed out or failed, or
+    /// the item timed out): cancelled as the parent was, killed when the
+    /// parent was killed. Wherever the child runs: the stop is a decision
+    /// on it like any other.
+    pub(super) fn stop_child(&self, parent: &FlowState, step_id: &str, token: &str) {
+        let Some(child_id) = parent
+            .find_work(step_id, token)
+            .and_then(|w| w.children.last())
+            .cloned()
+        else {
+            return;
+        };
+        let reason = format!("its parent flow {} stopped waiting for it", parent.id);
+        let stop = if parent.killed {
+            Stop::Kill(reason)
+        } else {
+            Stop::Cancel(reason)
+        };
+        let engine = self.clone();
+        self.inner.tasks.spawn(async move {
+            match engine.decide(&child_id, Command::Stop(stop)).await {
+                Ok(()) | Err(EngineError::FlowNotFound(_)) => {}
+                Err(e) => tracing::warn!(flow_id = %child_id, "stopping a child flow failed: {e}"),
+            }
+        });
+    }
+}
