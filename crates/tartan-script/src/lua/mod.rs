@@ -1,19 +1,52 @@
-//! Lua 5.4 in a full sandbox: every evaluation gets a fresh state with only
-//! the base, string, table, math and utf8 libraries, minus everything that
-//! reaches outside (files, processes, modules, loading code, bytecode, the
-//! collector), a memory limit and an instruction hook that also watches the
-//! clock. A fresh state per evaluation means no script sees another's
-//! globals; the chunk is compiled once, to bytecode, at registration.
+//! Lua 5.4 in a full sandbox: only the base, string, table, math and utf8
+//! libraries, minus everything that reaches outside (files, processes,
+//! modules, loading code, bytecode, the collector), a memory limit and an
+//! instruction hook that also watches the clock. The chunk is compiled
+//! once, to bytecode, at registration.
+//!
+//! Making a Lua state costs several times what evaluating a small script
+//! does, so each thread keeps one sandboxed state, made when first needed,
+//! and its evaluations take turns in it, isolated all the same:
+//!
+//! - Every evaluation runs in an environment made for it alone: a new
+//!   globals table (its inputs bound there) with new copies of the library
+//!   tables, and a new string metatable whose `__index` is that copy of
+//!   `string`. Whatever a script can name (`_G`, `_ENV`, `string`,
+//!   `getmetatable("")`, ...) is its own, so whatever it sets, removes,
+//!   `rawset`s or gives a metatable goes with it. The functions in the
+//!   copies are the state's; none keeps anything a script could change but
+//!   `math.random`'s generator, seeded anew for each evaluation as a new
+//!   state's is. The state's own tables are reachable from no script, and
+//!   nothing refers to an evaluation's objects once it is over (there are
+//!   no coroutines, and an answer holding a function is refused).
+//! - No table is ever marked for finalization: `setmetatable` takes a
+//!   metatable's `__gc` away while it sets it (and puts it back), so no
+//!   code of one evaluation can run after it, during another. Lua runs
+//!   finalizers with hooks off: one that looped would never be stopped
+//!   (with a state per evaluation, it looped for ever as the state closed).
+//! - The limits are each evaluation's: a memory limit of what the state
+//!   holds as the evaluation starts plus its allowance, and a new hook
+//!   whose count and clock start at zero. Beyond its libraries a state
+//!   holds only garbage of earlier evaluations, collected in full first
+//!   once it passes `MAX_GARBAGE`.
+//! - An evaluation that fails in any way (a limit, an error, an answer that
+//!   is not JSON) throws its state away, and the next builds a new one: a
+//!   state is used again only after a clean success.
 
+use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
 use mlua::chunk::ChunkMode;
-use mlua::{HookTriggers, Lua, LuaOptions, StdLib, Table, Value as LuaValue, VmState};
+use mlua::{Function, HookTriggers, Lua, LuaOptions, LuaString, StdLib, Table, Value as LuaValue, VmState};
 use serde_json::{Map, Number, Value};
 
 use crate::{CompileError, Language, Limit, Limits, ScriptError};
+
+use environment::{builder, seeds};
+
+mod environment;
 
 /// Names removed from the globals after the libraries are opened.
 const REMOVED: [&str; 7] = [
@@ -31,6 +64,17 @@ const HOOK_EVERY: u32 = 1000;
 
 /// Deepest table nesting converted back to JSON (a table may contain itself).
 const MAX_DEPTH: usize = 128;
+
+/// Most garbage of earlier evaluations a state may hold when one starts
+/// (and never more than an eighth of its memory limit): beyond it, a full
+/// collection runs first. Garbage the collector frees during an evaluation
+/// is room it gains, so this bounds the slack in its memory limit.
+const MAX_GARBAGE: usize = 256 * 1024;
+
+thread_local! {
+    /// The thread's state between evaluations (taken out during one).
+    static SANDBOX: Cell<Option<Sandbox>> = const { Cell::new(None) };
+}
 
 /// A compiled chunk: Lua bytecode of the script.
 #[derive(Clone)]
@@ -74,44 +118,116 @@ impl Chunk {
         limits: &Limits,
         read: impl FnOnce(LuaValue) -> Result<T, String>,
     ) -> Result<T, ScriptError> {
-        let lua = sandbox(limits).map_err(|e| failed(e.to_string()))?;
-        let globals = lua.globals();
-        for (name, value) in args {
-            let value = to_lua(&lua, value, 0).map_err(|e| classify(&e, limits))?;
-            globals
-                .raw_set(name.as_str(), value)
-                .map_err(|e| classify(&e, limits))?;
+        // Taken out of the thread's slot for the evaluation: a panic, an
+        // error or a nested evaluation cannot find it half-used.
+        let mut sandbox = match SANDBOX.try_with(Cell::take).ok().flatten() {
+            Some(sandbox) => sandbox,
+            None => Sandbox::new().map_err(|e| failed(e.to_string()))?,
+        };
+        // On any failure the state goes with the evaluation.
+        let answer = sandbox.evaluate(&self.bytecode, args, limits, read)?;
+        if sandbox.tidy().is_ok() {
+            // Fails only while the thread is exiting: the state goes then.
+            let _ = SANDBOX.try_with(|slot| slot.set(Some(sandbox)));
         }
-        let result: LuaValue = lua
-            .load(&self.bytecode[..])
-            .set_name("script")
-            .set_mode(ChunkMode::Binary)
-            .call(())
-            .map_err(|e| classify(&e, limits))?;
-        read(result).map_err(failed)
+        Ok(answer)
     }
 }
 
-/// A fresh state with the safe libraries and the limits in place.
-fn sandbox(limits: &Limits) -> mlua::Result<Lua> {
-    let libs = StdLib::STRING | StdLib::TABLE | StdLib::MATH | StdLib::UTF8;
-    let lua = Lua::new_with(libs, LuaOptions::default())?;
-    let globals = lua.globals();
-    for name in REMOVED {
-        globals.raw_set(name, LuaValue::Nil)?;
-    }
-    // `string.dump` turns functions into bytecode, which `load` would run
-    // unverified; `load` is gone, but no reason to leave half the pair.
-    if let Ok(string) = globals.raw_get::<Table>("string") {
+/// One thread's Lua state with the safe libraries, and what it needs to
+/// give each evaluation an environment of its own.
+struct Sandbox {
+    lua: Lua,
+    /// Makes one evaluation's globals and string metatable (see `builder`).
+    fresh: Function,
+    /// The state's own string metatable, in place between evaluations.
+    string_metatable: Table,
+    /// Memory in use after the last full collection.
+    live: usize,
+}
+
+impl Sandbox {
+    fn new() -> mlua::Result<Sandbox> {
+        #[cfg(test)]
+        tests::BUILT.with(|built| built.set(built.get() + 1));
+        let libs = StdLib::STRING | StdLib::TABLE | StdLib::MATH | StdLib::UTF8;
+        let lua = Lua::new_with(libs, LuaOptions::default())?;
+        let globals = lua.globals();
+        for name in REMOVED {
+            globals.raw_set(name, LuaValue::Nil)?;
+        }
+        // `string.dump` turns functions into bytecode, which `load` would run
+        // unverified; `load` is gone, but no reason to leave half the pair.
+        let string: Table = globals.raw_get("string")?;
         string.raw_set("dump", LuaValue::Nil)?;
+        let string_metatable = lua
+            .type_metatable::<LuaString>()
+            .ok_or_else(|| mlua::Error::runtime("strings have no metatable"))?;
+        let fresh = builder(&lua, &globals, &string_metatable)?;
+        lua.gc_collect()?;
+        let live = lua.used_memory();
+        Ok(Sandbox {
+            lua,
+            fresh,
+            string_metatable,
+            live,
+        })
     }
-    let used = lua.used_memory();
-    lua.set_memory_limit(used.saturating_add(limits.memory_bytes))?;
+
+    fn evaluate<T>(
+        &mut self,
+        bytecode: &[u8],
+        args: &Map<String, Value>,
+        limits: &Limits,
+        read: impl FnOnce(LuaValue) -> Result<T, String>,
+    ) -> Result<T, ScriptError> {
+        let lua = &self.lua;
+        let fail = |e: mlua::Error| classify(&e, limits);
+        let garbage = (limits.memory_bytes / 8).min(MAX_GARBAGE);
+        if lua.used_memory() > self.live.saturating_add(garbage) {
+            lua.gc_collect().map_err(fail)?;
+            self.live = lua.used_memory();
+        }
+        let (seed1, seed2) = seeds();
+        let (env, string_metatable): (Table, Table) = self.fresh.call((seed1, seed2)).map_err(fail)?;
+        lua.set_type_metatable::<LuaString>(Some(string_metatable));
+        let used = lua.used_memory();
+        lua.set_memory_limit(used.saturating_add(limits.memory_bytes))
+            .map_err(fail)?;
+        arm(lua, limits).map_err(fail)?;
+        for (name, value) in args {
+            let value = to_lua(lua, value, 0).map_err(fail)?;
+            env.raw_set(name.as_str(), value).map_err(fail)?;
+        }
+        let result: LuaValue = lua
+            .load(bytecode)
+            .set_name("script")
+            .set_mode(ChunkMode::Binary)
+            .set_environment(env)
+            .call(())
+            .map_err(fail)?;
+        read(result).map_err(failed)
+    }
+
+    /// After a clean evaluation: no hook, no memory limit, and the state's
+    /// own string metatable (the evaluation's goes with the rest of it).
+    fn tidy(&self) -> mlua::Result<()> {
+        self.lua.remove_hook();
+        self.lua.set_memory_limit(0)?;
+        self.lua
+            .set_type_metatable::<LuaString>(Some(self.string_metatable.clone()));
+        Ok(())
+    }
+}
+
+/// The instruction and clock hook of one evaluation, counting from zero
+/// (setting a hook restarts Lua's count, as in a new state).
+fn arm(lua: &Lua, limits: &Limits) -> mlua::Result<()> {
     let budget = limits.instructions;
     let wall = limits.wall;
     let started = Instant::now();
     let spent = AtomicU64::new(0);
-    lua.set_hook(
+    lua.set_global_hook(
         HookTriggers::new().every_nth_instruction(HOOK_EVERY),
         move |_, _| {
             let count = spent.fetch_add(u64::from(HOOK_EVERY), Ordering::Relaxed) + u64::from(HOOK_EVERY);
@@ -123,8 +239,7 @@ fn sandbox(limits: &Limits) -> mlua::Result<Lua> {
             }
             Ok(VmState::Continue)
         },
-    )?;
-    Ok(lua)
+    )
 }
 
 const LIMIT_INSTRUCTIONS: &str = "tartan: instruction limit";
@@ -274,145 +389,4 @@ fn table_to_json(t: &Table, depth: usize) -> Result<Value, String> {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
-mod tests {
-    use std::time::Duration;
-
-    use serde_json::json;
-
-    use super::*;
-
-    fn args(v: Value) -> Map<String, Value> {
-        v.as_object().cloned().unwrap()
-    }
-
-    fn small() -> Limits {
-        Limits {
-            instructions: 1_000_000,
-            memory_bytes: 4 * 1024 * 1024,
-            wall: Duration::from_secs(2),
-        }
-    }
-
-    fn run(src: &str, a: Value) -> Result<Value, ScriptError> {
-        Chunk::compile(src).unwrap().value(&args(a), &small())
-    }
-
-    #[test]
-    fn inputs_are_globals_and_tables_convert_both_ways() {
-        let out = run(
-            "return { total = price * qty, tags = { 'a', 'b' }, who = user.name, none = nil }",
-            json!({"price": 2.5, "qty": 4, "user": {"name": "ada"}}),
-        )
-        .unwrap();
-        assert_eq!(out, json!({"total": 10, "tags": ["a", "b"], "who": "ada"}));
-        assert_eq!(run("return 1.5", json!({})).unwrap(), json!(1.5));
-        assert_eq!(run("return 'x' .. n", json!({"n": 3})).unwrap(), json!("x3"));
-        assert_eq!(run("return {}", json!({})).unwrap(), json!({}));
-    }
-
-    #[test]
-    fn truth_is_luas() {
-        let c = Chunk::compile("return x").unwrap();
-        for (x, want) in [
-            (json!(null), false),
-            (json!(false), false),
-            (json!(0), true),
-            (json!(""), true),
-        ] {
-            assert_eq!(c.truth(&args(json!({ "x": x })), &small()).unwrap(), want);
-        }
-    }
-
-    #[test]
-    fn a_syntax_error_names_the_line() {
-        let e = Chunk::compile("local a = 1\nreturn a +").err().unwrap();
-        assert!(e.message.starts_with("line 2:"), "{}", e.message);
-    }
-
-    #[test]
-    fn nothing_reaches_outside() {
-        for name in [
-            "io",
-            "os",
-            "debug",
-            "package",
-            "require",
-            "load",
-            "loadstring",
-            "dofile",
-            "loadfile",
-            "collectgarbage",
-        ] {
-            let out = run(&format!("return {name} == nil"), json!({})).unwrap();
-            assert_eq!(out, json!(true), "{name} is reachable");
-        }
-        assert_eq!(run("return string.dump == nil", json!({})).unwrap(), json!(true));
-        // Globals do not leak from one evaluation to the next.
-        let c = Chunk::compile("leaked = (leaked or 0) + 1; return leaked").unwrap();
-        assert_eq!(c.value(&Map::new(), &small()).unwrap(), json!(1));
-        assert_eq!(c.value(&Map::new(), &small()).unwrap(), json!(1));
-    }
-
-    #[test]
-    fn limits_stop_loops_memory_and_time() {
-        let e = run("while true do end", json!({})).err().unwrap();
-        assert!(
-            matches!(
-                &e,
-                ScriptError::Limit {
-                    limit: Limit::Instructions(_),
-                    ..
-                }
-            ),
-            "{e}"
-        );
-        let e = run("return string.rep('x', 1024 * 1024 * 1024)", json!({}))
-            .err()
-            .unwrap();
-        assert!(
-            matches!(
-                &e,
-                ScriptError::Limit {
-                    limit: Limit::Memory(_),
-                    ..
-                }
-            ),
-            "{e}"
-        );
-        let e = run("local t = {} for i = 1, 1e9 do t[i] = i end", json!({}))
-            .err()
-            .unwrap();
-        assert!(matches!(e, ScriptError::Limit { .. }), "{e}");
-        let slow = Limits {
-            instructions: u64::MAX,
-            wall: Duration::from_millis(50),
-            ..small()
-        };
-        let e = Chunk::compile("while true do end")
-            .unwrap()
-            .value(&Map::new(), &slow)
-            .err()
-            .unwrap();
-        assert!(
-            matches!(
-                &e,
-                ScriptError::Limit {
-                    limit: Limit::Time(_),
-                    ..
-                }
-            ),
-            "{e}"
-        );
-    }
-
-    #[test]
-    fn errors_are_the_scripts_message() {
-        let e = run("error('boom')", json!({})).err().unwrap();
-        assert!(e.to_string().contains("boom"), "{e}");
-        let e = run("local t = {} t.self = t return t", json!({})).err().unwrap();
-        assert!(e.to_string().contains("nested too deeply"), "{e}");
-        let e = run("return function() end", json!({})).err().unwrap();
-        assert!(e.to_string().contains("function"), "{e}");
-    }
-}
+mod tests;
