@@ -8,6 +8,7 @@ mod mappings;
 mod matches;
 mod memo;
 mod optional;
+mod optional_deadlines;
 mod predicates;
 mod scripts;
 mod subflows;

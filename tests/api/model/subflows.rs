@@ -601,4 +601,11 @@ async fn retrying_a_failed_parent_runs_a_new_child(backend: Backend) {
     assert_eq!(kids.len(), 2, "the retry ran a new child: {parent}");
     assert_eq!(app.flow(&kids[0]).await["status"], "failed");
     assert_eq!(app.flow(&kids[1]).await["status"], "completed");
+    // A child is retried through its parent, not on its own.
+    let r = app
+        .post(&format!("/engine/flow/{}/retry", kids[0]), &json!({}))
+        .await;
+    assert_eq!(r.status, StatusCode::CONFLICT, "{:?}", r.body);
+    let detail = r.body["detail"].as_str().unwrap_or_default();
+    assert!(detail.contains("retry the parent"), "{detail}");
 }

@@ -147,8 +147,8 @@ async fn invalid_steps_are_rejected_naming_the_field() {
             "type: invalid step type",
         ),
         (
-            json!({"id": "x", "name": "x", "type": "flow", "flow": {"goals": ["y"]}}),
-            "not supported yet",
+            json!({"id": "x", "name": "x", "type": "flow", "flow": {"goals": []}}),
+            "flow.goals: at least one goal step is required",
         ),
         (
             json!({"id": "x", "name": "x", "type": "sync"}),

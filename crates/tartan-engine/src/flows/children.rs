@@ -49,11 +49,21 @@ impl Engine {
             let outcome = match started {
                 None => None,
                 Some(Err(result)) => Some(result),
-                // The item ended while its child started: the decision that
-                // ended it found no child to stop, so it is stopped here.
+                // Aborted while the child started: if the item ended, the
+                // decision that ended it found no child to stop, so it is
+                // stopped here. (An abort for a lost lease leaves the item
+                // running: whoever holds it now waits for this child.)
                 Some(Ok(_)) if cancel.is_cancelled() => {
                     if let Ok(parent) = engine.flow(&call.spec.flow_id).await {
-                        engine.stop_child(&parent, &call.spec.step.id, &call.spec.token);
+                        let waiting = parent
+                            .find_work(&call.spec.step.id, &call.spec.token)
+                            .is_some_and(|w| {
+                                w.status == tartan_core::flow::WorkStatus::Active
+                                    && w.attempts.last().map(|a| a.number) == Some(call.spec.attempt)
+                            });
+                        if !waiting {
+                            engine.stop_child(&parent, &call.spec.step.id, &call.spec.token);
+                        }
                     }
                     None
                 }

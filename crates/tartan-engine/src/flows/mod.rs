@@ -377,6 +377,13 @@ impl Engine {
         use tartan_core::flow::FlowStatus;
         let state = self.flow(flow_id).await?;
         let refuse = |why: &str| Err(EngineError::NotRetryable(flow_id.to_string(), why.to_string()));
+        // Its parent's item decides whether it runs again (a new child).
+        if let Some(parent) = &state.parent {
+            return refuse(&format!(
+                "it is the child flow of flow {}'s step {}; retry the parent instead",
+                parent.parent_flow_id, parent.parent_step_id
+            ));
+        }
         match state.status {
             FlowStatus::Active => return refuse("it is active"),
             FlowStatus::Completed => return refuse("it completed"),
