@@ -53,6 +53,17 @@ fn flow_step(id: &str, goals: &[&str], inputs: &[(&str, &str)], outputs: &[(&str
     })
 }
 
+/// `sub`: a flow step running `double` on its `amount`, its `result` the
+/// child's `doubled`.
+fn sub_step() -> Value {
+    flow_step("sub", &["double"], &[("amount", "n")], &[("result", "doubled")])
+}
+
+/// A start of `sub` as flow `id`.
+fn sub_flow(id: &str, amount: i64) -> Value {
+    json!({"id": id, "goals": ["sub"], "init": {"amount": [amount]}})
+}
+
 /// A child step answering `{"doubled": n * 2}`, and echoing the parent meta
 /// values it asks for.
 fn doubler(svc: &StepServer) -> Value {
@@ -66,6 +77,12 @@ fn doubler(svc: &StepServer) -> Value {
         },
         "work_config": {"max_attempts": 1},
     })
+}
+
+/// Start a flow, which must be accepted.
+async fn started(app: &TestApp, body: &Value) {
+    let r = app.start_flow(body).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{body}: {:?}", r.body);
 }
 
 async fn registered(app: &TestApp, steps: &[Value]) {
@@ -109,14 +126,7 @@ async fn a_flow_step_runs_its_child_with_mapped_inputs_and_outputs(backend: Back
         json_reply(200, json!({"doubled": n * 2}))
     })
     .await;
-    registered(
-        &app,
-        &[
-            doubler(&svc),
-            flow_step("sub", &["double"], &[("amount", "n")], &[("result", "doubled")]),
-        ],
-    )
-    .await;
+    registered(&app, &[doubler(&svc), sub_step()]).await;
     // The plan holds the child's plan.
     let plan = app
         .post(
@@ -137,10 +147,7 @@ async fn a_flow_step_runs_its_child_with_mapped_inputs_and_outputs(backend: Back
         plan.body
     );
 
-    let r = app
-        .start_flow(&json!({"id": "p1", "goals": ["sub"], "init": {"amount": [21]}}))
-        .await;
-    assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+    started(&app, &sub_flow("p1", 21)).await;
     let parent = app.wait_for_flow("p1").await;
     assert_eq!(parent["status"], "completed", "{parent}");
     assert_eq!(parent["attributes"]["result"][0]["value"], json!(42), "{parent}");
@@ -182,13 +189,10 @@ async fn a_failed_child_fails_the_item_and_the_retry_policy_runs_a_new_child(bac
         return;
     };
     let svc = StepServer::start(|_, _| json_reply(500, json!({"error": "down"}))).await;
-    let mut sub = flow_step("sub", &["double"], &[("amount", "n")], &[("result", "doubled")]);
+    let mut sub = sub_step();
     sub["work_config"] = json!({"max_retries": 1, "init_backoff": 10, "backoff_type": "fixed"});
     registered(&app, &[doubler(&svc), sub]).await;
-    let r = app
-        .start_flow(&json!({"id": "p2", "goals": ["sub"], "init": {"amount": [1]}}))
-        .await;
-    assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+    started(&app, &sub_flow("p2", 1)).await;
     let parent = app.wait_for_flow("p2").await;
     assert_eq!(parent["status"], "failed", "{parent}");
     let kids = children(&parent, "sub");
@@ -224,10 +228,7 @@ async fn a_mapped_output_the_child_lacks_fails_the_item_for_good(backend: Backen
         ],
     )
     .await;
-    let r = app
-        .start_flow(&json!({"id": "p3", "goals": ["sub"], "init": {"amount": [1]}}))
-        .await;
-    assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+    started(&app, &sub_flow("p3", 1)).await;
     let parent = app.wait_for_flow("p3").await;
     assert_eq!(parent["status"], "failed", "{parent}");
     assert_eq!(children(&parent, "sub").len(), 1, "not retried: {parent}");
@@ -319,9 +320,7 @@ async fn a_sub_flow_that_needs_inputs_its_step_never_passes_is_refused_at_start(
         ],
     )
     .await;
-    let r = app
-        .start_flow(&json!({"id": "p4", "goals": ["sub"], "init": {"amount": [1]}}))
-        .await;
+    let r = app.start_flow(&sub_flow("p4", 1)).await;
     assert_eq!(r.status, StatusCode::BAD_REQUEST, "{:?}", r.body);
     let detail = r.body["detail"].as_str().unwrap_or_default();
     assert!(
@@ -357,18 +356,8 @@ async fn cancelling_the_parent_cancels_its_child(backend: Backend) {
         return;
     };
     let svc = hanging().await;
-    registered(
-        &app,
-        &[
-            doubler(&svc),
-            flow_step("sub", &["double"], &[("amount", "n")], &[("result", "doubled")]),
-        ],
-    )
-    .await;
-    let r = app
-        .start_flow(&json!({"id": "p5", "goals": ["sub"], "init": {"amount": [1]}}))
-        .await;
-    assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+    registered(&app, &[doubler(&svc), sub_step()]).await;
+    started(&app, &sub_flow("p5", 1)).await;
     called(&svc, 1).await;
     let r = app.post("/engine/flow/p5/cancel", &json!({})).await;
     assert_eq!(r.status, StatusCode::ACCEPTED, "{:?}", r.body);
@@ -394,20 +383,9 @@ async fn a_failing_parent_stops_its_children(backend: Backend) {
     let failing = StepServer::start(|_, _| json_reply(400, json!({"error": "no"}))).await;
     let mut bad = sync_step("bad", &failing.url("/bad"), &["go"], &["nope"]);
     bad["work_config"] = json!({"max_attempts": 1});
-    registered(
-        &app,
-        &[
-            doubler(&svc),
-            flow_step("sub", &["double"], &[("amount", "n")], &[("result", "doubled")]),
-            bad,
-        ],
-    )
-    .await;
+    registered(&app, &[doubler(&svc), sub_step(), bad]).await;
     // Killed (cancelled without compensation): the child is killed too.
-    let r = app
-        .start_flow(&json!({"id": "p6", "goals": ["sub"], "init": {"amount": [1]}}))
-        .await;
-    assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+    started(&app, &sub_flow("p6", 1)).await;
     called(&svc, 1).await;
     let r = app
         .post("/engine/flow/p6/cancel?compensate=false", &json!({}))
@@ -418,10 +396,11 @@ async fn a_failing_parent_stops_its_children(backend: Backend) {
     assert_eq!(app.wait_for_flow(&kid).await["status"], "cancelled");
 
     // Failing: one goal fails for good while the child still runs.
-    let r = app
-        .start_flow(&json!({"id": "p7", "goals": ["sub", "bad"], "init": {"amount": [1], "go": ["x"]}}))
-        .await;
-    assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+    started(
+        &app,
+        &json!({"id": "p7", "goals": ["sub", "bad"], "init": {"amount": [1], "go": ["x"]}}),
+    )
+    .await;
     let parent = app.wait_for_flow("p7").await;
     assert_eq!(parent["status"], "failed", "{parent}");
     assert_eq!(parent["executions"]["sub"]["status"], "cancelled", "{parent}");
@@ -453,10 +432,7 @@ async fn a_child_is_durable_across_a_kill(backend: Backend) {
     // The child's step is called again after the kill, as any cut-off call.
     let mut double = doubler(&svc);
     double["work_config"] = json!({"max_retries": 2, "init_backoff": 10, "backoff_type": "fixed"});
-    for step in [
-        double,
-        flow_step("sub", &["double"], &[("amount", "n")], &[("result", "doubled")]),
-    ] {
+    for step in [double, sub_step()] {
         let (status, body) = call(&engine, reqwest::Method::POST, "/engine/step", Some(step)).await;
         assert_eq!(status, 201, "{body}");
     }
@@ -500,14 +476,11 @@ async fn a_flow_steps_attempt_timeout_bounds_its_child(backend: Backend) {
         return;
     };
     let svc = hanging().await;
-    let mut sub = flow_step("sub", &["double"], &[("amount", "n")], &[("result", "doubled")]);
+    let mut sub = sub_step();
     sub["timeouts"] = json!({"attempt": "300ms"});
     sub["work_config"] = json!({"max_attempts": 1});
     registered(&app, &[doubler(&svc), sub]).await;
-    let r = app
-        .start_flow(&json!({"id": "p8", "goals": ["sub"], "init": {"amount": [1]}}))
-        .await;
-    assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+    started(&app, &sub_flow("p8", 1)).await;
     let parent = app.wait_for_flow("p8").await;
     assert_eq!(parent["status"], "failed", "{parent}");
     let item = parent["executions"]["sub"]["work_items"]
@@ -537,10 +510,11 @@ async fn sub_flows_fan_out_and_nest(backend: Backend) {
     outer["attributes"]["each"] =
         json!({"role": "required", "required": {"for_each": true, "mapping": {"name": "m"}}});
     registered(&app, &[doubler(&svc), inner, outer]).await;
-    let r = app
-        .start_flow(&json!({"id": "p9", "goals": ["outer"], "init": {"each": [[1, 2, 3]]}}))
-        .await;
-    assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+    started(
+        &app,
+        &json!({"id": "p9", "goals": ["outer"], "init": {"each": [[1, 2, 3]]}}),
+    )
+    .await;
     let parent = app.wait_for_flow("p9").await;
     assert_eq!(parent["status"], "completed", "{parent}");
     let items = parent["executions"]["outer"]["work_items"]
@@ -582,13 +556,10 @@ async fn retrying_a_failed_parent_runs_a_new_child(backend: Backend) {
         json_reply(200, json!({"doubled": r.body["n"].as_i64().unwrap_or(0) * 2}))
     })
     .await;
-    let mut sub = flow_step("sub", &["double"], &[("amount", "n")], &[("result", "doubled")]);
+    let mut sub = sub_step();
     sub["work_config"] = json!({"max_attempts": 1});
     registered(&app, &[doubler(&svc), sub]).await;
-    let r = app
-        .start_flow(&json!({"id": "p10", "goals": ["sub"], "init": {"amount": [5]}}))
-        .await;
-    assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+    started(&app, &sub_flow("p10", 5)).await;
     assert_eq!(app.wait_for_flow("p10").await["status"], "failed");
     let r = app
         .post("/engine/flow/p10/retry", &json!({"reset_attempts": true}))

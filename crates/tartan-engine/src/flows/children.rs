@@ -17,8 +17,6 @@ use tartan_store::StoreError;
 use crate::dispatch::Call;
 use crate::{traces, Engine, EngineError};
 
-use super::decide::{Cached, Released};
-
 /// Longest wait between two looks at a child flow run by another process
 /// (one run here wakes its parent's call at once); the first look is sooner.
 const MAX_RECHECK: Duration = Duration::from_secs(5);
@@ -171,32 +169,16 @@ impl Engine {
             .and_then(|tracer| traces::start_span(tracer, &flow_id, &mut trace));
         options.trace = Some(Arc::new(trace));
         let started = self.inner.config.clock.now();
-        let slot = self.inner.flows.slot(&flow_id);
-        let _release = Released::on_exit(&self.inner.flows, &flow_id, &slot);
-        let mut guard = slot.cached.lock().await;
         let command = Command::Start {
             flow_id: flow_id.clone(),
             plan,
             init,
             options,
         };
-        let scripted = matches!(&command, Command::Start { plan, .. } if plan.is_scripted());
-        let mut tx = self.decision_context(started, scripted, |ctx| {
-            machine::apply(FlowState::default(), command, ctx)
-        })?;
-        let sequence = tx.events.len() as i64;
-        let commit = self.commit_for(&mut tx, 0, None);
-        let state = Arc::clone(&commit.state);
-        match self.inner.writer.commit(commit).await {
-            Ok(()) => {}
-            Err(StoreError::FlowExists(_)) => return Ok(()),
-            Err(e) => return Err(e.into()),
-        }
-        let busy = tx.state.has_active_work();
-        *guard = busy.then_some(Cached { state, sequence });
-        drop(guard);
-        self.carry_out(&tx);
-        Ok(())
+        // One that exists already is the same child: nothing to do.
+        self.commit_start(&flow_id, command, started, None)
+            .await
+            .map(drop)
     }
 
     /// Stop the child of a flow step's item whose call a committed decision

@@ -171,37 +171,53 @@ impl Engine {
             text,
             ..
         } = start;
-        let slot = self.inner.flows.slot(&id);
-        // Declared before the lock's guard, so dropped after it.
-        let _release = Released::on_exit(&self.inner.flows, &id, &slot);
-        let mut guard = slot.cached.lock().await;
         let command = Command::Start {
             flow_id: id.clone(),
             plan,
             init,
             options,
         };
+        if self
+            .commit_start(&id, command, started, Some(request_digest(&text)))
+            .await?
+        {
+            return Ok(StartOutcome::Started);
+        }
+        let existing = self.inner.store.flow_request(&id).await?.unwrap_or_default();
+        same_request(&id, &existing, &text)
+    }
+
+    /// Decide a flow's start (`command`, at `started`), commit it with the
+    /// request's digest and carry it out: `false` when the flow exists
+    /// already (nothing changed).
+    pub(super) async fn commit_start(
+        &self,
+        id: &str,
+        command: Command,
+        started: chrono::DateTime<chrono::Utc>,
+        request: Option<String>,
+    ) -> Result<bool, EngineError> {
+        let slot = self.inner.flows.slot(id);
+        // Declared before the lock's guard, so dropped after it.
+        let _release = Released::on_exit(&self.inner.flows, id, &slot);
+        let mut guard = slot.cached.lock().await;
         let scripted = matches!(&command, Command::Start { plan, .. } if plan.is_scripted());
         let mut tx = self.decision_context(started, scripted, |ctx| {
             machine::apply(FlowState::default(), command, ctx)
         })?;
         let sequence = tx.events.len() as i64;
-        let commit = self.commit_for(&mut tx, 0, Some(request_digest(&text)));
+        let commit = self.commit_for(&mut tx, 0, request);
         let state = Arc::clone(&commit.state);
         match self.inner.writer.commit(commit).await {
             Ok(()) => {}
-            Err(StoreError::FlowExists(_)) => {
-                drop(guard);
-                let existing = self.inner.store.flow_request(&id).await?.unwrap_or_default();
-                return same_request(&id, &existing, &text);
-            }
+            Err(StoreError::FlowExists(_)) => return Ok(false),
             Err(e) => return Err(e.into()),
         }
         let busy = tx.state.has_active_work();
         *guard = busy.then_some(Cached { state, sequence });
         drop(guard);
         self.carry_out(&tx);
-        Ok(StartOutcome::Started)
+        Ok(true)
     }
 
     /// The flow's status, without rebuilding its state (cheap to poll).
