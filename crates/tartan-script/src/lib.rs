@@ -5,6 +5,7 @@
 //! The crate knows languages, not steps: callers say which names a script
 //! is given (`params`) and read its answer as a value or as a truth.
 
+use std::cell::Cell;
 use std::fmt;
 use std::str::FromStr;
 use std::sync::Arc;
@@ -72,6 +73,31 @@ impl Default for Limits {
             wall: Duration::from_secs(1),
         }
     }
+}
+
+thread_local! {
+    /// Evaluations on this thread that ran out of instructions or time.
+    static LIMITS_HIT: Cell<u64> = const { Cell::new(0) };
+}
+
+/// How many evaluations on this thread have run out of instructions or
+/// time so far. A caller that evaluates with a small budget first (so that
+/// the common, tiny script costs nothing more) reads it before and after,
+/// and evaluates again with the whole budget when it moved.
+pub fn limits_hit() -> u64 {
+    LIMITS_HIT.with(Cell::get)
+}
+
+/// Count an evaluation that ran out of instructions or time.
+fn noted<T>(result: Result<T, ScriptError>) -> Result<T, ScriptError> {
+    if let Err(ScriptError::Limit {
+        limit: Limit::Instructions(_) | Limit::Time(_),
+        ..
+    }) = &result
+    {
+        LIMITS_HIT.with(|hits| hits.set(hits.get().wrapping_add(1)));
+    }
+    result
 }
 
 /// A jpath mapping that matched nothing.
@@ -210,6 +236,10 @@ impl Script {
     /// its document is the one argument's value when there is one, else
     /// the object of all arguments.
     pub fn value(&self, args: &Map<String, Value>, limits: &Limits) -> Result<Value, ScriptError> {
+        noted(self.evaluate(args, limits))
+    }
+
+    fn evaluate(&self, args: &Map<String, Value>, limits: &Limits) -> Result<Value, ScriptError> {
         match &self.compiled {
             Compiled::Ale(program) => program
                 .call(&self.ordered(args), &ale_limits(limits))
@@ -235,6 +265,10 @@ impl Script {
     /// Lua's by Lua's truth (neither `nil` nor `false`), jpath's when the
     /// query matched at least one value (an explicit `null` counts).
     pub fn truth(&self, args: &Map<String, Value>, limits: &Limits) -> Result<bool, ScriptError> {
+        noted(self.judge(args, limits))
+    }
+
+    fn judge(&self, args: &Map<String, Value>, limits: &Limits) -> Result<bool, ScriptError> {
         match &self.compiled {
             Compiled::Ale(program) => program
                 .call_truth(&self.ordered(args), &ale_limits(limits))

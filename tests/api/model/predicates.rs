@@ -12,6 +12,7 @@ both_backends!(
     a_predicate_in_each_language_sees_the_inputs,
     a_predicate_that_errors_fails_the_step_without_calling_it,
     a_predicate_judges_each_for_each_element,
+    a_predicate_that_needs_more_than_a_small_budget_still_decides,
 );
 
 fn with_predicate(mut step: Value, language: &str, source: &str) -> Value {
@@ -200,4 +201,36 @@ async fn a_predicate_judges_each_for_each_element(backend: Backend) {
         "{error}"
     );
     assert_eq!(svc.requests().len(), 2, "nothing more was called");
+}
+
+/// A decision first evaluates its scripts with a small budget on the
+/// runtime's worker, and again with the whole one when a script runs out
+/// (docs/steps.md, "The sandbox"): a predicate that takes a few million
+/// instructions still decides, as it would have with the whole budget, and
+/// one that never ends still fails with the whole budget's limit.
+async fn a_predicate_that_needs_more_than_a_small_budget_still_decides(backend: Backend) {
+    let Some(app) = spawn_app(backend).await else {
+        return;
+    };
+    let svc = StepServer::start(|r, _| json_reply(200, json!({"out": r.path.clone()}))).await;
+    let heavy = "local n = 0\nfor i = 1, 500000 do n = n + i end\nreturn n > tonumber(amount)";
+    let cases = [("heavy", heavy), ("endless", "while true do end")];
+    for (id, source) in cases {
+        let step = with_predicate(
+            sync_step(id, &svc.url(&format!("/{id}")), &["amount"], &["out"]),
+            "lua",
+            source,
+        );
+        let r = app.register(&step).await;
+        assert_eq!(r.status, axum::http::StatusCode::CREATED, "{id}: {:?}", r.body);
+        app.start_flow(&json!({"id": id, "goals": [id], "init": {"amount": ["7"]}}))
+            .await;
+    }
+    let heavy = app.wait_for_flow("heavy").await;
+    assert_eq!(heavy["executions"]["heavy"]["status"], "completed", "{heavy}");
+    let endless = app.wait_for_flow("endless").await;
+    let error = endless["executions"]["endless"]["error"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(error.contains("limit of 10000000 instructions"), "{endless}");
 }

@@ -21,7 +21,7 @@ use crate::timeouts::TimeoutPolicy;
 
 pub use crate::json::Args;
 pub use attribute::*;
-pub use scripts::{body_outputs, mapping_value, ScriptConfig, ScriptLimits, StepScripts};
+pub use scripts::{body_outputs, mapping_value, script_limits_hit, ScriptConfig, ScriptLimits, StepScripts};
 pub use subflow::FlowConfig;
 
 mod attribute;

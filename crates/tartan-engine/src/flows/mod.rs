@@ -19,7 +19,7 @@ mod decide;
 mod waiters;
 
 use std::sync::Arc;
-use tartan_core::flow::{FlowState, WorkStatus};
+use tartan_core::flow::{ApplyError, FlowState, WorkStatus};
 use tartan_core::machine::{self, AttemptResult, Command, Effect, Stop};
 use tartan_core::outcome::FailureCause;
 use tartan_core::plan::start_plan;
@@ -202,7 +202,15 @@ impl Engine {
         let _release = Released::on_exit(&self.inner.flows, id, &slot);
         let mut guard = slot.cached.lock().await;
         let scripted = matches!(&command, Command::Start { plan, .. } if plan.is_scripted());
+        // A scripted start may be decided twice (`decision_context`): only
+        // then is the command kept for the second time.
+        let spare = scripted.then(|| command.clone());
+        let mut command = Some(command);
         let mut tx = self.decision_context(started, scripted, |ctx| {
+            let command = command
+                .take()
+                .or_else(|| spare.clone())
+                .ok_or(ApplyError::AlreadyStarted)?;
             machine::apply(FlowState::default(), command, ctx)
         })?;
         let sequence = tx.events.len() as i64;
