@@ -14,6 +14,8 @@ use tokio::net::TcpStream;
 use tokio::sync::Notify;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::http::HeaderValue;
+use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+use tokio_tungstenite::tungstenite::protocol::CloseFrame;
 use tokio_tungstenite::tungstenite::{Error as WsError, Message};
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 
@@ -136,6 +138,30 @@ impl<S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin> Client<S> {
         match self.recv().await {
             Incoming::Json(v) => v,
             other => panic!("expected a message, got {other:?}"),
+        }
+    }
+
+    /// Send a close frame; the server's answer (RFC 6455 §5.5.1): its
+    /// close frame, after which it ends the connection. Anything else — the
+    /// connection dropped without a close frame, which a browser reports
+    /// as 1006 — fails the test.
+    async fn close_with(&mut self, frame: Option<CloseFrame>) -> Option<CloseFrame> {
+        self.ws.send(Message::Close(frame)).await.unwrap();
+        loop {
+            let next = tokio::time::timeout(Duration::from_secs(30), self.ws.next())
+                .await
+                .expect("an answer to the close within 30 s");
+            match next {
+                Some(Ok(Message::Ping(_) | Message::Pong(_))) => continue,
+                Some(Ok(Message::Close(answer))) => {
+                    let end = tokio::time::timeout(Duration::from_secs(30), self.ws.next())
+                        .await
+                        .expect("the connection ended within 30 s of the close");
+                    assert!(end.is_none(), "after the closing handshake: {end:?}");
+                    return answer;
+                }
+                other => panic!("expected the server's close frame, got {other:?}"),
+            }
         }
     }
 
@@ -427,6 +453,53 @@ async fn an_oversized_message_closes_the_connection() {
     let mut again = open(&app).await;
     again.send(&json!({"type": "ping"})).await;
     assert_eq!(again.json().await["type"], "pong");
+}
+
+/// A client's close is answered with a close of its code (RFC 6455
+/// §5.5.1), so a browser sees a clean close with the code it sent, not
+/// 1006; the connection's stream slot is given back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_close_from_the_client_is_answered_with_its_code() {
+    let Some(db) = TestDb::create(Backend::Sqlite).await else {
+        return;
+    };
+    let app = start_on_with(db, "ws", |c| c.max_streams = 1).await;
+    let mut ws = open(&app).await;
+    ws.subscribe(json!({"sub_id": "all", "aggregate_ids": [["catalog"], ["flow"]]}))
+        .await;
+    assert!(ws.flush().await.is_empty());
+    let answer = ws
+        .close_with(Some(CloseFrame {
+            code: CloseCode::Normal,
+            reason: "the page is closed".into(),
+        }))
+        .await
+        .expect("a close frame with a code");
+    assert_eq!(u16::from(answer.code), 1000, "{answer:?}");
+    // The slot is given back.
+    for _ in 0..200 {
+        if let Ok(mut again) = open_with(&app, "/engine/ws", &[]).await {
+            again.send(&json!({"type": "ping"})).await;
+            assert_eq!(again.json().await["type"], "pong");
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    panic!("the slot of a closed connection was not given back");
+}
+
+/// A close without a code (1005, "no status received") is answered with
+/// one without a code.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_empty_close_from_the_client_is_answered_with_an_empty_close() {
+    let Some(app) = spawn_app(Backend::Sqlite).await else {
+        return;
+    };
+    let mut ws = open(&app).await;
+    ws.send(&json!({"type": "ping"})).await;
+    assert_eq!(ws.json().await["type"], "pong");
+    let answer = ws.close_with(None).await;
+    assert!(answer.is_none(), "{answer:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

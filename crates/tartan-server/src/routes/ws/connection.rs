@@ -61,7 +61,8 @@ impl Connection {
                 Step::Frame(frame) => {
                     deadline = Instant::now() + PONG_WAIT;
                     match frame {
-                        None | Some(Ok(Message::Close(_))) => return End::Gone,
+                        None => return End::Gone,
+                        Some(Ok(Message::Close(_))) => return answer_close(&mut stream).await,
                         Some(Ok(Message::Text(text))) => self.message(text.as_bytes()).await,
                         Some(Ok(Message::Binary(bytes))) => self.message(&bytes).await,
                         Some(Ok(Message::Ping(_) | Message::Pong(_))) => Ok(()),
@@ -386,6 +387,30 @@ impl Connection {
             error: &detail,
         })
     }
+}
+
+/// The client sent a close: answer it with a close of the same code and
+/// reason, or an empty one for an empty close (RFC 6455 §5.5.1), else a
+/// browser sees the connection drop (1006) instead of a clean close.
+///
+/// tungstenite queues that answer itself when it reads the client's close,
+/// but writes it only on the socket's next read or flush, and refuses
+/// anything sent after (`SendAfterClosing`), the writer's close included.
+/// So the socket is read once more: that writes the answer and, the
+/// handshake done, ends the stream (a server ends the connection once its
+/// close is answered). Within `WRITE_WAIT`, for a client that does not read.
+pub(super) async fn answer_close(stream: &mut SplitStream<WebSocket>) -> End {
+    let answered = async {
+        while let Some(next) = stream.next().await {
+            if let Err(e) = next {
+                tracing::debug!("answering a WebSocket client's close failed: {e}");
+            }
+        }
+    };
+    if tokio::time::timeout(WRITE_WAIT, answered).await.is_err() {
+        tracing::debug!("a WebSocket client's close was not answered within {WRITE_WAIT:?}");
+    }
+    End::Gone
 }
 
 /// Why a read failed: a message over the limit is told so (1009).

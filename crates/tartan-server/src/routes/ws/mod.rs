@@ -164,7 +164,7 @@ pub(super) async fn serve(
 
 /// Why a connection ends.
 pub(super) enum End {
-    /// The client closed it, or it broke.
+    /// The client closed it (its close answered by `answer_close`), or it broke.
     Gone,
     /// The client does not read: close at once, nothing more is written.
     Slow,
