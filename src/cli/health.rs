@@ -1,5 +1,6 @@
-//! `tartan health`: `GET /health` and `GET /ready`; exits non-zero when the
-//! server is not ready.
+//! `tartan health`: `GET /health` and `GET /ready`, then the cluster
+//! (`GET /engine/health`): the engines and the steps that are not healthy;
+//! exits non-zero when the server is not ready.
 
 use reqwest::Method;
 use serde_json::json;
@@ -25,8 +26,16 @@ pub async fn run(args: HealthArgs) -> Result<u8, CliError> {
         .await?;
     // A 200 from something that is not Tartan (a proxy's page) is not "ready".
     let is_ready = health_status.is_success() && ready_status.is_success() && ready["status"] == "ready";
+    // The cluster needs a token where the API asks for one; without it the
+    // rest still says whether the server is up.
+    let cluster = client
+        .send_raw(Method::GET, client.url(&["engine", "health"]), None, timeout)
+        .await
+        .ok()
+        .filter(|(status, _)| status.is_success())
+        .map(|(_, body)| body);
     if args.conn.output == Format::Json {
-        output::json(&json!({"health": health, "ready": ready}));
+        output::json(&json!({"health": health, "ready": ready, "cluster": cluster}));
     } else {
         let d = &health["details"];
         let mut table = Table::new(&["CHECK", "VALUE"]);
@@ -55,6 +64,53 @@ pub async fn run(args: HealthArgs) -> Result<u8, CliError> {
             }
         }
         table.print();
+        if let Some(cluster) = &cluster {
+            print_cluster(cluster);
+        }
     }
     Ok(if is_ready { exit::OK } else { exit::ERROR })
+}
+
+/// The engines with their heartbeats, then each step that is not healthy
+/// with why (every node shows the same health).
+fn print_cluster(cluster: &serde_json::Value) {
+    let Some(nodes) = cluster["nodes"].as_object() else {
+        return;
+    };
+    println!();
+    let mut engines = Table::new(&["ENGINE", "LAST SEEN", "STARTED"]);
+    for (id, node) in nodes {
+        engines.row(vec![
+            id.clone(),
+            output::cell(&node["last_seen"]),
+            output::cell(&node["started_at"]),
+        ]);
+    }
+    engines.print();
+    let Some((_, first)) = nodes.iter().next() else {
+        return;
+    };
+    let Some(steps) = first["health"].as_object() else {
+        return;
+    };
+    let mut table = Table::new(&["STEP", "HEALTH", "ERROR", "CHECKED BY"]);
+    let mut shown = 0;
+    for (id, h) in steps {
+        if h["status"] == "healthy" {
+            continue;
+        }
+        shown += 1;
+        table.row(vec![
+            id.clone(),
+            output::cell(&h["status"]),
+            output::cell(&h["error"]),
+            output::cell(&h["checked_by"]),
+        ]);
+    }
+    println!();
+    if shown == 0 {
+        println!("every step is healthy ({} steps)", steps.len());
+    } else {
+        table.print();
+    }
 }

@@ -1,7 +1,7 @@
 //! `tartan step apply|ls|get|rm`.
 
 use std::path::{Path, PathBuf};
-use tartan_server::api::answers::StepList;
+use tartan_server::api::answers::{ClusterState, StepList};
 
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
@@ -52,14 +52,21 @@ pub async fn run(cmd: StepCmd) -> Result<u8, CliError> {
                 output::json(&body);
                 return Ok(exit::OK);
             }
-            let mut table = Table::new(&["ID", "NAME", "TYPE", "ENDPOINT", "INPUTS", "OUTPUTS"]);
+            // Every node shows the same health: the first one's is the cluster's.
+            let cluster: ClusterState = client.get_as(client.url(&["engine", "health"])).await?;
+            let health = cluster.nodes.values().next().map(|n| &n.health);
+            let mut table = Table::new(&["ID", "NAME", "TYPE", "HEALTH", "ENDPOINT", "INPUTS", "OUTPUTS"]);
             for step in &body.steps {
                 let (inputs, outputs) =
                     roles(step.attributes.iter().map(|(name, a)| (name, a.role.as_str())));
+                let status = health
+                    .and_then(|h| h.get(&step.id))
+                    .map_or("unknown".to_string(), |h| h.status.clone());
                 table.row(vec![
                     step.id.clone(),
                     output::one_line(&step.name),
                     step.step_type.clone(),
+                    status,
                     step.http.as_ref().map(|h| h.endpoint.clone()).unwrap_or_default(),
                     inputs.join(","),
                     outputs.join(","),

@@ -243,6 +243,10 @@ impl Config {
                     memory_bytes: s.script_max_memory,
                     wall: s.script_timeout,
                 },
+                health: tartan_engine::HealthConfig {
+                    interval: s.health_interval,
+                    timeout: s.health_timeout,
+                },
                 ..EngineConfig::default()
             },
             server_limits: tartan_server::ServerLimits {

@@ -223,6 +223,10 @@ settings! {
     script_max_memory: usize = "values::count", int(32 * 1024 * 1024);
     /// How long one evaluation of a step's script may run
     script_timeout: Duration = "values::timeout", text("1s"), at_most MINUTE;
+    /// How often each step's http.health_check is called (shared out among the engines); 0 turns checks off
+    health_interval: Duration = "values::delay", text("30s"), at_most DAY;
+    /// How long one health check may take before the step counts as unhealthy
+    health_timeout: Duration = "values::timeout", text("3s"), at_most MINUTE;
     /// Memoized step answers this process keeps in memory at most
     memo_cache_size: usize = "values::count", int(tartan_engine::DEFAULT_MEMO_CACHE_SIZE as i64),
         fallback "MEMO_CACHE_SIZE";

@@ -4,6 +4,7 @@
 
 mod async_steps;
 mod bulk;
+mod cluster;
 mod flows;
 mod helpers;
 mod model;

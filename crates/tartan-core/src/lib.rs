@@ -19,6 +19,8 @@
 //! - `step`: step definitions, their validation and their typed policies.
 //! - `catalog`: rules across steps (attribute graph, type conflicts, cycles).
 //! - `plan`: goals + initial inputs -> the minimal plan.
+//! - `health`: step health: a check's verdict, which engine checks which
+//!   step, and every step's health (flow steps from their sub-flows).
 //! - `flow`: flow state, its events and the fold that applies them.
 //! - `request`: flow start requests and their limits.
 //! - `bulk`: bulk retry and cancel requests, parsed into a typed job spec,
@@ -32,6 +34,7 @@ pub mod duration;
 pub mod endpoint;
 pub mod error;
 pub mod flow;
+pub mod health;
 pub mod hosts;
 pub mod ids;
 pub mod json;

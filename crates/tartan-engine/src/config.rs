@@ -83,9 +83,31 @@ pub struct EngineConfig {
     /// Memoized answers the database keeps at most, the newest
     /// (`TARTAN_MEMO_MAX_ENTRIES`).
     pub memo_max_entries: u64,
+    /// Health checks of step endpoints (`TARTAN_HEALTH_*`, docs/operating.md,
+    /// "Health checks and the cluster").
+    pub health: HealthConfig,
     /// Where the engine reads the time and waits for what is due: the
     /// system clock, or a paused one in tests (`Clock::paused_at`).
     pub clock: crate::Clock,
+}
+
+/// How the engines check their steps' `http.health_check` (Argyll's
+/// defaults: every 30 s, 3 s each).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HealthConfig {
+    /// One round over every step checked; zero turns checks off.
+    pub interval: Duration,
+    /// How long one check may take.
+    pub timeout: Duration,
+}
+
+impl Default for HealthConfig {
+    fn default() -> Self {
+        Self {
+            interval: Duration::from_secs(30),
+            timeout: Duration::from_secs(3),
+        }
+    }
 }
 
 /// `max_streams` unless set.
@@ -154,6 +176,7 @@ impl Default for EngineConfig {
             script_limits: tartan_core::step::ScriptLimits::default(),
             memo_cache_size: DEFAULT_MEMO_CACHE_SIZE,
             memo_max_entries: DEFAULT_MEMO_MAX_ENTRIES,
+            health: HealthConfig::default(),
             clock: crate::Clock::system(),
         }
     }

@@ -254,7 +254,7 @@ async fn exchange(
 }
 
 /// The cause chain of a transport error, e.g. "connection refused".
-fn transport_text(e: &reqwest::Error) -> String {
+pub(crate) fn transport_text(e: &reqwest::Error) -> String {
     let mut text = if e.is_connect() {
         "connection failed".to_string()
     } else if e.is_body() || e.is_decode() {

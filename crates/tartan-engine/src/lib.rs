@@ -67,6 +67,7 @@ mod error;
 mod events;
 mod feed;
 mod flows;
+mod health;
 mod in_flight;
 mod leases;
 mod memo;
@@ -95,7 +96,7 @@ pub use bulk::DEFAULT_MAX_BULK_FLOWS;
 pub use catalog::CatalogView;
 pub use clock::{Clock, Elapsed};
 pub use config::{
-    EngineConfig, DEFAULT_MAX_ACTIVE_FLOWS, DEFAULT_MAX_CALLS, DEFAULT_MAX_INFLIGHT_BYTES,
+    EngineConfig, HealthConfig, DEFAULT_MAX_ACTIVE_FLOWS, DEFAULT_MAX_CALLS, DEFAULT_MAX_INFLIGHT_BYTES,
     DEFAULT_MAX_QUEUED_CALLS, DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_MAX_RETRY_AFTER, DEFAULT_MAX_STREAMS,
     DEFAULT_MEMO_CACHE_SIZE, DEFAULT_MEMO_MAX_ENTRIES, DEFAULT_STREAM_BUFFER, DEFAULT_STREAM_BUFFER_BYTES,
 };
@@ -103,6 +104,7 @@ pub use error::EngineError;
 pub use events::{CommittedCatalog, CommittedEvents, EventSubscription};
 pub use feed::{EventFeed, FeedItem, FlowFeed};
 pub use flows::{StartOutcome, WebhookRefusal, WebhookResult};
+pub use health::{ClusterView, StepHealthView};
 pub use metrics::Metrics;
 pub use retention::purge_before;
 pub use ring::{BusReceiver, RecvError};
@@ -218,6 +220,7 @@ impl Engine {
         engine.load_timers().await?;
         engine.spawn_timer_loop();
         engine.spawn_lease_renewal();
+        engine.spawn_health_checks();
         let inbox = notices::Inbox::open(engine.inner.store.as_ref()).await;
         engine.spawn_abort_listener(inbox.aborts);
         engine.spawn_handback_listener(inbox.handbacks);

@@ -27,6 +27,7 @@ use crate::error::Problem;
     tags(
         (name = "health", description = "Liveness, readiness, metrics and this document"),
         (name = "catalog", description = "The registered steps and their attribute graph"),
+        (name = "cluster", description = "The engines on the database and the health of the steps"),
         (name = "steps", description = "Register, read, update and remove steps"),
         (name = "flows", description = "Plan, start, read, query and cancel flows"),
         (name = "bulk", description = "Retry or cancel many flows at once, as a background job"),

@@ -340,3 +340,23 @@ pub struct BulkItem {
     pub detail: Option<String>,
     pub at: Option<Time>,
 }
+
+/// An engine on the database and its heartbeat.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NodeRecord {
+    pub node_id: String,
+    pub started_at: Time,
+    pub last_seen: Time,
+}
+
+/// A check of a step's health: what it found, by which engine, when; and
+/// since when the step has had this health.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HealthRecord {
+    pub step_id: String,
+    pub health: tartan_core::health::HealthState,
+    pub node: String,
+    pub checked_at: Time,
+    /// Set by the store: when the status or error last changed.
+    pub changed_at: Time,
+}

@@ -72,25 +72,93 @@ pub struct CatalogState {
     pub attributes: AttributeGraph,
 }
 
-/// The catalog with the health of its steps, by node.
+/// The catalog with the health of its steps, by node (Argyll's shape).
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct EngineState {
     #[serde(flatten)]
     pub catalog: CatalogState,
-    pub health: BTreeMap<String, NodeHealth>,
+    pub health: BTreeMap<String, NodeState>,
 }
 
-/// One node's view of its steps' health.
+/// The cluster (`GET /engine/cluster`, `GET /engine/health`): the live
+/// engines, each with its heartbeat and the steps' health as it sees them.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
-pub struct NodeHealth {
+pub struct ClusterState {
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub last_updated: Option<chrono::DateTime<chrono::Utc>>,
+    pub nodes: BTreeMap<String, NodeState>,
+}
+
+/// One engine: its heartbeat and the health of every step. The engines
+/// share the checks out and see the same results (docs/operating.md,
+/// "Health checks and the cluster"), so every node shows the same health.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct NodeState {
+    #[schema(value_type = String, format = DateTime)]
+    pub last_seen: chrono::DateTime<chrono::Utc>,
+    #[schema(value_type = String, format = DateTime)]
+    pub started_at: chrono::DateTime<chrono::Utc>,
     pub health: BTreeMap<String, StepHealth>,
 }
 
-/// A step's health; `unknown` while health checks are not run.
+/// A step's health (`unknown`, `healthy`, `unhealthy`), why when it is not
+/// healthy, and the check it comes from.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct StepHealth {
-    #[schema(example = "unknown")]
+    #[schema(example = "healthy")]
     pub status: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// The engine whose check this is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checked_by: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub checked_at: Option<chrono::DateTime<chrono::Utc>>,
+    /// Since when the step has had this health.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub since: Option<chrono::DateTime<chrono::Utc>>,
+}
+
+impl StepHealth {
+    pub fn of(view: &tartan_engine::StepHealthView) -> Self {
+        let checked = view.checked.as_ref();
+        StepHealth {
+            status: view.health.status.as_str().to_string(),
+            error: view.health.error.clone(),
+            checked_by: checked.map(|c| c.node.clone()),
+            checked_at: checked.map(|c| c.checked_at),
+            since: checked.map(|c| c.changed_at),
+        }
+    }
+}
+
+impl ClusterState {
+    pub fn of(view: &tartan_engine::ClusterView) -> Self {
+        let health: BTreeMap<String, StepHealth> = view
+            .steps
+            .iter()
+            .map(|(id, h)| (id.clone(), StepHealth::of(h)))
+            .collect();
+        ClusterState {
+            last_updated: view.last_updated,
+            nodes: view
+                .nodes
+                .iter()
+                .map(|(id, node)| {
+                    (
+                        id.clone(),
+                        NodeState {
+                            last_seen: node.last_seen,
+                            started_at: node.started_at,
+                            health: health.clone(),
+                        },
+                    )
+                })
+                .collect(),
+        }
+    }
 }
 
 /// `GET /health`.

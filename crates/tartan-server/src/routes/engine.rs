@@ -1,45 +1,31 @@
 //! `/engine` and `/engine/catalog`: the catalog, its attribute graph and step
-//! health.
+//! health (the cluster's own routes are in `cluster`).
 
 use axum::extract::State;
 use axum::Json;
 use tartan_engine::{CatalogView, Engine};
 
 use super::history::{PageParams, PAGE_BYTES};
-use crate::api::answers::{CatalogState, EngineState, EventList, NodeHealth, StepHealth};
+use crate::api::answers::{CatalogState, ClusterState, EngineState, EventList};
 use crate::error::{ApiError, Problem};
 use crate::extract::Query;
 
-/// The catalog, its attribute graph and step health.
+/// The catalog, its attribute graph and step health by node.
 #[utoipa::path(get, path = "/engine", tag = "catalog",
     responses((status = 200, description = "The catalog with step health by node", body = EngineState)))]
-pub(crate) async fn engine_state(State(engine): State<Engine>) -> Json<EngineState> {
+pub(crate) async fn engine_state(State(engine): State<Engine>) -> Result<Json<EngineState>, ApiError> {
     let catalog = catalog_state(&engine).await;
-    // Health checks of step endpoints are not run yet, so every step's health
-    // is reported as unknown rather than guessed.
-    let health = catalog
-        .steps
-        .keys()
-        .map(|id| {
-            (
-                id.clone(),
-                StepHealth {
-                    status: "unknown".into(),
-                },
-            )
-        })
-        .collect();
-    let node = engine.config().node_id.clone();
-    Json(EngineState {
+    let cluster = ClusterState::of(&engine.cluster().await?);
+    Ok(Json(EngineState {
         catalog,
-        health: [(node, NodeHealth { health })].into(),
-    })
+        health: cluster.nodes,
+    }))
 }
 
 /// `GET /engine/` answers as `GET /engine` (Argyll's clients use both).
 #[utoipa::path(get, path = "/engine/", tag = "catalog",
     responses((status = 200, description = "As `GET /engine`", body = EngineState)))]
-pub(crate) async fn engine_state_slash(state: State<Engine>) -> Json<EngineState> {
+pub(crate) async fn engine_state_slash(state: State<Engine>) -> Result<Json<EngineState>, ApiError> {
     engine_state(state).await
 }
 

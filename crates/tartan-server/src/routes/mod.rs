@@ -1,6 +1,7 @@
 //! Route table. Handlers live beside the resource they serve.
 
 pub(crate) mod bulk;
+pub(crate) mod cluster;
 pub(crate) mod engine;
 pub(crate) mod flows;
 pub(crate) mod health;
@@ -35,6 +36,10 @@ fn api() -> OpenApiRouter<Engine> {
         .routes(routes!(engine::engine_state_slash))
         .routes(routes!(engine::catalog))
         .routes(routes!(engine::catalog_events))
+        .routes(routes!(cluster::health))
+        .routes(routes!(cluster::step_health))
+        .routes(routes!(cluster::cluster))
+        .routes(routes!(cluster::cluster_events))
         .routes(routes!(steps::list, steps::register))
         .routes(routes!(steps::get_one, steps::update, steps::unregister))
         .routes(routes!(flows::plan))

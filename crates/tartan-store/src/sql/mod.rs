@@ -11,6 +11,7 @@
 
 mod bulk;
 mod catalog;
+mod cluster;
 mod commit;
 mod feed;
 mod flows;

@@ -10,9 +10,11 @@
 //! - `notices`: what one process tells the others sharing the database.
 //! - `retention`: deleting what is past its retention.
 //! - `memo`: memoized answers of memoizable steps.
+//! - `cluster`: the engines' heartbeats and the health of the steps.
 
 mod bulk;
 mod catalog;
+mod cluster;
 mod feed;
 mod flows;
 mod memo;
@@ -24,6 +26,7 @@ use async_trait::async_trait;
 
 pub use bulk::{BulkJobStore, BulkRunStore};
 pub use catalog::CatalogStore;
+pub use cluster::ClusterStore;
 pub use feed::FeedStore;
 pub use flows::FlowStore;
 pub use memo::MemoStore;
@@ -59,6 +62,7 @@ pub trait Store:
     + NoticeStore
     + RetentionStore
     + MemoStore
+    + ClusterStore
     + Send
     + Sync
     + 'static

@@ -1,0 +1,146 @@
+//! The rounds: every interval each engine writes its heartbeat, reads which
+//! engines are alive, and checks the steps that fall to it
+//! (`tartan_core::health::checker_of`), its checks spread over the round
+//! as Argyll spreads them. Each result is recorded with the engine that
+//! made it; a change appends `step_health_changed`. A check goes out as a
+//! step call does: through the step host policy, with no proxy and no
+//! redirect to another origin, bounded by `TARTAN_HEALTH_TIMEOUT`.
+
+use std::time::Duration;
+
+use tartan_core::health::{checker_of, HealthState};
+use tartan_store::HealthRecord;
+
+use super::{live, ROUNDS_TO_GONE};
+use crate::Engine;
+
+/// The round of heartbeats when checks are off.
+const HEARTBEAT_ONLY: Duration = Duration::from_secs(30);
+
+impl Engine {
+    /// How long one round lasts: the checks' interval, or the heartbeat's
+    /// alone when checks are off.
+    pub(crate) fn health_round(&self) -> Duration {
+        let interval = self.inner.config.health.interval;
+        if interval.is_zero() {
+            HEARTBEAT_ONLY
+        } else {
+            interval
+        }
+    }
+
+    /// Run the rounds until the engine stops.
+    pub(crate) fn spawn_health_checks(&self) {
+        let engine = self.clone();
+        tokio::spawn(async move {
+            loop {
+                let round = engine.health_round();
+                let started = tokio::time::Instant::now();
+                engine.round().await;
+                let next = started + round;
+                tokio::select! {
+                    _ = tokio::time::sleep_until(next) => {}
+                    _ = engine.inner.stopping.cancelled() => return,
+                }
+            }
+        });
+    }
+
+    /// One round: the heartbeat, then this engine's share of the checks.
+    async fn round(&self) {
+        let store = &self.inner.store;
+        let me = self.inner.config.node_id.clone();
+        let now = self.inner.config.clock.now();
+        if let Err(e) = store.heartbeat(&me, now).await {
+            tracing::warn!("writing this engine's heartbeat failed: {e}");
+            return;
+        }
+        if self.inner.config.health.interval.is_zero() {
+            return;
+        }
+        let nodes = match store.nodes().await {
+            Ok(nodes) => nodes,
+            Err(e) => {
+                tracing::warn!("reading the engines' heartbeats failed: {e}");
+                return;
+            }
+        };
+        let gone_after = self.health_round() * ROUNDS_TO_GONE;
+        let mut alive: Vec<String> = nodes
+            .iter()
+            .filter(|n| live(n, now, gone_after))
+            .map(|n| n.node_id.clone())
+            .collect();
+        if !alive.contains(&me) {
+            alive.push(me.clone());
+        }
+        let view = self.catalog().await;
+        let mine: Vec<(String, String)> = view
+            .catalog
+            .steps()
+            .values()
+            .filter_map(|s| {
+                let url = s
+                    .http
+                    .as_ref()
+                    .map(|h| h.health_check.clone())
+                    .filter(|u| !u.is_empty())?;
+                (checker_of(&s.id, &alive) == Some(me.as_str())).then(|| (s.id.clone(), url))
+            })
+            .collect();
+        if mine.is_empty() {
+            return;
+        }
+        // Spread over the round, so that a thousand steps are not checked
+        // in one burst (Argyll does the same).
+        let gap = self.health_round() / u32::try_from(mine.len()).unwrap_or(u32::MAX);
+        for (step_id, url) in mine {
+            if self.inner.stopping.is_cancelled() {
+                return;
+            }
+            let health = self.check(&url).await;
+            let record = HealthRecord {
+                step_id: step_id.clone(),
+                health,
+                node: me.clone(),
+                checked_at: self.inner.config.clock.now(),
+                changed_at: self.inner.config.clock.now(),
+            };
+            match store.record_health(&record).await {
+                Ok(true) => tracing::info!(%step_id, status = record.health.status.as_str(),
+                    error = record.health.error.as_deref().unwrap_or(""), "step health changed"),
+                Ok(false) => {}
+                Err(e) => tracing::warn!(%step_id, "recording a health check failed: {e}"),
+            }
+            tokio::select! {
+                _ = tokio::time::sleep(gap) => {}
+                _ = self.inner.stopping.cancelled() => return,
+            }
+        }
+    }
+
+    /// GET the health check URL: a status below 400 is healthy; any other
+    /// status, a refusal by the host policy or no answer is unhealthy.
+    async fn check(&self, url: &str) -> HealthState {
+        let hosts = &self.inner.config.step_hosts;
+        let url = match crate::dispatch::expand_endpoint(url, &Default::default(), hosts) {
+            Ok(url) => url,
+            Err(e) => return HealthState::failed(e),
+        };
+        let request = self
+            .inner
+            .calls
+            .http
+            .get(url)
+            .timeout(self.inner.config.health.timeout)
+            .send();
+        match request.await {
+            Ok(response) => HealthState::of_status(response.status().as_u16()),
+            Err(e) if e.is_timeout() => HealthState::failed(format!(
+                "no answer within {} ms",
+                self.inner.config.health.timeout.as_millis()
+            )),
+            Err(e) => HealthState::failed(crate::dispatch::transport_text(&e)),
+        }
+    }
+}

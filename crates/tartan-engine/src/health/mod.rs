@@ -1,0 +1,117 @@
+//! Step health and the cluster (docs/operating.md, "Health checks and the
+//! cluster"): every engine writes its heartbeat to the database and checks
+//! its share of the steps' `http.health_check`s (`checker`); the views read
+//! what all of them recorded, and resolve every step's health from it
+//! (`tartan_core::health::resolve`).
+//!
+//! - this file: the cluster as the API shows it.
+//! - `checker`: the rounds of checks and heartbeats.
+
+mod checker;
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+use tartan_core::health::HealthState;
+use tartan_store::{EventPage, HealthRecord, NodeRecord};
+
+use crate::{Engine, EngineError};
+
+/// Heartbeats older than this many rounds are of engines taken for gone:
+/// they check nothing and the others share out their steps.
+pub(crate) const ROUNDS_TO_GONE: u32 = 3;
+
+/// The cluster as one engine reads it from the database.
+#[derive(Debug, Clone)]
+pub struct ClusterView {
+    /// The engines whose heartbeat is recent, by id.
+    pub nodes: BTreeMap<String, NodeRecord>,
+    /// Every step of the catalog with its health, resolved.
+    pub steps: BTreeMap<String, StepHealthView>,
+    /// The newest heartbeat or health change.
+    pub last_updated: Option<DateTime<Utc>>,
+}
+
+/// A step's health, and the check it comes from when it comes from one.
+#[derive(Debug, Clone)]
+pub struct StepHealthView {
+    pub health: HealthState,
+    /// The check: which engine made it, when, and since when the step has
+    /// had this health.
+    pub checked: Option<HealthRecord>,
+}
+
+impl Engine {
+    /// The cluster: live engines and every step's health.
+    pub async fn cluster(&self) -> Result<ClusterView, EngineError> {
+        let store = &self.inner.store;
+        let records = store.step_health().await?;
+        let all_nodes = store.nodes().await?;
+        let view = self.catalog().await;
+        let now = self.inner.config.clock.now();
+        let gone_after = self.inner.config.health.interval * ROUNDS_TO_GONE;
+        let nodes: BTreeMap<String, NodeRecord> = all_nodes
+            .into_iter()
+            .filter(|n| live(n, now, gone_after))
+            .map(|n| (n.node_id.clone(), n))
+            .collect();
+        let mut checked: BTreeMap<String, HealthRecord> = BTreeMap::new();
+        for record in records {
+            // Only a step that still has a health check keeps its result.
+            let has_check = view
+                .catalog
+                .get(&record.step_id)
+                .and_then(|s| s.http.as_ref())
+                .is_some_and(|h| !h.health_check.is_empty());
+            if has_check {
+                checked.insert(record.step_id.clone(), record);
+            }
+        }
+        let bases = checked
+            .iter()
+            .map(|(id, r)| (id.clone(), r.health.clone()))
+            .collect();
+        let resolved = tartan_core::health::resolve(&view.catalog, &bases);
+        let last_updated = nodes
+            .values()
+            .map(|n| n.last_seen)
+            .chain(checked.values().map(|r| r.changed_at))
+            .max();
+        let steps = resolved
+            .into_iter()
+            .map(|(id, health)| {
+                let checked = checked.remove(&id);
+                (id, StepHealthView { health, checked })
+            })
+            .collect();
+        Ok(ClusterView {
+            nodes,
+            steps,
+            last_updated,
+        })
+    }
+
+    /// A page of the cluster's events (`step_health_changed`).
+    pub async fn cluster_events_page(
+        &self,
+        after: i64,
+        limit: usize,
+        max_bytes: usize,
+    ) -> Result<EventPage, EngineError> {
+        Ok(self
+            .inner
+            .store
+            .cluster_events_page(after, limit, max_bytes)
+            .await?)
+    }
+}
+
+/// Whether an engine's heartbeat is recent enough to count it alive. With
+/// checks off (no rounds), every engine that ever beat counts.
+fn live(node: &NodeRecord, now: DateTime<Utc>, gone_after: std::time::Duration) -> bool {
+    if gone_after.is_zero() {
+        return true;
+    }
+    let gone_after = chrono::Duration::from_std(gone_after).unwrap_or(chrono::Duration::MAX);
+    now.signed_duration_since(node.last_seen) <= gone_after
+}

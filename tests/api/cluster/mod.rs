@@ -1,0 +1,236 @@
+//! Step health and the cluster (docs/operating.md, "Health checks and the
+//! cluster"): the engines check each step's `http.health_check`, shared out
+//! among them, and every view shows what they found.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::http::StatusCode;
+use serde_json::{json, Value};
+use tartan_testkit::{both_backends, Backend, TestDb};
+
+use crate::helpers::{json_reply, start_on_with, StepServer, TestApp};
+
+both_backends!(
+    a_health_check_that_flips_is_seen_by_every_view,
+    flow_and_script_steps_take_their_health_from_what_they_run,
+);
+
+/// Health checks every 100 ms, each given a second.
+fn quick_checks(config: &mut tartan_engine::EngineConfig) {
+    config.health = tartan_engine::HealthConfig {
+        interval: Duration::from_millis(100),
+        timeout: Duration::from_secs(1),
+    };
+}
+
+/// A step server whose `/health` answers 200 while `up`, else 503.
+async fn flipping(up: Arc<AtomicBool>) -> StepServer {
+    StepServer::start(move |r, _| match r.path.as_str() {
+        "/health" if up.load(Ordering::SeqCst) => json_reply(200, json!({"status": "ok"})),
+        "/health" => json_reply(503, json!({"status": "down"})),
+        _ => json_reply(200, json!({"out": "done"})),
+    })
+    .await
+}
+
+fn checked_step(id: &str, svc: &StepServer) -> Value {
+    json!({"id": id, "name": id, "type": "sync",
+           "http": {"endpoint": svc.url("/run"), "health_check": svc.url("/health")},
+           "attributes": {"seed": {"role": "required"}, "out": {"role": "output"}}})
+}
+
+/// Poll `GET path` until `done` holds of its body (bounded).
+async fn until(app: &TestApp, path: &str, done: impl Fn(&Value) -> bool) -> Value {
+    for _ in 0..400 {
+        let r = app.get(path).await;
+        if r.status == StatusCode::OK && done(&r.body) {
+            return r.body;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    panic!("{path} never got there: {:?}", app.get(path).await.body);
+}
+
+async fn a_health_check_that_flips_is_seen_by_every_view(backend: Backend) {
+    let Some(db) = TestDb::create(backend).await else {
+        return;
+    };
+    let app = start_on_with(db, "health-node", quick_checks).await;
+    let up = Arc::new(AtomicBool::new(true));
+    let svc = flipping(up.clone()).await;
+    let r = app.register(&checked_step("checked", &svc)).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+
+    let healthy = until(&app, "/engine/health/checked", |h| h["status"] == "healthy").await;
+    assert_eq!(healthy["checked_by"], "health-node", "{healthy}");
+    up.store(false, Ordering::SeqCst);
+    let down = until(&app, "/engine/health/checked", |h| h["status"] == "unhealthy").await;
+    assert_eq!(down["error"], "HTTP 503", "{down}");
+
+    // Argyll's views: by node, with the heartbeat.
+    let engine = app.get("/engine").await.body;
+    let node = &engine["health"]["health-node"];
+    assert!(node["last_seen"].is_string(), "{engine}");
+    assert_eq!(node["health"]["checked"]["status"], "unhealthy", "{engine}");
+    let cluster = app.get("/engine/cluster").await.body;
+    assert!(
+        cluster["nodes"]["health-node"]["last_seen"].is_string(),
+        "{cluster}"
+    );
+    assert!(cluster["last_updated"].is_string(), "{cluster}");
+    let health = app.get("/engine/health").await.body;
+    assert_eq!(
+        health["nodes"]["health-node"]["health"]["checked"]["error"],
+        "HTTP 503"
+    );
+
+    // Each change is an event, once.
+    up.store(true, Ordering::SeqCst);
+    until(&app, "/engine/health/checked", |h| h["status"] == "healthy").await;
+    let events = app.get("/engine/cluster/events").await.body;
+    let changes: Vec<(&str, &str)> = events["events"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter(|e| e["type"] == "step_health_changed" && e["data"]["step_id"] == "checked")
+                .map(|e| {
+                    (
+                        e["data"]["status"].as_str().unwrap_or(""),
+                        e["data"]["node_id"].as_str().unwrap_or(""),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    assert_eq!(
+        changes,
+        [
+            ("healthy", "health-node"),
+            ("unhealthy", "health-node"),
+            ("healthy", "health-node")
+        ],
+        "{events}"
+    );
+
+    // Updating the step forgets its health until the next check.
+    let mut updated = checked_step("checked", &svc);
+    updated["name"] = json!("renamed");
+    let r = app
+        .send(
+            reqwest::Method::PUT,
+            "/engine/step/checked",
+            Some(updated.to_string()),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+    until(&app, "/engine/health/checked", |h| h["status"] == "healthy").await;
+    assert_eq!(
+        app.get("/engine/health/nothing").await.status,
+        StatusCode::NOT_FOUND
+    );
+}
+
+async fn flow_and_script_steps_take_their_health_from_what_they_run(backend: Backend) {
+    let Some(db) = TestDb::create(backend).await else {
+        return;
+    };
+    let app = start_on_with(db, "health-node", quick_checks).await;
+    let up = Arc::new(AtomicBool::new(false));
+    let svc = flipping(up.clone()).await;
+    let plain = json!({"id": "plain", "name": "plain", "type": "sync", "http": {"endpoint": svc.url("/run")},
+                       "attributes": {"out": {"role": "output"}}});
+    let script = json!({"id": "scripted", "name": "scripted", "type": "script",
+                        "script": {"language": "lua", "script": "return {x = 1}"},
+                        "attributes": {"x": {"role": "output"}}});
+    let flow = json!({"id": "wrapper", "name": "wrapper", "type": "flow", "flow": {"goals": ["checked"]},
+                      "attributes": {"seed": {"role": "required"}, "wrapped": {"role": "output", "output": {"mapping": {"name": "out"}}}}});
+    for step in [checked_step("checked", &svc), plain, script, flow] {
+        let r = app.register(&step).await;
+        assert_eq!(r.status, StatusCode::CREATED, "{step}: {:?}", r.body);
+    }
+    let wrapper = until(&app, "/engine/health/wrapper", |h| h["status"] == "unhealthy").await;
+    assert_eq!(wrapper["error"], "step checked: HTTP 503", "{wrapper}");
+    assert_eq!(app.get("/engine/health/scripted").await.body["status"], "healthy");
+    // No check says anything of a step without one.
+    assert_eq!(app.get("/engine/health/plain").await.body["status"], "unknown");
+    up.store(true, Ordering::SeqCst);
+    until(&app, "/engine/health/wrapper", |h| h["status"] == "healthy").await;
+}
+
+/// Two engines on one Postgres: both are in the cluster, and the checks are
+/// shared out between them rather than made by each.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_engines_share_the_checks_and_agree_on_the_cluster() {
+    let Some(db) = TestDb::create(Backend::Postgres).await else {
+        return;
+    };
+    let a = start_on_with(TestDb::at_url(db.url.clone()), "node-a", quick_checks).await;
+    let b = start_on_with(TestDb::at_url(db.url.clone()), "node-b", quick_checks).await;
+    let svc = StepServer::start(|_, _| json_reply(200, json!({}))).await;
+    let steps: Vec<String> = (0..12).map(|i| format!("s{i}")).collect();
+    for id in &steps {
+        let step = json!({"id": id, "name": id, "type": "sync",
+                          "http": {"endpoint": svc.url("/run"), "health_check": svc.url(&format!("/health/{id}"))},
+                          "attributes": {"out": {"role": "output"}}});
+        let r = a.register(&step).await;
+        assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+    }
+    // Both engines see both in the cluster.
+    for app in [&a, &b] {
+        until(app, "/engine/cluster", |c| {
+            c["nodes"]["node-a"].is_object() && c["nodes"]["node-b"].is_object()
+        })
+        .await;
+    }
+    // Every step checked, each by one engine; both engines take a share.
+    let health = until(&b, "/engine/health", |h| {
+        let node = &h["nodes"]["node-b"]["health"];
+        (0..12).all(|i| node[format!("s{i}")]["status"] == "healthy")
+    })
+    .await;
+    let checkers: std::collections::BTreeSet<String> = steps
+        .iter()
+        .filter_map(|id| {
+            health["nodes"]["node-b"]["health"][id]["checked_by"]
+                .as_str()
+                .map(String::from)
+        })
+        .collect();
+    assert_eq!(
+        checkers,
+        ["node-a".to_string(), "node-b".to_string()].into(),
+        "{health}"
+    );
+    // Over a few rounds, each step is checked about once a round, not
+    // once per engine per round: count the calls over a window.
+    let before = svc.requests().len();
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    let calls = svc.requests().len() - before;
+    // At most one check per step per round (10 rounds of 100 ms, one more
+    // for the window's edges), where two engines checking every step
+    // would make twice that.
+    assert!(
+        calls <= steps.len() * 12,
+        "{calls} checks of {} steps in 10 rounds",
+        steps.len()
+    );
+    let statuses = |h: &Value, node: &str| -> Vec<String> {
+        steps
+            .iter()
+            .map(|id| {
+                h["nodes"][node]["health"][id]["status"]
+                    .as_str()
+                    .unwrap_or("")
+                    .to_string()
+            })
+            .collect()
+    };
+    let from_a = a.get("/engine/health").await.body;
+    assert_eq!(
+        statuses(&from_a, "node-a"),
+        statuses(&health, "node-b"),
+        "both engines show the same health"
+    );
+}
