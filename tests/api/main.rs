@@ -2,6 +2,7 @@
 //! real step servers on loopback. Most tests run on SQLite and on Postgres.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod argyll_examples;
 mod async_steps;
 mod bulk;
 mod cluster;
