@@ -177,13 +177,23 @@ async fn an_older_attempts_webhook_and_heartbeat_are_refused(backend: Backend) {
     let Some(app) = spawn_app(backend).await else {
         return;
     };
-    // Accepts every call and never calls back: each attempt goes quiet.
+    // Accepts every call; the test calls back for it. Attempt 1 reports a
+    // retryable failure (no timer, so a loaded machine cannot decide what
+    // the test sees), and attempt 2 waits.
     let svc = StepServer::start(|_, _| json_reply(202, json!({}))).await;
     let mut step = async_step("quiet", &svc.url("/quiet"));
-    step["timeouts"] = json!({"inactivity": 300});
     step["work_config"] = json!({"max_attempts": 2, "init_backoff": 10, "backoff_type": "fixed"});
     register(&app, &step).await;
     start(&app, "f", "quiet").await;
+    let first_call = noted(&svc.received, 1).await;
+    let failed = reqwest::Client::new()
+        .post(hook(&first_call[0]))
+        .header("Content-Type", "application/problem+json")
+        .body(json!({"title": "Unavailable", "status": 503, "detail": "try again"}).to_string())
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("failing attempt 1: {e}"));
+    assert_eq!(failed.status().as_u16(), 200);
     let calls = noted(&svc.received, 2).await;
     let (first, second) = (hook(&calls[0]), hook(&calls[1]));
     assert_ne!(first, second, "each attempt has its own URL");
