@@ -220,6 +220,14 @@ impl Engine {
         engine.load_timers().await?;
         engine.spawn_timer_loop();
         engine.spawn_lease_renewal();
+        // In the cluster before it serves anything: a view read right after
+        // start lists this engine.
+        let now = engine.inner.config.clock.now();
+        engine
+            .inner
+            .store
+            .heartbeat(&engine.inner.config.node_id, now)
+            .await?;
         engine.spawn_health_checks();
         let inbox = notices::Inbox::open(engine.inner.store.as_ref()).await;
         engine.spawn_abort_listener(inbox.aborts);

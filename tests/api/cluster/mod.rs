@@ -69,6 +69,23 @@ async fn a_health_check_that_flips_is_seen_by_every_view(backend: Backend) {
     let down = until(&app, "/engine/health/checked", |h| h["status"] == "unhealthy").await;
     assert_eq!(down["error"], "HTTP 503", "{down}");
 
+    // The metric follows at the next round.
+    let series = r#"tartan_step_health{step="checked",status="unhealthy"} 1"#;
+    let mut seen = false;
+    for _ in 0..200 {
+        let r = app.get("/metrics").await;
+        let text = match &r.body {
+            Value::String(s) => s.clone(),
+            _ => String::new(),
+        };
+        if text.contains(series) {
+            seen = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert!(seen, "no {series} in /metrics");
+
     // Argyll's views: by node, with the heartbeat.
     let engine = app.get("/engine").await.body;
     let node = &engine["health"]["health-node"];

@@ -285,7 +285,8 @@ async fn a_catalog_subscription_sees_changes_made_after_it(backend: Backend) {
     assert_eq!(item["id"], json!(["catalog"]));
     assert_eq!(item["data"]["steps"]["a"]["name"], "A", "{catalog}");
     assert_eq!(item["sequence"], 2, "one event so far: the next is 2");
-    // Tartan's cluster: this process, the health of its steps unknown.
+    // The cluster: this engine, with its heartbeat, and the health of its
+    // steps (unknown: `a` has no health check).
     let cluster = ws
         .subscribe(json!({"sub_id": "health", "aggregate_ids": [["cluster"]], "include_state": true}))
         .await;
@@ -293,6 +294,10 @@ async fn a_catalog_subscription_sees_changes_made_after_it(backend: Backend) {
     assert_eq!(item["id"], json!(["cluster"]));
     assert_eq!(
         item["data"]["nodes"]["test-node"]["health"]["a"]["status"], "unknown",
+        "{cluster}"
+    );
+    assert!(
+        item["data"]["nodes"]["test-node"]["last_seen"].is_string(),
         "{cluster}"
     );
 

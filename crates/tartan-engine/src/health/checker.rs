@@ -58,6 +58,15 @@ impl Engine {
         if self.inner.config.health.interval.is_zero() {
             return;
         }
+        // The metrics show the health the last round left, whoever checked.
+        match self.cluster().await {
+            Ok(cluster) => {
+                for (id, view) in &cluster.steps {
+                    self.inner.metrics.step_health(id, view.health.status);
+                }
+            }
+            Err(e) => tracing::warn!("reading the steps' health for the metrics failed: {e}"),
+        }
         let nodes = match store.nodes().await {
             Ok(nodes) => nodes,
             Err(e) => {

@@ -194,6 +194,12 @@ pub(super) struct AttemptLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(super) struct StepHealthLabels {
+    pub(super) step: Arc<str>,
+    pub(super) status: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub(super) struct BulkLabels {
     pub(super) action: &'static str,
 }

@@ -61,6 +61,7 @@ pub mod names {
     pub const BULK_JOBS_ENDED: &str = "tartan_bulk_jobs_ended";
     pub const BULK_FLOWS: &str = "tartan_bulk_flows";
     pub const CATALOG_RELOADS: &str = "tartan_catalog_reloads";
+    pub const STEP_HEALTH: &str = "tartan_step_health";
 }
 
 /// Distinct step ids labelled at most; the steps beyond share
@@ -104,6 +105,7 @@ pub struct Metrics {
     bulk_jobs_ended: Family<BulkEndLabels, Counter>,
     bulk_flows: Family<BulkFlowLabels, Counter>,
     catalog_reloads: Family<ReasonLabel, Counter>,
+    step_health: Family<StepHealthLabels, Gauge>,
     steps: Interned,
 }
 
@@ -149,6 +151,7 @@ impl Metrics {
             bulk_jobs_ended: Family::default(),
             bulk_flows: Family::default(),
             catalog_reloads: Family::default(),
+            step_health: Family::default(),
             steps: Interned::new(MAX_STEP_LABELS, OTHER_STEPS),
         };
         m.register();
@@ -177,6 +180,11 @@ impl Metrics {
             FLOW_STARTS_REFUSED,
             "Flow starts refused, by reason",
             self.starts_refused.clone(),
+        );
+        r.register(
+            STEP_HEALTH,
+            "Each step's health as the cluster last checked it: 1 for its status (unknown, healthy, unhealthy), 0 for the others",
+            self.step_health.clone(),
         );
         r.register(
             ATTEMPTS,

@@ -66,6 +66,25 @@ impl Metrics {
         self.count_attempt(step, kind, CallOutcome::of(call, result));
     }
 
+    /// A step's health as the cluster knows it now: its status's series is
+    /// 1, the others 0.
+    pub(crate) fn step_health(&self, step_id: &str, status: tartan_core::health::HealthStatus) {
+        use tartan_core::health::HealthStatus;
+        let step = self.steps.get(step_id);
+        for each in [
+            HealthStatus::Unknown,
+            HealthStatus::Healthy,
+            HealthStatus::Unhealthy,
+        ] {
+            self.step_health
+                .get_or_create(&StepHealthLabels {
+                    step: Arc::clone(&step),
+                    status: each.as_str(),
+                })
+                .set(i64::from(each == status));
+        }
+    }
+
     /// A call was cut off before it ended.
     pub(crate) fn call_aborted(&self, call: &Call) {
         self.count_attempt(

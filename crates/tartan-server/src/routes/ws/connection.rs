@@ -8,9 +8,7 @@ use axum::extract::ws::{close_code, Message, WebSocket};
 use futures::stream::SplitStream;
 use futures::StreamExt;
 use serde_json::{json, Value};
-use tartan_engine::{
-    BusReceiver, CatalogView, CommittedCatalog, CommittedEvents, Engine, EventSubscription, RecvError,
-};
+use tartan_engine::{BusReceiver, CommittedCatalog, CommittedEvents, Engine, EventSubscription, RecvError};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -242,7 +240,8 @@ impl Connection {
         for aggregate in &aggregates {
             match aggregate {
                 Aggregate::Catalog => subscription.catalog = true,
-                // No cluster events are made (docs/api.md, "WebSocket").
+                // Its state is sent; its live events (health changes) are
+                // not delivered yet (docs/api.md, "WebSocket").
                 Aggregate::Cluster => {}
                 Aggregate::Flows => subscription.all_flows = true,
                 Aggregate::Flow(id) => {
@@ -264,10 +263,16 @@ impl Connection {
                 let state = encode(serde_json::to_value(catalog_state_of(&view)))?;
                 Ok(Some((state, view.sequence + 1)))
             }
-            Aggregate::Cluster => {
-                let view = self.engine.catalog().await;
-                Ok(Some((cluster_state(&self.engine, &view), 1)))
-            }
+            Aggregate::Cluster => match self.engine.cluster().await {
+                Ok(view) => {
+                    let state = encode(serde_json::to_value(crate::api::answers::ClusterState::of(&view)))?;
+                    Ok(Some((state, 1)))
+                }
+                Err(e) => {
+                    tracing::warn!("reading the cluster for a WebSocket subscription failed: {e}");
+                    Err("the cluster could not be read; subscribe again later".to_string())
+                }
+            },
             Aggregate::Flows => Ok(None),
             Aggregate::Flow(id) => match self.engine.flow_at(id).await {
                 Ok(Some((state, sequence))) => {
@@ -426,25 +431,6 @@ pub(super) fn read_failed(e: axum::Error) -> End {
         tracing::debug!("a WebSocket connection broke: {inner}");
         End::Gone
     }
-}
-
-/// The state of `["cluster"]`: Argyll's nodes with the health of each step.
-/// Tartan runs no health checks and keeps no list of its processes, so it
-/// shows this process, every step's health unknown (as `GET /engine`).
-pub(super) fn cluster_state(engine: &Engine, view: &CatalogView) -> Value {
-    let now = chrono::Utc::now();
-    let health: serde_json::Map<String, Value> = view
-        .catalog
-        .steps()
-        .keys()
-        .map(|id| (id.clone(), json!({ "status": "unknown" })))
-        .collect();
-    let mut nodes = serde_json::Map::new();
-    nodes.insert(
-        engine.config().node_id.clone(),
-        json!({ "last_seen": now, "health": health }),
-    );
-    json!({ "last_updated": now, "nodes": nodes })
 }
 
 /// At most 64 bytes of something the client sent, for an error message.
