@@ -79,4 +79,18 @@ impl Engine {
             .catalog_events_page(after, limit, max_bytes)
             .await?)
     }
+
+    /// The same for the cluster's events (`step_health_changed`).
+    pub async fn cluster_events_page(
+        &self,
+        after: i64,
+        limit: usize,
+        max_bytes: usize,
+    ) -> Result<EventPage, EngineError> {
+        Ok(self
+            .inner
+            .store
+            .cluster_events_page(after, limit, max_bytes)
+            .await?)
+    }
 }

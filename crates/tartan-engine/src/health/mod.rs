@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
 use tartan_core::health::HealthState;
-use tartan_store::{EventPage, HealthRecord, NodeRecord};
+use tartan_store::{HealthRecord, NodeRecord};
 
 use crate::{Engine, EngineError};
 
@@ -89,20 +89,6 @@ impl Engine {
             steps,
             last_updated,
         })
-    }
-
-    /// A page of the cluster's events (`step_health_changed`).
-    pub async fn cluster_events_page(
-        &self,
-        after: i64,
-        limit: usize,
-        max_bytes: usize,
-    ) -> Result<EventPage, EngineError> {
-        Ok(self
-            .inner
-            .store
-            .cluster_events_page(after, limit, max_bytes)
-            .await?)
     }
 }
 

@@ -54,21 +54,7 @@ impl CatalogStore for SqlStore {
         // The catalog must still be where the caller decided from; a newer
         // event (or a gap) means someone else changed it. The events primary
         // key catches a concurrent writer that read the same head.
-        // The last event by a backward index scan: `MAX(sequence)` let
-        // Postgres, with stale statistics, count through every catalog
-        // event of the key instead, so each registration cost the size of
-        // the catalog.
-        let head: i64 = sqlx::query(
-            "SELECT sequence FROM events WHERE aggregate_type = $1 AND aggregate_id = $2 \
-             ORDER BY sequence DESC LIMIT 1",
-        )
-        .bind(CATALOG)
-        .bind(CATALOG)
-        .fetch_optional(&mut *tx)
-        .await?
-        .map(|row| row.try_get("sequence"))
-        .transpose()?
-        .unwrap_or(0);
+        let head = super::aggregate_head(&mut tx, CATALOG, CATALOG).await?;
         if head != expected_sequence {
             return Err(StoreError::Conflict("catalog".into()));
         }

@@ -140,17 +140,7 @@ impl SqlStore {
         .execute(&mut *tx)
         .await?;
         if changed {
-            let head: i64 = sqlx::query(
-                "SELECT sequence FROM events WHERE aggregate_type = $1 AND aggregate_id = $2 \
-                 ORDER BY sequence DESC LIMIT 1",
-            )
-            .bind(CLUSTER)
-            .bind(CLUSTER)
-            .fetch_optional(&mut *tx)
-            .await?
-            .map(|row| row.try_get("sequence"))
-            .transpose()?
-            .unwrap_or(0);
+            let head = super::aggregate_head(&mut tx, CLUSTER, CLUSTER).await?;
             // Argyll's `step_health_changed`.
             let mut data = serde_json::json!({
                 "node_id": record.node,

@@ -76,6 +76,27 @@ pub(super) fn work_key(r: &AnyRow) -> Result<WorkKey, StoreError> {
     })
 }
 
+/// The sequence of an aggregate's last event (0 before its first), read in
+/// `tx`. By a backward index scan: `MAX(sequence)` let Postgres, with stale
+/// statistics, count through every event of the aggregate instead.
+pub(super) async fn aggregate_head(
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    aggregate_type: &str,
+    aggregate_id: &str,
+) -> Result<i64, StoreError> {
+    Ok(sqlx::query(
+        "SELECT sequence FROM events WHERE aggregate_type = $1 AND aggregate_id = $2 \
+         ORDER BY sequence DESC LIMIT 1",
+    )
+    .bind(aggregate_type)
+    .bind(aggregate_id)
+    .fetch_optional(&mut **tx)
+    .await?
+    .map(|row| row.try_get("sequence"))
+    .transpose()?
+    .unwrap_or(0))
+}
+
 /// An event's row, with its data as written (`values::resolve`).
 pub(super) fn stored_event(row: &AnyRow, data: &str) -> Result<StoredEvent, StoreError> {
     Ok(StoredEvent {
