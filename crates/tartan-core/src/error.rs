@@ -80,8 +80,12 @@ pub enum PlanError {
     MissingInputs(Vec<String>),
     #[error("circular dependency detected: step {0}")]
     Cycle(String),
-    #[error("sub-flows nested too deep or too many at step {0}: a plan holds at most {max_plans} sub-flow plans, {max_depth} deep", max_plans = crate::plan::MAX_SUBFLOW_PLANS, max_depth = crate::plan::MAX_SUBFLOW_DEPTH)]
-    TooDeep(String),
+    #[error("sub-flows nested too deep or too many at step {step}: a plan holds at most {max_plans} sub-flow plans, {max_depth} deep")]
+    TooDeep {
+        step: String,
+        max_depth: usize,
+        max_plans: usize,
+    },
     #[error("required inputs not provided: {} (the sub-flow of step {step} needs them and the step does not pass them)", .names.join(", "))]
     SubflowInputs { step: String, names: Vec<String> },
 }

@@ -195,7 +195,11 @@ fn attach_children(
             return Err(PlanError::Cycle(step.id.clone()));
         }
         if ancestors.len() >= MAX_SUBFLOW_DEPTH || *budget == 0 {
-            return Err(PlanError::TooDeep(step.id.clone()));
+            return Err(PlanError::TooDeep {
+                step: step.id.clone(),
+                max_depth: MAX_SUBFLOW_DEPTH,
+                max_plans: MAX_SUBFLOW_PLANS,
+            });
         }
         *budget -= 1;
         let init = child_init(&step);

@@ -171,7 +171,7 @@ async fn exchange(
 ) -> AttemptResult {
     let spec = &call.spec;
     if spec.step.is_script() {
-        return crate::scripts::run(call, limits.script).await;
+        return crate::scripts::run(&call.spec, limits.script).await;
     }
     let url = match expand_endpoint(&spec.endpoint, &spec.placeholders, hosts) {
         Ok(url) => url,

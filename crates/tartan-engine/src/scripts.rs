@@ -11,11 +11,8 @@ use tartan_core::machine::{AttemptResult, CallBody};
 use tartan_core::outcome::FailureCause;
 use tartan_core::step::{body_outputs, ScriptLimits};
 
-use crate::dispatch::Call;
-
 /// Run a script step's call and say how it ended.
-pub(crate) async fn run(call: &Call, limits: ScriptLimits) -> AttemptResult {
-    let spec = &call.spec;
+pub(crate) async fn run(spec: &tartan_core::machine::Call, limits: ScriptLimits) -> AttemptResult {
     let Some(script) = spec.step.scripts().body.clone() else {
         return failed("the step has no script".into());
     };

@@ -127,7 +127,7 @@ impl From<EngineError> for ApiError {
                 PlanError::MissingInputs(_) | PlanError::SubflowInputs { .. } => {
                     ApiError::new(StatusCode::BAD_REQUEST, kind::MISSING_INPUTS, p.to_string())
                 }
-                PlanError::NoGoals | PlanError::Cycle(_) | PlanError::TooDeep(_) => {
+                PlanError::NoGoals | PlanError::Cycle(_) | PlanError::TooDeep { .. } => {
                     ApiError::bad_request(p.to_string())
                 }
             },
