@@ -41,6 +41,8 @@ async fn a_false_predicate_skips_the_step_and_its_dependents_fail(backend: Backe
     assert_eq!(flow["status"], "completed", "{flow}");
     assert_eq!(flow["executions"]["b"]["status"], "skipped");
     assert_eq!(flow["executions"]["b"]["reason"], "predicate returned false");
+    // Where Argyll (and its UI) has it.
+    assert_eq!(flow["executions"]["b"]["error"], "predicate returned false");
     assert_eq!(flow["executions"]["b"]["inputs"], json!({"valueA": "a"}));
     assert!(flow["attributes"].get("valueB").is_none());
     assert_eq!(

@@ -146,6 +146,8 @@ impl FlowState {
                 exec.status = StepStatus::Skipped;
                 exec.completed_at = Some(at);
                 exec.reason = Some(reason.clone());
+                // Argyll puts the reason in `error`, where its UI shows it.
+                exec.error = Some(reason.clone());
                 exec.unsatisfied = unsatisfied.clone();
                 if let Some(inputs) = inputs {
                     exec.inputs = std::sync::Arc::new(crate::json::StepInputs::new(inputs.clone()));
