@@ -1,6 +1,7 @@
 //! The planner: from goal steps and initial inputs to the minimal set of
 //! steps to run. Only steps whose outputs the goals need, transitively, are
 //! included; a goal whose outputs the initial inputs already hold is not run.
+//! The plans of the sub-flows of its flow steps are in `children`.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
@@ -12,6 +13,11 @@ use crate::error::PlanError;
 use crate::retry::RetryDefaults;
 use crate::step::AttributeSpec;
 use crate::step::{Collect, Step};
+
+mod children;
+
+use children::{attach_children, check_subflow_inputs};
+pub use children::{MAX_SUBFLOW_DEPTH, MAX_SUBFLOW_PLANS};
 
 /// Initial values: each attribute maps to the list of its values.
 pub type InitArgs = BTreeMap<String, Vec<serde_json::Value>>;
@@ -157,13 +163,6 @@ struct Input<'a> {
     next: usize,
 }
 
-/// Deepest nesting of sub-flows a plan may have.
-pub const MAX_SUBFLOW_DEPTH: usize = 8;
-
-/// Most sub-flow plans one plan may hold, at every depth together: flow
-/// steps sharing goals would otherwise multiply them at each level.
-pub const MAX_SUBFLOW_PLANS: usize = 256;
-
 /// Build the plan for `goals`, with the plans of the sub-flows its flow
 /// steps run. Missing required inputs are listed in `required`;
 /// `start_plan` turns them into an error.
@@ -179,58 +178,7 @@ pub fn build_plan(
     Ok(plan)
 }
 
-/// The plans of the sub-flows of `plan`'s flow steps, built from the names
-/// of the inputs each flow step is sure to have (Argyll does the same);
-/// `ancestors` are the flow steps whose sub-flow this plan is.
-fn attach_children(
-    catalog: &Catalog,
-    plan: &mut ExecutionPlan,
-    mode: PlanMode,
-    ancestors: &mut Vec<String>,
-    budget: &mut usize,
-) -> Result<(), PlanError> {
-    let flow_steps: Vec<Arc<Step>> = plan.steps.values().filter(|s| s.is_flow()).cloned().collect();
-    for step in flow_steps {
-        if ancestors.contains(&step.id) {
-            return Err(PlanError::Cycle(step.id.clone()));
-        }
-        if ancestors.len() >= MAX_SUBFLOW_DEPTH || *budget == 0 {
-            return Err(PlanError::TooDeep {
-                step: step.id.clone(),
-                max_depth: MAX_SUBFLOW_DEPTH,
-                max_plans: MAX_SUBFLOW_PLANS,
-            });
-        }
-        *budget -= 1;
-        let init = child_init(&step);
-        let mut child = build_one(catalog, step.child_goals(), &init, mode, true)?;
-        ancestors.push(step.id.clone());
-        attach_children(catalog, &mut child, mode, ancestors, budget)?;
-        ancestors.pop();
-        plan.children.insert(step.id.clone(), child);
-    }
-    Ok(())
-}
-
-/// What a flow step's sub-flow is sure to start with: the names the step
-/// receives its required, const and meta inputs by, and its optional
-/// inputs with a default (their values are known only when it runs).
-fn child_init(step: &Step) -> InitArgs {
-    step.attributes
-        .iter()
-        .filter(|(_, a)| {
-            a.is_required() || a.is_const() || a.is_meta() || (a.is_optional() && a.default_value().is_some())
-        })
-        .map(|(n, _)| {
-            (
-                step.inner_name(n).to_string(),
-                vec![serde_json::Value::Bool(true)],
-            )
-        })
-        .collect()
-}
-
-fn build_one(
+pub(super) fn build_one(
     catalog: &Catalog,
     goals: &[String],
     init: &InitArgs,
@@ -282,34 +230,6 @@ pub fn start_plan(catalog: &Catalog, goals: &[String], init: &InitArgs) -> Resul
     }
     check_subflow_inputs(&plan)?;
     Ok(plan)
-}
-
-/// A sub-flow needs inputs its flow step can never pass (it has no input
-/// of that name): every run of the step would fail, so the start is refused.
-fn check_subflow_inputs(plan: &ExecutionPlan) -> Result<(), PlanError> {
-    let mut stack = vec![plan];
-    while let Some(plan) = stack.pop() {
-        for (step_id, child) in &plan.children {
-            let Some(step) = plan.steps.get(step_id) else {
-                continue;
-            };
-            let passed = step.runtime_input_names();
-            let names: Vec<String> = child
-                .required
-                .iter()
-                .filter(|n| !passed.contains(n))
-                .cloned()
-                .collect();
-            if !names.is_empty() {
-                return Err(PlanError::SubflowInputs {
-                    step: step_id.clone(),
-                    names,
-                });
-            }
-            stack.push(child);
-        }
-    }
-    Ok(())
 }
 
 impl Builder<'_> {
