@@ -357,6 +357,7 @@ pub struct HealthRecord {
     pub health: tartan_core::health::HealthState,
     pub node: String,
     pub checked_at: Time,
-    /// Set by the store: when the status or error last changed.
+    /// When the status or error last changed: the store keeps it, and
+    /// `record_health` ignores what it is given.
     pub changed_at: Time,
 }

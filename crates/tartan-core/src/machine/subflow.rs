@@ -37,17 +37,15 @@ impl ChildStart {
             .and_then(|w| w.children.last())
             .cloned()
             .ok_or_else(|| {
-                refused(format!(
+                child_refused(format!(
                     "work item {} of step {step_id} has no child flow",
                     call.token
                 ))
             })?;
-        let plan = parent
-            .plan
-            .children
-            .get(step_id)
-            .cloned()
-            .ok_or_else(|| refused(format!("the flow's plan holds no sub-flow for step {step_id}")))?;
+        let plan =
+            parent.plan.children.get(step_id).cloned().ok_or_else(|| {
+                child_refused(format!("the flow's plan holds no sub-flow for step {step_id}"))
+            })?;
         let init: InitArgs = match &call.body {
             Some(CallBody::Inputs(inputs)) => {
                 inputs.iter().map(|(k, v)| (k.clone(), vec![v.clone()])).collect()
@@ -61,7 +59,7 @@ impl ChildStart {
             .map(String::as_str)
             .collect();
         if !missing.is_empty() {
-            return Err(refused(format!(
+            return Err(child_refused(format!(
                 "child flow {flow_id} cannot start: required inputs not provided: {}",
                 missing.join(", ")
             )));
@@ -111,7 +109,7 @@ pub fn child_result(
     match child.status {
         FlowStatus::Active => None,
         FlowStatus::Completed => Some(completed(step, child)),
-        FlowStatus::Cancelled => Some(refused(format!(
+        FlowStatus::Cancelled => Some(child_refused(format!(
             "child flow {} was cancelled: {}",
             child.id,
             child.error.as_deref().unwrap_or("no reason given")
@@ -165,7 +163,7 @@ fn completed(step: &Step, child: &FlowState) -> AttemptResult {
                 outputs.insert(inner.to_string(), serde_json::Value::clone(&v.value));
             }
             None if attr.mapping().is_some_and(|m| !m.name.is_empty()) => {
-                return refused(format!("flow output missing: {inner}"));
+                return child_refused(format!("flow output missing: {inner}"));
             }
             None => {}
         }
@@ -176,7 +174,9 @@ fn completed(step: &Step, child: &FlowState) -> AttemptResult {
     }
 }
 
-fn refused(error: String) -> AttemptResult {
+/// The end of a flow step's call whose child did not run or cannot count:
+/// permanent (running it again would end the same way).
+pub fn child_refused(error: String) -> AttemptResult {
     AttemptResult::Failure {
         cause: FailureCause::ChildRefused,
         error,

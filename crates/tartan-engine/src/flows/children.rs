@@ -109,11 +109,9 @@ impl Engine {
                     pause = (pause * 2).min(Duration::from_secs(2));
                 }
                 Err(e) => {
-                    return Err(AttemptResult::Failure {
-                        cause: tartan_core::outcome::FailureCause::ChildRefused,
-                        error: format!("child flow {child_id} could not start: {e}"),
-                        retry_after_ms: None,
-                    })
+                    return Err(machine::child_refused(format!(
+                        "child flow {child_id} could not start: {e}"
+                    )))
                 }
             }
         }

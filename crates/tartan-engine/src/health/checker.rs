@@ -11,7 +11,6 @@ use std::time::Duration;
 use tartan_core::health::{checker_of, HealthState};
 use tartan_store::HealthRecord;
 
-use super::{live, ROUNDS_TO_GONE};
 use crate::Engine;
 
 /// The round of heartbeats when checks are off.
@@ -58,28 +57,19 @@ impl Engine {
         if self.inner.config.health.interval.is_zero() {
             return;
         }
-        // The metrics show the health the last round left, whoever checked.
-        match self.cluster().await {
-            Ok(cluster) => {
-                for (id, view) in &cluster.steps {
-                    self.inner.metrics.step_health(id, view.health.status);
-                }
-            }
-            Err(e) => tracing::warn!("reading the steps' health for the metrics failed: {e}"),
-        }
-        let nodes = match store.nodes().await {
-            Ok(nodes) => nodes,
+        // The cluster as the last round left it: the metrics show its
+        // health, whoever checked, and its live engines share the checks.
+        let cluster = match self.cluster().await {
+            Ok(cluster) => cluster,
             Err(e) => {
-                tracing::warn!("reading the engines' heartbeats failed: {e}");
+                tracing::warn!("reading the cluster failed: {e}");
                 return;
             }
         };
-        let gone_after = self.health_round() * ROUNDS_TO_GONE;
-        let mut alive: Vec<String> = nodes
-            .iter()
-            .filter(|n| live(n, now, gone_after))
-            .map(|n| n.node_id.clone())
-            .collect();
+        for (id, view) in &cluster.steps {
+            self.inner.metrics.step_health(id, view.health.status);
+        }
+        let mut alive: Vec<String> = cluster.nodes.into_keys().collect();
         if !alive.contains(&me) {
             alive.push(me.clone());
         }

@@ -19,7 +19,7 @@ use crate::{Engine, EngineError};
 
 /// Heartbeats older than this many rounds are of engines taken for gone:
 /// they check nothing and the others share out their steps.
-pub(crate) const ROUNDS_TO_GONE: u32 = 3;
+const ROUNDS_TO_GONE: u32 = 3;
 
 /// The cluster as one engine reads it from the database.
 #[derive(Debug, Clone)]
@@ -49,7 +49,7 @@ impl Engine {
         let all_nodes = store.nodes().await?;
         let view = self.catalog().await;
         let now = self.inner.config.clock.now();
-        let gone_after = self.inner.config.health.interval * ROUNDS_TO_GONE;
+        let gone_after = self.health_round() * ROUNDS_TO_GONE;
         let nodes: BTreeMap<String, NodeRecord> = all_nodes
             .into_iter()
             .filter(|n| live(n, now, gone_after))
@@ -92,12 +92,8 @@ impl Engine {
     }
 }
 
-/// Whether an engine's heartbeat is recent enough to count it alive. With
-/// checks off (no rounds), every engine that ever beat counts.
+/// Whether an engine's heartbeat is recent enough to count it alive.
 fn live(node: &NodeRecord, now: DateTime<Utc>, gone_after: std::time::Duration) -> bool {
-    if gone_after.is_zero() {
-        return true;
-    }
     let gone_after = chrono::Duration::from_std(gone_after).unwrap_or(chrono::Duration::MAX);
     now.signed_duration_since(node.last_seen) <= gone_after
 }
