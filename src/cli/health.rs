@@ -109,7 +109,10 @@ fn print_cluster(cluster: &serde_json::Value) {
     }
     println!();
     if shown == 0 {
-        println!("every step is healthy ({} steps)", steps.len());
+        match steps.len() {
+            1 => println!("the one step is healthy"),
+            n => println!("every step is healthy ({n} steps)"),
+        }
     } else {
         table.print();
     }

@@ -153,6 +153,15 @@ impl View {
                 delay_ms,
                 ..
             } => self.retry_scheduled(step_id, token, *next_retry_at, *delay_ms),
+            E::DispatchDeferred {
+                step_id,
+                token,
+                error,
+                ..
+            } => {
+                self.item(step_id, token).status = "deferred".into();
+                format!("step {step_id} unhealthy ({error}): its call waits until it is healthy")
+            }
             E::WorkFailed {
                 step_id,
                 token,

@@ -19,7 +19,7 @@ enum WorkSub {
     /// List work items, following the server's pages up to --limit.
     #[command(alias = "list")]
     Ls {
-        /// Only items in this status (pending, active, not_completed, succeeded, failed, ...).
+        /// Only items in this status (pending, which includes those waiting for a retry, active, succeeded, failed, ...).
         #[arg(long)]
         status: Option<String>,
         /// Only items of this step.

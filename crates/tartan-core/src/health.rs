@@ -85,6 +85,49 @@ impl HealthState {
     }
 }
 
+/// The steps whose work is not called now, each with why: those whose own
+/// health check found them unhealthy (docs/operating.md, "Health gates
+/// dispatch"). A step without a health check is never in it. The machine
+/// defers an item of such a step instead of starting its attempt.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DispatchGate {
+    closed: BTreeMap<String, String>,
+}
+
+impl DispatchGate {
+    /// The gate of the checks' results (`checked`, by step): every step
+    /// found unhealthy.
+    pub fn of_checks<'a>(checked: impl IntoIterator<Item = (&'a String, &'a HealthState)>) -> Self {
+        let closed = checked
+            .into_iter()
+            .filter(|(_, h)| h.status == HealthStatus::Unhealthy)
+            .map(|(id, h)| (id.clone(), h.error.clone().unwrap_or_else(|| "unhealthy".into())))
+            .collect();
+        Self { closed }
+    }
+
+    /// Why `step_id`'s work waits, when it does.
+    pub fn closed(&self, step_id: &str) -> Option<&str> {
+        self.closed.get(step_id).map(String::as_str)
+    }
+
+    pub fn is_open(&self) -> bool {
+        self.closed.is_empty()
+    }
+
+    /// The steps whose work waits.
+    pub fn closed_steps(&self) -> impl Iterator<Item = &String> {
+        self.closed.keys()
+    }
+
+    /// The same gate with `step_id` open (its health was forgotten).
+    pub fn opened(&self, step_id: &str) -> Self {
+        let mut closed = self.closed.clone();
+        closed.remove(step_id);
+        Self { closed }
+    }
+}
+
 /// The engine that checks `step_id` among the live `nodes`: the one whose
 /// hash with the step is highest (rendezvous hashing). Every engine computes
 /// the same answer from the same list, so the checks are shared out without

@@ -14,7 +14,8 @@
 
 mod common;
 
-use common::machine::{args, ok, t, types, with_context, FLOW, WEBHOOK};
+use common::machine::{args, ok, t, types, with_gated_context, FLOW, WEBHOOK};
+use tartan_core::health::{DispatchGate, HealthState};
 
 use chrono::Duration;
 use common::{catalog, chain_def, goals, init};
@@ -171,6 +172,8 @@ struct Run {
     state: FlowState,
     log: Vec<(FlowEvent, Time)>,
     tokens: u32,
+    /// The steps the decisions take for unhealthy.
+    gate: DispatchGate,
 }
 
 impl Run {
@@ -180,12 +183,23 @@ impl Run {
         init: InitArgs,
         options: FlowOptions,
     ) -> (Run, Transition) {
+        Run::start_gated(catalog, goal_ids, init, options, DispatchGate::default())
+    }
+
+    /// `start`, with the steps `gate` closes unhealthy from the start on.
+    fn start_gated(
+        catalog: &Catalog,
+        goal_ids: &[&str],
+        init: InitArgs,
+        options: FlowOptions,
+        gate: DispatchGate,
+    ) -> (Run, Transition) {
         let plan = match start_plan(catalog, &goals(goal_ids), &init) {
             Ok(plan) => plan,
             Err(e) => panic!("no plan: {e}"),
         };
         let mut tokens = 0;
-        let tx = with_context(&mut tokens, t(0), |ctx| {
+        let tx = with_gated_context(&mut tokens, t(0), &gate, |ctx| {
             let start = Command::Start {
                 flow_id: FLOW.into(),
                 plan,
@@ -199,6 +213,7 @@ impl Run {
             state: tx.state.clone(),
             log: Vec::new(),
             tokens,
+            gate,
         };
         run.absorb(&tx);
         (run, tx)
@@ -207,7 +222,7 @@ impl Run {
     /// Decide `command` at `at`; on success the run takes its state.
     fn try_apply(&mut self, command: Command, at: Time) -> Result<Transition, ApplyError> {
         let state = self.state.clone();
-        let tx = with_context(&mut self.tokens, at, |ctx| apply(state, command, ctx))?;
+        let tx = with_gated_context(&mut self.tokens, at, &self.gate, |ctx| apply(state, command, ctx))?;
         self.absorb(&tx);
         Ok(tx)
     }
@@ -876,7 +891,8 @@ fn an_accept_for_another_attempt_or_an_item_no_longer_running_changes_nothing() 
     run.apply(record("a", "tok-1", 1, failure(503, "HTTP 503")), t(2));
     let tx = run.apply(accept("a", "tok-1", 1), t(2));
     assert!(tx.events.is_empty() && tx.effects.is_empty(), "{tx:?}");
-    assert_eq!(run.work("a", "tok-1").status, WorkStatus::NotCompleted);
+    assert_eq!(run.work("a", "tok-1").status, WorkStatus::Pending);
+    assert!(run.work("a", "tok-1").waits_for_retry());
     assert_eq!(run.work("a", "tok-1").inactive_until, None);
 
     // An unknown step is an error.
@@ -1029,7 +1045,9 @@ fn a_window_that_passes_in_silence_times_the_attempt_out_and_a_retry_calls_again
         "an accepted call has nothing in flight to abort"
     );
     let work = run.work("a", "tok-1");
-    assert_eq!(work.status, WorkStatus::NotCompleted);
+    // Waiting for its retry: `pending` with `next_retry_at`, as Argyll.
+    assert_eq!(work.status, WorkStatus::Pending);
+    assert_eq!(work.next_retry_at, Some(t(11)));
     assert_eq!(work.inactive_until, None);
     assert_eq!(work.attempts[0].outcome, Some(AttemptOutcome::Retryable));
     assert_eq!(work.attempts[0].ended_at, Some(t(10)));
@@ -1115,7 +1133,7 @@ fn a_noted_heartbeat_that_ended_before_the_window_does_not_keep_the_call_alive()
     // Noted for an earlier window (or attempt): it ends before now.
     let tx = run.apply(inactivity_due("a", "tok-1", Some(t(8))), t(10));
     assert_eq!(types(&tx), ["work_not_completed", "work_retry_scheduled"]);
-    assert_eq!(run.work("a", "tok-1").status, WorkStatus::NotCompleted);
+    assert!(run.work("a", "tok-1").waits_for_retry());
 }
 
 #[test]
@@ -1464,6 +1482,150 @@ fn a_retry_timer_for_an_item_not_waiting_does_nothing_and_an_unknown_item_is_an_
 
     let unknown = run.try_apply(retry_due("b", "tok-99"), t(100));
     assert_eq!(unknown.unwrap_err(), ApplyError::UnknownWork("tok-99".into()));
+}
+
+// ---------------------------------------------------------------------------
+// Health gates dispatch
+
+/// The gate with `step` unhealthy ("HTTP 503").
+fn unhealthy(step: &str) -> DispatchGate {
+    let checks = std::collections::BTreeMap::from([(step.to_string(), HealthState::failed("HTTP 503"))]);
+    DispatchGate::of_checks(&checks)
+}
+
+fn deferred(step: &str, token: &str) -> FlowEvent {
+    FlowEvent::DispatchDeferred {
+        flow_id: FLOW.into(),
+        step_id: step.into(),
+        token: token.into(),
+        error: "HTTP 503".into(),
+    }
+}
+
+#[test]
+fn an_item_of_an_unhealthy_step_waits_without_an_attempt_and_starts_once_its_step_is_healthy() {
+    let (mut run, tx) = Run::start_gated(
+        &pair(chain_def("a", &["in"], &["x"])),
+        &["b"],
+        init(&[("in", json!(1))]),
+        no_options(),
+        unhealthy("a"),
+    );
+    assert_eq!(types(&tx), ["flow_started", "step_started", "dispatch_deferred"]);
+    assert_eq!(tx.events[2], deferred("a", "tok-1"));
+    assert!(tx.dispatches().is_empty(), "no call goes out: {tx:?}");
+    let work = run.work("a", "tok-1");
+    assert_eq!(work.status, WorkStatus::Pending);
+    assert_eq!(work.deferred_since, Some(t(0)));
+    assert!(work.attempts.is_empty() && work.next_retry_at.is_none());
+    assert!(work.waits_for_retry());
+
+    // Still unhealthy: looking again decides nothing, and says nothing again.
+    let tx = run.apply(retry_due("a", "tok-1"), t(30));
+    assert!(tx.events.is_empty() && tx.effects.is_empty(), "{tx:?}");
+
+    // Healthy again: attempt 1, the first, goes out.
+    run.gate = DispatchGate::default();
+    let tx = run.apply(retry_due("a", "tok-1"), t(60));
+    assert_eq!(types(&tx), ["work_started"]);
+    assert_eq!(tx.dispatches().len(), 1);
+    let work = run.work("a", "tok-1");
+    assert_eq!((work.attempts.len(), work.attempts[0].number), (1, 1));
+    assert_eq!(work.deferred_since, None);
+    // Waiting before its first attempt takes nothing from its retry budget.
+    assert_eq!(work.deferred_ms, 0);
+}
+
+#[test]
+fn a_retry_of_an_unhealthy_step_waits_and_the_wait_is_left_out_of_its_retry_budget() {
+    let a = json!({
+        "id": "a", "name": "a", "type": "sync",
+        "attributes": { "in": { "role": "required" }, "x": { "role": "output" } },
+        "http": { "endpoint": "http://a.test/a" },
+        "work_config": { "max_retries": 5, "backoff": 1000, "backoff_type": "fixed", "max_retry_duration": 10000 }
+    });
+    let mut run = start_pair(a, no_options());
+    run.apply(record("a", "tok-1", 1, failure(503, "HTTP 503")), t(1));
+    assert_eq!(run.work("a", "tok-1").next_retry_at, Some(t(2)));
+
+    // Due while the step is unhealthy: deferred, attempt 2 not started.
+    run.gate = unhealthy("a");
+    let tx = run.apply(retry_due("a", "tok-1"), t(2));
+    assert_eq!(tx.events, [deferred("a", "tok-1")]);
+    assert!(tx.dispatches().is_empty());
+    let work = run.work("a", "tok-1");
+    assert_eq!((work.status, work.attempts.len()), (WorkStatus::Pending, 1));
+    assert_eq!((work.next_retry_at, work.deferred_since), (None, Some(t(2))));
+    assert_eq!(work.retry_count, 1, "a deferral is not a retry");
+
+    // 100 s later, healthy: attempt 2. The 98 s waited are not budget.
+    run.gate = DispatchGate::default();
+    let tx = run.apply(retry_due("a", "tok-1"), t(100));
+    assert_eq!(tx.dispatches().len(), 1);
+    assert_eq!(run.work("a", "tok-1").deferred_ms, 98_000);
+    // Attempt 2 fails at 101 s: 100 s after the first attempt, far past the
+    // 10 s budget on the clock, 2 s into it without the wait: retried.
+    let tx = run.apply(record("a", "tok-1", 2, failure(503, "HTTP 503")), t(101));
+    assert_eq!(types(&tx), ["work_not_completed", "work_retry_scheduled"]);
+    assert_eq!(run.work("a", "tok-1").next_retry_at, Some(t(102)));
+}
+
+#[test]
+fn a_call_cut_off_while_its_step_is_unhealthy_is_deferred_not_made_again() {
+    let mut run = pair_running_b(no_options());
+    run.gate = unhealthy("b");
+    let tx = run.apply(redispatch("b", "tok-2"), t(5));
+    assert_eq!(tx.events, [deferred("b", "tok-2")]);
+    assert!(tx.dispatches().is_empty());
+    let work = run.work("b", "tok-2");
+    assert_eq!(work.status, WorkStatus::Pending);
+    assert_eq!(work.attempts[0].outcome, Some(AttemptOutcome::Abandoned));
+    // Another step's health changes nothing for this one.
+    run.gate = unhealthy("a");
+    let tx = run.apply(retry_due("b", "tok-2"), t(6));
+    assert_eq!(types(&tx), ["work_started"]);
+    assert_eq!(run.work("b", "tok-2").attempts[1].number, 2);
+}
+
+#[test]
+fn a_step_total_timeout_that_passes_while_its_item_waits_ends_the_item_without_a_call() {
+    let a = json!({
+        "id": "a", "name": "a", "type": "sync",
+        "attributes": { "in": { "role": "required" }, "x": { "role": "output" } },
+        "http": { "endpoint": "http://a.test/a" },
+        "timeouts": { "total": "10s" },
+        "work_config": { "max_retries": 5, "backoff": 1000, "backoff_type": "fixed" }
+    });
+    let mut run = start_pair(a, no_options());
+    run.apply(record("a", "tok-1", 1, failure(503, "HTTP 503")), t(1));
+    run.gate = unhealthy("a");
+    run.apply(retry_due("a", "tok-1"), t(2));
+    assert!(run.work("a", "tok-1").deferred_since.is_some());
+    // Healthy again at 30 s, 20 s past the item's 10 s: no call, timed out.
+    run.gate = DispatchGate::default();
+    let tx = run.apply(retry_due("a", "tok-1"), t(30));
+    assert!(tx.dispatches().is_empty(), "{tx:?}");
+    assert_eq!(types(&tx)[..2], ["work_timed_out", "step_timed_out"]);
+    assert_eq!(run.work("a", "tok-1").status, WorkStatus::Failed);
+    assert_eq!(
+        run.work("a", "tok-1").error.as_deref(),
+        Some("step total timeout after 10000 ms")
+    );
+}
+
+#[test]
+fn a_deferred_item_is_cancelled_with_its_flow() {
+    let (mut run, _) = Run::start_gated(
+        &pair(chain_def("a", &["in"], &["x"])),
+        &["b"],
+        init(&[("in", json!(1))]),
+        no_options(),
+        unhealthy("a"),
+    );
+    let tx = run.apply(Command::Stop(Stop::Cancel("client asked".into())), t(3));
+    assert!(types(&tx).contains(&"work_cancelled"), "{:?}", types(&tx));
+    assert_eq!(run.work("a", "tok-1").status, WorkStatus::Cancelled);
+    assert_eq!(run.state.status, FlowStatus::Cancelled);
 }
 
 // ---------------------------------------------------------------------------

@@ -159,6 +159,7 @@ fn a_flow_over_a_10_000_step_chain_runs_to_completion() {
             random: &mut random,
             max_flow_bytes: tartan_core::json::DEFAULT_MAX_FLOW_BYTES,
             script_limits: tartan_core::step::ScriptLimits::default(),
+            gate: &tartan_core::health::DispatchGate::default(),
         };
         let options = FlowOptions {
             max_step_attempts: 100_000,

@@ -273,7 +273,7 @@ impl Engine {
                         // After the view: a listener that reads the view
                         // after listening misses none of these.
                         self.publish_catalog(view.sequence + 1, &records);
-                        self.forget_health(&records);
+                        self.forget_health_of(&records);
                         self.inner.outbox.announce(tartan_store::Notice::Catalog {
                             node: self.inner.config.node_id.clone(),
                             sequence: view.sequence + records.len() as i64,
@@ -317,7 +317,7 @@ impl Engine {
 
     /// A step registered again, updated or removed has no health until its
     /// next check (Argyll resets it to unknown).
-    fn forget_health(&self, records: &[CatalogChange]) {
+    fn forget_health_of(&self, records: &[CatalogChange]) {
         let ids: Vec<String> = records
             .iter()
             .map(|r| match r {
@@ -325,14 +325,7 @@ impl Engine {
                 CatalogChange::Unregistered(id, _) => id.clone(),
             })
             .collect();
-        let store = self.inner.store.clone();
-        tokio::spawn(async move {
-            for id in ids {
-                if let Err(e) = store.forget_health(&id).await {
-                    tracing::warn!(step_id = %id, "forgetting a step's health failed: {e}");
-                }
-            }
-        });
+        self.forget_health(ids);
     }
 
     /// What one change does to `catalog`: the step as stored, and the record

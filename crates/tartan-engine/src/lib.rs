@@ -104,7 +104,7 @@ pub use error::EngineError;
 pub use events::{CommittedCatalog, CommittedEvents, EventSubscription};
 pub use feed::{EventFeed, FeedItem, FlowFeed};
 pub use flows::{StartOutcome, WebhookRefusal, WebhookResult};
-pub use health::{ClusterView, StepHealthView};
+pub use health::{ClusterEvents, ClusterReceiver, ClusterView, StepHealthView};
 pub use metrics::Metrics;
 pub use retention::purge_before;
 pub use ring::{BusReceiver, RecvError};
@@ -158,6 +158,8 @@ struct Inner {
     bulk: bulk::BulkRunner,
     /// This process's layer of memoized answers.
     memo: memo::Memo,
+    /// The dispatch gate and the cluster's live events.
+    health: health::Live,
     /// Fires when the engine stops taking new work.
     stopping: CancellationToken,
     /// Calls in flight, awaited on shutdown.
@@ -181,6 +183,7 @@ impl Engine {
         let outbox = notices::Outbox::new(Arc::clone(&store));
         let announcer = relay::announcer(&outbox, &config.node_id);
         let memo = memo::Memo::new(config.memo_cache_size);
+        let health = health::Live::new(store.cluster_head().await?);
         let engine = Engine {
             inner: Arc::new(Inner {
                 calls: in_flight::InFlight::new(
@@ -212,6 +215,7 @@ impl Engine {
                 webhook_key,
                 bulk: bulk::BulkRunner::default(),
                 memo,
+                health,
                 stopping: CancellationToken::new(),
                 tasks: TaskTracker::new(),
             }),
@@ -236,6 +240,7 @@ impl Engine {
         engine.spawn_catalog_relay(inbox.catalog);
         engine.spawn_retention();
         engine.spawn_bulk_runner(inbox.bulk_jobs);
+        engine.spawn_health_listener(inbox.health);
         Ok(engine)
     }
 

@@ -3,7 +3,7 @@
 //! the one listener whose notices are routed, by kind, to the component
 //! that acts on them — aborts to the calls in flight, handed-back work to
 //! the leases, events and catalog changes to the relays, bulk jobs to the
-//! bulk runner. Every notice only hastens what leases and sweeps would do
+//! bulk runner, health changes to the dispatch gate. Every notice only hastens what leases and sweeps would do
 //! anyway, so a lost one costs time, never correctness.
 
 use std::sync::Arc;
@@ -62,6 +62,8 @@ pub(crate) struct Inbox {
     pub handbacks: Option<Receiver<()>>,
     /// A bulk job was created (many at once are one).
     pub bulk_jobs: Option<Receiver<()>>,
+    /// Another process recorded a health change (many at once are one).
+    pub health: Option<Receiver<()>>,
 }
 
 /// Where the router sends each kind.
@@ -71,6 +73,7 @@ struct Routes {
     catalog: Sender<(i64, String)>,
     handbacks: Sender<()>,
     bulk_jobs: Sender<()>,
+    health: Sender<()>,
 }
 
 /// Notices of one kind queued before the router waits for their reader.
@@ -95,12 +98,14 @@ impl Inbox {
         // "Look again" notices: one queued stands for any number.
         let (handbacks, handbacks_rx) = mpsc::channel(1);
         let (bulk_jobs, bulk_jobs_rx) = mpsc::channel(1);
+        let (health, health_rx) = mpsc::channel(1);
         let routes = Routes {
             aborts,
             events,
             catalog,
             handbacks,
             bulk_jobs,
+            health,
         };
         tokio::spawn(routes.run(heard));
         Inbox {
@@ -109,6 +114,7 @@ impl Inbox {
             catalog: Some(catalog_rx),
             handbacks: Some(handbacks_rx),
             bulk_jobs: Some(bulk_jobs_rx),
+            health: Some(health_rx),
         }
     }
 }
@@ -131,6 +137,7 @@ impl Routes {
                 }
                 Notice::HandedBack { .. } => coalesce(&self.handbacks),
                 Notice::BulkJob { .. } => coalesce(&self.bulk_jobs),
+                Notice::Health { .. } => coalesce(&self.health),
             }
             if self.all_closed() {
                 return;
@@ -144,6 +151,7 @@ impl Routes {
             && self.catalog.is_closed()
             && self.handbacks.is_closed()
             && self.bulk_jobs.is_closed()
+            && self.health.is_closed()
     }
 }
 

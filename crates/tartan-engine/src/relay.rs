@@ -146,6 +146,25 @@ impl Engine {
         });
     }
 
+    /// The sweep behind the notices: when the database holds catalog
+    /// changes this process's view lacks (a notice lost while the listener
+    /// reconnected), read the catalog again. Each health round sweeps.
+    pub(crate) async fn sweep_catalog(&self) {
+        if !self.inner.outbox.carries_notices() {
+            return;
+        }
+        let seen = self.catalog().await.sequence;
+        match self.inner.store.catalog_events_page(seen, 1, 1 << 20).await {
+            Ok(page) if !page.events.is_empty() => {
+                if let Err(e) = self.take_in_catalog(seen + 1).await {
+                    tracing::warn!("reading the catalog's changes failed: {e}");
+                }
+            }
+            Ok(_) => {}
+            Err(e) => tracing::warn!("looking for catalog changes failed: {e}"),
+        }
+    }
+
     /// Refresh the catalog when another process moved it past this
     /// process's view (which passes the events between the two on). Under
     /// the catalog's change lock, so that a change of this process is never

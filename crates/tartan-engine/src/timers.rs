@@ -252,7 +252,7 @@ impl Engine {
 
     /// Carry out one due timer as its own decision; fired together, their
     /// commits share the writer's batches.
-    fn fire(&self, timer: Timer) {
+    pub(crate) fn fire(&self, timer: Timer) {
         let engine = self.clone();
         self.inner.tasks.spawn(async move {
             let (flow_id, outcome) = match &timer {

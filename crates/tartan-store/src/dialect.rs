@@ -163,8 +163,8 @@ pub(crate) fn work_values(backend: Backend, rows: usize) -> String {
         if r > 0 {
             out.push_str(", ");
         }
-        let mut cols = Vec::with_capacity(12);
-        for c in 0..12 {
+        let mut cols = Vec::with_capacity(13);
+        for c in 0..13 {
             if c == 8 {
                 let (a, b) = (next(), next());
                 cols.push(format!("COALESCE({a}, {b} + {})", backend.now_us()));

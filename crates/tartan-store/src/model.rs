@@ -145,6 +145,9 @@ pub struct WorkRow {
     pub lease_for: Option<std::time::Duration>,
     pub created_at: Time,
     pub detail: WorkState,
+    /// Since when the item has waited for its unhealthy step (`None`: it
+    /// does not), for `WorkStore::deferred_work`.
+    pub deferred_at: Option<Time>,
 }
 
 /// A flow's projection as loaded.

@@ -71,6 +71,7 @@ store_tests! {
     case_leases_run_on_the_database_clock =>
         sqlite_leases_run_on_the_database_clock, postgres_leases_run_on_the_database_clock;
     case_scheduled_work => sqlite_scheduled_work, postgres_scheduled_work;
+    case_deferred_work => sqlite_deferred_work, postgres_deferred_work;
     case_concurrent_claims_never_share_an_item => sqlite_concurrent_claims_never_share_an_item,
         postgres_concurrent_claims_never_share_an_item;
     case_a_hundred_thousand_due_retries_are_claimed_at_once =>
@@ -883,6 +884,7 @@ async fn case_a_long_flow_is_snapshotted_and_loads_back_at_every_step(store: Arc
             random: &mut random,
             max_flow_bytes: tartan_core::json::DEFAULT_MAX_FLOW_BYTES,
             script_limits: tartan_core::step::ScriptLimits::default(),
+            gate: &tartan_core::health::DispatchGate::default(),
         };
         let record = Command::Record {
             step_id: GREET.to_string(),
@@ -1486,6 +1488,43 @@ async fn case_claim_orphaned_work(store: Arc<dyn Store>) {
     assert_eq!(lease_of(&views, "c.x"), (Some("b".into()), Some(at(10))));
 }
 
+/// Work deferred for an unhealthy step: pending items of active flows,
+/// longest waiting first, but those of the steps still closed.
+async fn case_deferred_work(store: Arc<dyn Store>) {
+    use WorkStatus::*;
+    let deferred = |mut r: tartan_store::WorkRow, secs: i64| {
+        r.deferred_at = Some(at(secs));
+        r
+    };
+    let live = start("d-live", &[], at(0));
+    let mut c = commit(&live, 0, Some(REQUEST));
+    c.work.extend([
+        deferred(row("d-live", GREET, "d.late", Pending, at(0), None), 20),
+        deferred(row("d-live", GREET, "d.early", Pending, at(0), None), 10),
+        deferred(row("d-live", "down", "d.closed", Pending, at(0), None), 5),
+        // Not deferred, or no longer waiting.
+        row("d-live", GREET, "d.plain", Pending, at(0), None),
+        deferred(row("d-live", GREET, "d.cancelled", Cancelled, at(0), None), 1),
+    ]);
+    commit_ok(&store, c).await;
+    let ended = start("d-ended", &[], at(0));
+    let mut c = commit(&ended, 0, Some(REQUEST));
+    c.work.push(deferred(
+        row("d-ended", GREET, "d.ended", Pending, at(0), None),
+        1,
+    ));
+    commit_ok(&store, c).await;
+    commit_ok(&store, commit(&succeed(&ended.state, at(40)), 3, None)).await;
+
+    let tokens = |keys: Vec<tartan_store::WorkKey>| keys.into_iter().map(|k| k.token).collect::<Vec<_>>();
+    let all = store.deferred_work(&[], 100).await.unwrap();
+    assert_eq!(tokens(all), ["d.closed", "d.early", "d.late"]);
+    let open = store.deferred_work(&["down".to_string()], 100).await.unwrap();
+    assert_eq!(tokens(open), ["d.early", "d.late"]);
+    let first = store.deferred_work(&["down".to_string()], 1).await.unwrap();
+    assert_eq!(tokens(first), ["d.early"]);
+}
+
 /// Retries waiting in active flows, with their due times; nothing else.
 async fn case_scheduled_work(store: Arc<dyn Store>) {
     use WorkStatus::*;
@@ -1500,13 +1539,12 @@ async fn case_scheduled_work(store: Arc<dyn Store>) {
             row("s-live", GREET, "s.due1", NotCompleted, at(0), None),
             Some(30),
         ),
-        due(
-            row("s-live", "other", "s.due2", NotCompleted, at(0), None),
-            Some(10),
-        ),
+        // Waiting for its retry as the engine records it now: `pending`
+        // with a due time (`not_completed` above, as before).
+        due(row("s-live", "other", "s.due2", Pending, at(0), None), Some(10)),
         // Not waiting for a retry, or with no due time: not scheduled.
         due(row("s-live", GREET, "s.nodue", NotCompleted, at(0), None), None),
-        due(row("s-live", GREET, "s.pending", Pending, at(0), None), Some(10)),
+        due(row("s-live", GREET, "s.pending", Pending, at(0), None), None),
         due(row("s-live", GREET, "s.failed", Failed, at(0), None), Some(10)),
         due(
             row("s-live", GREET, "s.active", Active, at(0), Some(("a", at(60)))),

@@ -12,6 +12,8 @@ use tartan_testkit::{both_backends, Backend, TestDb};
 
 use crate::helpers::{json_reply, start_on_with, StepServer, TestApp};
 
+mod gate;
+
 both_backends!(
     a_health_check_that_flips_is_seen_by_every_view,
     flow_and_script_steps_take_their_health_from_what_they_run,
@@ -26,7 +28,7 @@ fn quick_checks(config: &mut tartan_engine::EngineConfig) {
 }
 
 /// A step server whose `/health` answers 200 while `up`, else 503.
-async fn flipping(up: Arc<AtomicBool>) -> StepServer {
+pub(super) async fn flipping(up: Arc<AtomicBool>) -> StepServer {
     StepServer::start(move |r, _| match r.path.as_str() {
         "/health" if up.load(Ordering::SeqCst) => json_reply(200, json!({"status": "ok"})),
         "/health" => json_reply(503, json!({"status": "down"})),
@@ -35,7 +37,7 @@ async fn flipping(up: Arc<AtomicBool>) -> StepServer {
     .await
 }
 
-fn checked_step(id: &str, svc: &StepServer) -> Value {
+pub(super) fn checked_step(id: &str, svc: &StepServer) -> Value {
     json!({"id": id, "name": id, "type": "sync",
            "http": {"endpoint": svc.url("/run"), "health_check": svc.url("/health")},
            "attributes": {"seed": {"role": "required"}, "out": {"role": "output"}}})

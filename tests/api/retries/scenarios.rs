@@ -652,6 +652,19 @@ async fn run_backoff_case(api: &Api, case: &Value) -> Result<String, String> {
     }
     let token = check_calls(&svc, &mut problems);
     let exec = &flow["executions"][&step_id];
+    // Waiting for its retry, the item is `pending` with its time, as
+    // Argyll reports it (its UI counts down to it only so).
+    if only_until_retry {
+        let waiting: Vec<&Value> = exec["work_items"]
+            .as_object()
+            .map(|w| w.values().filter(|w| !w["next_retry_at"].is_null()).collect())
+            .unwrap_or_default();
+        if waiting.len() != 1 || waiting[0]["status"] != "pending" {
+            problems.push(format!(
+                "the item waiting for its retry: {waiting:?}, expected it pending"
+            ));
+        }
+    }
     let step_status = match final_state {
         "succeeded" => "completed",
         other => other,

@@ -28,6 +28,7 @@ both_backends!(
     unsubscribing_stops_the_events,
     bad_messages_get_errors_and_the_connection_goes_on,
     a_connection_that_falls_behind_the_bus_is_told_and_closed,
+    a_cluster_subscription_gets_each_health_change_live,
 );
 
 /// An engine whose bus holds one byte, with the step `quick` registered
@@ -323,6 +324,60 @@ async fn a_catalog_subscription_sees_changes_made_after_it(backend: Backend) {
     assert_eq!(live[1]["type"], "step_updated");
     assert_eq!(live[1]["data"]["step"]["name"], "B2");
     assert_eq!(live[2]["data"], json!({"step_id": "b"}));
+}
+
+/// Argyll's UI subscribes to `["cluster"]` for `step_health_changed`:
+/// each change of a step's health arrives as it is recorded, in the
+/// envelope and with the data `GET /engine/cluster/events` has.
+async fn a_cluster_subscription_gets_each_health_change_live(backend: Backend) {
+    let Some(db) = TestDb::create(backend).await else {
+        return;
+    };
+    let app = start_on_with(db, "test-node", |c| {
+        c.health = tartan_engine::HealthConfig {
+            interval: Duration::from_millis(100),
+            timeout: Duration::from_secs(1),
+        };
+    })
+    .await;
+    let up = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flag = up.clone();
+    let svc = StepServer::start(move |_, _| {
+        let status = if flag.load(std::sync::atomic::Ordering::SeqCst) {
+            200
+        } else {
+            503
+        };
+        json_reply(status, json!({}))
+    })
+    .await;
+    let mut ws = open(&app).await;
+    ws.subscribe(
+        json!({"sub_id": "health", "aggregate_ids": [["cluster"]], "include_state": true,
+                        "event_types": ["step_health_changed"]}),
+    )
+    .await;
+    let mut step = sync_step("checked", &svc.url("/run"), &[], &["out"]);
+    step["http"]["health_check"] = json!(svc.url("/health"));
+    assert_eq!(app.register(&step).await.status, StatusCode::CREATED);
+    let down = ws.json().await;
+    up.store(true, std::sync::atomic::Ordering::SeqCst);
+    let back = ws.json().await;
+    for (m, status) in [(&down, "unhealthy"), (&back, "healthy")] {
+        assert_eq!(m["type"], "step_health_changed", "{m}");
+        assert_eq!(m["sub_id"], "health", "{m}");
+        assert_eq!(m["id"], json!(["cluster"]), "{m}");
+        assert_eq!(m["data"]["step_id"], "checked", "{m}");
+        assert_eq!(m["data"]["node_id"], "test-node", "{m}");
+        assert_eq!(m["data"]["status"], status, "{m}");
+    }
+    assert_eq!(down["data"]["error"], "HTTP 503", "{down}");
+    let stored = app.get("/engine/cluster/events").await.body["events"]
+        .as_array()
+        .cloned()
+        .unwrap();
+    let stored: Vec<&Value> = stored.iter().collect();
+    assert_envelopes(&[down, back], &stored, "health", json!(["cluster"]));
 }
 
 async fn unsubscribing_stops_the_events(backend: Backend) {

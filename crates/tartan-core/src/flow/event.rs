@@ -115,6 +115,17 @@ pub enum FlowEvent {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         http_status: Option<u16>,
     },
+    /// An item's attempt was not started because its step is unhealthy
+    /// (docs/operating.md, "Health gates dispatch"): the item waits,
+    /// `pending`, using no attempt and no retry budget, until the step is
+    /// healthy again. Argyll's event names the flow and step; Tartan adds
+    /// the item and the health check's reason.
+    DispatchDeferred {
+        flow_id: String,
+        step_id: String,
+        token: String,
+        error: String,
+    },
     /// An async step accepted the call; its webhook or a heartbeat must come
     /// before `inactive_until`.
     WorkAccepted {
@@ -342,6 +353,7 @@ impl FlowEvent {
             | FlowEvent::WorkFailed { step_id, token, .. }
             | FlowEvent::WorkNotCompleted { step_id, token, .. }
             | FlowEvent::WorkRetryScheduled { step_id, token, .. }
+            | FlowEvent::DispatchDeferred { step_id, token, .. }
             | FlowEvent::WorkAccepted { step_id, token, .. }
             | FlowEvent::WorkHeartbeat { step_id, token, .. }
             | FlowEvent::WorkTimedOut { step_id, token, .. }
@@ -392,6 +404,7 @@ impl FlowEvent {
         "flow_timed_out",
         "flow_cancelled",
         "work_retry_scheduled",
+        "dispatch_deferred",
         "attribute_set",
         "step_completed",
         "step_failed",
@@ -426,6 +439,7 @@ impl FlowEvent {
             FlowEvent::FlowTimedOut { .. } => "flow_timed_out",
             FlowEvent::FlowCancelled { .. } => "flow_cancelled",
             FlowEvent::WorkRetryScheduled { .. } => "work_retry_scheduled",
+            FlowEvent::DispatchDeferred { .. } => "dispatch_deferred",
             FlowEvent::AttributeSet { .. } => "attribute_set",
             FlowEvent::StepCompleted { .. } => "step_completed",
             FlowEvent::StepFailed { .. } => "step_failed",

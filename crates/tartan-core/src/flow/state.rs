@@ -293,9 +293,42 @@ pub struct WorkState {
     /// attempt, the current one last (docs/steps.md, "Sub-flows").
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub children: Vec<String>,
+    /// Since when the item has waited for its unhealthy step
+    /// (`dispatch_deferred`; docs/operating.md, "Health gates dispatch").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>, format = DateTime))]
+    pub deferred_since: Option<Time>,
+    /// How long the item waited for its unhealthy step after its first
+    /// attempt, in ms: left out of its retry budget.
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub deferred_ms: u64,
+}
+
+fn is_zero_u64(n: &u64) -> bool {
+    *n == 0
 }
 
 impl WorkState {
+    /// Waiting for a retry that is scheduled: `pending` with a
+    /// `next_retry_at` (`not_completed` in flows recorded before that
+    /// was so). Such an item holds its place among the step's items in
+    /// flight.
+    pub fn waits_for_retry(&self) -> bool {
+        matches!(self.status, WorkStatus::Pending | WorkStatus::NotCompleted)
+            && (self.next_retry_at.is_some() || self.deferred_since.is_some())
+    }
+
+    /// Where the item's retry budget (`max_retry_duration`) is measured
+    /// from: its first attempt's start, moved on by the time it waited
+    /// for its unhealthy step since. `None` before its first attempt.
+    pub fn budget_from(&self) -> Option<Time> {
+        let first = self.attempts.first()?.started_at;
+        let deferred =
+            chrono::Duration::try_milliseconds(i64::try_from(self.deferred_ms).unwrap_or(i64::MAX))
+                .unwrap_or(chrono::Duration::MAX);
+        Some(first.checked_add_signed(deferred).unwrap_or(first))
+    }
+
     /// The item without its inputs and outputs: what its row in the work
     /// projection keeps. The values live in the flow's events and state;
     /// a 1 MB output was written there once more for every item update.
@@ -319,6 +352,8 @@ impl WorkState {
             retry_state: self.retry_state,
             late_results: self.late_results.clone(),
             children: self.children.clone(),
+            deferred_since: self.deferred_since,
+            deferred_ms: self.deferred_ms,
         }
     }
 }

@@ -238,7 +238,7 @@ pub(super) fn redispatch(
         }));
         return Ok(());
     }
-    let first = work.attempts.first().map_or(ctx.now, |a| a.started_at);
+    let first = work.budget_from().unwrap_or(ctx.now);
     let used_up = if !policy.allows_attempt(cut.saturating_add(1)) {
         Some((
             RetryState::MaxAttempts,
@@ -267,6 +267,9 @@ pub(super) fn redispatch(
             })
     };
     let Some((retry_state, why)) = used_up else {
+        if tx.defer_if_unhealthy(step_id, token)? {
+            return Ok(());
+        }
         return start_next_attempt(tx, step_id, token);
     };
     let failure = Failure {
@@ -299,13 +302,14 @@ pub(super) fn retry_due(
     let Some(work) = tx.state.find_work(step_id, token) else {
         return Err(ApplyError::UnknownWork(token.to_string()));
     };
-    let due = work.next_retry_at.is_some_and(|t| t <= now);
+    // A deferred item is due as soon as its step may be called.
+    let due = work.next_retry_at.is_some_and(|t| t <= now) || work.deferred_since.is_some();
     // Compensation goes on after the flow has ended.
     if work.status == WorkStatus::Compensating && due {
         let attempt = work.compensation.last().map_or(0, |a| a.number) + 1;
         return start_compensation(tx, step_id, token, attempt);
     }
-    if tx.state.status != FlowStatus::Active || work.status != WorkStatus::NotCompleted || !due {
+    if tx.state.status != FlowStatus::Active || !work.waits_for_retry() || !due {
         return Ok(());
     }
     // The predicate judges the item again before it is retried.
@@ -319,6 +323,26 @@ pub(super) fn retry_due(
                 return advance(tx, ctx);
             }
         }
+    }
+    // The step's total timeout ran on while the item waited for its
+    // unhealthy step: it ends the item now, with no call.
+    let passed = tx
+        .state
+        .find_work(step_id, token)
+        .filter(|w| w.deadline_at.is_some_and(|d| d <= now))
+        .map(|w| {
+            let attempt = w.attempts.last().map_or(0, |a| a.number);
+            let first = w.attempts.first().map_or(now, |a| a.started_at);
+            (attempt, super::ms_between(first, now))
+        });
+    if let Some((attempt, elapsed_ms)) = passed {
+        let total_ms = policies(&plan, step_id)?.timeouts.total_ms.unwrap_or(elapsed_ms);
+        let scope = (TimeoutScope::Total, total_ms, elapsed_ms);
+        record_timeout(tx, step_id, token, attempt, scope, ctx)?;
+        return advance(tx, ctx);
+    }
+    if tx.defer_if_unhealthy(step_id, token)? {
+        return Ok(());
     }
     start_next_attempt(tx, step_id, token)
 }

@@ -42,7 +42,7 @@ pub(super) fn record_failure(
         .ok_or_else(|| ApplyError::UnknownWork(f.token.to_string()))?;
     let class = classify(f.cause, policy);
     let retry_count = work.retry_count;
-    let first = work.attempts.first().map(|a| a.started_at).unwrap_or(tx.now);
+    let first = work.budget_from().unwrap_or(tx.now);
     let deadline = work.deadline_at;
     // Which deadline a retry would have passed, for the error.
     let mut budget_note = String::new();

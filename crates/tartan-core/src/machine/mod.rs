@@ -64,6 +64,9 @@ pub struct Context<'a> {
     /// What one evaluation of a step's predicate, match or mapping script
     /// may spend (`TARTAN_SCRIPT_*`, docs/steps.md "Scripts").
     pub script_limits: crate::step::ScriptLimits,
+    /// The steps whose work waits, unhealthy: an item of one is deferred
+    /// instead of started (docs/operating.md, "Health gates dispatch").
+    pub gate: &'a crate::health::DispatchGate,
 }
 
 /// Something that happened to a flow, for the machine to decide on.
@@ -139,6 +142,9 @@ pub enum Stop {
 /// lead to, and their effects. An error changes nothing.
 pub fn apply(state: FlowState, command: Command, ctx: &mut Context<'_>) -> Result<Transition, ApplyError> {
     let mut tx = Transition::unchanged(state, ctx.now);
+    if !ctx.gate.is_open() {
+        tx.gate = Some(ctx.gate.clone());
+    }
     match command {
         Command::Start {
             flow_id,

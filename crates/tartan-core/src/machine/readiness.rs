@@ -187,7 +187,8 @@ fn fill_slots_once(tx: &mut Transition, step: &Step, limits: &ScriptLimits) -> R
     let room = parallelism(step);
     for (token, w) in exec.work_items.iter() {
         match w.status {
-            WorkStatus::Active | WorkStatus::NotCompleted => busy += 1,
+            _ if w.waits_for_retry() => busy += 1,
+            WorkStatus::Active => busy += 1,
             WorkStatus::Pending => {
                 // Keep the `room` first in element order.
                 // Ties stay in token order, as the map gives them.
@@ -217,6 +218,9 @@ fn fill_slots_once(tx: &mut Transition, step: &Step, limits: &ScriptLimits) -> R
                 continue;
             }
             fail => return predicate::skip_or_fail(tx, &step.id, &token, fail).map(|()| false),
+        }
+        if tx.defer_if_unhealthy(&step.id, &token)? {
+            continue;
         }
         // Attempts go on counting for an item a retry kept them for.
         let (inputs, attempt) = tx

@@ -5,6 +5,7 @@
 use std::collections::BTreeSet;
 
 use crate::flow::{ApplyError, FlowEvent, FlowState, FlowStatus, Time, WorkStatus};
+use crate::health::DispatchGate;
 
 /// The events of one decision, the state they lead to and their effects.
 #[derive(Debug, Clone)]
@@ -18,6 +19,9 @@ pub struct Transition {
     touched: BTreeSet<(String, String)>,
     /// The tokens of the calls in `effects`.
     called: BTreeSet<String>,
+    /// The decision's dispatch gate, when a step is closed
+    /// (`Context::gate`).
+    pub(crate) gate: Option<DispatchGate>,
 }
 
 /// Something a committed transition asks of the engine.
@@ -80,7 +84,31 @@ impl Transition {
             now,
             touched: BTreeSet::new(),
             called: BTreeSet::new(),
+            gate: None,
         }
+    }
+
+    /// Defer the item's attempt when its step is unhealthy: `true` when it
+    /// waits (and `dispatch_deferred` says so once per wait), `false` when
+    /// the attempt may start.
+    pub(crate) fn defer_if_unhealthy(&mut self, step_id: &str, token: &str) -> Result<bool, ApplyError> {
+        let Some(why) = self.gate.as_ref().and_then(|g| g.closed(step_id)) else {
+            return Ok(false);
+        };
+        let why = why.to_string();
+        let waiting = self
+            .state
+            .find_work(step_id, token)
+            .is_some_and(|w| w.deferred_since.is_some() && w.status == WorkStatus::Pending);
+        if !waiting {
+            self.emit(FlowEvent::DispatchDeferred {
+                flow_id: self.state.id.clone(),
+                step_id: step_id.to_string(),
+                token: token.to_string(),
+                error: why,
+            })?;
+        }
+        Ok(true)
     }
 
     /// Begin a flow: `state` is what `flow_started` makes of nothing.
@@ -268,6 +296,7 @@ impl Transition {
             | FlowEvent::WorkFailed { .. }
             | FlowEvent::WorkLateResult { .. }
             | FlowEvent::WorkNotCompleted { .. }
+            | FlowEvent::DispatchDeferred { .. }
             | FlowEvent::StepTimedOut { .. }
             | FlowEvent::StepCancelled { .. }
             | FlowEvent::AttributeSet { .. }

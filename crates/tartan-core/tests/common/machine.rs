@@ -4,6 +4,7 @@
 use chrono::{Duration, TimeZone, Utc};
 use serde_json::Value;
 use tartan_core::flow::{FlowEvent, Time};
+use tartan_core::health::DispatchGate;
 use tartan_core::machine::{AttemptResult, Context, Transition};
 use tartan_core::step::Args;
 
@@ -36,6 +37,16 @@ pub fn types(tx: &Transition) -> Vec<&'static str> {
 /// A decision's context at `at`: tokens `tok-1`, `tok-2`, ... counted in
 /// `tokens`, randomness fixed at 0.5.
 pub fn with_context<R>(tokens: &mut u32, at: Time, decide: impl FnOnce(&mut Context<'_>) -> R) -> R {
+    with_gated_context(tokens, at, &DispatchGate::default(), decide)
+}
+
+/// `with_context`, with the steps `gate` closes unhealthy.
+pub fn with_gated_context<R>(
+    tokens: &mut u32,
+    at: Time,
+    gate: &DispatchGate,
+    decide: impl FnOnce(&mut Context<'_>) -> R,
+) -> R {
     let mut new_token = move || {
         *tokens += 1;
         format!("tok-{tokens}")
@@ -47,6 +58,7 @@ pub fn with_context<R>(tokens: &mut u32, at: Time, decide: impl FnOnce(&mut Cont
         random: &mut || 0.5,
         max_flow_bytes: tartan_core::json::DEFAULT_MAX_FLOW_BYTES,
         script_limits: tartan_core::step::ScriptLimits::default(),
+        gate,
     };
     decide(&mut ctx)
 }

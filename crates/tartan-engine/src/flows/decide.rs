@@ -327,6 +327,7 @@ impl Engine {
         let mut token = new_token;
         let mut random = rand::random::<f64>;
         let whole = self.inner.config.script_limits;
+        let gate = self.dispatch_gate();
         let mut ctx = Context {
             now: at,
             webhook_base: &self.inner.config.webhook_base_url,
@@ -334,6 +335,7 @@ impl Engine {
             random: &mut random,
             max_flow_bytes: self.inner.config.max_flow_bytes,
             script_limits: whole,
+            gate: &gate,
         };
         let multi_thread = tokio::runtime::Handle::try_current()
             .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
@@ -395,7 +397,10 @@ impl Engine {
                     (WorkStatus::Active, _) | (WorkStatus::Compensating, None) => (None, Some(call_lease)),
                     // A retry may be due at the end of time (a backoff
                     // without a cap): the lease saturates there.
-                    (WorkStatus::NotCompleted | WorkStatus::Compensating, Some(due)) => (
+                    (
+                        WorkStatus::Pending | WorkStatus::NotCompleted | WorkStatus::Compensating,
+                        Some(due),
+                    ) => (
                         Some(
                             due.checked_add_signed(lease_len)
                                 .unwrap_or(DateTime::<Utc>::MAX_UTC),
@@ -418,6 +423,7 @@ impl Engine {
                     lease_for,
                     created_at: tx.now,
                     detail: w.bookkeeping(),
+                    deferred_at: w.deferred_since.filter(|_| w.status == WorkStatus::Pending),
                 })
             })
             .collect();

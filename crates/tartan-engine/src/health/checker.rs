@@ -54,9 +54,15 @@ impl Engine {
             tracing::warn!("writing this engine's heartbeat failed: {e}");
             return;
         }
+        self.sweep_catalog().await;
+        // With checks off, nothing is gated: no check of this engine's
+        // would ever open the gate again.
         if self.inner.config.health.interval.is_zero() {
             return;
         }
+        // The gate as the checks left it; deferred work its steps' health
+        // allows is started (that of an engine that stopped included).
+        self.health_changed(true).await;
         // The cluster as the last round left it: the metrics show its
         // health, whoever checked, and its live engines share the checks.
         let cluster = match self.cluster().await {
@@ -106,8 +112,11 @@ impl Engine {
                 changed_at: self.inner.config.clock.now(),
             };
             match store.record_health(&record).await {
-                Ok(true) => tracing::info!(%step_id, status = record.health.status.as_str(),
-                    error = record.health.error.as_deref().unwrap_or(""), "step health changed"),
+                Ok(true) => {
+                    tracing::info!(%step_id, status = record.health.status.as_str(),
+                        error = record.health.error.as_deref().unwrap_or(""), "step health changed");
+                    self.announce_health_change().await;
+                }
                 Ok(false) => {}
                 Err(e) => tracing::warn!(%step_id, "recording a health check failed: {e}"),
             }

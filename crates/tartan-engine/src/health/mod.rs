@@ -6,8 +6,14 @@
 //!
 //! - this file: the cluster as the API shows it.
 //! - `checker`: the rounds of checks and heartbeats.
+//! - `gate`: the dispatch gate, the deferred work it holds back, and the
+//!   cluster's live events.
 
 mod checker;
+mod gate;
+
+pub(crate) use gate::Live;
+pub use gate::{ClusterEvents, ClusterReceiver};
 
 use std::collections::BTreeMap;
 
@@ -55,18 +61,7 @@ impl Engine {
             .filter(|n| live(n, now, gone_after))
             .map(|n| (n.node_id.clone(), n))
             .collect();
-        let mut checked: BTreeMap<String, HealthRecord> = BTreeMap::new();
-        for record in records {
-            // Only a step that still has a health check keeps its result.
-            let has_check = view
-                .catalog
-                .get(&record.step_id)
-                .and_then(|s| s.http.as_ref())
-                .is_some_and(|h| !h.health_check.is_empty());
-            if has_check {
-                checked.insert(record.step_id.clone(), record);
-            }
-        }
+        let mut checked = with_checks(records, &view.catalog);
         let bases = checked
             .iter()
             .map(|(id, r)| (id.clone(), r.health.clone()))
@@ -90,6 +85,24 @@ impl Engine {
             last_updated,
         })
     }
+}
+
+/// The checks' results by step, of the steps that still have a health
+/// check (one removed since keeps no result).
+pub(crate) fn with_checks(
+    records: Vec<HealthRecord>,
+    catalog: &tartan_core::catalog::Catalog,
+) -> BTreeMap<String, HealthRecord> {
+    records
+        .into_iter()
+        .filter(|record| {
+            catalog
+                .get(&record.step_id)
+                .and_then(|s| s.http.as_ref())
+                .is_some_and(|h| !h.health_check.is_empty())
+        })
+        .map(|record| (record.step_id.clone(), record))
+        .collect()
 }
 
 /// Whether an engine's heartbeat is recent enough to count it alive.

@@ -46,6 +46,7 @@ pub mod names {
     pub const ATTEMPT_DURATION: &str = "tartan_attempt_duration_seconds";
     pub const RETRIES_SCHEDULED: &str = "tartan_retries_scheduled";
     pub const RETRIES_PENDING: &str = "tartan_retries_pending";
+    pub const DISPATCH_DEFERRED: &str = "tartan_dispatch_deferred";
     pub const TIMERS_ARMED: &str = "tartan_timers_armed";
     pub const RETRY_TIMER_LATENESS: &str = "tartan_retry_timer_lateness_seconds";
     pub const CALLS_IN_FLIGHT: &str = "tartan_calls_in_flight";
@@ -89,6 +90,7 @@ pub struct Metrics {
     attempts: Family<AttemptLabels, Counter>,
     attempt_duration: Histograms<CallLabels>,
     retries_scheduled: Counter,
+    dispatch_deferred: Counter,
     retries_pending: Gauge,
     timers_armed: Gauge,
     retry_lateness: Histogram,
@@ -132,6 +134,7 @@ impl Metrics {
             attempts: Family::default(),
             attempt_duration: Family::new_with_constructor(call_histogram),
             retries_scheduled: Counter::default(),
+            dispatch_deferred: Counter::default(),
             retries_pending: Gauge::default(),
             timers_armed: Gauge::default(),
             // From 1 ms to about 30 s.
@@ -200,6 +203,11 @@ impl Metrics {
             RETRIES_SCHEDULED,
             "Retries scheduled (work items and compensations)",
             self.retries_scheduled.clone(),
+        );
+        r.register(
+            DISPATCH_DEFERRED,
+            "Attempts deferred because their step was unhealthy (dispatch_deferred)",
+            self.dispatch_deferred.clone(),
         );
         r.register(
             RETRIES_PENDING,

@@ -16,6 +16,7 @@ pub(crate) struct Tally {
     started: bool,
     finished: Option<&'static str>,
     retries: u64,
+    deferred: u64,
 }
 
 impl Tally {
@@ -28,6 +29,7 @@ impl Tally {
                 tally.finished = Some(status.as_str());
             }
             tally.retries += u64::from(event.schedules_retry());
+            tally.deferred += u64::from(matches!(event, FlowEvent::DispatchDeferred { .. }));
         }
         tally
     }
@@ -44,6 +46,9 @@ impl Metrics {
         }
         if tally.retries > 0 {
             self.retries_scheduled.inc_by(tally.retries);
+        }
+        if tally.deferred > 0 {
+            self.dispatch_deferred.inc_by(tally.deferred);
         }
     }
 

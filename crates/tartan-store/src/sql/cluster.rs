@@ -87,12 +87,23 @@ impl ClusterStore for SqlStore {
             .collect()
     }
 
-    async fn forget_health(&self, step_id: &str) -> Result<(), StoreError> {
-        sqlx::query("DELETE FROM step_health WHERE step_id = $1")
-            .bind(step_id)
-            .execute(&self.write)
-            .await?;
-        Ok(())
+    async fn forget_health(&self, step_id: &str, node: &str, at: DateTime<Utc>) -> Result<bool, StoreError> {
+        for _ in 0..APPEND_TRIES {
+            match self.try_forget_health(step_id, node, at).await {
+                Err(StoreError::Conflict(_)) => continue,
+                other => return other,
+            }
+        }
+        Err(StoreError::Conflict(format!(
+            "the cluster's events kept changing while forgetting step {step_id}'s health"
+        )))
+    }
+
+    async fn cluster_head(&self) -> Result<i64, StoreError> {
+        let mut tx = self.read.begin().await?;
+        let head = super::aggregate_head(&mut tx, CLUSTER, CLUSTER).await?;
+        tx.commit().await?;
+        Ok(head)
     }
 
     async fn cluster_events_page(
@@ -106,6 +117,27 @@ impl ClusterStore for SqlStore {
 }
 
 impl SqlStore {
+    /// One try of `forget_health`.
+    async fn try_forget_health(
+        &self,
+        step_id: &str,
+        node: &str,
+        at: DateTime<Utc>,
+    ) -> Result<bool, StoreError> {
+        let mut tx = self.write.begin().await?;
+        let gone = sqlx::query("DELETE FROM step_health WHERE step_id = $1")
+            .bind(step_id)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+        if gone > 0 {
+            let data = serde_json::json!({ "node_id": node, "step_id": step_id, "status": "unknown" });
+            append_change(&mut tx, &data, to_us(at)).await?;
+        }
+        tx.commit().await?;
+        Ok(gone > 0)
+    }
+
     /// One try of `record_health`: `Conflict` when another engine appended
     /// a cluster event with the same sequence first.
     async fn try_record_health(&self, record: &HealthRecord) -> Result<bool, StoreError> {
@@ -140,7 +172,6 @@ impl SqlStore {
         .execute(&mut *tx)
         .await?;
         if changed {
-            let head = super::aggregate_head(&mut tx, CLUSTER, CLUSTER).await?;
             // Argyll's `step_health_changed`.
             let mut data = serde_json::json!({
                 "node_id": record.node,
@@ -150,27 +181,35 @@ impl SqlStore {
             if let Some(error) = &record.health.error {
                 data["error"] = error.clone().into();
             }
-            let data = json_text(&data)?;
-            let inserted = sqlx::query(
-                "INSERT INTO events (aggregate_type, aggregate_id, sequence, event_type, ts_us, data) \
-                 VALUES ($1, $2, $3, 'step_health_changed', $4, $5)",
-            )
-            .bind(CLUSTER)
-            .bind(CLUSTER)
-            .bind(head + 1)
-            .bind(at)
-            .bind(data)
-            .execute(&mut *tx)
-            .await;
-            match inserted {
-                Ok(_) => {}
-                Err(sqlx::Error::Database(e)) if e.is_unique_violation() => {
-                    return Err(StoreError::Conflict(CLUSTER.into()));
-                }
-                Err(e) => return Err(e.into()),
-            }
+            append_change(&mut tx, &data, at).await?;
         }
         tx.commit().await?;
         Ok(changed)
+    }
+}
+
+/// Append a `step_health_changed` to the cluster's events in `tx`:
+/// `Conflict` when another engine appended the same sequence first.
+async fn append_change(
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    data: &serde_json::Value,
+    at_us: i64,
+) -> Result<(), StoreError> {
+    let head = super::aggregate_head(tx, CLUSTER, CLUSTER).await?;
+    let inserted = sqlx::query(
+        "INSERT INTO events (aggregate_type, aggregate_id, sequence, event_type, ts_us, data) \
+         VALUES ($1, $2, $3, 'step_health_changed', $4, $5)",
+    )
+    .bind(CLUSTER)
+    .bind(CLUSTER)
+    .bind(head + 1)
+    .bind(at_us)
+    .bind(json_text(data)?)
+    .execute(&mut **tx)
+    .await;
+    match inserted {
+        Ok(_) => Ok(()),
+        Err(sqlx::Error::Database(e)) if e.is_unique_violation() => Err(StoreError::Conflict(CLUSTER.into())),
+        Err(e) => Err(e.into()),
     }
 }

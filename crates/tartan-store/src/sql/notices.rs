@@ -16,14 +16,16 @@ const HANDBACK_CHANNEL: &str = "tartan_handback";
 const EVENTS_CHANNEL: &str = "tartan_events";
 const CATALOG_CHANNEL: &str = "tartan_catalog";
 const BULK_CHANNEL: &str = "tartan_bulk";
+const HEALTH_CHANNEL: &str = "tartan_health";
 
 /// Every channel, listened to together.
-pub(crate) const CHANNELS: [&str; 5] = [
+pub(crate) const CHANNELS: [&str; 6] = [
     ABORT_CHANNEL,
     HANDBACK_CHANNEL,
     EVENTS_CHANNEL,
     CATALOG_CHANNEL,
     BULK_CHANNEL,
+    HEALTH_CHANNEL,
 ];
 
 /// Receipt tokens (32 characters and a comma) per abort notice: a notice
@@ -42,6 +44,7 @@ pub(crate) fn encode(notice: &Notice) -> Vec<(&'static str, String)> {
         Notice::Catalog { node, sequence } => vec![(CATALOG_CHANNEL, format!("{sequence} {node}"))],
         Notice::HandedBack { node } => vec![(HANDBACK_CHANNEL, node.clone())],
         Notice::BulkJob { id } => vec![(BULK_CHANNEL, id.clone())],
+        Notice::Health { node } => vec![(HEALTH_CHANNEL, node.clone())],
     }
 }
 
@@ -67,6 +70,9 @@ pub(crate) fn decode(channel: &str, payload: &str) -> Option<Notice> {
         }),
         BULK_CHANNEL => Some(Notice::BulkJob {
             id: payload.to_string(),
+        }),
+        HEALTH_CHANNEL => Some(Notice::Health {
+            node: payload.to_string(),
         }),
         _ => None,
     }
@@ -134,6 +140,7 @@ mod tests {
             },
             Notice::HandedBack { node: "n".into() },
             Notice::BulkJob { id: "job".into() },
+            Notice::Health { node: "n".into() },
         ];
         for notice in notices {
             let encoded = encode(&notice);

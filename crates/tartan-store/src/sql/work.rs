@@ -84,7 +84,7 @@ impl WorkStore for SqlStore {
         let mut timers = Vec::new();
         let rows = sqlx::query(
             "SELECT w.flow_id, w.step_id, w.token, w.status, w.due_us FROM work_items w JOIN flows f ON f.id = w.flow_id \
-             WHERE w.due_us < $1 AND w.status IN ('not_completed', 'active', 'compensating') \
+             WHERE w.due_us < $1 AND w.status IN ('pending', 'not_completed', 'active', 'compensating') \
              AND (f.status = 'active' OR w.status IN ('active', 'compensating'))",
         )
         .bind(to_us(before))
@@ -170,7 +170,7 @@ impl WorkStore for SqlStore {
             let list: Vec<String> = (0..chunk.len()).map(|i| format!("${}", i + 6)).collect();
             let sql = format!(
                 "UPDATE work_items SET lease_owner = $1, lease_expires_us = COALESCE($2, {now}) + $3 WHERE token IN (\
-                 SELECT token FROM work_items WHERE status IN ('not_completed', 'compensating') AND due_us <= $4 \
+                 SELECT token FROM work_items WHERE status IN ('pending', 'not_completed', 'compensating') AND due_us <= $4 \
                  AND (lease_owner IS NULL OR lease_owner = $1 OR lease_expires_us < COALESCE($5, {now})) AND token IN ({}){lock}) \
                  RETURNING flow_id, step_id, token",
                 list.join(", ")
@@ -189,6 +189,26 @@ impl WorkStore for SqlStore {
             }
         }
         Ok(claimed)
+    }
+
+    async fn deferred_work(&self, closed: &[String], limit: usize) -> Result<Vec<WorkKey>, StoreError> {
+        // The closed steps are few (each has a failing health check).
+        let list: Vec<String> = (0..closed.len()).map(|i| format!("${}", i + 2)).collect();
+        let except = if closed.is_empty() {
+            String::new()
+        } else {
+            format!(" AND w.step_id NOT IN ({})", list.join(", "))
+        };
+        let sql = format!(
+            "SELECT w.flow_id, w.step_id, w.token FROM work_items w JOIN flows f ON f.id = w.flow_id \
+             WHERE w.deferred_us IS NOT NULL AND w.status = 'pending' AND f.status = 'active'{except} \
+             ORDER BY w.deferred_us, w.token LIMIT $1"
+        );
+        let mut query = sqlx::query(&sql).bind(i64::try_from(limit).unwrap_or(i64::MAX));
+        for step in closed {
+            query = query.bind(step);
+        }
+        query.fetch_all(&self.read).await?.iter().map(work_key).collect()
     }
 
     async fn renew_leases(
@@ -263,7 +283,7 @@ impl WorkStore for SqlStore {
         };
         let sql = format!(
             "UPDATE work_items SET lease_owner = NULL, lease_expires_us = NULL WHERE lease_owner = $1 \
-             AND (status IN ('not_completed', 'compensating') OR (status = 'active' AND due_us IS NULL)){keep_clause}"
+             AND (status IN ('pending', 'not_completed', 'compensating') OR (status = 'active' AND due_us IS NULL)){keep_clause}"
         );
         let mut query = sqlx::query(&sql).bind(node);
         for t in keep {

@@ -22,8 +22,12 @@ pub trait ClusterStore: Send + Sync {
     async fn step_health(&self) -> Result<Vec<HealthRecord>, StoreError>;
 
     /// Forget a step's health (it was registered again, updated or
-    /// removed): unknown until its next check.
-    async fn forget_health(&self, step_id: &str) -> Result<(), StoreError>;
+    /// removed): unknown until its next check. When it had one, a
+    /// `step_health_changed` to `unknown` by `node` is appended: `true`.
+    async fn forget_health(&self, step_id: &str, node: &str, at: DateTime<Utc>) -> Result<bool, StoreError>;
+
+    /// The sequence of the cluster's last event (0 before the first).
+    async fn cluster_head(&self) -> Result<i64, StoreError>;
 
     /// A page of the cluster's events (`step_health_changed`), as
     /// `CatalogStore::catalog_events_page`.

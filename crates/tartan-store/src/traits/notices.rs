@@ -24,6 +24,10 @@ pub enum Notice {
     HandedBack { node: String },
     /// A bulk job was created (`BulkJobStore::create_bulk_job`).
     BulkJob { id: String },
+    /// `node` recorded a change of a step's health
+    /// (`ClusterStore::record_health`, `forget_health`): read the cluster
+    /// again (the dispatch gate, the WebSocket subscribers).
+    Health { node: String },
 }
 
 /// The notices between processes, behind one pair of methods. Only

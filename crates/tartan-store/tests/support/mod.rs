@@ -144,6 +144,7 @@ pub fn start(flow_id: &str, labels: &[(&str, &str)], now: Time) -> Transition {
         random: &mut random,
         max_flow_bytes: tartan_core::json::DEFAULT_MAX_FLOW_BYTES,
         script_limits: tartan_core::step::ScriptLimits::default(),
+        gate: &tartan_core::health::DispatchGate::default(),
     };
     let options = FlowOptions {
         labels,
@@ -177,6 +178,7 @@ fn record(state: &FlowState, result: AttemptResult, now: Time) -> Transition {
         random: &mut random,
         max_flow_bytes: tartan_core::json::DEFAULT_MAX_FLOW_BYTES,
         script_limits: tartan_core::step::ScriptLimits::default(),
+        gate: &tartan_core::health::DispatchGate::default(),
     };
     let record = Command::Record {
         step_id: GREET.to_string(),
@@ -243,6 +245,7 @@ pub fn work_rows(state: &FlowState, now: Time, owner: &str) -> Vec<WorkRow> {
                 lease_for: None,
                 created_at: now,
                 detail: w.clone(),
+                deferred_at: w.deferred_since,
             });
         }
     }
@@ -285,6 +288,8 @@ pub fn detail(status: WorkStatus, note: &str) -> WorkState {
         retry_state: None,
         late_results: Vec::new(),
         children: Vec::new(),
+        deferred_since: None,
+        deferred_ms: 0,
         index: 0,
     }
 }
@@ -311,5 +316,6 @@ pub fn row(
         lease_for: None,
         created_at,
         detail: detail(status, "original"),
+        deferred_at: None,
     }
 }

@@ -39,9 +39,11 @@ impl FlowState {
             w.inactive_until = None;
             w.accepted_at = None;
             w.retry_state = None;
+            w.deferred_since = None;
             if reset_attempts {
                 w.started_at = None;
                 w.retry_count = 0;
+                w.deferred_ms = 0;
                 w.attempts.clear();
             }
         }
@@ -156,6 +158,7 @@ impl FlowState {
             FlowEvent::WorkFailed { .. }
             | FlowEvent::WorkNotCompleted { .. }
             | FlowEvent::WorkRetryScheduled { .. }
+            | FlowEvent::DispatchDeferred { .. }
             | FlowEvent::WorkTimedOut { .. }
             | FlowEvent::WorkCancelled { .. }
             | FlowEvent::WorkSkipped { .. } => self.change_work_failure(event, at)?,

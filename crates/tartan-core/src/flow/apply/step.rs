@@ -54,6 +54,8 @@ impl FlowState {
                             retry_state: None,
                             late_results: Vec::new(),
                             children: Vec::new(),
+                            deferred_since: None,
+                            deferred_ms: 0,
                             index: positions
                                 .get(token.as_str())
                                 .and_then(|i| u32::try_from(*i).ok())

@@ -30,11 +30,14 @@ impl FlowState {
                 }
                 work.inactive_until = None;
                 work.accepted_at = None;
-                // An attempt still open here was cut off by an engine stop.
-                if let Some(open) = work.attempts.last_mut().filter(|a| a.ended_at.is_none()) {
-                    open.ended_at = Some(at);
-                    open.outcome = Some(AttemptOutcome::Abandoned);
-                    open.error = Some("engine stopped before the attempt finished".into());
+                abandon_open_attempt(work, at);
+                // Time deferred after the first attempt does not count
+                // against the retry budget (`WorkState::budget_from`).
+                if let Some(since) = work.deferred_since.take() {
+                    if !work.attempts.is_empty() {
+                        let ms = u64::try_from((at - since).num_milliseconds()).unwrap_or(0);
+                        work.deferred_ms = work.deferred_ms.saturating_add(ms);
+                    }
                 }
                 work.status = WorkStatus::Active;
                 work.started_at.get_or_insert(at);
@@ -160,11 +163,25 @@ impl FlowState {
                 ..
             } => {
                 let work = self.work(step_id, token)?;
+                // Back to `pending` until its retry, as Argyll has it (its
+                // UI counts down to `next_retry_at` only for that status).
+                work.status = WorkStatus::Pending;
                 work.retry_count = *retry_count;
                 work.next_retry_at = Some(*next_retry_at);
                 if let Some(a) = work.attempts.last_mut() {
                     a.delay = Some(*delay);
                 }
+            }
+            FlowEvent::DispatchDeferred { step_id, token, .. } => {
+                let work = self.work(step_id, token)?;
+                // A call cut off and not made again (its step turned
+                // unhealthy) ends as a cut-off.
+                abandon_open_attempt(work, at);
+                work.status = WorkStatus::Pending;
+                work.next_retry_at = None;
+                work.inactive_until = None;
+                work.accepted_at = None;
+                work.deferred_since.get_or_insert(at);
             }
             FlowEvent::WorkTimedOut {
                 step_id,
@@ -309,5 +326,15 @@ impl FlowState {
             _ => {}
         }
         Ok(())
+    }
+}
+
+/// An attempt still open when its item moves on was cut off by an engine
+/// stop or a lease takeover.
+fn abandon_open_attempt(work: &mut WorkState, at: Time) {
+    if let Some(open) = work.attempts.last_mut().filter(|a| a.ended_at.is_none()) {
+        open.ended_at = Some(at);
+        open.outcome = Some(AttemptOutcome::Abandoned);
+        open.error = Some("engine stopped before the attempt finished".into());
     }
 }

@@ -8,7 +8,11 @@ use axum::extract::ws::{close_code, Message, WebSocket};
 use futures::stream::SplitStream;
 use futures::StreamExt;
 use serde_json::{json, Value};
-use tartan_engine::{BusReceiver, CommittedCatalog, CommittedEvents, Engine, EventSubscription, RecvError};
+use tartan_engine::{
+    BusReceiver, ClusterEvents, ClusterReceiver, CommittedCatalog, CommittedEvents, Engine,
+    EventSubscription, RecvError,
+};
+use tokio::sync::broadcast;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -24,6 +28,7 @@ pub(super) enum Step {
     Frame(Option<Result<Message, axum::Error>>),
     Flow(Result<Arc<CommittedEvents>, RecvError>),
     Catalog(Result<Arc<CommittedCatalog>, RecvError>),
+    Cluster(Result<Arc<ClusterEvents>, broadcast::error::RecvError>),
 }
 
 pub(super) struct Connection {
@@ -38,6 +43,7 @@ impl Connection {
         mut stream: SplitStream<WebSocket>,
         events: &mut EventSubscription,
         catalog: &mut BusReceiver<CommittedCatalog>,
+        cluster: &mut ClusterReceiver,
         writer_gone: &CancellationToken,
     ) -> End {
         let mut deadline = Instant::now() + PONG_WAIT;
@@ -49,6 +55,7 @@ impl Connection {
                 frame = stream.next() => Step::Frame(frame),
                 batch = events.events.recv() => Step::Flow(batch),
                 batch = catalog.recv() => Step::Catalog(batch),
+                batch = cluster.recv() => Step::Cluster(batch),
             };
             let done = match step {
                 Step::WriterGone => return End::Gone,
@@ -69,6 +76,16 @@ impl Connection {
                 }
                 Step::Flow(Ok(batch)) => self.flow_events(&batch),
                 Step::Catalog(Ok(batch)) => self.catalog_events(&batch),
+                Step::Cluster(Ok(batch)) => self.cluster_events(&batch),
+                // Health changes missed by a connection that follows none
+                // of them do not matter; one that follows them reconnects.
+                Step::Cluster(Err(broadcast::error::RecvError::Lagged(_))) if !self.follows_cluster() => {
+                    Ok(())
+                }
+                Step::Cluster(Err(broadcast::error::RecvError::Lagged(_))) => return self.fell_behind(),
+                Step::Cluster(Err(broadcast::error::RecvError::Closed)) => {
+                    return End::Close(close_code::AWAY, "the server is shutting down")
+                }
                 // What a connection following none of it missed does not
                 // matter: it is attached again from now on.
                 Step::Flow(Err(RecvError::Lagged)) if !self.follows_flows() => {
@@ -229,6 +246,7 @@ impl Connection {
         let mut subscription = Subscription {
             everything: aggregates.is_empty(),
             catalog: false,
+            cluster: false,
             all_flows: false,
             flows: HashSet::new(),
             types,
@@ -240,9 +258,7 @@ impl Connection {
         for aggregate in &aggregates {
             match aggregate {
                 Aggregate::Catalog => subscription.catalog = true,
-                // Its state is sent; its live events (health changes) are
-                // not delivered yet (docs/api.md, "WebSocket").
-                Aggregate::Cluster => {}
+                Aggregate::Cluster => subscription.cluster = true,
                 Aggregate::Flows => subscription.all_flows = true,
                 Aggregate::Flow(id) => {
                     subscription.flows.insert(id.clone());
@@ -357,6 +373,32 @@ impl Connection {
             }
         }
         Ok(())
+    }
+
+    pub(super) fn cluster_events(&self, batch: &ClusterEvents) -> Result<(), Slow> {
+        for (sub_id, subscription) in &self.subscriptions {
+            if !subscription.wants_cluster() {
+                continue;
+            }
+            for event in &batch.events {
+                if !subscription.wants_type(&event.event_type) {
+                    continue;
+                }
+                self.out.send(&Envelope {
+                    kind: &event.event_type,
+                    sub_id,
+                    data: &event.data,
+                    id: &["cluster"],
+                    timestamp: event.timestamp.timestamp_millis(),
+                    sequence: event.sequence,
+                })?;
+            }
+        }
+        Ok(())
+    }
+
+    pub(super) fn follows_cluster(&self) -> bool {
+        self.subscriptions.values().any(Subscription::wants_cluster)
     }
 
     pub(super) fn follows_flows(&self) -> bool {

@@ -39,7 +39,7 @@ use axum::response::Response;
 use futures::stream::SplitSink;
 use futures::{SinkExt, StreamExt};
 use serde::Serialize;
-use tartan_engine::{BusReceiver, CommittedCatalog, Engine, EventSubscription};
+use tartan_engine::{BusReceiver, ClusterReceiver, CommittedCatalog, Engine, EventSubscription};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -105,11 +105,12 @@ pub(crate) async fn engine_ws(
     // Listen before anything is read, and take a stream slot (or 503).
     let events = engine.subscribe_events().await?;
     let catalog = engine.subscribe_catalog();
+    let cluster = engine.subscribe_cluster();
     let queue = engine.config().stream_buffer.max(1);
     Ok(upgrade
         .max_message_size(READ_LIMIT)
         .max_frame_size(READ_LIMIT)
-        .on_upgrade(move |socket| serve(socket, engine, events, catalog, queue)))
+        .on_upgrade(move |socket| serve(socket, engine, events, catalog, cluster, queue)))
 }
 
 pub(super) async fn serve(
@@ -117,6 +118,7 @@ pub(super) async fn serve(
     engine: Engine,
     mut events: EventSubscription,
     mut catalog: BusReceiver<CommittedCatalog>,
+    mut cluster: ClusterReceiver,
     queue: usize,
 ) {
     let (sink, stream) = socket.split();
@@ -137,7 +139,7 @@ pub(super) async fn serve(
         out: Outbox { tx, queued },
     };
     let end = connection
-        .run(stream, &mut events, &mut catalog, &writer_gone)
+        .run(stream, &mut events, &mut catalog, &mut cluster, &writer_gone)
         .await;
     match end {
         End::Gone => {}

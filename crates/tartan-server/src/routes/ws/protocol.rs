@@ -99,6 +99,8 @@ pub(super) struct Subscription {
     /// No aggregate ids: every event.
     pub(super) everything: bool,
     pub(super) catalog: bool,
+    /// The cluster's events (`step_health_changed`).
+    pub(super) cluster: bool,
     pub(super) all_flows: bool,
     pub(super) flows: HashSet<String>,
     /// `None`: every type.
@@ -117,6 +119,10 @@ impl Subscription {
 
     pub(super) fn wants_catalog(&self) -> bool {
         self.everything || self.catalog
+    }
+
+    pub(super) fn wants_cluster(&self) -> bool {
+        self.everything || self.cluster
     }
 
     pub(super) fn wants_type(&self, kind: &str) -> bool {

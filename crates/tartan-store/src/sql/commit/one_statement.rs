@@ -176,7 +176,8 @@ pub(super) fn batch_json(decisions: &[Decision<'_>]) -> Result<[String; 6], Stor
                 .int("lease_for_us", w.lease_for.map(duration_us))
                 .int("created_us", Some(to_us(w.created_at)))
                 .int("updated_us", Some(to_us(c.at)))
-                .raw("detail", &detail);
+                .raw("detail", &detail)
+                .int("deferred_us", w.deferred_at.map(to_us));
             work.end_row();
         }
     }
@@ -236,17 +237,18 @@ pub(super) async fn commit_in_one_statement(
           WHERE v.flow_id IN (SELECT id FROM passed) \
           ON CONFLICT (flow_id, hash) DO NOTHING), \
         new_work AS (INSERT INTO work_items (token, flow_id, step_id, status, attempt, retry_count, due_us, \
-            lease_owner, lease_expires_us, created_us, updated_us, detail) \
+            lease_owner, lease_expires_us, created_us, updated_us, detail, deferred_us) \
           SELECT w.token, w.flow_id, w.step_id, w.status, w.attempt, w.retry_count, w.due_us, w.lease_owner, \
             COALESCE(w.lease_expires_us, w.lease_for_us + {now}), \
-            w.created_us, w.updated_us, CAST(w.detail AS text) \
+            w.created_us, w.updated_us, CAST(w.detail AS text), w.deferred_us \
           FROM json_to_recordset(CAST($4 AS json)) AS w(token text, flow_id text, step_id text, status text, \
             attempt bigint, retry_count bigint, due_us bigint, lease_owner text, lease_expires_us bigint, \
-            lease_for_us bigint, created_us bigint, updated_us bigint, detail json) \
+            lease_for_us bigint, created_us bigint, updated_us bigint, detail json, deferred_us bigint) \
           WHERE w.flow_id IN (SELECT id FROM passed) ORDER BY w.token \
           ON CONFLICT (token) DO UPDATE SET status = excluded.status, attempt = excluded.attempt, \
             retry_count = excluded.retry_count, due_us = excluded.due_us, lease_owner = excluded.lease_owner, \
-            lease_expires_us = excluded.lease_expires_us, updated_us = excluded.updated_us, detail = excluded.detail), \
+            lease_expires_us = excluded.lease_expires_us, updated_us = excluded.updated_us, detail = excluded.detail, \
+            deferred_us = excluded.deferred_us), \
         new_labels AS (INSERT INTO flow_labels (flow_id, key, value) \
           SELECT l.flow_id, l.key, l.value FROM json_to_recordset(CAST($5 AS json)) AS l(flow_id text, key text, value text) \
           WHERE l.flow_id IN (SELECT id FROM created)) \

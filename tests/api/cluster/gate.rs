@@ -1,0 +1,130 @@
+//! Health gates dispatch (docs/operating.md, "Health gates dispatch"),
+//! through the binary: work for an unhealthy step is deferred, not called,
+//! using no attempt; it is called as soon as the step is healthy again,
+//! also when the engine that deferred it was killed meanwhile.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use reqwest::Method;
+use serde_json::{json, Value};
+use tartan_testkit::{both_backends, Backend, TestDb};
+
+use super::{checked_step, flipping};
+use crate::helpers::{attempt_of, call, of_type, register, spawn_binary_with, wait_for_terminal, Binary};
+
+both_backends!(an_unhealthy_steps_work_waits_without_attempts_and_runs_once_it_is_healthy);
+
+const QUICK: [(&str, &str); 1] = [("TARTAN_HEALTH_INTERVAL", "100ms")];
+
+/// Poll `GET path` on the binary until `done` holds of its body (bounded).
+async fn until(engine: &Binary, path: &str, done: impl Fn(&Value) -> bool) -> Value {
+    let mut last = Value::Null;
+    for _ in 0..400 {
+        let (status, body) = call(engine, Method::GET, path, None).await;
+        if status == 200 && done(&body) {
+            return body;
+        }
+        last = body;
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    panic!("{path} never got there: {last}");
+}
+
+async fn start(engine: &Binary, id: &str) {
+    let body = json!({"id": id, "goals": ["checked"], "init": {"seed": [1]}});
+    let (status, reply) = call(engine, Method::POST, "/engine/flow", Some(body)).await;
+    assert_eq!(status, 201, "{reply}");
+}
+
+/// The flow's one item of `checked`, once its call is deferred.
+async fn deferred_item(engine: &Binary, id: &str) -> Value {
+    let flow = until(engine, &format!("/engine/flow/{id}"), |f| {
+        f["executions"]["checked"]["work_items"]
+            .as_object()
+            .is_some_and(|items| items.values().any(|w| w["deferred_since"].is_string()))
+    })
+    .await;
+    let items = flow["executions"]["checked"]["work_items"]
+        .as_object()
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(items.len(), 1, "{flow}");
+    items.into_values().next().unwrap_or_default()
+}
+
+async fn events(engine: &Binary, id: &str) -> Vec<Value> {
+    let (_, body) = call(engine, Method::GET, &format!("/engine/flow/{id}/events"), None).await;
+    body["events"].as_array().cloned().unwrap_or_default()
+}
+
+async fn an_unhealthy_steps_work_waits_without_attempts_and_runs_once_it_is_healthy(backend: Backend) {
+    let Some(db) = TestDb::create(backend).await else {
+        return;
+    };
+    let up = Arc::new(AtomicBool::new(false));
+    let svc = flipping(up.clone()).await;
+    let calls = || {
+        svc.requests()
+            .into_iter()
+            .filter(|r| r.path == "/run")
+            .collect::<Vec<_>>()
+    };
+    let mut engine = spawn_binary_with(&db, "gate-node", &QUICK).await;
+    register(&engine, vec![checked_step("checked", &svc)]).await;
+    until(&engine, "/engine/health/checked", |h| h["status"] == "unhealthy").await;
+
+    // Unhealthy: the item waits, pending, with no attempt, and says why once.
+    start(&engine, "while-down").await;
+    let item = deferred_item(&engine, "while-down").await;
+    assert_eq!(item["status"], "pending", "{item}");
+    assert_eq!(item["attempts"], json!([]), "{item}");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(calls().is_empty(), "an unhealthy step was called");
+    let log = events(&engine, "while-down").await;
+    let deferred = of_type(&log, "dispatch_deferred");
+    assert_eq!(deferred.len(), 1, "one event per wait, not per round: {log:?}");
+    assert_eq!(deferred[0]["data"]["step_id"], "checked");
+    assert_eq!(deferred[0]["data"]["error"], "HTTP 503");
+    assert_eq!(of_type(&log, "work_started").len(), 0);
+    let metrics = reqwest::get(format!("http://{}/metrics", engine.addr))
+        .await
+        .expect("GET /metrics")
+        .text()
+        .await
+        .unwrap_or_default();
+    assert!(
+        metrics.lines().any(|l| l == "tartan_dispatch_deferred_total 1"),
+        "{metrics}"
+    );
+
+    // Healthy again: called at once, as attempt 1.
+    up.store(true, Ordering::SeqCst);
+    let flow = wait_for_terminal(&engine, "while-down").await;
+    assert_eq!(flow["status"], "completed", "{flow}");
+    let made = calls();
+    assert_eq!(made.len(), 1);
+    assert_eq!(attempt_of(&made[0]), 1, "a deferral uses no attempt");
+
+    // Down again; a flow deferred by an engine that is then killed is
+    // called by the engine started after the step is healthy.
+    up.store(false, Ordering::SeqCst);
+    until(&engine, "/engine/health/checked", |h| h["status"] == "unhealthy").await;
+    start(&engine, "across-restart").await;
+    deferred_item(&engine, "across-restart").await;
+    engine.child.kill().await.expect("SIGKILL");
+    up.store(true, Ordering::SeqCst);
+    let engine = spawn_binary_with(&db, "gate-node", &QUICK).await;
+    let flow = wait_for_terminal(&engine, "across-restart").await;
+    assert_eq!(flow["status"], "completed", "{flow}");
+    let made = calls();
+    assert_eq!(made.len(), 2, "each flow's item called once");
+    assert_eq!(attempt_of(&made[1]), 1);
+    let item = flow["executions"]["checked"]["work_items"]
+        .as_object()
+        .and_then(|items| items.values().next().cloned())
+        .unwrap_or_default();
+    assert_eq!(item["attempts"].as_array().map(Vec::len), Some(1), "{item}");
+    assert!(item.get("deferred_since").is_none(), "{item}");
+}
