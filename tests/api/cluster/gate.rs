@@ -7,12 +7,15 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use axum::http::StatusCode;
 use reqwest::Method;
 use serde_json::{json, Value};
 use tartan_testkit::{both_backends, Backend, TestDb};
 
 use super::{checked_step, flipping};
-use crate::helpers::{attempt_of, call, of_type, register, spawn_binary_with, wait_for_terminal, Binary};
+use crate::helpers::{
+    attempt_of, call, of_type, register, spawn_binary_with, start_on_with, wait_for_terminal, Binary,
+};
 
 both_backends!(an_unhealthy_steps_work_waits_without_attempts_and_runs_once_it_is_healthy);
 
@@ -127,4 +130,53 @@ async fn an_unhealthy_steps_work_waits_without_attempts_and_runs_once_it_is_heal
         .unwrap_or_default();
     assert_eq!(item["attempts"].as_array().map(Vec::len), Some(1), "{item}");
     assert!(item.get("deferred_since").is_none(), "{item}");
+}
+
+/// Two engines on one Postgres: the step is checked by one, its work
+/// deferred by the other, and started once the checker finds it healthy.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn work_deferred_by_one_engine_runs_once_the_other_finds_its_step_healthy() {
+    let Some(db) = TestDb::create(Backend::Postgres).await else {
+        return;
+    };
+    let nodes = ["node-a".to_string(), "node-b".to_string()];
+    // A step id that node-b checks: node-a only defers its work.
+    let step = (0..100)
+        .map(|i| format!("checked-{i}"))
+        .find(|id| tartan_core::health::checker_of(id, &nodes) == Some("node-b"))
+        .expect("some step falls to node-b");
+    let a = start_on_with(TestDb::at_url(db.url.clone()), "node-a", super::quick_checks).await;
+    let b = start_on_with(TestDb::at_url(db.url.clone()), "node-b", super::quick_checks).await;
+    let up = Arc::new(AtomicBool::new(false));
+    let svc = flipping(up.clone()).await;
+    assert_eq!(
+        a.register(&checked_step(&step, &svc)).await.status,
+        StatusCode::CREATED
+    );
+    let health = format!("/engine/health/{step}");
+    super::until(&b, &health, |h| {
+        h["status"] == "unhealthy" && h["checked_by"] == "node-b"
+    })
+    .await;
+
+    // Started on node-a: deferred there, at once or at its first retry
+    // (had node-a not read the gate yet, its first call fails with 503).
+    let r = a
+        .start_flow(&json!({"id": "on-a", "goals": [step], "init": {"seed": [1]}}))
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+    super::until(&a, "/engine/flow/on-a", |f| {
+        f["executions"][&step]["work_items"]
+            .as_object()
+            .is_some_and(|w| w.values().any(|w| w["deferred_since"].is_string()))
+    })
+    .await;
+    let before = svc.requests().into_iter().filter(|r| r.path == "/run").count();
+    up.store(true, Ordering::SeqCst);
+    let flow = a.wait_for_flow("on-a").await;
+    assert_eq!(flow["status"], "completed", "{flow}");
+    let calls: Vec<_> = svc.requests().into_iter().filter(|r| r.path == "/run").collect();
+    assert_eq!(calls.len(), before + 1, "one call once healthy");
+    // No attempt went to the wait: the call is the attempt after the last.
+    assert_eq!(attempt_of(&calls[before]), before as u64 + 1);
 }

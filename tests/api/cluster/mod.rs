@@ -20,19 +20,20 @@ both_backends!(
 );
 
 /// Health checks every 100 ms, each given a second.
-fn quick_checks(config: &mut tartan_engine::EngineConfig) {
+pub(super) fn quick_checks(config: &mut tartan_engine::EngineConfig) {
     config.health = tartan_engine::HealthConfig {
         interval: Duration::from_millis(100),
         timeout: Duration::from_secs(1),
     };
 }
 
-/// A step server whose `/health` answers 200 while `up`, else 503.
+/// A step server that is up while `up`: its `/health` answers 200 and its
+/// other routes `{"out": "done"}`; else 503, both.
 pub(super) async fn flipping(up: Arc<AtomicBool>) -> StepServer {
-    StepServer::start(move |r, _| match r.path.as_str() {
-        "/health" if up.load(Ordering::SeqCst) => json_reply(200, json!({"status": "ok"})),
-        "/health" => json_reply(503, json!({"status": "down"})),
-        _ => json_reply(200, json!({"out": "done"})),
+    StepServer::start(move |r, _| match (r.path.as_str(), up.load(Ordering::SeqCst)) {
+        ("/health", true) => json_reply(200, json!({"status": "ok"})),
+        (_, true) => json_reply(200, json!({"out": "done"})),
+        (_, false) => json_reply(503, json!({"status": "down"})),
     })
     .await
 }
@@ -44,7 +45,7 @@ pub(super) fn checked_step(id: &str, svc: &StepServer) -> Value {
 }
 
 /// Poll `GET path` until `done` holds of its body (bounded).
-async fn until(app: &TestApp, path: &str, done: impl Fn(&Value) -> bool) -> Value {
+pub(super) async fn until(app: &TestApp, path: &str, done: impl Fn(&Value) -> bool) -> Value {
     for _ in 0..400 {
         let r = app.get(path).await;
         if r.status == StatusCode::OK && done(&r.body) {

@@ -18,14 +18,10 @@ const CATALOG: &str = "catalog";
 #[async_trait]
 impl CatalogStore for SqlStore {
     async fn load_catalog(&self) -> Result<CatalogSnapshot, StoreError> {
-        let rows = sqlx::query("SELECT definition FROM steps ORDER BY id")
-            .fetch_all(&self.read)
-            .await?;
-        let mut steps = Vec::with_capacity(rows.len());
-        for row in rows {
-            let text: String = row.try_get("definition")?;
-            steps.push(serde_json::from_str::<Step>(&text)?);
-        }
+        // The head first, then the steps: a change committed between the two
+        // reads is then in the steps but not in the sequence, and the next
+        // notice of it reads the catalog again. The other order would give a
+        // view without the change that claims to hold it, never read again.
         let head = sqlx::query(
             "SELECT sequence, ts_us FROM events WHERE aggregate_type = $1 AND aggregate_id = $2 \
              ORDER BY sequence DESC LIMIT 1",
@@ -38,6 +34,14 @@ impl CatalogStore for SqlStore {
             Some(r) => (r.try_get("sequence")?, Some(from_us(r.try_get("ts_us")?))),
             None => (0, None),
         };
+        let rows = sqlx::query("SELECT definition FROM steps ORDER BY id")
+            .fetch_all(&self.read)
+            .await?;
+        let mut steps = Vec::with_capacity(rows.len());
+        for row in rows {
+            let text: String = row.try_get("definition")?;
+            steps.push(serde_json::from_str::<Step>(&text)?);
+        }
         Ok(CatalogSnapshot {
             steps,
             sequence,
