@@ -159,7 +159,9 @@ impl View {
                 error,
                 ..
             } => {
-                self.item(step_id, token).status = "deferred".into();
+                let it = self.item(step_id, token);
+                it.status = "deferred".into();
+                it.next_retry_at = None;
                 format!("step {step_id} unhealthy ({error}): its call waits until it is healthy")
             }
             E::WorkFailed {

@@ -1614,6 +1614,28 @@ fn a_step_total_timeout_that_passes_while_its_item_waits_ends_the_item_without_a
 }
 
 #[test]
+fn an_item_deferred_before_its_first_attempt_gets_its_total_timeout_at_that_attempt() {
+    let a = json!({
+        "id": "a", "name": "a", "type": "sync",
+        "attributes": { "in": { "role": "required" }, "x": { "role": "output" } },
+        "http": { "endpoint": "http://a.test/a" },
+        "timeouts": { "total": "10s" }
+    });
+    let (mut run, _) = Run::start_gated(
+        &pair(a),
+        &["b"],
+        init(&[("in", json!(1))]),
+        no_options(),
+        unhealthy("a"),
+    );
+    assert_eq!(run.work("a", "tok-1").deadline_at, None);
+    run.gate = DispatchGate::default();
+    run.apply(retry_due("a", "tok-1"), t(60));
+    // The total timeout counts from the first attempt, made at 60 s.
+    assert_eq!(run.work("a", "tok-1").deadline_at, Some(t(70)));
+}
+
+#[test]
 fn a_deferred_item_is_cancelled_with_its_flow() {
     let (mut run, _) = Run::start_gated(
         &pair(chain_def("a", &["in"], &["x"])),

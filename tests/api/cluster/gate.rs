@@ -17,7 +17,10 @@ use crate::helpers::{
     attempt_of, call, of_type, register, spawn_binary_with, start_on_with, wait_for_terminal, Binary,
 };
 
-both_backends!(an_unhealthy_steps_work_waits_without_attempts_and_runs_once_it_is_healthy);
+both_backends!(
+    an_unhealthy_steps_work_waits_without_attempts_and_runs_once_it_is_healthy,
+    an_engine_with_checks_off_gates_nothing,
+);
 
 const QUICK: [(&str, &str); 1] = [("TARTAN_HEALTH_INTERVAL", "100ms")];
 
@@ -130,6 +133,44 @@ async fn an_unhealthy_steps_work_waits_without_attempts_and_runs_once_it_is_heal
         .unwrap_or_default();
     assert_eq!(item["attempts"].as_array().map(Vec::len), Some(1), "{item}");
     assert!(item.get("deferred_since").is_none(), "{item}");
+}
+
+/// With `TARTAN_HEALTH_INTERVAL=0` an engine gates nothing, even when the
+/// database says a step is unhealthy (a check of before, of an engine
+/// gone): no check of its own would open the gate again.
+async fn an_engine_with_checks_off_gates_nothing(backend: Backend) {
+    let Some(db) = TestDb::create(backend).await else {
+        return;
+    };
+    let up = Arc::new(AtomicBool::new(false));
+    let svc = flipping(up.clone()).await;
+    let mut engine = spawn_binary_with(&db, "gate-node", &QUICK).await;
+    let mut other = checked_step("other", &svc);
+    other["attributes"] = json!({"x": {"role": "output"}});
+    register(&engine, vec![checked_step("checked", &svc), other.clone()]).await;
+    until(&engine, "/engine/health/checked", |h| h["status"] == "unhealthy").await;
+    until(&engine, "/engine/health/other", |h| h["status"] == "unhealthy").await;
+    engine.child.kill().await.expect("SIGKILL");
+    let engine = spawn_binary_with(&db, "gate-node", &[("TARTAN_HEALTH_INTERVAL", "0")]).await;
+    // A catalog change that forgets a recorded health makes the engine
+    // read the gate: with checks off it must stay open.
+    other["name"] = json!("renamed");
+    let (status, body) = call(&engine, Method::PUT, "/engine/step/other", Some(other)).await;
+    assert_eq!(status, 200, "{body}");
+    start(&engine, "checks-off").await;
+    // Called (and failing: the service is down), never deferred.
+    let flow = until(&engine, "/engine/flow/checks-off", |f| {
+        f["executions"]["checked"]["work_items"]
+            .as_object()
+            .is_some_and(|w| {
+                w.values()
+                    .any(|w| w["attempts"].as_array().is_some_and(|a| !a.is_empty()))
+            })
+    })
+    .await;
+    assert!(svc.requests().iter().any(|r| r.path == "/run"), "{flow}");
+    let log = events(&engine, "checks-off").await;
+    assert!(of_type(&log, "dispatch_deferred").is_empty(), "{log:?}");
 }
 
 /// Two engines on one Postgres: the step is checked by one, its work

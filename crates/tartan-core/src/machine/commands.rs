@@ -348,21 +348,33 @@ pub(super) fn retry_due(
 }
 
 /// Emit `work_started` for the item's next attempt, same token and inputs.
+/// The first attempt of an item deferred before it had one sets the
+/// step total timeout's deadline, as `fill_slots` does for the others.
 fn start_next_attempt(tx: &mut Transition, step_id: &str, token: &str) -> Result<(), ApplyError> {
     let work = tx
         .state
         .find_work(step_id, token)
         .ok_or_else(|| ApplyError::UnknownWork(token.to_string()))?;
     let attempt = work.attempts.last().map(|a| a.number).unwrap_or(0) + 1;
+    let first = work.attempts.is_empty() && work.deadline_at.is_none();
     let inputs = work.inputs.clone();
     let flow_id = tx.state.id.clone();
+    let deadline_at = if first {
+        let plan = Arc::clone(&tx.state.plan);
+        policies(&plan, step_id)?
+            .timeouts
+            .total_ms
+            .map(|ms| super::add_ms(tx.now, ms))
+    } else {
+        None
+    };
     tx.emit(FlowEvent::WorkStarted {
         flow_id,
         step_id: step_id.to_string(),
         token: token.to_string(),
         inputs,
         attempt,
-        deadline_at: None,
+        deadline_at,
     })
 }
 
