@@ -91,7 +91,13 @@ pub async fn run(cmd: StepCmd) -> Result<u8, CliError> {
                 ("method", output::s(&step["http"], "method").into()),
                 ("inputs", inputs.join(", ")),
                 ("outputs", outputs.join(", ")),
-                ("retry", output::cell(&step["effective_retry"])),
+                (
+                    "retry",
+                    match step["effective_retry"]["in_words"].as_str() {
+                        Some(words) => output::one_line(words),
+                        None => output::cell(&step["effective_retry"]),
+                    },
+                ),
                 ("timeouts", output::cell(&step["effective_timeouts"])),
                 ("labels", output::pairs(&step["labels"])),
             ] {

@@ -935,3 +935,53 @@ proptest! {
         }
     }
 }
+
+// ---------------------------------------------------------------------------
+// the policy in words (docs/retries.md, "In words")
+
+#[test]
+fn a_policy_reads_in_words_as_it_behaves() {
+    let words = |work_config: Value| {
+        policy_of(&json!({ "work_config": work_config }))
+            .unwrap()
+            .in_words()
+    };
+    assert_eq!(
+        words(
+            json!({"max_attempts": 5, "init_backoff": "1s", "max_backoff": "30s", "backoff_type": "exponential",
+                     "jitter": "full", "max_retry_duration": "10m"})
+        ),
+        "up to 5 attempts, waiting 1s, 2s, 4s, 8s; jittered (full: each wait random, up to it); \
+         retried on 5xx, 408, 425, 429, timeouts and transport errors, honouring Retry-After; \
+         gives up 10m after the first attempt"
+    );
+    // The cap is named when a wait reaches it, and the waits go on at it.
+    assert_eq!(
+        words(
+            json!({"max_retries": 10, "init_backoff": "1s", "max_backoff": "5s", "backoff_type": "exponential",
+                     "retry_on": ["5xx"], "honor_retry_after": false})
+        ),
+        "up to 11 attempts, waiting 1s, 2s, 4s, 5s, 5s, then 5s each; capped at 5s; \
+         retried on 5xx, timeouts and transport errors"
+    );
+    assert_eq!(
+        words(json!({"max_retries": 8, "init_backoff": "250ms", "backoff_type": "linear"})),
+        "up to 9 attempts, waiting 250ms, 500ms, 750ms, 1s, 1.25s, and so on; \
+         retried on 5xx, 408, 425, 429, timeouts and transport errors, honouring Retry-After"
+    );
+    assert_eq!(words(json!({"max_attempts": 1})), "one attempt, no retry");
+    let never = RetryPolicy {
+        max_attempts: Some(0),
+        ..policy_of(&json!({})).unwrap()
+    };
+    assert_eq!(
+        never.in_words(),
+        "never called (max_attempts is 0): the step is skipped"
+    );
+    // Unlimited: what bounds it is said.
+    assert!(
+        words(json!({"max_retries": -1, "init_backoff": "2s", "backoff_type": "fixed"})).starts_with(
+            "attempts until it succeeds (the flow's max_step_attempts bounds them), waiting 2s, 2s, 2s, 2s, 2s, then 2s each"
+        )
+    );
+}

@@ -178,6 +178,11 @@ async fn steps_apply_from_a_directory_then_list_show_and_remove(backend: Backend
         row(&r.stdout, "endpoint").is_some_and(|l| l.contains("127.0.0.1:9/beta")),
         "{r:?}"
     );
+    // The retry policy in words (docs/retries.md, "In words").
+    assert!(
+        row(&r.stdout, "retry").is_some_and(|l| l.contains("up to 11 attempts, waiting 1s, 2s, 4s, 8s, 16s")),
+        "{r:?}"
+    );
 
     let r = against(&app, &["step", "rm", "alpha"]).await;
     assert_eq!(r.code, 0, "{r:?}");

@@ -281,8 +281,20 @@ async fn a_retry_dialect_is_kept_as_given_and_shown_normalised() {
     assert_eq!(eff["backoff_coefficient"], 2.0);
     assert_eq!(eff["jitter"], "none");
     assert_eq!(eff["retry_on"], json!(["5xx", 408, 425, 429]));
-    // Re-posting what GET returned registers the same policy: effective_retry
-    // is read-only and ignored on input.
+    // In words too (docs/retries.md, "In words"), in every step answer (the
+    // 10 s cap is above every wait of the four retries: not named).
+    let words = "up to 5 attempts, waiting 1s, 2s, 4s, 8s; \
+                 retried on 5xx, 408, 425, 429, timeouts and transport errors, honouring Retry-After";
+    assert_eq!(eff["in_words"], words);
+    assert_eq!(r.body["step"]["effective_retry"]["in_words"], words);
+    let listed = app.get("/engine/step").await.body;
+    assert_eq!(
+        listed["steps"][0]["effective_retry"]["in_words"], words,
+        "{listed}"
+    );
+    // Re-posting what GET returned (in_words included) registers the same
+    // policy: effective_retry is read-only and ignored on input.
+    assert_eq!(app.register(&got).await.status, StatusCode::CREATED);
     let mut again = got.clone();
     again["effective_retry"] = json!({"max_attempts": 99});
     assert_eq!(app.register(&again).await.status, StatusCode::CREATED);

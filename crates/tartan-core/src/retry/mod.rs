@@ -501,6 +501,7 @@ impl RetryPolicy {
 mod delay;
 mod dialects;
 mod fields;
+mod words;
 mod work_config;
 
 pub use delay::{delay, parse_retry_after};

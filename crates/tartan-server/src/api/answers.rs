@@ -55,6 +55,19 @@ pub struct StepSaved {
     pub message: String,
 }
 
+/// A step as the step routes answer it: as stored, with its retry policy
+/// in words added to `effective_retry` (`in_words`; docs/retries.md, "In
+/// words"). Read-only, like the rest of `effective_retry`: a step sent back
+/// with it registers the same.
+pub fn step_shown(step: &Step) -> Step {
+    let mut shown = step.clone();
+    let words = step.policies().map(|p| p.retry.in_words());
+    if let (Some(words), Some(serde_json::Value::Object(retry))) = (words, shown.effective_retry.as_mut()) {
+        retry.insert("in_words".into(), words.into());
+    }
+    shown
+}
+
 /// Every registered step.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct StepList {

@@ -7,7 +7,7 @@ use tartan_core::ids::sanitize_id;
 use tartan_core::step::Step;
 use tartan_engine::Engine;
 
-use crate::api::answers::{Message, StepList, StepSaved};
+use crate::api::answers::{step_shown, Message, StepList, StepSaved};
 use crate::error::{ApiError, Problem};
 use crate::extract::{self, Path, STEP_BODY_LIMIT};
 
@@ -18,7 +18,12 @@ type StepBody = extract::Json<Step, STEP_BODY_LIMIT>;
     responses((status = 200, description = "Every registered step", body = StepList)))]
 pub(crate) async fn list(State(engine): State<Engine>) -> Json<StepList> {
     let view = engine.catalog().await;
-    let steps: Vec<_> = view.catalog.steps().values().cloned().collect();
+    let steps: Vec<_> = view
+        .catalog
+        .steps()
+        .values()
+        .map(|s| std::sync::Arc::new(step_shown(s)))
+        .collect();
     Json(StepList {
         count: steps.len(),
         steps,
@@ -40,7 +45,7 @@ pub(crate) async fn register(
     Ok((
         StatusCode::CREATED,
         Json(StepSaved {
-            step,
+            step: step_shown(&step),
             message: "Step registered".into(),
         }),
     ))
@@ -59,7 +64,7 @@ pub(crate) async fn get_one(
 ) -> Result<Json<Step>, ApiError> {
     let view = engine.catalog().await;
     match view.catalog.get(&sanitize_id(&id)) {
-        Some(step) => Ok(Json(step.clone())),
+        Some(step) => Ok(Json(step_shown(step))),
         None => Err(ApiError::not_found(format!("step not found: {id}"))),
     }
 }
@@ -84,7 +89,7 @@ pub(crate) async fn update(
     }
     let step = engine.update_step(step).await?;
     Ok(Json(StepSaved {
-        step,
+        step: step_shown(&step),
         message: "Step updated".into(),
     }))
 }
