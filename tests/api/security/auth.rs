@@ -995,3 +995,37 @@ async fn without_tokens_on_loopback_no_token_is_asked_for() {
     .await;
     assert_eq!(r.status.as_u16(), 415);
 }
+
+/// `GET /engine/session` tells a client what its token may do: the
+/// dashboard offers its actions only to a full token.
+#[tokio::test]
+async fn the_session_says_what_the_token_may_do() {
+    let Some(app) = secured(Backend::Sqlite, &[]).await else {
+        return;
+    };
+    for (token, access) in [(FULL, "full"), (ROTATED, "full"), (READER, "read")] {
+        let (r, _) = request(&app, Method::GET, "/engine/session", Some(token), None, None).await;
+        assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+        assert_eq!(r.body, json!({ "access": access }));
+    }
+    let (r, _) = request(&app, Method::GET, "/engine/session", None, None, None).await;
+    assert_eq!(r.status, StatusCode::UNAUTHORIZED, "{:?}", r.body);
+    let (r, _) = request(
+        &app,
+        Method::GET,
+        "/engine/session",
+        Some("not-a-token-at-all"),
+        None,
+        None,
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::UNAUTHORIZED, "{:?}", r.body);
+    // Without tokens everyone may do everything.
+    let Some(open) = crate::helpers::spawn_app(Backend::Sqlite).await else {
+        return;
+    };
+    assert_eq!(
+        open.get("/engine/session").await.body,
+        json!({ "access": "open" })
+    );
+}

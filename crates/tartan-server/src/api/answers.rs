@@ -22,6 +22,14 @@ pub struct Message {
     pub message: String,
 }
 
+/// `GET /engine/session`: what the caller's token may do.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct Session {
+    /// `full`, `read` (reads only) or `open` (no tokens are configured).
+    #[schema(example = "read")]
+    pub access: String,
+}
+
 /// A started flow's id; `message` is empty, as in Argyll.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct FlowAnswer {

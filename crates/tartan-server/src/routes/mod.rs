@@ -6,6 +6,7 @@ pub(crate) mod engine;
 pub(crate) mod flows;
 pub(crate) mod health;
 mod history;
+pub(crate) mod session;
 pub(crate) mod steps;
 mod streamed;
 pub(crate) mod streams;
@@ -36,6 +37,7 @@ fn api() -> OpenApiRouter<Engine> {
         .routes(routes!(engine::engine_state_slash))
         .routes(routes!(engine::catalog))
         .routes(routes!(engine::catalog_events))
+        .routes(routes!(session::session))
         .routes(routes!(cluster::health))
         .routes(routes!(cluster::step_health))
         .routes(routes!(cluster::cluster))

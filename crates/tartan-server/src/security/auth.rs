@@ -17,6 +17,28 @@ pub(super) struct Tokens {
     pub(super) read: Vec<[u8; 32]>,
 }
 
+/// What the request's token may do, for the routes that say so
+/// (`GET /engine/session`): put on every request the tokens let through.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// No tokens are configured: anyone may do anything.
+    Open,
+    /// A full token (`TARTAN_API_TOKEN`).
+    Full,
+    /// A read token (`TARTAN_READ_TOKEN`): reads only.
+    Read,
+}
+
+impl Access {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Access::Open => "open",
+            Access::Full => "full",
+            Access::Read => "read",
+        }
+    }
+}
+
 #[derive(PartialEq, Eq)]
 enum Grant {
     None,
@@ -58,8 +80,16 @@ pub(crate) fn is_read(method: &Method, path: &str) -> bool {
         || (method == Method::POST && (path == "/engine/plan" || path == "/engine/flow/query"))
 }
 
-pub(crate) async fn require_token(State(security): State<ApiSecurity>, req: Request, next: Next) -> Response {
-    if !security.requires_token() || is_open(req.uri().path()) {
+pub(crate) async fn require_token(
+    State(security): State<ApiSecurity>,
+    mut req: Request,
+    next: Next,
+) -> Response {
+    if !security.requires_token() {
+        req.extensions_mut().insert(Access::Open);
+        return next.run(req).await;
+    }
+    if is_open(req.uri().path()) {
         return next.run(req).await;
     }
     let from_query;
@@ -75,8 +105,14 @@ pub(crate) async fn require_token(State(security): State<ApiSecurity>, req: Requ
         return unauthorized("this route needs Authorization: Bearer <token>", false);
     };
     match security.tokens.grant(presented) {
-        Grant::All => next.run(req).await,
-        Grant::Read if is_read(req.method(), req.uri().path()) => next.run(req).await,
+        Grant::All => {
+            req.extensions_mut().insert(Access::Full);
+            next.run(req).await
+        }
+        Grant::Read if is_read(req.method(), req.uri().path()) => {
+            req.extensions_mut().insert(Access::Read);
+            next.run(req).await
+        }
         Grant::Read => ApiError::new(
             StatusCode::FORBIDDEN,
             kind::FORBIDDEN,

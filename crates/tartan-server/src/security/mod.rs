@@ -14,6 +14,7 @@ mod origin;
 
 use std::net::{IpAddr, SocketAddr};
 
+pub use auth::Access;
 pub(crate) use auth::{is_read, require_token};
 pub(crate) use cors::cors_layer;
 pub(crate) use host::check_host;
