@@ -149,7 +149,7 @@ async fn serve(mut config: Config) -> Result<()> {
     let traces = telemetry::init_traces()?;
     let open_files = nofile::raise();
     let max_connections = nofile::max_connections(config.max_connections, open_files);
-    config.server_limits.max_connections = max_connections;
+    config.server.max_connections = max_connections;
     let open_files_shown = open_files.map_or_else(|| "unknown".to_string(), |l| l.to_string());
     if nofile::leaves_too_few(max_connections, open_files) {
         tracing::warn!(
@@ -203,7 +203,7 @@ async fn serve(mut config: Config) -> Result<()> {
         listener,
         engine,
         config.security,
-        config.server_limits,
+        config.server,
         shutdown_signal(),
     )
     .await?;

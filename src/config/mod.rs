@@ -140,7 +140,7 @@ pub struct Config {
     pub engine: EngineConfig,
     /// Header and body read timeouts, shutdown grace; the connection cap is
     /// set at start-up from `max_connections` and the open-file limit.
-    pub server_limits: tartan_server::ServerLimits,
+    pub server: tartan_server::ServerOptions,
     /// Connections at once at most, when set (`TARTAN_MAX_CONNECTIONS`).
     pub max_connections: Option<usize>,
     /// Tokens and CORS origins of the API.
@@ -249,13 +249,14 @@ impl Config {
                 },
                 ..EngineConfig::default()
             },
-            server_limits: tartan_server::ServerLimits {
+            server: tartan_server::ServerOptions {
                 header_timeout: s.header_timeout,
                 body_timeout: s.body_timeout,
                 shutdown_grace: s.shutdown_grace,
                 max_connections: s
                     .max_connections
                     .unwrap_or(tartan_server::DEFAULT_MAX_CONNECTIONS),
+                ui: s.ui,
             },
             max_connections: s.max_connections,
             security,

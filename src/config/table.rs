@@ -170,6 +170,8 @@ settings! {
     read_token_file: Option<PathBuf> = "values::opt_path", unset("");
     /// Serve without tokens on a non-loopback address (anyone who reaches it may drive the engine)
     allow_unauthenticated: bool = "values::flag", flag(false), switch true;
+    /// Serve the dashboard at /ui (docs/ui.md); false leaves only the API
+    ui: bool = "values::flag", flag(true);
     /// Origins browsers may call the API from, comma-separated exact origins or *
     cors_origins: Vec<String> = "values::list", unset("none");
     /// Host names requests may address besides loopback, localhost and the listen address,

@@ -7,10 +7,9 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{check_len, ValidationError};
-use crate::flow::{FlowStatus, Time};
+use crate::filter::{FilterText, FlowFilter};
+use crate::flow::FlowStatus;
 use crate::ids::sanitize_id;
-use crate::outcome::AttemptOutcome;
-use crate::request::{filter_id, filter_id_prefix, filter_labels, filter_statuses};
 
 /// Flows per second when a job does not say.
 pub const DEFAULT_BULK_RATE: u32 = 50;
@@ -18,14 +17,6 @@ pub const DEFAULT_BULK_RATE: u32 = 50;
 pub const MAX_BULK_RATE: u32 = 1000;
 /// Most ids one filter may list.
 pub const MAX_BULK_IDS: usize = 1000;
-/// How a failed item's last attempt may have ended, as a filter names it.
-const ERROR_CLASSES: [AttemptOutcome; 5] = [
-    AttemptOutcome::Retryable,
-    AttemptOutcome::Permanent,
-    AttemptOutcome::Timeout,
-    AttemptOutcome::Cancelled,
-    AttemptOutcome::Abandoned,
-];
 
 /// Which flows a bulk job acts on, as a request gives it: every part given
 /// must match, and at least one must be given.
@@ -163,28 +154,11 @@ impl BulkAction {
     }
 }
 
-/// Which flows a job acts on, checked: every part given must match.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct BulkFilter {
-    pub ids: Vec<String>,
-    pub id_prefix: Option<String>,
-    pub labels: Vec<(String, String)>,
-    /// Never empty once parsed: the request's statuses, else every status
-    /// the action acts on.
-    pub statuses: Vec<FlowStatus>,
-    /// A work item of this step failed.
-    pub failed_step: Option<String>,
-    /// A failed work item's last attempt ended so.
-    pub error_class: Option<AttemptOutcome>,
-    pub created_after: Option<Time>,
-    pub created_before: Option<Time>,
-}
-
 /// A bulk request, parsed and checked: what the engine counts or creates.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BulkSpec {
     pub action: BulkAction,
-    pub filter: BulkFilter,
+    pub filter: FlowFilter,
     /// The filter as the request gave it, shown back with the job.
     pub shown_filter: serde_json::Value,
     /// Flows per second, 1 to [`MAX_BULK_RATE`].
@@ -253,7 +227,7 @@ impl BulkFilterRequest {
 
     /// Check the filter for `action` and narrow it to the statuses the
     /// action acts on.
-    fn check(&self, action: BulkAction) -> Result<BulkFilter, ValidationError> {
+    fn check(&self, action: BulkAction) -> Result<FlowFilter, ValidationError> {
         if self.is_empty() {
             return Err(ValidationError::new(
                 "filter",
@@ -276,14 +250,20 @@ impl BulkFilterRequest {
             check_len(&format!("filter.ids[{i}]"), &id)?;
             ids.push(id);
         }
-        let id_prefix = match self.id_prefix.as_deref() {
-            Some("") => return Err(ValidationError::new("filter.id_prefix", "empty")),
-            Some(p) => filter_id_prefix("filter.id_prefix", p)?,
-            None => None,
-        };
-        let labels = filter_labels("filter.labels", self.labels.clone())?;
+        if self.id_prefix.as_deref() == Some("") {
+            return Err(ValidationError::new("filter.id_prefix", "empty"));
+        }
         let allowed = action.statuses();
-        let mut statuses = filter_statuses("filter.statuses", &self.statuses, allowed, |s| {
+        let mut filter = FilterText {
+            id_prefix: self.id_prefix.as_deref().unwrap_or_default(),
+            labels: &self.labels,
+            statuses: &self.statuses,
+            failed_step: self.failed_step.as_deref(),
+            error_class: self.error_class.as_deref(),
+            created_after: self.created_after.as_deref(),
+            created_before: self.created_before.as_deref(),
+        }
+        .parse("filter.", allowed, |s| {
             let names: Vec<&str> = allowed.iter().map(|s| s.as_str()).collect();
             format!(
                 "{s:?}; a bulk {} acts on {} flows only",
@@ -291,55 +271,12 @@ impl BulkFilterRequest {
                 names.join(" or ")
             )
         })?;
-        if statuses.is_empty() {
-            statuses = allowed.to_vec();
+        if filter.statuses.is_empty() {
+            filter.statuses = allowed.to_vec();
         }
-        let failed_step = match &self.failed_step {
-            Some(s) if sanitize_id(s).is_empty() => {
-                return Err(ValidationError::new("filter.failed_step", "not a step id"))
-            }
-            Some(s) => filter_id("filter.failed_step", Some(sanitize_id(s)))?,
-            None => None,
-        };
-        let error_class = match &self.error_class {
-            None => None,
-            Some(c) => match ERROR_CLASSES.iter().find(|class| class.as_str() == c) {
-                Some(class) => Some(*class),
-                None => {
-                    let names: Vec<&str> = ERROR_CLASSES.iter().map(|c| c.as_str()).collect();
-                    return Err(ValidationError::new(
-                        "filter.error_class",
-                        format!("{c:?}; one of {}", names.join(", ")),
-                    ));
-                }
-            },
-        };
-        Ok(BulkFilter {
-            ids,
-            id_prefix,
-            labels,
-            statuses,
-            failed_step,
-            error_class,
-            created_after: time("created_after", &self.created_after)?,
-            created_before: time("created_before", &self.created_before)?,
-        })
+        filter.ids = ids;
+        Ok(filter)
     }
-}
-
-fn time(name: &str, text: &Option<String>) -> Result<Option<Time>, ValidationError> {
-    text.as_deref()
-        .map(|t| {
-            chrono::DateTime::parse_from_rfc3339(t)
-                .map(|t| t.with_timezone(&chrono::Utc))
-                .map_err(|e| {
-                    ValidationError::new(
-                        format!("filter.{name}"),
-                        format!("{t:?} is not an RFC 3339 time ({e})"),
-                    )
-                })
-        })
-        .transpose()
 }
 
 /// Where a job is: `queued` until a process takes it, `running`, then one
@@ -415,6 +352,7 @@ impl BulkItemState {
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
+    use crate::outcome::AttemptOutcome;
     use serde_json::json;
 
     fn retry(body: serde_json::Value) -> Result<BulkSpec, ValidationError> {

@@ -33,6 +33,7 @@ pub mod catalog;
 pub mod duration;
 pub mod endpoint;
 pub mod error;
+pub mod filter;
 pub mod flow;
 pub mod health;
 pub mod hosts;

@@ -21,7 +21,8 @@ use std::collections::HashSet;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use tartan_core::bulk::{BulkAction, BulkFilter, BulkItemState, BulkSpec, MAX_BULK_RATE};
+use tartan_core::bulk::{BulkAction, BulkItemState, BulkSpec, MAX_BULK_RATE};
+use tartan_core::filter::FlowFilter;
 use tartan_store::{BulkCreated, BulkEnd, BulkItem, BulkJob, NewBulkJob};
 use tokio::time::Instant;
 
@@ -52,7 +53,7 @@ impl BulkRunner {
 
 impl Engine {
     /// How many flows a job with `filter` would act on now (a dry run).
-    pub async fn count_bulk(&self, filter: &BulkFilter) -> Result<u64, EngineError> {
+    pub async fn count_bulk(&self, filter: &FlowFilter) -> Result<u64, EngineError> {
         Ok(self.inner.store.count_bulk_matches(filter).await?)
     }
 

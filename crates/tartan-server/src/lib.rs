@@ -15,6 +15,8 @@
 //! - `routes/`: one module per resource (health, engine and catalog, steps,
 //!   flows and work, bulk jobs, webhooks, the event streams, the WebSocket
 //!   `ws`); `api` holds the bodies' types, shared with the CLI.
+//! - `ui`: the dashboard's pages and scripts, embedded in the binary and
+//!   served at `/ui` (docs/ui.md); they read the API like any client.
 //! - `openapi`: the OpenAPI document built from the routes' annotations,
 //!   `GET /openapi.json`.
 
@@ -26,6 +28,7 @@ mod observe;
 pub mod openapi;
 mod routes;
 pub mod security;
+mod ui;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -57,10 +60,10 @@ pub const DEFAULT_MAX_CONNECTIONS: usize = 10_000;
 const H2_PING_INTERVAL: Duration = Duration::from_secs(20);
 const H2_PING_TIMEOUT: Duration = Duration::from_secs(20);
 
-/// Time limits of the HTTP server (docs/durability.md, "Shutting down" and
-/// "Slow clients").
+/// Settings of the HTTP server: its time limits (docs/durability.md,
+/// "Shutting down" and "Slow clients") and whether it serves the dashboard.
 #[derive(Debug, Clone, Copy)]
-pub struct ServerLimits {
+pub struct ServerOptions {
     /// A request's headers must arrive within this (`TARTAN_HEADER_TIMEOUT`)
     /// of the connection's opening or of its last response; an idle
     /// connection is closed after it.
@@ -74,30 +77,34 @@ pub struct ServerLimits {
     /// Connections open at once at most (`TARTAN_MAX_CONNECTIONS`); more
     /// wait in the listen backlog.
     pub max_connections: usize,
+    /// Serve the dashboard at `/ui` (`TARTAN_UI`; docs/ui.md).
+    pub ui: bool,
 }
 
-impl Default for ServerLimits {
+impl Default for ServerOptions {
     fn default() -> Self {
         Self {
             header_timeout: Duration::from_secs(10),
             body_timeout: Duration::from_secs(30),
             shutdown_grace: Duration::from_secs(10),
             max_connections: DEFAULT_MAX_CONNECTIONS,
+            ui: true,
         }
     }
 }
 
-/// Every route of the API, behind `security`, with the default body timeout.
+/// Every route of the API, behind `security`, with the default options.
 pub fn router(engine: Engine, security: ApiSecurity) -> Router {
-    router_with(engine, security, ServerLimits::default().body_timeout)
+    router_with(engine, security, &ServerOptions::default())
 }
 
 /// Every route of the API, behind `security`; a request body must arrive
-/// within `body_timeout` of its headers.
-pub fn router_with(engine: Engine, security: ApiSecurity, body_timeout: Duration) -> Router {
+/// within the options' `body_timeout` of its headers.
+pub fn router_with(engine: Engine, security: ApiSecurity, options: &ServerOptions) -> Router {
+    let body_timeout = options.body_timeout;
     let cors = security::cors_layer(security.cors_origins());
     let requests = Arc::new(observe::metrics::RequestMetrics::new());
-    let app = routes::routes()
+    let app = routes::routes(options.ui)
         .fallback(|| async { ApiError::not_found("no such route") })
         .method_not_allowed_fallback(|| async {
             ApiError::new(
@@ -149,7 +156,7 @@ pub async fn serve(
     security: ApiSecurity,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    serve_with(listener, engine, security, ServerLimits::default(), shutdown).await
+    serve_with(listener, engine, security, ServerOptions::default(), shutdown).await
 }
 
 /// Serve on a bound listener until `shutdown` resolves. Then: stop
@@ -161,11 +168,11 @@ pub async fn serve_with(
     listener: TcpListener,
     engine: Engine,
     security: ApiSecurity,
-    limits: ServerLimits,
+    limits: ServerOptions,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let security = security.serving(listener.local_addr()?, &engine.config().webhook_base_url);
-    let app = router_with(engine.clone(), security, limits.body_timeout);
+    let app = router_with(engine.clone(), security, &limits);
     let mut builder = auto::Builder::new(TokioExecutor::new());
     // Slowloris: a client trickling its headers is cut off (hyper needs a
     // timer for the header timeout to apply at all).

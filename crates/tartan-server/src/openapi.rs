@@ -33,6 +33,7 @@ use crate::error::Problem;
         (name = "bulk", description = "Retry or cancel many flows at once, as a background job"),
         (name = "work", description = "Work items: one call of a step and its retries"),
         (name = "webhooks", description = "Where async steps deliver results (signed URLs)"),
+        (name = "ui", description = "The dashboard's files: pages that read this API with the user's token"),
     ),
 )]
 pub struct ApiDoc;

@@ -2,7 +2,8 @@
 
 use chrono::{DateTime, TimeZone, Utc};
 use serde_json::Value;
-use tartan_core::bulk::{BulkAction, BulkFilter, BulkItemState, BulkStatus};
+use tartan_core::bulk::{BulkAction, BulkItemState, BulkStatus};
+use tartan_core::filter::FlowFilter;
 use tartan_core::flow::{FlowEvent, FlowState, FlowStatus, Time, WorkState, WorkStatus};
 use tartan_core::step::Step;
 
@@ -168,25 +169,31 @@ pub enum SortOrder {
 
 #[derive(Debug, Clone)]
 pub struct FlowQuery {
-    pub id_prefix: Option<String>,
-    pub labels: Vec<(String, String)>,
-    pub statuses: Vec<FlowStatus>,
+    /// Which flows (the same filter a bulk job takes; `ids` unused).
+    pub filter: FlowFilter,
     pub limit: usize,
     /// Opaque position from a previous page.
     pub cursor: Option<String>,
     pub sort: SortOrder,
-    /// Include child flows (ids with a `:`, docs/steps.md "Sub-flows").
-    pub children: bool,
 }
 
+/// A flow as a page of flows shows it: its row, not its state.
 #[derive(Debug, Clone)]
 pub struct FlowSummary {
     pub id: String,
     pub status: FlowStatus,
     pub created_at: Time,
     pub updated_at: Time,
+    pub completed_at: Option<Time>,
     pub labels: std::collections::BTreeMap<String, String>,
     pub error: Option<String>,
+    /// Empty for flows created before goals were kept with the row.
+    pub goals: Vec<String>,
+    /// Steps with a work item running or waiting to run (a retry, a
+    /// deferral, a first attempt), by id.
+    pub running_steps: Vec<String>,
+    /// Steps with a failed work item, by id.
+    pub failed_steps: Vec<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -294,7 +301,7 @@ pub struct NewBulkJob {
     /// The filter as the request gave it, shown back.
     pub shown_filter: Value,
     /// Which flows, checked and narrowed to the statuses the action acts on.
-    pub filter: BulkFilter,
+    pub filter: FlowFilter,
     /// Flows per second.
     pub rate: u32,
     pub created_at: Time,

@@ -13,6 +13,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
 use serde_json::json;
+use tartan_core::filter::FlowFilter;
 use tartan_core::flow::{FlowEvent, FlowState, FlowStatus, Time, WorkStatus};
 use tartan_core::machine::Command;
 use tartan_store::{
@@ -133,13 +134,18 @@ fn work_query() -> WorkQuery {
 
 fn flow_query() -> FlowQuery {
     FlowQuery {
-        id_prefix: None,
-        labels: Vec::new(),
-        statuses: Vec::new(),
+        filter: FlowFilter::default(),
         limit: 1000,
         cursor: None,
         sort: SortOrder::OldestFirst,
-        children: false,
+    }
+}
+
+/// Every flow `filter` matches, oldest first.
+fn filtered(filter: FlowFilter) -> FlowQuery {
+    FlowQuery {
+        filter,
+        ..flow_query()
     }
 }
 
@@ -487,10 +493,10 @@ async fn case_flow_start_twice_is_flow_exists(store: Arc<dyn Store>) {
     );
 
     assert_eq!(snapshot(&store, "order-1").await, before);
-    let q = FlowQuery {
+    let q = filtered(FlowFilter {
         labels: vec![("env".into(), "dev".into())],
-        ..flow_query()
-    };
+        ..FlowFilter::default()
+    });
     assert!(
         flow_ids(&store, q).await.is_empty(),
         "the rejected start's labels were stored"
@@ -614,10 +620,10 @@ async fn case_flow_batch_commits_are_independent(store: Arc<dyn Store>) {
     assert_eq!(snapshot(&store, "moving").await, moving_before);
     assert_eq!(moving_before.0, moved.state);
 
-    let q = FlowQuery {
+    let q = filtered(FlowFilter {
         labels: vec![("batch".into(), "yes".into())],
-        ..flow_query()
-    };
+        ..FlowFilter::default()
+    });
     assert_eq!(flow_ids(&store, q).await, set(&["new-1", "new-2"]));
 
     // An empty batch is no error.
@@ -783,10 +789,10 @@ async fn case_failed_commit_leaves_nothing_behind(store: Arc<dyn Store>) {
                 "events kept"
             );
             assert!(all_work(&store, q).await.is_empty(), "work rows kept");
-            let labelled = FlowQuery {
+            let labelled = filtered(FlowFilter {
                 labels: vec![("p".into(), "yes".into())],
-                ..flow_query()
-            };
+                ..FlowFilter::default()
+            });
             assert!(flow_ids(&store, labelled).await.is_empty(), "labels kept");
         }
         Ok(_) => {
@@ -1155,9 +1161,11 @@ async fn case_query_flows_filters(store: Arc<dyn Store>) {
     commit_ok(&store, commit(&completed(&b_b, 22), 3, None)).await;
     stored_start(&store, "zz", &[("env", "prod"), ("team", "core")], 6).await;
 
-    let prefix = |p: &str| FlowQuery {
-        id_prefix: Some(p.to_string()),
-        ..flow_query()
+    let prefix = |p: &str| {
+        filtered(FlowFilter {
+            id_prefix: Some(p.to_string()),
+            ..FlowFilter::default()
+        })
     };
     assert_eq!(
         flow_ids(&store, prefix("a_b")).await,
@@ -1183,9 +1191,11 @@ async fn case_query_flows_filters(store: Arc<dyn Store>) {
     assert_eq!(flow_ids(&store, prefix("zzz")).await, set(&[]));
     assert_eq!(flow_ids(&store, prefix("")).await.len(), 6);
 
-    let labels = |ls: &[(&str, &str)]| FlowQuery {
-        labels: ls.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
-        ..flow_query()
+    let labels = |ls: &[(&str, &str)]| {
+        filtered(FlowFilter {
+            labels: ls.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+            ..FlowFilter::default()
+        })
     };
     assert_eq!(
         flow_ids(&store, labels(&[("env", "prod")])).await,
@@ -1207,9 +1217,11 @@ async fn case_query_flows_filters(store: Arc<dyn Store>) {
     );
     assert_eq!(flow_ids(&store, labels(&[("prod", "env")])).await, set(&[]));
 
-    let statuses = |ss: &[FlowStatus]| FlowQuery {
-        statuses: ss.to_vec(),
-        ..flow_query()
+    let statuses = |ss: &[FlowStatus]| {
+        filtered(FlowFilter {
+            statuses: ss.to_vec(),
+            ..FlowFilter::default()
+        })
     };
     assert_eq!(
         flow_ids(&store, statuses(&[FlowStatus::Completed])).await,
@@ -1232,12 +1244,12 @@ async fn case_query_flows_filters(store: Arc<dyn Store>) {
         set(&[])
     );
 
-    let combined = FlowQuery {
+    let combined = filtered(FlowFilter {
         id_prefix: Some("a".into()),
         labels: vec![("env".into(), "prod".into())],
         statuses: vec![FlowStatus::Active, FlowStatus::Failed],
-        ..flow_query()
-    };
+        ..FlowFilter::default()
+    });
     assert_eq!(flow_ids(&store, combined).await, set(&["axb-1", "a_bc"]));
 
     // The summaries.
@@ -1311,10 +1323,10 @@ async fn case_query_flows_paging(store: Arc<dyn Store>) {
     let oldest: Vec<String> = expected.iter().map(|(_, id)| id.clone()).collect();
     let recent: Vec<String> = oldest.iter().rev().cloned().collect();
 
-    let base = FlowQuery {
+    let base = filtered(FlowFilter {
         id_prefix: Some("p-".into()),
-        ..flow_query()
-    };
+        ..FlowFilter::default()
+    });
     for (sort, want) in [
         (SortOrder::OldestFirst, &oldest),
         (SortOrder::RecentFirst, &recent),
@@ -1338,7 +1350,10 @@ async fn case_query_flows_paging(store: Arc<dyn Store>) {
     ] {
         let q = FlowQuery {
             sort,
-            labels: vec![("even".into(), "yes".into())],
+            filter: FlowFilter {
+                labels: vec![("even".into(), "yes".into())],
+                ..base.filter.clone()
+            },
             ..base.clone()
         };
         for limit in [1, 2, 5] {

@@ -636,7 +636,7 @@ async fn stored_job(
         id: uuid::Uuid::new_v4().simple().to_string(),
         action: tartan_core::bulk::BulkAction::stored(kind, &options).expect("a known kind"),
         shown_filter: json!({"id_prefix": prefix}),
-        filter: tartan_core::bulk::BulkFilter {
+        filter: tartan_core::filter::FlowFilter {
             id_prefix: Some(prefix.into()),
             statuses,
             ..Default::default()

@@ -3,4 +3,5 @@
 mod flow_size;
 mod lifecycle;
 mod outputs;
+mod query;
 mod volume;

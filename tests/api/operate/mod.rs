@@ -3,6 +3,7 @@
 mod bookkeeping;
 mod cli;
 mod config;
+mod dashboard;
 mod metrics;
 mod openapi;
 mod retention;

@@ -288,6 +288,28 @@ pub struct FlowSummary {
     pub labels: BTreeMap<String, String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// The query form only: the flow's goals (absent for flows created
+    /// before Tartan kept them with the flow).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub goals: Vec<String>,
+    /// The query form only: when it was created (as `timestamp`), last
+    /// changed, and ended.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub created_at: Option<Time>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub last_updated: Option<Time>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub completed_at: Option<Time>,
+    /// The query form only: steps with a work item running or waiting to
+    /// run (a first attempt, a retry, a wait for an unhealthy step).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub running_steps: Vec<String>,
+    /// The query form only: steps with a failed work item.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failed_steps: Vec<String>,
 }
 
 impl FlowSummary {
@@ -299,14 +321,27 @@ impl FlowSummary {
             timestamp: f.created_at,
             labels: BTreeMap::new(),
             error: None,
+            goals: Vec::new(),
+            created_at: None,
+            last_updated: None,
+            completed_at: None,
+            running_steps: Vec::new(),
+            failed_steps: Vec::new(),
         }
     }
 
-    /// The query form, with labels and error (`POST /engine/flow/query`).
+    /// The query form, with labels, error, goals, times and the steps
+    /// running or failed (`POST /engine/flow/query`).
     pub(crate) fn full(f: &tartan_engine::reads::FlowSummary) -> Self {
         FlowSummary {
             labels: f.labels.clone(),
             error: f.error.clone(),
+            goals: f.goals.clone(),
+            created_at: Some(f.created_at),
+            last_updated: Some(f.updated_at),
+            completed_at: f.completed_at,
+            running_steps: f.running_steps.clone(),
+            failed_steps: f.failed_steps.clone(),
             ..FlowSummary::bare(f)
         }
     }

@@ -35,6 +35,22 @@ pub struct QueryRequest {
     /// Include the child flows of flow steps (hidden unless `true`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub children: bool,
+    /// Flows with a failed work item of this step.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(max_length = 256)]
+    pub failed_step: Option<String>,
+    /// Flows with a failed work item whose last attempt ended so:
+    /// `retryable`, `permanent`, `timeout`, `cancelled` or `abandoned`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_class: Option<String>,
+    /// Flows created at or after this (RFC 3339).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(format = DateTime)]
+    pub created_after: Option<String>,
+    /// Flows created before this (RFC 3339).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(format = DateTime)]
+    pub created_before: Option<String>,
 }
 
 /// A retry's optional body.

@@ -5,12 +5,11 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::Json;
 use serde::Deserialize;
 use tartan_core::duration::{parse_duration_str, DurationKind};
+use tartan_core::filter::{FilterText, FlowFilter};
 use tartan_core::flow::{FlowState, FlowStatus};
 use tartan_core::ids::sanitize_id;
 use tartan_core::plan::{build_plan, ExecutionPlan, PlanMode};
-use tartan_core::request::{
-    filter_id_prefix, filter_labels, filter_statuses, PlanRequest, StartFlow, MAX_CURSOR_LEN,
-};
+use tartan_core::request::{PlanRequest, StartFlow, MAX_CURSOR_LEN};
 use tartan_engine::reads::{FlowQuery, SortOrder};
 use tartan_engine::{Engine, EngineError};
 
@@ -275,16 +274,18 @@ pub(crate) async fn events(
 pub(crate) async fn list(State(engine): State<Engine>) -> Result<Json<Vec<FlowSummary>>, ApiError> {
     let page = engine
         .flows_page(&FlowQuery {
-            id_prefix: None,
-            labels: Vec::new(),
-            statuses: Vec::new(),
+            filter: FlowFilter::default(),
             limit: MAX_QUERY_LIMIT,
             cursor: None,
             sort: SortOrder::RecentFirst,
-            children: false,
         })
         .await?;
     Ok(Json(page.flows.iter().map(FlowSummary::bare).collect()))
+}
+
+/// A query's criterion: empty is none, as an empty `id_prefix` always was.
+fn given(text: &Option<String>) -> Option<&str> {
+    text.as_deref().filter(|t| !t.is_empty())
 }
 
 /// Every status a query may name.
@@ -317,7 +318,6 @@ pub(crate) async fn query(
     State(engine): State<Engine>,
     extract::Json(q): extract::Json<QueryRequest>,
 ) -> Result<Json<FlowPage>, ApiError> {
-    let id_prefix = filter_id_prefix("id_prefix", &q.id_prefix)?;
     if q.limit < 0 || q.limit > MAX_QUERY_LIMIT as i64 {
         return Err(ApiError::bad_request(format!(
             "limit: must be between 0 and {MAX_QUERY_LIMIT}"
@@ -332,10 +332,20 @@ pub(crate) async fn query(
             )))
         }
     };
-    let labels = filter_labels("labels", q.labels)?;
-    let statuses = filter_statuses("statuses", &q.statuses, &ALL_STATUSES, |s| {
+    // An empty criterion is none, as an empty `id_prefix` always was.
+    let mut filter = FilterText {
+        id_prefix: &q.id_prefix,
+        labels: &q.labels,
+        statuses: &q.statuses,
+        failed_step: given(&q.failed_step),
+        error_class: given(&q.error_class),
+        created_after: given(&q.created_after),
+        created_before: given(&q.created_before),
+    }
+    .parse("", &ALL_STATUSES, |s| {
         format!("unknown status {s:?} (active, completed, failed or cancelled)")
     })?;
+    filter.children = q.children;
     let cursor = cursor_of(Some(q.cursor))?;
     let limit = if q.limit == 0 {
         DEFAULT_QUERY_LIMIT
@@ -344,13 +354,10 @@ pub(crate) async fn query(
     };
     let page = engine
         .flows_page(&FlowQuery {
-            id_prefix,
-            labels,
-            statuses,
+            filter,
             limit,
             cursor,
             sort,
-            children: q.children,
         })
         .await?;
     let flows: Vec<FlowSummary> = page.flows.iter().map(FlowSummary::full).collect();

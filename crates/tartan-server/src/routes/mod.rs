@@ -69,15 +69,20 @@ fn api() -> OpenApiRouter<Engine> {
         .routes(routes!(webhooks::heartbeat))
 }
 
-/// The route table.
-pub(crate) fn routes() -> Router<Engine> {
-    api().split_for_parts().0
+/// The route table; the dashboard's routes only when `ui`.
+pub(crate) fn routes(ui: bool) -> Router<Engine> {
+    let routes = api().split_for_parts().0;
+    match ui {
+        true => routes.merge(crate::ui::routes()),
+        false => routes,
+    }
 }
 
-/// The OpenAPI 3.1 document of every route, built once.
+/// The OpenAPI 3.1 document of every route, built once. The dashboard's
+/// routes are in it too, turned on or not.
 pub fn document() -> &'static utoipa::openapi::OpenApi {
     static DOC: OnceLock<utoipa::openapi::OpenApi> = OnceLock::new();
-    DOC.get_or_init(|| crate::openapi::finish(api().split_for_parts().1))
+    DOC.get_or_init(|| crate::openapi::finish(api().merge(crate::ui::documented()).split_for_parts().1))
 }
 
 /// This document, OpenAPI 3.1.

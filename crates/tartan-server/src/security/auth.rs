@@ -1,6 +1,8 @@
 //! Bearer tokens: full (`TARTAN_API_TOKEN`) and read-only
-//! (`TARTAN_READ_TOKEN`). `/health`, `/ready` and `/webhook/...` are open:
-//! probes carry no token, and webhooks prove themselves by their signed URL.
+//! (`TARTAN_READ_TOKEN`). `/health`, `/ready`, `/webhook/...` and the
+//! dashboard's files (`/ui`) are open: probes carry no token, webhooks
+//! prove themselves by their signed URL, and the dashboard's files hold no
+//! data (they ask for a token and read the API with it, docs/ui.md).
 
 use axum::extract::{Request, State};
 use axum::http::{header, Method, StatusCode};
@@ -69,7 +71,11 @@ impl Tokens {
 
 /// Routes open to everyone.
 fn is_open(path: &str) -> bool {
-    path == "/health" || path == "/ready" || path.starts_with("/webhook/")
+    path == "/health"
+        || path == "/ready"
+        || path.starts_with("/webhook/")
+        || path == "/ui"
+        || path.starts_with("/ui/")
 }
 
 /// What a read token may do: `GET` (and `HEAD`), and the two `POST` routes

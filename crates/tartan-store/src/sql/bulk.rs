@@ -10,7 +10,10 @@ use crate::connection::SqlStore;
 use crate::error::StoreError;
 use crate::model::*;
 use crate::{BulkJobStore, BulkRunStore};
-use tartan_core::bulk::{BulkAction, BulkFilter, BulkItemState, BulkStatus};
+use tartan_core::bulk::{BulkAction, BulkItemState, BulkStatus};
+use tartan_core::filter::FlowFilter;
+
+use super::filter::filter_where;
 
 use super::{bind_all, duration_us, json_text, Bind, FLOW};
 
@@ -52,74 +55,9 @@ fn job_of(row: &AnyRow) -> Result<BulkJob, StoreError> {
     })
 }
 
-/// The `WHERE` conditions of a filter on `flows f`, its binds appended to
-/// `binds` (numbered on from there).
-fn filter_where(backend: crate::dialect::Backend, filter: &BulkFilter, binds: &mut Vec<Bind>) -> String {
-    let mut param = |b: Bind| {
-        binds.push(b);
-        format!("${}", binds.len())
-    };
-    // Child flows are acted on through their parents (docs/steps.md,
-    // "Sub-flows"): a bulk job never touches one.
-    let mut sql = String::from("f.id NOT LIKE '%:%'");
-    if !filter.ids.is_empty() {
-        let ps: Vec<String> = filter
-            .ids
-            .iter()
-            .map(|id| param(Bind::Text(id.clone())))
-            .collect();
-        sql.push_str(&format!(" AND f.id IN ({})", ps.join(", ")));
-    }
-    if let Some(prefix) = &filter.id_prefix {
-        // As in `query_flows`: `_` and `\` are escaped, `%` is no id character.
-        let pattern = format!("{}%", prefix.replace('\\', "\\\\").replace('_', "\\_"));
-        let p = param(Bind::Text(pattern));
-        sql.push_str(&format!(" AND f.id LIKE {p} ESCAPE '\\'"));
-    }
-    if !filter.statuses.is_empty() {
-        let ps: Vec<String> = filter
-            .statuses
-            .iter()
-            .map(|s| param(Bind::Text(s.as_str().to_string())))
-            .collect();
-        sql.push_str(&format!(" AND f.status IN ({})", ps.join(", ")));
-    }
-    for (k, v) in &filter.labels {
-        let pk = param(Bind::Text(k.clone()));
-        let pv = param(Bind::Text(v.clone()));
-        sql.push_str(&format!(
-            " AND EXISTS (SELECT 1 FROM flow_labels l WHERE l.flow_id = f.id AND l.key = {pk} AND l.value = {pv})"
-        ));
-    }
-    if let Some(t) = filter.created_after {
-        let p = param(Bind::Int(to_us(t)));
-        sql.push_str(&format!(" AND f.created_us >= {p}"));
-    }
-    if let Some(t) = filter.created_before {
-        let p = param(Bind::Int(to_us(t)));
-        sql.push_str(&format!(" AND f.created_us < {p}"));
-    }
-    if filter.failed_step.is_some() || filter.error_class.is_some() {
-        let mut work = String::from("w.flow_id = f.id AND w.status = 'failed'");
-        if let Some(step) = &filter.failed_step {
-            let p = param(Bind::Text(step.clone()));
-            work.push_str(&format!(" AND w.step_id = {p}"));
-        }
-        if let Some(class) = filter.error_class {
-            let p = param(Bind::Text(class.as_str().to_string()));
-            work.push_str(&format!(
-                " AND {} = {p}",
-                backend.last_attempt_outcome("w.detail")
-            ));
-        }
-        sql.push_str(&format!(" AND EXISTS (SELECT 1 FROM work_items w WHERE {work})"));
-    }
-    sql
-}
-
 #[async_trait]
 impl BulkJobStore for SqlStore {
-    async fn count_bulk_matches(&self, filter: &BulkFilter) -> Result<u64, StoreError> {
+    async fn count_bulk_matches(&self, filter: &FlowFilter) -> Result<u64, StoreError> {
         let mut binds = Vec::new();
         let sql = format!(
             "SELECT COUNT(*) AS n FROM flows f WHERE {}",

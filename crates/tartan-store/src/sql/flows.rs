@@ -10,6 +10,7 @@ use crate::error::StoreError;
 use crate::model::*;
 use crate::FlowStore;
 
+use super::filter::filter_where;
 use super::{bind_all, off_workers, stored_event, values, Bind, FLOW};
 
 #[async_trait]
@@ -164,38 +165,15 @@ impl FlowStore for SqlStore {
     }
 
     async fn query_flows(&self, q: &FlowQuery) -> Result<FlowPage, StoreError> {
-        let mut sql =
-            String::from("SELECT id, status, created_us, updated_us, error FROM flows f WHERE 1 = 1");
         let mut binds: Vec<Bind> = Vec::new();
-        let param = |binds: &mut Vec<Bind>, b: Bind| {
+        let mut sql = format!(
+            "SELECT id, status, created_us, updated_us, completed_us, error, goals FROM flows f WHERE {}",
+            filter_where(self.backend, &q.filter, &mut binds)
+        );
+        let mut param = |b: Bind| {
             binds.push(b);
             format!("${}", binds.len())
         };
-        if let Some(prefix) = &q.id_prefix {
-            // Ids hold no LIKE wildcards except `_`, which is escaped.
-            let pattern = format!("{}%", prefix.replace('\\', "\\\\").replace('_', "\\_"));
-            let p = param(&mut binds, Bind::Text(pattern));
-            sql.push_str(&format!(" AND id LIKE {p} ESCAPE '\\'"));
-        }
-        if !q.children {
-            // Only the engine names flows with a `:`: its child flows.
-            sql.push_str(" AND id NOT LIKE '%:%'");
-        }
-        if !q.statuses.is_empty() {
-            let ps: Vec<String> = q
-                .statuses
-                .iter()
-                .map(|s| param(&mut binds, Bind::Text(s.as_str().to_string())))
-                .collect();
-            sql.push_str(&format!(" AND status IN ({})", ps.join(", ")));
-        }
-        for (k, v) in &q.labels {
-            let pk = param(&mut binds, Bind::Text(k.clone()));
-            let pv = param(&mut binds, Bind::Text(v.clone()));
-            sql.push_str(&format!(
-                " AND EXISTS (SELECT 1 FROM flow_labels l WHERE l.flow_id = f.id AND l.key = {pk} AND l.value = {pv})"
-            ));
-        }
         let (cmp, order) = match q.sort {
             SortOrder::RecentFirst => ("<", "DESC"),
             SortOrder::OldestFirst => (">", "ASC"),
@@ -203,54 +181,46 @@ impl FlowStore for SqlStore {
         if let Some(cursor) = &q.cursor {
             let (us, id) =
                 decode_cursor(cursor).ok_or_else(|| StoreError::Config("invalid cursor".into()))?;
-            let p1 = param(&mut binds, Bind::Int(us));
-            let p2 = param(&mut binds, Bind::Int(us));
-            let p3 = param(&mut binds, Bind::Text(id));
+            let p1 = param(Bind::Int(us));
+            let p2 = param(Bind::Int(us));
+            let p3 = param(Bind::Text(id));
             sql.push_str(&format!(
-                " AND (created_us {cmp} {p1} OR (created_us = {p2} AND id {cmp} {p3}))"
+                " AND (f.created_us {cmp} {p1} OR (f.created_us = {p2} AND f.id {cmp} {p3}))"
             ));
         }
-        let p = param(&mut binds, Bind::Int(q.limit as i64 + 1));
-        sql.push_str(&format!(" ORDER BY created_us {order}, id {order} LIMIT {p}"));
+        let p = param(Bind::Int(q.limit as i64 + 1));
+        sql.push_str(&format!(" ORDER BY f.created_us {order}, f.id {order} LIMIT {p}"));
         let _turn = self.api_turn().await?;
         let rows = bind_all(sqlx::query(&sql), binds).fetch_all(&self.api).await?;
         let limit = q.limit;
-        // The page's labels, in one more statement.
         let page: Vec<String> = rows
             .iter()
             .take(limit)
             .map(|r| r.try_get("id"))
             .collect::<Result<_, _>>()?;
-        let mut labels: std::collections::HashMap<String, std::collections::BTreeMap<String, String>> =
-            std::collections::HashMap::new();
-        if !page.is_empty() {
-            let sql = format!(
-                "SELECT flow_id, key, value FROM flow_labels WHERE flow_id IN ({})",
-                (1..=page.len())
-                    .map(|n| format!("${n}"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            );
-            let label_rows = bind_all(sqlx::query(&sql), page.into_iter().map(Bind::Text).collect())
-                .fetch_all(&self.api)
-                .await?;
-            for r in label_rows {
-                labels
-                    .entry(r.try_get("flow_id")?)
-                    .or_default()
-                    .insert(r.try_get("key")?, r.try_get("value")?);
-            }
-        }
+        let mut extra = self.page_extras(&page).await?;
         let mut flows = Vec::with_capacity(rows.len());
         for row in rows.iter().take(limit) {
             let status: String = row.try_get("status")?;
             let id: String = row.try_get("id")?;
+            let goals: Option<String> = row.try_get("goals")?;
+            let PageExtra {
+                labels,
+                running_steps,
+                failed_steps,
+            } = extra.remove(&id).unwrap_or_default();
             flows.push(FlowSummary {
-                labels: labels.remove(&id).unwrap_or_default(),
+                labels,
+                running_steps,
+                failed_steps,
+                goals: goals
+                    .and_then(|g| serde_json::from_str(&g).ok())
+                    .unwrap_or_default(),
                 id,
                 status: FlowStatus::parse(&status).ok_or_else(|| StoreError::Corrupt(status.clone()))?,
                 created_at: from_us(row.try_get("created_us")?),
                 updated_at: from_us(row.try_get("updated_us")?),
+                completed_at: row.try_get::<Option<i64>, _>("completed_us")?.map(from_us),
                 error: row.try_get("error")?,
             });
         }
@@ -260,5 +230,59 @@ impl FlowStore for SqlStore {
             None
         };
         Ok(FlowPage { flows, next_cursor })
+    }
+}
+
+/// What a page of flows shows beyond each flow's row.
+#[derive(Default)]
+struct PageExtra {
+    labels: std::collections::BTreeMap<String, String>,
+    running_steps: Vec<String>,
+    failed_steps: Vec<String>,
+}
+
+impl SqlStore {
+    /// The labels of a page of flows, and the steps each has running or
+    /// failed: two statements for the whole page, not two per flow. A
+    /// step is named once however many of its items are in that state.
+    async fn page_extras(
+        &self,
+        page: &[String],
+    ) -> Result<std::collections::HashMap<String, PageExtra>, StoreError> {
+        let mut extra: std::collections::HashMap<String, PageExtra> = std::collections::HashMap::new();
+        if page.is_empty() {
+            return Ok(extra);
+        }
+        let list = (1..=page.len())
+            .map(|n| format!("${n}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let ids = || page.iter().cloned().map(Bind::Text).collect::<Vec<_>>();
+        let sql = format!("SELECT flow_id, key, value FROM flow_labels WHERE flow_id IN ({list})");
+        for r in bind_all(sqlx::query(&sql), ids()).fetch_all(&self.api).await? {
+            extra
+                .entry(r.try_get("flow_id")?)
+                .or_default()
+                .labels
+                .insert(r.try_get("key")?, r.try_get("value")?);
+        }
+        let sql = format!(
+            "SELECT DISTINCT flow_id, step_id, status FROM work_items WHERE flow_id IN ({list}) \
+             AND status IN ('active', 'pending', 'not_completed', 'failed') ORDER BY flow_id, step_id"
+        );
+        for r in bind_all(sqlx::query(&sql), ids()).fetch_all(&self.api).await? {
+            let entry = extra.entry(r.try_get("flow_id")?).or_default();
+            let step: String = r.try_get("step_id")?;
+            let status: String = r.try_get("status")?;
+            let list = if status == "failed" {
+                &mut entry.failed_steps
+            } else {
+                &mut entry.running_steps
+            };
+            if !list.contains(&step) {
+                list.push(step);
+            }
+        }
+        Ok(extra)
     }
 }

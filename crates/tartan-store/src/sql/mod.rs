@@ -14,6 +14,7 @@ mod catalog;
 mod cluster;
 mod commit;
 mod feed;
+mod filter;
 mod flows;
 mod history;
 mod memo;

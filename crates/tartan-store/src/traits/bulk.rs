@@ -1,6 +1,7 @@
 use async_trait::async_trait;
 
-use tartan_core::bulk::{BulkAction, BulkFilter, BulkItemState};
+use tartan_core::bulk::{BulkAction, BulkItemState};
+use tartan_core::filter::FlowFilter;
 
 use crate::{BulkCreated, BulkEnd, BulkItem, BulkJob, NewBulkJob, StoreError};
 
@@ -8,7 +9,7 @@ use crate::{BulkCreated, BulkEnd, BulkItem, BulkJob, NewBulkJob, StoreError};
 #[async_trait]
 pub trait BulkJobStore: Send + Sync {
     /// How many flows `filter` matches now (a bulk job's dry run).
-    async fn count_bulk_matches(&self, filter: &BulkFilter) -> Result<u64, StoreError>;
+    async fn count_bulk_matches(&self, filter: &FlowFilter) -> Result<u64, StoreError>;
 
     /// Create a bulk job, `queued`, and snapshot the flows its filter
     /// matches into its items, in one transaction; refused (`TooMany`, and

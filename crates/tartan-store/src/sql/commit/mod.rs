@@ -139,6 +139,11 @@ impl SqlStore {
     }
 }
 
+/// A new flow's goals as stored in `flows.goals`: a JSON array.
+pub(super) fn goals_text(state: &tartan_core::flow::FlowState) -> String {
+    serde_json::to_string(&state.plan.goals).unwrap_or_else(|_| "[]".into())
+}
+
 pub(super) fn verdicts(decisions: Vec<Decision<'_>>) -> Vec<Result<i64, StoreError>> {
     decisions
         .into_iter()

@@ -129,7 +129,8 @@ pub(super) fn batch_json(decisions: &[Decision<'_>]) -> Result<[String; 6], Stor
             .int("deadline_us", c.state.wake_at().map(to_us));
         if c.base_sequence == 0 {
             rows.int("created_us", Some(to_us(c.state.created_at)))
-                .text("request", Some(c.request.as_deref().unwrap_or_default()));
+                .text("request", Some(c.request.as_deref().unwrap_or_default()))
+                .text("goals", Some(&goals_text(&c.state)));
             for (k, v) in &c.state.labels {
                 labels
                     .row()
@@ -205,11 +206,11 @@ pub(super) async fn commit_in_one_statement(
         format!(
             "WITH \
         created AS (INSERT INTO flows (id, status, sequence, created_us, updated_us, completed_us, deactivated_us, \
-            request, state, deadline_us, error, snapshot_seq, snapshot_bytes, tail_bytes) \
-          SELECT c.id, c.status, c.seq, c.created_us, c.updated_us, c.completed_us, c.deactivated_us, c.request, '', \
+            request, goals, state, deadline_us, error, snapshot_seq, snapshot_bytes, tail_bytes) \
+          SELECT c.id, c.status, c.seq, c.created_us, c.updated_us, c.completed_us, c.deactivated_us, c.request, c.goals, '', \
             c.deadline_us, c.error, 0, c.tail, 0 \
           FROM json_to_recordset(CAST($1 AS json)) AS c(id text, status text, seq bigint, created_us bigint, \
-            updated_us bigint, completed_us bigint, deactivated_us bigint, request text, deadline_us bigint, \
+            updated_us bigint, completed_us bigint, deactivated_us bigint, request text, goals text, deadline_us bigint, \
             error text, tail bigint) \
           ON CONFLICT (id) DO NOTHING RETURNING id), \
         advanced AS (UPDATE flows SET status = v.status, sequence = v.seq, updated_us = v.updated_us, \

@@ -38,9 +38,9 @@ pub(super) async fn create_flows(
     for chunk in creations.chunks(ROWS_PER_STATEMENT) {
         let sql = format!(
             "INSERT INTO flows (id, status, sequence, created_us, updated_us, completed_us, deactivated_us, \
-             request, state, deadline_us, error, snapshot_seq, snapshot_bytes, tail_bytes) \
+             request, goals, state, deadline_us, error, snapshot_seq, snapshot_bytes, tail_bytes) \
              VALUES {} ON CONFLICT (id) DO NOTHING RETURNING id",
-            values_list(backend, chunk.len(), 14)
+            values_list(backend, chunk.len(), 15)
         );
         let mut q = sqlx::query(&sql);
         for &i in chunk {
@@ -55,6 +55,7 @@ pub(super) async fn create_flows(
                 .bind(c.state.completed_at.map(to_us))
                 .bind(c.state.deactivated_at.map(to_us))
                 .bind(c.request.clone().unwrap_or_default())
+                .bind(super::goals_text(&c.state))
                 .bind(String::new())
                 .bind(c.state.wake_at().map(to_us))
                 .bind(c.state.error.clone())

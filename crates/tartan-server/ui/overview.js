@@ -1,0 +1,107 @@
+// Overview: what an operator looks at first, from the engine's own
+// counters (GET /metrics, read every five seconds while the page is open):
+// flows active, completions and failures per minute, retries pending,
+// calls in flight, the slowest and the most failing steps; and the latest
+// failed flows.
+
+import * as api from "./api.js";
+import { h, fill, badge } from "./dom.js";
+import { ms, relative } from "./format.js";
+
+const EVERY_MS = 5000;
+
+/** OpenMetrics text as [{name, labels, value}]. */
+export function parseMetrics(text) {
+  const out = [];
+  for (const line of text.split("\n")) {
+    if (!line || line.startsWith("#")) continue;
+    const m = line.match(/^([a-zA-Z_:][\w:]*)(?:\{(.*)\})?\s+(\S+)/);
+    if (!m) continue;
+    const labels = {};
+    for (const l of (m[2] || "").matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)) labels[l[1]] = l[2].replace(/\\(.)/g, "$1");
+    out.push({ name: m[1], labels, value: Number(m[3]) });
+  }
+  return out;
+}
+
+function sum(metrics, name, match = () => true) {
+  return metrics.filter((m) => m.name === name && match(m.labels)).reduce((a, m) => a + m.value, 0);
+}
+
+function byStep(metrics, name, match = () => true) {
+  const out = {};
+  for (const m of metrics) {
+    if (m.name !== name || !match(m.labels) || !m.labels.step) continue;
+    out[m.labels.step] = (out[m.labels.step] || 0) + m.value;
+  }
+  return out;
+}
+
+function tile(label, value, note) {
+  return h("div", { class: "tile" }, h("div", { class: "value" }, value), h("div", { class: "label" }, label),
+    note ? h("div", { class: "note" }, note) : null);
+}
+
+export async function render(main, _params, ctx) {
+  const tiles = h("div", { class: "tiles", "aria-live": "polite" });
+  const slow = h("tbody");
+  const failing = h("tbody");
+  const failed = h("ul", { class: "plain" });
+  fill(main,
+    h("div", { class: "title" }, h("h1", {}, "Overview"), h("span", { class: "muted" }, "this engine process's counters")),
+    tiles,
+    h("div", { class: "two" },
+      h("section", { class: "card" }, h("h2", {}, "Slowest steps"),
+        h("table", { class: "list" }, h("thead", {}, h("tr", {}, ["Step", "Mean call", "Calls"].map((c) => h("th", { scope: "col" }, c)))), slow)),
+      h("section", { class: "card" }, h("h2", {}, "Most failing steps"),
+        h("table", { class: "list" }, h("thead", {}, h("tr", {}, ["Step", "Retryable", "Permanent", "Timeout"].map((c) => h("th", { scope: "col" }, c)))), failing))),
+    h("section", { class: "card" }, h("h2", {}, "Latest failed flows"), failed));
+
+  let before = null;
+  let timer = null;
+  async function load() {
+    const now = Date.now();
+    const metrics = parseMetrics(await api.text("/metrics", ctx.signal));
+    const finished = (status) => sum(metrics, "tartan_flows_finished_total", (l) => l.status === status);
+    const sample = { at: now, completed: finished("completed"), failed: finished("failed") + finished("cancelled") };
+    const perMinute = (k) => before && now > before.at
+      ? ((sample[k] - before[k]) * 60000 / (now - before.at)).toFixed(1) : "…";
+    before = before || sample;
+    fill(tiles,
+      tile("active flows", sum(metrics, "tartan_flows_active")),
+      tile("completed / min", perMinute("completed"), `${sample.completed} since start`),
+      tile("failed or cancelled / min", perMinute("failed"), `${sample.failed} since start`),
+      tile("retries pending", sum(metrics, "tartan_retries_pending")),
+      tile("calls in flight", sum(metrics, "tartan_calls_in_flight"), `${sum(metrics, "tartan_calls_queued")} queued`),
+      tile("waiting for a healthy step", sum(metrics, "tartan_calls_deferred")));
+    if (now - before.at > 60000) before = sample;
+
+    const work = (l) => l.call !== "compensation";
+    const total = byStep(metrics, "tartan_attempt_duration_seconds_sum", work);
+    const count = byStep(metrics, "tartan_attempt_duration_seconds_count", work);
+    const means = Object.keys(count).filter((s) => count[s] > 0)
+      .map((s) => [s, (total[s] * 1000) / count[s], count[s]]).sort((a, b) => b[1] - a[1]).slice(0, 10);
+    fill(slow, means.length ? means.map(([s, mean, n]) => h("tr", {},
+      h("td", {}, h("a", { href: `#/steps/${encodeURIComponent(s)}` }, s)), h("td", { class: "num" }, ms(mean)), h("td", { class: "num" }, n)))
+      : h("tr", {}, h("td", { colspan: 3, class: "muted" }, "No calls yet.")));
+    const outcome = (o) => byStep(metrics, "tartan_attempts_total", (l) => work(l) && l.outcome === o);
+    const [r, p, t] = [outcome("retryable"), outcome("permanent"), outcome("timeout")];
+    const bad = [...new Set([...Object.keys(r), ...Object.keys(p), ...Object.keys(t)])]
+      .map((s) => [s, r[s] || 0, p[s] || 0, t[s] || 0]).filter((x) => x[1] + x[2] + x[3] > 0)
+      .sort((a, b) => (b[1] + b[2] + b[3]) - (a[1] + a[2] + a[3])).slice(0, 10);
+    fill(failing, bad.length ? bad.map(([s, a, b, c]) => h("tr", {},
+      h("td", {}, h("a", { href: `#/flows?status=failed&step=${encodeURIComponent(s)}` }, s)),
+      h("td", { class: "num" }, a), h("td", { class: "num" }, b), h("td", { class: "num" }, c)))
+      : h("tr", {}, h("td", { colspan: 4, class: "muted" }, "No failed calls.")));
+
+    const latest = await api.post("/engine/flow/query", { statuses: ["failed"], limit: 10 }, ctx.signal);
+    fill(failed, latest.flows.length ? latest.flows.map((f) => h("li", {},
+      badge(f.status), " ", h("a", { href: `#/flow/${encodeURIComponent(f.id)}` }, f.id), " ",
+      h("time", { class: "age", datetime: f.timestamp }, relative(f.timestamp)),
+      f.error ? h("span", { class: "error" }, ` ${f.error}`) : null))
+      : h("li", { class: "muted" }, "None."));
+    timer = setTimeout(() => load().catch(ctx.refused), EVERY_MS);
+  }
+  ctx.signal.addEventListener("abort", () => clearTimeout(timer));
+  await load();
+}

@@ -1,0 +1,204 @@
+//! `POST /engine/flow/query` with the criteria a bulk job takes (failed
+//! step, error class, creation time) and the fields the dashboard's list
+//! shows (goals, times, steps running and failed): docs/api.md, "Flows".
+
+use std::sync::Arc;
+
+use axum::http::StatusCode;
+use serde_json::{json, Value};
+use tokio::sync::Notify;
+
+use crate::helpers::{json_reply, spawn_app, sync_step, Backend, StepServer};
+use axum::response::IntoResponse;
+use tartan_testkit::both_backends;
+
+both_backends!(
+    a_query_finds_flows_by_failed_step_error_class_and_time,
+    a_page_of_flows_shows_goals_times_and_the_steps_running_or_failed,
+    bad_criteria_are_refused_naming_the_field,
+);
+
+fn ids(reply: &Value) -> Vec<String> {
+    reply["flows"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|f| f["id"].as_str().map(String::from))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// `ok` answers, `refuse` answers 422 (permanent), `hold` waits for the
+/// test to let it go.
+async fn steps(release: Arc<Notify>) -> StepServer {
+    StepServer::start_async(move |r, _| {
+        let release = release.clone();
+        Box::pin(async move {
+            match r.path.as_str() {
+                "/ok" => json_reply(200, json!({"done": "yes"})),
+                "/hold" => {
+                    release.notified().await;
+                    json_reply(200, json!({"held": "yes"}))
+                }
+                _ => json_reply(422, json!({"detail": "refused"})),
+            }
+            .into_response()
+        })
+    })
+    .await
+}
+
+async fn a_query_finds_flows_by_failed_step_error_class_and_time(backend: Backend) {
+    let Some(app) = spawn_app(backend).await else {
+        return;
+    };
+    let svc = steps(Arc::new(Notify::new())).await;
+    app.register(&sync_step("ok", &svc.url("/ok"), &["x"], &["done"]))
+        .await;
+    app.register(&sync_step("refuse", &svc.url("/refuse"), &["x"], &["nope"]))
+        .await;
+    for (id, goal) in [("good", "ok"), ("bad-1", "refuse"), ("bad-2", "refuse")] {
+        let r = app
+            .start_flow(&json!({"id": id, "goals": [goal], "init": {"x": ["1"]}}))
+            .await;
+        assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+        app.wait_for_flow(id).await;
+    }
+    let query = |body: Value| {
+        let app = &app;
+        async move {
+            let r = app.post("/engine/flow/query", &body).await;
+            assert_eq!(r.status, StatusCode::OK, "{body}: {:?}", r.body);
+            let mut found = ids(&r.body);
+            found.sort();
+            found
+        }
+    };
+    assert_eq!(query(json!({"failed_step": "refuse"})).await, ["bad-1", "bad-2"]);
+    assert_eq!(query(json!({"failed_step": "ok"})).await, Vec::<String>::new());
+    assert_eq!(
+        query(json!({"error_class": "permanent"})).await,
+        ["bad-1", "bad-2"]
+    );
+    assert_eq!(
+        query(json!({"error_class": "timeout"})).await,
+        Vec::<String>::new()
+    );
+    // The same filter a bulk retry would act on counts the same flows.
+    let dry = app
+        .post(
+            "/engine/bulk/retry",
+            &json!({"filter": {"failed_step": "refuse", "error_class": "permanent"}, "dry_run": true}),
+        )
+        .await;
+    assert_eq!(dry.body["matched"], 2, "{:?}", dry.body);
+
+    let good = app.flow("good").await;
+    let created = good["created_at"].as_str().unwrap_or_default().to_string();
+    let after = query(json!({"created_after": created})).await;
+    assert!(after.contains(&"good".to_string()), "{after:?}");
+    assert_eq!(
+        query(json!({"created_before": created})).await,
+        Vec::<String>::new(),
+        "nothing was created before the first flow"
+    );
+    assert_eq!(
+        query(json!({"created_after": "2100-01-01T00:00:00Z"})).await,
+        Vec::<String>::new()
+    );
+    // Empty criteria are none, as an empty id_prefix always was.
+    assert_eq!(
+        query(json!({"failed_step": "", "error_class": "", "created_after": ""})).await,
+        ["bad-1", "bad-2", "good"]
+    );
+}
+
+async fn a_page_of_flows_shows_goals_times_and_the_steps_running_or_failed(backend: Backend) {
+    let Some(app) = spawn_app(backend).await else {
+        return;
+    };
+    let release = Arc::new(Notify::new());
+    let svc = steps(release.clone()).await;
+    app.register(&sync_step("ok", &svc.url("/ok"), &["x"], &["done"]))
+        .await;
+    app.register(&sync_step("refuse", &svc.url("/refuse"), &["x"], &["nope"]))
+        .await;
+    app.register(&sync_step("hold", &svc.url("/hold"), &["x"], &["held"]))
+        .await;
+    for (id, goal) in [("done", "ok"), ("failed", "refuse")] {
+        app.start_flow(&json!({"id": id, "goals": [goal], "init": {"x": ["1"]}}))
+            .await;
+        app.wait_for_flow(id).await;
+    }
+    app.start_flow(&json!({"id": "running", "goals": ["hold"], "init": {"x": ["1"]}}))
+        .await;
+    // The held call is in flight once the step server has it.
+    for _ in 0..400 {
+        if svc.requests().iter().any(|r| r.path == "/hold") {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+    let page = app.post("/engine/flow/query", &json!({})).await;
+    assert_eq!(page.status, StatusCode::OK);
+    let by_id = |id: &str| -> Value {
+        page.body["flows"]
+            .as_array()
+            .and_then(|a| a.iter().find(|f| f["id"] == id).cloned())
+            .unwrap_or_else(|| panic!("{id} not in {:?}", page.body))
+    };
+    let done = by_id("done");
+    assert_eq!(done["goals"], json!(["ok"]));
+    assert_eq!(done["status"], "completed");
+    assert!(
+        done["completed_at"].is_string() && done["created_at"] == done["timestamp"],
+        "{done}"
+    );
+    assert!(
+        done.get("running_steps").is_none() && done.get("failed_steps").is_none(),
+        "{done}"
+    );
+    let failed = by_id("failed");
+    assert_eq!(failed["failed_steps"], json!(["refuse"]), "{failed}");
+    assert!(
+        failed["error"].as_str().unwrap_or_default().contains("refused"),
+        "{failed}"
+    );
+    let running = by_id("running");
+    assert_eq!(running["running_steps"], json!(["hold"]), "{running}");
+    assert!(running.get("completed_at").is_none(), "{running}");
+    // The bare list stays Argyll's: id, status and time only.
+    let bare = app.get("/engine/flow").await;
+    let first = &bare.body[0];
+    assert!(
+        first.get("goals").is_none() && first.get("running_steps").is_none(),
+        "{first}"
+    );
+    release.notify_waiters();
+    release.notify_one();
+    app.wait_for_flow("running").await;
+}
+
+async fn bad_criteria_are_refused_naming_the_field(backend: Backend) {
+    let Some(app) = spawn_app(backend).await else {
+        return;
+    };
+    for (body, field) in [
+        (json!({"error_class": "flaky"}), "error_class"),
+        (json!({"created_after": "yesterday"}), "created_after"),
+        (
+            json!({"created_before": "2026-13-01T00:00:00Z"}),
+            "created_before",
+        ),
+        (json!({"failed_step": "///"}), "failed_step"),
+        (json!({"failed_step": "x".repeat(300)}), "failed_step"),
+        (json!({"failed_step": 7}), "failed_step"),
+    ] {
+        let r = app.post("/engine/flow/query", &body).await;
+        assert_eq!(r.status, StatusCode::BAD_REQUEST, "{body}: {:?}", r.body);
+        assert_eq!(r.content_type, "application/problem+json");
+        let detail = r.body["detail"].as_str().unwrap_or_default();
+        assert!(detail.contains(field), "{body}: {detail}");
+    }
+}
