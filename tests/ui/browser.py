@@ -195,6 +195,12 @@ def run(api, base, steps_url):
             shot(page, name)
         page.goto(f"{base}/ui/#/flows")
         expect(page.locator("table.list")).to_contain_text("retried", timeout=15000)
+        # The failed-step filter, through the form.
+        page.get_by_label("Failed step").fill("xss")
+        page.get_by_role("button", name="Filter", exact=True).click()
+        expect(page.locator("table.list tbody tr")).to_have_count(1, timeout=15000)
+        expect(page.locator("table.list tbody")).to_contain_text("xss-flow")
+        assert "step=xss" in page.url, page.url
 
         # A phone's width: the flow page still lays out.
         phone = browser.new_page(viewport={"width": 390, "height": 844})

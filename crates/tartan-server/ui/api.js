@@ -68,10 +68,11 @@ export function seg(id) {
  * message; the stream reconnects after a break from the last id it saw,
  * until `signal` aborts.
  */
-export async function stream(path, onEvent, signal, onOpen) {
+export async function stream(path, onEvent, signal, onOpen, onClose) {
   let last = "";
   let wait = 500;
   while (!signal.aborted) {
+    let ended = false;
     try {
       const h = headers({ Accept: "text/event-stream" });
       if (last) h["Last-Event-ID"] = last;
@@ -88,22 +89,36 @@ export async function stream(path, onEvent, signal, onOpen) {
       for (;;) {
         const { value, done } = await reader.read();
         if (done) break;
+        // Look for the end of a message only in what is new (and the
+        // three characters before it), not the whole buffer again.
+        let from = Math.max(0, buffer.length - 3);
         buffer += value;
         let cut;
-        while ((cut = buffer.search(/\r?\n\r?\n/)) >= 0) {
+        while ((cut = buffer.slice(from).search(/\r?\n\r?\n/)) >= 0) {
+          cut += from;
           const block = buffer.slice(0, cut);
           buffer = buffer.slice(cut).replace(/^\r?\n\r?\n/, "");
+          from = 0;
           const message = parse(block);
           if (message.id) last = message.id;
-          if (message.data !== undefined) onEvent(message);
+          // `dropped` (this reader fell behind) and `error` end a stream
+          // that is resumed from `last`; `state` is a flow stream's end.
+          if (message.event === "dropped" || message.event === "error") continue;
+          if (message.event === "state") ended = true;
+          if (message.data === undefined) continue;
+          try {
+            onEvent(message);
+          } catch (e) {
+            console.error(e);
+          }
         }
       }
-      // The flow stream ends after the final state: nothing more will come.
-      if (path.includes("/stream") && path.startsWith("/engine/flow/")) return;
     } catch (e) {
       if (signal.aborted) return;
       if (e instanceof Refused) throw e;
     }
+    if (onClose) onClose();
+    if (ended) return;
     await new Promise((r) => setTimeout(r, wait));
     wait = Math.min(wait * 2, 10000);
   }

@@ -104,7 +104,12 @@ async function route() {
     fill(main);
     main.focus({ preventScroll: true });
     try {
-      await page.render(main, m.slice(1).map((p) => (p === undefined ? p : decodeURIComponent(p))), ctx);
+      // A flow id or step is one encoded segment; the flows page's query
+      // string is read by URLSearchParams, which decodes it itself.
+      const params = page === flows
+        ? m.slice(1)
+        : m.slice(1).map((p) => (p === undefined ? p : decodeURIComponent(p)));
+      await page.render(main, params, ctx);
     } catch (e) {
       if (mine.signal.aborted) return;
       ctx.refused(e);
@@ -115,6 +120,14 @@ async function route() {
   location.hash = "#/overview";
 }
 
-window.addEventListener("hashchange", route);
+// Only the dashboard's own addresses (`#/...`) change the page: the
+// "Skip to content" link's `#main` does not.
+window.addEventListener("hashchange", () => {
+  if (location.hash === "" || location.hash.startsWith("#/")) route();
+});
+document.querySelector(".skip").addEventListener("click", (ev) => {
+  ev.preventDefault();
+  main.focus();
+});
 setInterval(tick, 1000);
 route();

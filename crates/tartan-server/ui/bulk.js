@@ -39,15 +39,23 @@ export async function render(main, _params, ctx) {
         .map((c) => h("th", { scope: "col" }, c)))),
       body)));
   let timer = null;
+  let busy = false;
   async function load() {
     const res = await api.get("/engine/bulk?limit=100", ctx.signal);
     fill(body, res.jobs.length ? res.jobs.map((j) => row(j, ctx, load))
       : h("tr", {}, h("td", { colspan: 9, class: "muted" }, "No bulk jobs.")));
-    clearTimeout(timer);
-    if (res.jobs.some((j) => j.status === "queued" || j.status === "running")) {
-      timer = setTimeout(() => load().catch(ctx.refused), 2000);
+    busy = res.jobs.some((j) => j.status === "queued" || j.status === "running");
+  }
+  // Read again while a job is unfinished, whether the last read worked or not.
+  async function poll() {
+    try {
+      await load();
+    } catch (e) {
+      ctx.refused(e);
     }
+    if (busy && !ctx.signal.aborted) timer = setTimeout(poll, 2000);
   }
   ctx.signal.addEventListener("abort", () => clearTimeout(timer));
   await load();
+  if (busy) timer = setTimeout(poll, 2000);
 }

@@ -61,11 +61,27 @@ export function badge(status) {
   return h("span", { class: `badge s-${String(status).replace(/[^a-z_]/g, "")}` }, status);
 }
 
-/** JSON, collapsible, as text. */
-export function json(value, summary, open) {
-  return h("details", { class: "json", open: open || undefined },
-    h("summary", {}, summary),
-    h("pre", {}, JSON.stringify(value, null, 2)));
+/**
+ * JSON, collapsible, as text; written out only when opened. `key` names it
+ * so that a page drawn again can open it again (`keepOpen`).
+ */
+export function json(value, summary, key) {
+  const pre = h("pre");
+  const el = h("details", { class: "json", dataset: key ? { key } : undefined },
+    h("summary", {}, summary), pre);
+  el.addEventListener("toggle", () => {
+    if (el.open && !pre.textContent) pre.textContent = JSON.stringify(value, null, 2);
+  });
+  return el;
+}
+
+/** The keys of the open `details` under `root`, to open them again after drawing. */
+export function openKeys(root) {
+  return new Set([...root.querySelectorAll("details[open][data-key]")].map((d) => d.dataset.key));
+}
+
+export function reopen(root, keys) {
+  for (const d of root.querySelectorAll("details[data-key]")) if (keys.has(d.dataset.key)) d.open = true;
 }
 
 let toastTimer;
@@ -76,4 +92,10 @@ export function toast(text, bad) {
   el.className = bad ? "toast bad shown" : "toast shown";
   clearTimeout(toastTimer);
   toastTimer = setTimeout(() => { el.className = "toast"; }, bad ? 8000 : 4000);
+}
+
+/** The "live" mark of a page following a stream: in words, not colour alone. */
+export function liveOn(el, on) {
+  el.classList.toggle("on", on);
+  el.textContent = on ? "live" : "not live";
 }

@@ -4,7 +4,7 @@
 // next retry or deadline, the event log, live, and the actions.
 
 import * as api from "./api.js";
-import { h, fill, badge, facts, json, toast } from "./dom.js";
+import { h, fill, badge, facts, json, liveOn, openKeys, reopen, toast } from "./dom.js";
 import { between, clock, countdown, ms, time } from "./format.js";
 import { layers, planGraph } from "./graph.js";
 
@@ -12,6 +12,8 @@ import { layers, planGraph } from "./graph.js";
 const LOG_SHOWN = 200;
 /** Work items listed per step before "show all". */
 const ITEMS_SHOWN = 1000;
+/** A step with at most this many items shows their timelines at once. */
+const FEW_ITEMS = 5;
 
 /** The parts of the wait after an attempt, in words. */
 export function delayWords(d) {
@@ -64,30 +66,32 @@ function itemView(token, item, open) {
     if (body.childElementCount) return;
     fill(body,
       attemptsTable(item.attempts, "attempts"),
-      item.compensation && item.compensation.length ? [h("h5", {}, "Compensation"), attemptsTable(item.compensation, "compensation calls")] : null,
+      item.compensation && item.compensation.length
+        ? [h("h5", {}, "Compensation"), attemptsTable(item.compensation, "compensation calls")] : null,
       facts([["retry state", item.retry_state], ["late results", (item.late_results || []).join(", ")],
         ["waited for health", item.deferred_ms ? ms(item.deferred_ms) : ""]]),
-      Object.keys(item.inputs || {}).length ? json(item.inputs, "item inputs") : null,
-      item.outputs ? json(item.outputs, "item outputs") : null,
-      item.problem ? json(item.problem, "problem") : null);
+      Object.keys(item.inputs || {}).length ? json(item.inputs, "item inputs", `${token}:inputs`) : null,
+      item.outputs ? json(item.outputs, "item outputs", `${token}:outputs`) : null,
+      item.problem ? json(item.problem, "problem", `${token}:problem`) : null);
   };
   details.addEventListener("toggle", () => { if (details.open) build(); });
   if (open) build();
   return details;
 }
 
-function stepView(id, step, exec, words, openItems, showAll, childPlan) {
+function stepView(n, id, step, exec, words, view, childPlan) {
   const items = Object.entries(exec.work_items || {});
   items.sort((a, b) => (a[1].index ?? 0) - (b[1].index ?? 0) || a[0].localeCompare(b[0]));
   const counts = {};
   for (const [, it] of items) counts[it.status] = (counts[it.status] || 0) + 1;
-  const shown = showAll.has(id) ? items : items.slice(0, ITEMS_SHOWN);
-  // A step of a few items shows their timelines at once; a for_each's
-  // items open one by one.
-  const few = items.length <= 5;
-  const list = h("div", { class: "items" }, shown.map(([t, it]) => itemView(t, it, few || openItems.has(t))));
-  const section = h("section", { class: "step card", id: `step-${id}`, "aria-labelledby": `step-h-${id}` },
-    h("h3", { id: `step-h-${id}` }, badge(exec.status || "pending"), " ", id,
+  const shown = view.showAll.has(id) ? items : items.slice(0, ITEMS_SHOWN);
+  // A step of a few items shows their timelines at once (unless closed);
+  // a for_each's items open one by one.
+  const few = items.length <= FEW_ITEMS;
+  const isOpen = (t) => (few ? !view.closed.has(t) : view.opened.has(t));
+  const heading = `step-h-${n}`;
+  return h("section", { class: "step card", id: `step-${id}`, "aria-labelledby": heading },
+    h("h3", { id: heading, tabindex: -1 }, badge(exec.status || "pending"), " ", id,
       step.name && step.name !== id ? h("span", { class: "muted" }, ` ${step.name}`) : null),
     facts([
       ["type", step.type],
@@ -95,61 +99,69 @@ function stepView(id, step, exec, words, openItems, showAll, childPlan) {
       ["retries", words],
       ["started", time(exec.started_at)],
       ["took", exec.started_at ? between(exec.started_at, exec.completed_at) : ""],
-      ["items", Object.entries(counts).map(([s, n]) => `${n} ${s}`).join(", ")],
+      ["items", Object.entries(counts).map(([s, c]) => `${c} ${s}`).join(", ")],
       ["error", exec.error],
       ["reason", exec.reason],
     ]),
-    Object.keys(exec.inputs || {}).length ? json(exec.inputs, "inputs") : null,
-    exec.outputs ? json(exec.outputs, "outputs") : null,
-    childPlan ? h("details", { class: "subplan" }, h("summary", {}, `sub-flow plan (goals: ${(childPlan.goals || []).join(", ")})`),
+    Object.keys(exec.inputs || {}).length ? json(exec.inputs, "inputs", `${id}:inputs`) : null,
+    exec.outputs ? json(exec.outputs, "outputs", `${id}:outputs`) : null,
+    childPlan ? h("details", { class: "subplan", dataset: { key: `${id}:subplan` } },
+      h("summary", {}, `sub-flow plan (goals: ${(childPlan.goals || []).join(", ")})`),
       h("div", { class: "scroll" }, planGraph(childPlan, () => "pending", () => {}))) : null,
-    list,
+    h("div", { class: "items" }, shown.map(([t, it]) => itemView(t, it, isOpen(t)))),
     items.length > shown.length
       ? h("button", { type: "button", class: "secondary", dataset: { more: id } }, `Show all ${items.length} work items`)
       : null);
-  return section;
 }
 
 function eventLine(ev) {
   const d = ev.data || {};
   const what = [d.step_id, d.error || d.reason, d.next_retry_at ? `retry at ${time(d.next_retry_at)}` : "",
     d.http_status ? `HTTP ${d.http_status}` : "", d.attempt ? `attempt ${d.attempt}` : ""].filter(Boolean).join(" · ");
+  const pre = h("pre");
+  const details = h("details", {},
+    h("summary", { "aria-label": `event ${ev.sequence}, ${ev.type}: ${what || "data"}` }, what || "data"), pre);
+  details.addEventListener("toggle", () => {
+    if (details.open && !pre.textContent) pre.textContent = JSON.stringify(d, null, 2);
+  });
   return h("li", { class: `event t-${ev.type}` },
     h("span", { class: "seq num" }, ev.sequence),
     h("time", { datetime: ev.timestamp, title: time(ev.timestamp) }, clock(ev.timestamp)),
     h("code", {}, ev.type),
-    h("details", {}, h("summary", { "aria-label": `event ${ev.sequence}, ${ev.type}: ${what || "data"}` }, what || "data"),
-      h("pre", {}, JSON.stringify(d, null, 2))));
+    details);
 }
 
-function actions(flow, ctx, reload) {
+/** Cancel and retry; their options live in `view`, so a redraw keeps them. */
+function actions(flow, ctx, view, after) {
   const act = async (path, body, question, done) => {
     if (!confirm(question)) return;
     try {
       await api.post(path, body, ctx.signal);
       toast(done);
-      reload();
+      after();
     } catch (e) {
       ctx.refused(e);
     }
   };
   const base = `/engine/flow/${api.seg(flow.id)}`;
-  const compensate = h("input", { type: "checkbox", id: "a-comp", checked: true });
-  const reset = h("input", { type: "checkbox", id: "a-reset", checked: true });
+  const compensate = h("input", { type: "checkbox", id: "a-comp", checked: view.compensate,
+    onchange: (ev) => { view.compensate = ev.target.checked; } });
+  const reset = h("input", { type: "checkbox", id: "a-reset", checked: view.reset,
+    onchange: (ev) => { view.reset = ev.target.checked; } });
   const active = flow.status === "active";
   const retryable = flow.status === "failed" || flow.status === "cancelled";
   const off = !ctx.canAct;
   return h("div", { class: "actions card", role: "group", "aria-label": "Actions" },
     h("div", {},
       h("button", { type: "button", class: "danger", disabled: off || !active,
-        onclick: () => act(`${base}/cancel?compensate=${compensate.checked}`, {},
-          `Cancel flow ${flow.id}${compensate.checked ? ", compensating what succeeded" : " without compensation"}?`,
+        onclick: () => act(`${base}/cancel?compensate=${view.compensate}`, {},
+          `Cancel flow ${flow.id}${view.compensate ? ", compensating what succeeded" : " without compensation"}?`,
           "Flow cancelled") }, "Cancel flow"),
       h("label", { class: "check", for: "a-comp" }, compensate, "compensate")),
     h("div", {},
       h("button", { type: "button", disabled: off || !retryable,
-        onclick: () => act(`${base}/retry`, { reset_attempts: reset.checked },
-          `Retry flow ${flow.id}${reset.checked ? ", counting attempts from 1 again" : ""}?`, "Flow retried") }, "Retry flow"),
+        onclick: () => act(`${base}/retry`, { reset_attempts: view.reset },
+          `Retry flow ${flow.id}${view.reset ? ", counting attempts from 1 again" : ""}?`, "Flow retried") }, "Retry flow"),
       h("label", { class: "check", for: "a-reset" }, reset, "reset attempts")),
     off ? h("p", { class: "muted" }, ctx.access === "read" ? "Read-only token: actions are disabled." : "") : null);
 }
@@ -157,7 +169,7 @@ function actions(flow, ctx, reload) {
 export async function render(main, [id], ctx) {
   const base = `/engine/flow/${api.seg(id)}`;
   let flow = await api.get(base, ctx.signal);
-  let catalog = {};
+  const catalog = {};
   try {
     const steps = await api.get("/engine/step", ctx.signal);
     for (const s of steps.steps || []) catalog[s.id] = s;
@@ -169,28 +181,31 @@ export async function render(main, [id], ctx) {
   const stepsEl = h("div", { class: "steps" });
   const log = h("ol", { class: "log" });
   const logMore = h("div");
-  const liveEl = h("span", { class: "live" }, "live");
+  const liveEl = h("span", { class: "live" }, "not live");
   const events = [];
-  const openItems = new Set();
-  const showAll = new Set();
-  let logAll = false;
+  // What the user chose, kept across redraws.
+  const view = { opened: new Set(), closed: new Set(), showAll: new Set(), compensate: true, reset: true, logAll: false };
 
   stepsEl.addEventListener("toggle", (ev) => {
     const t = ev.target.dataset && ev.target.dataset.token;
     if (!t) return;
-    if (ev.target.open) openItems.add(t); else openItems.delete(t);
+    if (ev.target.open) { view.opened.add(t); view.closed.delete(t); } else { view.opened.delete(t); view.closed.add(t); }
   }, true);
   stepsEl.addEventListener("click", (ev) => {
     const more = ev.target.dataset && ev.target.dataset.more;
-    if (more) { showAll.add(more); draw(); }
+    if (more) { view.showAll.add(more); draw(); }
   });
 
   const pick = (stepId) => {
     const el = document.getElementById(`step-${stepId}`);
-    if (el) { el.scrollIntoView({ behavior: "smooth", block: "start" }); el.querySelector("h3").focus?.(); }
+    if (!el) return;
+    el.scrollIntoView({ behavior: "smooth", block: "start" });
+    el.querySelector("h3").focus({ preventScroll: true });
   };
 
   function draw() {
+    const keep = openKeys(main);
+    const focused = document.activeElement && main.contains(document.activeElement) ? document.activeElement.id : "";
     const statusOf = (s) => (flow.executions?.[s]?.status) || "pending";
     const deadline = flow.deadline_at && flow.status === "active" ? countdown(h, flow.deadline_at, "deadline") : null;
     fill(head,
@@ -205,29 +220,42 @@ export async function render(main, [id], ctx) {
         ["error", flow.error],
         ["attempt cap", flow.max_step_attempts],
       ]),
-      actions(flow, ctx, refresh),
-      json(flow.attributes || {}, "attributes (inputs and outputs)"));
-    fill(graph, h("h2", {}, "Plan"), h("div", { class: "scroll" }, planGraph(flow.plan || { steps: {} }, statusOf, pick)));
-    const order = layers(flow.plan || { steps: {} }).columns.flat();
-    fill(stepsEl, h("h2", {}, "Steps"), order.map((s) => stepView(s, flow.plan.steps[s] || {},
-      flow.executions?.[s] || {}, catalog[s]?.effective_retry?.in_words, openItems, showAll,
-      flow.plan.children?.[s])));
+      actions(flow, ctx, view, restart),
+      json(flow.attributes || {}, "attributes (inputs and outputs)", "attributes"));
+    const plan = flow.plan || { steps: {} };
+    fill(graph, h("h2", {}, "Plan"), h("div", { class: "scroll" }, planGraph(plan, statusOf, pick)));
+    const order = layers(plan).columns.flat();
+    fill(stepsEl, h("h2", {}, "Steps"), order.map((s, n) => stepView(n, s, plan.steps[s] || {},
+      flow.executions?.[s] || {}, catalog[s]?.effective_retry?.in_words, view, plan.children?.[s])));
+    reopen(main, keep);
+    if (focused) document.getElementById(focused)?.focus({ preventScroll: true });
   }
 
+  // The log grows by appending; only "Show all" draws it whole.
+  let drawn = 0;
   function drawLog() {
-    const shown = logAll ? events : events.slice(-LOG_SHOWN);
-    fill(log, shown.map(eventLine));
-    fill(logMore, events.length > shown.length
-      ? h("button", { type: "button", class: "secondary", onclick: () => { logAll = true; drawLog(); } },
+    if (view.logAll && log.childElementCount < drawn) fill(log, events.slice(0, drawn).map(eventLine));
+    const start = view.logAll ? drawn : Math.max(drawn, events.length - LOG_SHOWN);
+    log.append(...events.slice(start).map(eventLine));
+    drawn = events.length;
+    if (!view.logAll) while (log.childElementCount > LOG_SHOWN) log.firstElementChild.remove();
+    fill(logMore, !view.logAll && events.length > LOG_SHOWN
+      ? h("button", { type: "button", class: "secondary", onclick: () => { view.logAll = true; drawLog(); } },
         `Show all ${events.length} events`)
       : null);
   }
 
+  // Reads of the state may answer out of order: only the latest is drawn,
+  // and none after the stream's final state.
   let pending = null;
+  let reads = 0;
   let logFrame = 0;
   async function refresh() {
+    const mine = ++reads;
     try {
-      flow = await api.get(base, ctx.signal);
+      const answer = await api.get(base, ctx.signal);
+      if (mine !== reads) return;
+      flow = answer;
       draw();
     } catch (e) {
       ctx.refused(e);
@@ -236,21 +264,29 @@ export async function render(main, [id], ctx) {
   const later = () => {
     if (!pending) pending = setTimeout(() => { pending = null; refresh(); }, 250);
   };
+  // After a retry the flow runs again, and its stream must start again.
+  function restart() {
+    window.dispatchEvent(new HashChangeEvent("hashchange"));
+  }
 
   fill(main, head, graph, stepsEl,
-    h("section", { class: "card" }, h("h2", {}, "Events"), log, logMore));
+    h("section", { class: "card", "aria-labelledby": "events-h" }, h("h2", { id: "events-h" }, "Events"), log, logMore));
   draw();
   ctx.signal.addEventListener("abort", () => { clearTimeout(pending); cancelAnimationFrame(logFrame); });
+  const known = new Date(flow.last_updated || 0).getTime();
   api.stream(`${base}/stream`, (m) => {
     if (m.event === "state") {
+      clearTimeout(pending);
+      pending = null;
+      reads += 1;
       flow = m.data;
       draw();
-      liveEl.classList.remove("on");
       return;
     }
     events.push(m.data);
     // A flow's history arrives as a burst: draw once per frame, not per event.
     if (!logFrame) logFrame = requestAnimationFrame(() => { logFrame = 0; drawLog(); });
-    later();
-  }, ctx.signal, () => liveEl.classList.add("on")).catch(ctx.refused);
+    // The history up to the state already drawn changes nothing.
+    if (new Date(m.data.timestamp).getTime() > known) later();
+  }, ctx.signal, () => liveOn(liveEl, true), () => liveOn(liveEl, false)).catch(ctx.refused);
 }

@@ -3,7 +3,7 @@
 // stream, and bulk retry or cancel of what the filter matches.
 
 import * as api from "./api.js";
-import { h, fill, badge, toast } from "./dom.js";
+import { h, fill, badge, liveOn, toast } from "./dom.js";
 import { between, relative } from "./format.js";
 
 const STATUSES = ["active", "completed", "failed", "cancelled"];
@@ -64,7 +64,8 @@ function filterForm(f) {
   const form = h("form", { class: "filters", role: "search", "aria-label": "Filter flows" },
     h("fieldset", { class: "statuses" }, h("legend", {}, "Status"), statusBoxes),
     field("f-prefix", "Id prefix", h("input", { name: "prefix", value: f.id_prefix, placeholder: "order-" })),
-    field("f-label", "Label", h("input", { name: "label", value: f.label, placeholder: "team=web" })),
+    field("f-label", "Label (key=value)", h("input", { name: "label", value: f.label, placeholder: "team=web",
+      pattern: "[^=]+=.*", title: "key=value" })),
     field("f-step", "Failed step", h("input", { name: "step", value: f.failed_step })),
     field("f-class", "Error class", classSelect),
     field("f-after", "Created after", h("input", { type: "datetime-local", name: "after", value: f.created_after, step: 1 })),
@@ -132,9 +133,9 @@ async function bulkAction(kind, filter, ctx) {
 export async function render(main, [query], ctx) {
   const filter = readFilter(query);
   const body = h("tbody");
-  const status = h("p", { class: "muted", "aria-live": "polite" });
+  const status = h("p", { class: "muted" });
   const pager = h("div", { class: "pager" });
-  const live = h("span", { class: "live" }, "live");
+  const live = h("span", { class: "live" }, "not live");
   const bulk = h("div", { class: "buttons" },
     h("button", { type: "button", class: "secondary", disabled: !ctx.canAct,
       onclick: () => bulkAction("retry", filter, ctx) }, "Retry matching…"),
@@ -153,18 +154,28 @@ export async function render(main, [query], ctx) {
 
   const cursors = [""];
   let page = 0;
+  let loads = 0;
+  const go = (to) => { page = to; load().catch(ctx.refused); };
+  const newest = h("button", { type: "button", class: "secondary", onclick: () => go(0) }, "Newest");
+  const newer = h("button", { type: "button", class: "secondary", onclick: () => go(page - 1) }, "← Newer");
+  const older = h("button", { type: "button", class: "secondary", onclick: () => go(page + 1) }, "Older →");
+  fill(pager, newest, newer, older);
   async function load() {
+    // Answers may come back out of order (a double click, a live reload
+    // of the first page): only the latest request's answer is shown.
+    const mine = ++loads;
+    const at = page;
     const q = { ...criteria(filter), limit: 50 };
-    if (cursors[page]) q.cursor = cursors[page];
+    if (cursors[at]) q.cursor = cursors[at];
     const res = await api.post("/engine/flow/query", q, ctx.signal);
-    fill(body, res.flows.map(row));
-    if (!res.flows.length) fill(body, h("tr", {}, h("td", { colspan: 8, class: "muted" }, "No flows match.")));
-    cursors[page + 1] = res.next_cursor || null;
-    fill(status, `Page ${page + 1}: ${res.count} flow(s)${res.has_more ? ", more older" : ""}.`);
-    fill(pager,
-      h("button", { type: "button", class: "secondary", disabled: page === 0, onclick: () => { page = 0; load().catch(ctx.refused); } }, "Newest"),
-      h("button", { type: "button", class: "secondary", disabled: page === 0, onclick: () => { page -= 1; load().catch(ctx.refused); } }, "← Newer"),
-      h("button", { type: "button", class: "secondary", disabled: !res.has_more, onclick: () => { page += 1; load().catch(ctx.refused); } }, "Older →"));
+    if (mine !== loads) return;
+    fill(body, res.flows.length ? res.flows.map(row)
+      : h("tr", {}, h("td", { colspan: 8, class: "muted" }, "No flows match.")));
+    cursors[at + 1] = res.next_cursor || null;
+    fill(status, `Page ${at + 1}: ${res.count} flow(s)${res.has_more ? ", more older" : ""}.`);
+    newest.disabled = at === 0;
+    newer.disabled = at === 0;
+    older.disabled = !res.has_more;
   }
   await load();
 
@@ -176,6 +187,6 @@ export async function render(main, [query], ctx) {
   api.stream(path, () => {
     if (page !== 0 || pending) return;
     pending = setTimeout(() => { pending = null; load().catch(ctx.refused); }, 1000);
-  }, ctx.signal, () => live.classList.add("on")).catch(ctx.refused);
+  }, ctx.signal, () => liveOn(live, true), () => liveOn(live, false)).catch(ctx.refused);
   ctx.signal.addEventListener("abort", () => clearTimeout(pending));
 }

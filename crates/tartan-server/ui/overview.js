@@ -43,7 +43,7 @@ function tile(label, value, note) {
 }
 
 export async function render(main, _params, ctx) {
-  const tiles = h("div", { class: "tiles", "aria-live": "polite" });
+  const tiles = h("div", { class: "tiles" });
   const slow = h("tbody");
   const failing = h("tbody");
   const failed = h("ul", { class: "plain" });
@@ -57,24 +57,29 @@ export async function render(main, _params, ctx) {
         h("table", { class: "list" }, h("thead", {}, h("tr", {}, ["Step", "Retryable", "Permanent", "Timeout"].map((c) => h("th", { scope: "col" }, c)))), failing))),
     h("section", { class: "card" }, h("h2", {}, "Latest failed flows"), failed));
 
-  let before = null;
+  // Samples of the finished counters over the last minute: a rate is
+  // the change from the oldest to now. A counter that went down (the
+  // engine restarted) starts the window again.
+  let samples = [];
   let timer = null;
   async function load() {
     const now = Date.now();
     const metrics = parseMetrics(await api.text("/metrics", ctx.signal));
     const finished = (status) => sum(metrics, "tartan_flows_finished_total", (l) => l.status === status);
     const sample = { at: now, completed: finished("completed"), failed: finished("failed") + finished("cancelled") };
-    const perMinute = (k) => before && now > before.at
-      ? ((sample[k] - before[k]) * 60000 / (now - before.at)).toFixed(1) : "…";
-    before = before || sample;
+    if (samples.length && (sample.completed < samples.at(-1).completed || sample.failed < samples.at(-1).failed)) samples = [];
+    samples = samples.filter((s) => now - s.at <= 60000);
+    const oldest = samples[0];
+    samples.push(sample);
+    const perMinute = (k) => oldest && now > oldest.at
+      ? ((sample[k] - oldest[k]) * 60000 / (now - oldest.at)).toFixed(1) : "…";
     fill(tiles,
       tile("active flows", sum(metrics, "tartan_flows_active")),
       tile("completed / min", perMinute("completed"), `${sample.completed} since start`),
       tile("failed or cancelled / min", perMinute("failed"), `${sample.failed} since start`),
       tile("retries pending", sum(metrics, "tartan_retries_pending")),
       tile("calls in flight", sum(metrics, "tartan_calls_in_flight"), `${sum(metrics, "tartan_calls_queued")} queued`),
-      tile("waiting for a healthy step", sum(metrics, "tartan_calls_deferred")));
-    if (now - before.at > 60000) before = sample;
+      tile("calls deferred for health", sum(metrics, "tartan_dispatch_deferred_total"), "since start: their step was unhealthy"));
 
     const work = (l) => l.call !== "compensation";
     const total = byStep(metrics, "tartan_attempt_duration_seconds_sum", work);
@@ -100,8 +105,17 @@ export async function render(main, _params, ctx) {
       h("time", { class: "age", datetime: f.timestamp }, relative(f.timestamp)),
       f.error ? h("span", { class: "error" }, ` ${f.error}`) : null))
       : h("li", { class: "muted" }, "None."));
-    timer = setTimeout(() => load().catch(ctx.refused), EVERY_MS);
+  }
+  // The next read is due whether this one worked or not.
+  async function poll() {
+    try {
+      await load();
+    } catch (e) {
+      ctx.refused(e);
+    }
+    if (!ctx.signal.aborted) timer = setTimeout(poll, EVERY_MS);
   }
   ctx.signal.addEventListener("abort", () => clearTimeout(timer));
   await load();
+  timer = setTimeout(poll, EVERY_MS);
 }

@@ -26,11 +26,11 @@ function healthOf(id, nodes) {
   }).filter(Boolean);
 }
 
-function stepCard(step, nodes) {
+function stepCard(step, nodes, n) {
   const attrs = Object.entries(step.attributes || {});
   const role = (r) => attrs.filter(([, a]) => a.role === r).map(([n]) => n).join(", ");
-  return h("section", { class: "card step", id: `step-${step.id}`, "aria-labelledby": `h-${step.id}` },
-    h("h2", { id: `h-${step.id}` }, step.id, step.name && step.name !== step.id ? h("span", { class: "muted" }, ` ${step.name}`) : null),
+  return h("section", { class: "card step", id: `step-${step.id}`, "aria-labelledby": `h-${n}` },
+    h("h2", { id: `h-${n}` }, step.id, step.name && step.name !== step.id ? h("span", { class: "muted" }, ` ${step.name}`) : null),
     facts([
       ["type", step.type],
       ["endpoint", step.http ? `${step.http.method || "POST"} ${step.http.endpoint}` : ""],
@@ -113,6 +113,6 @@ export async function render(main, [focus], ctx) {
   fill(main,
     h("div", { class: "title" }, h("h1", {}, "Steps"), h("span", { class: "muted" }, `${steps.length} registered`)),
     steps.length ? preview(steps, ctx) : h("p", { class: "muted" }, "No steps are registered yet (POST /engine/step)."),
-    steps.map((s) => stepCard(s, health.nodes)));
+    steps.map((s, n) => stepCard(s, health.nodes, n)));
   if (focus) document.getElementById(`step-${focus}`)?.scrollIntoView();
 }
