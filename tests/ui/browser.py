@@ -41,7 +41,7 @@ def start_engine(binary, folder):
     log = open(os.path.join(folder, "tartan.log"), "w+")
     env = dict(os.environ, RUST_LOG="info")
     proc = subprocess.Popen(
-        [binary, "serve", "--listen", "127.0.0.1:0",
+        [os.path.abspath(binary), "serve", "--listen", "127.0.0.1:0",
          "--database-url", f"sqlite://{folder}/ui.db",
          "--api-token", FULL, "--read-token", READ],
         stdout=log, stderr=subprocess.STDOUT, env=env, cwd=folder)

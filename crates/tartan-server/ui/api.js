@@ -117,8 +117,8 @@ export async function stream(path, onEvent, signal, onOpen, onClose) {
       if (signal.aborted) return;
       if (e instanceof Refused) throw e;
     }
-    if (onClose) onClose();
     if (ended) return;
+    if (onClose) onClose();
     await new Promise((r) => setTimeout(r, wait));
     wait = Math.min(wait * 2, 10000);
   }

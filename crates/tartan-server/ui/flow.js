@@ -280,6 +280,8 @@ export async function render(main, [id], ctx) {
       pending = null;
       reads += 1;
       flow = m.data;
+      liveOn(liveEl, false);
+      liveEl.textContent = "final";
       draw();
       return;
     }
