@@ -30,6 +30,7 @@
 
 pub mod bulk;
 pub mod catalog;
+pub mod classes;
 pub mod duration;
 pub mod endpoint;
 pub mod error;

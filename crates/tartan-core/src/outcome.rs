@@ -4,8 +4,9 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::classes::DeclaredClass;
 use crate::json::{json_kind, Args};
-use crate::retry::RetryPolicy;
+use crate::step::StepPolicies;
 use crate::timeouts::TimeoutScope;
 
 /// How one attempt ended, as the dispatcher saw it; the step's policy
@@ -37,6 +38,9 @@ pub enum FailureCause {
     /// The step answered with this status; a 2xx here had a body that
     /// could not be taken as outputs.
     Status(u16),
+    /// The step answered with this status and `Tartan-Retry: no`: this
+    /// failure is permanent, whatever the status.
+    NoRetry(u16),
     /// No answer: refused, reset, cut off.
     Transport,
     /// Not sent: the rules on where steps may call refused it.
@@ -58,7 +62,7 @@ pub enum FailureCause {
 impl FailureCause {
     pub fn http_status(self) -> Option<u16> {
         match self {
-            FailureCause::Status(s) => Some(s),
+            FailureCause::Status(s) | FailureCause::NoRetry(s) => Some(s),
             FailureCause::Transport
             | FailureCause::Refused
             | FailureCause::Reported
@@ -125,16 +129,22 @@ impl From<FailureClass> for AttemptOutcome {
     }
 }
 
-/// The one place a failure is classified: a status by the step's
-/// `retry_on` (a 2xx that failed had an unreadable body: permanent), no
-/// answer and timeouts are retryable, a refused call, a reported failure
-/// without a status and a failed script are permanent.
-pub fn classify(cause: FailureCause, policy: &RetryPolicy) -> FailureClass {
+/// The one place a failure is classified: a status by the step's own
+/// classes (`http.classify`), else by its `retry_on` (a 2xx that failed had
+/// an unreadable body: permanent); a `Tartan-Retry: no` answer is
+/// permanent; no answer and timeouts are retryable; a refused call, a
+/// reported failure without a status and a failed script are permanent.
+pub fn classify(cause: FailureCause, policies: &StepPolicies) -> FailureClass {
     let retryable = match cause {
         FailureCause::Status(s) if (200..300).contains(&s) => false,
-        FailureCause::Status(s) => policy.retries_status(s),
+        FailureCause::Status(s) => match policies.classes.class_of(s) {
+            Some(DeclaredClass::Permanent) => false,
+            Some(DeclaredClass::Retryable | DeclaredClass::RateLimited) => true,
+            None => policies.retry.retries_status(s),
+        },
         FailureCause::Transport | FailureCause::ChildFailed => true,
-        FailureCause::Refused
+        FailureCause::NoRetry(_)
+        | FailureCause::Refused
         | FailureCause::Reported
         | FailureCause::Script
         | FailureCause::ChildRefused => false,
@@ -144,6 +154,17 @@ pub fn classify(cause: FailureCause, policy: &RetryPolicy) -> FailureClass {
     } else {
         FailureClass::Permanent
     }
+}
+
+/// Whether the step declared this failure `rate_limited`: its wait honours
+/// `Retry-After` whatever the policy's `honor_retry_after` says.
+pub fn is_rate_limited(cause: FailureCause, policies: &StepPolicies) -> bool {
+    matches!(cause, FailureCause::Status(s) if policies.classes.class_of(s) == Some(DeclaredClass::RateLimited))
+}
+
+/// The `Tartan-Retry` header's value that makes a failure permanent.
+pub fn declines_retry(header: &str) -> bool {
+    header.trim().eq_ignore_ascii_case("no")
 }
 
 /// Read a complete HTTP response: outputs, or a failure with the error text
@@ -258,9 +279,13 @@ fn reason_phrase(status: u16) -> &'static str {
 mod tests {
     use super::*;
 
-    fn default_policy() -> RetryPolicy {
+    fn default_policy() -> StepPolicies {
         match crate::retry::RetryDefaults::default().policy() {
-            Ok(p) => p,
+            Ok(retry) => StepPolicies {
+                retry,
+                timeouts: crate::timeouts::TimeoutPolicy::default(),
+                classes: crate::classes::StatusClasses::default(),
+            },
             Err(e) => panic!("the default policy is invalid: {e}"),
         }
     }

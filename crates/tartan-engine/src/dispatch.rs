@@ -5,7 +5,10 @@ use std::time::Duration;
 use tartan_core::endpoint::Template;
 use tartan_core::hosts::StepHosts;
 use tartan_core::machine::{AttemptResult, CallBody, CallMethod};
-use tartan_core::outcome::{classify_response, classify_transport, FailureCause};
+use tartan_core::outcome::{classify_response, classify_transport, declines_retry, FailureCause};
+
+/// The header with which a step makes one failure permanent (`no`).
+const TARTAN_RETRY: &str = "tartan-retry";
 use tartan_core::retry::parse_retry_after;
 use tartan_core::step::Args;
 
@@ -217,8 +220,13 @@ async fn exchange(
         };
         let content_type = header(reqwest::header::CONTENT_TYPE);
         let retry_after = header(reqwest::header::RETRY_AFTER);
+        let no_retry = resp
+            .headers()
+            .get(TARTAN_RETRY)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(declines_retry);
         let body = read_bounded(resp, limits.max_response_bytes, limits.budget, held).await?;
-        Ok::<_, reqwest::Error>((status, content_type, retry_after, body))
+        Ok::<_, reqwest::Error>((status, content_type, (retry_after, no_retry), body))
     };
     match limits
         .clock
@@ -228,9 +236,19 @@ async fn exchange(
         Ok(Ok((status, _, _, Body::TooLarge(announced)))) => {
             too_large(status, limits.max_response_bytes, announced)
         }
-        Ok(Ok((status, content_type, retry_after, Body::Read(body)))) => {
+        Ok(Ok((status, content_type, (retry_after, no_retry), Body::Read(body)))) => {
             let mut result = classify_response(status, content_type.as_deref(), &body);
-            if let AttemptResult::Failure { retry_after_ms, .. } = &mut result {
+            if let AttemptResult::Failure {
+                retry_after_ms,
+                cause,
+                ..
+            } = &mut result
+            {
+                // The step said this failure is for good (docs/retries.md,
+                // "A step's own classes").
+                if let (true, FailureCause::Status(s)) = (no_retry, *cause) {
+                    *cause = FailureCause::NoRetry(s);
+                }
                 // Any size or date is cut to the operator's cap; the step's
                 // retry budget is applied where the retry is scheduled.
                 *retry_after_ms = retry_after

@@ -38,6 +38,7 @@ function stepCard(step, nodes, n) {
       ["may use", role("optional")],
       ["gives", role("output")],
       ["retries", step.effective_retry?.in_words],
+      ["classes", Object.entries(step.http?.classify || {}).map(([k, v]) => `${k}: ${v}`).join(", ")],
       ["timeouts", timeoutWords(step.effective_timeouts)],
       ["parallelism", step.work_config?.parallelism],
       ["health", step.http?.health_check ? healthOf(step.id, nodes) : "no health check"],

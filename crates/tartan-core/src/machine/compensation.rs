@@ -113,8 +113,9 @@ pub(super) fn record(
         ),
     };
     let plan = Arc::clone(&tx.state.plan);
-    let policy = &policies(&plan, step_id)?.retry;
-    let class = classify(cause, policy);
+    let step_policies = policies(&plan, step_id)?;
+    let class = classify(cause, step_policies);
+    let policy = &super::failure::honoured(step_policies, cause);
     let http_status = cause.http_status();
     if class == FailureClass::Retryable && policy.allows_attempt(attempt.saturating_add(1)) {
         let parts = delay(policy, attempt.saturating_sub(1), retry_after_ms, ctx.random);

@@ -7,8 +7,9 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::flow::{ApplyError, FlowEvent, FlowState, FlowStatus, StepStatus};
-use crate::outcome::{classify, FailureCause, FailureClass};
+use crate::outcome::{classify, is_rate_limited, FailureCause, FailureClass};
 use crate::retry::{delay, RetryPolicy, RetryState};
+use crate::step::StepPolicies;
 use crate::timeouts::{pointer_for_step, pointer_for_work, timeout_problem, OnTimeout, TimeoutScope};
 
 use super::compensation::compensate_step;
@@ -25,6 +26,19 @@ pub(super) struct Failure<'a> {
     pub problem: Option<Value>,
 }
 
+/// The retry policy a failure's wait follows: the step's, honouring
+/// `Retry-After` when the step declared the status `rate_limited`.
+pub(super) fn honoured(policies: &StepPolicies, cause: FailureCause) -> std::borrow::Cow<'_, RetryPolicy> {
+    if is_rate_limited(cause, policies) && !policies.retry.honor_retry_after {
+        std::borrow::Cow::Owned(RetryPolicy {
+            honor_retry_after: true,
+            ..policies.retry.clone()
+        })
+    } else {
+        std::borrow::Cow::Borrowed(&policies.retry)
+    }
+}
+
 /// A failed attempt: schedule a retry when the policy, the budgets and the
 /// flow's attempt cap allow one; otherwise fail the work item and its step,
 /// saying why no retry followed (`retry_state`). A timeout reaches here as
@@ -35,12 +49,13 @@ pub(super) fn record_failure(
     ctx: &mut Context<'_>,
 ) -> Result<(), ApplyError> {
     let plan = Arc::clone(&tx.state.plan);
-    let policy = &policies(&plan, f.step_id)?.retry;
+    let step_policies = policies(&plan, f.step_id)?;
     let work = tx
         .state
         .find_work(f.step_id, f.token)
         .ok_or_else(|| ApplyError::UnknownWork(f.token.to_string()))?;
-    let class = classify(f.cause, policy);
+    let class = classify(f.cause, step_policies);
+    let policy = &honoured(step_policies, f.cause);
     let retry_count = work.retry_count;
     let first = work.budget_from().unwrap_or(tx.now);
     let deadline = work.deadline_at;

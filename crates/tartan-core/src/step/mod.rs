@@ -104,6 +104,9 @@ pub struct Step {
 pub struct StepPolicies {
     pub retry: RetryPolicy,
     pub timeouts: TimeoutPolicy,
+    /// The step's own classes of statuses (`http.classify`), consulted
+    /// before `retry.retry_on`.
+    pub classes: crate::classes::StatusClasses,
 }
 
 /// The parsed policies beside the JSON they come from. Equal whenever the
@@ -132,6 +135,12 @@ pub struct HttpConfig {
     /// Per-attempt timeout in ms; 0 means the engine default (as Argyll).
     #[serde(default, deserialize_with = "de_timeout_ms")]
     pub timeout: u64,
+    /// Statuses, ranges (`500-504`) or classes (`5xx`) mapped to
+    /// `retryable`, `permanent` or `rate_limited`, over the retry policy's
+    /// `retry_on` (docs/retries.md, "A step's own classes").
+    #[serde(default, skip_serializing_if = "crate::classes::StatusClasses::is_empty")]
+    #[cfg_attr(feature = "openapi", schema(value_type = BTreeMap<String, String>))]
+    pub classify: crate::classes::StatusClasses,
 }
 
 /// Retry and parallelism settings; zero or absent values take the global
@@ -373,7 +382,12 @@ impl Step {
         let retry = RetryPolicy::from_step(work.as_ref(), self.retry.as_ref(), defaults)?;
         let http_ms = self.http.as_ref().map(|h| h.timeout).unwrap_or(0);
         let timeouts = TimeoutPolicy::from_step(self.timeouts.as_ref(), http_ms, retry.attempt_timeout_ms)?;
-        self.policies = Parsed(Some(Arc::new(StepPolicies { retry, timeouts })));
+        let classes = self.http.as_ref().map(|h| h.classify.clone()).unwrap_or_default();
+        self.policies = Parsed(Some(Arc::new(StepPolicies {
+            retry,
+            timeouts,
+            classes,
+        })));
         let scripts = StepScripts::compile(&self)?;
         self.compiled = scripts::Compiled((!scripts.is_empty()).then(|| Arc::new(scripts)));
         Ok(self)

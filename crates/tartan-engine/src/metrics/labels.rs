@@ -159,7 +159,7 @@ impl CallOutcome {
                     .spec
                     .step
                     .policies()
-                    .map_or(FailureClass::Permanent, |p| classify(*cause, &p.retry));
+                    .map_or(FailureClass::Permanent, |p| classify(*cause, p));
                 match class {
                     FailureClass::Retryable => CallOutcome::Retryable,
                     FailureClass::Permanent => CallOutcome::Permanent,
