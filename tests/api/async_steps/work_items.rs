@@ -370,7 +370,8 @@ async fn a_problem_delivered_by_webhook_fails_the_step_unless_its_status_is_retr
     };
     // Each endpoint accepts, then delivers by webhook 50 ms later:
     // /reject a 422 problem; /busy a 503 problem first, then outputs;
-    // /strict a 503 problem (its step retries only 429).
+    // /strict a 503 problem (its step retries only 429); /classified a 422
+    // problem first, then outputs (its step classifies 422 as retryable).
     let answers: Arc<Mutex<Vec<u16>>> = Arc::default();
     let recorded = answers.clone();
     let svc = StepServer::start_async(move |r, n| {
@@ -380,6 +381,10 @@ async fn a_problem_delivered_by_webhook_fails_the_step_unless_its_status_is_retr
             ("/reject", _) => (
                 "application/problem+json",
                 json!({"type": "about:blank", "title": "Unprocessable Entity", "status": 422, "detail": "item rejected"}),
+            ),
+            ("/classified", 0) => (
+                "application/problem+json",
+                json!({"type": "about:blank", "title": "Unprocessable Entity", "status": 422, "detail": "not yet"}),
             ),
             ("/busy", 0) | ("/strict", _) => (
                 "application/problem+json",
@@ -398,11 +403,19 @@ async fn a_problem_delivered_by_webhook_fails_the_step_unless_its_status_is_retr
     })
     .await;
     let policy = json!({"max_retries": 3, "init_backoff": 20, "backoff_type": "fixed"});
-    for (id, retry_on) in [("reject", None), ("busy", None), ("strict", Some(json!([429])))] {
+    for (id, retry_on) in [
+        ("reject", None),
+        ("busy", None),
+        ("strict", Some(json!([429]))),
+        ("classified", None),
+    ] {
         let mut step = async_step(id, &svc.url(&format!("/{id}")), &[], &["out"]);
         step["work_config"] = policy.clone();
         if let Some(r) = retry_on {
             step["work_config"]["retry_on"] = r;
+        }
+        if id == "classified" {
+            step["http"]["classify"] = json!({"422": "retryable"});
         }
         register(&app, &step).await;
         start(&app, json!({"id": id, "goals": [id]})).await;
@@ -477,8 +490,20 @@ async fn a_problem_delivered_by_webhook_fails_the_step_unless_its_status_is_retr
     assert_eq!(work["attempts"][0]["http_status"], 503, "{work}");
     assert_eq!(svc.requests().iter().filter(|r| r.path == "/strict").count(), 1);
 
-    let answers = crate::helpers::noted(&answers, 4).await;
-    assert_eq!(answers, vec![200; 4], "every delivery is answered 200");
+    // A 422 problem for a step whose own classes make 422 retryable
+    // (docs/retries.md, "A step's own classes"): retried, then completed.
+    let flow = app.wait_for_flow("classified").await;
+    assert_eq!(flow["status"], "completed", "{flow}");
+    let (_, work) = work_items(&flow, "classified").into_iter().next().unwrap();
+    assert_eq!(work["attempts"][0]["outcome"], "retryable", "{work}");
+    assert_eq!(work["attempts"][0]["http_status"], 422, "{work}");
+    assert_eq!(
+        svc.requests().iter().filter(|r| r.path == "/classified").count(),
+        2
+    );
+
+    let answers = crate::helpers::noted(&answers, 6).await;
+    assert_eq!(answers, vec![200; 6], "every delivery is answered 200");
 }
 
 // ---------------------------------------------------------------------------
