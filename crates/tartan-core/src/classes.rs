@@ -147,11 +147,8 @@ impl StatusClasses {
             let class = DeclaredClass::parse(class).ok_or_else(|| {
                 format!("{shown}: unknown class {class:?}: retryable, permanent or rate_limited")
             })?;
-            if let Some((other, _)) = entries
-                .iter()
-                .find(|(k, _): &&(StatusKey, DeclaredClass)| *k == parsed)
-            {
-                return Err(format!("{shown}: the same statuses as {other}"));
+            if entries.iter().any(|(k, _)| *k == parsed) {
+                return Err(format!("{shown}: the same statuses as another entry, {parsed}"));
             }
             entries.push((parsed, class));
         }

@@ -12,7 +12,7 @@ use crate::outcome::AttemptOutcome;
 use crate::request::{filter_id, filter_id_prefix, filter_labels, filter_statuses};
 
 /// How a failed item's last attempt may have ended, as a filter names it.
-pub const ERROR_CLASSES: [AttemptOutcome; 5] = [
+const ERROR_CLASSES: [AttemptOutcome; 5] = [
     AttemptOutcome::Retryable,
     AttemptOutcome::Permanent,
     AttemptOutcome::Timeout,
