@@ -118,6 +118,9 @@ async fn the_memo_is_kept_in_the_database_across_restarts(backend: Backend) {
         201
     );
     assert_eq!(wait_for_terminal(&engine, "r1").await["status"], "completed");
+    // The answer is stored in the background once the item succeeds (the
+    // flow does not wait for it): kill the process only once it is there.
+    memo_stored(&db).await;
     let mut engine = engine;
     engine.child.kill().await.expect("SIGKILL");
     let engine = spawn_binary(&db, "memo-b").await;
@@ -156,4 +159,24 @@ async fn a_memo_ttl_ends_the_reuse(backend: Backend) {
     let flow = run("t3").await;
     assert_eq!(svc.requests().len(), 2, "past the ttl: called again");
     assert!(item(&flow)["attempts"][0].get("memo").is_none());
+}
+
+/// Wait (bounded) until the database holds a memoized answer.
+async fn memo_stored(db: &TestDb) {
+    sqlx::any::install_default_drivers();
+    let pool = sqlx::AnyPool::connect(&db.url)
+        .await
+        .unwrap_or_else(|e| panic!("connect: {e}"));
+    for _ in 0..400 {
+        let n: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM memos")
+            .fetch_one(&pool)
+            .await
+            .unwrap_or(0);
+        if n > 0 {
+            pool.close().await;
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    panic!("no memoized answer was stored");
 }
