@@ -62,6 +62,9 @@ enum Command {
     /// Retry or cancel many flows at once, at a bounded rate (client).
     #[command(after_help = CLIENT_HELP)]
     Bulk(cli::bulk::BulkCmd),
+    /// See the lanes; pause and resume one (client).
+    #[command(after_help = CLIENT_HELP)]
+    Lane(cli::lane::LaneCmd),
     /// Is the server alive and ready? Exits non-zero when not ready (client).
     #[command(after_help = CLIENT_HELP)]
     Health(cli::health::HealthArgs),
@@ -105,6 +108,7 @@ async fn main() -> Result<()> {
         Command::Flow(c) => std::process::exit(cli::run(cli::flow::run(c)).await),
         Command::Work(c) => std::process::exit(cli::run(cli::work::run(c)).await),
         Command::Bulk(c) => std::process::exit(cli::run(cli::bulk::run(c)).await),
+        Command::Lane(c) => std::process::exit(cli::run(cli::lane::run(c)).await),
         Command::Health(c) => std::process::exit(cli::run(cli::health::run(c)).await),
     }
 }

@@ -24,6 +24,12 @@
 //! complete as with `--shape plain` (the default) and the step server
 //! gets the same bodies; the difference is the scripts' cost.
 //!
+//! `--lane-concurrency N`, `--lane-rate R` (`20/s`) and `--lane-burst B`
+//! give each step of the chain a lane (docs/lanes.md): with limits above
+//! what the clients reach, what an unsaturated lane costs; with a rate
+//! below it, whether a saturated lane holds its rate (`flows_per_s` is then
+//! the lane's rate, each flow passing each lane once).
+//!
 //! Each side runs flows with `--clients` in flight (throughput: `--flows`
 //! through Tartan, `--floor-flows` on the floor and the relay, so that each
 //! lasts about a second), then `--alone` flows one after another (single-flow latency, the
@@ -104,6 +110,36 @@ pub struct ApiArgs {
     /// make the same calls either way).
     #[arg(long, value_enum, default_value = "plain")]
     shape: ChainShape,
+    /// Give each of the chain's steps a lane of this concurrency
+    /// (docs/lanes.md): what an unsaturated or a saturated lane costs.
+    #[arg(long)]
+    lane_concurrency: Option<u32>,
+    /// Give each step a lane of this rate (`20/s`).
+    #[arg(long)]
+    lane_rate: Option<String>,
+    /// The lane's burst, with `--lane-rate`.
+    #[arg(long, requires = "lane_rate")]
+    lane_burst: Option<u32>,
+}
+
+impl ApiArgs {
+    /// The chain's steps' `limits`, when a lane flag is given.
+    fn limits(&self) -> Option<Value> {
+        if self.lane_concurrency.is_none() && self.lane_rate.is_none() {
+            return None;
+        }
+        let mut limits = serde_json::Map::new();
+        if let Some(n) = self.lane_concurrency {
+            limits.insert("concurrency".into(), n.into());
+        }
+        if let Some(rate) = &self.lane_rate {
+            limits.insert("rate".into(), rate.clone().into());
+        }
+        if let Some(burst) = self.lane_burst {
+            limits.insert("burst".into(), burst.into());
+        }
+        Some(Value::Object(limits))
+    }
 }
 
 /// How the chain's steps are registered on Tartan.
@@ -204,7 +240,7 @@ async fn bench(args: &ApiArgs, server: &str, steps: SocketAddr) {
     )
     .await;
     println!("{}", relay.line("side=relay"));
-    chain.register(&api, steps, args.shape).await;
+    chain.register(&api, steps, args.shape, args.limits()).await;
     let tartan = through_api(args, args.flows, &chain.prefix, &chain, api.clone()).await;
     chain.unregister(&api).await;
     println!(
@@ -214,7 +250,7 @@ async fn bench(args: &ApiArgs, server: &str, steps: SocketAddr) {
     println!(
         "load_api store={store} throughput_ratio={:.3} latency_multiple={:.2} \
          relay_throughput_ratio={:.3} relay_latency_multiple={:.2} \
-         flows={} floor_flows={} clients={} alone={} poll_ms={} shape={}",
+         flows={} floor_flows={} clients={} alone={} poll_ms={} shape={} lane={}",
         tartan.flows_per_s / floor.flows_per_s,
         tartan.alone_p50_us as f64 / floor.alone_p50_us as f64,
         relay.flows_per_s / floor.flows_per_s,
@@ -224,7 +260,9 @@ async fn bench(args: &ApiArgs, server: &str, steps: SocketAddr) {
         args.clients,
         args.alone,
         args.poll_ms,
-        args.shape.name()
+        args.shape.name(),
+        args.limits()
+            .map_or_else(|| "none".to_string(), |l| l.to_string())
     );
 }
 
@@ -253,7 +291,7 @@ impl Chain {
         &self.steps[2]
     }
 
-    async fn register(&self, api: &Api, steps: SocketAddr, shape: ChainShape) {
+    async fn register(&self, api: &Api, steps: SocketAddr, shape: ChainShape, limits: Option<Value>) {
         let mut input = &self.seed;
         for key in &self.steps {
             let mut step = json!({
@@ -264,6 +302,9 @@ impl Chain {
                     key: { "role": "output", "type": "any" },
                 },
             });
+            if let Some(limits) = &limits {
+                step["limits"] = limits.clone();
+            }
             if shape == ChainShape::Scripted {
                 // A JSON string is a string in jpath and in Lua alike.
                 let quoted = Value::from(input.as_str()).to_string();

@@ -1,4 +1,4 @@
-//! `tartan step|plan|flow|work|bulk|health`: a client of the REST API in the
+//! `tartan step|plan|flow|work|bulk|lane|health`: a client of the REST API in the
 //! same binary (docs/cli.md). Each command group has a file;
 //! `client.rs` talks HTTP, `output.rs` prints, `watch.rs` is the live view.
 
@@ -6,6 +6,7 @@ pub mod bulk;
 pub mod client;
 pub mod flow;
 pub mod health;
+pub mod lane;
 pub mod output;
 pub mod plan;
 pub mod step;

@@ -164,6 +164,16 @@ impl View {
                 it.next_retry_at = None;
                 format!("step {step_id} unhealthy ({error}): its call waits until it is healthy")
             }
+            E::WorkLaneWaited {
+                step_id,
+                attempt,
+                lanes,
+                waited_ms,
+                ..
+            } => format!(
+                "step {step_id} attempt {attempt} waited {waited_ms} ms in lane {}",
+                lanes.join(", ")
+            ),
             E::WorkFailed {
                 step_id,
                 token,

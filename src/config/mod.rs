@@ -224,6 +224,7 @@ impl Config {
                 max_active_flows: s.max_active_flows,
                 lease: s.lease,
                 step_hosts: s.step_hosts.unwrap_or_else(StepHosts::unrestricted),
+                lanes: s.lanes,
                 max_calls: s.max_calls,
                 max_calls_per_step: s.max_calls_per_step,
                 max_queued_calls: s.max_queued_calls,
@@ -368,7 +369,15 @@ fn toml_literal(value: &figment::value::Value) -> String {
             "[{}]",
             items.iter().map(toml_literal).collect::<Vec<_>>().join(", ")
         ),
-        Value::Dict(_, _) | Value::Empty(_, _) => "{}".to_string(),
+        // An inline table (`lanes`), keys quoted as TOML needs.
+        Value::Dict(_, dict) => format!(
+            "{{{}}}",
+            dict.iter()
+                .map(|(k, v)| format!("{k:?} = {}", toml_literal(v)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        Value::Empty(_, _) => "{}".to_string(),
     }
 }
 

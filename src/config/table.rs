@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 use tartan_core::hosts::StepHosts;
+use tartan_core::lanes::HostLanes;
 use tartan_core::retry::BackoffType;
 use tartan_server::AllowedHosts;
 
@@ -181,6 +182,9 @@ settings! {
     /// Where steps may call: comma-separated host names, *.domain patterns,
     /// IP addresses and CIDR ranges
     step_hosts: Option<StepHosts> = "values::hosts", unset("any address but link-local");
+    /// Lanes of endpoint hosts (docs/lanes.md): host or host:port to {concurrency, rate, burst,
+    /// breaker}, shared by every step calling the host; from the environment, as JSON
+    lanes: HostLanes = "values::lanes", unset("none");
     /// Attempt timeout of a step that sets none
     step_timeout: Duration = "values::timeout", text("30s"), fallback "STEP_TIMEOUT", at_most DAY;
     /// Retries of a step that sets none; -1 for no limit

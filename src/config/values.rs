@@ -11,6 +11,7 @@ use std::time::Duration;
 use serde::de::{Deserialize, Deserializer, Error};
 use tartan_core::duration::{parse_duration_str, DurationKind};
 use tartan_core::hosts::StepHosts;
+use tartan_core::lanes::HostLanes;
 use tartan_server::AllowedHosts;
 
 /// A value as any source gives it.
@@ -83,6 +84,17 @@ pub fn hosts<'de, D: Deserializer<'de>>(d: D) -> Result<Option<StepHosts>, D::Er
     StepHosts::parse(&entries.join(","))
         .map(Some)
         .map_err(|e| D::Error::custom(e.to_string()))
+}
+
+/// The lanes of endpoint hosts (`lanes`): a TOML table, or the same as
+/// JSON text (`TARTAN_LANES='{"api.example.com": {"concurrency": 4}}'`).
+pub fn lanes<'de, D: Deserializer<'de>>(d: D) -> Result<HostLanes, D::Error> {
+    let value = match serde_json::Value::deserialize(d)? {
+        serde_json::Value::String(text) => serde_json::from_str(&text)
+            .map_err(|e| D::Error::custom(format!("expected a JSON object of hosts to limits: {e}")))?,
+        other => other,
+    };
+    HostLanes::parse("lanes", &value).map_err(|e| D::Error::custom(format!("{}: {}", e.field, e.message)))
 }
 
 /// The host names requests may address (`allowed_hosts`): a

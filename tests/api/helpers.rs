@@ -684,3 +684,24 @@ pub async fn store_bytes(db: &TestDb) -> u64 {
     pool.close().await;
     u64::try_from(size).unwrap_or(0)
 }
+
+/// The attempts of the (first) work item of `step` in a flow's state.
+pub fn item_attempts(flow: &Value, step: &str) -> Vec<Value> {
+    flow["executions"][step]["work_items"]
+        .as_object()
+        .and_then(|items| items.values().next())
+        .and_then(|item| item["attempts"].as_array().cloned())
+        .unwrap_or_default()
+}
+
+/// Wait, up to `limit`, until `done` holds; whether it did.
+pub async fn wait_until(limit: Duration, mut done: impl FnMut() -> bool) -> bool {
+    let deadline = std::time::Instant::now() + limit;
+    while !done() {
+        if std::time::Instant::now() >= deadline {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    true
+}

@@ -8,6 +8,7 @@ mod bulk;
 mod cluster;
 mod flows;
 mod helpers;
+mod lanes;
 mod model;
 mod operate;
 mod resilience;

@@ -16,6 +16,8 @@
 //! - `timeouts`: timeout policies (step, flow), scope precedence, the
 //!   timeout problem.
 //! - `outcome`: how an attempt ended, and its classification (the one place).
+//! - `lanes`: limits shared by the calls to one step or host (concurrency,
+//!   rate, breaker), and the rate arithmetic.
 //! - `step`: step definitions, their validation and their typed policies.
 //! - `catalog`: rules across steps (attribute graph, type conflicts, cycles).
 //! - `plan`: goals + initial inputs -> the minimal plan.
@@ -40,6 +42,7 @@ pub mod health;
 pub mod hosts;
 pub mod ids;
 pub mod json;
+pub mod lanes;
 pub mod machine;
 pub mod nesting;
 pub mod outcome;

@@ -285,6 +285,7 @@ mod tests {
                 retry,
                 timeouts: crate::timeouts::TimeoutPolicy::default(),
                 classes: crate::classes::StatusClasses::default(),
+                lane: None,
             },
             Err(e) => panic!("the default policy is invalid: {e}"),
         }

@@ -110,6 +110,7 @@ fn record(step: &str, token: &str, attempt: u32, result: AttemptResult) -> Comma
         token: token.into(),
         attempt,
         result,
+        waited: None,
     }
 }
 

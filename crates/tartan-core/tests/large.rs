@@ -188,6 +188,7 @@ fn a_flow_over_a_10_000_step_chain_runs_to_completion() {
                 token: call.token.clone(),
                 attempt: 1,
                 result,
+                waited: None,
             };
             tx = machine::apply(tx.state, record, &mut ctx).unwrap();
         }

@@ -85,6 +85,7 @@ impl Run {
                 token: token.into(),
                 attempt,
                 result,
+                waited: None,
             };
             apply(state, record, ctx)
         })?;

@@ -40,6 +40,9 @@ pub struct EngineConfig {
     /// filled in and names resolved. The default allows every address but
     /// link-local.
     pub step_hosts: StepHosts,
+    /// The lanes of endpoint hosts (`TARTAN_LANES`, docs/lanes.md): limits
+    /// every step calling the host shares, across processes.
+    pub lanes: tartan_core::lanes::HostLanes,
     /// Bytes of a step's response body (or an async step's webhook body) at
     /// most (`TARTAN_MAX_RESPONSE_BYTES`); past it the attempt fails
     /// permanently (docs/errors.md).
@@ -164,6 +167,7 @@ impl Default for EngineConfig {
             max_flow_bytes: tartan_core::json::DEFAULT_MAX_FLOW_BYTES,
             max_active_flows: DEFAULT_MAX_ACTIVE_FLOWS,
             step_hosts: StepHosts::unrestricted(),
+            lanes: tartan_core::lanes::HostLanes::default(),
             max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
             max_inflight_bytes: DEFAULT_MAX_INFLIGHT_BYTES,
             max_retry_after: DEFAULT_MAX_RETRY_AFTER,

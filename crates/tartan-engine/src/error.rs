@@ -17,6 +17,8 @@ pub enum EngineError {
     FlowExists(String),
     #[error("flow not found: {0}")]
     FlowNotFound(String),
+    #[error("lane not found: {0}")]
+    LaneNotFound(String),
     #[error("flow {0} is {1}, not active")]
     FlowTerminal(String, &'static str),
     /// A retry of a flow that cannot be retried now: the detail says why.

@@ -33,6 +33,9 @@
 //! - `in_flight`: the calls of this process until their result is recorded:
 //!   listed by receipt token (numbers, aborts, started or not), their
 //!   slots, their client, the calls deferred to their lease.
+//! - `lanes`: limits calls share across flows and processes (a step's
+//!   `limits`, a host's lane): the fair queues calls wait in first, the
+//!   slots and start times held from the database, pauses, the breaker.
 //! - `slots`: how many calls run at once, overall and per step, and the
 //!   queues of calls waiting for a slot, served round-robin across steps.
 //! - `outbound`: the client those calls go through: the step host policy
@@ -69,6 +72,7 @@ mod feed;
 mod flows;
 mod health;
 mod in_flight;
+mod lanes;
 mod leases;
 mod memo;
 pub mod metrics;
@@ -105,6 +109,7 @@ pub use events::{CommittedCatalog, CommittedEvents, EventSubscription};
 pub use feed::{EventFeed, FeedItem, FlowFeed};
 pub use flows::{StartOutcome, WebhookRefusal, WebhookResult};
 pub use health::{ClusterEvents, ClusterReceiver, ClusterView, StepHealthView};
+pub use lanes::{LaneView, LaneWait, LocalLane};
 pub use metrics::Metrics;
 pub use retention::purge_before;
 pub use ring::{BusReceiver, RecvError};
@@ -141,6 +146,8 @@ struct Inner {
     webhook_key: webhook_key::WebhookKey,
     /// The calls of this process, their slots and their client.
     calls: in_flight::InFlight,
+    /// The lanes calls wait in before they take a slot (docs/lanes.md).
+    lanes: lanes::Lanes,
     /// This engine's metrics (its own registry: engines never share one).
     metrics: Arc<metrics::Metrics>,
     /// Committed flow events, for the API's streams.
@@ -184,6 +191,9 @@ impl Engine {
         let announcer = relay::announcer(&outbox, &config.node_id);
         let memo = memo::Memo::new(config.memo_cache_size);
         let health = health::Live::new(store.cluster_head().await?);
+        let stopping = CancellationToken::new();
+        let lanes = lanes::Lanes::new(Arc::clone(&store), outbox.clone(), &config, stopping.clone());
+        lanes.start().await?;
         let engine = Engine {
             inner: Arc::new(Inner {
                 calls: in_flight::InFlight::new(
@@ -195,6 +205,7 @@ impl Engine {
                     ),
                     http,
                 ),
+                lanes,
                 writer: writer::Writer::spawn(
                     store.clone(),
                     Arc::clone(&metrics),
@@ -216,7 +227,7 @@ impl Engine {
                 bulk: bulk::BulkRunner::default(),
                 memo,
                 health,
-                stopping: CancellationToken::new(),
+                stopping,
                 tasks: TaskTracker::new(),
             }),
         };
@@ -241,6 +252,9 @@ impl Engine {
         engine.spawn_retention();
         engine.spawn_bulk_runner(inbox.bulk_jobs);
         engine.spawn_health_listener(inbox.health);
+        engine.on_notices(inbox.lanes, |engine, id: String| async move {
+            engine.inner.lanes.changed(&id);
+        });
         Ok(engine)
     }
 
@@ -324,5 +338,6 @@ impl Engine {
             let _ = tokio::time::timeout(std::time::Duration::from_secs(1), self.inner.tasks.wait()).await;
         }
         self.hand_back(&[]).await;
+        self.inner.lanes.stop().await;
     }
 }

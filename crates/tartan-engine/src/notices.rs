@@ -3,7 +3,8 @@
 //! the one listener whose notices are routed, by kind, to the component
 //! that acts on them — aborts to the calls in flight, handed-back work to
 //! the leases, events and catalog changes to the relays, bulk jobs to the
-//! bulk runner, health changes to the dispatch gate. Every notice only hastens what leases and sweeps would do
+//! bulk runner, health changes to the dispatch gate, lane changes to the
+//! lanes. Every notice only hastens what leases and sweeps would do
 //! anyway, so a lost one costs time, never correctness.
 
 use std::sync::Arc;
@@ -64,6 +65,8 @@ pub(crate) struct Inbox {
     pub bulk_jobs: Option<Receiver<()>>,
     /// Another process recorded a health change (many at once are one).
     pub health: Option<Receiver<()>>,
+    /// Lanes another process changed.
+    pub lanes: Option<Receiver<String>>,
 }
 
 /// Where the router sends each kind.
@@ -74,6 +77,7 @@ struct Routes {
     handbacks: Sender<()>,
     bulk_jobs: Sender<()>,
     health: Sender<()>,
+    lanes: Sender<String>,
 }
 
 /// Notices of one kind queued before the router waits for their reader.
@@ -99,6 +103,7 @@ impl Inbox {
         let (handbacks, handbacks_rx) = mpsc::channel(1);
         let (bulk_jobs, bulk_jobs_rx) = mpsc::channel(1);
         let (health, health_rx) = mpsc::channel(1);
+        let (lanes, lanes_rx) = mpsc::channel(QUEUED);
         let routes = Routes {
             aborts,
             events,
@@ -106,6 +111,7 @@ impl Inbox {
             handbacks,
             bulk_jobs,
             health,
+            lanes,
         };
         tokio::spawn(routes.run(heard));
         Inbox {
@@ -115,6 +121,7 @@ impl Inbox {
             handbacks: Some(handbacks_rx),
             bulk_jobs: Some(bulk_jobs_rx),
             health: Some(health_rx),
+            lanes: Some(lanes_rx),
         }
     }
 }
@@ -138,6 +145,9 @@ impl Routes {
                 Notice::HandedBack { .. } => coalesce(&self.handbacks),
                 Notice::BulkJob { .. } => coalesce(&self.bulk_jobs),
                 Notice::Health { .. } => coalesce(&self.health),
+                Notice::Lane { id } => {
+                    let _ = self.lanes.send(id).await;
+                }
             }
             if self.all_closed() {
                 return;
@@ -152,6 +162,7 @@ impl Routes {
             && self.handbacks.is_closed()
             && self.bulk_jobs.is_closed()
             && self.health.is_closed()
+            && self.lanes.is_closed()
     }
 }
 

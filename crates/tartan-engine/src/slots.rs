@@ -31,6 +31,9 @@ pub(crate) struct Admitted {
     pub call: Call,
     pub id: u64,
     pub cancel: CancellationToken,
+    /// The call's way through its lanes (docs/lanes.md): its permits, held
+    /// until its exchange ends, and how long it waited for them.
+    pub passage: crate::lanes::Passage,
 }
 
 /// What `CallSlots::admit` did with a call.
@@ -263,6 +266,7 @@ mod tests {
             },
             id: n as u64,
             cancel: CancellationToken::new(),
+            passage: Default::default(),
         }
     }
 

@@ -135,7 +135,9 @@ impl From<EngineError> for ApiError {
             | EngineError::FlowExists(_)
             | EngineError::FlowTerminal(..)
             | EngineError::NotRetryable(..) => ApiError::conflict(e.to_string()),
-            EngineError::StepNotFound(_) | EngineError::FlowNotFound(_) => ApiError::not_found(e.to_string()),
+            EngineError::StepNotFound(_) | EngineError::FlowNotFound(_) | EngineError::LaneNotFound(_) => {
+                ApiError::not_found(e.to_string())
+            }
             EngineError::ShuttingDown => {
                 ApiError::new(StatusCode::SERVICE_UNAVAILABLE, kind::UNAVAILABLE, e.to_string())
                     .retry_after(5)

@@ -31,6 +31,7 @@ use crate::error::Problem;
         (name = "steps", description = "Register, read, update and remove steps"),
         (name = "flows", description = "Plan, start, read, query and cancel flows"),
         (name = "bulk", description = "Retry or cancel many flows at once, as a background job"),
+        (name = "lanes", description = "Limits calls share across flows and engines: their state, pause and resume"),
         (name = "work", description = "Work items: one call of a step and its retries"),
         (name = "webhooks", description = "Where async steps deliver results (signed URLs)"),
         (name = "ui", description = "The dashboard's files: pages that read this API with the user's token"),

@@ -896,6 +896,7 @@ async fn case_a_long_flow_is_snapshotted_and_loads_back_at_every_step(store: Arc
             step_id: GREET.to_string(),
             token: token.clone(),
             attempt,
+            waited: None,
             result: tartan_core::machine::AttemptResult::Failure {
                 cause: tartan_core::outcome::FailureCause::Status(503),
                 error: format!("{attempt}:{}", "x".repeat(20_000)),

@@ -5,7 +5,7 @@ use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use serde_json::json;
 
-use crate::helpers::{json_reply, spawn_app, sync_step, Backend, StepServer};
+use crate::helpers::{item_attempts, json_reply, spawn_app, sync_step, Backend, StepServer};
 use tartan_testkit::both_backends;
 
 both_backends!(
@@ -23,14 +23,6 @@ fn with(
     step["http"]["classify"] = classify;
     step["work_config"] = work;
     step
-}
-
-fn attempts(flow: &serde_json::Value, step: &str) -> Vec<serde_json::Value> {
-    flow["executions"][step]["work_items"]
-        .as_object()
-        .and_then(|items| items.values().next())
-        .and_then(|item| item["attempts"].as_array().cloned())
-        .unwrap_or_default()
 }
 
 async fn a_step_may_make_a_404_retryable_and_a_503_permanent(backend: Backend) {
@@ -64,7 +56,7 @@ async fn a_step_may_make_a_404_retryable_and_a_503_permanent(backend: Backend) {
         .await;
     let flow = app.wait_for_flow("found").await;
     assert_eq!(flow["status"], "completed", "{flow}");
-    let found: Vec<_> = attempts(&flow, "find")
+    let found: Vec<_> = item_attempts(&flow, "find")
         .iter()
         .map(|a| a["http_status"].clone())
         .collect();
@@ -74,7 +66,7 @@ async fn a_step_may_make_a_404_retryable_and_a_503_permanent(backend: Backend) {
         .await;
     let flow = app.wait_for_flow("down").await;
     assert_eq!(flow["status"], "failed");
-    let tried = attempts(&flow, "down");
+    let tried = item_attempts(&flow, "down");
     assert_eq!(
         tried.len(),
         1,
@@ -108,7 +100,7 @@ async fn tartan_retry_no_makes_one_failure_permanent(backend: Backend) {
         .await;
     let flow = app.wait_for_flow("once").await;
     assert_eq!(flow["status"], "failed");
-    let tried = attempts(&flow, "once");
+    let tried = item_attempts(&flow, "once");
     assert_eq!(tried.len(), 1, "{tried:?}");
     assert_eq!(
         (tried[0]["outcome"].clone(), tried[0]["http_status"].clone()),
@@ -149,7 +141,7 @@ async fn rate_limited_honours_retry_after_when_the_policy_does_not(backend: Back
     for (id, applied, at_least) in [("plain", false, 0), ("limited", true, 1000)] {
         let flow = app.wait_for_flow(id).await;
         assert_eq!(flow["status"], "completed", "{id}: {flow}");
-        let tried = attempts(&flow, id);
+        let tried = item_attempts(&flow, id);
         let delay = &tried[0]["delay"];
         assert_eq!(delay["retry_after_applied"], applied, "{id}: {delay}");
         assert!(

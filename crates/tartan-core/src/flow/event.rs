@@ -126,6 +126,17 @@ pub enum FlowEvent {
         token: String,
         error: String,
     },
+    /// An attempt's call waited in its lanes before it was sent
+    /// (docs/lanes.md): the time is left out of the item's retry budget,
+    /// as a health deferral's is. Recorded with the attempt's result.
+    WorkLaneWaited {
+        flow_id: String,
+        step_id: String,
+        token: String,
+        attempt: u32,
+        lanes: Vec<String>,
+        waited_ms: u64,
+    },
     /// An async step accepted the call; its webhook or a heartbeat must come
     /// before `inactive_until`.
     WorkAccepted {
@@ -354,6 +365,7 @@ impl FlowEvent {
             | FlowEvent::WorkNotCompleted { step_id, token, .. }
             | FlowEvent::WorkRetryScheduled { step_id, token, .. }
             | FlowEvent::DispatchDeferred { step_id, token, .. }
+            | FlowEvent::WorkLaneWaited { step_id, token, .. }
             | FlowEvent::WorkAccepted { step_id, token, .. }
             | FlowEvent::WorkHeartbeat { step_id, token, .. }
             | FlowEvent::WorkTimedOut { step_id, token, .. }
@@ -405,6 +417,7 @@ impl FlowEvent {
         "flow_cancelled",
         "work_retry_scheduled",
         "dispatch_deferred",
+        "work_lane_waited",
         "attribute_set",
         "step_completed",
         "step_failed",
@@ -440,6 +453,7 @@ impl FlowEvent {
             FlowEvent::FlowCancelled { .. } => "flow_cancelled",
             FlowEvent::WorkRetryScheduled { .. } => "work_retry_scheduled",
             FlowEvent::DispatchDeferred { .. } => "dispatch_deferred",
+            FlowEvent::WorkLaneWaited { .. } => "work_lane_waited",
             FlowEvent::AttributeSet { .. } => "attribute_set",
             FlowEvent::StepCompleted { .. } => "step_completed",
             FlowEvent::StepFailed { .. } => "step_failed",

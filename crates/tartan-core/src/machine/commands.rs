@@ -47,6 +47,31 @@ pub(super) fn start(
     advance(tx, ctx)
 }
 
+/// The call of attempt `attempt` waited in its lanes: recorded with its
+/// result, when the attempt is still the item's running one.
+pub(super) fn lane_waited(
+    tx: &mut Transition,
+    step_id: &str,
+    token: &str,
+    attempt: u32,
+    waited: super::LaneWaited,
+) -> Result<(), ApplyError> {
+    let running = tx.state.find_work(step_id, token).is_some_and(|w| {
+        w.status == WorkStatus::Active && w.attempts.last().map(|a| a.number) == Some(attempt)
+    });
+    if running && waited.ms > 0 {
+        tx.emit(FlowEvent::WorkLaneWaited {
+            flow_id: tx.state.id.clone(),
+            step_id: step_id.to_string(),
+            token: token.to_string(),
+            attempt,
+            lanes: waited.lanes,
+            waited_ms: waited.ms,
+        })?;
+    }
+    Ok(())
+}
+
 /// Record the result of attempt `attempt` of a work item and move the flow on.
 /// A result for an item that is no longer running that attempt is recorded as
 /// `work_late_result` and changes nothing.

@@ -85,6 +85,8 @@ pub enum Command {
         token: String,
         attempt: u32,
         result: AttemptResult,
+        /// How long the call waited in its lanes before it was sent.
+        waited: Option<LaneWaited>,
     },
     /// Compensation call `attempt` of an item ended.
     RecordCompensation {
@@ -157,7 +159,13 @@ pub fn apply(state: FlowState, command: Command, ctx: &mut Context<'_>) -> Resul
             token,
             attempt,
             result,
-        } => commands::record(&mut tx, &step_id, &token, attempt, result, ctx)?,
+            waited,
+        } => {
+            if let Some(waited) = waited {
+                commands::lane_waited(&mut tx, &step_id, &token, attempt, waited)?;
+            }
+            commands::record(&mut tx, &step_id, &token, attempt, result, ctx)?
+        }
         Command::RecordCompensation {
             step_id,
             token,
@@ -182,6 +190,13 @@ pub fn apply(state: FlowState, command: Command, ctx: &mut Context<'_>) -> Resul
         Command::Retry { reset_attempts, by } => commands::retry(&mut tx, reset_attempts, by, ctx)?,
     }
     Ok(tx)
+}
+
+/// The time a call waited in its lanes (docs/lanes.md).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LaneWaited {
+    pub lanes: Vec<String>,
+    pub ms: u64,
 }
 
 /// The typed policies of a step of the flow's plan.

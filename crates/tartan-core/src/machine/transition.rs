@@ -297,6 +297,7 @@ impl Transition {
             | FlowEvent::WorkLateResult { .. }
             | FlowEvent::WorkNotCompleted { .. }
             | FlowEvent::DispatchDeferred { .. }
+            | FlowEvent::WorkLaneWaited { .. }
             | FlowEvent::StepTimedOut { .. }
             | FlowEvent::StepCancelled { .. }
             | FlowEvent::AttributeSet { .. }

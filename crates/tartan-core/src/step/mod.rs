@@ -1,22 +1,19 @@
-//! Step definitions as registered over the API, in Argyll's JSON shape, and
-//! their validation (rules and wording after Argyll's `engine/pkg/api/step.go`).
+//! Step definitions as registered over the API, in Argyll's JSON shape;
+//! their validation (rules and wording after Argyll's `engine/pkg/api/step.go`)
+//! is in `normalize`.
 //!
 //! Duration fields accept milliseconds or any format of `crate::duration`;
 //! they are stored as integer milliseconds because Argyll clients decode them
 //! as integers.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 
 use crate::duration::{parse_duration, DurationKind};
-use crate::endpoint::Template;
-use crate::error::{check_key, check_labels, check_len, ValidationError};
-use crate::hosts::StepHosts;
-use crate::ids::{is_dot_id, sanitize_id};
-use crate::retry::{RetryDefaults, RetryPolicy};
+use crate::retry::RetryPolicy;
 use crate::timeouts::TimeoutPolicy;
 
 pub use crate::json::Args;
@@ -25,6 +22,7 @@ pub use scripts::{body_outputs, mapping_value, script_limits_hit, ScriptConfig, 
 pub use subflow::FlowConfig;
 
 mod attribute;
+mod normalize;
 mod scripts;
 mod subflow;
 
@@ -81,6 +79,12 @@ pub struct Step {
     /// client sends is replaced when the step is normalised.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub effective_retry: Option<Value>,
+    /// Limits the step's calls share across flows and processes
+    /// (`concurrency`, `rate`, `burst`, `breaker`; docs/lanes.md), kept as
+    /// given; parsed into `StepPolicies::lane`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Object>))]
+    pub limits: Option<Value>,
     /// Timeouts (`attempt`, `inactivity`, `total`, `on_timeout`, or Steep's
     /// `maxRuntime`, `maxInactivity`, `deadline`), kept as given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -107,6 +111,8 @@ pub struct StepPolicies {
     /// The step's own classes of statuses (`http.classify`), consulted
     /// before `retry.retry_on`.
     pub classes: crate::classes::StatusClasses,
+    /// The step's own lane (`limits`), when it declares one.
+    pub lane: Option<crate::lanes::LaneLimits>,
 }
 
 /// The parsed policies beside the JSON they come from. Equal whenever the
@@ -289,158 +295,10 @@ impl Step {
         self.attributes.iter().filter(|(_, a)| a.is_output())
     }
 
-    /// Sanitise the id, fill the HTTP method and the global work defaults, then
-    /// validate. The result is what gets stored and compared.
-    pub fn normalize(mut self, defaults: &RetryDefaults) -> Result<Step, ValidationError> {
-        self.id = sanitize_id(&self.id);
-        self.normalize_flow()?;
-        if let Some(h) = &mut self.http {
-            if h.method.is_empty() {
-                h.method = "POST".into();
-            }
-        }
-        self.validate()?;
-        let mut work = self.work_config.take().unwrap_or_default();
-        if self.retry.as_ref().is_some_and(|r| !r.is_null()) {
-            // The dialect carries the whole policy: no defaults are mixed in.
-            self.work_config = Some(work);
-            return self.with_effective_retry(defaults);
-        }
-        // `max_attempts` given alone fixes the retries too (they must agree);
-        // `max_attempts: 1` (no retry) has no `max_retries` form, as 0 there
-        // means "the default", so it stays 0.
-        let max_attempts = work.other.get("max_attempts").and_then(Value::as_i64);
-        if work.max_retries == 0 {
-            match max_attempts {
-                Some(-1) => work.max_retries = -1,
-                Some(n) if n > 1 => work.max_retries = n - 1,
-                _ => {}
-            }
-        }
-        if work.max_retries == 0 && max_attempts.is_none() {
-            work.max_retries = defaults.max_retries;
-        }
-        if work.init_backoff == 0 {
-            work.init_backoff = defaults.init_backoff_ms;
-        }
-        if work.max_backoff == 0 {
-            work.max_backoff = defaults.max_backoff_ms;
-        }
-        if work.backoff_type.is_empty() {
-            work.backoff_type = defaults.backoff_type.as_str().to_string();
-        }
-        if work.max_backoff < work.init_backoff {
-            return Err(ValidationError::new(
-                "work_config.max_backoff",
-                "max_backoff must be >= init_backoff",
-            ));
-        }
-        self.work_config = Some(work);
-        self.with_effective_retry(defaults)
-    }
-
     /// The step's typed policies: parsed when it was normalised or read
     /// back. `None` for a step that went through neither.
     pub fn policies(&self) -> Option<&StepPolicies> {
         self.policies.0.as_deref()
-    }
-
-    /// `work_config` as JSON, the form `crate::retry` reads.
-    fn work_config_json(&self) -> Result<Option<Value>, ValidationError> {
-        self.work_config
-            .as_ref()
-            .map(serde_json::to_value)
-            .transpose()
-            .map_err(|e| ValidationError::new("work_config", e.to_string()))
-    }
-
-    /// Parse the retry and timeout policies (the attempt timeout may come
-    /// from `http.timeout`, `timeouts` or a Serverless Workflow retry
-    /// policy), keep them typed, and show them as `effective_retry` and
-    /// `effective_timeouts`. Also used for steps loaded from storage, where
-    /// the read-only fields are absent.
-    pub fn with_effective_retry(self, defaults: &RetryDefaults) -> Result<Step, ValidationError> {
-        let mut step = self.with_policies(defaults)?;
-        let Some(parsed) = step.policies.0.clone() else {
-            return Ok(step);
-        };
-        step.effective_retry = Some(
-            serde_json::to_value(&parsed.retry)
-                .map_err(|e| ValidationError::new("effective_retry", e.to_string()))?,
-        );
-        step.effective_timeouts = Some(
-            serde_json::to_value(&parsed.timeouts)
-                .map_err(|e| ValidationError::new("effective_timeouts", e.to_string()))?,
-        );
-        Ok(step)
-    }
-
-    /// Parse the typed policies alone: for a step read back with its
-    /// `effective_*` fields already shown (a stored plan's).
-    pub fn with_policies(mut self, defaults: &RetryDefaults) -> Result<Step, ValidationError> {
-        let work = self.work_config_json()?;
-        let retry = RetryPolicy::from_step(work.as_ref(), self.retry.as_ref(), defaults)?;
-        let http_ms = self.http.as_ref().map(|h| h.timeout).unwrap_or(0);
-        let timeouts = TimeoutPolicy::from_step(self.timeouts.as_ref(), http_ms, retry.attempt_timeout_ms)?;
-        let classes = self.http.as_ref().map(|h| h.classify.clone()).unwrap_or_default();
-        self.policies = Parsed(Some(Arc::new(StepPolicies {
-            retry,
-            timeouts,
-            classes,
-        })));
-        let scripts = StepScripts::compile(&self)?;
-        self.compiled = scripts::Compiled((!scripts.is_empty()).then(|| Arc::new(scripts)));
-        Ok(self)
-    }
-
-    fn validate(&self) -> Result<(), ValidationError> {
-        if self.id.is_empty() {
-            return Err(ValidationError::new("id", "step ID empty"));
-        }
-        check_len("id", &self.id)?;
-        if is_dot_id(&self.id) {
-            return Err(ValidationError::new(
-                "id",
-                format!(
-                    "step ID {:?} is refused: it would be a relative path segment",
-                    self.id
-                ),
-            ));
-        }
-        if self.name.is_empty() {
-            return Err(ValidationError::new("name", "step name empty"));
-        }
-        check_len("name", &self.name)?;
-        // Before anything names them in an error.
-        for name in self.attributes.keys() {
-            check_key("attributes", name)?;
-        }
-        check_labels("labels", &self.labels)?;
-        match self.step_type.as_str() {
-            STEP_SYNC | STEP_ASYNC => self.validate_http()?,
-            STEP_SCRIPT => self.validate_script()?,
-            STEP_FLOW => self.validate_flow()?,
-            other => {
-                return Err(ValidationError::new(
-                    "type",
-                    format!("invalid step type: {other:?} (must be sync, async, script or flow)"),
-                ))
-            }
-        }
-        for (name, attr) in &self.attributes {
-            if name.is_empty() {
-                return Err(ValidationError::new("attributes", "argument name empty"));
-            }
-            attr.validate(name)?;
-        }
-        self.validate_mapping_names()?;
-        if self.memo_ttl > 0 && !self.memoizable {
-            return Err(ValidationError::new(
-                "memo_ttl",
-                "memo_ttl is for memoizable steps",
-            ));
-        }
-        self.validate_work_config()
     }
 
     /// What makes two calls of this step the same call, with their inputs:
@@ -454,173 +312,5 @@ impl Step {
             "attributes": self.attributes,
         })
         .to_string()
-    }
-
-    fn validate_script(&self) -> Result<(), ValidationError> {
-        if self.script.is_none() {
-            return Err(ValidationError::new("script", "script required"));
-        }
-        if self.http.is_some() {
-            return Err(ValidationError::new("http", "http not allowed for step type"));
-        }
-        if self.flow.is_some() {
-            return Err(ValidationError::new("flow", "flow not allowed for step type"));
-        }
-        Ok(())
-    }
-
-    fn validate_http(&self) -> Result<(), ValidationError> {
-        let Some(http) = &self.http else {
-            return Err(ValidationError::new("http", "http required"));
-        };
-        if self.flow.is_some() {
-            return Err(ValidationError::new("flow", "flow not allowed for step type"));
-        }
-        if self.script.is_some() {
-            return Err(ValidationError::new("script", "script not allowed for step type"));
-        }
-        if http.endpoint.is_empty() {
-            return Err(ValidationError::new("http.endpoint", "step endpoint empty"));
-        }
-        if !http.endpoint.starts_with("http://") && !http.endpoint.starts_with("https://") {
-            return Err(ValidationError::new(
-                "http.endpoint",
-                format!("must be an http:// or https:// URL, got {:?}", http.endpoint),
-            ));
-        }
-        if !METHODS.contains(&self.method()) {
-            return Err(ValidationError::new(
-                "http.method",
-                format!(
-                    "invalid HTTP method: {} (must be GET, POST, PUT or DELETE)",
-                    self.method()
-                ),
-            ));
-        }
-        if !http.compensate.is_empty() && self.memoizable {
-            return Err(ValidationError::new(
-                "http.compensate",
-                "compensate not allowed for memoizable steps",
-            ));
-        }
-        let required: BTreeSet<&str> = self
-            .attributes
-            .iter()
-            .filter(|(_, a)| a.is_required())
-            .map(|(n, _)| self.inner_name(n))
-            .collect();
-        for param in endpoint_params(&http.endpoint) {
-            if !required.contains(param.as_str()) {
-                return Err(ValidationError::new(
-                    "http.endpoint",
-                    format!(
-                        "URL contains unknown parameter: {param:?} (placeholders must name required inputs)"
-                    ),
-                ));
-            }
-        }
-        if !http.compensate.is_empty() {
-            let known: BTreeSet<&str> = self
-                .attributes
-                .iter()
-                .filter(|(_, a)| a.is_input() || a.is_output())
-                .map(|(n, _)| self.inner_name(n))
-                .collect();
-            for param in endpoint_params(&http.compensate) {
-                if !known.contains(param.as_str()) {
-                    return Err(ValidationError::new(
-                        "http.compensate",
-                        format!("compensate URL contains unknown parameter: {param:?}"),
-                    ));
-                }
-            }
-        }
-        for (field, template) in self.urls() {
-            Template::parse(template).map_err(|e| ValidationError::new(field, e))?;
-        }
-        Ok(())
-    }
-
-    /// The step's URLs by field: endpoint, compensate and health check
-    /// (those set).
-    fn urls(&self) -> Vec<(&'static str, &str)> {
-        let Some(http) = &self.http else {
-            return Vec::new();
-        };
-        [
-            ("http.endpoint", &http.endpoint),
-            ("http.compensate", &http.compensate),
-            ("http.health_check", &http.health_check),
-        ]
-        .into_iter()
-        .filter(|(_, url)| !url.is_empty())
-        .map(|(field, url)| (field, url.as_str()))
-        .collect()
-    }
-
-    /// Check the hosts of the step's URLs against where steps may call. A
-    /// placeholder in a host stands for one label here; the real value is
-    /// checked when the call is made.
-    pub fn check_hosts(&self, hosts: &StepHosts) -> Result<(), ValidationError> {
-        for (field, template) in self.urls() {
-            let template = Template::parse(template).map_err(|e| ValidationError::new(field, e))?;
-            if let Some(host) = template.shape().host() {
-                hosts
-                    .check_host(&host)
-                    .map_err(|e| ValidationError::new(field, e.to_string()))?;
-            }
-        }
-        Ok(())
-    }
-
-    fn validate_mapping_names(&self) -> Result<(), ValidationError> {
-        let mut inputs = BTreeSet::new();
-        let mut outputs = BTreeSet::new();
-        for (name, attr) in &self.attributes {
-            let inner = self.inner_name(name);
-            let seen = if attr.is_runtime_input() {
-                &mut inputs
-            } else {
-                &mut outputs
-            };
-            if !seen.insert(inner.to_string()) {
-                return Err(ValidationError::new(
-                    format!("attributes.{name}"),
-                    format!("duplicate mapped parameter name: {inner:?}"),
-                ));
-            }
-        }
-        Ok(())
-    }
-
-    fn validate_work_config(&self) -> Result<(), ValidationError> {
-        let Some(w) = &self.work_config else {
-            return Ok(());
-        };
-        if w.parallelism < 0 {
-            return Err(ValidationError::new(
-                "work_config.parallelism",
-                "parallelism cannot be negative",
-            ));
-        }
-        if w.max_retries < -1 {
-            return Err(ValidationError::new(
-                "work_config.max_retries",
-                "must be -1 (unlimited) or more",
-            ));
-        }
-        if w.max_backoff != 0 && w.max_backoff < w.init_backoff {
-            return Err(ValidationError::new(
-                "work_config.max_backoff",
-                "max_backoff must be >= init_backoff",
-            ));
-        }
-        if !w.backoff_type.is_empty() && !BACKOFF_TYPES.contains(&w.backoff_type.as_str()) {
-            return Err(ValidationError::new(
-                "work_config.backoff_type",
-                "must be fixed, linear or exponential",
-            ));
-        }
-        Ok(())
     }
 }

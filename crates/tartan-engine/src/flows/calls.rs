@@ -5,10 +5,17 @@
 
 use tartan_core::machine::{AttemptResult, Dispatch, Transition};
 
+use std::sync::Arc;
+
+use tartan_core::outcome::{classify, is_rate_limited, FailureCause, FailureClass};
+use tokio_util::sync::CancellationToken;
+
 use crate::dispatch::{self, Call};
+use crate::lanes::{Lane, Passage};
 use crate::slots::{Admission, Admitted};
 use crate::traces::Decision;
 use crate::Engine;
+use tartan_core::machine::LaneWaited;
 
 use super::decide::{Concluded, Unrecorded};
 
@@ -19,7 +26,7 @@ impl Engine {
     /// holds: a result the step already produced is worth more than a new
     /// call. A commit that did land before its connection dropped is found on
     /// reload and not repeated.
-    pub(super) async fn conclude(&self, call: &Call, result: AttemptResult) {
+    pub(super) async fn conclude(&self, call: &Call, result: AttemptResult, waited: Option<LaneWaited>) {
         let accepted = call.spec.expects_webhook && matches!(result, AttemptResult::Success { .. });
         let give_up = tokio::time::Instant::now() + self.lease_length().to_std().unwrap_or_default();
         let mut pause = std::time::Duration::from_millis(50);
@@ -32,6 +39,7 @@ impl Engine {
                 attempt: call.spec.attempt,
                 compensate: call.spec.is_compensation(),
                 result: (!accepted).then(|| result.clone()),
+                waited: waited.clone(),
                 reply,
             });
             let about = Decision {
@@ -99,11 +107,8 @@ impl Engine {
         });
     }
 
-    /// Admit a call to the call slots (`slots.rs`): it runs now, or waits
-    /// for a slot listed in flight (so its lease is renewed and an abort
-    /// finds it). When the queue is full it is left active under this
-    /// node's lease, not called: when that lease runs out the sweep takes
-    /// it over like the call of a dead node (docs/durability.md, "Call slots").
+    /// Send a call through its lanes (docs/lanes.md), if it is in any,
+    /// then admit it to the call slots.
     fn spawn_call(&self, call: Call) {
         if self.inner.stopping.is_cancelled() {
             // Left active under this node's lease, which `shutdown` hands
@@ -111,7 +116,96 @@ impl Engine {
             return;
         }
         let (id, cancel) = self.inner.calls.list(&call.spec.token);
-        match self.inner.calls.slots.admit(Admitted { call, id, cancel }) {
+        let lanes = self.lanes_of(&call);
+        if lanes.is_empty() {
+            return self.admit(Admitted {
+                call,
+                id,
+                cancel,
+                passage: Passage::default(),
+            });
+        }
+        let engine = self.clone();
+        self.inner.tasks.spawn(async move {
+            match engine.pass_lanes(&lanes, &call, &cancel).await {
+                Some(passage) => engine.admit(Admitted {
+                    call,
+                    id,
+                    cancel,
+                    passage,
+                }),
+                None => engine.inner.calls.forget(&call.spec.token, id),
+            }
+        });
+    }
+
+    /// The lanes a call goes through: its step's, its host's.
+    fn lanes_of(&self, call: &Call) -> Vec<Arc<Lane>> {
+        if call.spec.step.is_script() || call.spec.is_compensation() {
+            return Vec::new();
+        }
+        let lanes = &self.inner.lanes;
+        let url = lanes
+            .by_host()
+            .then(|| {
+                dispatch::expand_endpoint(
+                    &call.spec.endpoint,
+                    &call.spec.placeholders,
+                    &self.inner.config.step_hosts,
+                )
+                .ok()
+            })
+            .flatten();
+        lanes.of(&call.spec.step, url.as_ref())
+    }
+
+    /// Wait in each of `lanes` in turn for a permit; `None` when the call
+    /// was aborted meanwhile or a lane's queue was full (the call is then
+    /// left to its lease, as with a full call queue).
+    async fn pass_lanes(
+        &self,
+        lanes: &[Arc<Lane>],
+        call: &Call,
+        cancel: &CancellationToken,
+    ) -> Option<Passage> {
+        let registry = &self.inner.lanes;
+        let token = &call.spec.token;
+        let since = std::time::Instant::now();
+        let mut permits = Vec::with_capacity(lanes.len());
+        for lane in lanes {
+            let Ok(wait) = lane.enter(&call.spec.flow_id) else {
+                self.inner.calls.defer();
+                self.inner.metrics.call_deferred();
+                tracing::warn!(flow_id = %call.spec.flow_id, step_id = %call.spec.step.id, %token, lane = %lane.id,
+                    "lane queue full (TARTAN_MAX_QUEUED_CALLS); the call is made when its lease runs out");
+                return None;
+            };
+            registry.note_waiting(token, Some(&lane.id));
+            let entered = std::time::Instant::now();
+            let permit = tokio::select! {
+                p = wait => p.ok(),
+                _ = cancel.cancelled() => None,
+            };
+            registry.note_waiting(token, None);
+            self.inner
+                .metrics
+                .lanes
+                .waited(&lane.id, entered.elapsed().as_secs_f64());
+            permits.push(permit?);
+        }
+        Some(Passage {
+            permits,
+            waited: since.elapsed(),
+        })
+    }
+
+    /// Admit a call to the call slots (`slots.rs`): it runs now, or waits
+    /// for a slot listed in flight (so its lease is renewed and an abort
+    /// finds it). When the queue is full it is left active under this
+    /// node's lease, not called: when that lease runs out the sweep takes
+    /// it over like the call of a dead node (docs/durability.md, "Call slots").
+    fn admit(&self, admitted: Admitted) {
+        match self.inner.calls.slots.admit(admitted) {
             Admission::Run(admitted) => self.run_call(admitted),
             Admission::Queued => {}
             Admission::Full(Admitted { call, id, .. }) => {
@@ -129,7 +223,13 @@ impl Engine {
     fn run_call(&self, admitted: Admitted) {
         let engine = self.clone();
         self.inner.tasks.spawn(async move {
-            let Admitted { call, id, cancel } = admitted;
+            let Admitted {
+                call,
+                id,
+                cancel,
+                mut passage,
+            } = admitted;
+            let lanes: Vec<Arc<Lane>> = passage.permits.iter().map(|p| Arc::clone(p.lane())).collect();
             let slot = SlotHeld {
                 engine: &engine,
                 step_id: &call.spec.step.id,
@@ -160,10 +260,33 @@ impl Engine {
                     } {
                         return Some((AttemptResult::Memoized { outputs }, None));
                     }
-                    let (result, held) =
-                        dispatch::perform(&engine.inner.calls.http, &config.step_hosts, limits, tracer, &call).await;
-                    engine.inner.metrics.call_ended(&call, &result, started.elapsed());
-                    Some((result, held))
+                    let mut resent = 0;
+                    loop {
+                        let (result, held) =
+                            dispatch::perform(&engine.inner.calls.http, &config.step_hosts, limits, tracer, &call).await;
+                        engine.inner.metrics.call_ended(&call, &result, started.elapsed());
+                        // The endpoint asked its lane to slow down: every
+                        // call of the lane waits, and this one is sent again
+                        // when it reopens, with no attempt counted.
+                        if let Some(wait) = lane_pause(&call, &result).filter(|_| !lanes.is_empty() && resent < MAX_RESENDS) {
+                            let reason = pause_reason(&result);
+                            for lane in &lanes {
+                                lane.pause_for(wait, reason.clone());
+                                engine.inner.metrics.lanes.paused(&lane.id);
+                            }
+                            passage.permits.clear();
+                            drop(held);
+                            let again = engine.pass_lanes(&lanes, &call, &cancel).await?;
+                            passage.permits = again.permits;
+                            passage.waited += again.waited;
+                            resent += 1;
+                            continue;
+                        }
+                        for permit in passage.permits.drain(..) {
+                            permit.lane().outcome(breaker_verdict(&call, &result), permit.is_canary());
+                        }
+                        break Some((result, held));
+                    }
                 } => r,
                 // The flow was cancelled or timed out: dropping the request
                 // closes its connection; the decision is already recorded.
@@ -180,7 +303,7 @@ impl Engine {
             // must not take it for a lost lease.
             if let Some((result, held)) = outcome {
                 cancel.cancel();
-                engine.conclude(&call, result).await;
+                engine.conclude(&call, result, passage.waited(&lanes)).await;
                 // The body's bytes are given back once its result is
                 // recorded (docs/durability.md, "Bytes in flight").
                 drop(held);
@@ -246,5 +369,62 @@ impl Drop for SlotHeld<'_> {
             }
             self.engine.run_call(next);
         }
+    }
+}
+
+/// How many times in a row one attempt is sent again after its lane was
+/// paused for it; past it, the rate limit is recorded as the attempt's
+/// failure (docs/lanes.md, "Rate limits pause the lane").
+const MAX_RESENDS: u32 = 16;
+
+/// The pause a response asks of its lane: a 429 or 503 with `Retry-After`,
+/// or a status the step declared `rate_limited` with one (already cut to
+/// `TARTAN_MAX_RETRY_AFTER`).
+fn lane_pause(call: &Call, result: &AttemptResult) -> Option<std::time::Duration> {
+    let AttemptResult::Failure {
+        cause: cause @ FailureCause::Status(status),
+        retry_after_ms: Some(ms),
+        ..
+    } = result
+    else {
+        return None;
+    };
+    let limited = matches!(status, 429 | 503)
+        || call
+            .spec
+            .step
+            .policies()
+            .is_some_and(|p| is_rate_limited(*cause, p));
+    limited.then(|| std::time::Duration::from_millis(*ms))
+}
+
+fn pause_reason(result: &AttemptResult) -> String {
+    match result {
+        AttemptResult::Failure {
+            cause: FailureCause::Status(status),
+            retry_after_ms: Some(ms),
+            ..
+        } => format!("HTTP {status} with Retry-After of {ms} ms"),
+        _ => "rate limited".to_string(),
+    }
+}
+
+/// What a call's end says of its endpoint, for its lanes' breakers: a
+/// success, a retryable failure, or nothing (a permanent failure is the
+/// request's fault, not the endpoint's).
+fn breaker_verdict(call: &Call, result: &AttemptResult) -> Option<bool> {
+    match result {
+        AttemptResult::Success { .. } | AttemptResult::Memoized { .. } => Some(true),
+        AttemptResult::TimedOut { .. } => Some(false),
+        AttemptResult::Failure { cause, .. } => {
+            let retryable = call
+                .spec
+                .step
+                .policies()
+                .is_none_or(|p| classify(*cause, p) != FailureClass::Permanent);
+            retryable.then_some(false)
+        }
+        #[allow(unreachable_patterns)]
+        _ => None,
     }
 }

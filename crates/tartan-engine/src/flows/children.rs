@@ -78,7 +78,7 @@ impl Engine {
             };
             if let Some(result) = outcome {
                 cancel.cancel();
-                engine.conclude(&call, result).await;
+                engine.conclude(&call, result, None).await;
             }
             engine.inner.calls.forget(&call.spec.token, id);
         });

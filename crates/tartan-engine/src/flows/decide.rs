@@ -65,6 +65,8 @@ pub(super) struct Concluded {
     pub(super) compensate: bool,
     /// `None`: an async step accepted the call; its webhook will decide.
     pub(super) result: Option<AttemptResult>,
+    /// How long the call waited in its lanes.
+    pub(super) waited: Option<tartan_core::machine::LaneWaited>,
     pub(super) reply: tokio::sync::oneshot::Sender<Result<(), Unrecorded>>,
 }
 
@@ -96,6 +98,7 @@ impl Concluded {
                 token,
                 attempt,
                 result: result.clone(),
+                waited: self.waited.clone(),
             },
         }
     }

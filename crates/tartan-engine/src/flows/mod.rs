@@ -311,6 +311,7 @@ impl Engine {
             token: token.to_string(),
             attempt,
             result,
+            waited: None,
         };
         self.decide(flow_id, record).await?;
         Ok(Ok(()))

@@ -15,8 +15,10 @@
 //! - `labels`: what a series is labelled with, and the label values a
 //!   client names, interned.
 //! - `record`: what the engine records, as it happens.
+//! - `lanes`: the lanes' metrics, by lane.
 
 mod labels;
+mod lanes;
 mod record;
 
 pub use labels::{CatalogReload, Interned, StartRefusal, WebhookKind, WebhookOutcome};
@@ -109,6 +111,8 @@ pub struct Metrics {
     catalog_reloads: Family<ReasonLabel, Counter>,
     step_health: Family<StepHealthLabels, Gauge>,
     steps: Interned,
+    /// The lanes' (docs/lanes.md).
+    pub(crate) lanes: lanes::LaneMetrics,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -156,6 +160,7 @@ impl Metrics {
             catalog_reloads: Family::default(),
             step_health: Family::default(),
             steps: Interned::new(MAX_STEP_LABELS, OTHER_STEPS),
+            lanes: lanes::LaneMetrics::new(),
         };
         m.register();
         m
@@ -289,6 +294,7 @@ impl Metrics {
             "Reads of the whole catalog from the database after start-up, by reason",
             self.catalog_reloads.clone(),
         );
+        self.lanes.register(r);
     }
 }
 
@@ -310,6 +316,11 @@ impl Engine {
         m.calls_in_flight.set(gauge(calls.running));
         m.calls_queued.set(gauge(calls.queued));
         m.response_bytes_held.set(gauge(calls.response_bytes));
+        for lane in self.inner.lanes.known() {
+            let here = lane.local.unwrap_or_default();
+            let open = here.breaker != tartan_core::lanes::BreakerState::Closed;
+            m.lanes.state(&lane.id, here.waiting, here.running, open);
+        }
         let mut text = String::with_capacity(16 * 1024);
         prometheus_client::encoding::text::encode(&mut text, &m.registry)?;
         Ok(text)

@@ -404,6 +404,10 @@ pub struct WorkItem {
     pub token: String,
     pub attempt: u32,
     pub last_error: Option<String>,
+    /// The lane its call waits in now, when the engine that answers holds
+    /// the call (docs/lanes.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lane: Option<crate::api::lanes::LaneWaitShown>,
 }
 
 fn is_zero(n: &u32) -> bool {
@@ -433,6 +437,7 @@ impl From<&WorkView> for WorkItem {
             token: w.token.clone(),
             attempt: w.attempt,
             last_error: d.error.clone(),
+            lane: None,
         }
     }
 }

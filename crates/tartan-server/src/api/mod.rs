@@ -6,4 +6,5 @@
 //! parsed by the core into its domain types instead.
 
 pub mod answers;
+pub mod lanes;
 pub mod requests;

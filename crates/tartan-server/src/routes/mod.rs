@@ -6,6 +6,7 @@ pub(crate) mod engine;
 pub(crate) mod flows;
 pub(crate) mod health;
 mod history;
+pub(crate) mod lanes;
 pub(crate) mod session;
 pub(crate) mod steps;
 mod streamed;
@@ -57,6 +58,9 @@ fn api() -> OpenApiRouter<Engine> {
         .routes(routes!(work::flow_work))
         .routes(routes!(work::list))
         .routes(routes!(ws::engine_ws))
+        .routes(routes!(lanes::list))
+        .routes(routes!(lanes::pause))
+        .routes(routes!(lanes::resume))
         .routes(routes!(bulk::list))
         .routes(routes!(bulk::retry))
         .routes(routes!(bulk::cancel))

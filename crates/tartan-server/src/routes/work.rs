@@ -9,10 +9,20 @@ use tartan_engine::reads::WorkQuery;
 use tartan_engine::Engine;
 
 use crate::api::answers::{WorkItem, WorkList};
+use crate::api::lanes::LaneWaitShown;
 use crate::error::{ApiError, Problem};
 use crate::extract::{Path, Query};
 
 const MAX_LIMIT: usize = 1000;
+
+/// The item, with the lane its call waits in when this engine holds it.
+fn with_lane(engine: &Engine, w: &tartan_engine::reads::WorkView) -> WorkItem {
+    let mut item = WorkItem::from(w);
+    if item.status == WorkStatus::Active {
+        item.lane = engine.lane_wait(&item.token).as_ref().map(LaneWaitShown::of);
+    }
+    item
+}
 
 /// Every work item of a flow, flat.
 #[utoipa::path(get, path = "/engine/flow/{id}/work", tag = "work",
@@ -38,7 +48,7 @@ pub(crate) async fn flow_work(
                 ..WorkQuery::default()
             })
             .await?;
-        items.extend(page.items.iter().map(WorkItem::from));
+        items.extend(page.items.iter().map(|w| with_lane(&engine, w)));
         match page.next_cursor {
             Some(next) => cursor = Some(next),
             None => break,
@@ -99,7 +109,7 @@ pub(crate) async fn list(
         cursor: super::flows::cursor_of(p.cursor)?,
     };
     let page = engine.work_page(&query).await?;
-    let items: Vec<WorkItem> = page.items.iter().map(WorkItem::from).collect();
+    let items: Vec<WorkItem> = page.items.iter().map(|w| with_lane(&engine, w)).collect();
     Ok(Json(WorkList {
         count: items.len(),
         work_items: items,

@@ -17,6 +17,7 @@ mod feed;
 mod filter;
 mod flows;
 mod history;
+mod lanes;
 mod memo;
 mod notices;
 mod purge;

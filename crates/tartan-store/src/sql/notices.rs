@@ -17,15 +17,17 @@ const EVENTS_CHANNEL: &str = "tartan_events";
 const CATALOG_CHANNEL: &str = "tartan_catalog";
 const BULK_CHANNEL: &str = "tartan_bulk";
 const HEALTH_CHANNEL: &str = "tartan_health";
+const LANE_CHANNEL: &str = "tartan_lane";
 
 /// Every channel, listened to together.
-pub(crate) const CHANNELS: [&str; 6] = [
+pub(crate) const CHANNELS: [&str; 7] = [
     ABORT_CHANNEL,
     HANDBACK_CHANNEL,
     EVENTS_CHANNEL,
     CATALOG_CHANNEL,
     BULK_CHANNEL,
     HEALTH_CHANNEL,
+    LANE_CHANNEL,
 ];
 
 /// Receipt tokens (32 characters and a comma) per abort notice: a notice
@@ -45,6 +47,7 @@ pub(crate) fn encode(notice: &Notice) -> Vec<(&'static str, String)> {
         Notice::HandedBack { node } => vec![(HANDBACK_CHANNEL, node.clone())],
         Notice::BulkJob { id } => vec![(BULK_CHANNEL, id.clone())],
         Notice::Health { node } => vec![(HEALTH_CHANNEL, node.clone())],
+        Notice::Lane { id } => vec![(LANE_CHANNEL, id.clone())],
     }
 }
 
@@ -73,6 +76,9 @@ pub(crate) fn decode(channel: &str, payload: &str) -> Option<Notice> {
         }),
         HEALTH_CHANNEL => Some(Notice::Health {
             node: payload.to_string(),
+        }),
+        LANE_CHANNEL => Some(Notice::Lane {
+            id: payload.to_string(),
         }),
         _ => None,
     }
@@ -141,6 +147,9 @@ mod tests {
             Notice::HandedBack { node: "n".into() },
             Notice::BulkJob { id: "job".into() },
             Notice::Health { node: "n".into() },
+            Notice::Lane {
+                id: "host:a:1".into(),
+            },
         ];
         for notice in notices {
             let encoded = encode(&notice);

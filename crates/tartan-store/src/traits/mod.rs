@@ -11,12 +11,14 @@
 //! - `retention`: deleting what is past its retention.
 //! - `memo`: memoized answers of memoizable steps.
 //! - `cluster`: the engines' heartbeats and the health of the steps.
+//! - `lanes`: the limits calls share across engines (docs/lanes.md).
 
 mod bulk;
 mod catalog;
 mod cluster;
 mod feed;
 mod flows;
+mod lanes;
 mod memo;
 mod notices;
 mod retention;
@@ -29,6 +31,7 @@ pub use catalog::CatalogStore;
 pub use cluster::ClusterStore;
 pub use feed::FeedStore;
 pub use flows::FlowStore;
+pub use lanes::{LaneGrant, LaneOutcome, LaneRecord, LaneStore, LaneTake};
 pub use memo::MemoStore;
 pub use notices::{Notice, NoticeStore};
 pub use retention::RetentionStore;
@@ -63,6 +66,7 @@ pub trait Store:
     + RetentionStore
     + MemoStore
     + ClusterStore
+    + LaneStore
     + Send
     + Sync
     + 'static

@@ -28,6 +28,9 @@ pub enum Notice {
     /// (`ClusterStore::record_health`, `forget_health`): read the cluster
     /// again (the dispatch gate, the WebSocket subscribers).
     Health { node: String },
+    /// Lane `id` changed: slots were given back, it was paused or resumed,
+    /// or its breaker moved (docs/lanes.md). Look at it again.
+    Lane { id: String },
 }
 
 /// The notices between processes, behind one pair of methods. Only

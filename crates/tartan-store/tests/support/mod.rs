@@ -185,6 +185,7 @@ fn record(state: &FlowState, result: AttemptResult, now: Time) -> Transition {
         token,
         attempt: 1,
         result,
+        waited: None,
     };
     machine::apply(state.clone(), record, &mut ctx).unwrap()
 }

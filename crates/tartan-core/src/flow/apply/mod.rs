@@ -152,6 +152,7 @@ impl FlowState {
             | FlowEvent::StepSkipped { .. }
             | FlowEvent::StepWaiting { .. } => self.change_step(event, at)?,
             FlowEvent::WorkStarted { .. }
+            | FlowEvent::WorkLaneWaited { .. }
             | FlowEvent::WorkSucceeded { .. }
             | FlowEvent::WorkAccepted { .. }
             | FlowEvent::WorkHeartbeat { .. } => self.change_work(event, at)?,

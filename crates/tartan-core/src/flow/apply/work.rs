@@ -54,6 +54,16 @@ impl FlowState {
                     memo: false,
                 });
             }
+            FlowEvent::WorkLaneWaited {
+                step_id,
+                token,
+                waited_ms,
+                ..
+            } => {
+                // Left out of the retry budget (`WorkState::budget_from`).
+                let work = self.work(step_id, token)?;
+                work.deferred_ms = work.deferred_ms.saturating_add(*waited_ms);
+            }
             FlowEvent::WorkSucceeded {
                 step_id,
                 token,

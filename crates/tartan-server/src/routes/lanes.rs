@@ -1,0 +1,86 @@
+//! `/engine/lanes`: every lane's limits and state; pausing and resuming
+//! one (docs/lanes.md, "Operating").
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::Json;
+use tartan_core::duration::{parse_duration, DurationKind};
+use tartan_engine::Engine;
+
+use crate::api::lanes::{LaneList, LanePause, LaneShown};
+use crate::error::{ApiError, Problem};
+use crate::extract::Path;
+
+/// A pause's body is a duration at most.
+const PAUSE_BODY_LIMIT: usize = 1024;
+/// The longest timed pause; longer is a pause until resumed.
+const MAX_PAUSE: std::time::Duration = std::time::Duration::from_secs(366 * 86_400);
+
+/// Every lane: declared by a step (`limits`), configured for a host
+/// (`lanes`), or known to the database from earlier calls.
+#[utoipa::path(get, path = "/engine/lanes", tag = "lanes",
+    responses((status = 200, description = "Every lane", body = LaneList)))]
+pub(crate) async fn list(State(engine): State<Engine>) -> Result<Json<LaneList>, ApiError> {
+    let lanes: Vec<LaneShown> = engine.lanes().await?.iter().map(LaneShown::of).collect();
+    Ok(Json(LaneList {
+        count: lanes.len(),
+        lanes,
+    }))
+}
+
+/// Pause a lane: no call of it starts, in any engine, until the time given
+/// passes or it is resumed. Calls already sent finish.
+#[utoipa::path(post, path = "/engine/lanes/{id}/pause", tag = "lanes",
+    params(("id" = String, Path, description = "Lane id: `step:<id>` or `host:<host[:port]>`")),
+    request_body(content = Option<LanePause>, description = "Optional: `{\"for\": \"30s\"}`; absent: until resumed"),
+    responses(
+        (status = 200, description = "The lane, paused", body = LaneShown),
+        (status = 400, description = "A bad body or duration", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such lane", body = Problem, content_type = "application/problem+json"),
+    ))]
+pub(crate) async fn pause(
+    State(engine): State<Engine>,
+    Path(id): Path<String>,
+    request: axum::extract::Request,
+) -> Result<(StatusCode, Json<LaneShown>), ApiError> {
+    let bytes = crate::extract::read_body(request, PAUSE_BODY_LIMIT).await?;
+    let body = match bytes.iter().find(|b| !b.is_ascii_whitespace()) {
+        None => LanePause::default(),
+        Some(b'{') => crate::extract::parse_json::<LanePause>(&bytes)?,
+        Some(_) => {
+            return Err(ApiError::bad_request(
+                "the body must be a JSON object (or absent)",
+            ))
+        }
+    };
+    let wait = match body.for_.filter(|v| !v.is_null()) {
+        None => None,
+        Some(v) => {
+            let d = parse_duration(&v, DurationKind::Timeout)
+                .map_err(|e| ApiError::bad_request(format!("for: {e}")))?;
+            if d > MAX_PAUSE {
+                return Err(ApiError::bad_request(
+                    "for: at most 366 days; for longer, pause without `for` (until resumed)",
+                ));
+            }
+            Some(d)
+        }
+    };
+    let lane = engine.pause_lane(&id, wait).await?;
+    Ok((StatusCode::OK, Json(LaneShown::of(&lane))))
+}
+
+/// Resume a lane: end its pause and close its breaker.
+#[utoipa::path(post, path = "/engine/lanes/{id}/resume", tag = "lanes",
+    params(("id" = String, Path, description = "Lane id")),
+    responses(
+        (status = 200, description = "The lane, resumed", body = LaneShown),
+        (status = 404, description = "No such lane", body = Problem, content_type = "application/problem+json"),
+    ))]
+pub(crate) async fn resume(
+    State(engine): State<Engine>,
+    Path(id): Path<String>,
+) -> Result<(StatusCode, Json<LaneShown>), ApiError> {
+    let lane = engine.resume_lane(&id).await?;
+    Ok((StatusCode::OK, Json(LaneShown::of(&lane))))
+}

@@ -1,0 +1,108 @@
+//! `tartan lane ls|pause|resume`: the lanes' state, and an operator's
+//! pause (docs/lanes.md, "Operating").
+
+use tartan_server::api::lanes::{LaneList, LanePause, LaneShown};
+
+use super::client::{exit, CliError};
+use super::output::{self, Format, Table};
+use super::Conn;
+
+#[derive(Debug, clap::Args)]
+pub struct LaneCmd {
+    #[command(flatten)]
+    conn: Conn,
+    #[command(subcommand)]
+    command: LaneSub,
+}
+
+#[derive(Debug, clap::Subcommand)]
+enum LaneSub {
+    /// List every lane: its limits, slots, pause and breaker.
+    #[command(alias = "list")]
+    Ls,
+    /// Pause a lane in every engine: no call of it starts until resumed.
+    Pause {
+        /// The lane: `step:<step id>` or `host:<host[:port]>`.
+        id: String,
+        /// For how long (`30s`, `5m`); without it, until resumed.
+        #[arg(long = "for")]
+        for_: Option<String>,
+    },
+    /// End a lane's pause and close its breaker.
+    Resume {
+        /// The lane.
+        id: String,
+    },
+}
+
+pub async fn run(cmd: LaneCmd) -> Result<u8, CliError> {
+    let client = cmd.conn.client()?;
+    let lanes = match cmd.command {
+        LaneSub::Ls => {
+            let list: LaneList = client.get_as(client.url(&["engine", "lanes"])).await?;
+            list.lanes
+        }
+        LaneSub::Pause { id, for_ } => {
+            let body = LanePause {
+                for_: for_.map(serde_json::Value::String),
+            };
+            let lane: LaneShown = client.post_as(&["engine", "lanes", &id, "pause"], &body).await?;
+            vec![lane]
+        }
+        LaneSub::Resume { id } => {
+            let lane: LaneShown = client
+                .post_as(&["engine", "lanes", &id, "resume"], &serde_json::json!({}))
+                .await?;
+            vec![lane]
+        }
+    };
+    if cmd.conn.output == Format::Json {
+        output::json(&LaneList {
+            count: lanes.len(),
+            lanes,
+        });
+        return Ok(exit::OK);
+    }
+    let mut table = Table::new(&["LANE", "LIMITS", "SLOTS", "HERE", "PAUSED", "BREAKER"]);
+    for l in &lanes {
+        let paused = match (l.paused, &l.paused_until) {
+            (false, _) => "-".to_string(),
+            (true, Some(until)) => format!("until {}", output::maybe_time(&Some(*until))),
+            (true, None) => "until resumed".to_string(),
+        };
+        table.row(vec![
+            l.id.clone(),
+            limits_text(&l.limits),
+            format!("{}/{}", l.slots_held, l.slots_wanted),
+            l.here
+                .as_ref()
+                .map(|h| format!("{} running, {} waiting", h.in_flight, h.waiting))
+                .unwrap_or_else(|| "-".into()),
+            paused,
+            l.breaker
+                .as_ref()
+                .map(|b| format!("{} ({} failures)", b.state, b.failures))
+                .unwrap_or_else(|| "-".into()),
+        ]);
+    }
+    table.print();
+    Ok(exit::OK)
+}
+
+/// `concurrency 2, 10/s burst 5, breaker 5 in a row / 30000 ms`.
+fn limits_text(limits: &serde_json::Value) -> String {
+    let mut parts = Vec::new();
+    if let Some(n) = limits["concurrency"].as_u64() {
+        parts.push(format!("concurrency {n}"));
+    }
+    if let Some(rate) = limits["rate"].as_str() {
+        parts.push(format!("{rate} burst {}", limits["burst"]));
+    }
+    if limits["breaker"].is_object() {
+        parts.push(format!(
+            "breaker {} in a row / {} ms",
+            limits["breaker"]["failures"], limits["breaker"]["cool_down"]
+        ));
+    }
+    parts.join(", ")
+}
