@@ -5,8 +5,10 @@ use serde_json::{json, Value};
 
 use std::collections::BTreeMap;
 
-use tartan_server::api::answers::{FlowAnswer, FlowCancelled, FlowPage, FlowRetried, FlowSummary};
-use tartan_server::api::requests::{QueryRequest, RetryBody};
+use tartan_server::api::answers::{
+    FlowAnswer, FlowCancelled, FlowPage, FlowResumed, FlowRetried, FlowSummary,
+};
+use tartan_server::api::requests::{QueryRequest, ResumeBody, RetryBody};
 
 use super::client::{exit, CliError, Client};
 use super::output::{self, Format, Table};
@@ -100,6 +102,14 @@ enum FlowSub {
         keep_attempts: bool,
         #[command(flatten)]
         watch: WatchFlags,
+    },
+    /// Resume an active flow's parked work items (docs/retries.md, "Parking").
+    Resume {
+        id: String,
+        /// Count their attempts from 1 again, with a new retry budget (by
+        /// default each gets one more attempt).
+        #[arg(long)]
+        reset_attempts: bool,
     },
 }
 
@@ -225,6 +235,17 @@ pub async fn run(cmd: FlowCmd) -> Result<u8, CliError> {
             if watch.watch {
                 return watch::watch_after(&client, &id, Mode::pick(watch.plain, format), before).await;
             }
+            Ok(exit::OK)
+        }
+        FlowSub::Resume { id, reset_attempts } => {
+            let body = ResumeBody { reset_attempts };
+            let answer: FlowResumed = client.post_as(&["engine", "flow", &id, "resume"], &body).await?;
+            announce(
+                &answer,
+                format,
+                false,
+                &format!("flow {id}: {} parked work items resumed", answer.resumed),
+            );
             Ok(exit::OK)
         }
     }

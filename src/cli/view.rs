@@ -164,6 +164,22 @@ impl View {
                 it.next_retry_at = None;
                 format!("step {step_id} unhealthy ({error}): its call waits until it is healthy")
             }
+            E::WorkParked {
+                step_id,
+                token,
+                attempt,
+                error,
+                ..
+            } => {
+                let it = self.item(step_id, token);
+                it.status = "parked".into();
+                it.next_retry_at = None;
+                format!("step {step_id} attempt {attempt} parked: {error}; resume the flow to try again")
+            }
+            E::WorkResumed { step_id, token, .. } => {
+                self.item(step_id, token).status = "pending".into();
+                format!("step {step_id} resumed")
+            }
             E::WorkLaneWaited {
                 step_id,
                 attempt,

@@ -93,6 +93,26 @@ pub struct BulkCancelRequest {
     pub dry_run: bool,
 }
 
+/// `POST /engine/bulk/resume`: resume the parked work of the active flows
+/// a filter matches (docs/retries.md, "Parking").
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct BulkResumeRequest {
+    pub filter: BulkFilterRequest,
+    /// Resumed items count attempts from 1 again, with a new retry budget
+    /// (default `false`: one more attempt each).
+    #[serde(default)]
+    pub reset_attempts: bool,
+    /// Flows resumed per second, 1 to 1000 (default 50).
+    #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(minimum = 1, maximum = 1000))]
+    pub rate: Option<u32>,
+    /// Only count the flows that match; no job is created.
+    #[serde(default)]
+    pub dry_run: bool,
+}
+
 fn yes() -> bool {
     true
 }
@@ -102,14 +122,16 @@ fn yes() -> bool {
 pub enum BulkAction {
     Retry { reset_attempts: bool },
     Cancel { compensate: bool },
+    Resume { reset_attempts: bool },
 }
 
 impl BulkAction {
-    /// `retry` or `cancel`.
+    /// `retry`, `cancel` or `resume`.
     pub fn kind(self) -> &'static str {
         match self {
             BulkAction::Retry { .. } => "retry",
             BulkAction::Cancel { .. } => "cancel",
+            BulkAction::Resume { .. } => "resume",
         }
     }
 
@@ -119,13 +141,16 @@ impl BulkAction {
         match self {
             BulkAction::Retry { .. } => "flow_retried",
             BulkAction::Cancel { .. } => "flow_cancelled",
+            BulkAction::Resume { .. } => "work_resumed",
         }
     }
 
     /// The options as stored and shown: `reset_attempts` or `compensate`.
     pub fn options(self) -> serde_json::Value {
         match self {
-            BulkAction::Retry { reset_attempts } => serde_json::json!({ "reset_attempts": reset_attempts }),
+            BulkAction::Retry { reset_attempts } | BulkAction::Resume { reset_attempts } => {
+                serde_json::json!({ "reset_attempts": reset_attempts })
+            }
             BulkAction::Cancel { compensate } => serde_json::json!({ "compensate": compensate }),
         }
     }
@@ -141,6 +166,9 @@ impl BulkAction {
             "cancel" => Some(BulkAction::Cancel {
                 compensate: flag("compensate").unwrap_or(true),
             }),
+            "resume" => Some(BulkAction::Resume {
+                reset_attempts: flag("reset_attempts").unwrap_or(false),
+            }),
             _ => None,
         }
     }
@@ -149,7 +177,7 @@ impl BulkAction {
     pub fn statuses(self) -> &'static [FlowStatus] {
         match self {
             BulkAction::Retry { .. } => &[FlowStatus::Failed, FlowStatus::Cancelled],
-            BulkAction::Cancel { .. } => &[FlowStatus::Active],
+            BulkAction::Cancel { .. } | BulkAction::Resume { .. } => &[FlowStatus::Active],
         }
     }
 }
@@ -170,6 +198,15 @@ pub struct BulkSpec {
 impl BulkRetryRequest {
     pub fn parse(self) -> Result<BulkSpec, ValidationError> {
         let action = BulkAction::Retry {
+            reset_attempts: self.reset_attempts,
+        };
+        spec(action, self.filter, self.rate, self.dry_run)
+    }
+}
+
+impl BulkResumeRequest {
+    pub fn parse(self) -> Result<BulkSpec, ValidationError> {
+        let action = BulkAction::Resume {
             reset_attempts: self.reset_attempts,
         };
         spec(action, self.filter, self.rate, self.dry_run)
@@ -433,6 +470,7 @@ mod tests {
                 reset_attempts: false,
             },
             BulkAction::Cancel { compensate: true },
+            BulkAction::Resume { reset_attempts: true },
         ] {
             assert_eq!(BulkAction::stored(action.kind(), &action.options()), Some(action));
         }

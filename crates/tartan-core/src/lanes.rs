@@ -16,13 +16,17 @@ use crate::error::ValidationError;
 pub const MAX_CONCURRENCY: u32 = 100_000;
 /// The most calls a lane lets start per second, and its largest burst.
 pub const MAX_RATE_PER_SECOND: f64 = 1_000_000.0;
+/// The longest quiet spell a burst may stand for, in µs: a year.
+const MAX_BURST_WINDOW_US: i128 = 366 * 86_400 * 1_000_000;
+/// The slowest rate: one call a day.
+pub const MIN_RATE_PER_SECOND: f64 = 1.0 / 86_400.0;
 /// The longest cool-down of a breaker.
 pub const MAX_COOL_DOWN: std::time::Duration = std::time::Duration::from_secs(86_400);
 /// The most consecutive failures a breaker may be set to wait for.
 pub const MAX_BREAKER_FAILURES: u32 = 10_000;
 
 /// A lane's limits, typed. At least one of them is set.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct LaneLimits {
     /// Calls in flight at once, across every process.
     pub concurrency: Option<u32>,
@@ -67,6 +71,9 @@ impl Rate {
         let rate = Rate { count, per_ms };
         if rate.per_second() > MAX_RATE_PER_SECOND {
             return Err(format!("{text:?}: at most {MAX_RATE_PER_SECOND} per second"));
+        }
+        if rate.per_second() < MIN_RATE_PER_SECOND {
+            return Err(format!("{text:?}: at least one call a day"));
         }
         Ok(rate)
     }
@@ -138,6 +145,17 @@ impl LaneLimits {
             .transpose()?;
         if burst.is_some() && rate.is_none() {
             return Err(ValidationError::new(at("burst"), "burst needs a rate"));
+        }
+        // A burst is the calls of this long a quiet spell at the rate: past
+        // a year, the arithmetic would no longer bound anything.
+        if let Some(rate) = &rate {
+            let window = i128::from(rate.interval_us()) * i128::from(burst.unwrap_or(1));
+            if window > MAX_BURST_WINDOW_US {
+                return Err(ValidationError::new(
+                    at("burst"),
+                    "the burst at this rate spans more than a year: lower the burst or raise the rate",
+                ));
+            }
         }
         let breaker = present("breaker")
             .map(|v| BreakerPolicy::parse(&at("breaker"), v))
@@ -367,6 +385,8 @@ mod tests {
             (json!({"rate": "-3/s"}), "limits.rate"),
             (json!({"rate": "10/week"}), "limits.rate"),
             (json!({"rate": 10}), "limits.rate"),
+            (json!({"rate": "1e-300/s", "burst": 2}), "limits.rate"),
+            (json!({"rate": "1/h", "burst": 100000}), "limits.burst"),
             (json!({"rate": "10/s", "burst": 0}), "limits.burst"),
             (json!({"burst": 2}), "limits.burst"),
             (json!({"speed": 2}), "limits.speed"),

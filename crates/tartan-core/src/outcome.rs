@@ -286,6 +286,7 @@ mod tests {
                 timeouts: crate::timeouts::TimeoutPolicy::default(),
                 classes: crate::classes::StatusClasses::default(),
                 lane: None,
+                on_exhausted: Default::default(),
             },
             Err(e) => panic!("the default policy is invalid: {e}"),
         }

@@ -308,7 +308,7 @@ impl Engine {
         }
     }
 
-    /// Retry or cancel one flow: how it went, and why when it was skipped
+    /// Retry, cancel or resume one flow: how it went, and why when it was skipped
     /// or failed. `None`: the engine is stopping, the flow is left pending.
     async fn act_on(
         &self,
@@ -326,11 +326,17 @@ impl Engine {
                     .await
             }
             BulkAction::Cancel { compensate } => self.cancel_flow_by(flow_id, compensate, Some(job_id)).await,
+            BulkAction::Resume { reset_attempts } => self
+                .resume_flow(flow_id, reset_attempts, Some(job_id.to_string()))
+                .await
+                .map(|_| ()),
         };
         Some(match outcome {
             Ok(()) => (BulkItemState::Done, None),
             Err(EngineError::ShuttingDown) => return None,
             Err(e @ EngineError::FlowNotFound(_)) => (BulkItemState::Skipped, Some(e.to_string())),
+            // Nothing parked (any more): nothing to do.
+            Err(e @ EngineError::NotResumable(..)) => (BulkItemState::Skipped, Some(e.to_string())),
             // Over already (cancelled by someone else, or finished).
             Err(e @ EngineError::FlowTerminal(..)) => (BulkItemState::Skipped, Some(e.to_string())),
             // Active or completed since the job was created: nothing to do.

@@ -24,6 +24,9 @@ pub enum EngineError {
     /// A retry of a flow that cannot be retried now: the detail says why.
     #[error("flow {0} cannot be retried: {1}")]
     NotRetryable(String, String),
+    /// A resume of a flow with nothing to resume: the detail says why.
+    #[error("flow {0} cannot be resumed: {1}")]
+    NotResumable(String, String),
     #[error("the engine is shutting down")]
     ShuttingDown,
     #[error("this engine has {0} flows in progress, its limit (TARTAN_MAX_ACTIVE_FLOWS); retry later")]

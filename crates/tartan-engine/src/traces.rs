@@ -254,6 +254,10 @@ impl<'a> Decision<'a> {
                 command: "retry",
                 ..Self::FLOW
             },
+            Command::Resume { .. } => Decision {
+                command: "resume",
+                ..Self::FLOW
+            },
         }
     }
 }

@@ -134,7 +134,8 @@ impl From<EngineError> for ApiError {
             EngineError::StepExists(_)
             | EngineError::FlowExists(_)
             | EngineError::FlowTerminal(..)
-            | EngineError::NotRetryable(..) => ApiError::conflict(e.to_string()),
+            | EngineError::NotRetryable(..)
+            | EngineError::NotResumable(..) => ApiError::conflict(e.to_string()),
             EngineError::StepNotFound(_) | EngineError::FlowNotFound(_) | EngineError::LaneNotFound(_) => {
                 ApiError::not_found(e.to_string())
             }

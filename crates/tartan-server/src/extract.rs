@@ -97,6 +97,23 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     Ok(value)
 }
 
+/// An optional JSON object body of at most `limit` bytes: absent or blank
+/// is `T::default()`. Only an object is one (serde would take `[true]`
+/// for a struct).
+pub async fn optional_object<T: DeserializeOwned + Default>(
+    req: Request,
+    limit: usize,
+) -> Result<T, ApiError> {
+    let bytes = read_body(req, limit).await?;
+    match bytes.iter().find(|b| !b.is_ascii_whitespace()) {
+        None => Ok(T::default()),
+        Some(b'{') => parse_json::<T>(&bytes),
+        Some(_) => Err(ApiError::bad_request(
+            "the body must be a JSON object (or absent)",
+        )),
+    }
+}
+
 /// A JSON body of at most `LIMIT` bytes.
 pub struct Json<T, const LIMIT: usize = FLOW_BODY_LIMIT>(pub T);
 

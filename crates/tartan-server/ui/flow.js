@@ -131,7 +131,7 @@ function eventLine(ev) {
     details);
 }
 
-/** Cancel and retry; their options live in `view`, so a redraw keeps them. */
+/** Cancel, retry and resume; their options live in `view`, so a redraw keeps them. */
 function actions(flow, ctx, view, after) {
   const act = async (path, body, question, done) => {
     if (!confirm(question)) return;
@@ -150,6 +150,9 @@ function actions(flow, ctx, view, after) {
     onchange: (ev) => { view.reset = ev.target.checked; } });
   const active = flow.status === "active";
   const retryable = flow.status === "failed" || flow.status === "cancelled";
+  const parked = Object.values(flow.executions || {})
+    .flatMap((e) => Object.values(e.work_items || {}))
+    .filter((w) => w.status === "parked").length;
   const off = !ctx.canAct;
   return h("div", { class: "actions card", role: "group", "aria-label": "Actions" },
     h("div", {},
@@ -163,6 +166,12 @@ function actions(flow, ctx, view, after) {
         onclick: () => act(`${base}/retry`, { reset_attempts: view.reset },
           `Retry flow ${flow.id}${view.reset ? ", counting attempts from 1 again" : ""}?`, "Flow retried") }, "Retry flow"),
       h("label", { class: "check", for: "a-reset" }, reset, "reset attempts")),
+    h("div", {},
+      h("button", { type: "button", disabled: off || !active || parked === 0,
+        title: "Parked work items (their retries ran out under on_exhausted: park) run again",
+        onclick: () => act(`${base}/resume`, { reset_attempts: view.reset },
+          `Resume the ${parked} parked work item(s) of flow ${flow.id}${view.reset ? ", counting attempts from 1 again" : ""}?`,
+          "Flow resumed") }, parked ? `Resume ${parked} parked` : "Resume parked")),
     off ? h("p", { class: "muted" }, ctx.access === "read" ? "Read-only token: actions are disabled." : "") : null);
 }
 

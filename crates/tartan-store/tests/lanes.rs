@@ -119,17 +119,16 @@ async fn case_pauses_and_the_breaker(store: Arc<dyn Store>) {
         breaker: true,
         ..take(node, 0, 0, 1_000_000)
     };
-    assert!(
-        !store.lane_pause("step:s", Some(1_000_000), "x").await.unwrap(),
-        "no such lane yet"
-    );
-    store.lane_take(&breaker("a")).await.unwrap();
-    assert!(store
-        .lane_pause("step:s", Some(200_000), "HTTP 429")
+    // The first pause creates the lane.
+    store
+        .lane_pause("step:s", "{}", Some(200_000), "HTTP 429")
         .await
-        .unwrap());
+        .unwrap();
     // A shorter pause does not cut a longer one.
-    assert!(store.lane_pause("step:s", Some(1_000), "shorter").await.unwrap());
+    store
+        .lane_pause("step:s", "{}", Some(1_000), "shorter")
+        .await
+        .unwrap();
     let lane = &store.lanes().await.unwrap()[0];
     assert_eq!(lane.paused_reason.as_deref(), Some("HTTP 429"));
     assert!(lane.paused_until_us.is_some());
@@ -157,7 +156,16 @@ async fn case_pauses_and_the_breaker(store: Arc<dyn Store>) {
     let open = store.lane_take(&breaker("a")).await.unwrap();
     assert_eq!((open.breaker, open.canary), (BreakerState::Open, false));
     tokio::time::sleep(std::time::Duration::from_millis(250)).await;
-    // After the cool-down one engine gets the canary, the other waits.
+    // A lost canary lets the next engine send one at once.
+    let lost = store.lane_take(&breaker("c")).await.unwrap();
+    assert!(lost.canary);
+    assert_eq!(
+        store
+            .lane_outcome("step:s", "{}", LaneOutcome::CanaryLost)
+            .await
+            .unwrap(),
+        BreakerState::HalfOpen
+    );
     let canary = store.lane_take(&breaker("a")).await.unwrap();
     assert_eq!((canary.breaker, canary.canary), (BreakerState::HalfOpen, true));
     let other = store.lane_take(&breaker("b")).await.unwrap();

@@ -2,6 +2,7 @@
 
 mod caps;
 mod classes;
+mod parking;
 mod paused_clock;
 mod rerun;
 mod scenarios;

@@ -126,6 +126,36 @@ pub enum FlowEvent {
         token: String,
         error: String,
     },
+    /// A work item's retries ran out under `on_exhausted: park`: it waits,
+    /// `parked`, for an operator's resume; its step and flow go on
+    /// (docs/retries.md, "Parking"). What `work_failed` would have said.
+    WorkParked {
+        flow_id: String,
+        step_id: String,
+        token: String,
+        error: String,
+        attempt: u32,
+        class: FailureClass,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        http_status: Option<u16>,
+        /// Why no retry followed: `max_attempts`, `deadline`, `step_limit`.
+        retry_state: RetryState,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        problem: Option<Value>,
+    },
+    /// A parked item was resumed (`POST /engine/flow/{id}/resume`): it is
+    /// `pending` again and starts as its step's parallelism allows.
+    WorkResumed {
+        flow_id: String,
+        step_id: String,
+        token: String,
+        /// Its attempts start again from 1, with a new retry budget.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        reset_attempts: bool,
+        /// The bulk job that resumed it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        by: Option<String>,
+    },
     /// An attempt's call waited in its lanes before it was sent
     /// (docs/lanes.md): the time is left out of the item's retry budget,
     /// as a health deferral's is. Recorded with the attempt's result.
@@ -366,6 +396,8 @@ impl FlowEvent {
             | FlowEvent::WorkRetryScheduled { step_id, token, .. }
             | FlowEvent::DispatchDeferred { step_id, token, .. }
             | FlowEvent::WorkLaneWaited { step_id, token, .. }
+            | FlowEvent::WorkParked { step_id, token, .. }
+            | FlowEvent::WorkResumed { step_id, token, .. }
             | FlowEvent::WorkAccepted { step_id, token, .. }
             | FlowEvent::WorkHeartbeat { step_id, token, .. }
             | FlowEvent::WorkTimedOut { step_id, token, .. }
@@ -418,6 +450,8 @@ impl FlowEvent {
         "work_retry_scheduled",
         "dispatch_deferred",
         "work_lane_waited",
+        "work_parked",
+        "work_resumed",
         "attribute_set",
         "step_completed",
         "step_failed",
@@ -454,6 +488,8 @@ impl FlowEvent {
             FlowEvent::WorkRetryScheduled { .. } => "work_retry_scheduled",
             FlowEvent::DispatchDeferred { .. } => "dispatch_deferred",
             FlowEvent::WorkLaneWaited { .. } => "work_lane_waited",
+            FlowEvent::WorkParked { .. } => "work_parked",
+            FlowEvent::WorkResumed { .. } => "work_resumed",
             FlowEvent::AttributeSet { .. } => "attribute_set",
             FlowEvent::StepCompleted { .. } => "step_completed",
             FlowEvent::StepFailed { .. } => "step_failed",

@@ -60,6 +60,10 @@ pub enum WorkStatus {
     Cancelled,
     /// Not run: the step's predicate said so for its inputs.
     Skipped,
+    /// Its retries or the flow's attempt cap ran out under
+    /// `on_exhausted: park`: it waits for an operator's resume, and the
+    /// flow stays active (docs/retries.md, "Parking").
+    Parked,
 }
 
 impl FlowStatus {
@@ -101,6 +105,7 @@ impl WorkStatus {
             WorkStatus::CompensationFailed => "compensation_failed",
             WorkStatus::Cancelled => "cancelled",
             WorkStatus::Skipped => "skipped",
+            WorkStatus::Parked => "parked",
         }
     }
     pub fn parse(text: &str) -> Option<Self> {
@@ -115,6 +120,7 @@ impl WorkStatus {
             "compensation_failed" => WorkStatus::CompensationFailed,
             "cancelled" => WorkStatus::Cancelled,
             "skipped" => WorkStatus::Skipped,
+            "parked" => WorkStatus::Parked,
             _ => return None,
         })
     }

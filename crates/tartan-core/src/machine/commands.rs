@@ -316,6 +316,60 @@ pub(super) fn redispatch(
     advance(tx, ctx)
 }
 
+/// The (step id, token) of every work item whose status `keep` accepts.
+fn items_where(state: &FlowState, keep: impl Fn(WorkStatus) -> bool) -> Vec<(String, String)> {
+    state
+        .executions
+        .iter()
+        .flat_map(|(step_id, e)| {
+            e.work_items
+                .iter()
+                .filter(|(_, w)| keep(w.status))
+                .map(|(token, _)| (step_id.clone(), token.clone()))
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+/// Resume an active flow's parked items (docs/retries.md, "Parking"): each
+/// is `pending` again and starts as its step's parallelism allows, with its
+/// attempts from 1 and a new retry budget when `reset_attempts`. The
+/// flow's other work is untouched: what succeeded is not called again.
+/// Changes nothing unless the flow is active with parked items.
+pub(super) fn resume(
+    tx: &mut Transition,
+    reset_attempts: bool,
+    by: Option<String>,
+    ctx: &mut Context<'_>,
+) -> Result<(), ApplyError> {
+    if tx.state.status != FlowStatus::Active {
+        return Ok(());
+    }
+    let parked = items_where(&tx.state, |s| s == WorkStatus::Parked);
+    if parked.is_empty() {
+        return Ok(());
+    }
+    let flow_id = tx.state.id.clone();
+    let mut steps: Vec<String> = Vec::new();
+    for (step_id, token) in parked {
+        if !steps.contains(&step_id) {
+            steps.push(step_id.clone());
+        }
+        tx.emit(FlowEvent::WorkResumed {
+            flow_id: flow_id.clone(),
+            step_id,
+            token,
+            reset_attempts,
+            by: by.clone(),
+        })?;
+    }
+    // Pending again: started as each step's parallelism allows.
+    for step_id in &steps {
+        finish_step_if_done(tx, step_id, &ctx.script_limits)?;
+    }
+    advance(tx, ctx)
+}
+
 /// Start the next attempt of a work item whose retry is due.
 pub(super) fn retry_due(
     tx: &mut Transition,
@@ -417,22 +471,12 @@ pub(super) fn stop(tx: &mut Transition, stop: Stop, ctx: &mut Context<'_>) -> Re
         Stop::Cancel(r) | Stop::Kill(r) => r.clone(),
     };
     let compensate = !matches!(stop, Stop::Kill(_));
-    let open: Vec<(String, String)> = tx
-        .state
-        .executions
-        .iter()
-        .flat_map(|(step_id, e)| {
-            e.work_items
-                .iter()
-                .filter(|(_, w)| {
-                    matches!(
-                        w.status,
-                        WorkStatus::Pending | WorkStatus::Active | WorkStatus::NotCompleted
-                    )
-                })
-                .map(move |(token, _)| (step_id.clone(), token.clone()))
-        })
-        .collect();
+    let open = items_where(&tx.state, |s| {
+        matches!(
+            s,
+            WorkStatus::Pending | WorkStatus::Active | WorkStatus::NotCompleted | WorkStatus::Parked
+        )
+    });
     for (step_id, token) in open {
         tx.emit(FlowEvent::WorkCancelled {
             flow_id: flow_id.clone(),

@@ -9,7 +9,7 @@ use serde_json::Value;
 use crate::flow::{ApplyError, FlowEvent, FlowState, FlowStatus, StepStatus};
 use crate::outcome::{classify, is_rate_limited, FailureCause, FailureClass};
 use crate::retry::{delay, RetryPolicy, RetryState};
-use crate::step::StepPolicies;
+use crate::step::{OnExhausted, StepPolicies};
 use crate::timeouts::{pointer_for_step, pointer_for_work, timeout_problem, OnTimeout, TimeoutScope};
 
 use super::compensation::compensate_step;
@@ -129,6 +129,23 @@ pub(super) fn fail_work(
     why: Option<String>,
 ) -> Result<(), ApplyError> {
     let flow_id = tx.state.id.clone();
+    if parks(tx, f.step_id, retry_state) {
+        let error = match why {
+            Some(why) => format!("{}; {why}", f.error),
+            None => f.error,
+        };
+        return tx.emit(FlowEvent::WorkParked {
+            flow_id,
+            step_id: f.step_id.to_string(),
+            token: f.token.to_string(),
+            error,
+            attempt: f.attempt,
+            class,
+            http_status: f.cause.http_status(),
+            retry_state,
+            problem: f.problem,
+        });
+    }
     tx.emit(FlowEvent::WorkFailed {
         flow_id: flow_id.clone(),
         step_id: f.step_id.to_string(),
@@ -160,6 +177,17 @@ pub(super) fn fail_work(
         compensate_step(tx, f.step_id)?;
     }
     Ok(())
+}
+
+/// Whether an item that stops for `retry_state` is parked rather than
+/// failed: its step says `on_exhausted: park` and its retries ran out (a
+/// permanent failure, or a flow that ended, still fails it).
+fn parks(tx: &Transition, step_id: &str, retry_state: RetryState) -> bool {
+    matches!(
+        retry_state,
+        RetryState::MaxAttempts | RetryState::Deadline | RetryState::StepLimit
+    ) && tx.state.status == FlowStatus::Active
+        && policies(&tx.state.plan, step_id).is_ok_and(|p| p.on_exhausted == OnExhausted::Park)
 }
 
 /// Why a retryable failure was not retried, in words (docs/retries.md, "Why

@@ -127,6 +127,13 @@ pub enum Command {
         /// The bulk job acting, recorded in the event.
         by: Option<String>,
     },
+    /// Resume an active flow's parked items (docs/retries.md, "Parking").
+    /// Changes nothing unless some are parked.
+    Resume {
+        reset_attempts: bool,
+        /// The bulk job acting, recorded in the events.
+        by: Option<String>,
+    },
 }
 
 /// Why a flow stops before its steps are done.
@@ -188,6 +195,7 @@ pub fn apply(state: FlowState, command: Command, ctx: &mut Context<'_>) -> Resul
         Command::DeadlineDue => commands::deadline_due(&mut tx, ctx)?,
         Command::Stop(stop) => commands::stop(&mut tx, stop, ctx)?,
         Command::Retry { reset_attempts, by } => commands::retry(&mut tx, reset_attempts, by, ctx)?,
+        Command::Resume { reset_attempts, by } => commands::resume(&mut tx, reset_attempts, by, ctx)?,
     }
     Ok(tx)
 }

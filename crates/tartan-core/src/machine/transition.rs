@@ -298,6 +298,8 @@ impl Transition {
             | FlowEvent::WorkNotCompleted { .. }
             | FlowEvent::DispatchDeferred { .. }
             | FlowEvent::WorkLaneWaited { .. }
+            | FlowEvent::WorkParked { .. }
+            | FlowEvent::WorkResumed { .. }
             | FlowEvent::StepTimedOut { .. }
             | FlowEvent::StepCancelled { .. }
             | FlowEvent::AttributeSet { .. }

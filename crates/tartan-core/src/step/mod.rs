@@ -113,6 +113,35 @@ pub struct StepPolicies {
     pub classes: crate::classes::StatusClasses,
     /// The step's own lane (`limits`), when it declares one.
     pub lane: Option<crate::lanes::LaneLimits>,
+    /// What happens to an item whose retries run out
+    /// (`work_config.on_exhausted`).
+    pub on_exhausted: OnExhausted,
+}
+
+/// `work_config.on_exhausted`: an item whose retries, retry budget or the
+/// flow's attempt cap ran out fails its step (`fail`, the default) or
+/// waits, `parked`, for an operator's resume (`park`; docs/retries.md,
+/// "Parking").
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum OnExhausted {
+    #[default]
+    Fail,
+    Park,
+}
+
+impl OnExhausted {
+    /// Read `work_config.on_exhausted`: absent is `fail`.
+    pub fn parse(v: Option<&Value>) -> Result<OnExhausted, crate::error::ValidationError> {
+        match v {
+            None | Some(Value::Null) => Ok(OnExhausted::Fail),
+            Some(Value::String(s)) if s == "fail" => Ok(OnExhausted::Fail),
+            Some(Value::String(s)) if s == "park" => Ok(OnExhausted::Park),
+            Some(other) => Err(crate::error::ValidationError::new(
+                "work_config.on_exhausted",
+                format!("must be \"fail\" or \"park\", got {other}"),
+            )),
+        }
+    }
 }
 
 /// The parsed policies beside the JSON they come from. Equal whenever the

@@ -108,11 +108,13 @@ impl Step {
             Some(v) => Some(crate::lanes::LaneLimits::parse("limits", v)?),
             None => None,
         };
+        let on_exhausted = OnExhausted::parse(work.as_ref().and_then(|w| w.get("on_exhausted")))?;
         self.policies = Parsed(Some(Arc::new(StepPolicies {
             retry,
             timeouts,
             classes,
             lane,
+            on_exhausted,
         })));
         let scripts = StepScripts::compile(&self)?;
         self.compiled = scripts::Compiled((!scripts.is_empty()).then(|| Arc::new(scripts)));

@@ -125,6 +125,19 @@ impl Engine {
                 passage: Passage::default(),
             });
         }
+        self.wait_in_lanes(lanes, call, id, cancel, Passage::default());
+    }
+
+    /// Wait in the lanes (in a task), then take a call slot; `so_far` is
+    /// the call's passage until now (a call sent again after a pause).
+    fn wait_in_lanes(
+        &self,
+        lanes: Vec<Arc<Lane>>,
+        call: Call,
+        id: u64,
+        cancel: CancellationToken,
+        so_far: Passage,
+    ) {
         let engine = self.clone();
         self.inner.tasks.spawn(async move {
             match engine.pass_lanes(&lanes, &call, &cancel).await {
@@ -132,7 +145,11 @@ impl Engine {
                     call,
                     id,
                     cancel,
-                    passage,
+                    passage: Passage {
+                        permits: passage.permits,
+                        waited: so_far.waited + passage.waited,
+                        resent: so_far.resent,
+                    },
                 }),
                 None => engine.inner.calls.forget(&call.spec.token, id),
             }
@@ -196,6 +213,7 @@ impl Engine {
         Some(Passage {
             permits,
             waited: since.elapsed(),
+            resent: 0,
         })
     }
 
@@ -258,35 +276,28 @@ impl Engine {
                         Some(memo) => engine.memo_lookup(memo).await,
                         None => None,
                     } {
-                        return Some((AttemptResult::Memoized { outputs }, None));
+                        return Some(Ended::Done(AttemptResult::Memoized { outputs }, None));
                     }
-                    let mut resent = 0;
-                    loop {
-                        let (result, held) =
-                            dispatch::perform(&engine.inner.calls.http, &config.step_hosts, limits, tracer, &call).await;
-                        engine.inner.metrics.call_ended(&call, &result, started.elapsed());
-                        // The endpoint asked its lane to slow down: every
-                        // call of the lane waits, and this one is sent again
-                        // when it reopens, with no attempt counted.
-                        if let Some(wait) = lane_pause(&call, &result).filter(|_| !lanes.is_empty() && resent < MAX_RESENDS) {
-                            let reason = pause_reason(&result);
-                            for lane in &lanes {
-                                lane.pause_for(wait, reason.clone());
-                                engine.inner.metrics.lanes.paused(&lane.id);
-                            }
-                            passage.permits.clear();
-                            drop(held);
-                            let again = engine.pass_lanes(&lanes, &call, &cancel).await?;
-                            passage.permits = again.permits;
-                            passage.waited += again.waited;
-                            resent += 1;
-                            continue;
+                    let (result, held) =
+                        dispatch::perform(&engine.inner.calls.http, &config.step_hosts, limits, tracer, &call).await;
+                    engine.inner.metrics.call_ended(&call, &result, started.elapsed());
+                    // The endpoint asked its lane to slow down: every call
+                    // of the lane waits, and this one goes back to wait too,
+                    // its slot given back, to be sent again when the lane
+                    // reopens, with no attempt counted.
+                    if let Some(wait) = lane_pause(&call, &result).filter(|_| !lanes.is_empty() && passage.resent < MAX_RESENDS) {
+                        let reason = pause_reason(&result);
+                        for lane in &lanes {
+                            lane.pause_for(wait, reason.clone());
+                            engine.inner.metrics.lanes.paused(&lane.id);
                         }
-                        for permit in passage.permits.drain(..) {
-                            permit.lane().outcome(breaker_verdict(&call, &result), permit.is_canary());
-                        }
-                        break Some((result, held));
+                        return Some(Ended::Again);
                     }
+                    let verdict = breaker_verdict(&call, &result);
+                    for permit in passage.permits.drain(..) {
+                        permit.finish(verdict).await;
+                    }
+                    Some(Ended::Done(result, held))
                 } => r,
                 // The flow was cancelled or timed out: dropping the request
                 // closes its connection; the decision is already recorded.
@@ -296,12 +307,18 @@ impl Engine {
                 }
             };
             drop(slot);
+            // The lanes' slots go back with the exchange, not the record.
+            passage.permits.clear();
+            if let Some(Ended::Again) = outcome {
+                passage.resent += 1;
+                return engine.wait_in_lanes(lanes, call, id, cancel, passage);
+            }
             // The call stays listed in flight (its lease renewed) until its
             // result is recorded, which may wait out a database outage. Its
             // token is cancelled now that it answered: there is nothing left
             // to abort, and a renewal that finds the row already recorded
             // must not take it for a lost lease.
-            if let Some((result, held)) = outcome {
+            if let Some(Ended::Done(result, held)) = outcome {
                 cancel.cancel();
                 engine.conclude(&call, result, passage.waited(&lanes)).await;
                 // The body's bytes are given back once its result is
@@ -370,6 +387,13 @@ impl Drop for SlotHeld<'_> {
             self.engine.run_call(next);
         }
     }
+}
+
+/// How a call's exchange ended.
+enum Ended {
+    Done(AttemptResult, Option<crate::budget::Held>),
+    /// Its lane was paused for it: it waits in the lane again.
+    Again,
 }
 
 /// How many times in a row one attempt is sent again after its lane was

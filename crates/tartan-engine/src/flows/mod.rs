@@ -434,6 +434,40 @@ impl Engine {
         }
     }
 
+    /// Resume an active flow's parked work items (docs/retries.md,
+    /// "Parking"): how many were parked. Its other work is untouched.
+    pub async fn resume_flow(
+        &self,
+        flow_id: &str,
+        reset_attempts: bool,
+        by: Option<String>,
+    ) -> Result<usize, EngineError> {
+        use tartan_core::flow::{FlowStatus, WorkStatus};
+        let state = self.flow(flow_id).await?;
+        let refuse = |why: String| Err(EngineError::NotResumable(flow_id.to_string(), why));
+        if state.status != FlowStatus::Active {
+            return refuse(format!(
+                "it is {}; only an active flow's parked work resumes",
+                state.status.as_str()
+            ));
+        }
+        let parked = state
+            .executions
+            .values()
+            .flat_map(|e| e.work_items.values())
+            .filter(|w| w.status == WorkStatus::Parked)
+            .count();
+        if parked == 0 {
+            return refuse("it has no parked work".into());
+        }
+        if self.inner.stopping.is_cancelled() {
+            return Err(EngineError::ShuttingDown);
+        }
+        self.decide(flow_id, Command::Resume { reset_attempts, by })
+            .await?;
+        Ok(parked)
+    }
+
     /// An async step's heartbeat: its inactivity window starts again. Only
     /// for an accepted call of the current attempt that is still waiting.
     pub async fn heartbeat(

@@ -5,7 +5,9 @@
 //! ask the database (`LaneStore::lane_take`), once for every call waiting.
 //!
 //! One small mutex guards the state; it is never held across an await.
-//! The database is asked by one task at a time per lane.
+//! The database is asked by one task at a time per lane. While calls wait,
+//! the lane asks again at least every `LOOK_AGAIN`, and no more often
+//! unless something changed (a slot freed here, a notice).
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -28,15 +30,13 @@ const STALE: Duration = Duration::from_millis(100);
 /// a steady trickle of calls takes them from memory.
 const HOLD_IDLE: Duration = Duration::from_secs(1);
 /// While calls wait, the lane is looked at again at least this often (a
-/// lost notice, an engine killed while holding slots).
+/// lost notice, an engine killed while holding slots, a resume).
 const LOOK_AGAIN: Duration = Duration::from_secs(1);
 /// After a failed exchange with the database.
 const AFTER_ERROR: Duration = Duration::from_millis(500);
 
 pub(crate) struct Lane {
     pub(crate) id: String,
-    pub(crate) limits: LaneLimits,
-    limits_json: String,
     shared: Arc<Shared>,
     state: Mutex<State>,
 }
@@ -47,22 +47,33 @@ struct Waiter {
 }
 
 struct State {
+    /// The limits as last declared (a step updated while flows of its old
+    /// definition run may move them back and forth until those finish).
+    limits: LaneLimits,
+    limits_json: String,
     /// Calls of this process holding a permit.
     running: u32,
     /// Slots held in the database (lanes with a concurrency limit).
     held: u32,
+    /// Until when those slots are this process's: the lease of its last
+    /// exchange or renewal. Past it, nothing is admitted from memory.
+    held_until: Option<Instant>,
     /// Start times reserved on the rate, in order.
     starts: VecDeque<Instant>,
     queue: FairQueue<Waiter>,
     /// When the first of the calls waiting now started to wait.
     waiting_since: Option<Instant>,
+    /// The pause as the database last said.
     paused_until: Option<Instant>,
     pause_reason: Option<String>,
+    /// A pause this process's own call was asked for: kept until it ends,
+    /// whatever an answer read before it was recorded says.
+    own_pause: Option<(Instant, String)>,
     breaker: BreakerState,
     breaker_until: Option<Instant>,
     /// The database made this process's next call the breaker's canary.
     canary_next: bool,
-    /// Failures were seen since the last success: a success resets them.
+    /// The breaker counts failures now: a success resets them.
     failures_seen: bool,
     /// A `lane_take` is under way.
     asking: bool,
@@ -86,7 +97,7 @@ pub(crate) struct Permit {
 impl Drop for Permit {
     fn drop(&mut self) {
         if self.armed {
-            self.lane.release();
+            self.lane.release(self.canary);
         }
     }
 }
@@ -96,9 +107,13 @@ impl Permit {
         &self.lane
     }
 
-    /// The breaker's canary: its outcome opens or closes it.
-    pub(crate) fn is_canary(&self) -> bool {
-        self.canary
+    /// Report how the call ended to the lane's breaker, and give the
+    /// permit back. Awaited before the call's result is recorded, so that a
+    /// retry it schedules meets the breaker as this failure left it.
+    pub(crate) async fn finish(mut self, succeeded: Option<bool>) {
+        Arc::clone(&self.lane).outcome(succeeded, self.canary).await;
+        // Reported: its drop need not say the canary went without one.
+        self.canary = false;
     }
 }
 
@@ -122,21 +137,33 @@ fn at(base: Instant, grant_now: i64, t: i64) -> Instant {
     base + Duration::from_micros(u64::try_from(ahead).unwrap_or(0))
 }
 
+/// Clears `asking` however the exchange ends (a panic included), so that
+/// the lane asks again.
+struct Asking<'a>(&'a Lane);
+
+impl Drop for Asking<'_> {
+    fn drop(&mut self) {
+        self.0.lock().asking = false;
+    }
+}
+
 impl Lane {
     pub(super) fn new(id: String, limits: LaneLimits, shared: Arc<Shared>) -> Lane {
         Lane {
-            limits_json: limits.to_json().to_string(),
             id,
-            limits,
             shared,
             state: Mutex::new(State {
+                limits_json: limits.to_json().to_string(),
+                limits,
                 running: 0,
                 held: 0,
+                held_until: None,
                 starts: VecDeque::new(),
                 queue: FairQueue::default(),
                 waiting_since: None,
                 paused_until: None,
                 pause_reason: None,
+                own_pause: None,
                 breaker: BreakerState::Closed,
                 breaker_until: None,
                 canary_next: false,
@@ -153,6 +180,24 @@ impl Lane {
 
     fn lock(&self) -> MutexGuard<'_, State> {
         crate::sync::lock(&self.state)
+    }
+
+    pub(crate) fn limits(&self) -> LaneLimits {
+        self.lock().limits
+    }
+
+    /// The step's limits changed: the lane keeps its calls and slots.
+    pub(super) fn set_limits(self: &Arc<Self>, limits: LaneLimits) {
+        {
+            let mut st = self.lock();
+            if st.limits == limits {
+                return;
+            }
+            st.limits_json = limits.to_json().to_string();
+            st.limits = limits;
+            st.ask_after = None;
+        }
+        self.pump();
     }
 
     /// Wait in the lane: the permit comes when the call may be sent.
@@ -175,13 +220,14 @@ impl Lane {
     pub(crate) fn local(&self) -> LocalLane {
         let st = self.lock();
         let now = Instant::now();
+        let (paused_until, reason) = pause(&st);
         LocalLane {
             running: st.running,
             waiting: st.queue.len(),
             held: st.held,
             waiting_since: st.waiting_since.map(|s| now.saturating_duration_since(s)),
-            paused_for: st.paused_until.filter(|u| *u > now).map(|u| u - now),
-            pause_reason: st.pause_reason.clone(),
+            paused_for: paused_until.filter(|u| *u > now).map(|u| u - now),
+            pause_reason: reason,
             breaker: st.breaker,
         }
     }
@@ -194,35 +240,41 @@ impl Lane {
         while st.starts.front().is_some_and(|t| *t + STALE < now) {
             st.starts.pop_front();
         }
+        // Slots whose lease may have run out are not handed out.
+        if st.held_until.is_some_and(|until| until <= now) {
+            let held = st.held.min(st.running);
+            self.set_held(&mut st, held);
+        }
+        let limits = st.limits;
         let mut need_ask = false;
         while !st.queue.is_empty() {
-            if let Some(until) = st.paused_until {
+            if let (Some(until), _) = pause(&st) {
                 if until > now {
-                    self.wake(&mut st, until);
+                    // Asked again meanwhile: a resume ends it early.
+                    need_ask = true;
+                    self.wake(&mut st, until.min(now + LOOK_AGAIN));
                     break;
                 }
-                st.paused_until = None;
-                st.pause_reason = None;
             }
             let canary = match st.breaker {
                 BreakerState::Closed => false,
                 _ if st.canary_next => true,
                 _ => {
-                    match st.breaker_until.filter(|u| *u > now) {
-                        Some(until) => self.wake(&mut st, until),
-                        None => need_ask = true,
+                    need_ask = true;
+                    if let Some(until) = st.breaker_until.filter(|u| *u > now) {
+                        self.wake(&mut st, until.min(now + LOOK_AGAIN));
                     }
                     break;
                 }
             };
-            if let Some(limit) = self.limits.concurrency {
-                if st.running >= st.held {
-                    need_ask |= st.held < limit;
-                    break;
-                }
+            if limits.concurrency.is_some() && st.running >= st.held {
+                // Asked even at the limit: the answer says whether others
+                // wait, and so whether to give back beyond a fair share.
+                need_ask = true;
+                break;
             }
             let mut start = None;
-            if self.limits.rate.is_some() {
+            if limits.rate.is_some() {
                 match st.starts.front().copied() {
                     Some(t) if t <= now => start = st.starts.pop_front(),
                     Some(t) => {
@@ -260,17 +312,26 @@ impl Lane {
         }
         if st.queue.is_empty() {
             st.waiting_since = None;
+            need_ask = false;
         }
-        let may_ask = st.ask_after.is_none_or(|t| t <= now);
-        if need_ask && !st.asking && may_ask {
-            st.asking = true;
-            drop(st);
-            let lane = Arc::clone(self);
-            tokio::spawn(async move { lane.ask().await });
+        self.schedule_trim(&mut st);
+        if !need_ask || st.asking {
+            return;
+        }
+        match st.ask_after.filter(|t| *t > now) {
+            // Not yet: make sure something wakes the lane then.
+            Some(after) => self.wake(&mut st, after),
+            None => {
+                st.asking = true;
+                drop(st);
+                let lane = Arc::clone(self);
+                tokio::spawn(async move { lane.ask().await });
+            }
         }
     }
 
-    /// Look at the lane again soon: something changed (a notice).
+    /// Look at the lane again now: something changed (a notice, a trim, a
+    /// share to give back).
     pub(crate) fn look_again(self: &Arc<Self>) {
         {
             let mut st = self.lock();
@@ -302,16 +363,39 @@ impl Lane {
                 if st.wake_at == Some(when) {
                     st.wake_at = None;
                 }
-                st.ask_after = st.ask_after.filter(|t| *t > when);
             }
             lane.pump();
         });
     }
 
+    /// Give back, after a while, the slots no call uses and none waits for.
+    fn schedule_trim(self: &Arc<Self>, st: &mut State) {
+        if !st.queue.is_empty() || st.held <= st.running || st.trim_scheduled {
+            return;
+        }
+        st.trim_scheduled = true;
+        let lane = Arc::clone(self);
+        let stopping = self.shared.stopping.clone();
+        tokio::spawn(async move {
+            tokio::select! {
+                _ = tokio::time::sleep(HOLD_IDLE) => {}
+                _ = stopping.cancelled() => return,
+            }
+            let give_back = {
+                let mut st = lane.lock();
+                st.trim_scheduled = false;
+                st.queue.is_empty() && st.held > st.running
+            };
+            if give_back {
+                lane.look_again();
+            }
+        });
+    }
+
     /// The slots this process would hold: its calls running and waiting,
     /// at most the limit, at most a fair share while others want more.
-    fn hold_target(&self, st: &State) -> u32 {
-        let Some(limit) = self.limits.concurrency else {
+    fn hold_target(st: &State) -> u32 {
+        let Some(limit) = st.limits.concurrency else {
             return 0;
         };
         let want = st
@@ -319,7 +403,7 @@ impl Lane {
             .saturating_add(u32::try_from(st.queue.len()).unwrap_or(u32::MAX))
             .min(limit);
         if st.contended {
-            want.min(limit.div_ceil(st.sharers.max(1)).max(st.running.min(want)))
+            want.min(limit.div_ceil(st.sharers.max(1)).max(st.running))
         } else {
             want
         }
@@ -328,37 +412,49 @@ impl Lane {
     /// One exchange with the database: hold what the calls here need, take
     /// start times for those waiting, and learn the pause and the breaker.
     async fn ask(self: Arc<Self>) {
+        let asking = Asking(&self);
         let take = {
-            let st = self.lock();
+            let mut st = self.lock();
             let waiting = u32::try_from(st.queue.len()).unwrap_or(u32::MAX);
             let reserved = u32::try_from(st.starts.len()).unwrap_or(u32::MAX);
+            let hold = Self::hold_target(&st);
+            // What is given back is no longer handed out from memory while
+            // the database hears of it.
+            let held = st.held.min(hold.max(st.running));
+            self.set_held(&mut st, held);
             LaneTake {
                 lane_id: self.id.clone(),
                 node: self.shared.node.clone(),
-                limits: self.limits_json.clone(),
-                concurrency: self.limits.concurrency,
-                hold: self.hold_target(&st),
+                limits: st.limits_json.clone(),
+                concurrency: st.limits.concurrency,
+                hold,
                 running: st.running,
-                rate: self.limits.rate.map(|r| (r.interval_us(), self.limits.burst)),
+                rate: st.limits.rate.map(|r| (r.interval_us(), st.limits.burst)),
                 starts: waiting.saturating_sub(reserved),
                 horizon_us: i64::try_from(HORIZON.as_micros()).unwrap_or(i64::MAX),
                 lease_us: self.shared.lease_us,
-                breaker: self.limits.breaker.is_some(),
+                breaker: st.limits.breaker.is_some(),
             }
         };
         let answer = self.shared.store.lane_take(&take).await;
         let base = Instant::now();
         let gave_back = {
             let mut st = self.lock();
-            st.asking = false;
             match answer {
                 Ok(grant) => {
                     let before = st.held;
                     self.apply(&mut st, &grant, base);
-                    // Given all it asked for: the next need asks at once.
-                    // Short of it (the lane is saturated, paused or its
-                    // breaker open): not before something may have changed.
-                    let satisfied = grant.held >= take.hold
+                    // Given all its calls need: the next need asks at once.
+                    // Short of it (saturated, contended, paused, broken):
+                    // not before something may have changed.
+                    let wanted = match st.limits.concurrency {
+                        Some(limit) => st
+                            .running
+                            .saturating_add(u32::try_from(st.queue.len()).unwrap_or(u32::MAX))
+                            .min(limit),
+                        None => 0,
+                    };
+                    let satisfied = grant.held >= wanted
                         && grant.starts.len() >= take.starts as usize
                         && grant.paused_until_us.is_none()
                         && (grant.breaker == BreakerState::Closed || grant.canary);
@@ -368,8 +464,6 @@ impl Lane {
                             .into_iter()
                             .flatten()
                             .map(|t| at(base, grant.now_us, t))
-                            .chain(st.paused_until)
-                            .chain(st.breaker_until.filter(|_| st.breaker == BreakerState::Open))
                             .fold(base + LOOK_AGAIN, Instant::min);
                         st.ask_after = Some(next);
                         self.wake(&mut st, next);
@@ -378,14 +472,15 @@ impl Lane {
                 }
                 Err(e) => {
                     tracing::warn!(lane = %self.id, "lane: the database did not answer: {e}");
+                    st.ask_after = Some(base + AFTER_ERROR);
                     if !st.queue.is_empty() {
-                        st.ask_after = Some(base + AFTER_ERROR);
                         self.wake(&mut st, base + AFTER_ERROR);
                     }
                     false
                 }
             }
         };
+        drop(asking);
         if gave_back {
             self.shared.outbox.announce(Notice::Lane { id: self.id.clone() });
         }
@@ -393,11 +488,9 @@ impl Lane {
     }
 
     fn apply(&self, st: &mut State, grant: &LaneGrant, base: Instant) {
-        let delta = i64::from(grant.held) - i64::from(st.held);
-        self.shared
-            .held
-            .fetch_add(delta, std::sync::atomic::Ordering::Relaxed);
-        st.held = grant.held;
+        self.set_held(st, grant.held);
+        st.held_until =
+            (grant.held > 0).then(|| base + Duration::from_micros(self.shared.lease_us.unsigned_abs()));
         if grant.held > 0 {
             self.shared.holding.notify_one();
         }
@@ -406,51 +499,69 @@ impl Lane {
         st.starts
             .extend(grant.starts.iter().map(|t| at(base, grant.now_us, *t)));
         st.paused_until = grant.paused_until_us.map(|t| at(base, grant.now_us, t));
-        if st.paused_until.is_none() {
-            st.pause_reason = None;
-        }
+        st.pause_reason = grant.paused_reason.clone();
         st.breaker = grant.breaker;
         st.breaker_until = grant.breaker_until_us.map(|t| at(base, grant.now_us, t));
-        st.canary_next |= grant.canary;
+        // A canary granted and not yet used stays one only while the
+        // breaker is still half open.
+        st.canary_next = grant.canary || (st.canary_next && grant.breaker == BreakerState::HalfOpen);
+        st.failures_seen = grant.failures > 0;
     }
 
-    /// A permit came back.
-    fn release(self: &Arc<Self>) {
-        let ask = {
+    /// A renewal kept this process's slots until `until`, or found they
+    /// had run out (`None`): then none is handed out until the next
+    /// exchange takes them anew.
+    pub(crate) fn renewed(self: &Arc<Self>, until: Option<Instant>) {
+        let lapsed = {
             let mut st = self.lock();
-            st.running = st.running.saturating_sub(1);
-            st.ask_after = None;
-            let over_share = st.contended && st.held > self.hold_target(&st);
-            if st.queue.is_empty() && st.held > st.running && !st.trim_scheduled {
-                st.trim_scheduled = true;
-                let lane = Arc::clone(self);
-                let stopping = self.shared.stopping.clone();
-                tokio::spawn(async move {
-                    tokio::select! {
-                        _ = tokio::time::sleep(HOLD_IDLE) => {}
-                        _ = stopping.cancelled() => return,
-                    }
-                    lane.trim();
-                });
+            if st.held == 0 {
+                return;
             }
-            over_share && !st.asking
+            match until {
+                Some(until) => {
+                    st.held_until = Some(until);
+                    false
+                }
+                None => {
+                    let running = st.running;
+                    self.set_held(&mut st, running);
+                    st.held_until = None;
+                    st.ask_after = None;
+                    true
+                }
+            }
         };
-        if ask {
-            self.look_again();
-        } else {
+        if lapsed {
             self.pump();
         }
     }
 
-    /// Give back the slots no call has used for a while.
-    fn trim(self: &Arc<Self>) {
-        let give_back = {
+    /// Change the slots held here, keeping the process's total in step.
+    fn set_held(&self, st: &mut State, held: u32) {
+        let delta = i64::from(held) - i64::from(st.held);
+        self.shared
+            .held
+            .fetch_add(delta, std::sync::atomic::Ordering::Relaxed);
+        st.held = held;
+    }
+
+    /// A permit came back.
+    fn release(self: &Arc<Self>, canary_unreported: bool) {
+        let over_share = {
             let mut st = self.lock();
-            st.trim_scheduled = false;
-            st.queue.is_empty() && st.held > st.running && !st.asking
+            st.running = st.running.saturating_sub(1);
+            st.ask_after = None;
+            st.contended && st.held > Self::hold_target(&st)
         };
-        if give_back {
+        if canary_unreported {
+            // The canary ended without saying anything of the endpoint (it
+            // was cancelled, or answered from the memo): another is chosen.
+            self.report(LaneOutcome::CanaryLost);
+        }
+        if over_share {
             self.look_again();
+        } else {
+            self.pump();
         }
     }
 
@@ -459,19 +570,24 @@ impl Lane {
     /// at once and in every other engine as soon as it hears.
     pub(crate) fn pause_for(self: &Arc<Self>, wait: Duration, reason: String) {
         let until = Instant::now() + wait;
-        {
+        let limits = {
             let mut st = self.lock();
-            if st.paused_until.is_some_and(|u| u >= until) {
+            if st.own_pause.as_ref().is_some_and(|(u, _)| *u >= until) {
                 return;
             }
-            st.paused_until = Some(until);
-            st.pause_reason = Some(reason.clone());
-        }
+            st.own_pause = Some((until, reason.clone()));
+            st.limits_json.clone()
+        };
         let lane = Arc::clone(self);
         tokio::spawn(async move {
             let us = i64::try_from(wait.as_micros()).unwrap_or(i64::MAX);
-            match lane.shared.store.lane_pause(&lane.id, Some(us), &reason).await {
-                Ok(_) => lane.shared.outbox.announce(Notice::Lane { id: lane.id.clone() }),
+            match lane
+                .shared
+                .store
+                .lane_pause(&lane.id, &limits, Some(us), &reason)
+                .await
+            {
+                Ok(()) => lane.shared.outbox.announce(Notice::Lane { id: lane.id.clone() }),
                 Err(e) => tracing::warn!(lane = %lane.id, "lane: recording the pause failed: {e}"),
             }
         });
@@ -480,57 +596,85 @@ impl Lane {
     /// How a call through the lane ended, for its breaker: `Some(true)` a
     /// success, `Some(false)` a retryable failure, `None` neither (a
     /// permanent failure says nothing of the endpoint's health).
-    pub(crate) fn outcome(self: &Arc<Self>, succeeded: Option<bool>, canary: bool) {
-        let Some(policy) = self.limits.breaker else {
-            return;
-        };
-        let Some(succeeded) = succeeded else {
-            return;
-        };
+    async fn outcome(self: Arc<Self>, succeeded: Option<bool>, canary: bool) {
         let outcome = {
             let mut st = self.lock();
-            if succeeded {
-                if !st.failures_seen && !canary && st.breaker == BreakerState::Closed {
-                    return;
+            let Some(policy) = st.limits.breaker else {
+                return;
+            };
+            match succeeded {
+                Some(true) if st.failures_seen || canary || st.breaker != BreakerState::Closed => {
+                    st.failures_seen = false;
+                    LaneOutcome::Succeeded
                 }
-                st.failures_seen = false;
-                LaneOutcome::Succeeded
-            } else {
-                st.failures_seen = true;
-                LaneOutcome::Failed {
-                    failures: policy.failures,
-                    cool_down_us: i64::try_from(policy.cool_down_ms.saturating_mul(1_000))
-                        .unwrap_or(i64::MAX),
+                Some(true) => return,
+                Some(false) => {
+                    st.failures_seen = true;
+                    LaneOutcome::Failed {
+                        failures: policy.failures,
+                        cool_down_us: i64::try_from(policy.cool_down_ms.saturating_mul(1_000))
+                            .unwrap_or(i64::MAX),
+                    }
                 }
+                None if canary => LaneOutcome::CanaryLost,
+                None => return,
             }
         };
+        self.record(outcome).await;
+    }
+
+    /// Record an outcome in the background (a permit dropped).
+    fn report(self: &Arc<Self>, outcome: LaneOutcome) {
         let lane = Arc::clone(self);
-        tokio::spawn(async move {
-            match lane
-                .shared
-                .store
-                .lane_outcome(&lane.id, &lane.limits_json, outcome)
-                .await
-            {
+        tokio::spawn(async move { lane.record(outcome).await });
+    }
+
+    /// Record an outcome in the database; a change of the breaker is told
+    /// to the other engines.
+    async fn record(self: Arc<Self>, outcome: LaneOutcome) {
+        let lane = self;
+        {
+            let limits = lane.lock().limits_json.clone();
+            match lane.shared.store.lane_outcome(&lane.id, &limits, outcome).await {
                 Ok(state) => {
                     let changed = {
                         let mut st = lane.lock();
                         let changed = st.breaker != state;
                         st.breaker = state;
-                        if state == BreakerState::Open {
-                            st.breaker_until =
-                                Some(Instant::now() + Duration::from_millis(policy.cool_down_ms));
+                        if let (BreakerState::Open, LaneOutcome::Failed { cool_down_us, .. }) =
+                            (state, outcome)
+                        {
+                            if changed {
+                                st.breaker_until =
+                                    Some(Instant::now() + Duration::from_micros(cool_down_us.unsigned_abs()));
+                            }
+                        }
+                        if state != BreakerState::HalfOpen {
+                            st.canary_next = false;
                         }
                         changed
                     };
                     if changed {
                         tracing::warn!(lane = %lane.id, breaker = state.as_str(), "lane: the circuit breaker changed");
                         lane.shared.outbox.announce(Notice::Lane { id: lane.id.clone() });
-                        lane.pump();
+                    }
+                    if changed || outcome == LaneOutcome::CanaryLost {
+                        lane.look_again();
                     }
                 }
                 Err(e) => tracing::warn!(lane = %lane.id, "lane: recording the breaker's count failed: {e}"),
             }
-        });
+        }
+    }
+}
+
+/// The lane's pause: the later of the database's and this process's own.
+fn pause(st: &State) -> (Option<Instant>, Option<String>) {
+    let own = st.own_pause.as_ref().filter(|(u, _)| *u > Instant::now());
+    match (st.paused_until, own) {
+        (Some(db), Some((mine, reason))) if *mine > db => (Some(*mine), Some(reason.clone())),
+        (Some(db), _) => (Some(db), st.pause_reason.clone()),
+        (None, Some((mine, reason))) => (Some(*mine), Some(reason.clone())),
+        (None, None) => (None, None),
     }
 }

@@ -53,7 +53,7 @@ pub(crate) struct Shared {
 pub(crate) struct Lanes {
     shared: Arc<Shared>,
     hosts: HostLanes,
-    lanes: Mutex<HashMap<String, Arc<Lane>>>,
+    lanes: Arc<Mutex<HashMap<String, Arc<Lane>>>>,
     /// The calls waiting in a lane now: receipt token to lane id.
     waiting: Mutex<HashMap<String, String>>,
 }
@@ -64,6 +64,8 @@ pub(crate) struct Lanes {
 pub(crate) struct Passage {
     pub permits: Vec<Permit>,
     pub waited: Duration,
+    /// Times the call was sent again after its lane was paused for it.
+    pub resent: u32,
 }
 
 impl Passage {
@@ -104,23 +106,29 @@ impl Lanes {
                 stopping,
             }),
             hosts: config.lanes.clone(),
-            lanes: Mutex::default(),
+            lanes: Arc::default(),
             waiting: Mutex::default(),
         }
     }
 
+    /// The lane `id`, made on first use. One lane per id: when a step's
+    /// limits change, the lane keeps its calls and slots and takes the new
+    /// limits (flows started before the change carry the old ones, so the
+    /// two may alternate until those finish).
     fn lane(&self, id: String, limits: &LaneLimits) -> Arc<Lane> {
-        let mut lanes = crate::sync::lock(&self.lanes);
-        match lanes.get(&id) {
-            Some(lane) if lane.limits == *limits => Arc::clone(lane),
-            // New, or its limits changed (the step was updated): calls
-            // holding the old lane's permits give them back to it.
-            _ => {
-                let lane = Arc::new(Lane::new(id.clone(), limits.clone(), Arc::clone(&self.shared)));
-                lanes.insert(id, Arc::clone(&lane));
-                lane
+        let lane = {
+            let mut lanes = crate::sync::lock(&self.lanes);
+            match lanes.get(&id) {
+                Some(lane) => Arc::clone(lane),
+                None => {
+                    let lane = Arc::new(Lane::new(id.clone(), *limits, Arc::clone(&self.shared)));
+                    lanes.insert(id, Arc::clone(&lane));
+                    return lane;
+                }
             }
-        }
+        };
+        lane.set_limits(*limits);
+        lane
     }
 
     /// The lanes a call of `step` to `url` goes through: the step's own,
@@ -165,13 +173,13 @@ impl Lanes {
             .filter(|(id, _)| !lanes.contains_key(id))
             .map(|(id, limits)| KnownLane {
                 id,
-                limits: limits.clone(),
+                limits: *limits,
                 local: None,
             })
             .collect();
         out.extend(lanes.values().map(|lane| KnownLane {
             id: lane.id.clone(),
-            limits: lane.limits.clone(),
+            limits: lane.limits(),
             local: Some(lane.local()),
         }));
         out.sort_by(|a, b| a.id.cmp(&b.id));
@@ -212,6 +220,7 @@ impl Lanes {
     pub(crate) async fn start(&self) -> Result<(), tartan_store::StoreError> {
         self.shared.store.lane_release_all(&self.shared.node).await?;
         let shared = Arc::clone(&self.shared);
+        let lanes = Arc::clone(&self.lanes);
         let every = Duration::from_micros(u64::try_from(shared.lease_us / 3).unwrap_or(1_000_000))
             .max(Duration::from_millis(100));
         tokio::spawn(async move {
@@ -227,8 +236,20 @@ impl Lanes {
                         _ = tokio::time::sleep(every) => {}
                         _ = shared.stopping.cancelled() => return,
                     }
+                    let asked = tokio::time::Instant::now();
                     match shared.store.lane_renew(&shared.node, shared.lease_us).await {
-                        Ok(()) => {}
+                        // The lease runs from before the renewal was sent.
+                        Ok(renewed) => {
+                            let until = asked + Duration::from_micros(shared.lease_us.unsigned_abs());
+                            let all: Vec<Arc<Lane>> = crate::sync::lock(&lanes).values().cloned().collect();
+                            for lane in all {
+                                // A hold that was not renewed ran out: its
+                                // slots may be another engine's already.
+                                lane.renewed(renewed.contains(&lane.id).then_some(until));
+                            }
+                        }
+                        // The slots are not handed out past their lease
+                        // (`Lane::pump`); the next exchange takes them anew.
                         Err(e) => tracing::warn!("lanes: renewing this node's slots failed: {e}"),
                     }
                     if !shared.holds_any() {

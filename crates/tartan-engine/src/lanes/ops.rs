@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use tartan_core::lanes::{step_lane, BreakerState, LaneLimits};
-use tartan_store::{from_us, LaneTake, Notice};
+use tartan_store::{from_us, Notice};
 
 use super::LocalLane;
 use crate::{Engine, EngineError};
@@ -45,7 +45,7 @@ impl Engine {
     pub async fn lanes(&self) -> Result<Vec<LaneView>, EngineError> {
         let mut known: BTreeMap<String, (LaneLimits, Option<LocalLane>)> = BTreeMap::new();
         for step in self.catalog().await.catalog.steps().values() {
-            if let Some(limits) = step.policies().and_then(|p| p.lane.clone()) {
+            if let Some(limits) = step.policies().and_then(|p| p.lane) {
                 known.insert(step_lane(&step.id), (limits, None));
             }
         }
@@ -111,27 +111,10 @@ impl Engine {
     /// starts meanwhile, in any engine.
     pub async fn pause_lane(&self, id: &str, wait: Option<Duration>) -> Result<LaneView, EngineError> {
         let limits = self.lane_limits(id).await?;
-        // The lane's row exists once a call went through it; make it now.
-        self.inner
-            .store
-            .lane_take(&LaneTake {
-                lane_id: id.to_string(),
-                node: self.inner.config.node_id.clone(),
-                limits: limits.to_json().to_string(),
-                concurrency: None,
-                hold: 0,
-                running: 0,
-                rate: None,
-                starts: 0,
-                horizon_us: 0,
-                lease_us: 0,
-                breaker: false,
-            })
-            .await?;
         let us = wait.map(|w| i64::try_from(w.as_micros()).unwrap_or(i64::MAX));
         self.inner
             .store
-            .lane_pause(id, us, "paused by an operator")
+            .lane_pause(id, &limits.to_json().to_string(), us, "paused by an operator")
             .await?;
         self.lane_changed(id).await
     }
@@ -157,7 +140,7 @@ impl Engine {
     /// database holds.
     async fn lane_limits(&self, id: &str) -> Result<LaneLimits, EngineError> {
         if let Some(lane) = self.inner.lanes.find(id) {
-            return Ok(lane.limits.clone());
+            return Ok(lane.limits());
         }
         if let Some(step_id) = id.strip_prefix("step:") {
             if let Some(limits) = self
@@ -165,7 +148,7 @@ impl Engine {
                 .await
                 .catalog
                 .get(step_id)
-                .and_then(|s| s.policies().and_then(|p| p.lane.clone()))
+                .and_then(|s| s.policies().and_then(|p| p.lane))
             {
                 return Ok(limits);
             }

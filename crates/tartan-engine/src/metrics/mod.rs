@@ -49,6 +49,7 @@ pub mod names {
     pub const RETRIES_SCHEDULED: &str = "tartan_retries_scheduled";
     pub const RETRIES_PENDING: &str = "tartan_retries_pending";
     pub const DISPATCH_DEFERRED: &str = "tartan_dispatch_deferred";
+    pub const WORK_PARKED: &str = "tartan_work_parked";
     pub const TIMERS_ARMED: &str = "tartan_timers_armed";
     pub const RETRY_TIMER_LATENESS: &str = "tartan_retry_timer_lateness_seconds";
     pub const CALLS_IN_FLIGHT: &str = "tartan_calls_in_flight";
@@ -93,6 +94,7 @@ pub struct Metrics {
     attempt_duration: Histograms<CallLabels>,
     retries_scheduled: Counter,
     dispatch_deferred: Counter,
+    work_parked: Counter,
     retries_pending: Gauge,
     timers_armed: Gauge,
     retry_lateness: Histogram,
@@ -139,6 +141,7 @@ impl Metrics {
             attempt_duration: Family::new_with_constructor(call_histogram),
             retries_scheduled: Counter::default(),
             dispatch_deferred: Counter::default(),
+            work_parked: Counter::default(),
             retries_pending: Gauge::default(),
             timers_armed: Gauge::default(),
             // From 1 ms to about 30 s.
@@ -213,6 +216,11 @@ impl Metrics {
             DISPATCH_DEFERRED,
             "Attempts deferred because their step was unhealthy (dispatch_deferred)",
             self.dispatch_deferred.clone(),
+        );
+        r.register(
+            WORK_PARKED,
+            "Work items parked because their retries ran out under on_exhausted: park",
+            self.work_parked.clone(),
         );
         r.register(
             RETRIES_PENDING,

@@ -17,6 +17,7 @@ pub(crate) struct Tally {
     finished: Option<&'static str>,
     retries: u64,
     deferred: u64,
+    parked: u64,
 }
 
 impl Tally {
@@ -30,6 +31,7 @@ impl Tally {
             }
             tally.retries += u64::from(event.schedules_retry());
             tally.deferred += u64::from(matches!(event, FlowEvent::DispatchDeferred { .. }));
+            tally.parked += u64::from(matches!(event, FlowEvent::WorkParked { .. }));
         }
         tally
     }
@@ -49,6 +51,9 @@ impl Metrics {
         }
         if tally.deferred > 0 {
             self.dispatch_deferred.inc_by(tally.deferred);
+        }
+        if tally.parked > 0 {
+            self.work_parked.inc_by(tally.parked);
         }
     }
 

@@ -55,6 +55,17 @@ pub struct FlowRetried {
     pub reset_attempts: bool,
 }
 
+/// `POST /engine/flow/{id}/resume`'s answer.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct FlowResumed {
+    #[schema(example = "Flow resumed")]
+    pub message: String,
+    pub flow_id: String,
+    /// Work items that were parked and are pending again.
+    pub resumed: usize,
+    pub reset_attempts: bool,
+}
+
 /// A registered or updated step as stored, defaults filled in.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct StepSaved {
@@ -502,7 +513,9 @@ pub struct BulkJobView {
 impl BulkJobView {
     pub(crate) fn of(job: &tartan_engine::reads::BulkJob, failures: Vec<BulkFailure>) -> Self {
         let (reset_attempts, compensate) = match job.action {
-            BulkAction::Retry { reset_attempts } => (Some(reset_attempts), None),
+            BulkAction::Retry { reset_attempts } | BulkAction::Resume { reset_attempts } => {
+                (Some(reset_attempts), None)
+            }
             BulkAction::Cancel { compensate } => (None, Some(compensate)),
         };
         BulkJobView {

@@ -63,12 +63,22 @@ pub struct RetryBody {
     pub reset_attempts: bool,
 }
 
-fn yes() -> bool {
-    true
-}
-
 impl Default for RetryBody {
     fn default() -> Self {
         RetryBody { reset_attempts: true }
     }
+}
+
+/// A resume's optional body (docs/retries.md, "Parking").
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ResumeBody {
+    /// Resumed items count attempts from 1 again, with a new retry budget;
+    /// `false` (the default): one more attempt each.
+    #[serde(default)]
+    pub reset_attempts: bool,
+}
+
+fn yes() -> bool {
+    true
 }

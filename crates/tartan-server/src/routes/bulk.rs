@@ -6,7 +6,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::Deserialize;
-use tartan_core::bulk::{BulkCancelRequest, BulkRetryRequest, BulkSpec, BulkStatus};
+use tartan_core::bulk::{BulkCancelRequest, BulkResumeRequest, BulkRetryRequest, BulkSpec, BulkStatus};
 use tartan_engine::reads::BulkCreated;
 use tartan_engine::Engine;
 
@@ -70,6 +70,22 @@ pub(crate) async fn retry(
 pub(crate) async fn cancel(
     State(engine): State<Engine>,
     extract::Json(body): extract::Json<BulkCancelRequest, BULK_BODY_LIMIT>,
+) -> Result<Response, ApiError> {
+    create(&engine, body.parse()?).await
+}
+
+/// `POST /engine/bulk/resume`: 202 with the job, which resumes the parked
+/// work of every active flow the filter matches now (docs/retries.md,
+/// "Parking"); flows with none are skipped.
+#[utoipa::path(post, path = "/engine/bulk/resume", tag = "bulk", request_body = BulkResumeRequest,
+    responses(
+        (status = 202, description = "The job, queued", body = BulkJobView),
+        (status = 200, description = "A dry run: how many flows match", body = BulkDryRun),
+        (status = 400, description = "An empty or bad filter, a bad rate, or more flows matched than a job may act on", body = Problem, content_type = "application/problem+json"),
+    ))]
+pub(crate) async fn resume(
+    State(engine): State<Engine>,
+    extract::Json(body): extract::Json<BulkResumeRequest, BULK_BODY_LIMIT>,
 ) -> Result<Response, ApiError> {
     create(&engine, body.parse()?).await
 }

@@ -15,9 +15,9 @@ use tartan_engine::{Engine, EngineError};
 
 use super::history::{PageParams, PAGE_BYTES};
 use crate::api::answers::{
-    EventList, FlowAnswer, FlowCancelled, FlowPage, FlowRetried, FlowStatusAnswer, FlowSummary,
+    EventList, FlowAnswer, FlowCancelled, FlowPage, FlowResumed, FlowRetried, FlowStatusAnswer, FlowSummary,
 };
-use crate::api::requests::{QueryRequest, RetryBody};
+use crate::api::requests::{QueryRequest, ResumeBody, RetryBody};
 use crate::error::{ApiError, Problem};
 use crate::extract::{self, Path, Query};
 
@@ -170,24 +170,42 @@ pub(crate) async fn retry(
     Path(id): Path<String>,
     request: axum::extract::Request,
 ) -> Result<(StatusCode, Json<FlowRetried>), ApiError> {
-    let bytes = crate::extract::read_body(request, RETRY_BODY_LIMIT).await?;
-    let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
-    let body = match first {
-        None => RetryBody { reset_attempts: true },
-        // serde would take `[true]` for the struct: only an object is one.
-        Some(b'{') => crate::extract::parse_json::<RetryBody>(&bytes)?,
-        Some(_) => {
-            return Err(ApiError::bad_request(
-                "the body must be a JSON object (or absent)",
-            ))
-        }
-    };
+    let body: RetryBody = crate::extract::optional_object(request, RETRY_BODY_LIMIT).await?;
     engine.retry_flow(&id, body.reset_attempts, None).await?;
     Ok((
         StatusCode::ACCEPTED,
         Json(FlowRetried {
             message: "Flow retried".into(),
             flow_id: id,
+            reset_attempts: body.reset_attempts,
+        }),
+    ))
+}
+
+/// `POST /engine/flow/{id}/resume`: 202 once an active flow's parked work
+/// items are pending again (docs/retries.md, "Parking").
+#[utoipa::path(post, path = "/engine/flow/{id}/resume", tag = "flows",
+    params(("id" = String, Path, description = "Flow id")),
+    request_body(content = Option<ResumeBody>, description = "Optional; absent or `{}` keeps the attempts counted"),
+    responses(
+        (status = 202, description = "Its parked work is pending again", body = FlowResumed),
+        (status = 400, description = "A bad body", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such flow", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "The flow is not active, or has no parked work", body = Problem, content_type = "application/problem+json"),
+    ))]
+pub(crate) async fn resume(
+    State(engine): State<Engine>,
+    Path(id): Path<String>,
+    request: axum::extract::Request,
+) -> Result<(StatusCode, Json<FlowResumed>), ApiError> {
+    let body: ResumeBody = crate::extract::optional_object(request, RETRY_BODY_LIMIT).await?;
+    let resumed = engine.resume_flow(&id, body.reset_attempts, None).await?;
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(FlowResumed {
+            message: "Flow resumed".into(),
+            flow_id: id,
+            resumed,
             reset_attempts: body.reset_attempts,
         }),
     ))

@@ -43,16 +43,7 @@ pub(crate) async fn pause(
     Path(id): Path<String>,
     request: axum::extract::Request,
 ) -> Result<(StatusCode, Json<LaneShown>), ApiError> {
-    let bytes = crate::extract::read_body(request, PAUSE_BODY_LIMIT).await?;
-    let body = match bytes.iter().find(|b| !b.is_ascii_whitespace()) {
-        None => LanePause::default(),
-        Some(b'{') => crate::extract::parse_json::<LanePause>(&bytes)?,
-        Some(_) => {
-            return Err(ApiError::bad_request(
-                "the body must be a JSON object (or absent)",
-            ))
-        }
-    };
+    let body: LanePause = crate::extract::optional_object(request, PAUSE_BODY_LIMIT).await?;
     let wait = match body.for_.filter(|v| !v.is_null()) {
         None => None,
         Some(v) => {

@@ -55,6 +55,7 @@ fn api() -> OpenApiRouter<Engine> {
         .routes(routes!(streams::events_stream))
         .routes(routes!(flows::cancel))
         .routes(routes!(flows::retry))
+        .routes(routes!(flows::resume))
         .routes(routes!(work::flow_work))
         .routes(routes!(work::list))
         .routes(routes!(ws::engine_ws))
@@ -64,6 +65,7 @@ fn api() -> OpenApiRouter<Engine> {
         .routes(routes!(bulk::list))
         .routes(routes!(bulk::retry))
         .routes(routes!(bulk::cancel))
+        .routes(routes!(bulk::resume))
         .routes(routes!(bulk::get_one))
         .routes(routes!(bulk::cancel_job))
         // The URL without its signature (Argyll's form) is refused with 403;

@@ -215,7 +215,7 @@ impl BulkRunStore for SqlStore {
             "UPDATE bulk_jobs SET status = 'running', lease_owner = $1, lease_expires_us = {now} + $2, \
              started_us = COALESCE(started_us, $3) \
              WHERE id IN (SELECT id FROM bulk_jobs WHERE {UNFINISHED}{not_running} \
-             AND kind IN ('retry', 'cancel') \
+             AND kind IN ('retry', 'cancel', 'resume') \
              AND (lease_owner IS NULL OR lease_expires_us < {now} OR lease_owner = $1) \
              ORDER BY created_us LIMIT 1{}) RETURNING {JOB_COLUMNS}",
             self.backend.skip_locked()

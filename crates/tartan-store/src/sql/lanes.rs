@@ -44,8 +44,8 @@ impl LaneStore for SqlStore {
             ""
         };
         let lane = sqlx::query(&format!(
-            "SELECT {now_sql} AS now_us, tat_us, paused_until_us, breaker, breaker_until_us \
-             FROM lanes WHERE id = $1{lock}"
+            "SELECT {now_sql} AS now_us, tat_us, paused_until_us, paused_reason, breaker, \
+             breaker_until_us, failures FROM lanes WHERE id = $1{lock}"
         ))
         .bind(&take.lane_id)
         .fetch_one(&mut *tx)
@@ -55,6 +55,8 @@ impl LaneStore for SqlStore {
         let paused_until = lane
             .try_get::<Option<i64>, _>("paused_until_us")?
             .filter(|until| *until > now);
+        let paused_reason: Option<String> = lane.try_get("paused_reason")?;
+        let failures = u64::try_from(lane.try_get::<i64, _>("failures")?).unwrap_or(0);
         let mut breaker = breaker_of(&lane)?;
         let mut breaker_until: Option<i64> = lane.try_get("breaker_until_us")?;
         let wants_new = take.hold > take.running || take.starts > 0;
@@ -151,23 +153,26 @@ impl LaneStore for SqlStore {
             next_free_us: next_free,
             starts,
             next_start_us: next_start,
+            paused_reason: paused_until.and(paused_reason),
             paused_until_us: paused_until,
             breaker,
             breaker_until_us: breaker_until,
+            failures,
             canary,
         })
     }
 
-    async fn lane_renew(&self, node: &str, lease_us: i64) -> Result<(), StoreError> {
-        sqlx::query(&format!(
-            "UPDATE lane_holds SET lease_us = {} + $2 WHERE node_id = $1",
-            self.backend.now_us()
+    async fn lane_renew(&self, node: &str, lease_us: i64) -> Result<Vec<String>, StoreError> {
+        let rows = sqlx::query(&format!(
+            "UPDATE lane_holds SET lease_us = {now} + $2 WHERE node_id = $1 AND lease_us > {now} \
+             RETURNING lane_id",
+            now = self.backend.now_us()
         ))
         .bind(node)
         .bind(lease_us)
-        .execute(&self.write)
+        .fetch_all(&self.write)
         .await?;
-        Ok(())
+        rows.iter().map(|r| Ok(r.try_get("lane_id")?)).collect()
     }
 
     async fn lane_release_all(&self, node: &str) -> Result<(), StoreError> {
@@ -178,29 +183,37 @@ impl LaneStore for SqlStore {
         Ok(())
     }
 
-    async fn lane_pause(&self, id: &str, for_us: Option<i64>, reason: &str) -> Result<bool, StoreError> {
+    async fn lane_pause(
+        &self,
+        id: &str,
+        limits: &str,
+        for_us: Option<i64>,
+        reason: &str,
+    ) -> Result<(), StoreError> {
+        let now_sql = self.backend.now_us();
         let until = match for_us {
-            Some(_) => format!("({} + $2)", self.backend.now_us()),
+            Some(_) => format!("({now_sql} + $2)"),
             None => "$2".to_string(),
         };
-        let done = sqlx::query(&format!(
+        let mut tx = self.write.begin().await?;
+        sqlx::query(&format!(
+            "INSERT INTO lanes (id, limits, updated_us) VALUES ($1, $2, {now_sql}) ON CONFLICT (id) DO NOTHING"
+        ))
+        .bind(id)
+        .bind(limits)
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query(&format!(
             "UPDATE lanes SET paused_until_us = {until}, paused_reason = $3 \
              WHERE id = $1 AND (paused_until_us IS NULL OR paused_until_us < {until})"
         ))
         .bind(id)
         .bind(for_us.unwrap_or(FOREVER))
         .bind(reason)
-        .execute(&self.write)
-        .await?
-        .rows_affected();
-        if done > 0 {
-            return Ok(true);
-        }
-        let exists = sqlx::query("SELECT 1 AS one FROM lanes WHERE id = $1")
-            .bind(id)
-            .fetch_optional(&self.read)
-            .await?;
-        Ok(exists.is_some())
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(())
     }
 
     async fn lane_resume(&self, id: &str) -> Result<bool, StoreError> {
@@ -222,6 +235,17 @@ impl LaneStore for SqlStore {
         outcome: LaneOutcome,
     ) -> Result<BreakerState, StoreError> {
         let row = match outcome {
+            // The canary's turn ends now: the next engine to ask sends one.
+            LaneOutcome::CanaryLost => {
+                sqlx::query(&format!(
+                    "UPDATE lanes SET breaker_until_us = {} WHERE id = $1 AND breaker = 'half_open' \
+                     RETURNING breaker",
+                    self.backend.now_us()
+                ))
+                .bind(id)
+                .fetch_optional(&self.write)
+                .await?
+            }
             // A success closes a half-open breaker (its canary) and resets
             // the count; one that ends while the breaker is open (a call
             // sent before it opened) changes nothing.
@@ -262,6 +286,14 @@ impl LaneStore for SqlStore {
                 .await?
             }
         };
+        if let Some(row) = row {
+            return breaker_of(&row);
+        }
+        // Nothing changed: the breaker as it stands.
+        let row = sqlx::query("SELECT breaker FROM lanes WHERE id = $1")
+            .bind(id)
+            .fetch_optional(&self.write)
+            .await?;
         match row {
             Some(row) => breaker_of(&row),
             None => Ok(BreakerState::Closed),

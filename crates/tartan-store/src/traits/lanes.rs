@@ -53,8 +53,11 @@ pub struct LaneGrant {
     /// When the next start time could be had, when none was.
     pub next_start_us: Option<i64>,
     pub paused_until_us: Option<i64>,
+    pub paused_reason: Option<String>,
     pub breaker: BreakerState,
     pub breaker_until_us: Option<i64>,
+    /// The breaker's consecutive failures counted.
+    pub failures: u64,
     /// This engine's next call is the breaker's canary.
     pub canary: bool,
 }
@@ -86,6 +89,9 @@ pub enum LaneOutcome {
         failures: u32,
         cool_down_us: i64,
     },
+    /// The canary ended saying nothing of the endpoint (cancelled, or
+    /// answered from the memo): the next engine to ask sends another.
+    CanaryLost,
 }
 
 /// The lanes' shared state (docs/lanes.md): every change is one short
@@ -97,15 +103,24 @@ pub trait LaneStore: Send + Sync {
     /// Creates the lane on first use.
     async fn lane_take(&self, take: &LaneTake) -> Result<LaneGrant, StoreError>;
 
-    /// Extend `node`'s holds by `lease_us` from the database's now.
-    async fn lane_renew(&self, node: &str, lease_us: i64) -> Result<(), StoreError>;
+    /// Extend `node`'s holds whose lease has not run out by `lease_us` from
+    /// the database's now (those that ran out may be another's already).
+    /// The lanes whose holds were renewed.
+    async fn lane_renew(&self, node: &str, lease_us: i64) -> Result<Vec<String>, StoreError>;
 
     /// Drop every hold of `node` (it starts, or stops).
     async fn lane_release_all(&self, node: &str) -> Result<(), StoreError>;
 
     /// Pause `id` for `for_us` from the database's now (`None`: until
-    /// resumed), unless it is paused longer already. `false`: no such lane.
-    async fn lane_pause(&self, id: &str, for_us: Option<i64>, reason: &str) -> Result<bool, StoreError>;
+    /// resumed), unless it is paused longer already; the lane is created
+    /// with `limits` if no call went through it yet.
+    async fn lane_pause(
+        &self,
+        id: &str,
+        limits: &str,
+        for_us: Option<i64>,
+        reason: &str,
+    ) -> Result<(), StoreError>;
 
     /// End `id`'s pause and close its breaker. `false`: no such lane.
     async fn lane_resume(&self, id: &str) -> Result<bool, StoreError>;

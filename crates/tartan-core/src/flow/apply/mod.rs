@@ -153,6 +153,8 @@ impl FlowState {
             | FlowEvent::StepWaiting { .. } => self.change_step(event, at)?,
             FlowEvent::WorkStarted { .. }
             | FlowEvent::WorkLaneWaited { .. }
+            | FlowEvent::WorkParked { .. }
+            | FlowEvent::WorkResumed { .. }
             | FlowEvent::WorkSucceeded { .. }
             | FlowEvent::WorkAccepted { .. }
             | FlowEvent::WorkHeartbeat { .. } => self.change_work(event, at)?,

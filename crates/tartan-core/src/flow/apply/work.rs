@@ -54,6 +54,49 @@ impl FlowState {
                     memo: false,
                 });
             }
+            FlowEvent::WorkParked {
+                step_id,
+                token,
+                error,
+                class,
+                http_status,
+                retry_state,
+                problem,
+                ..
+            } => {
+                let work = self.work(step_id, token)?;
+                work.status = WorkStatus::Parked;
+                work.retry_state = Some(*retry_state);
+                work.error = Some(error.clone());
+                work.problem = problem.clone();
+                work.inactive_until = None;
+                work.next_retry_at = None;
+                if let Some(a) = work.attempts.last_mut().filter(|a| a.ended_at.is_none()) {
+                    a.ended_at = Some(at);
+                    a.outcome = Some((*class).into());
+                    a.http_status = *http_status;
+                    a.error = Some(error.clone());
+                }
+            }
+            FlowEvent::WorkResumed {
+                step_id,
+                token,
+                reset_attempts,
+                ..
+            } => {
+                let work = self.work(step_id, token)?;
+                work.status = WorkStatus::Pending;
+                work.retry_state = None;
+                work.error = None;
+                work.problem = None;
+                if *reset_attempts {
+                    work.started_at = None;
+                    work.retry_count = 0;
+                    work.deferred_ms = 0;
+                    work.deadline_at = None;
+                    work.attempts.clear();
+                }
+            }
             FlowEvent::WorkLaneWaited {
                 step_id,
                 token,
