@@ -41,6 +41,7 @@ fn take(node: &str, hold: u32, running: u32, lease_us: i64) -> LaneTake {
         concurrency: Some(3),
         hold,
         running,
+        waiting: hold.saturating_sub(running),
         rate: None,
         starts: 0,
         horizon_us: 0,
@@ -116,6 +117,7 @@ async fn case_pauses_and_the_breaker(store: Arc<dyn Store>) {
         concurrency: None,
         limits: r#"{"breaker":{"failures":2,"cool_down":1000}}"#.into(),
         starts: 1,
+        waiting: 1,
         breaker: true,
         ..take(node, 0, 0, 1_000_000)
     };

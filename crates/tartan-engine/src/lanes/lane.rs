@@ -368,9 +368,10 @@ impl Lane {
         });
     }
 
-    /// Give back, after a while, the slots no call uses and none waits for.
+    /// Give back, after a while, the slots beyond what the calls here
+    /// would hold now (`hold_target`).
     fn schedule_trim(self: &Arc<Self>, st: &mut State) {
-        if !st.queue.is_empty() || st.held <= st.running || st.trim_scheduled {
+        if !st.queue.is_empty() || st.held <= Self::hold_target(st) || st.trim_scheduled {
             return;
         }
         st.trim_scheduled = true;
@@ -384,7 +385,7 @@ impl Lane {
             let give_back = {
                 let mut st = lane.lock();
                 st.trim_scheduled = false;
-                st.queue.is_empty() && st.held > st.running
+                st.queue.is_empty() && st.held > Self::hold_target(&st)
             };
             if give_back {
                 lane.look_again();
@@ -392,20 +393,26 @@ impl Lane {
         });
     }
 
-    /// The slots this process would hold: its calls running and waiting,
-    /// at most the limit, at most a fair share while others want more.
+    /// The slots this process would hold: twice its calls running and
+    /// waiting (at least 8 more), so that a load that grows or wobbles is
+    /// admitted from memory; at most the limit; while others want more, at
+    /// most a fair share (never fewer than it runs).
     fn hold_target(st: &State) -> u32 {
         let Some(limit) = st.limits.concurrency else {
             return 0;
         };
         let want = st
             .running
-            .saturating_add(u32::try_from(st.queue.len()).unwrap_or(u32::MAX))
-            .min(limit);
+            .saturating_add(u32::try_from(st.queue.len()).unwrap_or(u32::MAX));
+        if want == 0 {
+            return 0;
+        }
+        let ahead = want.saturating_mul(2).max(want.saturating_add(8)).min(limit);
         if st.contended {
-            want.min(limit.div_ceil(st.sharers.max(1)).max(st.running))
+            want.min(limit)
+                .min(limit.div_ceil(st.sharers.max(1)).max(st.running))
         } else {
-            want
+            ahead
         }
     }
 
@@ -429,8 +436,14 @@ impl Lane {
                 concurrency: st.limits.concurrency,
                 hold,
                 running: st.running,
+                waiting,
                 rate: st.limits.rate.map(|r| (r.interval_us(), st.limits.burst)),
-                starts: waiting.saturating_sub(reserved),
+                // Start times only where there is a rate to reserve them on.
+                starts: if st.limits.rate.is_some() {
+                    waiting.saturating_sub(reserved)
+                } else {
+                    0
+                },
                 horizon_us: i64::try_from(HORIZON.as_micros()).unwrap_or(i64::MAX),
                 lease_us: self.shared.lease_us,
                 breaker: st.limits.breaker.is_some(),
@@ -438,7 +451,9 @@ impl Lane {
         };
         let answer = self.shared.store.lane_take(&take).await;
         let base = Instant::now();
-        let gave_back = {
+        let mut over_share = false;
+        // Slots given back, or too few: the other engines look again.
+        let announce = {
             let mut st = self.lock();
             match answer {
                 Ok(grant) => {
@@ -468,7 +483,15 @@ impl Lane {
                         st.ask_after = Some(next);
                         self.wake(&mut st, next);
                     }
-                    st.held < before
+                    // Short of slots others hold: they are told (at most
+                    // once per ask, so once a second while this lasts), so
+                    // that one holding slots ahead of its need gives back
+                    // what is beyond its fair share.
+                    let short = grant.held < wanted && !st.queue.is_empty();
+                    // Others want slots: what this holds beyond its share
+                    // goes back now, not at its next call's end.
+                    over_share = st.contended && st.held > Self::hold_target(&st);
+                    st.held < before || short
                 }
                 Err(e) => {
                     tracing::warn!(lane = %self.id, "lane: the database did not answer: {e}");
@@ -481,10 +504,14 @@ impl Lane {
             }
         };
         drop(asking);
-        if gave_back {
+        if announce {
             self.shared.outbox.announce(Notice::Lane { id: self.id.clone() });
         }
-        self.pump();
+        if over_share {
+            self.look_again();
+        } else {
+            self.pump();
+        }
     }
 
     fn apply(&self, st: &mut State, grant: &LaneGrant, base: Instant) {

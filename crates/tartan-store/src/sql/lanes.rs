@@ -59,7 +59,7 @@ impl LaneStore for SqlStore {
         let failures = u64::try_from(lane.try_get::<i64, _>("failures")?).unwrap_or(0);
         let mut breaker = breaker_of(&lane)?;
         let mut breaker_until: Option<i64> = lane.try_get("breaker_until_us")?;
-        let wants_new = take.hold > take.running || take.starts > 0;
+        let wants_new = take.waiting > 0;
         // Whether a new call may start at all, and at most how many.
         let mut canary = false;
         let mut allowed = u32::MAX;

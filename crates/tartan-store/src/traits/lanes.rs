@@ -18,6 +18,9 @@ pub struct LaneTake {
     pub hold: u32,
     /// Its calls running (each holds a slot).
     pub running: u32,
+    /// Its calls waiting: with a breaker open past its cool-down, one of
+    /// them may be the canary.
+    pub waiting: u32,
     /// Start times wanted on the rate: `(interval µs, burst)`, when the
     /// lane has a rate.
     pub rate: Option<(i64, u32)>,
