@@ -420,11 +420,19 @@ impl Lane {
     /// start times for those waiting, and learn the pause and the breaker.
     async fn ask(self: Arc<Self>) {
         let asking = Asking(&self);
+        let wanted_then;
         let take = {
             let mut st = self.lock();
             let waiting = u32::try_from(st.queue.len()).unwrap_or(u32::MAX);
             let reserved = u32::try_from(st.starts.len()).unwrap_or(u32::MAX);
             let hold = Self::hold_target(&st);
+            // What the calls here needed when asking: an answer short of
+            // it means the lane is saturated (or shared) and the next ask
+            // waits; calls that came during the exchange do not count.
+            wanted_then = match st.limits.concurrency {
+                Some(limit) => st.running.saturating_add(waiting).min(limit),
+                None => 0,
+            };
             // What is given back is no longer handed out from memory while
             // the database hears of it.
             let held = st.held.min(hold.max(st.running));
@@ -449,6 +457,9 @@ impl Lane {
                 breaker: st.limits.breaker.is_some(),
             }
         };
+        // The hold's lease runs from before the ask was sent: the database's
+        // runs out after this process's view of it, never before.
+        let sent = Instant::now();
         let answer = self.shared.store.lane_take(&take).await;
         let base = Instant::now();
         let mut over_share = false;
@@ -458,18 +469,11 @@ impl Lane {
             match answer {
                 Ok(grant) => {
                     let before = st.held;
-                    self.apply(&mut st, &grant, base);
+                    self.apply(&mut st, &grant, base, sent);
                     // Given all its calls need: the next need asks at once.
                     // Short of it (saturated, contended, paused, broken):
                     // not before something may have changed.
-                    let wanted = match st.limits.concurrency {
-                        Some(limit) => st
-                            .running
-                            .saturating_add(u32::try_from(st.queue.len()).unwrap_or(u32::MAX))
-                            .min(limit),
-                        None => 0,
-                    };
-                    let satisfied = grant.held >= wanted
+                    let satisfied = grant.held >= wanted_then
                         && grant.starts.len() >= take.starts as usize
                         && grant.paused_until_us.is_none()
                         && (grant.breaker == BreakerState::Closed || grant.canary);
@@ -487,7 +491,7 @@ impl Lane {
                     // once per ask, so once a second while this lasts), so
                     // that one holding slots ahead of its need gives back
                     // what is beyond its fair share.
-                    let short = grant.held < wanted && !st.queue.is_empty();
+                    let short = grant.held < wanted_then && !st.queue.is_empty();
                     // Others want slots: what this holds beyond its share
                     // goes back now, not at its next call's end.
                     over_share = st.contended && st.held > Self::hold_target(&st);
@@ -514,10 +518,10 @@ impl Lane {
         }
     }
 
-    fn apply(&self, st: &mut State, grant: &LaneGrant, base: Instant) {
+    fn apply(&self, st: &mut State, grant: &LaneGrant, base: Instant, sent: Instant) {
         self.set_held(st, grant.held);
         st.held_until =
-            (grant.held > 0).then(|| base + Duration::from_micros(self.shared.lease_us.unsigned_abs()));
+            (grant.held > 0).then(|| sent + Duration::from_micros(self.shared.lease_us.unsigned_abs()));
         if grant.held > 0 {
             self.shared.holding.notify_one();
         }

@@ -221,7 +221,7 @@ impl Lanes {
         self.shared.store.lane_release_all(&self.shared.node).await?;
         let shared = Arc::clone(&self.shared);
         let lanes = Arc::clone(&self.lanes);
-        let every = Duration::from_micros(u64::try_from(shared.lease_us / 3).unwrap_or(1_000_000))
+        let every = Duration::from_micros(u64::try_from(shared.lease_us / 4).unwrap_or(1_000_000))
             .max(Duration::from_millis(100));
         tokio::spawn(async move {
             loop {
