@@ -83,9 +83,21 @@ enum ConfigCommand {
     Check(ServeArgs),
 }
 
+/// A failure is one line, `error: ` and its causes, and exit status 1:
+/// never a `Debug` form or a backtrace, whatever `RUST_BACKTRACE` says.
+fn main() -> std::process::ExitCode {
+    match run(Cli::parse()) {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
 #[tokio::main]
-async fn main() -> Result<()> {
-    match Cli::parse().command {
+async fn run(cli: Cli) -> Result<()> {
+    match cli.command {
         Command::Serve(args) => {
             let loaded = Config::load(&args)?;
             init_logging(loaded.config.log_format);

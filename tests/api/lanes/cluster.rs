@@ -18,10 +18,13 @@ async fn three_engines_hold_one_lane_and_a_killed_engines_slots_come_back() {
     let Some(db) = TestDb::create(Backend::Postgres).await else {
         return;
     };
-    let svc = counting(Duration::from_millis(50)).await;
-    let (most, times) = (svc.most.clone(), svc.times.clone());
-    // Short leases: the killed engine's slots and work come back in seconds.
-    let env = [("TARTAN_LEASE", "2s"), ("TARTAN_STEP_TIMEOUT", "2s")];
+    // Calls of 250 ms: two at once make 8 a second, so the concurrency
+    // binds before the rate of 10/s does, and both are exercised.
+    let svc = counting(Duration::from_millis(250)).await;
+    let (most, times, loads) = (svc.most.clone(), svc.times.clone(), svc.loads.clone());
+    // Short leases: the killed engine's slots and work come back in
+    // seconds.
+    let env = [("TARTAN_LEASE", "4s"), ("TARTAN_STEP_TIMEOUT", "5s")];
     let engines = [
         spawn_binary_with(&db, "lane-a", &env).await,
         spawn_binary_with(&db, "lane-b", &env).await,
@@ -84,8 +87,13 @@ async fn three_engines_hold_one_lane_and_a_killed_engines_slots_come_back() {
             "{within} calls in the second from {start:?}"
         );
     }
-    // Calls went on after the kill, on the engines left.
-    assert!(times.iter().any(|t| *t > killed_at + Duration::from_secs(3)));
+    // The killed engine's slots came back after its lease: the engines
+    // left ran two calls at once again.
+    let back = killed_at + Duration::from_secs(5);
+    assert!(
+        loads.lock().unwrap().iter().any(|(t, n)| *t > back && *n == 2),
+        "two calls at once after the killed engine's lease ran out"
+    );
     // The killed engine's slots came back, and the others gave theirs
     // back once idle.
     let mut held = json!(null);

@@ -21,24 +21,57 @@ pub(super) struct Counting {
     pub(super) server: StepServer,
     pub(super) most: Arc<AtomicUsize>,
     pub(super) times: Arc<Mutex<Vec<Instant>>>,
+    /// When each call came and how many were in flight with it.
+    pub(super) loads: Arc<Mutex<Vec<(Instant, usize)>>>,
 }
 
 pub(super) async fn counting(delay: Duration) -> Counting {
     let now = Arc::new(AtomicUsize::new(0));
     let most = Arc::new(AtomicUsize::new(0));
     let times: Arc<Mutex<Vec<Instant>>> = Arc::default();
-    let (n, m, t) = (now.clone(), most.clone(), times.clone());
+    let loads: Arc<Mutex<Vec<(Instant, usize)>>> = Arc::default();
+    let (n, m, t, l) = (now.clone(), most.clone(), times.clone(), loads.clone());
     let server = StepServer::start_async(move |_, _| {
-        let (n, m) = (n.clone(), m.clone());
-        t.lock().unwrap().push(Instant::now());
-        let running = n.fetch_add(1, Ordering::SeqCst) + 1;
-        m.fetch_max(running, Ordering::SeqCst);
+        let came = Instant::now();
+        t.lock().unwrap().push(came);
+        let in_flight = InFlight::enter(&n);
+        l.lock().unwrap().push((came, in_flight.count));
+        m.fetch_max(in_flight.count, Ordering::SeqCst);
         Box::pin(async move {
             tokio::time::sleep(delay).await;
-            n.fetch_sub(1, Ordering::SeqCst);
+            drop(in_flight);
             json_reply(200, json!({"y": "done"}))
         })
     })
     .await;
-    Counting { server, most, times }
+    Counting {
+        server,
+        most,
+        times,
+        loads,
+    }
+}
+
+/// One call in flight at the step server. Counted out when dropped: a
+/// caller that goes away (an engine killed mid-call) drops the handler
+/// before its reply, and the call is over then too.
+struct InFlight {
+    counter: Arc<AtomicUsize>,
+    count: usize,
+}
+
+impl InFlight {
+    fn enter(counter: &Arc<AtomicUsize>) -> InFlight {
+        let count = counter.fetch_add(1, Ordering::SeqCst) + 1;
+        InFlight {
+            counter: counter.clone(),
+            count,
+        }
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.counter.fetch_sub(1, Ordering::SeqCst);
+    }
 }

@@ -412,3 +412,29 @@ async fn a_webhook_base_url_other_hosts_cannot_reach_is_warned_about() {
         .any(|l| l.contains("WARN") && l.contains("TARTAN_WEBHOOK_BASE_URL"));
     assert!(warned, "no warning about the webhook base URL");
 }
+
+#[tokio::test]
+async fn a_user_error_is_printed_as_error_and_its_causes_never_a_backtrace() {
+    // A database that cannot be opened: the server's start fails.
+    let dir = temp_file("x", "");
+    let url = format!("sqlite://{}/no/such/dir/tartan.db", dir.display());
+    let (ok, _, err) = crate::helpers::run_tartan(
+        &["serve", "--listen", "127.0.0.1:0"],
+        &[("TARTAN_DATABASE_URL", url.as_str()), ("RUST_BACKTRACE", "1")],
+    )
+    .await;
+    assert!(!ok);
+    let last = err.lines().last().unwrap_or_default();
+    assert!(last.starts_with("error: opening sqlite://"), "{err}");
+    assert!(!err.contains("stack backtrace"), "{err}");
+    assert!(!err.contains("Caused by"), "{err}");
+    // A bad setting the same way.
+    let (ok, _, err) = config_check(&[], &[("TARTAN_MAX_CALLS", "-3"), ("RUST_BACKTRACE", "1")]).await;
+    assert!(!ok);
+    assert!(err.starts_with("error: invalid configuration"), "{err}");
+    assert!(err.contains("TARTAN_MAX_CALLS"), "{err}");
+    assert!(
+        !err.contains("stack backtrace") && !err.contains("Caused by"),
+        "{err}"
+    );
+}

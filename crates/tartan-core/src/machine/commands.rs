@@ -1,5 +1,5 @@
 //! The commands that move a flow: start it, record a call's result, call a
-//! cut-off item again, start a due retry, stop it.
+//! cut-off item again, start a due retry, stop it, run it again.
 
 use std::sync::Arc;
 
@@ -317,7 +317,7 @@ pub(super) fn redispatch(
 }
 
 /// The (step id, token) of every work item whose status `keep` accepts.
-fn items_where(state: &FlowState, keep: impl Fn(WorkStatus) -> bool) -> Vec<(String, String)> {
+pub(super) fn items_where(state: &FlowState, keep: impl Fn(WorkStatus) -> bool) -> Vec<(String, String)> {
     state
         .executions
         .iter()
@@ -329,45 +329,6 @@ fn items_where(state: &FlowState, keep: impl Fn(WorkStatus) -> bool) -> Vec<(Str
                 .collect::<Vec<_>>()
         })
         .collect()
-}
-
-/// Resume an active flow's parked items (docs/retries.md, "Parking"): each
-/// is `pending` again and starts as its step's parallelism allows, with its
-/// attempts from 1 and a new retry budget when `reset_attempts`. The
-/// flow's other work is untouched: what succeeded is not called again.
-/// Changes nothing unless the flow is active with parked items.
-pub(super) fn resume(
-    tx: &mut Transition,
-    reset_attempts: bool,
-    by: Option<String>,
-    ctx: &mut Context<'_>,
-) -> Result<(), ApplyError> {
-    if tx.state.status != FlowStatus::Active {
-        return Ok(());
-    }
-    let parked = items_where(&tx.state, |s| s == WorkStatus::Parked);
-    if parked.is_empty() {
-        return Ok(());
-    }
-    let flow_id = tx.state.id.clone();
-    let mut steps: Vec<String> = Vec::new();
-    for (step_id, token) in parked {
-        if !steps.contains(&step_id) {
-            steps.push(step_id.clone());
-        }
-        tx.emit(FlowEvent::WorkResumed {
-            flow_id: flow_id.clone(),
-            step_id,
-            token,
-            reset_attempts,
-            by: by.clone(),
-        })?;
-    }
-    // Pending again: started as each step's parallelism allows.
-    for step_id in &steps {
-        finish_step_if_done(tx, step_id, &ctx.script_limits)?;
-    }
-    advance(tx, ctx)
 }
 
 /// Start the next attempt of a work item whose retry is due.

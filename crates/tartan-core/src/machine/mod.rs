@@ -17,7 +17,7 @@
 //! - `completion`: completing a step once its items are done, its answers
 //!   mapped onto its outputs.
 //! - `failure`: a failed or timed-out attempt: retry, or fail the item and
-//!   its step, saying why.
+//!   its step, saying why (or park it); `parking` resumes parked items.
 //! - `compensation`: undoing what a failed step's items did.
 //! - `async_calls`: accepted async calls, heartbeats and inactivity.
 //! - `call`: what a committed `Call` effect sends, whole (the engine signs
@@ -32,6 +32,7 @@ mod compensation;
 mod completion;
 mod failure;
 mod inputs;
+mod parking;
 mod predicate;
 mod readiness;
 mod subflow;
@@ -195,7 +196,7 @@ pub fn apply(state: FlowState, command: Command, ctx: &mut Context<'_>) -> Resul
         Command::DeadlineDue => commands::deadline_due(&mut tx, ctx)?,
         Command::Stop(stop) => commands::stop(&mut tx, stop, ctx)?,
         Command::Retry { reset_attempts, by } => commands::retry(&mut tx, reset_attempts, by, ctx)?,
-        Command::Resume { reset_attempts, by } => commands::resume(&mut tx, reset_attempts, by, ctx)?,
+        Command::Resume { reset_attempts, by } => parking::resume(&mut tx, reset_attempts, by, ctx)?,
     }
     Ok(tx)
 }

@@ -7,7 +7,8 @@
 //! One small mutex guards the state; it is never held across an await.
 //! The database is asked by one task at a time per lane. While calls wait,
 //! the lane asks again at least every `LOOK_AGAIN`, and no more often
-//! unless something changed (a slot freed here, a notice).
+//! unless something changed (a slot freed here, a notice). Pauses and the
+//! breaker are in `breaker`.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -20,6 +21,9 @@ use tokio::time::Instant;
 
 use super::queue::FairQueue;
 use super::Shared;
+use breaker::pause;
+
+mod breaker;
 
 /// How far ahead start times on a lane's rate are reserved.
 const HORIZON: Duration = Duration::from_secs(1);
@@ -115,6 +119,20 @@ impl Permit {
         // Reported: its drop need not say the canary went without one.
         self.canary = false;
     }
+}
+
+/// What the next call took to go: the canary's turn, a start time.
+struct Taken {
+    canary: bool,
+    start: Option<Instant>,
+}
+
+/// Why the next call cannot go now.
+enum Blocked {
+    /// Only the database can say (slots, start times, pause, breaker).
+    Ask,
+    /// A wake-up is set for when it can.
+    Later,
 }
 
 /// The lane was full: the call is left to its lease.
@@ -237,77 +255,31 @@ impl Lane {
     pub(crate) fn pump(self: &Arc<Self>) {
         let mut st = self.lock();
         let now = Instant::now();
-        while st.starts.front().is_some_and(|t| *t + STALE < now) {
-            st.starts.pop_front();
-        }
-        // Slots whose lease may have run out are not handed out.
-        if st.held_until.is_some_and(|until| until <= now) {
-            let held = st.held.min(st.running);
-            self.set_held(&mut st, held);
-        }
-        let limits = st.limits;
+        self.expire(&mut st, now);
         let mut need_ask = false;
         while !st.queue.is_empty() {
-            if let (Some(until), _) = pause(&st) {
-                if until > now {
-                    // Asked again meanwhile: a resume ends it early.
+            let taken = match self.take_next(&mut st, now) {
+                Ok(taken) => taken,
+                Err(Blocked::Ask) => {
                     need_ask = true;
-                    self.wake(&mut st, until.min(now + LOOK_AGAIN));
                     break;
                 }
-            }
-            let canary = match st.breaker {
-                BreakerState::Closed => false,
-                _ if st.canary_next => true,
-                _ => {
-                    need_ask = true;
-                    if let Some(until) = st.breaker_until.filter(|u| *u > now) {
-                        self.wake(&mut st, until.min(now + LOOK_AGAIN));
-                    }
-                    break;
-                }
+                Err(Blocked::Later) => break,
             };
-            if limits.concurrency.is_some() && st.running >= st.held {
-                // Asked even at the limit: the answer says whether others
-                // wait, and so whether to give back beyond a fair share.
-                need_ask = true;
-                break;
-            }
-            let mut start = None;
-            if limits.rate.is_some() {
-                match st.starts.front().copied() {
-                    Some(t) if t <= now => start = st.starts.pop_front(),
-                    Some(t) => {
-                        self.wake(&mut st, t);
-                        break;
-                    }
-                    None => {
-                        need_ask = true;
-                        break;
-                    }
-                }
-            }
             let Some((_, waiter)) = st.queue.pop() else {
+                Self::untake(&mut st, taken);
                 break;
             };
-            st.running += 1;
-            if canary {
-                st.canary_next = false;
-            }
             let permit = Permit {
                 lane: Arc::clone(self),
-                canary,
+                canary: taken.canary,
                 armed: true,
             };
             if let Err(mut permit) = waiter.tx.send(permit) {
                 // The call went away while it waited: what it was given goes
                 // to the next.
                 permit.armed = false;
-                st.running -= 1;
-                st.canary_next |= canary;
-                if let Some(t) = start {
-                    st.starts.push_front(t);
-                }
+                Self::untake(&mut st, taken);
             }
         }
         if st.queue.is_empty() {
@@ -327,6 +299,89 @@ impl Lane {
                 let lane = Arc::clone(self);
                 tokio::spawn(async move { lane.ask().await });
             }
+        }
+    }
+
+    /// A call that may go at once, from what this process holds, without
+    /// waiting or a task of its own: the way through an unsaturated lane.
+    /// `None` when it must wait (`enter`): calls already waiting go first.
+    pub(crate) fn try_admit(self: &Arc<Self>) -> Option<Permit> {
+        let mut st = self.lock();
+        if !st.queue.is_empty() {
+            return None;
+        }
+        let now = Instant::now();
+        self.expire(&mut st, now);
+        let taken = self.take_next(&mut st, now).ok()?;
+        Some(Permit {
+            lane: Arc::clone(self),
+            canary: taken.canary,
+            armed: true,
+        })
+    }
+
+    /// Drop what ran out: start times too late to use, and slots whose
+    /// lease may have run out (not handed out again until renewed).
+    fn expire(&self, st: &mut State, now: Instant) {
+        while st.starts.front().is_some_and(|t| *t + STALE < now) {
+            st.starts.pop_front();
+        }
+        if st.held_until.is_some_and(|until| until <= now) {
+            let held = st.held.min(st.running);
+            self.set_held(st, held);
+        }
+    }
+
+    /// Take what the next call needs to go now (its canary's turn, a slot,
+    /// a start time) from memory; or say why it cannot: the database must
+    /// be asked, or a wake-up is set for when it can.
+    fn take_next(self: &Arc<Self>, st: &mut State, now: Instant) -> Result<Taken, Blocked> {
+        if let (Some(until), _) = pause(st) {
+            if until > now {
+                // Asked again meanwhile: a resume ends it early.
+                self.wake(st, until.min(now + LOOK_AGAIN));
+                return Err(Blocked::Ask);
+            }
+        }
+        let canary = match st.breaker {
+            BreakerState::Closed => false,
+            _ if st.canary_next => true,
+            _ => {
+                if let Some(until) = st.breaker_until.filter(|u| *u > now) {
+                    self.wake(st, until.min(now + LOOK_AGAIN));
+                }
+                return Err(Blocked::Ask);
+            }
+        };
+        if st.limits.concurrency.is_some() && st.running >= st.held {
+            // Asked even at the limit: the answer says whether others
+            // wait, and so whether to give back beyond a fair share.
+            return Err(Blocked::Ask);
+        }
+        let mut start = None;
+        if st.limits.rate.is_some() {
+            match st.starts.front().copied() {
+                Some(t) if t <= now => start = st.starts.pop_front(),
+                Some(t) => {
+                    self.wake(st, t);
+                    return Err(Blocked::Later);
+                }
+                None => return Err(Blocked::Ask),
+            }
+        }
+        st.running += 1;
+        if canary {
+            st.canary_next = false;
+        }
+        Ok(Taken { canary, start })
+    }
+
+    /// Give back what `take_next` took for a call that did not go.
+    fn untake(st: &mut State, taken: Taken) {
+        st.running -= 1;
+        st.canary_next |= taken.canary;
+        if let Some(t) = taken.start {
+            st.starts.push_front(t);
         }
     }
 
@@ -594,118 +649,5 @@ impl Lane {
         } else {
             self.pump();
         }
-    }
-
-    /// The endpoint asked for a pause (`Retry-After` on a 429 or 503, or a
-    /// `rate_limited` class): no call of the lane starts until then, here
-    /// at once and in every other engine as soon as it hears.
-    pub(crate) fn pause_for(self: &Arc<Self>, wait: Duration, reason: String) {
-        let until = Instant::now() + wait;
-        let limits = {
-            let mut st = self.lock();
-            if st.own_pause.as_ref().is_some_and(|(u, _)| *u >= until) {
-                return;
-            }
-            st.own_pause = Some((until, reason.clone()));
-            st.limits_json.clone()
-        };
-        let lane = Arc::clone(self);
-        tokio::spawn(async move {
-            let us = i64::try_from(wait.as_micros()).unwrap_or(i64::MAX);
-            match lane
-                .shared
-                .store
-                .lane_pause(&lane.id, &limits, Some(us), &reason)
-                .await
-            {
-                Ok(()) => lane.shared.outbox.announce(Notice::Lane { id: lane.id.clone() }),
-                Err(e) => tracing::warn!(lane = %lane.id, "lane: recording the pause failed: {e}"),
-            }
-        });
-    }
-
-    /// How a call through the lane ended, for its breaker: `Some(true)` a
-    /// success, `Some(false)` a retryable failure, `None` neither (a
-    /// permanent failure says nothing of the endpoint's health).
-    async fn outcome(self: Arc<Self>, succeeded: Option<bool>, canary: bool) {
-        let outcome = {
-            let mut st = self.lock();
-            let Some(policy) = st.limits.breaker else {
-                return;
-            };
-            match succeeded {
-                Some(true) if st.failures_seen || canary || st.breaker != BreakerState::Closed => {
-                    st.failures_seen = false;
-                    LaneOutcome::Succeeded
-                }
-                Some(true) => return,
-                Some(false) => {
-                    st.failures_seen = true;
-                    LaneOutcome::Failed {
-                        failures: policy.failures,
-                        cool_down_us: i64::try_from(policy.cool_down_ms.saturating_mul(1_000))
-                            .unwrap_or(i64::MAX),
-                    }
-                }
-                None if canary => LaneOutcome::CanaryLost,
-                None => return,
-            }
-        };
-        self.record(outcome).await;
-    }
-
-    /// Record an outcome in the background (a permit dropped).
-    fn report(self: &Arc<Self>, outcome: LaneOutcome) {
-        let lane = Arc::clone(self);
-        tokio::spawn(async move { lane.record(outcome).await });
-    }
-
-    /// Record an outcome in the database; a change of the breaker is told
-    /// to the other engines.
-    async fn record(self: Arc<Self>, outcome: LaneOutcome) {
-        let lane = self;
-        {
-            let limits = lane.lock().limits_json.clone();
-            match lane.shared.store.lane_outcome(&lane.id, &limits, outcome).await {
-                Ok(state) => {
-                    let changed = {
-                        let mut st = lane.lock();
-                        let changed = st.breaker != state;
-                        st.breaker = state;
-                        if let (BreakerState::Open, LaneOutcome::Failed { cool_down_us, .. }) =
-                            (state, outcome)
-                        {
-                            if changed {
-                                st.breaker_until =
-                                    Some(Instant::now() + Duration::from_micros(cool_down_us.unsigned_abs()));
-                            }
-                        }
-                        if state != BreakerState::HalfOpen {
-                            st.canary_next = false;
-                        }
-                        changed
-                    };
-                    if changed {
-                        tracing::warn!(lane = %lane.id, breaker = state.as_str(), "lane: the circuit breaker changed");
-                        lane.shared.outbox.announce(Notice::Lane { id: lane.id.clone() });
-                    }
-                    if changed || outcome == LaneOutcome::CanaryLost {
-                        lane.look_again();
-                    }
-                }
-                Err(e) => tracing::warn!(lane = %lane.id, "lane: recording the breaker's count failed: {e}"),
-            }
-        }
-    }
-}
-
-/// The lane's pause: the later of the database's and this process's own.
-fn pause(st: &State) -> (Option<Instant>, Option<String>) {
-    let own = st.own_pause.as_ref().filter(|(u, _)| *u > Instant::now());
-    match (st.paused_until, own) {
-        (Some(db), Some((mine, reason))) if *mine > db => (Some(*mine), Some(reason.clone())),
-        (Some(db), _) => (Some(db), st.pause_reason.clone()),
-        (None, Some((mine, reason))) => (Some(*mine), Some(reason.clone())),
-        (None, None) => (None, None),
     }
 }
