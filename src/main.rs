@@ -41,7 +41,11 @@ milliseconds or text (1.5s, 1h30m, PT1M).";
 enum Command {
     /// Run the engine and its API.
     #[command(after_help = SETTINGS_HELP)]
-    Serve(ServeArgs),
+    Serve(ServeCmd),
+    /// Apply the database migrations this release has and the database
+    /// lacks, then exit (docs/operating.md, "Upgrading").
+    #[command(after_help = SETTINGS_HELP)]
+    Migrate(ServeArgs),
     /// Delete finished flows older than a duration (docs/operating.md, "Retention").
     Purge(purge::PurgeArgs),
     /// Work with the configuration.
@@ -68,6 +72,18 @@ enum Command {
     /// Is the server alive and ready? Exits non-zero when not ready (client).
     #[command(after_help = CLIENT_HELP)]
     Health(cli::health::HealthArgs),
+}
+
+/// `tartan serve`: the settings, and whether it migrates.
+#[derive(Debug, clap::Args)]
+struct ServeCmd {
+    /// Apply no migration: refuse to start on a database that lacks some
+    /// (run `tartan migrate` first). For deployments that migrate in a
+    /// step of their own.
+    #[arg(long)]
+    no_migrate: bool,
+    #[command(flatten)]
+    settings: ServeArgs,
 }
 
 /// The client commands' exit codes (docs/cli.md).
@@ -98,8 +114,8 @@ fn main() -> std::process::ExitCode {
 #[tokio::main]
 async fn run(cli: Cli) -> Result<()> {
     match cli.command {
-        Command::Serve(args) => {
-            let loaded = Config::load(&args)?;
+        Command::Serve(ServeCmd { no_migrate, settings }) => {
+            let loaded = Config::load(&settings)?;
             init_logging(loaded.config.log_format);
             let settings = loaded
                 .report()
@@ -108,8 +124,14 @@ async fn run(cli: Cli) -> Result<()> {
                 .collect::<Vec<_>>()
                 .join(" ");
             tracing::info!(%settings, "configuration (secrets redacted; `tartan config check` shows each source)");
-            serve(loaded.config).await
+            let schema = if no_migrate {
+                tartan_store::Schema::Require
+            } else {
+                tartan_store::Schema::Migrate
+            };
+            serve(loaded.config, schema).await
         }
+        Command::Migrate(args) => migrate(&args).await,
         Command::Config(ConfigCommand::Check(args)) => config_check(&args),
         Command::Purge(args) => {
             init_logging(LogFormat::Text);
@@ -161,7 +183,23 @@ fn config_check(args: &ServeArgs) -> Result<()> {
     Ok(())
 }
 
-async fn serve(mut config: Config) -> Result<()> {
+/// `tartan migrate`: what was applied, or that nothing was missing.
+async fn migrate(args: &ServeArgs) -> Result<()> {
+    let url = Config::load(args)?.config.database_url;
+    let shown = tartan_store::redact(&url);
+    let applied = tartan_store::migrate(&url)
+        .await
+        .with_context(|| format!("migrating {shown}"))?;
+    if applied.is_empty() {
+        println!("{shown} lacks no migration of this release");
+    }
+    for m in &applied {
+        println!("applied {} {}", m.version, m.description);
+    }
+    Ok(())
+}
+
+async fn serve(mut config: Config, schema: tartan_store::Schema) -> Result<()> {
     let traces = telemetry::init_traces()?;
     let open_files = nofile::raise();
     let max_connections = nofile::max_connections(config.max_connections, open_files);
@@ -180,7 +218,7 @@ async fn serve(mut config: Config) -> Result<()> {
         .await
         .with_context(|| format!("binding {}", config.listen))?;
     let addr = listener.local_addr()?;
-    let store = tartan_store::open_with(&config.database_url, &config.pools)
+    let store = tartan_store::open_as(&config.database_url, &config.pools, schema)
         .await
         .with_context(|| format!("opening {}", tartan_store::redact(&config.database_url)))?;
     let node_id = config

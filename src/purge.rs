@@ -20,6 +20,9 @@ pub struct PurgeArgs {
     /// this, with a unit: `30d`, `12h`, `P1W`.
     #[arg(long)]
     before: String,
+    /// Delete nothing: count what would be deleted.
+    #[arg(long)]
+    dry_run: bool,
     /// The settings of `tartan serve` (`--config`, `--database-url`, ...),
     /// read as `serve` reads them: the database is the one it would use.
     #[command(flatten)]
@@ -61,9 +64,24 @@ pub async fn run(args: PurgeArgs) -> Result<()> {
         read: Some(1),
         ..tartan_store::Pools::default()
     };
-    let store = tartan_store::open_with(&url, &pools)
+    // No migration: a purge beside engines of another release must not
+    // change their schema (docs/operating.md, "Upgrading").
+    let store = tartan_store::open_as(&url, &pools, tartan_store::Schema::Require)
         .await
         .with_context(|| format!("opening {}", tartan_store::redact(&url)))?;
+    if args.dry_run {
+        let n = store
+            .count_finished(cutoff)
+            .await
+            .context("counting the finished flows")?;
+        println!(
+            "would purge {n} finished flows deactivated before {} ({} ago) from {} (dry run: nothing deleted)",
+            cutoff.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+            format_duration(before),
+            tartan_store::redact(&url)
+        );
+        return Ok(());
+    }
     // Nothing stops it but the end of the work (or Ctrl-C, which ends the
     // process between batches' transactions or rolls one back).
     let (total, result) =

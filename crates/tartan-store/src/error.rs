@@ -26,6 +26,12 @@ pub enum StoreError {
          process frees its id at once)"
     )]
     NodeInUse(String),
+    /// Another live process serves this SQLite file.
+    #[error(
+        "another tartan process serves the SQLite database {0}: SQLite is for one process; stop the \
+         other one first, or use Postgres (TARTAN_DATABASE_URL=postgres://...) to run several"
+    )]
+    DatabaseInUse(String),
     /// The database cannot be reached (down, restarting, failing over, no
     /// connection free in time): trying again later may succeed.
     #[error("database unavailable: {0}")]

@@ -23,12 +23,15 @@ mod dialect;
 mod error;
 mod model;
 mod postgres;
+mod schema;
 mod sql;
 mod sqlite;
 mod traits;
 
+use dialect::Backend;
 pub use error::StoreError;
 pub use model::*;
+pub use schema::{Migration, Schema};
 pub use traits::*;
 
 /// The connection pools (docs/durability.md, "Connection pools"): the
@@ -66,10 +69,35 @@ pub async fn open(url: &str) -> Result<std::sync::Arc<dyn Store>, StoreError> {
 
 /// `open`, with the pools sized as given.
 pub async fn open_with(url: &str, pools: &Pools) -> Result<std::sync::Arc<dyn Store>, StoreError> {
+    open_as(url, pools, Schema::Migrate).await
+}
+
+/// `open_with`, doing with the schema what `schema` says.
+pub async fn open_as(
+    url: &str,
+    pools: &Pools,
+    schema: Schema,
+) -> Result<std::sync::Arc<dyn Store>, StoreError> {
+    match backend_of(url)? {
+        Backend::Sqlite => Ok(std::sync::Arc::new(sqlite::open(url, pools, schema).await?)),
+        Backend::Postgres => Ok(std::sync::Arc::new(postgres::open(url, pools, schema).await?)),
+    }
+}
+
+/// Apply the migrations the database `url` names lacks, and nothing else
+/// (`tartan migrate`): those applied now, in order.
+pub async fn migrate(url: &str) -> Result<Vec<Migration>, StoreError> {
+    match backend_of(url)? {
+        Backend::Sqlite => sqlite::prepare(url, Schema::Migrate).await,
+        Backend::Postgres => postgres::prepare(url, Schema::Migrate).await,
+    }
+}
+
+fn backend_of(url: &str) -> Result<Backend, StoreError> {
     if url.starts_with("sqlite:") {
-        Ok(std::sync::Arc::new(sqlite::open(url, pools).await?))
+        Ok(Backend::Sqlite)
     } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-        Ok(std::sync::Arc::new(postgres::open(url, pools).await?))
+        Ok(Backend::Postgres)
     } else {
         Err(StoreError::Config(format!(
             "unsupported database URL {:?}: use sqlite://path or postgres://...",

@@ -8,16 +8,29 @@ use sqlx::Executor;
 use crate::connection::SqlStore;
 use crate::dialect::{quiet, Backend};
 use crate::error::StoreError;
+use crate::schema::{Migration, Schema};
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations/postgres");
 
 const ACQUIRE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 
-pub(crate) async fn open(url: &str, pools: &crate::Pools) -> Result<SqlStore, StoreError> {
-    sqlx::any::install_default_drivers();
+/// Bring the schema to this binary's as `schema` says; the migrations
+/// applied now. Concurrent starts apply each once (sqlx takes an advisory
+/// lock around the run).
+pub(crate) async fn prepare(url: &str, schema: Schema) -> Result<Vec<Migration>, StoreError> {
     let native = PgPoolOptions::new().max_connections(1).connect(url).await?;
-    MIGRATOR.run(&native).await?;
+    let applied = crate::schema::applied_postgres(&native).await?;
+    let missing = crate::schema::plan(&MIGRATOR, &applied, schema)?;
+    if !missing.is_empty() {
+        MIGRATOR.run(&native).await?;
+    }
     native.close().await;
+    Ok(missing)
+}
+
+pub(crate) async fn open(url: &str, pools: &crate::Pools, schema: Schema) -> Result<SqlStore, StoreError> {
+    sqlx::any::install_default_drivers();
+    prepare(url, schema).await?;
     let engine = AnyPoolOptions::new()
         .max_connections(pools.engine.unwrap_or(16))
         // While the database is away, a request waits this long for a

@@ -13,6 +13,7 @@ use sqlx::Executor;
 use crate::connection::SqlStore;
 use crate::dialect::{quiet, Backend};
 use crate::error::StoreError;
+use crate::schema::{Migration, Schema};
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations/sqlite");
 
@@ -38,23 +39,47 @@ fn pool(size: u32) -> AnyPoolOptions {
         })
 }
 
-pub(crate) async fn open(url: &str, pools: &crate::Pools) -> Result<SqlStore, StoreError> {
-    sqlx::any::install_default_drivers();
-    // Create the file and apply migrations with the native driver, which
-    // knows how to create a missing database file.
-    let options = SqliteConnectOptions::from_str(url)
+/// The native driver's options for the file `url` names; it is created
+/// when missing only if `create`.
+fn native_options(url: &str, create: bool) -> Result<SqliteConnectOptions, StoreError> {
+    Ok(SqliteConnectOptions::from_str(url)
         .map_err(|e| StoreError::Config(format!("invalid SQLite URL {url:?}: {e}")))?
-        .create_if_missing(true)
+        .create_if_missing(create)
         .journal_mode(SqliteJournalMode::Wal)
         .synchronous(SqliteSynchronous::Normal)
-        .busy_timeout(Duration::from_secs(10));
-    let sqlite_path = options.get_filename().to_path_buf();
+        .busy_timeout(Duration::from_secs(10)))
+}
+
+/// Bring the schema to this binary's as `schema` says (creating the file
+/// to migrate it); the migrations applied now. With the native driver,
+/// which knows how to create a missing database file.
+pub(crate) async fn prepare(url: &str, schema: Schema) -> Result<Vec<Migration>, StoreError> {
+    let options = native_options(url, schema == Schema::Migrate)?;
+    let path = options.get_filename().to_path_buf();
+    if schema == Schema::Require && !path.exists() {
+        return Err(StoreError::Config(format!(
+            "there is no SQLite database at {}: run `tartan migrate` to create it, or start `tartan \
+             serve` without --no-migrate",
+            path.display()
+        )));
+    }
     let native = SqlitePoolOptions::new()
         .max_connections(1)
         .connect_with(options)
         .await?;
-    MIGRATOR.run(&native).await?;
+    let applied = crate::schema::applied_sqlite(&native).await?;
+    let missing = crate::schema::plan(&MIGRATOR, &applied, schema)?;
+    if !missing.is_empty() {
+        MIGRATOR.run(&native).await?;
+    }
     native.close().await;
+    Ok(missing)
+}
+
+pub(crate) async fn open(url: &str, pools: &crate::Pools, schema: Schema) -> Result<SqlStore, StoreError> {
+    sqlx::any::install_default_drivers();
+    prepare(url, schema).await?;
+    let sqlite_path = native_options(url, false)?.get_filename().to_path_buf();
 
     // One writer (SQLite allows one), a few readers for the engine and a
     // few for the API's listings, each set up alike (docs/durability.md,
@@ -75,23 +100,14 @@ pub(crate) async fn open(url: &str, pools: &crate::Pools) -> Result<SqlStore, St
     })
 }
 
-/// An exclusive `flock` on `<database>.node-<id>.lock`: the kernel releases
-/// it when the process ends, however it ends. The id is spelled into the
-/// name with anything but letters, digits, `-` and `_` as `%xx`.
-pub(crate) fn hold_node(db: &std::path::Path, node: &str) -> Result<crate::NodeGuard, StoreError> {
+/// One process serves a SQLite file (docs/operating.md, "SQLite"): its
+/// catalog and its timers live in that process's memory, so a second would
+/// serve stale steps and race the first for the same work. The process
+/// holds an exclusive `flock` on `<database>.lock`, which the kernel
+/// releases when it ends, however it ends; a second is refused at start.
+/// The node id needs no lock of its own: no other process can use it here.
+pub(crate) fn hold_node(db: &std::path::Path, _node: &str) -> Result<crate::NodeGuard, StoreError> {
     let mut name = db.as_os_str().to_owned();
-    name.push(".node-");
-    let spelled: String = node
-        .bytes()
-        .map(|b| {
-            if b.is_ascii_alphanumeric() || b == b'-' || b == b'_' {
-                char::from(b).to_string()
-            } else {
-                format!("%{b:02x}")
-            }
-        })
-        .collect();
-    name.push(spelled);
     name.push(".lock");
     let path = std::path::PathBuf::from(name);
     let file = std::fs::OpenOptions::new()
@@ -99,17 +115,14 @@ pub(crate) fn hold_node(db: &std::path::Path, node: &str) -> Result<crate::NodeG
         .truncate(false)
         .write(true)
         .open(&path)
-        .map_err(|e| StoreError::Config(format!("opening the node lock {}: {e}", path.display())))?;
+        .map_err(|e| StoreError::Config(format!("opening the lock {}: {e}", path.display())))?;
     #[cfg(unix)]
     match rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive) {
         Ok(()) => {}
-        Err(rustix::io::Errno::WOULDBLOCK) => return Err(StoreError::NodeInUse(node.to_string())),
-        Err(e) => {
-            return Err(StoreError::Config(format!(
-                "locking the node lock {}: {e}",
-                path.display()
-            )))
+        Err(rustix::io::Errno::WOULDBLOCK) => {
+            return Err(StoreError::DatabaseInUse(db.display().to_string()))
         }
+        Err(e) => return Err(StoreError::Config(format!("locking {}: {e}", path.display()))),
     }
     Ok(crate::NodeGuard::new(file))
 }

@@ -5,6 +5,7 @@ mod cli;
 mod config;
 mod dashboard;
 mod metrics;
+mod migrations;
 mod openapi;
 mod retention;
 mod traces;

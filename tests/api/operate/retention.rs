@@ -469,12 +469,28 @@ async fn the_purge_command_deletes_flows_finished_before_its_cutoff() {
     assert_eq!(app.flow("done").await["status"], "completed");
 
     tokio::time::sleep(Duration::from_millis(50)).await;
+    // A dry run counts and deletes nothing.
+    let (ok, stdout, stderr) = purge(&["--before", "10ms", "--dry-run", "--database-url", &url], &[]).await;
+    assert!(ok, "{stderr}");
+    assert!(stdout.starts_with("would purge 1 "), "{stdout}");
+    assert!(rows_of(&url, "done").await.iter().all(|n| *n > 0));
     let (ok, stdout, stderr) = purge(&["--before", "10ms", "--database-url", &url], &[]).await;
     assert!(ok, "{stderr}");
     assert!(stdout.starts_with("purged 1 "), "{stdout}");
     assert_eq!(rows_of(&url, "done").await, [0; 4]);
     assert_gone(&app, "done").await;
     assert_eq!(app.flow("running").await["status"], "active");
+
+    // A purge never migrates: on a file no release made, it says so and
+    // creates nothing.
+    let missing = format!("{url}-none");
+    let (ok, _, stderr) = purge(&["--before", "1d", "--database-url", &missing], &[]).await;
+    assert!(!ok);
+    assert!(
+        stderr.contains("no SQLite database at") && stderr.contains("tartan migrate"),
+        "{stderr}"
+    );
+    assert!(!std::path::Path::new(missing.trim_start_matches("sqlite://")).exists());
 }
 
 async fn purges_running_at_once_delete_each_flow_once(backend: Backend) {

@@ -283,37 +283,64 @@ async fn a_stopped_engine_hands_its_work_to_another_at_once() {
 
 /// A second process under a node id that is live on the same database is
 /// refused, naming the id and the way out; once the first is killed, the
-/// id starts again at once.
+/// id starts again at once. On SQLite any second process is refused (one
+/// process serves the file), naming the file.
 async fn a_node_id_runs_in_one_process_at_a_time(backend: Backend) {
     let Some(db) = TestDb::create(backend).await else {
         return;
     };
     let mut first = spawn_binary(&db, "twin-node").await;
-    let second = tokio::process::Command::new(env!("CARGO_BIN_EXE_tartan"))
-        .args([
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--node-id",
-            "twin-node",
-            "--database-url",
-            &db.url,
-        ])
-        .kill_on_drop(true)
-        .output();
-    let second = tokio::time::timeout(Duration::from_secs(20), second)
-        .await
-        .expect("the second process exits instead of serving")
-        .unwrap();
-    assert!(!second.status.success(), "{:?}", second.status);
-    let said = String::from_utf8_lossy(&second.stderr);
-    assert!(said.contains("\"twin-node\""), "{said}");
-    assert!(said.contains("TARTAN_NODE_ID"), "{said}");
+    let second = |node: &'static str| {
+        let url = db.url.clone();
+        async move {
+            let run = tokio::process::Command::new(env!("CARGO_BIN_EXE_tartan"))
+                .args([
+                    "serve",
+                    "--listen",
+                    "127.0.0.1:0",
+                    "--node-id",
+                    node,
+                    "--database-url",
+                    &url,
+                ])
+                .env("RUST_BACKTRACE", "1")
+                .kill_on_drop(true)
+                .output();
+            let out = tokio::time::timeout(Duration::from_secs(20), run)
+                .await
+                .expect("the second process exits instead of serving")
+                .unwrap();
+            assert!(!out.status.success(), "{:?}", out.status);
+            String::from_utf8_lossy(&out.stderr).into_owned()
+        }
+    };
+    let said = second("twin-node").await;
+    assert!(!said.contains("stack backtrace"), "{said}");
+    match backend {
+        Backend::Postgres => {
+            assert!(said.contains("\"twin-node\""), "{said}");
+            assert!(said.contains("TARTAN_NODE_ID"), "{said}");
+        }
+        Backend::Sqlite => {
+            let file = db.url.trim_start_matches("sqlite://");
+            assert!(
+                said.contains("error: another tartan process serves the SQLite database"),
+                "{said}"
+            );
+            assert!(said.contains(file), "{said}");
+        }
+    }
     // The first one was not disturbed.
     assert_eq!(call(&first, reqwest::Method::GET, "/health", None).await.0, 200);
-    // Another id on the same database is fine.
-    let other = spawn_binary(&db, "other-node").await;
-    assert_eq!(call(&other, reqwest::Method::GET, "/health", None).await.0, 200);
+    // Another id on the same database is fine on Postgres; on SQLite it is
+    // refused too.
+    if backend == Backend::Postgres {
+        let other = spawn_binary(&db, "other-node").await;
+        assert_eq!(call(&other, reqwest::Method::GET, "/health", None).await.0, 200);
+    } else {
+        let said = second("other-node").await;
+        assert!(said.contains("SQLite is for one process"), "{said}");
+    }
     first.child.kill().await.unwrap();
     let again = spawn_binary(&db, "twin-node").await;
     assert_eq!(call(&again, reqwest::Method::GET, "/health", None).await.0, 200);

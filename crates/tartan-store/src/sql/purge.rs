@@ -12,9 +12,23 @@ use crate::RetentionStore;
 
 use super::{FLOW, ROWS_PER_STATEMENT};
 
+/// The flows past retention: finished, nothing of them running any more,
+/// deactivated before `$1`.
+const FINISHED_BEFORE: &str =
+    "deactivated_us IS NOT NULL AND deactivated_us < $1 AND status IN ('completed', 'failed', 'cancelled')";
+
 #[async_trait]
 impl RetentionStore for SqlStore {
     /// Delete up to `batch` flows deactivated before `before`.
+    async fn count_finished(&self, before: chrono::DateTime<chrono::Utc>) -> Result<u64, StoreError> {
+        let sql = format!("SELECT COUNT(*) FROM flows WHERE {FINISHED_BEFORE}");
+        let n: i64 = sqlx::query_scalar(&sql)
+            .bind(to_us(before))
+            .fetch_one(&self.read)
+            .await?;
+        Ok(u64::try_from(n).unwrap_or(0))
+    }
+
     async fn purge_finished(
         &self,
         before: chrono::DateTime<chrono::Utc>,
@@ -35,8 +49,7 @@ impl RetentionStore for SqlStore {
         // that comes after the delete finds no flow row to advance and
         // writes nothing (a sequence conflict, then "flow not found").
         let sql = format!(
-            "DELETE FROM flows WHERE id IN (SELECT id FROM flows WHERE deactivated_us IS NOT NULL \
-             AND deactivated_us < $1 AND status IN ('completed', 'failed', 'cancelled') \
+            "DELETE FROM flows WHERE id IN (SELECT id FROM flows WHERE {FINISHED_BEFORE} \
              ORDER BY deactivated_us LIMIT $2{}) RETURNING id",
             self.backend.skip_locked()
         );

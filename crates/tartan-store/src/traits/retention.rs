@@ -16,6 +16,10 @@ pub trait RetentionStore: Send + Sync {
         batch: usize,
     ) -> Result<usize, StoreError>;
 
+    /// How many flows `purge_finished` would delete now, all batches told
+    /// (`tartan purge --dry-run`).
+    async fn count_finished(&self, before: chrono::DateTime<chrono::Utc>) -> Result<u64, StoreError>;
+
     /// Delete at most `batch` bulk jobs that finished before `before`, with
     /// their items; how many went.
     async fn purge_bulk_jobs(
