@@ -124,6 +124,9 @@ async fn run(cli: Cli) -> Result<()> {
                 .collect::<Vec<_>>()
                 .join(" ");
             tracing::info!(%settings, "configuration (secrets redacted; `tartan config check` shows each source)");
+            for warning in loaded.warnings() {
+                tracing::warn!("configuration: {warning}");
+            }
             let schema = if no_migrate {
                 tartan_store::Schema::Require
             } else {
@@ -180,6 +183,9 @@ fn config_check(args: &ServeArgs) -> Result<()> {
     }
     // A closed pipe (`| head`) is not an error worth a panic.
     let _ = std::io::Write::write_all(&mut std::io::stdout(), out.as_bytes());
+    for warning in loaded.warnings() {
+        eprintln!("warning: {warning}");
+    }
     Ok(())
 }
 

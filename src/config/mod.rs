@@ -7,6 +7,7 @@
 //! - `sources`: the four sources, and how a value's source is named.
 //! - `values`: how each kind of value is read and checked.
 
+mod lint;
 mod sources;
 mod table;
 mod values;
@@ -169,9 +170,16 @@ impl Config {
         let figment = figment
             .merge(sources::environment())
             .merge(sources::flags(args.given.clone()));
-        let settings: Settings = figment
-            .extract()
-            .map_err(|e| anyhow::anyhow!("invalid configuration:\n{}", sources::explain(e)))?;
+        let settings: Settings = figment.extract().map_err(|e| {
+            // Every problem at once, not the first only.
+            let all = lint::problems(&figment);
+            let shown = if all.is_empty() {
+                sources::explain(e)
+            } else {
+                sources::explain(all)
+            };
+            anyhow::anyhow!("invalid configuration:\n{shown}")
+        })?;
         let config = Self::check(settings, &figment)?;
         Ok(Loaded { config, figment })
     }
@@ -198,6 +206,12 @@ impl Config {
                 origin("retry_initial_backoff")
             );
         }
+        let step_tls = step_tls(
+            figment,
+            s.step_ca_file,
+            s.step_client_cert_file,
+            s.step_client_key_file,
+        )?;
         let api_tokens = tokens(figment, "api_token", s.api_token, s.api_token_file)?;
         let read_tokens = tokens(figment, "read_token", s.read_token, s.read_token_file)?;
         let security =
@@ -224,6 +238,7 @@ impl Config {
                 max_active_flows: s.max_active_flows,
                 lease: s.lease,
                 step_hosts: s.step_hosts.unwrap_or_else(StepHosts::unrestricted),
+                step_tls,
                 lanes: s.lanes,
                 max_calls: s.max_calls,
                 max_calls_per_step: s.max_calls_per_step,
@@ -273,6 +288,49 @@ impl Config {
             log_format: s.log_format,
         })
     }
+}
+
+/// The CAs and client certificate of step calls, read from their files and
+/// checked here, so that a bad file stops the start naming its setting.
+fn step_tls(
+    figment: &Figment,
+    ca: Option<PathBuf>,
+    cert: Option<PathBuf>,
+    key: Option<PathBuf>,
+) -> Result<tartan_engine::StepTls> {
+    let origin = |key: &str| sources::origin(figment, key);
+    let read = |key: &str, path: &PathBuf| {
+        std::fs::read(path).with_context(|| format!("{}: reading {}", origin(key), path.display()))
+    };
+    let ca_pem = ca.as_ref().map(|p| read("step_ca_file", p)).transpose()?;
+    let identity_pem = match (cert, key) {
+        (None, None) => None,
+        (Some(cert), Some(key)) => {
+            let mut pem = read("step_client_cert_file", &cert)?;
+            pem.push(b'\n');
+            pem.extend(read("step_client_key_file", &key)?);
+            Some(pem)
+        }
+        (Some(_), None) => bail!(
+            "{} is set without step_client_key_file",
+            origin("step_client_cert_file")
+        ),
+        (None, Some(_)) => bail!(
+            "{} is set without step_client_cert_file",
+            origin("step_client_key_file")
+        ),
+    };
+    let tls = tartan_engine::StepTls { ca_pem, identity_pem };
+    tls.roots()
+        .map_err(|e| anyhow::anyhow!("{}: {e}", origin("step_ca_file")))?;
+    tls.identity().map_err(|e| {
+        anyhow::anyhow!(
+            "{} and {}: {e}",
+            origin("step_client_cert_file"),
+            origin("step_client_key_file")
+        )
+    })?;
+    Ok(tls)
 }
 
 /// The tokens of one setting, from its value or its `_file` (not both):
@@ -325,6 +383,24 @@ const SECRETS: [&str; 2] = ["api_token", "read_token"];
 
 impl Loaded {
     /// Every setting with its value (secrets redacted) and its source.
+    /// Valid values that are most likely a slip (a lease of 30 ms), one
+    /// line each: `config check` prints them, `serve` logs them.
+    pub fn warnings(&self) -> Vec<String> {
+        let c = &self.config;
+        lint::warnings(
+            &self.figment,
+            c.engine.lease,
+            &[
+                ("step_timeout", c.engine.step_timeout),
+                ("script_timeout", c.engine.script_limits.wall),
+                ("health_timeout", c.engine.health.timeout),
+                ("header_timeout", c.server.header_timeout),
+                ("body_timeout", c.server.body_timeout),
+                ("db_read_timeout", c.pools.read_timeout),
+            ],
+        )
+    }
+
     pub fn report(&self) -> Vec<Line> {
         SETTINGS
             .iter()

@@ -143,8 +143,8 @@ fn describe(md: &Metadata, path: &[&str]) -> String {
 
 /// A loading error as one line per problem, each naming its setting and
 /// where it came from.
-pub fn explain(error: Error) -> String {
-    error
+pub fn explain(errors: impl IntoIterator<Item = Error>) -> String {
+    errors
         .into_iter()
         .map(|e| {
             let path: Vec<&str> = e.path.iter().map(String::as_str).collect();

@@ -142,6 +142,33 @@ macro_rules! settings {
         )*];
 
         impl Settings {
+            /// Every known setting whose value does not read, each as an
+            /// error of its own (one extract stops at the first), with the
+            /// key and the source it came from.
+            pub(super) fn each_error(figment: &figment::Figment) -> Vec<figment::Error> {
+                let mut errors = Vec::new();
+                $(
+                    if let Ok(value) = figment.find_value(stringify!($key)) {
+                        #[derive(Deserialize)]
+                        struct One {
+                            #[serde(deserialize_with = $read)]
+                            #[allow(dead_code)]
+                            value: $ty,
+                        }
+                        let mut dict = figment::value::Dict::new();
+                        dict.insert("value".to_string(), value);
+                        if let Err(e) = One::deserialize(&figment::value::Value::from(dict)) {
+                            for mut e in e {
+                                e.path = vec![stringify!($key).to_string()];
+                                e.metadata = figment.find_metadata(stringify!($key)).cloned();
+                                errors.push(e);
+                            }
+                        }
+                    }
+                )*
+                errors
+            }
+
             /// Each setting with a ceiling: its key, its value, its ceiling.
             pub(super) fn bounded(&self) -> Vec<(&'static str, Duration, Duration)> {
                 vec![$( $( (stringify!($key), self.$key, $ceiling), )? )*]
@@ -182,6 +209,12 @@ settings! {
     /// Where steps may call: comma-separated host names, *.domain patterns,
     /// IP addresses and CIDR ranges
     step_hosts: Option<StepHosts> = "values::hosts", unset("any address but link-local");
+    /// PEM file of CAs step endpoints' certificates may chain to, besides the public ones
+    step_ca_file: Option<PathBuf> = "values::opt_path", unset("");
+    /// PEM file of the client certificate (chain) step calls present to endpoints that ask for one
+    step_client_cert_file: Option<PathBuf> = "values::opt_path", unset("");
+    /// PEM file of that certificate's private key
+    step_client_key_file: Option<PathBuf> = "values::opt_path", unset("");
     /// Lanes of endpoint hosts (docs/lanes.md): host or host:port to {concurrency, rate, burst,
     /// breaker}, shared by every step calling the host; from the environment, as JSON
     lanes: HostLanes = "values::lanes", unset("none");

@@ -40,6 +40,8 @@ pub struct EngineConfig {
     /// filled in and names resolved. The default allows every address but
     /// link-local.
     pub step_hosts: StepHosts,
+    /// CAs and a client certificate for step calls over TLS.
+    pub step_tls: crate::StepTls,
     /// The lanes of endpoint hosts (`TARTAN_LANES`, docs/lanes.md): limits
     /// every step calling the host shares, across processes.
     pub lanes: tartan_core::lanes::HostLanes,
@@ -167,6 +169,7 @@ impl Default for EngineConfig {
             max_flow_bytes: tartan_core::json::DEFAULT_MAX_FLOW_BYTES,
             max_active_flows: DEFAULT_MAX_ACTIVE_FLOWS,
             step_hosts: StepHosts::unrestricted(),
+            step_tls: crate::StepTls::default(),
             lanes: tartan_core::lanes::HostLanes::default(),
             max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
             max_inflight_bytes: DEFAULT_MAX_INFLIGHT_BYTES,

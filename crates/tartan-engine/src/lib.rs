@@ -111,6 +111,7 @@ pub use flows::{StartOutcome, WebhookRefusal, WebhookResult};
 pub use health::{ClusterEvents, ClusterReceiver, ClusterView, StepHealthView};
 pub use lanes::{LaneView, LaneWait, LocalLane};
 pub use metrics::Metrics;
+pub use outbound::StepTls;
 pub use retention::purge_before;
 pub use ring::{BusReceiver, RecvError};
 pub use slots::CallCounts;
@@ -177,7 +178,7 @@ impl Engine {
     /// Build the engine on a store, load the catalog and resume the work that
     /// was in flight when this node last stopped.
     pub async fn start(config: EngineConfig, store: Arc<dyn Store>) -> Result<Engine, EngineError> {
-        let http = outbound::client(&config.step_hosts)
+        let http = outbound::client(&config.step_hosts, &config.step_tls)
             .map_err(|e| EngineError::Internal(format!("HTTP client: {e}")))?;
         let catalog = catalog::CatalogCache::load(store.as_ref()).await?;
         let webhook_key = webhook_key::WebhookKey::load(store.as_ref()).await?;

@@ -2,7 +2,8 @@
 //! connection: names resolve only to addresses the step host policy allows,
 //! redirects are followed only within the origin first called, and no proxy
 //! from the environment is used (it would connect on our behalf, out of
-//! reach of the address check).
+//! reach of the address check). Step endpoints on a private CA, or that
+//! ask for a client certificate, are reached with `StepTls`.
 
 use std::fmt;
 use std::sync::Arc;
@@ -91,15 +92,59 @@ fn redirect_rule(hosts: Arc<StepHosts>) -> Policy {
     })
 }
 
+/// TLS of step calls beyond the public roots (docs/security.md, "Step
+/// endpoints over TLS"): more CAs to trust, and a client certificate for
+/// endpoints that require one (mutual TLS). PEM text, as read from files.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StepTls {
+    /// Certificates of CAs trusted besides the public ones
+    /// (`TARTAN_STEP_CA_FILE`).
+    pub ca_pem: Option<Vec<u8>>,
+    /// The client's certificate chain and its private key, one after the
+    /// other (`TARTAN_STEP_CLIENT_CERT_FILE`, `_KEY_FILE`).
+    pub identity_pem: Option<Vec<u8>>,
+}
+
+impl StepTls {
+    /// The CAs, each certificate of the bundle; an error says why it does
+    /// not read.
+    pub fn roots(&self) -> Result<Vec<reqwest::Certificate>, String> {
+        let Some(pem) = &self.ca_pem else {
+            return Ok(Vec::new());
+        };
+        let roots = reqwest::Certificate::from_pem_bundle(pem).map_err(|e| e.to_string())?;
+        if roots.is_empty() {
+            return Err("no PEM certificate in it".into());
+        }
+        Ok(roots)
+    }
+
+    /// The client identity, when one is set; an error says why it does not
+    /// read.
+    pub fn identity(&self) -> Result<Option<reqwest::Identity>, String> {
+        self.identity_pem
+            .as_deref()
+            .map(reqwest::Identity::from_pem)
+            .transpose()
+            .map_err(|e| format!("{e} (a PEM certificate chain and its PKCS#8, PKCS#1 or SEC1 key)"))
+    }
+}
+
 /// The client every step call goes through.
-pub(crate) fn client(hosts: &StepHosts) -> reqwest::Result<reqwest::Client> {
+pub(crate) fn client(hosts: &StepHosts, tls: &StepTls) -> Result<reqwest::Client, String> {
     let hosts = Arc::new(hosts.clone());
-    reqwest::Client::builder()
+    let mut builder = reqwest::Client::builder()
         .pool_max_idle_per_host(64)
         .no_proxy()
         .dns_resolver(Arc::new(PolicyResolver { hosts: hosts.clone() }))
-        .redirect(redirect_rule(hosts))
-        .build()
+        .redirect(redirect_rule(hosts));
+    for root in tls.roots()? {
+        builder = builder.add_root_certificate(root);
+    }
+    if let Some(identity) = tls.identity()? {
+        builder = builder.identity(identity);
+    }
+    builder.build().map_err(|e| e.to_string())
 }
 
 /// The policy's refusal behind a failed call, if that is why it failed:

@@ -2,7 +2,8 @@
 //!
 //! Each case is an `async fn case_x(store: Arc<dyn Store>)`; `store_tests!`
 //! turns it into `sqlite_x` (a fresh SQLite file) and `postgres_x` (a fresh
-//! database on 127.0.0.1:5432, skipped loudly when the server is unreachable
+//! database on the server `TARTAN_TEST_DATABASE_URL` names, by default
+//! 127.0.0.1:5432, skipped loudly when the server is unreachable
 //! unless `CI` is set). Flows are built with the real state machine
 //! (`tartan_core::machine`) and a fixed clock.
 #![allow(clippy::unwrap_used, clippy::expect_used)]

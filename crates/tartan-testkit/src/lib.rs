@@ -3,8 +3,11 @@
 //! test, removed when the test is done, and [`both_backends!`], which runs
 //! a test once on each.
 //!
-//! A test that needs Postgres and cannot reach it is skipped loudly, or
-//! fails when `CI` is set: CI must never pass by running nothing.
+//! Postgres is the server `TARTAN_TEST_DATABASE_URL` names (its
+//! maintenance database, e.g. `postgres://user:pw@host:5432/postgres`),
+//! by default the local one as user `postgres` without a password. A test
+//! that needs Postgres and cannot reach it is skipped loudly, or fails when
+//! `CI` is set: CI must never pass by running nothing.
 
 use std::io::Write;
 use std::time::Duration;
@@ -18,10 +21,39 @@ pub enum Backend {
     Postgres,
 }
 
-/// The local server's maintenance database, where test databases are
-/// created and dropped.
-pub const PG_ADMIN: &str = "postgres://postgres@127.0.0.1:5432/postgres";
-const PG_SERVER: &str = "postgres://postgres@127.0.0.1:5432";
+/// The Postgres server's maintenance database, where test databases are
+/// created and dropped: `TARTAN_TEST_DATABASE_URL`, or the local server
+/// as user `postgres` without a password.
+pub fn pg_admin_url() -> String {
+    std::env::var("TARTAN_TEST_DATABASE_URL")
+        .ok()
+        .filter(|url| !url.trim().is_empty())
+        .unwrap_or_else(|| "postgres://postgres@127.0.0.1:5432/postgres".to_string())
+}
+
+/// `url` naming the database `name` instead of its own (its user, host and
+/// parameters kept).
+fn with_database(url: &str, name: &str) -> String {
+    let (base, query) = match url.split_once('?') {
+        Some((base, query)) => (base, format!("?{query}")),
+        None => (url, String::new()),
+    };
+    let authority = base.find("://").map_or(0, |i| i + 3);
+    let path = base[authority..].find('/').map_or(base.len(), |i| authority + i);
+    format!("{}/{name}{query}", &base[..path])
+}
+
+/// The admin URL without its password, for messages.
+fn shown_server() -> String {
+    let url = pg_admin_url();
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme), Some(at)) if at > scheme && url[scheme + 3..at].contains(':') => {
+            let user_end = scheme + 3 + url[scheme + 3..at].find(':').unwrap_or(0);
+            format!("{}:***{}", &url[..user_end], &url[at..])
+        }
+        _ => url,
+    }
+}
 
 /// A fresh database, removed when dropped.
 pub struct TestDb {
@@ -71,7 +103,7 @@ impl TestDb {
                 }
                 let _ = admin.close().await;
                 Some(TestDb {
-                    url: format!("{PG_SERVER}/{name}"),
+                    url: with_database(&pg_admin_url(), &name),
                     cleanup: Cleanup::Database(name),
                 })
             }
@@ -82,7 +114,7 @@ impl TestDb {
 /// A connection to the maintenance database, or `None` (skipped) / a panic
 /// (`CI` set) when the server cannot be reached.
 async fn admin() -> Option<PgConnection> {
-    let connect = tokio::time::timeout(Duration::from_secs(10), PgConnection::connect(PG_ADMIN)).await;
+    let connect = tokio::time::timeout(Duration::from_secs(10), PgConnection::connect(&pg_admin_url())).await;
     match connect {
         Ok(Ok(conn)) => Some(conn),
         failed => {
@@ -91,11 +123,15 @@ async fn admin() -> Option<PgConnection> {
                 _ => "no answer within 10 s".to_string(),
             };
             if std::env::var_os("CI").is_some() {
-                panic!("Postgres at 127.0.0.1:5432 is unreachable and CI is set, so this test fails instead of skipping: {why}");
+                panic!(
+                    "Postgres at {} (TARTAN_TEST_DATABASE_URL) is unreachable and CI is set, so this test fails instead of skipping: {why}",
+                    shown_server()
+                );
             }
             let _ = writeln!(
                 std::io::stderr(),
-                "SKIPPED: Postgres at 127.0.0.1:5432 is unreachable ({why}); this test did NOT run (set CI to make this a failure)"
+                "SKIPPED: Postgres at {} (TARTAN_TEST_DATABASE_URL) is unreachable ({why}); this test did NOT run (set CI to make this a failure)",
+                shown_server()
             );
             None
         }
@@ -118,7 +154,7 @@ impl Drop for TestDb {
                         return;
                     };
                     rt.block_on(async move {
-                        if let Ok(mut admin) = PgConnection::connect(PG_ADMIN).await {
+                        if let Ok(mut admin) = PgConnection::connect(&pg_admin_url()).await {
                             // WITH (FORCE) ends the connections pools may still hold.
                             let _ = sqlx::raw_sql(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
                                 .execute(&mut admin)
@@ -151,4 +187,25 @@ macro_rules! both_backends {
             }
         )*
     };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::with_database;
+
+    #[test]
+    fn a_test_database_keeps_the_servers_user_host_and_parameters() {
+        assert_eq!(
+            with_database("postgres://postgres@127.0.0.1:5432/postgres", "t1"),
+            "postgres://postgres@127.0.0.1:5432/t1"
+        );
+        assert_eq!(
+            with_database("postgres://u:p%2Fw@db:6432/admin?sslmode=disable", "t2"),
+            "postgres://u:p%2Fw@db:6432/t2?sslmode=disable"
+        );
+        assert_eq!(
+            with_database("postgresql://localhost", "t3"),
+            "postgresql://localhost/t3"
+        );
+    }
 }

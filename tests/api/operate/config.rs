@@ -438,3 +438,56 @@ async fn a_user_error_is_printed_as_error_and_its_causes_never_a_backtrace() {
         "{err}"
     );
 }
+
+#[tokio::test]
+async fn config_check_names_every_problem_at_once_and_suggests_the_key_meant() {
+    let file = temp_file(
+        "tartan.toml",
+        "lese = \"2s\"\nmax_calls = 0\nmax_queued_calls = 10\n",
+    );
+    let file_arg = file.display().to_string();
+    let (ok, _, err) = config_check(
+        &["--config", &file_arg],
+        &[("TARTAN_STEP_TIMEOUT", "soon"), ("RUST_BACKTRACE", "1")],
+    )
+    .await;
+    assert!(!ok);
+    assert!(err.starts_with("error: invalid configuration:"), "{err}");
+    assert!(
+        err.contains(&format!(
+            "lese in {file_arg}: no such setting; did you mean `lease`?"
+        )),
+        "{err}"
+    );
+    assert!(err.contains(&format!("max_calls in {file_arg}: ")), "{err}");
+    assert!(
+        err.contains("TARTAN_STEP_TIMEOUT (environment variable): "),
+        "{err}"
+    );
+    // The good value is not reported.
+    assert!(!err.contains("max_queued_calls"), "{err}");
+}
+
+#[tokio::test]
+async fn config_check_warns_of_a_lease_in_milliseconds_and_a_tiny_timeout() {
+    let file = temp_file("tartan.toml", "lease = \"30\"\n");
+    let file_arg = file.display().to_string();
+    let (ok, _, err) = config_check(&["--config", &file_arg], &[("TARTAN_STEP_TIMEOUT", "50ms")]).await;
+    assert!(ok, "{err}");
+    let warnings: Vec<&str> = err.lines().filter(|l| l.starts_with("warning: ")).collect();
+    assert_eq!(warnings.len(), 2, "{err}");
+    assert!(
+        warnings[0].contains(&format!("lease in {file_arg} is 30 ms, under 1000 ms"))
+            && warnings[0].contains("a bare number is milliseconds"),
+        "{err}"
+    );
+    assert!(
+        warnings[1].contains("TARTAN_STEP_TIMEOUT (environment variable) is 50 ms, under 100 ms")
+            && !warnings[1].contains("bare number"),
+        "{err}"
+    );
+    // Sensible values say nothing.
+    let (ok, _, err) = config_check(&[], &[("TARTAN_LEASE", "5s")]).await;
+    assert!(ok, "{err}");
+    assert!(!err.contains("warning"), "{err}");
+}

@@ -7,3 +7,4 @@ mod connections;
 mod errors;
 mod hosts;
 mod outbound;
+mod tls;
