@@ -68,6 +68,7 @@ mod config;
 mod dispatch;
 mod error;
 mod events;
+mod failure_log;
 mod feed;
 mod flows;
 mod health;

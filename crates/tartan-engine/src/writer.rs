@@ -9,6 +9,7 @@ use tartan_store::{FlowCommit, Store, StoreError};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::events::{Bus, CommittedEvents};
+use crate::failure_log::FailureLines;
 use crate::metrics::{Metrics, Tally};
 use crate::relay::Announcer;
 
@@ -63,6 +64,8 @@ async fn run(
     // What each decision counts for in the metrics, read before its events
     // go to the store, counted once it is committed (docs/operating.md, "Metrics").
     let mut tallies: Vec<Tally> = Vec::with_capacity(MAX_BATCH);
+    // And the failures each records, logged once committed.
+    let mut failures: Vec<FailureLines> = Vec::with_capacity(MAX_BATCH);
     while let Some(first) = rx.recv().await {
         batch.push(first);
         while batch.len() < MAX_BATCH {
@@ -75,6 +78,8 @@ async fn run(
         let size = commits.len();
         tallies.clear();
         tallies.extend(commits.iter().map(|c| Tally::of(&c.events)));
+        failures.clear();
+        failures.extend(commits.iter().map(|c| FailureLines::of(&c.events)));
         // The event streams' copy, made only while someone listens
         // (docs/api.md, "Event streams"); held so that a stream opened
         // meanwhile reads these events from the store.
@@ -125,9 +130,12 @@ async fn run(
         let took = started.elapsed();
         metrics.commit_batch(size, took);
         tracing::debug!(size, elapsed_us = took.as_micros() as u64, "group commit");
-        for ((reply, result), tally) in replies.into_iter().zip(results).zip(&tallies) {
+        for (((reply, result), tally), failed) in
+            replies.into_iter().zip(results).zip(&tallies).zip(&failures)
+        {
             if result.is_ok() {
                 metrics.committed(tally);
+                failed.emit();
             }
             // The asker may have gone away (request cancelled); the commit stands.
             let _ = reply.send(result.map(|_| ()));

@@ -4,6 +4,7 @@ mod bookkeeping;
 mod cli;
 mod config;
 mod dashboard;
+mod logs;
 mod metrics;
 mod migrations;
 mod openapi;

@@ -1,0 +1,121 @@
+//! A WARN line for every step attempt that failed and every flow that
+//! failed (docs/operating.md, "Logs"), once the decision that records it is
+//! committed: flow id, step id, attempt and class as fields, which JSON
+//! logs keep as keys, so that a log search finds them without the API.
+
+use tartan_core::flow::FlowEvent;
+
+/// The failures one decision records; empty (and not allocated) for the
+/// decisions of the hot path that record none.
+#[derive(Debug, Default)]
+pub(crate) struct FailureLines(Vec<Line>);
+
+#[derive(Debug)]
+enum Line {
+    Attempt {
+        flow_id: String,
+        step_id: String,
+        token: String,
+        attempt: u32,
+        class: &'static str,
+        http_status: Option<u16>,
+        error: String,
+        /// Why no retry follows, when none does.
+        final_state: Option<&'static str>,
+    },
+    Flow {
+        flow_id: String,
+        error: String,
+    },
+}
+
+impl FailureLines {
+    /// Read from a decision's events, before they go to the store.
+    pub(crate) fn of(events: &[FlowEvent]) -> Self {
+        let mut lines = Vec::new();
+        for event in events {
+            match event {
+                FlowEvent::WorkNotCompleted {
+                    flow_id,
+                    step_id,
+                    token,
+                    error,
+                    attempt,
+                    class,
+                    http_status,
+                    ..
+                } => lines.push(Line::Attempt {
+                    flow_id: flow_id.clone(),
+                    step_id: step_id.clone(),
+                    token: token.clone(),
+                    attempt: *attempt,
+                    class: class.as_str(),
+                    http_status: *http_status,
+                    error: error.clone(),
+                    final_state: None,
+                }),
+                FlowEvent::WorkFailed {
+                    flow_id,
+                    step_id,
+                    token,
+                    error,
+                    attempt,
+                    class,
+                    http_status,
+                    retry_state,
+                    ..
+                } => lines.push(Line::Attempt {
+                    flow_id: flow_id.clone(),
+                    step_id: step_id.clone(),
+                    token: token.clone(),
+                    attempt: *attempt,
+                    class: class.as_str(),
+                    http_status: *http_status,
+                    error: error.clone(),
+                    final_state: Some(retry_state.map_or("failed", |s| s.as_str())),
+                }),
+                FlowEvent::FlowFailed { flow_id, error, .. } => lines.push(Line::Flow {
+                    flow_id: flow_id.clone(),
+                    error: error.clone(),
+                }),
+                _ => {}
+            }
+        }
+        FailureLines(lines)
+    }
+
+    /// Log them: their decision is committed.
+    pub(crate) fn emit(&self) {
+        for line in &self.0 {
+            match line {
+                Line::Attempt {
+                    flow_id,
+                    step_id,
+                    token,
+                    attempt,
+                    class,
+                    http_status,
+                    error,
+                    final_state: None,
+                } => tracing::warn!(
+                    %flow_id, %step_id, %token, attempt, class, http_status,
+                    "step attempt failed, retry follows: {error}"
+                ),
+                Line::Attempt {
+                    flow_id,
+                    step_id,
+                    token,
+                    attempt,
+                    class,
+                    http_status,
+                    error,
+                    final_state: Some(retry_state),
+                } => tracing::warn!(
+                    %flow_id, %step_id, %token, attempt, class, http_status, retry_state,
+                    "step attempt failed, no retry: {error}"
+                ),
+                Line::Flow { flow_id, error } => tracing::warn!(%flow_id, "flow failed: {error}"),
+            }
+        }
+    }
+}
