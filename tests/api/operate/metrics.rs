@@ -444,3 +444,39 @@ async fn a_bulk_job_counts_its_creation_its_flows_and_its_end(backend: Backend) 
         0.0
     );
 }
+
+#[tokio::test]
+async fn the_build_and_the_process_are_in_the_metrics() {
+    let Some(app) = spawn_app(Backend::Sqlite).await else {
+        return;
+    };
+    // The OpenMetrics document still parses, the info family included.
+    scrape(&app, None).await;
+    let text = app
+        .client
+        .get(app.url("/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let value = |name: &str| -> f64 {
+        text.lines()
+            .find(|l| l.starts_with(name) && l[name.len()..].starts_with([' ', '{']))
+            .and_then(|l| l.rsplit(' ').next())
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("no {name} in:\n{text}"))
+    };
+    assert!(
+        text.contains(&format!(
+            "tartan_build_info{{version=\"{}\"}} 1",
+            env!("CARGO_PKG_VERSION")
+        )),
+        "{text}"
+    );
+    assert!(value("process_resident_memory_bytes") > 1_000_000.0);
+    assert!(value("process_open_fds") > 2.0);
+    assert!(value("process_max_fds") >= value("process_open_fds"));
+    assert!(value("process_cpu_seconds_total") > 0.0);
+}

@@ -16,9 +16,11 @@
 //!   client names, interned.
 //! - `record`: what the engine records, as it happens.
 //! - `lanes`: the lanes' metrics, by lane.
+//! - `process`: the process's CPU, memory and descriptors, and the build.
 
 mod labels;
 mod lanes;
+mod process;
 mod record;
 
 pub use labels::{CatalogReload, Interned, StartRefusal, WebhookKind, WebhookOutcome};
@@ -115,6 +117,7 @@ pub struct Metrics {
     steps: Interned,
     /// The lanes' (docs/lanes.md).
     pub(crate) lanes: lanes::LaneMetrics,
+    process: process::ProcessMetrics,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -164,6 +167,7 @@ impl Metrics {
             step_health: Family::default(),
             steps: Interned::new(MAX_STEP_LABELS, OTHER_STEPS),
             lanes: lanes::LaneMetrics::new(),
+            process: process::ProcessMetrics::new(),
         };
         m.register();
         m
@@ -303,6 +307,7 @@ impl Metrics {
             self.catalog_reloads.clone(),
         );
         self.lanes.register(r);
+        self.process.register(r);
     }
 }
 
@@ -329,6 +334,7 @@ impl Engine {
             let open = here.breaker != tartan_core::lanes::BreakerState::Closed;
             m.lanes.state(&lane.id, here.waiting, here.running, open);
         }
+        m.process.read();
         let mut text = String::with_capacity(16 * 1024);
         prometheus_client::encoding::text::encode(&mut text, &m.registry)?;
         Ok(text)
