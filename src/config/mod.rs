@@ -7,6 +7,7 @@
 //! - `sources`: the four sources, and how a value's source is named.
 //! - `values`: how each kind of value is read and checked.
 
+mod files;
 mod lint;
 mod sources;
 mod table;
@@ -206,14 +207,14 @@ impl Config {
                 origin("retry_initial_backoff")
             );
         }
-        let step_tls = step_tls(
+        let step_tls = files::step_tls(
             figment,
             s.step_ca_file,
             s.step_client_cert_file,
             s.step_client_key_file,
         )?;
-        let api_tokens = tokens(figment, "api_token", s.api_token, s.api_token_file)?;
-        let read_tokens = tokens(figment, "read_token", s.read_token, s.read_token_file)?;
+        let api_tokens = files::tokens(figment, "api_token", s.api_token, s.api_token_file)?;
+        let read_tokens = files::tokens(figment, "read_token", s.read_token, s.read_token_file)?;
         let security =
             ApiSecurity::new(&api_tokens, &read_tokens, &s.cors_origins)?.with_allowed_hosts(s.allowed_hosts);
         // As Redis's protected mode: no credentials, no network exposure.
@@ -288,86 +289,6 @@ impl Config {
             log_format: s.log_format,
         })
     }
-}
-
-/// The CAs and client certificate of step calls, read from their files and
-/// checked here, so that a bad file stops the start naming its setting.
-fn step_tls(
-    figment: &Figment,
-    ca: Option<PathBuf>,
-    cert: Option<PathBuf>,
-    key: Option<PathBuf>,
-) -> Result<tartan_engine::StepTls> {
-    let origin = |key: &str| sources::origin(figment, key);
-    let read = |key: &str, path: &PathBuf| {
-        std::fs::read(path).with_context(|| format!("{}: reading {}", origin(key), path.display()))
-    };
-    let ca_pem = ca.as_ref().map(|p| read("step_ca_file", p)).transpose()?;
-    let identity_pem = match (cert, key) {
-        (None, None) => None,
-        (Some(cert), Some(key)) => {
-            let mut pem = read("step_client_cert_file", &cert)?;
-            pem.push(b'\n');
-            pem.extend(read("step_client_key_file", &key)?);
-            Some(pem)
-        }
-        (Some(_), None) => bail!(
-            "{} is set without step_client_key_file",
-            origin("step_client_cert_file")
-        ),
-        (None, Some(_)) => bail!(
-            "{} is set without step_client_cert_file",
-            origin("step_client_key_file")
-        ),
-    };
-    let tls = tartan_engine::StepTls { ca_pem, identity_pem };
-    tls.roots()
-        .map_err(|e| anyhow::anyhow!("{}: {e}", origin("step_ca_file")))?;
-    tls.identity().map_err(|e| {
-        anyhow::anyhow!(
-            "{} and {}: {e}",
-            origin("step_client_cert_file"),
-            origin("step_client_key_file")
-        )
-    })?;
-    Ok(tls)
-}
-
-/// The tokens of one setting, from its value or its `_file` (not both):
-/// comma- or newline-separated, blanks ignored. Never logged.
-fn tokens(figment: &Figment, key: &str, given: Vec<String>, file: Option<PathBuf>) -> Result<Vec<String>> {
-    let file_key = format!("{key}_file");
-    let read_from = |path: &PathBuf| {
-        std::fs::read_to_string(path).with_context(|| {
-            format!(
-                "{}: reading {}",
-                sources::origin(figment, &file_key),
-                path.display()
-            )
-        })
-    };
-    let (tokens, origin) = match (given.is_empty(), file) {
-        (false, Some(_)) => bail!(
-            "set {} or {}, not both",
-            sources::origin(figment, key),
-            sources::origin(figment, &file_key)
-        ),
-        (false, None) => (given, sources::origin(figment, key)),
-        (true, Some(path)) => (
-            values::split_list(&read_from(&path)?),
-            sources::origin(figment, &file_key),
-        ),
-        (true, None) => return Ok(Vec::new()),
-    };
-    if tokens.is_empty() {
-        bail!("{origin} is set but holds no token");
-    }
-    // Checked here too, where the setting that gave the token is known
-    // (a file, the TOML file, a flag); the server checks its own.
-    if let Some(why) = tokens.iter().find_map(|t| tartan_server::token_problem(t)) {
-        bail!("{origin}: {why}");
-    }
-    Ok(tokens)
 }
 
 /// What `tartan config check` prints and the start-up log shows.
