@@ -96,24 +96,19 @@ impl FailureLines {
                     class,
                     http_status,
                     error,
-                    final_state: None,
-                } => tracing::warn!(
-                    %flow_id, %step_id, %token, attempt, class, http_status,
-                    "step attempt failed, retry follows: {error}"
-                ),
-                Line::Attempt {
-                    flow_id,
-                    step_id,
-                    token,
-                    attempt,
-                    class,
-                    http_status,
-                    error,
-                    final_state: Some(retry_state),
-                } => tracing::warn!(
-                    %flow_id, %step_id, %token, attempt, class, http_status, retry_state,
-                    "step attempt failed, no retry: {error}"
-                ),
+                    final_state,
+                } => {
+                    // `retry_state` is recorded only when no retry follows.
+                    let next = if final_state.is_some() {
+                        "no retry"
+                    } else {
+                        "retry follows"
+                    };
+                    tracing::warn!(
+                        %flow_id, %step_id, %token, attempt, class, http_status, retry_state = final_state,
+                        "step attempt failed, {next}: {error}"
+                    )
+                }
                 Line::Flow { flow_id, error } => tracing::warn!(%flow_id, "flow failed: {error}"),
             }
         }
