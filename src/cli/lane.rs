@@ -89,7 +89,7 @@ pub async fn run(cmd: LaneCmd) -> Result<u8, CliError> {
     Ok(exit::OK)
 }
 
-/// `concurrency 2, 10/s burst 5, breaker 5 in a row / 30000 ms`.
+/// `concurrency 2, 10/s burst 5, breaker 5 in a row / 30s`.
 fn limits_text(limits: &serde_json::Value) -> String {
     let mut parts = Vec::new();
     if let Some(n) = limits["concurrency"].as_u64() {
@@ -100,8 +100,11 @@ fn limits_text(limits: &serde_json::Value) -> String {
     }
     if limits["breaker"].is_object() {
         parts.push(format!(
-            "breaker {} in a row / {} ms",
-            limits["breaker"]["failures"], limits["breaker"]["cool_down"]
+            "breaker {} in a row / {}",
+            limits["breaker"]["failures"],
+            limits["breaker"]["cool_down"]
+                .as_u64()
+                .map_or_else(|| limits["breaker"]["cool_down"].to_string(), output::seconds)
         ));
     }
     parts.join(", ")

@@ -100,6 +100,13 @@ pub fn time(at: &tartan_core::flow::Time) -> String {
 }
 
 /// An optional time as the API writes it; empty when absent.
+/// A duration for people: `0.3s`, `1.5s`, `30s` (tenths, a whole number
+/// without them).
+pub fn seconds(ms: u64) -> String {
+    let text = format!("{:.1}", ms as f64 / 1000.0);
+    format!("{}s", text.strip_suffix(".0").unwrap_or(&text))
+}
+
 pub fn maybe_time(at: &Option<tartan_core::flow::Time>) -> String {
     at.as_ref().map(time).unwrap_or_default()
 }

@@ -53,10 +53,6 @@ fn time(event: &Value) -> Option<DateTime<Utc>> {
         .map(|t| t.with_timezone(&Utc))
 }
 
-fn secs(ms: u64) -> String {
-    format!("{:.1}s", ms as f64 / 1000.0)
-}
-
 impl View {
     pub fn new(flow_id: &str) -> View {
         View {
@@ -256,7 +252,7 @@ impl View {
             } => format!(
                 "step {step_id} compensation failed ({}), retry in {}",
                 output::one_line(error),
-                secs(*delay_ms)
+                output::seconds(*delay_ms)
             ),
             E::CompFailed {
                 step_id,
@@ -341,7 +337,10 @@ impl View {
         it.status = "retrying".into();
         it.next_retry_at = Some(next);
         let when = next.format("%H:%M:%S%.3f");
-        format!("step {step_id} retry in {} (at {when})", secs(delay_ms))
+        format!(
+            "step {step_id} retry in {} (at {when})",
+            output::seconds(delay_ms)
+        )
     }
 
     fn step_completed(&mut self, step_id: &str, duration: i64) -> String {
@@ -426,7 +425,7 @@ impl View {
     pub fn table(&self, now: DateTime<Utc>) -> String {
         let elapsed = self
             .started
-            .map(|s| secs((self.ended.unwrap_or(now) - s).num_milliseconds().max(0) as u64))
+            .map(|s| output::seconds((self.ended.unwrap_or(now) - s).num_milliseconds().max(0) as u64))
             .unwrap_or_default();
         let mut table = output::Table::new(&["STEP", "STATUS", "ITEMS", "ATTEMPT", "NOTE"]);
         for id in &self.order {
@@ -452,12 +451,17 @@ impl View {
                             format!(
                                 "{} — retry in {}",
                                 it.error.clone().unwrap_or_default(),
-                                secs(left)
+                                output::seconds(left)
                             )
                         }
                         "running" | "accepted" => it
                             .started_at
-                            .map(|t| format!("for {}", secs((now - t).num_milliseconds().max(0) as u64)))
+                            .map(|t| {
+                                format!(
+                                    "for {}",
+                                    output::seconds((now - t).num_milliseconds().max(0) as u64)
+                                )
+                            })
                             .unwrap_or_default(),
                         _ => it.error.clone().unwrap_or_default(),
                     }

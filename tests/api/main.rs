@@ -6,6 +6,7 @@ mod argyll_examples;
 mod async_steps;
 mod bulk;
 mod cluster;
+mod docs;
 mod flows;
 mod helpers;
 mod lanes;
