@@ -206,7 +206,6 @@ async fn migrate(args: &ServeArgs) -> Result<()> {
 }
 
 async fn serve(mut config: Config, schema: tartan_store::Schema) -> Result<()> {
-    let traces = telemetry::init_traces()?;
     let open_files = nofile::raise();
     let max_connections = nofile::max_connections(config.max_connections, open_files);
     config.server.max_connections = max_connections;
@@ -234,6 +233,8 @@ async fn serve(mut config: Config, schema: tartan_store::Schema) -> Result<()> {
     // One live process per node id: two would take each other's leases for
     // their own (docs/durability.md). Held until the process ends.
     let _node = store.hold_node(&node_id).await?;
+    // Spans name the engine (`service.instance.id`): its node id.
+    let traces = telemetry::init_traces(&node_id)?;
     let engine_config = EngineConfig {
         node_id,
         webhook_base_url: config

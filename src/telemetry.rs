@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use opentelemetry::trace::TracerProvider as _;
-use opentelemetry::{InstrumentationScope, Key, Value};
+use opentelemetry::{InstrumentationScope, Key, KeyValue, Value};
 use opentelemetry_otlp::{Protocol, WithExportConfig as _};
 use opentelemetry_sdk::trace::SdkTracerProvider;
 use opentelemetry_sdk::Resource;
@@ -49,7 +49,7 @@ impl Drop for TraceGuard {
 /// `OTEL_EXPORTER_OTLP_ENDPOINT` is set, or when `OTEL_SDK_DISABLED=true`.
 /// The exporter and the SDK read the other standard variables themselves
 /// (headers, timeout, sampler, batch sizes, resource attributes).
-pub fn init_traces() -> Result<Option<TraceGuard>> {
+pub fn init_traces(node_id: &str) -> Result<Option<TraceGuard>> {
     let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
     if var("OTEL_SDK_DISABLED").is_some_and(|v| v.trim().eq_ignore_ascii_case("true")) {
         return Ok(None);
@@ -77,13 +77,25 @@ pub fn init_traces() -> Result<Option<TraceGuard>> {
         .with_protocol(protocol)
         .build()
         .context("setting up the OTLP trace exporter")?;
-    let mut resource = Resource::builder().build();
-    let named = resource
+    // The release and the engine every span comes from, unless the
+    // environment (`OTEL_RESOURCE_ATTRIBUTES`) says otherwise.
+    let detected = Resource::builder().build();
+    let named = detected
         .get(&Key::from_static_str("service.name"))
         .is_some_and(|name| name != Value::from("unknown_service"));
+    let mut builder = Resource::builder();
     if !named {
-        resource = Resource::builder().with_service_name(SERVICE_NAME).build();
+        builder = builder.with_service_name(SERVICE_NAME);
     }
+    for (key, value) in [
+        ("service.version", env!("CARGO_PKG_VERSION")),
+        ("service.instance.id", node_id),
+    ] {
+        if detected.get(&Key::from_static_str(key)).is_none() {
+            builder = builder.with_attribute(KeyValue::new(key, value.to_string()));
+        }
+    }
+    let resource = builder.build();
     // The batch processor: a bounded queue (OTEL_BSP_MAX_QUEUE_SIZE, spans
     // beyond it are dropped) emptied by a thread of its own, so a slow or
     // unreachable collector never holds up the engine.

@@ -28,11 +28,15 @@ pub const MAX_CURSOR_LEN: usize = 32 + MAX_ID_LEN;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct StartFlow {
+    // `id` and `goals` are required: an absent one is refused by `parse`,
+    // with a 400 naming it, rather than by the JSON's shape.
+    /// The flow's id, sanitised; required.
     #[serde(default)]
-    #[cfg_attr(feature = "openapi", schema(max_length = 256))]
+    #[cfg_attr(feature = "openapi", schema(required, max_length = 256))]
     pub id: String,
+    /// The steps whose completion is the point of the flow; required.
     #[serde(default)]
-    #[cfg_attr(feature = "openapi", schema(min_items = 1, max_items = 64))]
+    #[cfg_attr(feature = "openapi", schema(required, min_items = 1, max_items = 64))]
     pub goals: Vec<String>,
     #[serde(default)]
     #[cfg_attr(feature = "openapi", schema(value_type = BTreeMap<String, Vec<Value>>))]
@@ -66,7 +70,9 @@ pub struct FlowStart {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct PlanRequest {
+    /// The goal steps; required.
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(required, min_items = 1, max_items = 64))]
     pub goals: Vec<String>,
     #[serde(default)]
     #[cfg_attr(feature = "openapi", schema(value_type = BTreeMap<String, Vec<Value>>))]

@@ -23,8 +23,11 @@ pub(crate) struct Call {
     pub spec: tartan_core::machine::Call,
     /// An async step's signed webhook URL (`Argyll-Webhook-URL`).
     pub webhook_url: Option<String>,
-    /// The flow's trace (docs/operating.md, "Traces").
+    /// The flow's trace (docs/operating.md, "Traces"), under the decision
+    /// that made the call.
     pub trace: Option<traces::FlowIds>,
+    /// The caller's `tracestate`, kept with the flow, sent on.
+    pub tracestate: Option<std::sync::Arc<str>>,
 }
 
 /// Fill the template's placeholders, each value encoded for where it
@@ -143,11 +146,15 @@ pub(crate) async fn perform(
         (Some(tracer), Some(flow)) => Some(traces::call_span(
             tracer,
             flow,
-            &call.spec.flow_id,
-            &call.spec.step.id,
-            &call.spec.token,
-            call.spec.attempt,
-            call.spec.is_compensation(),
+            &traces::CallAbout {
+                flow_id: &call.spec.flow_id,
+                step_id: &call.spec.step.id,
+                token: &call.spec.token,
+                attempt: call.spec.attempt,
+                compensate: call.spec.is_compensation(),
+                method: call.spec.method.as_str(),
+                template: &call.spec.endpoint,
+            },
         )),
         _ => None,
     };
@@ -194,6 +201,9 @@ async fn exchange(
         .header("Argyll-Receipt-Token", &spec.token)
         .header("Tartan-Attempt", spec.attempt.to_string())
         .header("traceparent", traceparent);
+    if let Some(state) = &call.tracestate {
+        req = req.header("tracestate", &**state);
+    }
     if let Some(hook) = &call.webhook_url {
         req = req.header("Argyll-Webhook-URL", hook);
     }

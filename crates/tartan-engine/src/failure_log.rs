@@ -1,14 +1,20 @@
 //! A WARN line for every step attempt that failed and every flow that
 //! failed (docs/operating.md, "Logs"), once the decision that records it is
 //! committed: flow id, step id, attempt and class as fields, which JSON
-//! logs keep as keys, so that a log search finds them without the API.
+//! logs keep as keys, so that a log search finds them without the API; and
+//! the flow's trace id, which leads from the line to the flow's trace.
 
-use tartan_core::flow::FlowEvent;
+use tartan_core::flow::{FlowEvent, FlowTrace};
 
 /// The failures one decision records; empty (and not allocated) for the
 /// decisions of the hot path that record none.
 #[derive(Debug, Default)]
-pub(crate) struct FailureLines(Vec<Line>);
+pub(crate) struct FailureLines {
+    lines: Vec<Line>,
+    /// The flow's trace (docs/operating.md, "Traces"); `-` for a flow
+    /// started before traces were kept.
+    trace_id: Option<String>,
+}
 
 #[derive(Debug)]
 enum Line {
@@ -31,7 +37,7 @@ enum Line {
 
 impl FailureLines {
     /// Read from a decision's events, before they go to the store.
-    pub(crate) fn of(events: &[FlowEvent]) -> Self {
+    pub(crate) fn of(events: &[FlowEvent], trace: Option<&FlowTrace>) -> Self {
         let mut lines = Vec::new();
         for event in events {
             match event {
@@ -81,12 +87,16 @@ impl FailureLines {
                 _ => {}
             }
         }
-        FailureLines(lines)
+        let trace_id = (!lines.is_empty())
+            .then(|| trace.map(|t| t.trace_id.clone()))
+            .flatten();
+        FailureLines { lines, trace_id }
     }
 
     /// Log them: their decision is committed.
     pub(crate) fn emit(&self) {
-        for line in &self.0 {
+        let trace_id = self.trace_id.as_deref().unwrap_or("-");
+        for line in &self.lines {
             match line {
                 Line::Attempt {
                     flow_id,
@@ -106,10 +116,10 @@ impl FailureLines {
                     };
                     tracing::warn!(
                         %flow_id, %step_id, %token, attempt, class, http_status, retry_state = final_state,
-                        "step attempt failed, {next}: {error}"
+                        trace_id, "step attempt failed, {next}: {error}"
                     )
                 }
-                Line::Flow { flow_id, error } => tracing::warn!(%flow_id, "flow failed: {error}"),
+                Line::Flow { flow_id, error } => tracing::warn!(%flow_id, trace_id, "flow failed: {error}"),
             }
         }
     }

@@ -263,6 +263,7 @@ mod tests {
                 },
                 webhook_url: None,
                 trace: None,
+                tracestate: None,
             },
             id: n as u64,
             cancel: CancellationToken::new(),

@@ -49,6 +49,16 @@ impl FlowIds {
         })
     }
 
+    /// The same trace under `span` (the decision that made a call), so
+    /// that the call's span is the decision's child: start → decision →
+    /// call. Without a span, what follows hangs off the start span.
+    pub(crate) fn under(self, span: Option<&Span>) -> FlowIds {
+        match span.map(|s| s.span_context().span_id()) {
+            Some(span_id) if span_id != SpanId::INVALID => FlowIds { span_id, ..self },
+            _ => self,
+        }
+    }
+
     /// The flow's start span, as the parent of the spans that follow it.
     fn parent(&self) -> Context {
         let flags = if self.sampled {
@@ -103,16 +113,54 @@ pub(crate) fn parse_traceparent(header: &str) -> Option<SpanContext> {
     span.is_valid().then_some(span)
 }
 
-/// A new flow's trace: the caller's, when its `traceparent` is valid, else
-/// a trace of its own. The flow's start span gets a fresh id either way.
-pub(crate) fn new_flow_trace(traceparent: Option<&str>) -> FlowTrace {
+/// The trace context a caller sent with a flow start (W3C Trace Context).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CallerTrace<'a> {
+    /// The `traceparent` header, when there was exactly one.
+    pub traceparent: Option<&'a str>,
+    /// The `tracestate` headers, joined with `,` as the W3C says.
+    pub tracestate: Option<&'a str>,
+}
+
+/// The longest `tracestate` kept: what W3C Trace Context asks every
+/// platform to pass on at least. A longer one is dropped whole.
+const MAX_TRACESTATE: usize = 512;
+
+/// A caller's `tracestate`, when it is one to keep: with a valid
+/// `traceparent` (the W3C ignores it otherwise), at most 512 characters,
+/// and a well-formed list of `key=value` members.
+fn kept_tracestate(tracestate: Option<&str>) -> Option<String> {
+    let text = tracestate?.trim().trim_matches(',').trim();
+    if text.is_empty() || text.len() > MAX_TRACESTATE {
+        return None;
+    }
+    let members: Vec<(&str, &str)> = text
+        .split(',')
+        .map(str::trim)
+        .filter(|m| !m.is_empty())
+        .map(|m| m.split_once('='))
+        .collect::<Option<_>>()?;
+    let state = TraceState::from_key_value(members).ok()?;
+    Some(state.header())
+}
+
+/// The trace id of a valid `traceparent`, for a request's log lines.
+pub fn trace_id_of(traceparent: &str) -> Option<String> {
+    parse_traceparent(traceparent).map(|span| span.trace_id().to_string())
+}
+
+/// A new flow's trace: the caller's, when its `traceparent` is valid (with
+/// its `tracestate`), else a trace of its own. The flow's start span gets a
+/// fresh id either way.
+pub(crate) fn new_flow_trace(caller: CallerTrace<'_>) -> FlowTrace {
     let span_id = nonzero_span_id();
-    match traceparent.and_then(parse_traceparent) {
-        Some(caller) => FlowTrace {
-            trace_id: caller.trace_id().to_string(),
+    match caller.traceparent.and_then(parse_traceparent) {
+        Some(parent) => FlowTrace {
+            trace_id: parent.trace_id().to_string(),
             span_id: span_id.to_string(),
-            parent_id: Some(caller.span_id().to_string()),
-            sampled: caller.is_sampled(),
+            parent_id: Some(parent.span_id().to_string()),
+            sampled: parent.is_sampled(),
+            state: kept_tracestate(caller.tracestate),
         },
         None => {
             let mut trace_id = 0u128;
@@ -125,6 +173,7 @@ pub(crate) fn new_flow_trace(traceparent: Option<&str>) -> FlowTrace {
                 parent_id: None,
                 // No caller to follow: steps are told they may record.
                 sampled: true,
+                state: None,
             }
         }
     }
@@ -152,16 +201,26 @@ pub(crate) fn start_span(tracer: &Tracer, flow_id: &str, trace: &mut FlowTrace) 
                 TraceFlags::default()
             },
             true,
-            TraceState::default(),
+            trace
+                .state
+                .as_deref()
+                .and_then(|s| s.parse().ok())
+                .unwrap_or_default(),
         )),
         _ => Context::new(),
     };
+    // With the HTTP semantic conventions' attributes of the request the
+    // flow started from.
     let span = tracer
         .span_builder("tartan.flow.start")
         .with_kind(SpanKind::Server)
         .with_trace_id(ids.trace_id)
         .with_span_id(ids.span_id)
-        .with_attributes([KeyValue::new(FLOW_ID, flow_id.to_string())])
+        .with_attributes([
+            KeyValue::new(FLOW_ID, flow_id.to_string()),
+            KeyValue::new("http.request.method", "POST"),
+            KeyValue::new("http.route", "/engine/flow"),
+        ])
         .start_with_context(tracer, &parent);
     trace.sampled = span.span_context().is_sampled();
     Some(span)
@@ -262,24 +321,48 @@ impl<'a> Decision<'a> {
     }
 }
 
-/// The span of one call (attempt) of a work item: a child of the flow's
-/// start span.
-pub(crate) fn call_span(
-    tracer: &Tracer,
-    flow: FlowIds,
-    flow_id: &str,
-    step_id: &str,
-    token: &str,
-    attempt: u32,
-    compensate: bool,
-) -> Span {
+/// What a call is, for its span.
+pub(crate) struct CallAbout<'a> {
+    pub flow_id: &'a str,
+    pub step_id: &'a str,
+    pub token: &'a str,
+    pub attempt: u32,
+    pub compensate: bool,
+    pub method: &'a str,
+    /// The step's endpoint as registered, placeholders unfilled: no input
+    /// value reaches the span.
+    pub template: &'a str,
+}
+
+/// The span of one call (attempt) of a work item: a child of the decision
+/// that made it (or of the flow's start span), with the attributes of the
+/// HTTP semantic conventions for a client request.
+pub(crate) fn call_span(tracer: &Tracer, flow: FlowIds, about: &CallAbout<'_>) -> Span {
     let mut attributes = vec![
-        KeyValue::new(FLOW_ID, flow_id.to_string()),
-        KeyValue::new(STEP_ID, step_id.to_string()),
-        KeyValue::new(TOKEN, token.to_string()),
-        KeyValue::new(ATTEMPT, i64::from(attempt)),
+        KeyValue::new(FLOW_ID, about.flow_id.to_string()),
+        KeyValue::new(STEP_ID, about.step_id.to_string()),
+        KeyValue::new(TOKEN, about.token.to_string()),
+        KeyValue::new(ATTEMPT, i64::from(about.attempt)),
+        KeyValue::new("http.request.method", about.method.to_string()),
+        KeyValue::new("url.template", about.template.to_string()),
     ];
-    if compensate {
+    // Retries are attempts after the first (`http.request.resend_count`).
+    if about.attempt > 1 {
+        attributes.push(KeyValue::new(
+            "http.request.resend_count",
+            i64::from(about.attempt - 1),
+        ));
+    }
+    if let Ok(url) = reqwest::Url::parse(about.template) {
+        attributes.push(KeyValue::new("url.scheme", url.scheme().to_string()));
+        if let Some(host) = url.host_str() {
+            attributes.push(KeyValue::new("server.address", host.to_string()));
+        }
+        if let Some(port) = url.port_or_known_default() {
+            attributes.push(KeyValue::new("server.port", i64::from(port)));
+        }
+    }
+    if about.compensate {
         attributes.push(KeyValue::new("tartan.compensate", true));
     }
     tracer
@@ -304,6 +387,17 @@ pub(crate) fn end_call_span(span: &mut Span, result: &AttemptResult) {
     if let Some(status) = status {
         span.set_attribute(KeyValue::new("http.response.status_code", i64::from(status)));
     }
+    // `error.type`: the status code when there is one, else what failed.
+    let error_type = match result {
+        AttemptResult::Success { .. } | AttemptResult::Memoized { .. } => None,
+        AttemptResult::TimedOut { .. } => Some("timeout".to_string()),
+        AttemptResult::Failure { .. } => {
+            Some(status.map_or_else(|| "transport".to_string(), |s| s.to_string()))
+        }
+    };
+    if let Some(error_type) = error_type {
+        span.set_attribute(KeyValue::new("error.type", error_type));
+    }
     match result {
         AttemptResult::Success { .. } | AttemptResult::Memoized { .. } => {}
         AttemptResult::TimedOut { .. } => span.set_status(Status::error("timed out")),
@@ -322,7 +416,7 @@ pub(crate) fn call_traceparent(flow: Option<FlowIds>, span: Option<&Span>) -> St
         }
         (Some(flow), None) => (flow.trace_id, nonzero_span_id(), flow.sampled),
         (None, None) => {
-            let fresh = new_flow_trace(None);
+            let fresh = new_flow_trace(CallerTrace::default());
             return format!("00-{}-{}-01", fresh.trace_id, fresh.span_id);
         }
     };
@@ -337,12 +431,16 @@ mod tests {
     #[test]
     fn only_a_valid_traceparent_is_continued() {
         let caller = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
-        let t = new_flow_trace(Some(caller));
+        let t = new_flow_trace(CallerTrace {
+            traceparent: Some(caller),
+            tracestate: Some("vendor=abc, other=x1"),
+        });
+        assert_eq!(t.state.as_deref(), Some("vendor=abc,other=x1"));
         assert_eq!(t.trace_id, "4bf92f3577b34da6a3ce929d0e0e4736");
         assert_eq!(t.parent_id.as_deref(), Some("00f067aa0ba902b7"));
         assert!(t.sampled);
         assert_eq!(t.span_id.len(), 16);
-        let unsampled = new_flow_trace(Some("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00"));
+        let unsampled = new_flow_trace(traced("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00"));
         assert!(!unsampled.sampled);
         for bad in [
             "",
@@ -356,16 +454,62 @@ mod tests {
             "00-+bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
             "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-extra",
         ] {
-            let t = new_flow_trace(Some(bad));
+            let t = new_flow_trace(CallerTrace {
+                traceparent: Some(bad),
+                tracestate: Some("vendor=abc"),
+            });
+            assert_eq!(t.state, None, "{bad:?}: a tracestate without a valid traceparent");
             assert_eq!(t.parent_id, None, "{bad:?} was continued");
             assert_ne!(t.trace_id, "4bf92f3577b34da6a3ce929d0e0e4736", "{bad:?}");
             assert_eq!(t.trace_id.len(), 32);
         }
     }
 
+    fn traced(traceparent: &str) -> CallerTrace<'_> {
+        CallerTrace {
+            traceparent: Some(traceparent),
+            tracestate: None,
+        }
+    }
+
+    #[test]
+    fn only_a_wellformed_tracestate_of_at_most_512_characters_is_kept() {
+        let caller = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+        let kept = |state: &str| {
+            new_flow_trace(CallerTrace {
+                traceparent: Some(caller),
+                tracestate: Some(state),
+            })
+            .state
+        };
+        assert_eq!(
+            kept("rojo=00f067aa0ba902b7").as_deref(),
+            Some("rojo=00f067aa0ba902b7")
+        );
+        // Values are at most 256 characters; four members make 512 in all.
+        let members = |first: usize| {
+            format!(
+                "k0={},k1={},k2={},k3={}",
+                "b".repeat(first),
+                "b".repeat(124),
+                "b".repeat(124),
+                "b".repeat(124)
+            )
+        };
+        assert_eq!(kept(&members(125)).map(|s| s.len()), Some(512));
+        for bad in [
+            "".to_string(),
+            "no-equals".to_string(),
+            "Upper=1".to_string(),
+            members(126),
+        ] {
+            assert_eq!(kept(&bad), None, "{bad:?}");
+        }
+    }
+
     #[test]
     fn a_call_carries_the_flow_trace() {
-        let t = new_flow_trace(Some("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00"));
+        let t = new_flow_trace(traced("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00"));
         let header = call_traceparent(FlowIds::of(&t), None);
         assert!(
             header.starts_with("00-4bf92f3577b34da6a3ce929d0e0e4736-"),

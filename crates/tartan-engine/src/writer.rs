@@ -79,7 +79,11 @@ async fn run(
         tallies.clear();
         tallies.extend(commits.iter().map(|c| Tally::of(&c.events)));
         failures.clear();
-        failures.extend(commits.iter().map(|c| FailureLines::of(&c.events)));
+        failures.extend(
+            commits
+                .iter()
+                .map(|c| FailureLines::of(&c.events, c.state.trace.as_deref())),
+        );
         // The event streams' copy, made only while someone listens
         // (docs/api.md, "Event streams"); held so that a stream opened
         // meanwhile reads these events from the store.
@@ -133,9 +137,12 @@ async fn run(
         for (((reply, result), tally), failed) in
             replies.into_iter().zip(results).zip(&tallies).zip(&failures)
         {
-            if result.is_ok() {
-                metrics.committed(tally);
-                failed.emit();
+            match &result {
+                Ok(_) => {
+                    metrics.committed(tally);
+                    failed.emit();
+                }
+                Err(e) => metrics.db.commit_failed(e),
             }
             // The asker may have gone away (request cancelled); the commit stands.
             let _ = reply.send(result.map(|_| ()));

@@ -115,8 +115,21 @@ fn refusals(path: &str, method: &Method, operation: &mut Operation) {
             400,
             "The body is not JSON, or a field has the wrong type",
         );
+        add(
+            operation,
+            408,
+            "The body did not arrive in time (TARTAN_BODY_TIMEOUT)",
+        );
         add(operation, 413, "The body is over its limit");
-        add(operation, 415, "The body is not `application/json`");
+    }
+    // Every write, with a body or without (`security::require_json`): a
+    // form post from a web page is refused.
+    if matches!(*method, Method::POST | Method::PUT) {
+        let wanted = match path.starts_with("/webhook/") {
+            true => "`application/json` or `application/problem+json`",
+            false => "`application/json`, even without a body",
+        };
+        add(operation, 415, &format!("The `Content-Type` is not {wanted}"));
     }
 }
 

@@ -80,9 +80,13 @@ pub(crate) fn routes() -> axum::Router<Engine> {
     documented().split_for_parts().0
 }
 
-/// `GET /ui`: the dashboard, as at `/ui/` (its files are named by absolute
-/// paths, so both addresses work).
-#[utoipa::path(get, path = "/ui", tag = "ui", security(()),
+/// The dashboard's page, as at `/ui/`.
+///
+/// The same page as `GET /ui/` (its files are named by absolute paths, so
+/// both addresses work). Open: it holds no data; its scripts read the API
+/// with the token the user gives. Absent when the server runs with
+/// `ui = false`.
+#[utoipa::path(get, path = "/ui", tag = "ui", operation_id = "getDashboard", security(()),
     responses(
         (status = 200, description = "The dashboard's page (docs/ui.md)", content_type = "text/html"),
         (status = 304, description = "Not changed since the ETag given"),
@@ -91,8 +95,12 @@ pub(crate) async fn bare(headers: HeaderMap) -> Response {
     serve("index.html", &headers)
 }
 
-/// `GET /ui/`: the dashboard.
-#[utoipa::path(get, path = "/ui/", tag = "ui", security(()),
+/// The dashboard's page.
+///
+/// Open: it holds no data; its scripts read the API with the token the
+/// user gives. Answers `304` to an `If-None-Match` of its current `ETag`.
+/// Absent when the server runs with `ui = false`.
+#[utoipa::path(get, path = "/ui/", tag = "ui", operation_id = "getDashboardIndex", security(()),
     responses(
         (status = 200, description = "The dashboard's page (docs/ui.md)", content_type = "text/html"),
         (status = 304, description = "Not changed since the ETag given"),
@@ -101,8 +109,12 @@ pub(crate) async fn index(headers: HeaderMap) -> Response {
     serve("index.html", &headers)
 }
 
-/// `GET /ui/{file}`: one of the dashboard's scripts, its style sheet or its icon.
-#[utoipa::path(get, path = "/ui/{file}", tag = "ui", security(()),
+/// One of the dashboard's scripts, its style sheet or its icon.
+///
+/// Open, like the page; `304` to an `If-None-Match` of its current `ETag`,
+/// `404` for a file the dashboard does not have. Absent when the server
+/// runs with `ui = false`.
+#[utoipa::path(get, path = "/ui/{file}", tag = "ui", operation_id = "getDashboardFile", security(()),
     params(("file" = String, Path, description = "A file of the dashboard, such as app.js")),
     responses(
         (status = 200, description = "The file"),

@@ -1,6 +1,9 @@
 //! The store's connections: a pool per use, and the turns of the API's
 //! reads (docs/durability.md, "Connection pools").
 
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
 use sqlx::any::{AnyArguments, AnyRow};
 use sqlx::pool::PoolConnection;
 use sqlx::{Any, AnyPool};
@@ -31,6 +34,30 @@ pub(crate) struct SqlStore {
     /// (BENCHMARKS.md, "The relay, and the commit path"). One that fails as
     /// unreachable is let go, and the next commit takes a checked one.
     pub(crate) committer: tokio::sync::Mutex<Option<PoolConnection<Any>>>,
+    /// Commits waiting for `committer` (and for a connection when none is
+    /// kept), and API reads for their turn: the waits the metrics show.
+    pub(crate) commit_waits: Waits,
+    pub(crate) api_waits: Waits,
+}
+
+/// How often, and how long in all, something waited for a connection.
+#[derive(Debug, Default)]
+pub(crate) struct Waits {
+    count: AtomicU64,
+    nanos: AtomicU64,
+}
+
+impl Waits {
+    fn record(&self, waited: Duration) {
+        self.count.fetch_add(1, Ordering::Relaxed);
+        let nanos = u64::try_from(waited.as_nanos()).unwrap_or(u64::MAX);
+        self.nanos.fetch_add(nanos, Ordering::Relaxed);
+    }
+
+    fn read(&self) -> (u64, f64) {
+        let nanos = self.nanos.load(Ordering::Relaxed);
+        (self.count.load(Ordering::Relaxed), nanos as f64 / 1e9)
+    }
 }
 
 /// How long an API read waits for its turn before it is answered 503.
@@ -43,11 +70,13 @@ impl SqlStore {
         &self,
         query: sqlx::query::Query<'q, Any, AnyArguments<'q>>,
     ) -> Result<Vec<AnyRow>, StoreError> {
+        let started = Instant::now();
         let mut kept = self.committer.lock().await;
         let conn = match kept.as_mut() {
             Some(conn) => conn,
             None => kept.insert(self.write.acquire().await?),
         };
+        self.commit_waits.record(started.elapsed());
         query.fetch_all(&mut **conn).await.map_err(|e| {
             let e = StoreError::from(e);
             if matches!(e, StoreError::Unavailable(_)) {
@@ -60,14 +89,56 @@ impl SqlStore {
         })
     }
 
+    /// A batch commit's transaction on the write pool (SQLite's one writer;
+    /// Postgres when a batch cannot go in one statement), its wait for the
+    /// connection counted with the commits' (`commit_waits`; the `BEGIN`'s
+    /// round trip is in it too).
+    pub(crate) async fn begin_commit(&self) -> Result<sqlx::Transaction<'static, Any>, sqlx::Error> {
+        let started = Instant::now();
+        let tx = self.write.begin().await;
+        self.commit_waits.record(started.elapsed());
+        tx
+    }
+
     /// An API read's turn (docs/durability.md, "Connection pools").
     pub(crate) async fn api_turn(&self) -> Result<tokio::sync::SemaphorePermit<'_>, StoreError> {
-        match tokio::time::timeout(API_TURN_WAIT, self.api_turns.acquire()).await {
+        let started = Instant::now();
+        let turn = tokio::time::timeout(API_TURN_WAIT, self.api_turns.acquire()).await;
+        self.api_waits.record(started.elapsed());
+        match turn {
             Ok(Ok(turn)) => Ok(turn),
             Ok(Err(_)) => Err(StoreError::Unavailable("the store is closed".into())),
             Err(_) => Err(StoreError::Unavailable(format!(
                 "every API read connection busy for {API_TURN_WAIT:?} (TARTAN_DB_READ_POOL)"
             ))),
+        }
+    }
+}
+
+impl crate::traits::PoolStats for SqlStore {
+    fn pools(&self) -> Vec<crate::traits::PoolReading> {
+        let reading = |pool: &'static str, of: &AnyPool, waits: Option<&Waits>| {
+            let (waits, wait_seconds) = waits.map_or((0, 0.0), Waits::read);
+            crate::traits::PoolReading {
+                pool,
+                size: of.size(),
+                idle: u32::try_from(of.num_idle()).unwrap_or(u32::MAX),
+                max: of.options().get_max_connections(),
+                waits,
+                wait_seconds,
+            }
+        };
+        match self.backend {
+            // One pool for the engine's reads and writes.
+            Backend::Postgres => vec![
+                reading("engine", &self.write, Some(&self.commit_waits)),
+                reading("api", &self.api, Some(&self.api_waits)),
+            ],
+            Backend::Sqlite => vec![
+                reading("write", &self.write, Some(&self.commit_waits)),
+                reading("read", &self.read, None),
+                reading("api", &self.api, Some(&self.api_waits)),
+            ],
         }
     }
 }

@@ -65,6 +65,8 @@ pub(crate) async fn open(url: &str, pools: &crate::Pools, schema: Schema) -> Res
         listen_url: Some(url.to_string()),
         sqlite_path: None,
         committer: tokio::sync::Mutex::new(None),
+        commit_waits: Default::default(),
+        api_waits: Default::default(),
     })
 }
 

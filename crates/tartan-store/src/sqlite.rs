@@ -97,6 +97,8 @@ pub(crate) async fn open(url: &str, pools: &crate::Pools, schema: Schema) -> Res
         listen_url: None,
         sqlite_path: Some(sqlite_path),
         committer: tokio::sync::Mutex::new(None),
+        commit_waits: Default::default(),
+        api_waits: Default::default(),
     })
 }
 

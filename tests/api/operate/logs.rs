@@ -17,13 +17,28 @@ async fn failed_attempts_and_flows_are_warned_of_with_their_ids() {
         return;
     };
     let svc = StepServer::start(|_, _| json_reply(500, json!({"error": "the ledger is down"}))).await;
-    let bin = spawn_binary_with(&db, "warn-node", &[("TARTAN_LOG_FORMAT", "json")]).await;
+    let bin = spawn_binary_with(
+        &db,
+        "warn-node",
+        &[("TARTAN_LOG_FORMAT", "json"), ("RUST_LOG", "info")],
+    )
+    .await;
     let mut step = sync_step("ledger", &svc.url("/l"), &["x"], &["y"]);
     step["work_config"] = json!({"max_attempts": 2, "backoff_type": "fixed", "init_backoff": 10});
     register(&bin, vec![step]).await;
     let start = json!({"id": "pay-7", "goals": ["ledger"], "init": {"x": ["1"]}});
-    let (status, body) = call(&bin, reqwest::Method::POST, "/engine/flow", Some(start)).await;
-    assert_eq!(status, 201, "{body}");
+    let resp = reqwest::Client::new()
+        .post(format!("http://{}/engine/flow", bin.addr))
+        .header("Content-Type", "application/json")
+        .header("traceparent", format!("00-{TRACE}-00f067aa0ba902b7-01"))
+        .body(start.to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status().as_u16(), 201);
+    // A probe: not at INFO.
+    let (status, _) = call(&bin, reqwest::Method::GET, "/ready", None).await;
+    assert_eq!(status, 200);
     assert_eq!(wait_for_terminal(&bin, "pay-7").await["status"], "failed");
 
     let warnings = || -> Vec<Value> {
@@ -70,4 +85,33 @@ async fn failed_attempts_and_flows_are_warned_of_with_their_ids() {
         flow["message"].as_str().unwrap().starts_with("flow failed: "),
         "{flow}"
     );
+    // Each names the flow's trace: the caller's.
+    for line in [first, second, flow] {
+        assert_eq!(line["trace_id"], TRACE, "{line}");
+    }
+    // The request's line and the lines within it name the caller's trace;
+    // the start's lines name the flow's start span too.
+    let log: Vec<Value> = bin
+        .log
+        .lock()
+        .unwrap()
+        .iter()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .collect();
+    let request = log
+        .iter()
+        .find(|l| l["message"] == "request" && l["route"] == "/engine/flow")
+        .unwrap_or_else(|| panic!("no request line: {log:#?}"));
+    assert_eq!(request["trace_id"], TRACE, "{request}");
+    assert!(
+        !log.iter()
+            .any(|l| l["message"] == "request" && l["route"] == "/ready"),
+        "probes are logged at DEBUG: {log:#?}"
+    );
+    // Its span: the flow's trace and start span.
+    let flow = wait_for_terminal(&bin, "pay-7").await;
+    assert_eq!(request["span"]["trace_id"], TRACE, "{request}");
+    assert_eq!(request["span"]["span_id"], flow["trace"]["span_id"], "{request}");
 }
+
+const TRACE: &str = "4bf92f3577b34da6a3ce929d0e0e4736";

@@ -480,3 +480,62 @@ async fn the_build_and_the_process_are_in_the_metrics() {
     assert!(value("process_max_fds") >= value("process_open_fds"));
     assert!(value("process_cpu_seconds_total") > 0.0);
 }
+
+/// Every family docs/operating.md lists, as a fresh process exposes it:
+/// named in a `# TYPE` line before anything happened, and the series of
+/// known label values at zero, so that a dashboard's rate or an alert's
+/// ratio is 0, not absent, on an idle engine.
+#[tokio::test]
+async fn a_fresh_process_exposes_every_family_and_its_known_series_at_zero() {
+    let Some(app) = spawn_app(Backend::Sqlite).await else {
+        return;
+    };
+    let text = app
+        .client
+        .get(app.url("/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let docs = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/operating.md")).unwrap();
+    let table = docs
+        .split("### What is measured")
+        .nth(1)
+        .and_then(|rest| rest.split("\n### ").next())
+        .expect("docs/operating.md, \"What is measured\"");
+    // Each row's first cell names one family or several (`a`, `b`), as
+    // exposed: a counter with `_total` and an info with `_info`, which the
+    // `# TYPE` line leaves out.
+    let mut families = Vec::new();
+    for row in table.lines().filter(|l| l.starts_with("| `")) {
+        let first = row.split('|').nth(1).unwrap_or_default();
+        for name in first.split('`').skip(1).step_by(2) {
+            families.push(
+                name.trim_end_matches("_total")
+                    .trim_end_matches("_info")
+                    .to_string(),
+            );
+        }
+    }
+    assert!(families.len() > 40, "{families:?}");
+    for family in &families {
+        let described = text
+            .lines()
+            .any(|l| l.strip_prefix("# TYPE ").and_then(|t| t.split(' ').next()) == Some(family));
+        assert!(described, "no `# TYPE {family}` in a fresh scrape:\n{text}");
+    }
+    for series in [
+        r#"tartan_flows_finished_total{status="failed"} 0"#,
+        r#"tartan_flow_starts_refused_total{reason="unavailable"} 0"#,
+        r#"tartan_webhooks_total{kind="result",result="forbidden"} 0"#,
+        r#"tartan_bulk_flows_total{action="retry",result="failed"} 0"#,
+        r#"tartan_catalog_reloads_total{reason="other_process"} 0"#,
+        r#"tartan_commit_errors_total{kind="unavailable"} 0"#,
+        r#"tartan_db_pool_max_connections{pool="api"} "#,
+        r#"tartan_db_pool_connections{pool="write",state="in_use"} "#,
+    ] {
+        assert!(text.contains(series), "no {series} in a fresh scrape:\n{text}");
+    }
+}

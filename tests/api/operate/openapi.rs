@@ -179,3 +179,89 @@ async fn the_document_sits_behind_the_api_tokens() {
     let body: Value = read.json().await.unwrap_or_default();
     assert!(body["paths"]["/engine/flow"].is_object());
 }
+
+/// What a client generator needs of each operation (clients/README.md): a
+/// unique camelCase `operationId` (a function's name in the clients), a
+/// summary and a description; an example for every request body; and the
+/// fields a start and a step registration cannot do without marked
+/// required. `.ci/api-check` validates the whole document with
+/// openapi-spec-validator; this fails first, without Python.
+#[tokio::test]
+async fn every_operation_has_a_unique_id_a_summary_a_description_and_body_examples() {
+    let Some(app) = spawn_app(Backend::Sqlite).await else {
+        return;
+    };
+    let doc = app.get("/openapi.json").await.body;
+    let mut ids = BTreeSet::new();
+    let mut faults = Vec::new();
+    for (path, item) in doc["paths"].as_object().cloned().unwrap_or_default() {
+        for (method, op) in item.as_object().cloned().unwrap_or_default() {
+            let at = format!("{} {path}", method.to_uppercase());
+            let id = op["operationId"].as_str().unwrap_or_default();
+            let camel = id.chars().next().is_some_and(|c| c.is_ascii_lowercase())
+                && id.chars().all(|c| c.is_ascii_alphanumeric());
+            if !camel {
+                faults.push(format!("{at}: operationId {id:?} is not camelCase"));
+            }
+            if !ids.insert(id.to_string()) {
+                faults.push(format!("{at}: operationId {id:?} is not unique"));
+            }
+            for field in ["summary", "description"] {
+                if op[field].as_str().unwrap_or_default().trim().is_empty() {
+                    faults.push(format!("{at}: no {field}"));
+                }
+            }
+            if op["summary"].as_str().unwrap_or_default().contains('\n') {
+                faults.push(format!("{at}: the summary is more than one line"));
+            }
+            if let Some(content) = op["requestBody"]["content"].as_object() {
+                for (media, body) in content {
+                    if body["example"].is_null() && body["examples"].is_null() {
+                        faults.push(format!("{at}: the {media} body has no example"));
+                    }
+                }
+            }
+        }
+    }
+    assert!(faults.is_empty(), "{faults:#?}");
+    assert!(
+        ids.contains("startFlow") && ids.contains("registerStep"),
+        "{ids:?}"
+    );
+
+    let required = |schema: &str| -> BTreeSet<String> {
+        doc["components"]["schemas"][schema]["required"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|v| v.as_str().map(String::from))
+            .collect()
+    };
+    for (schema, fields) in [
+        ("StartFlow", &["id", "goals"][..]),
+        ("PlanRequest", &["goals"]),
+        ("Step", &["id", "name", "type"]),
+        ("HttpConfig", &["endpoint"]),
+        ("AttributeSpec", &["role"]),
+    ] {
+        let marked = required(schema);
+        for field in fields {
+            assert!(
+                marked.contains(*field),
+                "{schema}.{field} is not required: {marked:?}"
+            );
+        }
+    }
+    // Every write may meet the JSON-only rule, with a body or without.
+    for (path, method) in [
+        ("/engine/flow", "post"),
+        ("/engine/flow/{id}/cancel", "post"),
+        ("/engine/step/{id}", "put"),
+    ] {
+        let answer = &doc["paths"][path][method]["responses"]["415"];
+        assert!(
+            answer["content"]["application/problem+json"].is_object(),
+            "{method} {path}: no 415"
+        );
+    }
+}

@@ -226,13 +226,37 @@ async fn check_flow(collector: &Collector, svc: &StepServer, flow_id: &str) -> (
     );
     let start = named(&spans, "tartan.flow.start")[0];
     let start_id = start["spanId"].as_str().unwrap();
-    for s in named(&spans, "tartan.flow.decide")
-        .into_iter()
-        .chain(named(&spans, "tartan.step.call"))
-    {
-        assert_eq!(s["parentSpanId"], start_id, "a child of the start: {s:#}");
+    assert_eq!(attr(start, "http.request.method").as_deref(), Some("POST"));
+    assert_eq!(attr(start, "http.route").as_deref(), Some("/engine/flow"));
+    for s in named(&spans, "tartan.flow.decide") {
+        assert_eq!(
+            s["parentSpanId"], start_id,
+            "a decision is a child of the start: {s:#}"
+        );
     }
     let decisions = named(&spans, "tartan.flow.decide");
+    // A tree: the start made `a`'s call; the decision on `a`'s result made
+    // `b`'s, so `b`'s call is that decision's child.
+    let call_of = |step: &str| {
+        named(&spans, "tartan.step.call")
+            .into_iter()
+            .find(|c| attr(c, "tartan.step_id").as_deref() == Some(step))
+            .unwrap()
+    };
+    assert_eq!(call_of("a")["parentSpanId"], start_id, "{:#}", call_of("a"));
+    let recorded_a = decisions
+        .iter()
+        .find(|d| {
+            attr(d, "tartan.command").as_deref() == Some("record")
+                && attr(d, "tartan.step_id").as_deref() == Some("a")
+        })
+        .unwrap();
+    assert_eq!(
+        call_of("b")["parentSpanId"],
+        recorded_a["spanId"],
+        "b's call is a child of the decision on a's result: {:#}",
+        call_of("b")
+    );
     for step in ["a", "b"] {
         assert!(
             decisions
@@ -252,6 +276,16 @@ async fn check_flow(collector: &Collector, svc: &StepServer, flow_id: &str) -> (
         assert_eq!(attr(call, "tartan.attempt").as_deref(), Some("1"), "{call:#}");
         assert_eq!(attr(call, "tartan.token").map(|t| t.len()), Some(32), "{call:#}");
         assert_eq!(attr(call, "http.response.status_code").as_deref(), Some("200"));
+        // The HTTP semantic conventions of a client call; the endpoint as
+        // registered, no input value in it.
+        assert_eq!(attr(call, "http.request.method").as_deref(), Some("POST"));
+        assert_eq!(attr(call, "server.address").as_deref(), Some("127.0.0.1"));
+        assert!(attr(call, "server.port").is_some(), "{call:#}");
+        assert_eq!(attr(call, "url.scheme").as_deref(), Some("http"));
+        assert!(
+            attr(call, "url.template").is_some_and(|t| t.ends_with("/a") || t.ends_with("/b")),
+            "{call:#}"
+        );
     }
     let sent = step_traceparents(svc, flow_id);
     assert_eq!(sent.len(), 2);
@@ -301,6 +335,28 @@ async fn without_export_step_calls_still_carry_the_flows_trace(backend: Backend)
         assert_ne!(parent, CALLER_SPAN, "each call is a span of its own");
     }
     assert_ne!(sent[0].1, sent[1].1);
+    // The caller's tracestate is kept with the flow and sent with its calls.
+    let resp = app
+        .client
+        .post(app.url("/engine/flow"))
+        .header("Content-Type", "application/json")
+        .header("traceparent", format!("00-{CALLER_TRACE}-{CALLER_SPAN}-01"))
+        .header("tracestate", "vendor=abc")
+        .header("tracestate", "other=x1")
+        .body(json!({"id": "stated", "goals": ["b"], "init": {"seed": ["s"]}}).to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status().as_u16(), 201);
+    assert_eq!(app.wait_for_flow("stated").await["status"], "completed");
+    assert_eq!(app.flow("stated").await["trace"]["state"], "vendor=abc,other=x1");
+    let states: Vec<String> = svc
+        .requests()
+        .iter()
+        .filter(|r| r.headers["argyll-flow-id"] == "stated")
+        .map(|r| r.headers["tracestate"].to_str().unwrap().to_string())
+        .collect();
+    assert_eq!(states, ["vendor=abc,other=x1", "vendor=abc,other=x1"]);
     start_with(&app, "own", Some("00-not-a-traceparent-01")).await;
     let sent = step_traceparents(&svc, "own");
     assert_eq!(sent.len(), 2);
@@ -449,18 +505,33 @@ async fn the_binary_exports_and_a_flows_trace_survives_a_restart() {
     );
     let start = named(&spans, "tartan.flow.start")[0];
     assert_eq!(start["parentSpanId"], CALLER_SPAN);
+    // After the restart, still in the flow's tree: the retry is the child
+    // of the decision that found it due, itself a child of the start.
+    let due = named(&spans, "tartan.flow.decide")
+        .into_iter()
+        .find(|d| d["spanId"] == retry["parentSpanId"])
+        .unwrap_or_else(|| panic!("the retry's parent is a decision: {spans:#?}"));
     assert_eq!(
-        retry["parentSpanId"], start["spanId"],
-        "after the restart, still a child of the flow's start"
+        attr(due, "tartan.command").as_deref(),
+        Some("retry_due"),
+        "{due:#}"
     );
+    assert_eq!(due["parentSpanId"], start["spanId"]);
     let resources = collector.spans.lock().unwrap();
-    let service = resources[0].0["attributes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|a| a["key"] == "service.name")
-        .map(|a| a["value"]["stringValue"].clone());
-    assert_eq!(service, Some(json!("tartan")));
+    let resource = |key: &str| {
+        resources[0].0["attributes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|a| a["key"] == key)
+            .map(|a| a["value"]["stringValue"].clone())
+    };
+    assert_eq!(resource("service.name"), Some(json!("tartan")));
+    assert_eq!(
+        resource("service.version"),
+        Some(json!(env!("CARGO_PKG_VERSION")))
+    );
+    assert_eq!(resource("service.instance.id"), Some(json!("traced-node")));
 }
 
 /// Traces go over OTLP/HTTP only: a gRPC protocol is refused at start

@@ -552,4 +552,8 @@ pub struct FlowTrace {
     pub parent_id: Option<String>,
     /// Whether the trace is sampled (the caller's flag, when there was one).
     pub sampled: bool,
+    /// The caller's `tracestate`, kept with the flow and sent on with its
+    /// calls (W3C Trace Context: vendors' data that travels with the trace).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<String>,
 }

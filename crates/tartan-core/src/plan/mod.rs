@@ -32,6 +32,13 @@ pub struct ExecutionPlan {
     pub required: Vec<String>,
     /// Shared with the catalog: a plan copies no step definition.
     pub steps: BTreeMap<String, Arc<Step>>,
+    /// Who provides and consumes each attribute.
+    // Spelt out for the document: through the alias, utoipa would name the
+    // schema `BTreeMap`.
+    #[cfg_attr(
+        feature = "openapi",
+        schema(value_type = BTreeMap<String, crate::catalog::AttributeEdges>)
+    )]
     pub attributes: AttributeGraph,
     pub excluded: ExcludedSteps,
     /// The plans of the sub-flows its flow steps run, by step id

@@ -11,7 +11,9 @@ use crate::error::{check_len, ValidationError};
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct AttributeSpec {
+    /// `required`, `optional`, `const`, `meta` or `output`; required.
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(required))]
     pub role: String,
     #[serde(rename = "type", default, skip_serializing_if = "String::is_empty")]
     pub attr_type: String,

@@ -30,16 +30,20 @@ mod subflow;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Step {
-    /// Sanitised, unique id.
+    // `id`, `name` and `type` are required: an absent one is refused by the
+    // validation, with a 400 naming it, rather than by the JSON's shape, so
+    // `serde(default)` stays and the document marks them required.
+    /// Sanitised, unique id; required.
     #[serde(default)]
-    #[cfg_attr(feature = "openapi", schema(max_length = 256))]
+    #[cfg_attr(feature = "openapi", schema(required, max_length = 256))]
     pub id: String,
     /// Human name, required.
     #[serde(default)]
-    #[cfg_attr(feature = "openapi", schema(max_length = 256))]
+    #[cfg_attr(feature = "openapi", schema(required, max_length = 256))]
     pub name: String,
-    /// `sync`, `async`, `script` or `flow`.
+    /// `sync`, `async`, `script` or `flow`; required.
     #[serde(rename = "type", default)]
+    #[cfg_attr(feature = "openapi", schema(required))]
     pub step_type: String,
     /// Inputs and outputs by attribute name.
     #[serde(default)]
@@ -70,6 +74,7 @@ pub struct Step {
         deserialize_with = "de_delay_ms",
         skip_serializing_if = "is_zero_u64"
     )]
+    #[cfg_attr(feature = "openapi", schema(schema_with = openapi::memo_ttl))]
     pub memo_ttl: u64,
     /// A retry policy in another system's dialect (Steep, OpenWorkflow /
     /// Temporal, Serverless Workflow), kept as given.
@@ -159,9 +164,13 @@ impl PartialEq for Parsed {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct HttpConfig {
+    /// `GET`, `POST`, `PUT` or `DELETE`; `POST` when absent.
     #[serde(default)]
     pub method: String,
+    /// An `http://` or `https://` URL; `{name}` placeholders name required
+    /// inputs. Required.
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(required))]
     pub endpoint: String,
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub compensate: String,
@@ -169,6 +178,7 @@ pub struct HttpConfig {
     pub health_check: String,
     /// Per-attempt timeout in ms; 0 means the engine default (as Argyll).
     #[serde(default, deserialize_with = "de_timeout_ms")]
+    #[cfg_attr(feature = "openapi", schema(schema_with = openapi::timeout))]
     pub timeout: u64,
     /// Statuses, ranges (`500-504`) or classes (`5xx`) mapped to
     /// `retryable`, `permanent` or `rate_limited`, over the retry policy's
@@ -192,12 +202,14 @@ pub struct WorkConfig {
         deserialize_with = "de_delay_ms",
         skip_serializing_if = "is_zero_u64"
     )]
+    #[cfg_attr(feature = "openapi", schema(schema_with = openapi::init_backoff))]
     pub init_backoff: u64,
     #[serde(
         default,
         deserialize_with = "de_delay_ms",
         skip_serializing_if = "is_zero_u64"
     )]
+    #[cfg_attr(feature = "openapi", schema(schema_with = openapi::max_backoff))]
     pub max_backoff: u64,
     #[serde(default, skip_serializing_if = "is_zero_i64")]
     pub parallelism: i64,
@@ -239,6 +251,52 @@ fn de_ms<'de, D: Deserializer<'de>>(d: D, kind: DurationKind) -> Result<u64, D::
 
 fn de_delay_ms<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
     de_ms(d, DurationKind::Delay)
+}
+
+/// The schemas of the duration fields: a request may give integer
+/// milliseconds or text (`5s`, `1h30m`, `PT1M`; docs/durations.md), the
+/// answers show integer milliseconds. (`schema_with` replaces a field's
+/// whole schema, its doc comment included, so each says what it is here.)
+#[cfg(feature = "openapi")]
+mod openapi {
+    use utoipa::openapi::schema::{KnownFormat, ObjectBuilder, OneOfBuilder, Schema, SchemaFormat, Type};
+
+    fn duration(description: &str) -> Schema {
+        let one_of = OneOfBuilder::new()
+            .description(Some(format!(
+                "{description} Milliseconds, or a duration such as `5s` (docs/durations.md); \
+                 shown as milliseconds."
+            )))
+            .item(
+                ObjectBuilder::new()
+                    .schema_type(Type::Integer)
+                    .format(Some(SchemaFormat::KnownFormat(KnownFormat::Int64)))
+                    .minimum(Some(0)),
+            )
+            .item(
+                ObjectBuilder::new()
+                    .schema_type(Type::String)
+                    .examples([serde_json::json!("5s")]),
+            )
+            .build();
+        Schema::OneOf(one_of)
+    }
+
+    pub(super) fn timeout() -> Schema {
+        duration("The attempt timeout; 0 or absent: the engine default (as Argyll).")
+    }
+
+    pub(super) fn memo_ttl() -> Schema {
+        duration("How long a memoized answer is reused; 0 or absent: until the memo's bound evicts it.")
+    }
+
+    pub(super) fn init_backoff() -> Schema {
+        duration("The first retry's delay; 0 or absent: the engine default.")
+    }
+
+    pub(super) fn max_backoff() -> Schema {
+        duration("The longest delay between retries; 0 or absent: the engine default.")
+    }
 }
 
 /// `http.timeout`: 0 means "the default", so zero is allowed here.

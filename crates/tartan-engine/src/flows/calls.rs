@@ -78,7 +78,9 @@ impl Engine {
     /// Make a call a committed decision started (`Effect::Call`): the
     /// core builds it whole (`tartan_core::machine::Call`); here its
     /// webhook URL is signed, and it is admitted to a slot and sent.
-    pub(super) fn make_call(&self, tx: &Transition, d: &Dispatch) {
+    /// `decision`: the span of the decision that made the call, its
+    /// span's parent (docs/operating.md, "Traces").
+    pub(super) fn make_call(&self, tx: &Transition, d: &Dispatch, decision: Option<&crate::traces::Span>) {
         let default_ms = tartan_core::duration::as_millis_u64(self.inner.config.step_timeout);
         let Some(mut spec) = tartan_core::machine::Call::of(&tx.state, d, tx.now, default_ms) else {
             return;
@@ -89,22 +91,19 @@ impl Engine {
         if let Some(url) = &webhook_url {
             spec.hand_webhook(url);
         }
-        if spec.step.is_flow() {
-            let trace = tx.state.trace.as_deref().and_then(crate::traces::FlowIds::of);
-            return self.spawn_child_call(
-                tx,
-                Call {
-                    spec,
-                    webhook_url,
-                    trace,
-                },
-            );
-        }
-        self.spawn_call(Call {
+        let kept = tx.state.trace.as_deref();
+        let call = Call {
             spec,
             webhook_url,
-            trace: tx.state.trace.as_deref().and_then(crate::traces::FlowIds::of),
-        });
+            trace: kept
+                .and_then(crate::traces::FlowIds::of)
+                .map(|ids| ids.under(decision)),
+            tracestate: kept.and_then(|t| t.state.as_deref()).map(std::sync::Arc::from),
+        };
+        if call.spec.step.is_flow() {
+            return self.spawn_child_call(tx, call);
+        }
+        self.spawn_call(call);
     }
 
     /// Send a call through its lanes (docs/lanes.md), if it is in any,

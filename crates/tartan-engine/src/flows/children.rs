@@ -33,13 +33,17 @@ impl Engine {
             let flags = if t.sampled { "01" } else { "00" };
             format!("00-{}-{}-{flags}", t.trace_id, t.span_id)
         });
+        let tracestate = tx.state.trace.as_deref().and_then(|t| t.state.clone());
         let (id, cancel) = self.inner.calls.list(&call.spec.token);
         let engine = self.clone();
         self.inner.tasks.spawn(async move {
             // Not cut short by an abort: a child whose start is being
             // committed when its parent's item ends would run on unseen.
             let started = tokio::select! {
-                r = engine.begin_child(&call, start, traceparent.as_deref()) => Some(r),
+                r = engine.begin_child(&call, start, traces::CallerTrace {
+                    traceparent: traceparent.as_deref(),
+                    tracestate: tracestate.as_deref(),
+                }) => Some(r),
                 // Handed back with the process's other leases: whoever
                 // takes the item over waits for the same child.
                 _ = engine.inner.stopping.cancelled() => None,
@@ -90,7 +94,7 @@ impl Engine {
         &self,
         call: &Call,
         start: Result<ChildStart, AttemptResult>,
-        traceparent: Option<&str>,
+        caller: traces::CallerTrace<'_>,
     ) -> Result<String, AttemptResult> {
         if let Some(memo) = &call.spec.memo {
             if let Some(outputs) = self.memo_lookup(memo).await {
@@ -101,7 +105,7 @@ impl Engine {
         let child_id = start.flow_id.clone();
         let mut pause = Duration::from_millis(50);
         loop {
-            match self.start_child(start.clone(), traceparent).await {
+            match self.start_child(start.clone(), caller).await {
                 Ok(()) => break,
                 Err(EngineError::Store(StoreError::Unavailable(e))) => {
                     tracing::warn!(flow_id = %child_id, "database unavailable starting a child flow, trying again in {pause:?}: {e}");
@@ -151,14 +155,18 @@ impl Engine {
 
     /// Start a child flow as the parent's plan has it; one that exists
     /// already (a call taken up again after a restart) is left as it is.
-    async fn start_child(&self, start: ChildStart, traceparent: Option<&str>) -> Result<(), EngineError> {
+    async fn start_child(
+        &self,
+        start: ChildStart,
+        caller: traces::CallerTrace<'_>,
+    ) -> Result<(), EngineError> {
         let ChildStart {
             flow_id,
             plan,
             init,
             mut options,
         } = start;
-        let mut trace = traces::new_flow_trace(traceparent);
+        let mut trace = traces::new_flow_trace(caller);
         let _span = self
             .inner
             .config

@@ -252,8 +252,9 @@ impl Engine {
             let Some(cached) = guard.as_ref() else {
                 continue;
             };
-            // Ended when dropped, at the end of this round.
-            let _span = self
+            // Ended when dropped, at the end of this round; the parent of
+            // the calls this decision makes.
+            let span = self
                 .inner
                 .config
                 .tracer
@@ -275,7 +276,7 @@ impl Engine {
                 // nothing in the flow, but the call is made.
                 if tx.effects.iter().any(|e| matches!(e, Effect::Call(_))) {
                     drop(guard);
-                    self.carry_out(&tx);
+                    self.carry_out(&tx, span.as_ref());
                 }
                 return Ok(heard);
             }
@@ -293,7 +294,7 @@ impl Engine {
                     // sequence check like any other process.)
                     *guard = busy.then_some(Cached { sequence, state });
                     drop(guard);
-                    self.carry_out(&tx);
+                    self.carry_out(&tx, span.as_ref());
                     return Ok(heard);
                 }
                 Err(StoreError::Conflict(_)) => {
@@ -444,8 +445,9 @@ impl Engine {
 
     /// Carry out a committed transition's effects, in one loop: abort the
     /// calls it cancelled, arm the timers it set, make the calls it started,
-    /// tell who waits that the flow finished.
-    pub(super) fn carry_out(&self, tx: &Transition) {
+    /// tell who waits that the flow finished. `decision`: the span of the
+    /// decision, parent of the calls' spans (none: the flow's start span).
+    pub(super) fn carry_out(&self, tx: &Transition, decision: Option<&crate::traces::Span>) {
         let flow_id = &tx.state.id;
         let key = |step_id: &String, token: &String| WorkKey {
             flow_id: flow_id.clone(),
@@ -528,7 +530,7 @@ impl Engine {
             });
         }
         for call in calls {
-            self.make_call(tx, call);
+            self.make_call(tx, call, decision);
         }
     }
 }

@@ -117,16 +117,18 @@ impl Engine {
     /// Start a flow. An identical repeat of an earlier start is accepted; a
     /// different request under the same id is `FlowExists`.
     pub async fn start_flow(&self, request: StartFlow) -> Result<StartOutcome, EngineError> {
-        self.start_flow_traced(request, None).await
+        self.start_flow_traced(request, traces::CallerTrace::default())
+            .await
     }
 
-    /// `start_flow`, continuing the caller's trace when `traceparent` is a
-    /// valid W3C one; else (and when absent) the flow gets a trace of its
-    /// own. Kept with the flow (docs/operating.md, "Traces").
+    /// `start_flow`, continuing the caller's trace when its `traceparent`
+    /// is a valid W3C one (with its `tracestate`); else (and when absent)
+    /// the flow gets a trace of its own. Kept with the flow
+    /// (docs/operating.md, "Traces").
     pub async fn start_flow_traced(
         &self,
         request: StartFlow,
-        traceparent: Option<&str>,
+        caller: traces::CallerTrace<'_>,
     ) -> Result<StartOutcome, EngineError> {
         if self.inner.stopping.is_cancelled() {
             return Err(EngineError::ShuttingDown);
@@ -134,7 +136,12 @@ impl Engine {
         // The flow starts at this instant: its deadline is measured from it.
         let started = self.inner.config.clock.now();
         let mut start = request.parse(started, self.inner.config.max_step_attempts)?;
-        let mut trace = traces::new_flow_trace(traceparent);
+        let mut trace = traces::new_flow_trace(caller);
+        // The request's log lines name the flow's trace (docs/operating.md,
+        // "Logs"), its own when the caller sent none.
+        let request = tracing::Span::current();
+        request.record("trace_id", trace.trace_id.as_str());
+        request.record("span_id", trace.span_id.as_str());
         // Ended when dropped, once the start is done (or refused).
         let _span = self
             .inner
@@ -224,7 +231,7 @@ impl Engine {
         let busy = tx.state.has_active_work();
         *guard = busy.then_some(Cached { state, sequence });
         drop(guard);
-        self.carry_out(&tx);
+        self.carry_out(&tx, None);
         Ok(true)
     }
 

@@ -34,6 +34,17 @@ pub enum StartRefusal {
 }
 
 impl StartRefusal {
+    pub const ALL: [StartRefusal; 8] = [
+        StartRefusal::Invalid,
+        StartRefusal::MissingInputs,
+        StartRefusal::UnknownGoal,
+        StartRefusal::Exists,
+        StartRefusal::TooLarge,
+        StartRefusal::Overloaded,
+        StartRefusal::Unavailable,
+        StartRefusal::Other,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             StartRefusal::Invalid => "invalid",
@@ -76,6 +87,15 @@ pub enum WebhookKind {
     Heartbeat,
 }
 
+impl WebhookKind {
+    pub(super) fn as_str(self) -> &'static str {
+        match self {
+            WebhookKind::Result => "result",
+            WebhookKind::Heartbeat => "heartbeat",
+        }
+    }
+}
+
 /// How the server answered a webhook (`result` of `tartan_webhooks_total`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WebhookOutcome {
@@ -95,6 +115,16 @@ pub enum WebhookOutcome {
 }
 
 impl WebhookOutcome {
+    pub(super) const ALL: [WebhookOutcome; 7] = [
+        WebhookOutcome::Ok,
+        WebhookOutcome::Forbidden,
+        WebhookOutcome::Invalid,
+        WebhookOutcome::Conflict,
+        WebhookOutcome::TooLarge,
+        WebhookOutcome::Unavailable,
+        WebhookOutcome::Other,
+    ];
+
     /// The outcome of an HTTP answer's status.
     pub fn of_status(status: u16) -> Self {
         match status {

@@ -9,7 +9,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
-use super::{Interned, MAX_STEP_LABELS, OTHER_STEPS};
+use super::{Interned, Present, MAX_STEP_LABELS, OTHER_STEPS};
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct LaneLabel {
@@ -41,27 +41,27 @@ impl LaneMetrics {
         r.register(
             "tartan_lane_waiting",
             "Calls waiting in a lane in this process",
-            self.waiting.clone(),
+            Present(self.waiting.clone()),
         );
         r.register(
             "tartan_lane_in_flight",
             "Calls going through a lane in this process",
-            self.in_flight.clone(),
+            Present(self.in_flight.clone()),
         );
         r.register(
             "tartan_lane_breaker_open",
             "1 while a lane's circuit breaker is open or half open, as this process last saw it",
-            self.breaker_open.clone(),
+            Present(self.breaker_open.clone()),
         );
         r.register(
             "tartan_lane_waited_seconds",
             "Time calls of this process waited in a lane",
-            self.waited.clone(),
+            Present(self.waited.clone()),
         );
         r.register(
             "tartan_lane_pauses",
             "Pauses of a lane its endpoint asked for (429 or 503 with Retry-After)",
-            self.pauses.clone(),
+            Present(self.pauses.clone()),
         );
     }
 

@@ -17,11 +17,17 @@
 //! - `record`: what the engine records, as it happens.
 //! - `lanes`: the lanes' metrics, by lane.
 //! - `process`: the process's CPU, memory and descriptors, and the build.
+//! - `db`: the database's connection pools, and commits that failed.
+//! - `present`: every family in the exposition from the start.
 
+mod db;
 mod labels;
 mod lanes;
+mod present;
 mod process;
 mod record;
+
+pub use present::Present;
 
 pub use labels::{CatalogReload, Interned, StartRefusal, WebhookKind, WebhookOutcome};
 pub(crate) use record::Tally;
@@ -118,6 +124,8 @@ pub struct Metrics {
     /// The lanes' (docs/lanes.md).
     pub(crate) lanes: lanes::LaneMetrics,
     process: process::ProcessMetrics,
+    /// The database's pools and failed commits.
+    pub(crate) db: db::DbMetrics,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -134,7 +142,7 @@ impl Default for Metrics {
 
 impl Metrics {
     pub fn new() -> Self {
-        let mut m = Metrics {
+        let m = Metrics {
             registry: Registry::default(),
             flows_started: Counter::default(),
             flows_finished: Family::default(),
@@ -168,9 +176,63 @@ impl Metrics {
             steps: Interned::new(MAX_STEP_LABELS, OTHER_STEPS),
             lanes: lanes::LaneMetrics::new(),
             process: process::ProcessMetrics::new(),
+            db: db::DbMetrics::new(),
         };
+        let mut m = m;
+        m.zeros();
         m.register();
         m
+    }
+
+    /// The series whose label values are all known at start, at zero: a
+    /// rate or a ratio over them is 0 from the first scrape, not absent
+    /// until the first event (a flow failing, a webhook refused).
+    fn zeros(&self) {
+        for status in ["completed", "failed", "cancelled"] {
+            self.flows_finished
+                .get_or_create(&StatusLabel { status })
+                .inc_by(0);
+        }
+        for reason in StartRefusal::ALL {
+            self.starts_refused
+                .get_or_create(&ReasonLabel {
+                    reason: reason.as_str(),
+                })
+                .inc_by(0);
+        }
+        for kind in [WebhookKind::Result, WebhookKind::Heartbeat] {
+            for result in WebhookOutcome::ALL {
+                self.webhooks
+                    .get_or_create(&WebhookLabels {
+                        kind: kind.as_str(),
+                        result: result.as_str(),
+                    })
+                    .inc_by(0);
+            }
+        }
+        for action in ["retry", "cancel", "resume"] {
+            self.bulk_jobs_created
+                .get_or_create(&BulkLabels { action })
+                .inc_by(0);
+            self.bulk_jobs_ended
+                .get_or_create(&BulkEndLabels {
+                    action,
+                    status: "completed",
+                })
+                .inc_by(0);
+            for result in ["done", "skipped", "failed"] {
+                self.bulk_flows
+                    .get_or_create(&BulkFlowLabels { action, result })
+                    .inc_by(0);
+            }
+        }
+        for reason in [CatalogReload::UnknownGoal, CatalogReload::OtherProcess] {
+            self.catalog_reloads
+                .get_or_create(&ReasonLabel {
+                    reason: reason.as_str(),
+                })
+                .inc_by(0);
+        }
     }
 
     fn register(&mut self) {
@@ -184,7 +246,7 @@ impl Metrics {
         r.register(
             FLOWS_FINISHED,
             "Flows this process finished, by status",
-            self.flows_finished.clone(),
+            Present(self.flows_finished.clone()),
         );
         r.register(
             FLOWS_ACTIVE,
@@ -194,22 +256,22 @@ impl Metrics {
         r.register(
             FLOW_STARTS_REFUSED,
             "Flow starts refused, by reason",
-            self.starts_refused.clone(),
+            Present(self.starts_refused.clone()),
         );
         r.register(
             STEP_HEALTH,
             "Each step's health as the cluster last checked it: 1 for its status (unknown, healthy, unhealthy), 0 for the others",
-            self.step_health.clone(),
+            Present(self.step_health.clone()),
         );
         r.register(
             ATTEMPTS,
             "Calls of steps that ended, by step, call (work or compensation) and outcome",
-            self.attempts.clone(),
+            Present(self.attempts.clone()),
         );
         r.register(
             ATTEMPT_DURATION,
             "How long the calls of steps took, by step and call",
-            self.attempt_duration.clone(),
+            Present(self.attempt_duration.clone()),
         );
         r.register(
             RETRIES_SCHEDULED,
@@ -284,29 +346,30 @@ impl Metrics {
         r.register(
             WEBHOOKS,
             "Requests to webhook URLs, by kind and result",
-            self.webhooks.clone(),
+            Present(self.webhooks.clone()),
         );
         r.register(
             BULK_JOBS_CREATED,
             "Bulk jobs created through this process, by action",
-            self.bulk_jobs_created.clone(),
+            Present(self.bulk_jobs_created.clone()),
         );
         r.register(
             BULK_JOBS_ENDED,
             "Bulk jobs this process ran to their end, by action and status",
-            self.bulk_jobs_ended.clone(),
+            Present(self.bulk_jobs_ended.clone()),
         );
         r.register(
             BULK_FLOWS,
             "Flows bulk jobs acted on in this process, by action and result",
-            self.bulk_flows.clone(),
+            Present(self.bulk_flows.clone()),
         );
         r.register(
             CATALOG_RELOADS,
             "Reads of the whole catalog from the database after start-up, by reason",
-            self.catalog_reloads.clone(),
+            Present(self.catalog_reloads.clone()),
         );
         self.lanes.register(r);
+        self.db.register(r);
         self.process.register(r);
     }
 }
@@ -334,6 +397,7 @@ impl Engine {
             let open = here.breaker != tartan_core::lanes::BreakerState::Closed;
             m.lanes.state(&lane.id, here.waiting, here.running, open);
         }
+        m.db.read(&self.inner.store.pools());
         m.process.read();
         let mut text = String::with_capacity(16 * 1024);
         prometheus_client::encoding::text::encode(&mut text, &m.registry)?;

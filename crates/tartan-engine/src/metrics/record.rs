@@ -142,13 +142,9 @@ impl Metrics {
 
     /// A webhook URL was answered.
     pub fn webhook(&self, kind: WebhookKind, result: WebhookOutcome) {
-        let kind = match kind {
-            WebhookKind::Result => "result",
-            WebhookKind::Heartbeat => "heartbeat",
-        };
         self.webhooks
             .get_or_create(&WebhookLabels {
-                kind,
+                kind: kind.as_str(),
                 result: result.as_str(),
             })
             .inc();

@@ -15,7 +15,7 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
-use tartan_engine::metrics::{Interned, StartRefusal, CONTENT_TYPE};
+use tartan_engine::metrics::{Interned, Present, StartRefusal, CONTENT_TYPE};
 use tartan_engine::Engine;
 
 use crate::error::{kind, ApiError};
@@ -63,12 +63,12 @@ impl RequestMetrics {
         m.registry.register(
             "tartan_http_requests",
             "API requests, by route template, method and status",
-            m.requests.clone(),
+            Present(m.requests.clone()),
         );
         m.registry.register(
             "tartan_http_request_duration_seconds",
             "How long API requests took until their response started, by route template and method",
-            m.duration.clone(),
+            Present(m.duration.clone()),
         );
         m
     }
@@ -117,9 +117,12 @@ fn method_label(method: &str) -> &'static str {
     }
 }
 
-/// `GET /metrics`: every metric of this process, in the OpenMetrics text
-/// format (docs/operating.md, "Metrics").
-#[utoipa::path(get, path = "/metrics", tag = "health",
+/// Every metric of this process, in the OpenMetrics text format.
+///
+/// For Prometheus and its kin: the engine's flows, calls, lanes, webhooks
+/// and requests, and the process's own (CPU, memory, file descriptors).
+/// Behind the API's tokens; a read token may scrape it.
+#[utoipa::path(get, path = "/metrics", tag = "health", operation_id = "getMetrics",
     responses((status = 200, description = "OpenMetrics text", body = String,
         content_type = "application/openmetrics-text; version=1.0.0; charset=utf-8")))]
 pub(crate) async fn render(

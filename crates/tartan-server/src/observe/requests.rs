@@ -1,7 +1,10 @@
 //! Every API request, observed once: its metrics (docs/operating.md,
 //! "Metrics") and one log line with method, matched route, status, latency
 //! and a request id, taken from `X-Request-Id` or made here, and echoed in
-//! the response (docs/operating.md, "Logs").
+//! the response, with the caller's trace id when it sent a `traceparent`
+//! (docs/operating.md, "Logs"). Probes and scrapes (`/health`, `/ready`,
+//! `/metrics`) are logged at DEBUG: they come every few seconds and say
+//! nothing a metric does not.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -15,6 +18,9 @@ use tracing::Instrument;
 use super::metrics::{RequestMetrics, UNMATCHED_ROUTE};
 
 const REQUEST_ID: &str = "x-request-id";
+
+/// Routes polled by probes and scrapers: their lines are at DEBUG.
+const PROBES: [&str; 3] = ["/health", "/ready", "/metrics"];
 
 /// The longest request id taken from a client; a longer (or non-printable)
 /// one is replaced, so a client cannot flood the log through it.
@@ -39,24 +45,52 @@ pub(crate) async fn observe_request(
     let method = req.method().clone();
     // An `Arc` inside: cloning it allocates nothing.
     let route = req.extensions().get::<MatchedPath>().cloned();
-    let span = tracing::info_span!("request", request_id = %shown);
-    let mut response = next.run(req).instrument(span).await;
+    // The caller's trace, when it sent a valid `traceparent`; a flow start
+    // records the flow's own there otherwise (`Engine::start_flow_traced`).
+    let trace_id = req
+        .headers()
+        .get("traceparent")
+        .and_then(|v| v.to_str().ok())
+        .and_then(tartan_engine::trace_id_of);
+    let span = tracing::info_span!(
+        "request",
+        request_id = %shown,
+        trace_id = trace_id.as_deref().map(tracing::field::display),
+        span_id = tracing::field::Empty,
+    );
+    let mut response = next.run(req).instrument(span.clone()).await;
     let status = response.status().as_u16();
     let took = started.elapsed();
     let route = route.as_ref().map(MatchedPath::as_str);
     metrics.record(route, method.as_str(), status, took);
     let latency_ms = took.as_secs_f64() * 1000.0;
-    tracing::info!(
-        target: "tartan::request",
-        request_id = %shown,
-        method = %method,
-        // The route as registered (`/engine/flow/{id}`), never the path: lines
-        // group by route, and no id in a path is logged.
-        route = route.unwrap_or(UNMATCHED_ROUTE),
-        status,
-        latency_ms,
-        "request"
-    );
+    // The route as registered (`/engine/flow/{id}`), never the path: lines
+    // group by route, and no id in a path is logged.
+    let route = route.unwrap_or(UNMATCHED_ROUTE);
+    let trace_id = trace_id.as_deref().map(tracing::field::display);
+    macro_rules! request_line {
+        ($level:ident) => {
+            tracing::$level!(
+                target: "tartan::request",
+                request_id = %shown,
+                method = %method,
+                route,
+                status,
+                latency_ms,
+                trace_id,
+                "request"
+            )
+        };
+    }
+    // Within the request's span: a JSON line carries its `span` fields,
+    // the flow's trace and start span for a flow start.
+    span.in_scope(|| {
+        if PROBES.contains(&route) {
+            request_line!(debug);
+        } else {
+            request_line!(info);
+        }
+    });
     response.headers_mut().insert(REQUEST_ID, id);
     response
 }

@@ -44,9 +44,17 @@ async fn create(engine: &Engine, spec: BulkSpec) -> Result<Response, ApiError> {
     }
 }
 
-/// `POST /engine/bulk/retry`: 202 with the job, which retries every failed
-/// or cancelled flow the filter matches now.
-#[utoipa::path(post, path = "/engine/bulk/retry", tag = "bulk", request_body = BulkRetryRequest,
+/// Retry every failed or cancelled flow a filter matches, as a job.
+///
+/// Answers `202` with the job, `queued`; the server retries the flows that
+/// match now, fixed when the job is created, at `rate` flows a second
+/// (1 to 1000, default 50). The filter must name at least one criterion;
+/// more flows than `TARTAN_MAX_BULK_FLOWS` is a `400`. `dry_run: true`
+/// answers `200` with how many flows match and creates nothing. At most
+/// 512 KiB of body.
+#[utoipa::path(post, path = "/engine/bulk/retry", tag = "bulk", operation_id = "bulkRetryFlows",
+    request_body(content = BulkRetryRequest, description = "The filter and how to retry",
+        example = json!({"filter": {"statuses": ["failed"], "failed_step": "greet"}, "reset_attempts": true, "rate": 50})),
     responses(
         (status = 202, description = "The job, queued", body = BulkJobView),
         (status = 200, description = "A dry run: how many flows match", body = BulkDryRun),
@@ -59,9 +67,17 @@ pub(crate) async fn retry(
     create(&engine, body.parse()?).await
 }
 
-/// `POST /engine/bulk/cancel`: 202 with the job, which cancels every active
-/// flow the filter matches now.
-#[utoipa::path(post, path = "/engine/bulk/cancel", tag = "bulk", request_body = BulkCancelRequest,
+/// Cancel every active flow a filter matches, as a job.
+///
+/// Answers `202` with the job, `queued`; the server cancels the flows that
+/// match now, fixed when the job is created, at `rate` flows a second
+/// (1 to 1000, default 50); `compensate: false` kills them instead. The
+/// filter must name at least one criterion; more flows than
+/// `TARTAN_MAX_BULK_FLOWS` is a `400`. `dry_run: true` answers `200` with
+/// how many flows match and creates nothing. At most 512 KiB of body.
+#[utoipa::path(post, path = "/engine/bulk/cancel", tag = "bulk", operation_id = "bulkCancelFlows",
+    request_body(content = BulkCancelRequest, description = "The filter and how to cancel",
+        example = json!({"filter": {"id_prefix": "hello-"}, "compensate": true, "dry_run": true})),
     responses(
         (status = 202, description = "The job, queued", body = BulkJobView),
         (status = 200, description = "A dry run: how many flows match", body = BulkDryRun),
@@ -74,10 +90,16 @@ pub(crate) async fn cancel(
     create(&engine, body.parse()?).await
 }
 
-/// `POST /engine/bulk/resume`: 202 with the job, which resumes the parked
-/// work of every active flow the filter matches now (docs/retries.md,
-/// "Parking"); flows with none are skipped.
-#[utoipa::path(post, path = "/engine/bulk/resume", tag = "bulk", request_body = BulkResumeRequest,
+/// Resume the parked work of every active flow a filter matches, as a job.
+///
+/// Answers `202` with the job, `queued`; the server resumes the flows that
+/// match now at `rate` flows a second (1 to 1000, default 50), skipping
+/// those with nothing parked. `reset_attempts` (default `false`) gives the
+/// resumed items a fresh retry budget. `dry_run: true` answers `200` with
+/// how many flows match and creates nothing. At most 512 KiB of body.
+#[utoipa::path(post, path = "/engine/bulk/resume", tag = "bulk", operation_id = "bulkResumeFlows",
+    request_body(content = BulkResumeRequest, description = "The filter and how to resume",
+        example = json!({"filter": {"labels": {"customer": "acme"}}, "reset_attempts": false})),
     responses(
         (status = 202, description = "The job, queued", body = BulkJobView),
         (status = 200, description = "A dry run: how many flows match", body = BulkDryRun),
@@ -98,8 +120,12 @@ pub(crate) struct ListParams {
     limit: Option<String>,
 }
 
-/// `GET /engine/bulk`: the most recent jobs first.
-#[utoipa::path(get, path = "/engine/bulk", tag = "bulk", params(ListParams),
+/// Bulk jobs, the most recent first.
+///
+/// Each job with its progress (`total`, `done`, `skipped`, `failed`,
+/// `remaining`); `limit` 1 to 1000 (default 100). Finished jobs are deleted
+/// by the retention sweep with their flows.
+#[utoipa::path(get, path = "/engine/bulk", tag = "bulk", operation_id = "listBulkJobs", params(ListParams),
     responses(
         (status = 200, description = "The jobs", body = BulkJobList),
         (status = 400, description = "A bad `limit`", body = Problem, content_type = "application/problem+json"),
@@ -137,9 +163,12 @@ async fn job_or_404(engine: &Engine, id: &str) -> Result<tartan_engine::reads::B
     job.ok_or_else(|| ApiError::not_found(format!("bulk job not found: {id}")))
 }
 
-/// `GET /engine/bulk/{job}`: the job's progress, with up to 20 of the
-/// flows it failed on.
-#[utoipa::path(get, path = "/engine/bulk/{job}", tag = "bulk",
+/// A bulk job's progress, with up to 20 of the flows it failed on.
+///
+/// `status` is `queued`, `running`, `completed`, `cancelled` or `failed`;
+/// `failures` lists, in order, up to 20 flows whose retry or cancel was
+/// refused or failed, each with why.
+#[utoipa::path(get, path = "/engine/bulk/{job}", tag = "bulk", operation_id = "getBulkJob",
     params(("job" = String, Path, description = "Bulk job id")),
     responses(
         (status = 200, description = "The job", body = BulkJobView),
@@ -167,9 +196,13 @@ pub(crate) async fn get_one(
     Ok(Json(BulkJobView::of(&job, failures)))
 }
 
-/// `POST /engine/bulk/{job}/cancel`: the job acts on no more flows; those
-/// it acted on stay as they are.
-#[utoipa::path(post, path = "/engine/bulk/{job}/cancel", tag = "bulk",
+/// Stop a bulk job: it acts on no more flows.
+///
+/// Answers `202` with the job, `cancelled` (a cancelled job again too); the
+/// flows it acted on stay as they are. A job that had completed or failed
+/// is a `409`. No body; send `Content-Type: application/json` all the
+/// same, as on every `POST`.
+#[utoipa::path(post, path = "/engine/bulk/{job}/cancel", tag = "bulk", operation_id = "cancelBulkJob",
     params(("job" = String, Path, description = "Bulk job id")),
     responses(
         (status = 202, description = "The job, cancelled", body = BulkJobView),

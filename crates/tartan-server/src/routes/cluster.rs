@@ -13,14 +13,22 @@ use crate::error::{ApiError, Problem};
 use crate::extract::Query;
 
 /// Every live engine and the health of every step, by node (Argyll).
-#[utoipa::path(get, path = "/engine/health", tag = "cluster",
+///
+/// The same answer as `GET /engine/cluster`, under Argyll's address: each
+/// engine on the database with its heartbeat and its view of every step's
+/// health.
+#[utoipa::path(get, path = "/engine/health", tag = "cluster", operation_id = "getEngineHealth",
     responses((status = 200, description = "Step health by node", body = ClusterState)))]
 pub(crate) async fn health(State(engine): State<Engine>) -> Result<Json<ClusterState>, ApiError> {
     Ok(Json(ClusterState::of(&engine.cluster().await?)))
 }
 
 /// One step's health, as the cluster knows it.
-#[utoipa::path(get, path = "/engine/health/{step}", tag = "cluster",
+///
+/// `unknown`, `healthy` or `unhealthy` (with the check's `error`), from
+/// the last call of the step's `http.health_check` by any engine, with who
+/// checked it and when. A step not in the catalog is a `404`.
+#[utoipa::path(get, path = "/engine/health/{step}", tag = "cluster", operation_id = "getStepHealth",
     params(("step" = String, Path, description = "The step's id")),
     responses(
         (status = 200, description = "The step's health", body = StepHealth),
@@ -40,17 +48,23 @@ pub(crate) async fn step_health(
     }
 }
 
-/// The cluster: every live engine with its heartbeat (`last_seen`) and the
-/// steps' health.
-#[utoipa::path(get, path = "/engine/cluster", tag = "cluster",
+/// The cluster: every live engine and the steps' health.
+///
+/// Each engine process on the database whose heartbeat is recent, with
+/// its heartbeat (`last_seen`), and every step's health; one whose
+/// heartbeat is older than three health rounds counts as gone.
+#[utoipa::path(get, path = "/engine/cluster", tag = "cluster", operation_id = "getCluster",
     responses((status = 200, description = "The cluster", body = ClusterState)))]
 pub(crate) async fn cluster(State(engine): State<Engine>) -> Result<Json<ClusterState>, ApiError> {
     Ok(Json(ClusterState::of(&engine.cluster().await?)))
 }
 
-/// `GET /engine/cluster/events[?after=SEQ&limit=N]`: the cluster's events
-/// (`step_health_changed`), paged as every event history.
-#[utoipa::path(get, path = "/engine/cluster/events", tag = "cluster", params(PageParams),
+/// The cluster's events (`step_health_changed`), a page at a time.
+///
+/// Paged as every event history: without parameters the whole history up
+/// to 1000 events, with `after` and/or `limit` (1 to 1000) a page and
+/// `next`, `null` on the last one.
+#[utoipa::path(get, path = "/engine/cluster/events", tag = "cluster", operation_id = "listClusterEvents", params(PageParams),
     responses(
         (status = 200, description = "The cluster's events in sequence order", body = EventList),
         (status = 400, description = "A bad `after` or `limit`", body = Problem, content_type = "application/problem+json"),

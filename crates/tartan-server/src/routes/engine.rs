@@ -11,7 +11,11 @@ use crate::error::{ApiError, Problem};
 use crate::extract::Query;
 
 /// The catalog, its attribute graph and step health by node.
-#[utoipa::path(get, path = "/engine", tag = "catalog",
+///
+/// Argyll's engine state: every registered step, which steps provide and
+/// consume each attribute, and each live engine's view of the steps'
+/// health. `GET /engine/catalog` is the same without the health.
+#[utoipa::path(get, path = "/engine", tag = "catalog", operation_id = "getEngineState",
     responses((status = 200, description = "The catalog with step health by node", body = EngineState)))]
 pub(crate) async fn engine_state(State(engine): State<Engine>) -> Result<Json<EngineState>, ApiError> {
     let catalog = catalog_state(&engine).await;
@@ -22,8 +26,11 @@ pub(crate) async fn engine_state(State(engine): State<Engine>) -> Result<Json<En
     }))
 }
 
-/// `GET /engine/` answers as `GET /engine` (Argyll's clients use both).
-#[utoipa::path(get, path = "/engine/", tag = "catalog",
+/// The engine state, as `GET /engine`.
+///
+/// The same answer as `GET /engine`, under the address with a trailing
+/// slash, which some of Argyll's clients use.
+#[utoipa::path(get, path = "/engine/", tag = "catalog", operation_id = "getEngineStateSlash",
     responses((status = 200, description = "As `GET /engine`", body = EngineState)))]
 pub(crate) async fn engine_state_slash(state: State<Engine>) -> Result<Json<EngineState>, ApiError> {
     engine_state(state).await
@@ -48,15 +55,22 @@ pub(crate) fn catalog_state_of(view: &CatalogView) -> CatalogState {
 }
 
 /// The catalog and its attribute graph.
-#[utoipa::path(get, path = "/engine/catalog", tag = "catalog",
+///
+/// Every registered step by id, when the catalog last changed, and for each
+/// attribute the steps that provide and consume it.
+#[utoipa::path(get, path = "/engine/catalog", tag = "catalog", operation_id = "getCatalog",
     responses((status = 200, description = "The catalog", body = CatalogState)))]
 pub(crate) async fn catalog(State(engine): State<Engine>) -> Json<CatalogState> {
     Json(catalog_state(&engine).await)
 }
 
-/// `GET /engine/catalog/events[?after=SEQ&limit=N]` (docs/api.md, "Event
-/// histories").
-#[utoipa::path(get, path = "/engine/catalog/events", tag = "catalog", params(PageParams),
+/// The catalog's events in sequence order, a page at a time.
+///
+/// `step_registered`, `step_updated` and `step_unregistered`. Without
+/// parameters, the whole history up to 1000 events and 4 MiB of data (a
+/// longer one gets its first page and a `next`); with `after` and/or
+/// `limit` (1 to 1000), a page and `next`, `null` on the last one.
+#[utoipa::path(get, path = "/engine/catalog/events", tag = "catalog", operation_id = "listCatalogEvents", params(PageParams),
     responses(
         (status = 200, description = "The catalog's events in sequence order", body = EventList),
         (status = 400, description = "A bad `after` or `limit`", body = Problem, content_type = "application/problem+json"),

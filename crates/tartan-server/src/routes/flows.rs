@@ -25,10 +25,25 @@ use crate::extract::{self, Path, Query};
 const MAX_QUERY_LIMIT: usize = 1000;
 const DEFAULT_QUERY_LIMIT: usize = 100;
 
-/// `POST /engine/flow`; a refusal is counted by its reason
-/// (docs/operating.md, "Metrics"), a body that could not be read included.
-#[utoipa::path(post, path = "/engine/flow", tag = "flows", request_body = StartFlow,
-    params(("traceparent" = Option<String>, Header, description = "W3C trace context the flow joins")),
+/// Start a flow towards goal steps.
+///
+/// Plans the smallest set of steps that provides the goals' required inputs
+/// from `init` and from each other, records the start durably and answers
+/// `201`; the steps then run in the background: wait for the end with
+/// `GET /engine/flow/{id}/status?wait=30s`. `id` (sanitised, at most 256
+/// bytes) and `goals` (1 to 64 step ids) are required. The same start
+/// under the same id again is a `201` and changes nothing; a different one
+/// is a `409`. A goal that is not registered is a `404`, required inputs
+/// that nothing provides a `400` naming them. At most 1 MiB of body; a
+/// `503` with `Retry-After` when the engine is at `TARTAN_MAX_ACTIVE_FLOWS`
+/// or stopping. A `traceparent` header puts the flow in the caller's trace.
+// A refusal is counted by its reason (docs/operating.md, "Metrics"), a body
+// that could not be read included.
+#[utoipa::path(post, path = "/engine/flow", tag = "flows", operation_id = "startFlow",
+    request_body(content = StartFlow, description = "The flow to start: its id, goal steps and initial inputs",
+        example = json!({"id": "hello-1", "goals": ["shout"], "init": {"name": ["Ada"]}})),
+    params(("traceparent" = Option<String>, Header, description = "W3C trace context the flow joins"),
+        ("tracestate" = Option<String>, Header, description = "W3C vendor trace data, kept with the flow and sent with its calls (at most 512 characters)")),
     responses(
         (status = 201, description = "Started (or an identical start repeated); `message` is empty", body = FlowAnswer),
         (status = 400, description = "The start is not valid, or inputs are missing", body = Problem, content_type = "application/problem+json"),
@@ -52,7 +67,20 @@ pub(crate) async fn start(
             (Some(one), None) => one.to_str().ok(),
             _ => None,
         };
-        engine.start_flow_traced(request, traceparent).await?;
+        // Several `tracestate` headers are one list, joined in order; the
+        // engine keeps it only when it is valid and at most 512 characters.
+        let tracestate: Option<String> = headers
+            .get_all("tracestate")
+            .iter()
+            .map(|v| v.to_str().ok())
+            .collect::<Option<Vec<_>>>()
+            .map(|parts| parts.join(","))
+            .filter(|s| !s.is_empty());
+        let caller = tartan_engine::CallerTrace {
+            traceparent,
+            tracestate: tracestate.as_deref(),
+        };
+        engine.start_flow_traced(request, caller).await?;
         Ok((
             StatusCode::CREATED,
             Json(FlowAnswer {
@@ -69,7 +97,15 @@ pub(crate) async fn start(
 }
 
 /// Preview the plan for goals and inputs; nothing is started.
-#[utoipa::path(post, path = "/engine/plan", tag = "flows", request_body = PlanRequest,
+///
+/// Answers the plan a start with these `goals` and `init` would run: the
+/// goals, the inputs the caller must give (`required`), the steps as
+/// stored, who provides and consumes each attribute, the steps left out and
+/// why, and each sub-flow's plan. Bounded as a start is. A read: a read
+/// token may call it.
+#[utoipa::path(post, path = "/engine/plan", tag = "flows", operation_id = "previewPlan",
+    request_body(content = PlanRequest, description = "Goal steps and the inputs there would be",
+        example = json!({"goals": ["shout"], "init": {"name": ["Ada"]}})),
     responses(
         (status = 200, description = "The plan", body = ExecutionPlan),
         (status = 400, description = "No goals, or a cycle", body = Problem, content_type = "application/problem+json"),
@@ -87,7 +123,14 @@ pub(crate) async fn plan(
 }
 
 /// The flow's whole state.
-#[utoipa::path(get, path = "/engine/flow/{id}", tag = "flows",
+///
+/// Its status, plan, every attribute value set (`attributes`, each value
+/// with when and by which step), every step's execution with its work
+/// items and their attempts, labels, trace and timeouts. A flow holding
+/// more than 1 MiB of inputs and outputs is sent as it is encoded (chunked,
+/// no `Content-Length`); for less than the whole state, read `/status` or
+/// the work-item listings.
+#[utoipa::path(get, path = "/engine/flow/{id}", tag = "flows", operation_id = "getFlow",
     params(("id" = String, Path, description = "Flow id")),
     responses(
         (status = 200, description = "The flow's state", body = FlowState),
@@ -117,9 +160,15 @@ pub(crate) struct CancelParams {
     compensate: Option<String>,
 }
 
-/// `POST /engine/flow/{id}/cancel[?compensate=false]`: 202 once the flow is
-/// cancelled.
-#[utoipa::path(post, path = "/engine/flow/{id}/cancel", tag = "flows",
+/// Cancel an active flow.
+///
+/// Answers `202` once the flow is cancelled: pending work items are
+/// cancelled, calls in flight aborted wherever they run, and the succeeded
+/// items of running steps compensated. `?compensate=false` kills the flow
+/// instead: nothing is compensated. A flow that is over is a `409`. No
+/// body; send `Content-Type: application/json` all the same, as on every
+/// `POST`.
+#[utoipa::path(post, path = "/engine/flow/{id}/cancel", tag = "flows", operation_id = "cancelFlow",
     params(("id" = String, Path, description = "Flow id"), CancelParams),
     responses(
         (status = 202, description = "Cancelled", body = FlowCancelled),
@@ -155,11 +204,18 @@ pub(crate) async fn cancel(
 /// Largest body a retry takes: it has one optional flag.
 const RETRY_BODY_LIMIT: usize = 4 * 1024;
 
-/// `POST /engine/flow/{id}/retry`: 202 once a failed or cancelled flow runs
-/// again from where it stopped (docs/api.md, "Retry and kill").
-#[utoipa::path(post, path = "/engine/flow/{id}/retry", tag = "flows",
+/// Run a failed or cancelled flow again from where it stopped.
+///
+/// Answers `202` once the flow is active again under the same id: work
+/// items that did not succeed start over, succeeded ones keep their outputs,
+/// and the flow's timeout counts again from now. `reset_attempts` (default
+/// `true`) counts the restarted items' attempts from 1 again. A flow that
+/// is active, completed or still deactivating is a `409`, and so is a
+/// sub-flow (retry its parent). The body is optional, at most 4 KiB.
+#[utoipa::path(post, path = "/engine/flow/{id}/retry", tag = "flows", operation_id = "retryFlow",
     params(("id" = String, Path, description = "Flow id")),
-    request_body(content = Option<RetryBody>, description = "Optional; absent or `{}` resets attempts"),
+    request_body(content = Option<RetryBody>, description = "Optional; absent or `{}` resets attempts",
+        example = json!({"reset_attempts": true})),
     responses(
         (status = 202, description = "Running again", body = FlowRetried),
         (status = 404, description = "No such flow", body = Problem, content_type = "application/problem+json"),
@@ -182,11 +238,17 @@ pub(crate) async fn retry(
     ))
 }
 
-/// `POST /engine/flow/{id}/resume`: 202 once an active flow's parked work
-/// items are pending again (docs/retries.md, "Parking").
-#[utoipa::path(post, path = "/engine/flow/{id}/resume", tag = "flows",
+/// Resume an active flow's parked work items.
+///
+/// Answers `202` once the items that ran out of retries and were parked
+/// (`work_config.on_exhausted: "park"`) are pending again; `resumed` counts
+/// them. `reset_attempts` (default `false`) gives them a fresh retry
+/// budget. A flow that is not active, or has nothing parked, is a `409`.
+/// The body is optional, at most 4 KiB.
+#[utoipa::path(post, path = "/engine/flow/{id}/resume", tag = "flows", operation_id = "resumeFlow",
     params(("id" = String, Path, description = "Flow id")),
-    request_body(content = Option<ResumeBody>, description = "Optional; absent or `{}` keeps the attempts counted"),
+    request_body(content = Option<ResumeBody>, description = "Optional; absent or `{}` keeps the attempts counted",
+        example = json!({"reset_attempts": false})),
     responses(
         (status = 202, description = "Its parked work is pending again", body = FlowResumed),
         (status = 400, description = "A bad body", body = Problem, content_type = "application/problem+json"),
@@ -223,9 +285,14 @@ pub(crate) struct StatusParams {
     wait: Option<String>,
 }
 
-/// `GET /engine/flow/{id}/status[?wait=D]`: the flow's status from its row
-/// alone; with `wait`, as soon as the flow finishes (docs/api.md, "Flows").
-#[utoipa::path(get, path = "/engine/flow/{id}/status", tag = "flows",
+/// The flow's status alone; with `wait`, once the flow finishes.
+///
+/// Without `wait`, the status from the flow's row, at once. With
+/// `?wait=30s` (milliseconds or any duration, at most 60 s) the answer
+/// comes as soon as the flow is no longer `active`, or after the wait with
+/// `"status": "active"` if it still is: one request instead of polling.
+/// At most 10,000 requests wait at once per process; more are a `503`.
+#[utoipa::path(get, path = "/engine/flow/{id}/status", tag = "flows", operation_id = "getFlowStatus",
     params(("id" = String, Path, description = "Flow id"), StatusParams),
     responses(
         (status = 200, description = "The flow's status", body = FlowStatusAnswer),
@@ -260,9 +327,14 @@ fn status_wait(text: &str) -> Result<std::time::Duration, ApiError> {
     Ok(wait)
 }
 
-/// `GET /engine/flow/{id}/events[?after=SEQ&limit=N]` (docs/api.md,
-/// "Event histories").
-#[utoipa::path(get, path = "/engine/flow/{id}/events", tag = "flows",
+/// The flow's events in sequence order, a page at a time.
+///
+/// Without parameters, the whole history up to 1000 events and 4 MiB of
+/// data (a longer one gets its first page and a `next`). With `after`
+/// and/or `limit` (1 to 1000), a page, and `next`: the `after` of the
+/// following page, `null` on the last one. A page stops at 4 MiB of event
+/// data, but always holds one event when one follows.
+#[utoipa::path(get, path = "/engine/flow/{id}/events", tag = "flows", operation_id = "listFlowEvents",
     params(("id" = String, Path, description = "Flow id"), PageParams),
     responses(
         (status = 200, description = "The flow's events in sequence order", body = EventList),
@@ -286,8 +358,12 @@ pub(crate) async fn events(
     Ok(Json(EventList::of(&page, request.paged)))
 }
 
-/// `GET /engine/flow`: the most recent flows, as a bare array (Argyll).
-#[utoipa::path(get, path = "/engine/flow", tag = "flows",
+/// The most recent flows, newest first, as a bare array.
+///
+/// Up to 1000 flows, each `{"id", "status", "timestamp"}` as Argyll lists
+/// them; sub-flows of flow steps are not listed. To filter, page or see
+/// more of each flow, use `POST /engine/flow/query`.
+#[utoipa::path(get, path = "/engine/flow", tag = "flows", operation_id = "listFlows",
     responses((status = 200, description = "Up to 1000 flows, newest first", body = Vec<FlowSummary>)))]
 pub(crate) async fn list(State(engine): State<Engine>) -> Result<Json<Vec<FlowSummary>>, ApiError> {
     let page = engine
@@ -327,7 +403,17 @@ pub(crate) fn cursor_of(cursor: Option<String>) -> Result<Option<String>, ApiErr
 }
 
 /// Filter flows, a page at a time.
-#[utoipa::path(post, path = "/engine/flow/query", tag = "flows", request_body = QueryRequest,
+///
+/// Every criterion is optional and an empty string is none: `id_prefix`,
+/// `labels` (all must match), `statuses`, `failed_step`, `error_class`,
+/// `created_after`/`created_before`, and sub-flows only with `children`.
+/// `limit` 1 to 1000 (0 or absent: 100), `sort` `recent_desc` or
+/// `recent_asc`, and `cursor`, the previous page's `next_cursor`. It
+/// matches exactly the flows a bulk job with the same filter would. A read:
+/// a read token may call it.
+#[utoipa::path(post, path = "/engine/flow/query", tag = "flows", operation_id = "queryFlows",
+    request_body(content = QueryRequest, description = "The criteria, all optional",
+        example = json!({"statuses": ["failed"], "labels": {"customer": "acme"}, "limit": 20})),
     responses(
         (status = 200, description = "A page of flows", body = FlowPage),
         (status = 400, description = "A bad criterion, limit, sort or cursor", body = Problem, content_type = "application/problem+json"),

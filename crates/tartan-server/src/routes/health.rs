@@ -9,7 +9,12 @@ use crate::api::answers::{Health, HealthDetails, Ready};
 use crate::error::{kind, ApiError, Problem};
 
 /// Liveness, with the version, store, node id and call counts.
-#[utoipa::path(get, path = "/health", tag = "health", security(()),
+///
+/// `200` whenever the process serves requests, without asking the database
+/// (for that, `GET /ready`). `details` has the version, the store, the node
+/// id, the active flows and timers, and the calls in flight, queued and
+/// deferred against their limits. Open: no token needed.
+#[utoipa::path(get, path = "/health", tag = "health", operation_id = "getHealth", security(()),
     responses((status = 200, description = "The process is alive", body = Health)))]
 pub(crate) async fn health(State(engine): State<Engine>) -> Json<Health> {
     let (calls, deferred) = engine.call_counts();
@@ -39,7 +44,10 @@ pub(crate) async fn health(State(engine): State<Engine>) -> Json<Health> {
 }
 
 /// Ready when the database answers and the migrations are applied.
-#[utoipa::path(get, path = "/ready", tag = "health", security(()),
+///
+/// For load balancers and readiness probes: `200` once the database
+/// answers, else a `503` problem. Open: no token needed.
+#[utoipa::path(get, path = "/ready", tag = "health", operation_id = "getReady", security(()),
     responses(
         (status = 200, description = "Ready", body = Ready),
         (status = 503, description = "The database does not answer", body = Problem, content_type = "application/problem+json"),

@@ -16,9 +16,13 @@ const PAUSE_BODY_LIMIT: usize = 1024;
 /// The longest timed pause; longer is a pause until resumed.
 const MAX_PAUSE: std::time::Duration = std::time::Duration::from_secs(366 * 86_400);
 
-/// Every lane: declared by a step (`limits`), configured for a host
-/// (`lanes`), or known to the database from earlier calls.
-#[utoipa::path(get, path = "/engine/lanes", tag = "lanes",
+/// Every lane, with its limits and state.
+///
+/// Lanes declared by a step (`limits`), configured for a host (`lanes`),
+/// or known to the database from earlier calls: their limits, the slots
+/// held across engines, their pause and breaker, and the lane in this
+/// engine.
+#[utoipa::path(get, path = "/engine/lanes", tag = "lanes", operation_id = "listLanes",
     responses((status = 200, description = "Every lane", body = LaneList)))]
 pub(crate) async fn list(State(engine): State<Engine>) -> Result<Json<LaneList>, ApiError> {
     let lanes: Vec<LaneShown> = engine.lanes().await?.iter().map(LaneShown::of).collect();
@@ -28,11 +32,15 @@ pub(crate) async fn list(State(engine): State<Engine>) -> Result<Json<LaneList>,
     }))
 }
 
-/// Pause a lane: no call of it starts, in any engine, until the time given
-/// passes or it is resumed. Calls already sent finish.
-#[utoipa::path(post, path = "/engine/lanes/{id}/pause", tag = "lanes",
+/// Pause a lane in every engine.
+///
+/// No call of the lane starts, in any engine, until the time given passes
+/// or it is resumed; calls already sent finish. `{"for": "30s"}` pauses
+/// for that long (at most 366 days); no body, or no `for`, until resumed.
+#[utoipa::path(post, path = "/engine/lanes/{id}/pause", tag = "lanes", operation_id = "pauseLane",
     params(("id" = String, Path, description = "Lane id: `step:<id>` or `host:<host[:port]>`")),
-    request_body(content = Option<LanePause>, description = "Optional: `{\"for\": \"30s\"}`; absent: until resumed"),
+    request_body(content = Option<LanePause>, description = "Optional: `{\"for\": \"30s\"}`; absent: until resumed",
+        example = json!({"for": "30s"})),
     responses(
         (status = 200, description = "The lane, paused", body = LaneShown),
         (status = 400, description = "A bad body or duration", body = Problem, content_type = "application/problem+json"),
@@ -62,7 +70,10 @@ pub(crate) async fn pause(
 }
 
 /// Resume a lane: end its pause and close its breaker.
-#[utoipa::path(post, path = "/engine/lanes/{id}/resume", tag = "lanes",
+///
+/// In every engine, as a pause is. An unknown lane is a `404`. No body;
+/// send `Content-Type: application/json` all the same, as on every `POST`.
+#[utoipa::path(post, path = "/engine/lanes/{id}/resume", tag = "lanes", operation_id = "resumeLane",
     params(("id" = String, Path, description = "Lane id")),
     responses(
         (status = 200, description = "The lane, resumed", body = LaneShown),

@@ -92,7 +92,12 @@ pub fn document() -> &'static utoipa::openapi::OpenApi {
 }
 
 /// This document, OpenAPI 3.1.
-#[utoipa::path(get, path = "/openapi.json", tag = "health",
+///
+/// Every route with its parameters, request body, answers and the
+/// problem+json refusals it can give, generated from the code. Behind the
+/// API's tokens; a read token may fetch it. `clients/` holds clients
+/// generated from it.
+#[utoipa::path(get, path = "/openapi.json", tag = "health", operation_id = "getOpenApiDocument",
     responses((status = 200, description = "The OpenAPI 3.1 document of this API", body = Object)))]
 pub(crate) async fn document_route() -> Response {
     static TEXT: OnceLock<String> = OnceLock::new();

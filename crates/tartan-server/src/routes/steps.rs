@@ -14,7 +14,10 @@ use crate::extract::{self, Path, STEP_BODY_LIMIT};
 type StepBody = extract::Json<Step, STEP_BODY_LIMIT>;
 
 /// Every registered step.
-#[utoipa::path(get, path = "/engine/step", tag = "steps",
+///
+/// Each step as stored, defaults filled in (as `GET /engine/step/{id}`
+/// shows it), and their `count`.
+#[utoipa::path(get, path = "/engine/step", tag = "steps", operation_id = "listSteps",
     responses((status = 200, description = "Every registered step", body = StepList)))]
 pub(crate) async fn list(State(engine): State<Engine>) -> Json<StepList> {
     let view = engine.catalog().await;
@@ -31,7 +34,23 @@ pub(crate) async fn list(State(engine): State<Engine>) -> Json<StepList> {
 }
 
 /// Register a step; an identical repeat is a 201 too.
-#[utoipa::path(post, path = "/engine/step", tag = "steps", request_body = Step,
+///
+/// `id`, `name` and `type` are required (`sync`, `async`, `script` or
+/// `flow`), with `http.endpoint` for `sync` and `async` steps. Every
+/// problem is a `400` naming its field; an id that already holds a
+/// different definition is a `409` (replace it with `PUT`). The answer is
+/// the step as stored: the id sanitised, the defaults filled in, and
+/// `effective_retry` and `effective_timeouts`. At most 512 KiB of body.
+#[utoipa::path(post, path = "/engine/step", tag = "steps", operation_id = "registerStep",
+    request_body(content = Step, description = "The step's definition (Argyll's)",
+        example = json!({
+            "id": "greet", "name": "Greet", "type": "sync",
+            "http": {"endpoint": "http://127.0.0.1:8081/greet", "timeout": "5s"},
+            "attributes": {
+                "name": {"role": "required", "type": "string"},
+                "greeting": {"role": "output", "type": "string"}
+            }
+        })),
     responses(
         (status = 201, description = "Registered, as stored", body = StepSaved),
         (status = 400, description = "The step is not valid", body = Problem, content_type = "application/problem+json"),
@@ -52,7 +71,11 @@ pub(crate) async fn register(
 }
 
 /// The stored step, defaults filled in.
-#[utoipa::path(get, path = "/engine/step/{id}", tag = "steps",
+///
+/// As registered, with the id sanitised, `http.method`, the retry defaults
+/// and Argyll's duration fields in milliseconds filled in; posting it back
+/// registers the same step.
+#[utoipa::path(get, path = "/engine/step/{id}", tag = "steps", operation_id = "getStep",
     params(("id" = String, Path, description = "Step id")),
     responses(
         (status = 200, description = "The step", body = Step),
@@ -70,7 +93,21 @@ pub(crate) async fn get_one(
 }
 
 /// Replace a step; the id in the URL and in the body must name the same step.
-#[utoipa::path(put, path = "/engine/step/{id}", tag = "steps", request_body = Step,
+///
+/// Validated as a registration is; flows already running keep the copy of
+/// the step in their plan, new flows get the new one. A step that is not
+/// registered is a `404` (register it with `POST /engine/step`). At most
+/// 512 KiB of body.
+#[utoipa::path(put, path = "/engine/step/{id}", tag = "steps", operation_id = "updateStep",
+    request_body(content = Step, description = "The step's new definition; its `id` is the URL's",
+        example = json!({
+            "id": "greet", "name": "Greet", "type": "sync",
+            "http": {"endpoint": "http://127.0.0.1:8081/greet", "timeout": "5s"},
+            "attributes": {
+                "name": {"role": "required", "type": "string"},
+                "greeting": {"role": "output", "type": "string"}
+            }
+        })),
     params(("id" = String, Path, description = "Step id")),
     responses(
         (status = 200, description = "Updated, as stored", body = StepSaved),
@@ -95,7 +132,10 @@ pub(crate) async fn update(
 }
 
 /// Remove a step; running flows keep the copy in their plan.
-#[utoipa::path(delete, path = "/engine/step/{id}", tag = "steps",
+///
+/// New flows can no longer name it as a goal or plan it in; flows already
+/// running go on with the copy in their plan.
+#[utoipa::path(delete, path = "/engine/step/{id}", tag = "steps", operation_id = "unregisterStep",
     params(("id" = String, Path, description = "Step id")),
     responses(
         (status = 200, description = "Removed", body = Message),

@@ -18,16 +18,24 @@ use crate::error::{kind, ApiError, Problem};
 use crate::extract::{body_timeout, parse_json, BodyDeadline, Path};
 use crate::security::is_media_type;
 
-/// An async step's result: a JSON object of outputs, or a problem
-/// (`application/problem+json`) for a failure.
-#[utoipa::path(post, path = "/webhook/{flow}/{step}/{token}/{signature}", tag = "webhooks", security(()),
+/// An async step's result: a JSON object of outputs, or a problem.
+///
+/// Posted by an async step to the exact `Argyll-Webhook-URL` its call was
+/// given, once it accepted the call with a `2xx`: a JSON object of outputs
+/// succeeds the attempt, `application/problem+json` fails it. Duplicates
+/// and late results for the current attempt get `200` and change nothing.
+/// No bearer token: the URL's signature is the credential, checked before
+/// anything is looked up. The body is bounded by
+/// `TARTAN_MAX_RESPONSE_BYTES` (8 MiB by default).
+#[utoipa::path(post, path = "/webhook/{flow}/{step}/{token}/{signature}", tag = "webhooks", operation_id = "deliverWebhook", security(()),
     params(
         ("flow" = String, Path, description = "Flow id"),
         ("step" = String, Path, description = "Step id"),
         ("token" = String, Path, description = "The work item's receipt token"),
         ("signature" = String, Path, description = "The signature the engine handed out: `{attempt}.{mac}`"),
     ),
-    request_body(content = Object, description = "The step's outputs; a failure as `application/problem+json`", content_type = "application/json"),
+    request_body(content = Object, description = "The step's outputs; a failure as `application/problem+json`", content_type = "application/json",
+        example = json!({"greeting": "Hello, Ada!"})),
     responses(
         (status = 200, description = "Recorded (duplicates and late results too); empty body"),
         (status = 400, description = "Unknown flow, step or token, or a body that is not a JSON object", body = Problem, content_type = "application/problem+json"),
@@ -152,9 +160,14 @@ async fn read_bounded(req: Request, limit: usize) -> Result<Option<Vec<u8>>, Api
     }
 }
 
-/// `POST /webhook/{flow}/{step}/{token}/{signature}/heartbeat`: the async
-/// step is still working; its inactivity window starts again. 200, empty body.
-#[utoipa::path(post, path = "/webhook/{flow}/{step}/{token}/{signature}/heartbeat", tag = "webhooks", security(()),
+/// An async step is still working: its inactivity window starts again.
+///
+/// Posted by an async step that accepted its call, to its webhook URL and
+/// `/heartbeat`; answers `200` with an empty body (for a step without an
+/// inactivity timeout nothing changes). The body is ignored, but the
+/// `Content-Type` must be JSON, as on every `POST`. No bearer token: the
+/// URL's signature is the credential.
+#[utoipa::path(post, path = "/webhook/{flow}/{step}/{token}/{signature}/heartbeat", tag = "webhooks", operation_id = "webhookHeartbeat", security(()),
     params(
         ("flow" = String, Path, description = "Flow id"),
         ("step" = String, Path, description = "Step id"),
@@ -182,9 +195,12 @@ pub(crate) async fn heartbeat(
     counted(&engine, WebhookKind::Heartbeat, answer)
 }
 
-/// `POST /webhook/{flow}/{step}/{token}`: a URL put together from flow state
-/// rather than the one the engine handed out.
-#[utoipa::path(post, path = "/webhook/{flow}/{step}/{token}", tag = "webhooks", security(()),
+/// Argyll's unsigned webhook URL: always refused.
+///
+/// A URL put together from flow state rather than the one the engine handed
+/// out; it is answered `403`, so that nobody who can read a flow can post
+/// its results. Post to the exact `Argyll-Webhook-URL` instead.
+#[utoipa::path(post, path = "/webhook/{flow}/{step}/{token}", tag = "webhooks", operation_id = "refuseUnsignedWebhook", security(()),
     params(
         ("flow" = String, Path, description = "Flow id"),
         ("step" = String, Path, description = "Step id"),

@@ -25,7 +25,11 @@ fn with_lane(engine: &Engine, w: &tartan_engine::reads::WorkView) -> WorkItem {
 }
 
 /// Every work item of a flow, flat.
-#[utoipa::path(get, path = "/engine/flow/{id}/work", tag = "work",
+///
+/// Each item as the flow's state shows it, without its inputs and outputs,
+/// with `flow_id`, `step_id`, `token`, `attempt` and `last_error` added,
+/// and the lane its call waits in when it waits for one. Not paged.
+#[utoipa::path(get, path = "/engine/flow/{id}/work", tag = "work", operation_id = "listFlowWork",
     params(("id" = String, Path, description = "Flow id")),
     responses(
         (status = 200, description = "The flow's work items", body = WorkList),
@@ -79,7 +83,11 @@ pub(crate) struct WorkParams {
 }
 
 /// Work items across flows, a page at a time.
-#[utoipa::path(get, path = "/engine/work", tag = "work", params(WorkParams),
+///
+/// Filtered by `status`, `step` and `flow_id` (an empty parameter is none;
+/// ids at most 256 bytes); `limit` 1 to 1000 (default 100), and `cursor`,
+/// the previous page's `next_cursor`, absent on the last page.
+#[utoipa::path(get, path = "/engine/work", tag = "work", operation_id = "listWork", params(WorkParams),
     responses(
         (status = 200, description = "A page of work items", body = WorkList),
         (status = 400, description = "A bad filter, limit or cursor", body = Problem, content_type = "application/problem+json"),

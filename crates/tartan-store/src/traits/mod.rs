@@ -12,6 +12,7 @@
 //! - `memo`: memoized answers of memoizable steps.
 //! - `cluster`: the engines' heartbeats and the health of the steps.
 //! - `lanes`: the limits calls share across engines (docs/lanes.md).
+//! - `pools`: the connection pools' state, for the metrics.
 
 mod bulk;
 mod catalog;
@@ -21,6 +22,7 @@ mod flows;
 mod lanes;
 mod memo;
 mod notices;
+mod pools;
 mod retention;
 mod work;
 
@@ -34,6 +36,7 @@ pub use flows::FlowStore;
 pub use lanes::{LaneGrant, LaneOutcome, LaneRecord, LaneStore, LaneTake};
 pub use memo::MemoStore;
 pub use notices::{Notice, NoticeStore};
+pub use pools::{PoolReading, PoolStats};
 pub use retention::RetentionStore;
 pub use work::WorkStore;
 
@@ -67,6 +70,7 @@ pub trait Store:
     + MemoStore
     + ClusterStore
     + LaneStore
+    + PoolStats
     + Send
     + Sync
     + 'static

@@ -91,8 +91,14 @@ fn filter_of(params: &FeedParams) -> Result<FeedFilter, ApiError> {
     })
 }
 
-/// `GET /engine/events/stream`.
-#[utoipa::path(get, path = "/engine/events/stream", tag = "flows",
+/// Every flow's events as server-sent events, live; it does not end.
+///
+/// Events of every flow in the order they were committed, by any engine on
+/// the database, each message's `id` its global position. Starts after
+/// `Last-Event-ID`, else after `?after=POSITION`, else at the present.
+/// `flow_prefix` and `type` (comma-separated event types) filter it. A
+/// `503` with `Retry-After` when the process serves its most streams.
+#[utoipa::path(get, path = "/engine/events/stream", tag = "flows", operation_id = "streamEvents",
     params(FeedParams,
         ("Last-Event-ID" = Option<i64>, Header, description = "Resume after this global position")),
     responses(

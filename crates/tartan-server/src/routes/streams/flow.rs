@@ -28,8 +28,14 @@ pub(crate) struct StreamParams {
     access_token: Option<String>,
 }
 
-/// `GET /engine/flow/{id}/stream`.
-#[utoipa::path(get, path = "/engine/flow/{id}/stream", tag = "flows",
+/// A flow's events as server-sent events, live, then its final state.
+///
+/// Sends the flow's events from the first (or after `Last-Event-ID`, else
+/// `?after=`), then each event as it is committed, each message's `id`
+/// its sequence; once the flow deactivates, one `event: state` message with
+/// its state as `GET /engine/flow/{id}` answers it, and the stream ends.
+/// A `503` with `Retry-After` when the process serves its most streams.
+#[utoipa::path(get, path = "/engine/flow/{id}/stream", tag = "flows", operation_id = "streamFlowEvents",
     params(("id" = String, Path, description = "Flow id"), StreamParams,
         ("Last-Event-ID" = Option<i64>, Header, description = "Resume after this sequence")),
     responses(

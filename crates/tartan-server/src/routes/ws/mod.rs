@@ -75,8 +75,14 @@ pub(super) const MAX_QUEUED_BYTES: usize = 4 * 1024 * 1024;
 /// The close of a client dropped for not reading.
 pub(super) const SLOW_REASON: &str = "not reading its messages fast enough; reconnect and subscribe again";
 
-/// `GET /engine/ws`: upgrade to Argyll's WebSocket protocol.
-#[utoipa::path(get, path = "/engine/ws", tag = "flows",
+/// Argyll's WebSocket: subscribe to the catalog, the cluster and flows.
+///
+/// Upgrades the connection; a subscription gets the aggregate's state, then
+/// its events as they are committed. A browser, whose `WebSocket` cannot
+/// set `Authorization`, passes its token as `access_token`; a page of an
+/// origin not in `TARTAN_CORS_ORIGINS` is refused. A `503` when the process
+/// serves its most streams.
+#[utoipa::path(get, path = "/engine/ws", tag = "flows", operation_id = "openWebSocket",
     params(("access_token" = Option<String>, Query,
         description = "The token, for browsers, whose `WebSocket` cannot set `Authorization` (RFC 6750 §2.3)")),
     responses(

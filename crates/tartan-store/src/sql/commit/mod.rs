@@ -123,7 +123,7 @@ impl SqlStore {
             write_snapshots_after(&self.write, &decisions, &snapshots).await?;
             return Ok(verdicts(decisions));
         }
-        let mut tx = self.write.begin().await?;
+        let mut tx = self.begin_commit().await?;
         create_flows(&mut tx, self.backend, &mut decisions).await?;
         let snapshots = advance_flows(&mut tx, self.backend, &mut decisions).await?;
         write_snapshots(&mut tx, self.backend, &decisions, &snapshots).await?;

@@ -1,0 +1,169 @@
+//! The database as the engine sees it (docs/operating.md, "Metrics"): its
+//! connection pools, read from the store at each scrape, and the commits
+//! that failed for the database's sake.
+
+use std::collections::HashMap;
+use std::sync::atomic::AtomicU64;
+use std::sync::Mutex;
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+use tartan_store::{PoolReading, StoreError};
+
+use super::Present;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct PoolLabel {
+    pool: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct PoolStateLabels {
+    pool: &'static str,
+    /// `idle` or `in_use`.
+    state: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct KindLabel {
+    kind: &'static str,
+}
+
+pub(crate) struct DbMetrics {
+    connections: Family<PoolStateLabels, Gauge>,
+    max: Family<PoolLabel, Gauge>,
+    waits: Family<PoolLabel, Counter>,
+    wait_seconds: Family<PoolLabel, Counter<f64, AtomicU64>>,
+    /// The store's totals at the last scrape: its counters only grow, and
+    /// each scrape adds what they grew by.
+    seen: Mutex<HashMap<&'static str, (u64, f64)>>,
+    commit_errors: Family<KindLabel, Counter>,
+}
+
+/// The kinds of `tartan_commit_errors_total`, at zero from the start.
+const ERROR_KINDS: [&str; 3] = ["unavailable", "database", "corrupt"];
+
+impl DbMetrics {
+    pub(super) fn new() -> Self {
+        let m = Self {
+            connections: Family::default(),
+            max: Family::default(),
+            waits: Family::default(),
+            wait_seconds: Family::default(),
+            seen: Mutex::default(),
+            commit_errors: Family::default(),
+        };
+        for kind in ERROR_KINDS {
+            m.commit_errors.get_or_create(&KindLabel { kind }).inc_by(0);
+        }
+        m
+    }
+
+    pub(super) fn register(&self, r: &mut Registry) {
+        r.register(
+            "tartan_db_pool_connections",
+            "Connections of a database pool, idle or in use",
+            Present(self.connections.clone()),
+        );
+        r.register(
+            "tartan_db_pool_max_connections",
+            "The most connections a database pool may open",
+            Present(self.max.clone()),
+        );
+        r.register(
+            "tartan_db_pool_waits",
+            "Times the engine waited for a pool's connection: commits for theirs, API reads for a turn",
+            Present(self.waits.clone()),
+        );
+        r.register(
+            "tartan_db_pool_wait_seconds",
+            "How long those waits took, in all",
+            Present(self.wait_seconds.clone()),
+        );
+        r.register(
+            "tartan_commit_errors",
+            "Decisions whose commit failed for the database's sake, by kind: unreachable, a failed statement, data that could not be read back",
+            Present(self.commit_errors.clone()),
+        );
+    }
+
+    /// The pools as the store reads them now (a scrape).
+    pub(super) fn read(&self, pools: &[PoolReading]) {
+        let mut seen = crate::sync::lock(&self.seen);
+        for p in pools {
+            let pool = PoolLabel { pool: p.pool };
+            let idle = p.idle.min(p.size);
+            for (state, n) in [("idle", idle), ("in_use", p.size - idle)] {
+                self.connections
+                    .get_or_create(&PoolStateLabels { pool: p.pool, state })
+                    .set(i64::from(n));
+            }
+            self.max.get_or_create(&pool).set(i64::from(p.max));
+            let (waits, seconds) = seen.entry(p.pool).or_default();
+            self.waits
+                .get_or_create(&pool)
+                .inc_by(p.waits.saturating_sub(*waits));
+            self.wait_seconds
+                .get_or_create(&pool)
+                .inc_by((p.wait_seconds - *seconds).max(0.0));
+            *waits = p.waits.max(*waits);
+            *seconds = p.wait_seconds.max(*seconds);
+        }
+    }
+
+    /// A decision's commit failed with `error`; conflicts and taken ids are
+    /// answers, not failures, and are not counted.
+    pub(crate) fn commit_failed(&self, error: &StoreError) {
+        let kind = match error {
+            StoreError::Unavailable(_) => "unavailable",
+            StoreError::Database(_) => "database",
+            StoreError::Corrupt(_) => "corrupt",
+            _ => return,
+        };
+        self.commit_errors.get_or_create(&KindLabel { kind }).inc();
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+
+    fn reading(waits: u64, wait_seconds: f64) -> PoolReading {
+        PoolReading {
+            pool: "engine",
+            size: 5,
+            idle: 2,
+            max: 16,
+            waits,
+            wait_seconds,
+        }
+    }
+
+    #[test]
+    fn pools_show_their_connections_and_their_waits_add_up() {
+        let m = DbMetrics::new();
+        let mut r = Registry::default();
+        m.register(&mut r);
+        m.read(&[reading(3, 0.5)]);
+        m.read(&[reading(10, 2.0)]);
+        m.commit_failed(&StoreError::Unavailable("down".into()));
+        m.commit_failed(&StoreError::Conflict("f".into()));
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, &r).unwrap();
+        for line in [
+            r#"tartan_db_pool_connections{pool="engine",state="idle"} 2"#,
+            r#"tartan_db_pool_connections{pool="engine",state="in_use"} 3"#,
+            r#"tartan_db_pool_max_connections{pool="engine"} 16"#,
+            r#"tartan_db_pool_waits_total{pool="engine"} 10"#,
+            r#"tartan_db_pool_wait_seconds_total{pool="engine"} 2.0"#,
+            r#"tartan_commit_errors_total{kind="unavailable"} 1"#,
+            r#"tartan_commit_errors_total{kind="database"} 0"#,
+        ] {
+            assert!(text.contains(line), "{line} in\n{text}");
+        }
+    }
+}
