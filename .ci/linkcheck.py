@@ -156,17 +156,25 @@ def check_in_repo(base_dir, link):
     return None
 
 
+def local(link, path, broken, external):
+    """Whether `link` is one to check here: http(s) links are only listed,
+    other schemes skipped or refused."""
+    if not link or link.lower().startswith(SKIPPED_SCHEMES):
+        return False
+    if re.match(r"^https?://", link, re.I):
+        external.add(link)
+        return False
+    if re.match(r"^[a-z][a-z0-9+.-]*:", link, re.I):
+        broken.append((rel(path), link, "unknown scheme"))
+        return False
+    return True
+
+
 def check_markdown(files, broken, external):
     for path in files:
         base_dir = os.path.dirname(os.path.abspath(path))
         for link in markdown_links(path):
-            if not link or link.lower().startswith(SKIPPED_SCHEMES):
-                continue
-            if re.match(r"^https?://", link, re.I):
-                external.add(link)
-                continue
-            if re.match(r"^[a-z][a-z0-9+.-]*:", link, re.I):
-                broken.append((rel(path), link, "unknown scheme"))
+            if not local(link, path, broken, external):
                 continue
             if link.startswith("#"):
                 link = os.path.basename(path) + link
@@ -215,13 +223,7 @@ def check_book(book, src, broken, external):
         if page.base is not None:                     # 404.html: <base href="/">
             page_dir = book if page.base.startswith("/") else os.path.join(page_dir, page.base)
         for link in page.links:
-            if not link or link.lower().startswith(SKIPPED_SCHEMES):
-                continue
-            if re.match(r"^https?://", link, re.I):
-                external.add(link)
-                continue
-            if re.match(r"^[a-z][a-z0-9+.-]*:", link, re.I):
-                broken.append((rel(path), link, "unknown scheme"))
+            if not local(link, path, broken, external):
                 continue
             parsed = urllib.parse.urlsplit(link)
             target_path = urllib.parse.unquote(parsed.path)

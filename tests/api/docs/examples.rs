@@ -211,7 +211,9 @@ fn console_commands(block: &Block) -> Result<Vec<Command>, String> {
 }
 
 /// Whether shell text is a whole command: no quote left open, no trailing
-/// `\`. A `#` outside quotes after a blank starts a comment.
+/// `\`, no compound command left open (`for … do` without its `done`,
+/// `if` without `fi`, `case` without `esac`, `{` without `}`). A `#`
+/// outside quotes after a blank starts a comment.
 fn complete(text: &str) -> bool {
     #[derive(PartialEq)]
     enum In {
@@ -221,9 +223,20 @@ fn complete(text: &str) -> bool {
         Comment,
     }
     let mut state = In::Code;
-    let mut chars = text.chars().peekable();
+    let mut chars = text.chars();
     let mut prev_blank = true;
     let mut trailing_backslash = false;
+    // Compound commands opened and not yet closed, by their words.
+    let mut depth = 0i32;
+    let mut word = String::new();
+    let mut end_word = |word: &mut String| {
+        depth += match word.as_str() {
+            "do" | "if" | "case" | "{" => 1,
+            "done" | "fi" | "esac" | "}" => -1,
+            _ => 0,
+        };
+        word.clear();
+    };
     while let Some(c) = chars.next() {
         match state {
             In::Comment => {
@@ -248,12 +261,17 @@ fn complete(text: &str) -> bool {
                 '\'' => state = In::Single,
                 '"' => state = In::Double,
                 '#' if prev_blank => state = In::Comment,
-                _ => {}
+                c if c.is_whitespace() || ";|&()<>".contains(c) => end_word(&mut word),
+                c => word.push(c),
             },
+        }
+        if state != In::Code {
+            end_word(&mut word);
         }
         prev_blank = c.is_whitespace();
     }
-    matches!(state, In::Code | In::Comment) && !trailing_backslash
+    end_word(&mut word);
+    matches!(state, In::Code | In::Comment) && !trailing_backslash && depth <= 0
 }
 
 /// Whether `actual` is what `shown` shows: line by line, runs of blanks
@@ -323,6 +341,10 @@ mod tests {
         assert_eq!(got[1].shown, None);
         assert_eq!(got[2].line, 8);
         assert!(commands(&block("```sh run\necho 'open\n```\n")).is_err());
+        let looped = block("```sh run\nfor n in 1 2; do\n  echo \"$n done\"\ndone\n# 1 done\n```\n");
+        let got = commands(&looped).expect("commands");
+        assert_eq!(got.len(), 1, "{got:?}");
+        assert_eq!(got[0].shown.as_deref(), Some("1 done"));
     }
 
     #[test]

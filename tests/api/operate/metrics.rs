@@ -452,15 +452,7 @@ async fn the_build_and_the_process_are_in_the_metrics() {
     };
     // The OpenMetrics document still parses, the info family included.
     scrape(&app, None).await;
-    let text = app
-        .client
-        .get(app.url("/metrics"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let text = metrics_text(&app).await;
     let value = |name: &str| -> f64 {
         text.lines()
             .find(|l| l.starts_with(name) && l[name.len()..].starts_with([' ', '{']))
@@ -490,15 +482,7 @@ async fn a_fresh_process_exposes_every_family_and_its_known_series_at_zero() {
     let Some(app) = spawn_app(Backend::Sqlite).await else {
         return;
     };
-    let text = app
-        .client
-        .get(app.url("/metrics"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let text = metrics_text(&app).await;
     let docs = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/operating.md")).unwrap();
     let table = docs
         .split("### What is measured")
@@ -538,4 +522,16 @@ async fn a_fresh_process_exposes_every_family_and_its_known_series_at_zero() {
     ] {
         assert!(text.contains(series), "no {series} in a fresh scrape:\n{text}");
     }
+}
+
+/// `GET /metrics`, as text.
+async fn metrics_text(app: &TestApp) -> String {
+    app.client
+        .get(app.url("/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap()
 }

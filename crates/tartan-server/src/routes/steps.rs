@@ -43,14 +43,7 @@ pub(crate) async fn list(State(engine): State<Engine>) -> Json<StepList> {
 /// `effective_retry` and `effective_timeouts`. At most 512 KiB of body.
 #[utoipa::path(post, path = "/engine/step", tag = "steps", operation_id = "registerStep",
     request_body(content = Step, description = "The step's definition (Argyll's)",
-        example = json!({
-            "id": "greet", "name": "Greet", "type": "sync",
-            "http": {"endpoint": "http://127.0.0.1:8081/greet", "timeout": "5s"},
-            "attributes": {
-                "name": {"role": "required", "type": "string"},
-                "greeting": {"role": "output", "type": "string"}
-            }
-        })),
+        example = greet_example),
     responses(
         (status = 201, description = "Registered, as stored", body = StepSaved),
         (status = 400, description = "The step is not valid", body = Problem, content_type = "application/problem+json"),
@@ -100,14 +93,7 @@ pub(crate) async fn get_one(
 /// 512 KiB of body.
 #[utoipa::path(put, path = "/engine/step/{id}", tag = "steps", operation_id = "updateStep",
     request_body(content = Step, description = "The step's new definition; its `id` is the URL's",
-        example = json!({
-            "id": "greet", "name": "Greet", "type": "sync",
-            "http": {"endpoint": "http://127.0.0.1:8081/greet", "timeout": "5s"},
-            "attributes": {
-                "name": {"role": "required", "type": "string"},
-                "greeting": {"role": "output", "type": "string"}
-            }
-        })),
+        example = greet_example),
     params(("id" = String, Path, description = "Step id")),
     responses(
         (status = 200, description = "Updated, as stored", body = StepSaved),
@@ -149,4 +135,17 @@ pub(crate) async fn unregister(
     Ok(Json(Message {
         message: "Step unregistered".into(),
     }))
+}
+
+/// The request example of a step's registration and update: the README's
+/// `greet` (examples/steps/greet.json).
+fn greet_example() -> serde_json::Value {
+    serde_json::json!({
+        "id": "greet", "name": "Greet", "type": "sync",
+        "http": {"endpoint": "http://127.0.0.1:8081/greet", "timeout": "5s"},
+        "attributes": {
+            "name": {"role": "required", "type": "string"},
+            "greeting": {"role": "output", "type": "string"}
+        }
+    })
 }
