@@ -42,7 +42,13 @@ pub fn receipt_token(headers: &HeaderMap) -> String {
 
 /// Serve `app` on `STEPS_ADDR` until stopped.
 pub async fn serve(name: &str, app: Router) -> std::io::Result<()> {
-    let addr = std::env::var("STEPS_ADDR").unwrap_or_else(|_| "127.0.0.1:8081".into());
+    serve_from("STEPS_ADDR", name, app).await
+}
+
+/// Serve `app` on the address the environment variable `var` names
+/// (127.0.0.1:8081 without it) until stopped.
+pub async fn serve_from(var: &str, name: &str, app: Router) -> std::io::Result<()> {
+    let addr = std::env::var(var).unwrap_or_else(|_| "127.0.0.1:8081".into());
     let listener = tokio::net::TcpListener::bind(&addr).await?;
     println!("{name} step service listening on {}", listener.local_addr()?);
     axum::serve(listener, app).await
