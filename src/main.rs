@@ -17,7 +17,6 @@ use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 use tartan_engine::{Engine, EngineConfig};
 use tokio::net::TcpListener;
-use tracing_subscriber::EnvFilter;
 
 use crate::config::{Config, LogFormat, ServeArgs};
 
@@ -116,28 +115,17 @@ async fn run(cli: Cli) -> Result<()> {
     match cli.command {
         Command::Serve(ServeCmd { no_migrate, settings }) => {
             let loaded = Config::load(&settings)?;
-            init_logging(loaded.config.log_format);
-            let settings = loaded
-                .report()
-                .iter()
-                .filter_map(|line| Some(format!("{}={}", line.key, line.value.as_deref()?)))
-                .collect::<Vec<_>>()
-                .join(" ");
-            tracing::info!(%settings, "configuration (secrets redacted; `tartan config check` shows each source)");
-            for warning in loaded.warnings() {
-                tracing::warn!("configuration: {warning}");
-            }
             let schema = if no_migrate {
                 tartan_store::Schema::Require
             } else {
                 tartan_store::Schema::Migrate
             };
-            serve(loaded.config, schema).await
+            serve(loaded, schema).await
         }
         Command::Migrate(args) => migrate(&args).await,
         Command::Config(ConfigCommand::Check(args)) => config_check(&args),
         Command::Purge(args) => {
-            init_logging(LogFormat::Text);
+            telemetry::init_logging(LogFormat::Text, None);
             purge::run(args).await
         }
         Command::Step(c) => std::process::exit(cli::run(cli::step::run(c)).await),
@@ -147,24 +135,6 @@ async fn run(cli: Cli) -> Result<()> {
         Command::Bulk(c) => std::process::exit(cli::run(cli::bulk::run(c)).await),
         Command::Lane(c) => std::process::exit(cli::run(cli::lane::run(c)).await),
         Command::Health(c) => std::process::exit(cli::run(cli::health::run(c)).await),
-    }
-}
-
-/// One line per request (the server's request log) and everything else, as
-/// text or as JSON objects (`TARTAN_LOG_FORMAT`); `RUST_LOG` filters.
-fn init_logging(format: LogFormat) {
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter);
-    match format {
-        LogFormat::Json => builder
-            .json()
-            .flatten_event(true)
-            .with_current_span(true)
-            .with_span_list(false)
-            .init(),
-        LogFormat::Text => builder
-            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stdout()))
-            .init(),
     }
 }
 
@@ -205,10 +175,37 @@ async fn migrate(args: &ServeArgs) -> Result<()> {
     Ok(())
 }
 
-async fn serve(mut config: Config, schema: tartan_store::Schema) -> Result<()> {
+async fn serve(loaded: config::Loaded, schema: tartan_store::Schema) -> Result<()> {
+    // What is logged once logging is set up, which waits for the node id:
+    // spans name their engine (`service.instance.id`).
+    let settings = loaded
+        .report()
+        .iter()
+        .filter_map(|line| Some(format!("{}={}", line.key, line.value.as_deref()?)))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let warnings = loaded.warnings();
+    let mut config = loaded.config;
     let open_files = nofile::raise();
     let max_connections = nofile::max_connections(config.max_connections, open_files);
     config.server.max_connections = max_connections;
+    let listener = TcpListener::bind(&config.listen)
+        .await
+        .with_context(|| format!("binding {}", config.listen))?;
+    let addr = listener.local_addr()?;
+    let node_id = config
+        .node_id
+        .clone()
+        .unwrap_or_else(|| format!("{}-{}", hostname(), addr.port()));
+    let traces = telemetry::init_traces(&node_id)?;
+    telemetry::init_logging(config.log_format, traces.as_ref());
+    tracing::info!(%settings, "configuration (secrets redacted; `tartan config check` shows each source)");
+    for warning in warnings {
+        tracing::warn!("configuration: {warning}");
+    }
+    if let Some(traces) = &traces {
+        traces.log_export();
+    }
     let open_files_shown = open_files.map_or_else(|| "unknown".to_string(), |l| l.to_string());
     if nofile::leaves_too_few(max_connections, open_files) {
         tracing::warn!(
@@ -219,22 +216,12 @@ async fn serve(mut config: Config, schema: tartan_store::Schema) -> Result<()> {
     tracing::info!(
         "at most {max_connections} connections at once (TARTAN_MAX_CONNECTIONS; open-file limit {open_files_shown})"
     );
-    let listener = TcpListener::bind(&config.listen)
-        .await
-        .with_context(|| format!("binding {}", config.listen))?;
-    let addr = listener.local_addr()?;
     let store = tartan_store::open_as(&config.database_url, &config.pools, schema)
         .await
         .with_context(|| format!("opening {}", tartan_store::redact(&config.database_url)))?;
-    let node_id = config
-        .node_id
-        .clone()
-        .unwrap_or_else(|| format!("{}-{}", hostname(), addr.port()));
     // One live process per node id: two would take each other's leases for
     // their own (docs/durability.md). Held until the process ends.
     let _node = store.hold_node(&node_id).await?;
-    // Spans name the engine (`service.instance.id`): its node id.
-    let traces = telemetry::init_traces(&node_id)?;
     let engine_config = EngineConfig {
         node_id,
         webhook_base_url: config

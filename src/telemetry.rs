@@ -1,6 +1,8 @@
-//! OpenTelemetry traces (docs/operating.md, "Traces"): off unless an OTLP
-//! endpoint is set in the standard variables; then spans are batched and
-//! exported over OTLP/HTTP from the SDK's own thread.
+//! Logs and OpenTelemetry traces (docs/operating.md, "Logs" and "Traces").
+//! Traces are off unless an OTLP endpoint is set in the standard variables;
+//! then spans are batched and exported over OTLP/HTTP from the SDK's own
+//! thread, and the `tracing` spans of API requests join them through
+//! `tracing-opentelemetry`, so that log lines carry their trace and span.
 
 use std::time::Duration;
 
@@ -10,6 +12,11 @@ use opentelemetry::{InstrumentationScope, Key, KeyValue, Value};
 use opentelemetry_otlp::{Protocol, WithExportConfig as _};
 use opentelemetry_sdk::trace::SdkTracerProvider;
 use opentelemetry_sdk::Resource;
+use tracing_subscriber::layer::SubscriberExt as _;
+use tracing_subscriber::util::SubscriberInitExt as _;
+use tracing_subscriber::EnvFilter;
+
+use crate::config::LogFormat;
 
 /// How long the spans still queued at exit may take to be sent.
 const SHUTDOWN_BOUND: Duration = Duration::from_secs(5);
@@ -22,6 +29,8 @@ const SERVICE_NAME: &str = "tartan";
 /// queued, within `SHUTDOWN_BOUND`.
 pub struct TraceGuard {
     provider: SdkTracerProvider,
+    endpoint: String,
+    protocol: Protocol,
 }
 
 impl TraceGuard {
@@ -32,6 +41,11 @@ impl TraceGuard {
                 .with_version(env!("CARGO_PKG_VERSION"))
                 .build(),
         )
+    }
+
+    /// Says where spans go: once logging is set up.
+    pub fn log_export(&self) {
+        tracing::info!(endpoint = %self.endpoint, protocol = ?self.protocol, "exporting traces over OTLP/HTTP");
     }
 }
 
@@ -103,6 +117,41 @@ pub fn init_traces(node_id: &str) -> Result<Option<TraceGuard>> {
         .with_batch_exporter(exporter)
         .with_resource(resource)
         .build();
-    tracing::info!(%endpoint, protocol = ?protocol, "exporting traces over OTLP/HTTP");
-    Ok(Some(TraceGuard { provider }))
+    Ok(Some(TraceGuard {
+        provider,
+        endpoint,
+        protocol,
+    }))
+}
+
+/// One line per request (the server's request log) and everything else, as
+/// text or as JSON objects (`TARTAN_LOG_FORMAT`); `RUST_LOG` filters. With
+/// `traces`, the `tracing` spans that pass the filter (each API request's,
+/// at DEBUG for probes) are exported too, and the lines in them name the
+/// span's trace and span ids.
+pub fn init_logging(format: LogFormat, traces: Option<&TraceGuard>) {
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    let bridge = traces.map(|t| {
+        tracing_opentelemetry::layer()
+            .with_tracer(t.tracer())
+            // Where in Tartan's code a span was made says nothing to an
+            // operator; the route and method do.
+            .with_location(false)
+            .with_threads(false)
+    });
+    let registry = tracing_subscriber::registry().with(filter).with(bridge);
+    let fmt = tracing_subscriber::fmt::layer();
+    match format {
+        LogFormat::Json => registry
+            .with(
+                fmt.json()
+                    .flatten_event(true)
+                    .with_current_span(true)
+                    .with_span_list(false),
+            )
+            .init(),
+        LogFormat::Text => registry
+            .with(fmt.with_ansi(std::io::IsTerminal::is_terminal(&std::io::stdout())))
+            .init(),
+    }
 }

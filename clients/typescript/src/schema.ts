@@ -1055,7 +1055,7 @@ export interface components {
     schemas: {
         /** @description One call of a step endpoint. */
         Attempt: {
-            delay?: null | components["schemas"]["DelayParts"];
+            delay?: components["schemas"]["DelayParts"] | null;
             /** Format: date-time */
             ended_at?: string | null;
             error?: string | null;
@@ -1065,7 +1065,7 @@ export interface components {
             memo?: boolean;
             /** Format: int32 */
             number: number;
-            outcome?: null | components["schemas"]["AttemptOutcome"];
+            outcome?: components["schemas"]["AttemptOutcome"] | null;
             /**
              * Format: int64
              * @description The response's `Retry-After`, in ms, when it had one.
@@ -1086,11 +1086,11 @@ export interface components {
         };
         /** @description One declared attribute of a step. */
         AttributeSpec: {
-            const?: null | components["schemas"]["ConstConfig"];
-            meta?: null | components["schemas"]["MetaConfig"];
-            optional?: null | components["schemas"]["InputConfig"];
-            output?: null | components["schemas"]["OutputConfig"];
-            required?: null | components["schemas"]["InputConfig"];
+            const?: components["schemas"]["ConstConfig"] | null;
+            meta?: components["schemas"]["MetaConfig"] | null;
+            optional?: components["schemas"]["InputConfig"] | null;
+            output?: components["schemas"]["OutputConfig"] | null;
+            required?: components["schemas"]["InputConfig"] | null;
             /** @description `required`, `optional`, `const`, `meta` or `output`; required. */
             role: string;
             type?: string;
@@ -1532,8 +1532,8 @@ export interface components {
              * @description Cap on the attempts of all work items together.
              */
             max_step_attempts: number;
-            metadata?: null | components["schemas"]["ParentLink"];
-            on_timeout?: null | components["schemas"]["OnTimeout"];
+            metadata?: components["schemas"]["ParentLink"] | null;
+            on_timeout?: components["schemas"]["OnTimeout"] | null;
             /**
              * @description Fixed once the flow starts: shared, so that copying the state for a
              *     decision does not copy every step definition.
@@ -1547,7 +1547,7 @@ export interface components {
              */
             retried_at?: string | null;
             status: components["schemas"]["FlowStatus"];
-            trace?: null | components["schemas"]["FlowTrace"];
+            trace?: components["schemas"]["FlowTrace"] | null;
         };
         /** @enum {string} */
         FlowStatus: "active" | "completed" | "failed" | "cancelled";
@@ -1672,8 +1672,8 @@ export interface components {
             /** @description Optional inputs only: JSON text used when no value arrives. */
             default?: string;
             for_each?: boolean;
-            mapping?: null | components["schemas"]["MappingConfig"];
-            match?: null | components["schemas"]["ScriptConfig"];
+            mapping?: components["schemas"]["MappingConfig"] | null;
+            match?: components["schemas"]["ScriptConfig"] | null;
         };
         /** @description A lane in the engine that answers. */
         LaneHere: {
@@ -1707,8 +1707,8 @@ export interface components {
         };
         /** @description One lane: its limits and state, across engines and here. */
         LaneShown: {
-            breaker?: null | components["schemas"]["BreakerShown"];
-            here?: null | components["schemas"]["LaneHere"];
+            breaker?: components["schemas"]["BreakerShown"] | null;
+            here?: components["schemas"]["LaneHere"] | null;
             /** @description `step:<step id>` or `host:<host[:port]>`. */
             id: string;
             /** @description `concurrency`, `rate`, `burst`, `breaker`, every value explicit. */
@@ -1748,7 +1748,7 @@ export interface components {
          */
         MappingConfig: {
             name?: string;
-            script?: null | components["schemas"]["ScriptConfig"];
+            script?: components["schemas"]["ScriptConfig"] | null;
         };
         /** @description An answer that is only a message (`DELETE /engine/step/{id}`). */
         Message: {
@@ -1778,7 +1778,7 @@ export interface components {
          */
         OnTimeout: "error" | "cancel";
         OutputConfig: {
-            mapping?: null | components["schemas"]["MappingConfig"];
+            mapping?: components["schemas"]["MappingConfig"] | null;
         };
         /** @description The work item a child flow runs for, as Argyll's metadata names it. */
         ParentLink: {
@@ -1938,8 +1938,8 @@ export interface components {
              *     `effective_retry`.
              */
             effective_timeouts?: unknown;
-            flow?: null | components["schemas"]["FlowConfig"];
-            http?: null | components["schemas"]["HttpConfig"];
+            flow?: components["schemas"]["FlowConfig"] | null;
+            http?: components["schemas"]["HttpConfig"] | null;
             /** @description Sanitised, unique id; required. */
             id: string;
             labels?: {
@@ -1960,13 +1960,13 @@ export interface components {
             memoizable?: boolean;
             /** @description Human name, required. */
             name: string;
-            predicate?: null | components["schemas"]["ScriptConfig"];
+            predicate?: components["schemas"]["ScriptConfig"] | null;
             /**
              * @description A retry policy in another system's dialect (Steep, OpenWorkflow /
              *     Temporal, Serverless Workflow), kept as given.
              */
             retry?: unknown;
-            script?: null | components["schemas"]["ScriptConfig"];
+            script?: components["schemas"]["ScriptConfig"] | null;
             /**
              * @description Timeouts (`attempt`, `inactivity`, `total`, `on_timeout`, or Steep's
              *     `maxRuntime`, `maxInactivity`, `deadline`), kept as given.
@@ -1974,7 +1974,7 @@ export interface components {
             timeouts?: unknown;
             /** @description `sync`, `async`, `script` or `flow`; required. */
             type: string;
-            work_config?: null | components["schemas"]["WorkConfig"];
+            work_config?: components["schemas"]["WorkConfig"] | null;
         };
         /**
          * @description A step's health (`unknown`, `healthy`, `unhealthy`), why when it is not
@@ -2046,14 +2046,14 @@ export interface components {
             inactive_until?: string | null;
             /** Format: int32 */
             index?: number;
-            lane?: null | components["schemas"]["LaneWaitShown"];
+            lane?: components["schemas"]["LaneWaitShown"] | null;
             last_error?: string | null;
             /** Format: date-time */
             next_retry_at?: string | null;
             problem?: unknown;
             /** Format: int32 */
             retry_count: number;
-            retry_state?: null | components["schemas"]["RetryState"];
+            retry_state?: components["schemas"]["RetryState"] | null;
             /** Format: date-time */
             started_at?: string | null;
             status: components["schemas"]["WorkStatus"];
@@ -2133,7 +2133,7 @@ export interface components {
             problem?: unknown;
             /** Format: int32 */
             retry_count: number;
-            retry_state?: null | components["schemas"]["RetryState"];
+            retry_state?: components["schemas"]["RetryState"] | null;
             /** Format: date-time */
             started_at?: string | null;
             status: components["schemas"]["WorkStatus"];
@@ -3559,7 +3559,7 @@ export interface operations {
                  *       "reset_attempts": false
                  *     }
                  */
-                "application/json": null | components["schemas"]["ResumeBody"];
+                "application/json": components["schemas"]["ResumeBody"] | null;
             };
         };
         responses: {
@@ -3673,7 +3673,7 @@ export interface operations {
                  *       "reset_attempts": true
                  *     }
                  */
-                "application/json": null | components["schemas"]["RetryBody"];
+                "application/json": components["schemas"]["RetryBody"] | null;
             };
         };
         responses: {
@@ -4150,7 +4150,7 @@ export interface operations {
                  *       "for": "30s"
                  *     }
                  */
-                "application/json": null | components["schemas"]["LanePause"];
+                "application/json": components["schemas"]["LanePause"] | null;
             };
         };
         responses: {

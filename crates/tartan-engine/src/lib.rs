@@ -116,7 +116,7 @@ pub use outbound::StepTls;
 pub use retention::purge_before;
 pub use ring::{BusReceiver, RecvError};
 pub use slots::CallCounts;
-pub use traces::{trace_id_of, CallerTrace, Tracer};
+pub use traces::{caller_context, trace_id_of, traceparent_of, CallerTrace, Tracer};
 
 /// Notices of finished flows a slow subscriber may fall behind by before it
 /// misses some (it is told how many).

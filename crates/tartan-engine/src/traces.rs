@@ -149,6 +149,34 @@ pub fn trace_id_of(traceparent: &str) -> Option<String> {
     parse_traceparent(traceparent).map(|span| span.trace_id().to_string())
 }
 
+/// The caller's span as the parent of a span made here (the server's span
+/// of the request), with its `tracestate` when that is one to keep; `None`
+/// when its `traceparent` is not a valid one.
+pub fn caller_context(caller: CallerTrace<'_>) -> Option<Context> {
+    let span = caller.traceparent.and_then(parse_traceparent)?;
+    let state = kept_tracestate(caller.tracestate)
+        .and_then(|s| s.parse::<TraceState>().ok())
+        .unwrap_or_default();
+    let span = SpanContext::new(span.trace_id(), span.span_id(), span.trace_flags(), true, state);
+    Some(Context::new().with_remote_span_context(span))
+}
+
+/// The `traceparent` naming the span of `cx`, for what is started under it
+/// (the request's span, when it is exported); `None` when `cx` holds no
+/// valid span, as when the server makes no spans of its own.
+pub fn traceparent_of(cx: &Context) -> Option<String> {
+    let span = cx.span();
+    let span = span.span_context();
+    span.is_valid().then(|| {
+        format!(
+            "00-{}-{}-{:02x}",
+            span.trace_id(),
+            span.span_id(),
+            span.trace_flags().to_u8()
+        )
+    })
+}
+
 /// A new flow's trace: the caller's, when its `traceparent` is valid (with
 /// its `tracestate`), else a trace of its own. The flow's start span gets a
 /// fresh id either way.
@@ -209,18 +237,14 @@ pub(crate) fn start_span(tracer: &Tracer, flow_id: &str, trace: &mut FlowTrace) 
         )),
         _ => Context::new(),
     };
-    // With the HTTP semantic conventions' attributes of the request the
-    // flow started from.
+    // Internal: the HTTP request it came in is the server's span (its
+    // parent, when the server exports its requests' spans).
     let span = tracer
         .span_builder("tartan.flow.start")
-        .with_kind(SpanKind::Server)
+        .with_kind(SpanKind::Internal)
         .with_trace_id(ids.trace_id)
         .with_span_id(ids.span_id)
-        .with_attributes([
-            KeyValue::new(FLOW_ID, flow_id.to_string()),
-            KeyValue::new("http.request.method", "POST"),
-            KeyValue::new("http.route", "/engine/flow"),
-        ])
+        .with_attributes([KeyValue::new(FLOW_ID, flow_id.to_string())])
         .start_with_context(tracer, &parent);
     trace.sampled = span.span_context().is_sampled();
     Some(span)

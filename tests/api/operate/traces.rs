@@ -118,6 +118,33 @@ impl Collector {
             .collect()
     }
 
+    /// The span received with id `id`, whatever its flow.
+    fn span_with_id(&self, id: &str) -> Option<Value> {
+        let spans = self.spans.lock().unwrap();
+        spans
+            .iter()
+            .find(|(_, s)| s["spanId"] == id)
+            .map(|(_, s)| s.clone())
+    }
+
+    /// Wait (bounded) for a span that `matches`.
+    async fn wait_for_span(&self, matches: impl Fn(&Value) -> bool) -> Value {
+        for _ in 0..200 {
+            let found = self
+                .spans
+                .lock()
+                .unwrap()
+                .iter()
+                .find(|(_, s)| matches(s))
+                .map(|(_, s)| s.clone());
+            if let Some(span) = found {
+                return span;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("no such span arrived: {:#?}", self.spans.lock().unwrap());
+    }
+
     /// Wait (bounded) until `done` holds for flow `flow_id`'s spans.
     async fn wait_for(&self, flow_id: &str, done: impl Fn(&[Value]) -> bool) -> Vec<Value> {
         for _ in 0..200 {
@@ -129,6 +156,24 @@ impl Collector {
         }
         panic!("spans of {flow_id} never arrived: {:#?}", self.spans_of(flow_id));
     }
+}
+
+/// Wait (bounded) for a JSON log line of `bin` that `matches`.
+async fn wait_for_line(bin: &crate::helpers::Binary, matches: impl Fn(&Value) -> bool) -> Value {
+    for _ in 0..200 {
+        let found = bin
+            .log
+            .lock()
+            .unwrap()
+            .iter()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .find(|l| matches(l));
+        if let Some(line) = found {
+            return line;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("no such line: {:#?}", bin.log.lock().unwrap());
 }
 
 /// A span attribute, as text (OTLP/JSON writes integers as strings).
@@ -226,8 +271,10 @@ async fn check_flow(collector: &Collector, svc: &StepServer, flow_id: &str) -> (
     );
     let start = named(&spans, "tartan.flow.start")[0];
     let start_id = start["spanId"].as_str().unwrap();
-    assert_eq!(attr(start, "http.request.method").as_deref(), Some("POST"));
-    assert_eq!(attr(start, "http.route").as_deref(), Some("/engine/flow"));
+    // Internal: the request it came in is the server's span, made by the
+    // binary's bridge (the_binary_exports_and_a_flows_trace_survives_a_restart).
+    assert_eq!(start["kind"], 1, "{start:#}");
+    assert_eq!(attr(start, "http.route"), None, "{start:#}");
     for s in named(&spans, "tartan.flow.decide") {
         assert_eq!(
             s["parentSpanId"], start_id,
@@ -440,6 +487,7 @@ async fn the_binary_exports_and_a_flows_trace_survives_a_restart() {
         ("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint.as_str()),
         ("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json"),
         ("OTEL_BSP_SCHEDULE_DELAY", "50"),
+        ("TARTAN_LOG_FORMAT", "json"),
     ];
     // The first call fails with 503; the retry, 1.5 s later, succeeds.
     let svc = StepServer::start(|_, n| {
@@ -477,6 +525,7 @@ async fn the_binary_exports_and_a_flows_trace_survives_a_restart() {
         })
         .await;
     assert!(first.iter().all(|s| s["traceId"] == CALLER_TRACE), "{first:#?}");
+    let first_engine_log = engine.log.lock().unwrap().clone();
     let mut engine = engine;
     engine.child.kill().await.expect("SIGKILL");
 
@@ -504,7 +553,44 @@ async fn the_binary_exports_and_a_flows_trace_survives_a_restart() {
         "the retry's parent is its span"
     );
     let start = named(&spans, "tartan.flow.start")[0];
-    assert_eq!(start["parentSpanId"], CALLER_SPAN);
+    // The start is a child of the request's span (its `tracing` span,
+    // exported through the bridge), itself the caller's child.
+    let request = collector
+        .span_with_id(start["parentSpanId"].as_str().unwrap())
+        .unwrap_or_else(|| panic!("the start's parent is the request's span: {start:#}"));
+    assert_eq!(request["name"], "POST /engine/flow", "{request:#}");
+    assert_eq!(request["kind"], 2, "a server span: {request:#}");
+    assert_eq!(request["traceId"], CALLER_TRACE);
+    assert_eq!(request["parentSpanId"], CALLER_SPAN);
+    assert_eq!(attr(&request, "http.request.method").as_deref(), Some("POST"));
+    assert_eq!(attr(&request, "http.route").as_deref(), Some("/engine/flow"));
+    assert_eq!(
+        attr(&request, "http.response.status_code").as_deref(),
+        Some("201")
+    );
+    // The first process's JSON line of that request names its trace, and
+    // the flow's start span within it.
+    let line = first_engine_log
+        .iter()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|l| l["message"] == "request" && l["route"] == "/engine/flow")
+        .unwrap_or_else(|| panic!("no request line: {first_engine_log:#?}"));
+    assert_eq!(line["trace_id"], CALLER_TRACE, "{line}");
+    assert_eq!(line["span"]["trace_id"], CALLER_TRACE, "{line}");
+    assert_eq!(line["span"]["span_id"], start["spanId"], "{line}");
+    // Any other request's lines name the request's own span.
+    let (status, _) = call(&engine, reqwest::Method::GET, "/engine/flow/r", None).await;
+    assert_eq!(status, 200);
+    let read = collector
+        .wait_for_span(|s| s["name"] == "GET /engine/flow/{id}")
+        .await;
+    assert_eq!(attr(&read, "http.response.status_code").as_deref(), Some("200"));
+    let line = wait_for_line(&engine, |l| {
+        l["message"] == "request" && l["route"] == "/engine/flow/{id}"
+    })
+    .await;
+    assert_eq!(line["span"]["trace_id"], read["traceId"], "{line}");
+    assert_eq!(line["span"]["span_id"], read["spanId"], "{line}");
     // After the restart, still in the flow's tree: the retry is the child
     // of the decision that found it due, itself a child of the start.
     let due = named(&spans, "tartan.flow.decide")

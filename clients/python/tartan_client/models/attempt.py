@@ -137,9 +137,9 @@ class Attempt:
             try:
                 if not isinstance(data, dict):
                     raise TypeError()
-                delay_type_1 = DelayParts.from_dict(data)
+                delay_type_0 = DelayParts.from_dict(data)
 
-                return delay_type_1
+                return delay_type_0
             except (TypeError, ValueError, AttributeError, KeyError):
                 pass
             return cast(DelayParts | None | Unset, data)
@@ -191,9 +191,9 @@ class Attempt:
             try:
                 if not isinstance(data, str):
                     raise TypeError()
-                outcome_type_1 = AttemptOutcome(data)
+                outcome_type_0 = AttemptOutcome(data)
 
-                return outcome_type_1
+                return outcome_type_0
             except (TypeError, ValueError, AttributeError, KeyError):
                 pass
             return cast(AttemptOutcome | None | Unset, data)

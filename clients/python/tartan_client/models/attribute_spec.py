@@ -131,9 +131,9 @@ class AttributeSpec:
             try:
                 if not isinstance(data, dict):
                     raise TypeError()
-                const_type_1 = ConstConfig.from_dict(data)
+                const_type_0 = ConstConfig.from_dict(data)
 
-                return const_type_1
+                return const_type_0
             except (TypeError, ValueError, AttributeError, KeyError):
                 pass
             return cast(ConstConfig | None | Unset, data)
@@ -148,9 +148,9 @@ class AttributeSpec:
             try:
                 if not isinstance(data, dict):
                     raise TypeError()
-                meta_type_1 = MetaConfig.from_dict(data)
+                meta_type_0 = MetaConfig.from_dict(data)
 
-                return meta_type_1
+                return meta_type_0
             except (TypeError, ValueError, AttributeError, KeyError):
                 pass
             return cast(MetaConfig | None | Unset, data)
@@ -165,9 +165,9 @@ class AttributeSpec:
             try:
                 if not isinstance(data, dict):
                     raise TypeError()
-                optional_type_1 = InputConfig.from_dict(data)
+                optional_type_0 = InputConfig.from_dict(data)
 
-                return optional_type_1
+                return optional_type_0
             except (TypeError, ValueError, AttributeError, KeyError):
                 pass
             return cast(InputConfig | None | Unset, data)
@@ -182,9 +182,9 @@ class AttributeSpec:
             try:
                 if not isinstance(data, dict):
                     raise TypeError()
-                output_type_1 = OutputConfig.from_dict(data)
+                output_type_0 = OutputConfig.from_dict(data)
 
-                return output_type_1
+                return output_type_0
             except (TypeError, ValueError, AttributeError, KeyError):
                 pass
             return cast(None | OutputConfig | Unset, data)
@@ -199,9 +199,9 @@ class AttributeSpec:
             try:
                 if not isinstance(data, dict):
                     raise TypeError()
-                required_type_1 = InputConfig.from_dict(data)
+                required_type_0 = InputConfig.from_dict(data)
 
-                return required_type_1
+                return required_type_0
             except (TypeError, ValueError, AttributeError, KeyError):
                 pass
             return cast(InputConfig | None | Unset, data)

@@ -333,9 +333,9 @@ class FlowState:
             try:
                 if not isinstance(data, dict):
                     raise TypeError()
-                metadata_type_1 = ParentLink.from_dict(data)
+                metadata_type_0 = ParentLink.from_dict(data)
 
-                return metadata_type_1
+                return metadata_type_0
             except (TypeError, ValueError, AttributeError, KeyError):
                 pass
             return cast(None | ParentLink | Unset, data)
@@ -350,9 +350,9 @@ class FlowState:
             try:
                 if not isinstance(data, str):
                     raise TypeError()
-                on_timeout_type_1 = OnTimeout(data)
+                on_timeout_type_0 = OnTimeout(data)
 
-                return on_timeout_type_1
+                return on_timeout_type_0
             except (TypeError, ValueError, AttributeError, KeyError):
                 pass
             return cast(None | OnTimeout | Unset, data)
@@ -386,9 +386,9 @@ class FlowState:
             try:
                 if not isinstance(data, dict):
                     raise TypeError()
-                trace_type_1 = FlowTrace.from_dict(data)
+                trace_type_0 = FlowTrace.from_dict(data)
 
-                return trace_type_1
+                return trace_type_0
             except (TypeError, ValueError, AttributeError, KeyError):
                 pass
             return cast(FlowTrace | None | Unset, data)

@@ -105,9 +105,9 @@ class InputConfig:
             try:
                 if not isinstance(data, dict):
                     raise TypeError()
-                mapping_type_1 = MappingConfig.from_dict(data)
+                mapping_type_0 = MappingConfig.from_dict(data)
 
-                return mapping_type_1
+                return mapping_type_0
             except (TypeError, ValueError, AttributeError, KeyError):
                 pass
             return cast(MappingConfig | None | Unset, data)
@@ -122,9 +122,9 @@ class InputConfig:
             try:
                 if not isinstance(data, dict):
                     raise TypeError()
-                match_type_1 = ScriptConfig.from_dict(data)
+                match_type_0 = ScriptConfig.from_dict(data)
 
-                return match_type_1
+                return match_type_0
             except (TypeError, ValueError, AttributeError, KeyError):
                 pass
             return cast(None | ScriptConfig | Unset, data)

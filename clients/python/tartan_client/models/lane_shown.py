@@ -136,9 +136,9 @@ class LaneShown:
             try:
                 if not isinstance(data, dict):
                     raise TypeError()
-                breaker_type_1 = BreakerShown.from_dict(data)
+                breaker_type_0 = BreakerShown.from_dict(data)
 
-                return breaker_type_1
+                return breaker_type_0
             except (TypeError, ValueError, AttributeError, KeyError):
                 pass
             return cast(BreakerShown | None | Unset, data)
@@ -153,9 +153,9 @@ class LaneShown:
             try:
                 if not isinstance(data, dict):
                     raise TypeError()
-                here_type_1 = LaneHere.from_dict(data)
+                here_type_0 = LaneHere.from_dict(data)
 
-                return here_type_1
+                return here_type_0
             except (TypeError, ValueError, AttributeError, KeyError):
                 pass
             return cast(LaneHere | None | Unset, data)

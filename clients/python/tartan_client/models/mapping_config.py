@@ -67,9 +67,9 @@ class MappingConfig:
             try:
                 if not isinstance(data, dict):
                     raise TypeError()
-                script_type_1 = ScriptConfig.from_dict(data)
+                script_type_0 = ScriptConfig.from_dict(data)
 
-                return script_type_1
+                return script_type_0
             except (TypeError, ValueError, AttributeError, KeyError):
                 pass
             return cast(None | ScriptConfig | Unset, data)

@@ -58,9 +58,9 @@ class OutputConfig:
             try:
                 if not isinstance(data, dict):
                     raise TypeError()
-                mapping_type_1 = MappingConfig.from_dict(data)
+                mapping_type_0 = MappingConfig.from_dict(data)
 
-                return mapping_type_1
+                return mapping_type_0
             except (TypeError, ValueError, AttributeError, KeyError):
                 pass
             return cast(MappingConfig | None | Unset, data)

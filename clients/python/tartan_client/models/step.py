@@ -233,9 +233,9 @@ class Step:
             try:
                 if not isinstance(data, dict):
                     raise TypeError()
-                flow_type_1 = FlowConfig.from_dict(data)
+                flow_type_0 = FlowConfig.from_dict(data)
 
-                return flow_type_1
+                return flow_type_0
             except (TypeError, ValueError, AttributeError, KeyError):
                 pass
             return cast(FlowConfig | None | Unset, data)
@@ -250,9 +250,9 @@ class Step:
             try:
                 if not isinstance(data, dict):
                     raise TypeError()
-                http_type_1 = HttpConfig.from_dict(data)
+                http_type_0 = HttpConfig.from_dict(data)
 
-                return http_type_1
+                return http_type_0
             except (TypeError, ValueError, AttributeError, KeyError):
                 pass
             return cast(HttpConfig | None | Unset, data)
@@ -300,9 +300,9 @@ class Step:
             try:
                 if not isinstance(data, dict):
                     raise TypeError()
-                predicate_type_1 = ScriptConfig.from_dict(data)
+                predicate_type_0 = ScriptConfig.from_dict(data)
 
-                return predicate_type_1
+                return predicate_type_0
             except (TypeError, ValueError, AttributeError, KeyError):
                 pass
             return cast(None | ScriptConfig | Unset, data)
@@ -319,9 +319,9 @@ class Step:
             try:
                 if not isinstance(data, dict):
                     raise TypeError()
-                script_type_1 = ScriptConfig.from_dict(data)
+                script_type_0 = ScriptConfig.from_dict(data)
 
-                return script_type_1
+                return script_type_0
             except (TypeError, ValueError, AttributeError, KeyError):
                 pass
             return cast(None | ScriptConfig | Unset, data)
@@ -338,9 +338,9 @@ class Step:
             try:
                 if not isinstance(data, dict):
                     raise TypeError()
-                work_config_type_1 = WorkConfig.from_dict(data)
+                work_config_type_0 = WorkConfig.from_dict(data)
 
-                return work_config_type_1
+                return work_config_type_0
             except (TypeError, ValueError, AttributeError, KeyError):
                 pass
             return cast(None | Unset | WorkConfig, data)

@@ -340,9 +340,9 @@ class WorkItem:
             try:
                 if not isinstance(data, dict):
                     raise TypeError()
-                lane_type_1 = LaneWaitShown.from_dict(data)
+                lane_type_0 = LaneWaitShown.from_dict(data)
 
-                return lane_type_1
+                return lane_type_0
             except (TypeError, ValueError, AttributeError, KeyError):
                 pass
             return cast(LaneWaitShown | None | Unset, data)
@@ -385,9 +385,9 @@ class WorkItem:
             try:
                 if not isinstance(data, str):
                     raise TypeError()
-                retry_state_type_1 = RetryState(data)
+                retry_state_type_0 = RetryState(data)
 
-                return retry_state_type_1
+                return retry_state_type_0
             except (TypeError, ValueError, AttributeError, KeyError):
                 pass
             return cast(None | RetryState | Unset, data)

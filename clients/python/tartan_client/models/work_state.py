@@ -414,9 +414,9 @@ class WorkState:
             try:
                 if not isinstance(data, str):
                     raise TypeError()
-                retry_state_type_1 = RetryState(data)
+                retry_state_type_0 = RetryState(data)
 
-                return retry_state_type_1
+                return retry_state_type_0
             except (TypeError, ValueError, AttributeError, KeyError):
                 pass
             return cast(None | RetryState | Unset, data)

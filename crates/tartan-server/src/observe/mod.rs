@@ -3,5 +3,7 @@
 
 pub(crate) mod metrics;
 mod requests;
+mod trace;
 
 pub(crate) use requests::observe_request;
+pub(crate) use trace::RequestTrace;

@@ -30,7 +30,7 @@ const MAX_REQUEST_ID: usize = 128;
 /// for every matched route.
 pub(crate) async fn observe_request(
     State(metrics): State<Arc<RequestMetrics>>,
-    req: Request,
+    mut req: Request,
     next: Next,
 ) -> Response {
     let started = Instant::now();
@@ -43,30 +43,47 @@ pub(crate) async fn observe_request(
     // Visible ASCII, checked above or made here: never the fallback.
     let shown = id.to_str().unwrap_or("-");
     let method = req.method().clone();
-    // An `Arc` inside: cloning it allocates nothing.
-    let route = req.extensions().get::<MatchedPath>().cloned();
-    // The caller's trace, when it sent a valid `traceparent`; a flow start
-    // records the flow's own there otherwise (`Engine::start_flow_traced`).
-    let trace_id = req
-        .headers()
-        .get("traceparent")
-        .and_then(|v| v.to_str().ok())
-        .and_then(tartan_engine::trace_id_of);
-    let span = tracing::info_span!(
-        "request",
-        request_id = %shown,
-        trace_id = trace_id.as_deref().map(tracing::field::display),
-        span_id = tracing::field::Empty,
-    );
+    // An `Arc` inside: cloning it allocates nothing. The route as
+    // registered (`/engine/flow/{id}`), never the path: lines and spans
+    // group by route, and no id in a path is logged.
+    let matched = req.extensions().get::<MatchedPath>().cloned();
+    let route = matched.as_ref().map_or(UNMATCHED_ROUTE, MatchedPath::as_str);
+    let probe = PROBES.contains(&route);
+    // The span's name as HTTP's semantic conventions give it; `trace_id`
+    // and `span_id` are filled in by `trace::join`, and for a flow start
+    // with the flow's trace and start span (`Engine::start_flow_traced`).
+    macro_rules! request_span {
+        ($level:expr) => {
+            tracing::span!(
+                $level,
+                "request",
+                otel.name = %format_args!("{method} {route}"),
+                otel.kind = "server",
+                request_id = %shown,
+                trace_id = tracing::field::Empty,
+                span_id = tracing::field::Empty,
+            )
+        };
+    }
+    let span = if probe {
+        request_span!(tracing::Level::DEBUG)
+    } else {
+        request_span!(tracing::Level::INFO)
+    };
+    let trace = super::trace::join(&span, req.headers(), method.as_str(), route);
+    let trace_id = trace.trace_id();
+    req.extensions_mut().insert(trace);
     let mut response = next.run(req).instrument(span.clone()).await;
     let status = response.status().as_u16();
+    super::trace::answered(&span, status);
     let took = started.elapsed();
-    let route = route.as_ref().map(MatchedPath::as_str);
-    metrics.record(route, method.as_str(), status, took);
+    metrics.record(
+        matched.as_ref().map(MatchedPath::as_str),
+        method.as_str(),
+        status,
+        took,
+    );
     let latency_ms = took.as_secs_f64() * 1000.0;
-    // The route as registered (`/engine/flow/{id}`), never the path: lines
-    // group by route, and no id in a path is logged.
-    let route = route.unwrap_or(UNMATCHED_ROUTE);
     let trace_id = trace_id.as_deref().map(tracing::field::display);
     macro_rules! request_line {
         ($level:ident) => {
@@ -85,7 +102,7 @@ pub(crate) async fn observe_request(
     // Within the request's span: a JSON line carries its `span` fields,
     // the flow's trace and start span for a flow start.
     span.in_scope(|| {
-        if PROBES.contains(&route) {
+        if probe {
             request_line!(debug);
         } else {
             request_line!(info);

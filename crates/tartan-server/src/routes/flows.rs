@@ -1,7 +1,8 @@
 //! `/engine/flow` and `/engine/plan`: start, preview, read and query flows.
 
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
+use axum::Extension;
 use axum::Json;
 use serde::Deserialize;
 use tartan_core::duration::{parse_duration_str, DurationKind};
@@ -20,6 +21,7 @@ use crate::api::answers::{
 use crate::api::requests::{QueryRequest, ResumeBody, RetryBody};
 use crate::error::{ApiError, Problem};
 use crate::extract::{self, Path, Query};
+use crate::observe::RequestTrace;
 
 /// Most flows one query returns.
 const MAX_QUERY_LIMIT: usize = 1000;
@@ -54,33 +56,16 @@ const DEFAULT_QUERY_LIMIT: usize = 100;
     ))]
 pub(crate) async fn start(
     State(engine): State<Engine>,
-    headers: HeaderMap,
+    trace: Option<Extension<RequestTrace>>,
     request: Result<extract::Json<StartFlow>, ApiError>,
 ) -> Result<(StatusCode, Json<FlowAnswer>), ApiError> {
     let started = async {
         let extract::Json(request) = request?;
         let id = sanitize_id(&request.id);
-        // The caller's trace (docs/operating.md, "Traces"): one `traceparent`
-        // header, else none; the engine ignores one that is not valid.
-        let mut given = headers.get_all("traceparent").iter();
-        let traceparent = match (given.next(), given.next()) {
-            (Some(one), None) => one.to_str().ok(),
-            _ => None,
-        };
-        // Several `tracestate` headers are one list, joined in order; the
-        // engine keeps it only when it is valid and at most 512 characters.
-        let tracestate: Option<String> = headers
-            .get_all("tracestate")
-            .iter()
-            .map(|v| v.to_str().ok())
-            .collect::<Option<Vec<_>>>()
-            .map(|parts| parts.join(","))
-            .filter(|s| !s.is_empty());
-        let caller = tartan_engine::CallerTrace {
-            traceparent,
-            tracestate: tracestate.as_deref(),
-        };
-        engine.start_flow_traced(request, caller).await?;
+        // Under the request's span, in the caller's trace (docs/operating.md,
+        // "Traces").
+        let trace = trace.map(|Extension(t)| t).unwrap_or_default();
+        engine.start_flow_traced(request, trace.caller()).await?;
         Ok((
             StatusCode::CREATED,
             Json(FlowAnswer {
