@@ -7,6 +7,7 @@
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+mod backup;
 mod cli;
 mod config;
 mod nofile;
@@ -47,6 +48,9 @@ enum Command {
     Migrate(ServeArgs),
     /// Delete finished flows older than a duration (docs/operating.md, "Retention").
     Purge(purge::PurgeArgs),
+    /// Copy the SQLite database to a new file while it is in use
+    /// (docs/operating.md, "Backups").
+    Backup(backup::BackupArgs),
     /// Work with the configuration.
     #[command(subcommand)]
     Config(ConfigCommand),
@@ -124,6 +128,7 @@ async fn run(cli: Cli) -> Result<()> {
         }
         Command::Migrate(args) => migrate(&args).await,
         Command::Config(ConfigCommand::Check(args)) => config_check(&args),
+        Command::Backup(args) => backup::run(args).await,
         Command::Purge(args) => {
             telemetry::init_logging(LogFormat::Text, None);
             purge::run(args).await

@@ -93,6 +93,7 @@ mod writer;
 
 use std::sync::Arc;
 
+pub use tartan_store::Readiness;
 use tartan_store::Store;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;

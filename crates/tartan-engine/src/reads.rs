@@ -17,7 +17,7 @@ impl Engine {
     }
 
     /// The database answers and its migrations are applied.
-    pub async fn database_ready(&self) -> Result<(), EngineError> {
+    pub async fn database_ready(&self) -> Result<tartan_store::Readiness, EngineError> {
         Ok(self.inner.store.ready().await?)
     }
 

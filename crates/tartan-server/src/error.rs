@@ -59,7 +59,7 @@ impl ApiError {
             retry_after: None,
         }
     }
-    fn retry_after(mut self, seconds: u64) -> Self {
+    pub(crate) fn retry_after(mut self, seconds: u64) -> Self {
         self.retry_after = Some(seconds);
         self
     }

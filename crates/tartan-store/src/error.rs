@@ -47,11 +47,14 @@ impl From<sqlx::Error> for StoreError {
             | sqlx::Error::PoolTimedOut
             | sqlx::Error::PoolClosed
             | sqlx::Error::WorkerCrashed => true,
-            // Postgres: connection exceptions (08…) and the server shutting
-            // down or restarting (57P01–57P03).
-            sqlx::Error::Database(db) => db
-                .code()
-                .is_some_and(|c| c.starts_with("08") || matches!(c.as_ref(), "57P01" | "57P02" | "57P03")),
+            // Postgres: connection exceptions (08…), the server shutting
+            // down or restarting (57P01–57P03), and a write reaching a
+            // standby (25006), as a connection made before a failover or a
+            // proxy not yet moved to the new primary does
+            // (docs/durability.md, "When the database goes away").
+            sqlx::Error::Database(db) => db.code().is_some_and(|c| {
+                c.starts_with("08") || matches!(c.as_ref(), "57P01" | "57P02" | "57P03" | "25006")
+            }),
             _ => false,
         };
         if unreachable {

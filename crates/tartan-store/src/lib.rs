@@ -93,6 +93,21 @@ pub async fn migrate(url: &str) -> Result<Vec<Migration>, StoreError> {
     }
 }
 
+/// Copy the SQLite database `url` names to the new file `to` while engines
+/// use it (`tartan backup`, docs/operating.md "Backups"): its size in bytes.
+/// Postgres is backed up with its own tools, `pg_dump` or `pg_basebackup`.
+pub async fn backup(url: &str, to: &std::path::Path) -> Result<u64, StoreError> {
+    match backend_of(url)? {
+        Backend::Sqlite => sqlite::backup(url, to).await,
+        Backend::Postgres => Err(StoreError::Config(
+            "tartan backup copies a SQLite database; back up Postgres with its own tools: pg_dump \
+             (a consistent dump, while engines run) or pg_basebackup with WAL archiving (to a point in \
+             time); docs/operating.md, \"Backups\""
+                .into(),
+        )),
+    }
+}
+
 fn backend_of(url: &str) -> Result<Backend, StoreError> {
     if url.starts_with("sqlite:") {
         Ok(Backend::Sqlite)

@@ -128,3 +128,68 @@ pub(crate) fn hold_node(db: &std::path::Path, _node: &str) -> Result<crate::Node
     }
     Ok(crate::NodeGuard::new(file))
 }
+
+/// A consistent copy of the SQLite database `url` names, made while it is
+/// in use (docs/operating.md, "Backups"): `VACUUM INTO` reads one snapshot
+/// in a read transaction, so the engine serving the file goes on writing
+/// (WAL readers do not block the writer). The copy is written beside `to`
+/// as `<to>.partial`, synced, then renamed: `to` is either absent or whole,
+/// whenever the process stops. Refused when `to` exists. Its size in bytes.
+pub(crate) async fn backup(url: &str, to: &std::path::Path) -> Result<u64, StoreError> {
+    let options = native_options(url, false)?;
+    let source = options.get_filename().to_path_buf();
+    if !source.exists() {
+        return Err(StoreError::Config(format!(
+            "there is no SQLite database at {} to back up",
+            source.display()
+        )));
+    }
+    if to.exists() {
+        return Err(StoreError::Config(format!(
+            "{} exists: a backup never overwrites a file; name a new one",
+            to.display()
+        )));
+    }
+    let mut partial = to.as_os_str().to_owned();
+    partial.push(".partial");
+    let partial = std::path::PathBuf::from(partial);
+    // Left by a backup that was stopped half way: never a whole backup.
+    if partial.exists() {
+        std::fs::remove_file(&partial)
+            .map_err(|e| StoreError::Config(format!("removing {}: {e}", partial.display())))?;
+    }
+    let target = partial
+        .to_str()
+        .ok_or_else(|| StoreError::Config(format!("{} is not UTF-8", partial.display())))?
+        .to_string();
+    let native = SqlitePoolOptions::new()
+        .max_connections(1)
+        .connect_with(options)
+        .await?;
+    let copied = sqlx::query("VACUUM INTO ?").bind(&target).execute(&native).await;
+    native.close().await;
+    copied.map_err(|e| {
+        StoreError::Database(format!(
+            "copying {} to {}: {e}",
+            source.display(),
+            partial.display()
+        ))
+    })?;
+    let io = |what: &str, e: std::io::Error| StoreError::Config(format!("{what}: {e}"));
+    let file = std::fs::File::open(&partial).map_err(|e| io(&format!("opening {}", partial.display()), e))?;
+    file.sync_all()
+        .map_err(|e| io(&format!("syncing {}", partial.display()), e))?;
+    let size = file
+        .metadata()
+        .map_err(|e| io(&format!("reading {}", partial.display()), e))?
+        .len();
+    std::fs::rename(&partial, to)
+        .map_err(|e| io(&format!("renaming {} to {}", partial.display(), to.display()), e))?;
+    // The rename itself survives a power loss once the directory is synced.
+    if let Some(dir) = to.parent().filter(|d| !d.as_os_str().is_empty()) {
+        if let Ok(dir) = std::fs::File::open(dir) {
+            let _ = dir.sync_all();
+        }
+    }
+    Ok(size)
+}

@@ -3,7 +3,7 @@
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
-use tartan_engine::Engine;
+use tartan_engine::{Engine, Readiness};
 
 use crate::api::answers::{Health, HealthDetails, Ready};
 use crate::error::{kind, ApiError, Problem};
@@ -43,27 +43,31 @@ pub(crate) async fn health(State(engine): State<Engine>) -> Json<Health> {
     })
 }
 
-/// Ready when the database answers and the migrations are applied.
+/// Ready when the database answers, the migrations are applied, and it
+/// takes writes.
 ///
 /// For load balancers and readiness probes: `200` once the database
-/// answers, else a `503` problem. Open: no token needed.
+/// answers and takes writes, else a `503` problem: it does not answer, or
+/// it is a standby or read-only (as during a failover).
 #[utoipa::path(get, path = "/ready", tag = "health", operation_id = "getReady", security(()),
     responses(
         (status = 200, description = "Ready", body = Ready),
-        (status = 503, description = "The database does not answer", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "The database does not answer, or takes no writes", body = Problem, content_type = "application/problem+json"),
     ))]
 pub(crate) async fn ready(State(engine): State<Engine>) -> Result<Json<Ready>, ApiError> {
-    match engine.database_ready().await {
-        Ok(()) => Ok(Json(Ready {
-            status: "ready".into(),
-        })),
+    let detail = match engine.database_ready().await {
+        Ok(Readiness::Ready) => {
+            return Ok(Json(Ready {
+                status: "ready".into(),
+            }))
+        }
+        Ok(Readiness::ReadOnly) => {
+            "the database takes no writes: it is a standby or read-only (a failover under way?)"
+        }
         Err(e) => {
             tracing::warn!("not ready: {e}");
-            Err(ApiError::new(
-                StatusCode::SERVICE_UNAVAILABLE,
-                kind::UNAVAILABLE,
-                "the database is not reachable",
-            ))
+            "the database is not reachable"
         }
-    }
+    };
+    Err(ApiError::new(StatusCode::SERVICE_UNAVAILABLE, kind::UNAVAILABLE, detail).retry_after(5))
 }

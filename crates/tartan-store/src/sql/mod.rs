@@ -30,6 +30,7 @@ use sqlx::any::AnyRow;
 use sqlx::{Any, Row};
 
 use crate::connection::SqlStore;
+use crate::dialect::Backend;
 use crate::error::StoreError;
 use crate::model::*;
 use crate::Store;
@@ -125,11 +126,25 @@ impl Store for SqlStore {
         }
     }
 
-    async fn ready(&self) -> Result<(), StoreError> {
+    async fn ready(&self) -> Result<crate::Readiness, StoreError> {
         sqlx::query("SELECT COUNT(*) FROM steps")
             .fetch_one(&self.read)
             .await?;
-        Ok(())
+        // A Postgres that answers but takes no writes (a standby, while a
+        // failover is under way or a proxy still points at the old
+        // primary) cannot move a flow on: not ready (docs/durability.md,
+        // "When the database goes away"). Asked on the connections that
+        // write.
+        if self.backend == Backend::Postgres {
+            let row = sqlx::query("SELECT current_setting('transaction_read_only') AS read_only")
+                .fetch_one(&self.write)
+                .await?;
+            let read_only: String = row.try_get("read_only")?;
+            if read_only == "on" {
+                return Ok(crate::Readiness::ReadOnly);
+            }
+        }
+        Ok(crate::Readiness::Ready)
     }
 
     async fn secret(&self, name: &str, candidate: &str) -> Result<String, StoreError> {

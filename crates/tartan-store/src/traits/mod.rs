@@ -85,11 +85,23 @@ pub trait Store:
     /// killed node can be restarted under its id at once (docs/durability.md).
     async fn hold_node(&self, node: &str) -> Result<NodeGuard, StoreError>;
 
-    /// The database answers and the migrations are applied.
-    async fn ready(&self) -> Result<(), StoreError>;
+    /// Whether the database answers, has the migrations applied, and
+    /// takes writes.
+    async fn ready(&self) -> Result<Readiness, StoreError>;
 
     /// The secret stored under `name`; when there is none yet, `candidate`
     /// is stored and returned. Every process on one database gets the same
     /// value, whichever of them wrote it first.
     async fn secret(&self, name: &str, candidate: &str) -> Result<String, StoreError>;
+}
+
+/// What `Store::ready` found, when the database answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Readiness {
+    /// It reads and writes.
+    Ready,
+    /// It answers but takes no writes: a Postgres standby, or a server
+    /// set read-only, as while a failover is under way or a proxy still
+    /// points at the old primary. No flow can move on.
+    ReadOnly,
 }

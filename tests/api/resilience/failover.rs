@@ -1,0 +1,172 @@
+//! While the database answers but takes no writes, as during a failover
+//! (a standby reached before the proxy moves, docs/durability.md "When the
+//! database goes away"): `/ready` is false, writes are answered `503` with
+//! `Retry-After`, reads go on, the engine neither crashes nor exits, and
+//! once writes are taken again it is ready and starts and finishes flows.
+//! A database set `default_transaction_read_only`, its connections cut,
+//! stands in for the standby.
+
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use sqlx::Connection;
+
+use crate::helpers::{
+    call, json_reply, register, spawn_binary, sync_step, wait_for_terminal, Backend, StepServer, TestDb,
+};
+
+/// Set the test database read-only (or back) and cut its connections, so
+/// that the engine's next ones see the change.
+async fn set_read_only(db: &TestDb, on: bool) {
+    let name = db
+        .url
+        .rsplit('/')
+        .next()
+        .unwrap()
+        .split('?')
+        .next()
+        .unwrap()
+        .to_string();
+    let mut admin = sqlx::PgConnection::connect(&tartan_testkit::pg_admin_url())
+        .await
+        .unwrap();
+    let setting = if on {
+        format!("ALTER DATABASE {name} SET default_transaction_read_only = on")
+    } else {
+        format!("ALTER DATABASE {name} RESET default_transaction_read_only")
+    };
+    sqlx::raw_sql(&setting).execute(&mut admin).await.unwrap();
+    sqlx::query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()")
+        .bind(&name)
+        .execute(&mut admin)
+        .await
+        .unwrap();
+    let _ = admin.close().await;
+}
+
+/// `GET /ready`: its status, `Retry-After` and body.
+async fn ready(addr: &str) -> (u16, Option<String>, Value) {
+    let resp = reqwest::get(format!("http://{addr}/ready")).await.unwrap();
+    let status = resp.status().as_u16();
+    let retry = resp
+        .headers()
+        .get("retry-after")
+        .map(|v| v.to_str().unwrap().to_string());
+    (status, retry, resp.json().await.unwrap_or(Value::Null))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_database_that_takes_no_writes_is_not_ready_and_writes_wait_for_it() {
+    let Some(db) = TestDb::create(Backend::Postgres).await else {
+        return;
+    };
+    // /held answers once released: its result comes back while the
+    // database takes no writes.
+    let (release, held) = tokio::sync::watch::channel(false);
+    let svc = StepServer::start_async(move |r, _| {
+        let mut held = held.clone();
+        Box::pin(async move {
+            if r.path == "/held" {
+                let _ = held.wait_for(|released| *released).await;
+            }
+            json_reply(200, json!({"out": "done"}))
+        })
+    })
+    .await;
+    let engine = spawn_binary(&db, "read-only").await;
+    register(
+        &engine,
+        vec![
+            sync_step("s", &svc.url("/s"), &["seed"], &["out"]),
+            sync_step("h", &svc.url("/held"), &["seed"], &["out"]),
+        ],
+    )
+    .await;
+    let start = |id: &str| json!({"id": id, "goals": ["s"], "init": {"seed": ["x"]}});
+    let (status, body) = call(
+        &engine,
+        reqwest::Method::POST,
+        "/engine/flow",
+        Some(start("before")),
+    )
+    .await;
+    assert_eq!(status, 201, "{body}");
+    assert_eq!(wait_for_terminal(&engine, "before").await["status"], "completed");
+    let held_start = json!({"id": "held", "goals": ["h"], "init": {"seed": ["x"]}});
+    let (status, body) = call(&engine, reqwest::Method::POST, "/engine/flow", Some(held_start)).await;
+    assert_eq!(status, 201, "{body}");
+    let called = crate::helpers::wait_until(Duration::from_secs(30), || {
+        svc.requests().iter().any(|r| r.path == "/held")
+    })
+    .await;
+    assert!(called, "the held step is called");
+    assert_eq!(ready(&engine.addr).await.0, 200);
+
+    set_read_only(&db, true).await;
+    let mut answer = ready(&engine.addr).await;
+    for _ in 0..300 {
+        if answer.0 == 503 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        answer = ready(&engine.addr).await;
+    }
+    let (status, retry, problem) = answer;
+    assert_eq!(status, 503, "{problem}");
+    assert_eq!(retry.as_deref(), Some("5"));
+    assert_eq!(problem["type"], "urn:tartan:problem:unavailable", "{problem}");
+    assert!(
+        problem["detail"].as_str().unwrap().contains("takes no writes"),
+        "{problem}"
+    );
+    // A write: 503 with Retry-After, a problem, and nothing created.
+    let refused = reqwest::Client::new()
+        .post(format!("http://{}/engine/flow", engine.addr))
+        .json(&start("during"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), 503);
+    assert!(refused.headers().contains_key("retry-after"));
+    let problem: Value = refused.json().await.unwrap();
+    assert_eq!(problem["type"], "urn:tartan:problem:unavailable", "{problem}");
+    // Reads go on.
+    let (status, flow) = call(&engine, reqwest::Method::GET, "/engine/flow/before", None).await;
+    assert_eq!(status, 200, "{flow}");
+    assert_eq!(flow["status"], "completed");
+    let (status, _) = call(&engine, reqwest::Method::GET, "/engine/flow/during", None).await;
+    assert_eq!(status, 404, "a refused start creates nothing");
+    // The held call ends now: its result cannot be written yet, and is
+    // kept until it can.
+    release.send_replace(true);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+
+    set_read_only(&db, false).await;
+    let mut status = 0;
+    for _ in 0..300 {
+        status = ready(&engine.addr).await.0;
+        if status == 200 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(status, 200, "ready again once writes are taken");
+    let (status, body) = call(
+        &engine,
+        reqwest::Method::POST,
+        "/engine/flow",
+        Some(start("after")),
+    )
+    .await;
+    assert_eq!(status, 201, "{body}");
+    assert_eq!(wait_for_terminal(&engine, "after").await["status"], "completed");
+    // The result that came back meanwhile is recorded: called once.
+    assert_eq!(wait_for_terminal(&engine, "held").await["status"], "completed");
+    let held_calls = svc.requests().iter().filter(|r| r.path == "/held").count();
+    assert_eq!(held_calls, 1, "the result was kept, not the call made again");
+    let mut engine = engine;
+    assert!(
+        engine.child.try_wait().unwrap().is_none(),
+        "the engine never exited"
+    );
+}
