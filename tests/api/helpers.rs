@@ -279,6 +279,40 @@ impl StepServer {
     }
 }
 
+/// A step server whose calls of `/held` wait until the sender is set to
+/// `true`; every call (held ones once released) answers `{"<path>": "done"}`
+/// (`/s` answers `{"s": "done"}`).
+pub async fn held_server() -> (tokio::sync::watch::Sender<bool>, StepServer) {
+    let (release, held) = tokio::sync::watch::channel(false);
+    let svc = StepServer::start_async(move |r, _| {
+        let mut held = held.clone();
+        Box::pin(async move {
+            if r.path == "/held" {
+                let _ = held.wait_for(|released| *released).await;
+            }
+            let key = r.path.trim_start_matches('/').to_string();
+            json_reply(200, json!({ key: "done" }))
+        })
+    })
+    .await;
+    (release, svc)
+}
+
+/// How many `work_succeeded` events flow `id` has, as `engine` serves them.
+pub async fn work_succeeded(engine: &Binary, id: &str) -> usize {
+    let (status, events) = call(
+        engine,
+        reqwest::Method::GET,
+        &format!("/engine/flow/{id}/events"),
+        None,
+    )
+    .await;
+    assert_eq!(status, 200, "{events}");
+    events["events"].as_array().map_or(0, |all| {
+        all.iter().filter(|e| e["type"] == "work_succeeded").count()
+    })
+}
+
 /// A JSON response.
 pub fn json_reply(status: u16, body: Value) -> Response {
     (
@@ -347,15 +381,30 @@ pub async fn spawn_serve(args: &[&str], env: &[(&str, &str)]) -> Binary {
 /// The same, run by `sh` after `ulimit <ulimit>` (e.g. `-n 256`, soft and
 /// hard, or `-Sn 256`, soft only) when given: a process with those limits.
 pub async fn spawn_serve_under(ulimit: Option<&str>, args: &[&str], env: &[(&str, &str)]) -> Binary {
+    spawn_program_under(env!("CARGO_BIN_EXE_tartan"), ulimit, args, env).await
+}
+
+/// `tartan serve` as `spawn_serve` starts it, from the binary at `program`
+/// (another release's, say).
+pub async fn spawn_program(program: &str, args: &[&str], env: &[(&str, &str)]) -> Binary {
+    spawn_program_under(program, None, args, env).await
+}
+
+async fn spawn_program_under(
+    program: &str,
+    ulimit: Option<&str>,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> Binary {
     use tokio::io::AsyncBufReadExt;
     let mut command = match ulimit {
-        None => tokio::process::Command::new(env!("CARGO_BIN_EXE_tartan")),
+        None => tokio::process::Command::new(program),
         Some(limits) => {
             // `exec`: the child's pid is tartan's own.
             let mut sh = tokio::process::Command::new("sh");
             sh.arg("-c")
                 .arg(format!("ulimit {limits} && exec \"$0\" \"$@\""))
-                .arg(env!("CARGO_BIN_EXE_tartan"));
+                .arg(program);
             sh
         }
     };

@@ -8,6 +8,8 @@ pub use tartan_store::{
     SortOrder, StoredEvent, WorkPage, WorkQuery, WorkView,
 };
 
+use tartan_store::StoreError;
+
 use crate::{Engine, EngineError};
 
 impl Engine {
@@ -16,9 +18,20 @@ impl Engine {
         self.inner.store.backend()
     }
 
-    /// The database answers and its migrations are applied.
+    /// Whether the database answers, has its migrations applied and takes
+    /// writes. Begins or ends an outage (`metrics::db`) as it finds.
     pub async fn database_ready(&self) -> Result<tartan_store::Readiness, EngineError> {
-        Ok(self.inner.store.ready().await?)
+        let db = &self.inner.metrics.db;
+        let found = self.inner.store.ready().await;
+        match &found {
+            Ok(tartan_store::Readiness::Ready) => db.available(),
+            Ok(tartan_store::Readiness::ReadOnly) => {
+                db.unavailable("the database takes no writes (a standby?)")
+            }
+            Err(StoreError::Unavailable(cause)) => db.unavailable(cause),
+            Err(_) => {}
+        }
+        Ok(found?)
     }
 
     /// A page of flows by status, id prefix and labels.

@@ -133,6 +133,9 @@ async fn run(
         }
         let took = started.elapsed();
         metrics.commit_batch(size, took);
+        if results.iter().any(Result::is_ok) {
+            metrics.db.available();
+        }
         tracing::debug!(size, elapsed_us = took.as_micros() as u64, "group commit");
         for (((reply, result), tally), failed) in
             replies.into_iter().zip(results).zip(&tallies).zip(&failures)

@@ -10,3 +10,4 @@ mod migrations;
 mod openapi;
 mod retention;
 mod traces;
+mod upgrade;

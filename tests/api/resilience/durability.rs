@@ -8,8 +8,8 @@ use serde_json::json;
 use tartan_core::flow::FlowState;
 
 use crate::helpers::{
-    call, json_reply, spawn_app, spawn_binary, spawn_binary_with, sync_step, wait_for_terminal, Backend,
-    StepServer, TestDb,
+    call, json_reply, spawn_app, spawn_binary, spawn_binary_with, sync_step, wait_for_terminal,
+    work_succeeded, Backend, StepServer, TestDb,
 };
 use tartan_testkit::both_backends;
 
@@ -131,14 +131,11 @@ async fn a_flow_survives_sigkill_and_resumes_with_the_same_token(backend: Backen
     let attempts = &flow["executions"]["slow"]["work_items"][&token]["attempts"];
     assert_eq!(attempts[0]["outcome"], "abandoned", "{attempts}");
     assert_eq!(attempts[1]["outcome"], "success");
-    let (_, events) = call(&engine, reqwest::Method::GET, "/engine/flow/k/events", None).await;
-    let succeeded = events["events"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|e| e["type"] == "work_succeeded")
-        .count();
-    assert_eq!(succeeded, 3, "each work item succeeded exactly once");
+    assert_eq!(
+        work_succeeded(&engine, "k").await,
+        3,
+        "each work item succeeded exactly once"
+    );
 }
 
 #[tokio::test]

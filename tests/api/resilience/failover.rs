@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 use sqlx::Connection;
 
 use crate::helpers::{
-    call, json_reply, register, spawn_binary, sync_step, wait_for_terminal, Backend, StepServer, TestDb,
+    call, held_server, register, spawn_binary, sync_step, wait_for_terminal, Backend, TestDb,
 };
 
 /// Set the test database read-only (or back) and cut its connections, so
@@ -62,23 +62,13 @@ async fn a_database_that_takes_no_writes_is_not_ready_and_writes_wait_for_it() {
     };
     // /held answers once released: its result comes back while the
     // database takes no writes.
-    let (release, held) = tokio::sync::watch::channel(false);
-    let svc = StepServer::start_async(move |r, _| {
-        let mut held = held.clone();
-        Box::pin(async move {
-            if r.path == "/held" {
-                let _ = held.wait_for(|released| *released).await;
-            }
-            json_reply(200, json!({"out": "done"}))
-        })
-    })
-    .await;
+    let (release, svc) = held_server().await;
     let engine = spawn_binary(&db, "read-only").await;
     register(
         &engine,
         vec![
-            sync_step("s", &svc.url("/s"), &["seed"], &["out"]),
-            sync_step("h", &svc.url("/held"), &["seed"], &["out"]),
+            sync_step("s", &svc.url("/s"), &["seed"], &["s"]),
+            sync_step("h", &svc.url("/held"), &["seed"], &["held"]),
         ],
     )
     .await;
@@ -118,6 +108,11 @@ async fn a_database_that_takes_no_writes_is_not_ready_and_writes_wait_for_it() {
     assert!(
         problem["detail"].as_str().unwrap().contains("takes no writes"),
         "{problem}"
+    );
+    let during = metrics(&engine.addr).await;
+    assert!(
+        during.lines().any(|l| l == "tartan_database_unavailable 1"),
+        "{during}"
     );
     // A write: 503 with Retry-After, a problem, and nothing created.
     let refused = reqwest::Client::new()
@@ -164,9 +159,27 @@ async fn a_database_that_takes_no_writes_is_not_ready_and_writes_wait_for_it() {
     assert_eq!(wait_for_terminal(&engine, "held").await["status"], "completed");
     let held_calls = svc.requests().iter().filter(|r| r.path == "/held").count();
     assert_eq!(held_calls, 1, "the result was kept, not the call made again");
+    // The outage is marked: one, over, logged as it began and as it ended.
+    let metrics = metrics(&engine.addr).await;
+    for line in ["tartan_database_unavailable 0", "tartan_database_outages_total 1"] {
+        assert!(metrics.lines().any(|l| l == line), "{line} in {metrics}");
+    }
+    let log = engine.log.lock().unwrap().join("\n");
+    assert!(log.contains("database outage began"), "{log}");
+    assert!(log.contains("database outage ended after"), "{log}");
     let mut engine = engine;
     assert!(
         engine.child.try_wait().unwrap().is_none(),
         "the engine never exited"
     );
+}
+
+/// `GET /metrics`, as text.
+async fn metrics(addr: &str) -> String {
+    reqwest::get(format!("http://{addr}/metrics"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap()
 }

@@ -1,10 +1,15 @@
 //! The database as the engine sees it (docs/operating.md, "Metrics"): its
-//! connection pools, read from the store at each scrape, and the commits
-//! that failed for the database's sake.
+//! connection pools, read from the store at each scrape, the commits that
+//! failed for the database's sake, and its outages: from the first commit
+//! or readiness check it could not serve (unreachable, or taking no
+//! writes) to the next it served, each logged when it begins and when it
+//! ends, with its length (docs/durability.md, "When the database goes
+//! away").
 
 use std::collections::HashMap;
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
+use std::time::Instant;
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -41,6 +46,14 @@ pub(crate) struct DbMetrics {
     /// each scrape adds what they grew by.
     seen: Mutex<HashMap<&'static str, (u64, f64)>>,
     commit_errors: Family<KindLabel, Counter>,
+    unavailable: Gauge,
+    outages: Counter,
+    outage_seconds: Counter<f64, AtomicU64>,
+    /// Whether an outage is under way: read without the lock on every
+    /// commit batch, which mostly finds none.
+    out: AtomicBool,
+    /// When the outage under way began.
+    since: Mutex<Option<Instant>>,
 }
 
 /// The kinds of `tartan_commit_errors_total`, at zero from the start.
@@ -55,6 +68,11 @@ impl DbMetrics {
             wait_seconds: Family::default(),
             seen: Mutex::default(),
             commit_errors: Family::default(),
+            unavailable: Gauge::default(),
+            outages: Counter::default(),
+            outage_seconds: Counter::default(),
+            out: AtomicBool::new(false),
+            since: Mutex::new(None),
         };
         for kind in ERROR_KINDS {
             m.commit_errors.get_or_create(&KindLabel { kind }).inc_by(0);
@@ -88,6 +106,55 @@ impl DbMetrics {
             "Decisions whose commit failed for the database's sake, by kind: unreachable, a failed statement, data that could not be read back",
             Present(self.commit_errors.clone()),
         );
+        r.register(
+            "tartan_database_unavailable",
+            "1 while the database cannot be written (unreachable, or a standby), else 0",
+            self.unavailable.clone(),
+        );
+        r.register(
+            "tartan_database_outages",
+            "Outages of the database this engine lived through: spells it could not be written",
+            self.outages.clone(),
+        );
+        r.register(
+            "tartan_database_outage_seconds",
+            "How long those outages lasted, in all (one under way counts once it ends)",
+            self.outage_seconds.clone(),
+        );
+    }
+
+    /// The database could not serve a commit or a readiness check, for
+    /// `cause`: an outage begins, unless one is under way.
+    pub(crate) fn unavailable(&self, cause: &str) {
+        if self.out.load(Ordering::Acquire) {
+            return;
+        }
+        let mut since = crate::sync::lock(&self.since);
+        if since.is_none() {
+            *since = Some(Instant::now());
+            self.out.store(true, Ordering::Release);
+            self.unavailable.set(1);
+            self.outages.inc();
+            tracing::warn!(
+                "database outage began: {cause}; results are kept and writes wait until it can be written again"
+            );
+        }
+    }
+
+    /// The database served a commit or a readiness check: the outage under
+    /// way, if any, ends.
+    pub(crate) fn available(&self) {
+        if !self.out.load(Ordering::Acquire) {
+            return;
+        }
+        let mut since = crate::sync::lock(&self.since);
+        if let Some(began) = since.take() {
+            let took = began.elapsed().as_secs_f64();
+            self.out.store(false, Ordering::Release);
+            self.unavailable.set(0);
+            self.outage_seconds.inc_by(took);
+            tracing::warn!(outage_seconds = took, "database outage ended after {took:.1} s");
+        }
     }
 
     /// The pools as the store reads them now (a scrape).
@@ -118,7 +185,10 @@ impl DbMetrics {
     /// answers, not failures, and are not counted.
     pub(crate) fn commit_failed(&self, error: &StoreError) {
         let kind = match error {
-            StoreError::Unavailable(_) => "unavailable",
+            StoreError::Unavailable(cause) => {
+                self.unavailable(cause);
+                "unavailable"
+            }
             StoreError::Database(_) => "database",
             StoreError::Corrupt(_) => "corrupt",
             _ => return,
