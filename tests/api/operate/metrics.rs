@@ -519,6 +519,7 @@ async fn a_fresh_process_exposes_every_family_and_its_known_series_at_zero() {
         r#"tartan_commit_errors_total{kind="unavailable"} 0"#,
         "tartan_database_unavailable 0",
         "tartan_database_outages_total 0",
+        "tartan_flows_lost_total 0",
         r#"tartan_db_pool_max_connections{pool="api"} "#,
         r#"tartan_db_pool_connections{pool="write",state="in_use"} "#,
     ] {

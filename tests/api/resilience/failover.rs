@@ -183,3 +183,72 @@ async fn metrics(addr: &str) -> String {
         .await
         .unwrap()
 }
+
+/// A flow whose start the database lost after acknowledging it (a
+/// failover to a standby that had not received it: here its rows are
+/// deleted while its call is in flight) is not lost silently: when the
+/// call ends, the engine says so in an ERROR line naming it and counts it,
+/// and goes on serving the others.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flow_the_database_lost_is_reported_not_dropped_silently() {
+    let Some(db) = TestDb::create(Backend::Postgres).await else {
+        return;
+    };
+    let (release, svc) = held_server().await;
+    let engine = spawn_binary(&db, "lost").await;
+    register(
+        &engine,
+        vec![
+            sync_step("s", &svc.url("/s"), &["seed"], &["s"]),
+            sync_step("h", &svc.url("/held"), &["seed"], &["held"]),
+        ],
+    )
+    .await;
+    let held_start = json!({"id": "gone", "goals": ["h"], "init": {"seed": ["x"]}});
+    let (status, body) = call(&engine, reqwest::Method::POST, "/engine/flow", Some(held_start)).await;
+    assert_eq!(status, 201, "{body}");
+    let called = crate::helpers::wait_until(Duration::from_secs(30), || {
+        svc.requests().iter().any(|r| r.path == "/held")
+    })
+    .await;
+    assert!(called, "the held step is called");
+    let mut conn = sqlx::PgConnection::connect(&db.url).await.unwrap();
+    for table in ["flow_values", "work_items", "flow_labels"] {
+        sqlx::query(&format!("DELETE FROM {table} WHERE flow_id = $1"))
+            .bind("gone")
+            .execute(&mut conn)
+            .await
+            .unwrap();
+    }
+    sqlx::query("DELETE FROM events WHERE aggregate_id = $1")
+        .bind("gone")
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    sqlx::query("DELETE FROM flows WHERE id = $1")
+        .bind("gone")
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    let _ = conn.close().await;
+    release.send_replace(true);
+    let reported = crate::helpers::wait_until(Duration::from_secs(30), || {
+        engine
+            .log
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|l| l.contains("flow lost by the database") && l.contains("gone"))
+    })
+    .await;
+    assert!(reported, "{:#?}", engine.log.lock().unwrap());
+    let metrics = metrics(&engine.addr).await;
+    assert!(
+        metrics.lines().any(|l| l == "tartan_flows_lost_total 1"),
+        "{metrics}"
+    );
+    let start = json!({"id": "after", "goals": ["s"], "init": {"seed": ["x"]}});
+    let (status, body) = call(&engine, reqwest::Method::POST, "/engine/flow", Some(start)).await;
+    assert_eq!(status, 201, "{body}");
+    assert_eq!(wait_for_terminal(&engine, "after").await["status"], "completed");
+}

@@ -236,6 +236,9 @@ impl Engine {
         F: FnMut(FlowState, &mut Context<'_>) -> Result<Transition, ApplyError>,
     {
         let _release = Released::on_exit(&self.inner.flows, flow_id, slot);
+        // Whether a commit found the flow moved on: reloaded then, a flow
+        // that is gone was lost by the database, not never there.
+        let mut conflicted = false;
         for _ in 0..5 {
             let mut guard = slot.cached.lock().await;
             if guard.is_none() {
@@ -246,7 +249,12 @@ impl Engine {
                             sequence: f.sequence,
                         })
                     }
-                    None => return Err(EngineError::FlowNotFound(flow_id.to_string())),
+                    None => {
+                        if conflicted {
+                            self.inner.metrics.db.flow_lost(flow_id);
+                        }
+                        return Err(EngineError::FlowNotFound(flow_id.to_string()));
+                    }
                 }
             }
             let Some(cached) = guard.as_ref() else {
@@ -300,6 +308,7 @@ impl Engine {
                 Err(StoreError::Conflict(_)) => {
                     // Another process moved the flow on: reload and decide again.
                     *guard = None;
+                    conflicted = true;
                 }
                 Err(e) => {
                     *guard = None;

@@ -54,6 +54,7 @@ pub(crate) struct DbMetrics {
     out: AtomicBool,
     /// When the outage under way began.
     since: Mutex<Option<Instant>>,
+    flows_lost: Counter,
 }
 
 /// The kinds of `tartan_commit_errors_total`, at zero from the start.
@@ -73,6 +74,7 @@ impl DbMetrics {
             outage_seconds: Counter::default(),
             out: AtomicBool::new(false),
             since: Mutex::new(None),
+            flows_lost: Counter::default(),
         };
         for kind in ERROR_KINDS {
             m.commit_errors.get_or_create(&KindLabel { kind }).inc_by(0);
@@ -120,6 +122,24 @@ impl DbMetrics {
             "tartan_database_outage_seconds",
             "How long those outages lasted, in all (one under way counts once it ends)",
             self.outage_seconds.clone(),
+        );
+        r.register(
+            "tartan_flows_lost",
+            "Flows this engine held that the database no longer had: commits it acknowledged were lost, as in a failover to a standby that had not received them",
+            self.flows_lost.clone(),
+        );
+    }
+
+    /// A flow this engine held in flight is gone from the database: the
+    /// database lost commits it had acknowledged (asynchronous replication
+    /// and a failover), the flow's start among them. Said loudly, since the
+    /// client was answered 201 for it (docs/durability.md, "Failover").
+    pub(crate) fn flow_lost(&self, flow_id: &str) {
+        self.flows_lost.inc();
+        tracing::error!(
+            %flow_id,
+            "flow lost by the database: this engine held it in flight, but its start is no longer stored (a \
+             failover to a standby that had not received it?); start it again with the same id"
         );
     }
 
