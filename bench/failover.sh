@@ -398,7 +398,20 @@ echo
 echo "Failovers ($mode mode):"
 printf '  %s\n' "${kills[@]}"
 # What each engine still holds once every flow it knows of should be over:
-# flows in memory, calls, timers (a flow the database lost may linger here).
+# flows in memory and calls (a flow the database lost may linger here).
+# Given up to 30 s to drain, so that what is left is stuck, not late.
+metric() { curl -s -m 5 "$1/metrics" | awk -v m="tartan_$2" '$1 == m { print $2 }'; }
+drained() {
+  for engine in "${engines[@]}"; do
+    for m in flows_active calls_in_flight calls_queued; do [[ $(metric "$engine" $m) == 0 ]] || return 1; done
+  done
+}
+t0=$(date +%s)
+if wait_for 30 drained drained; then
+  echo "  the engines held no flow and no call $(($(date +%s) - t0)) s after the checks"
+else
+  echo "  the engines STILL HOLD flows or calls 30 s after the checks:"
+fi
 for n in 1 2 3; do
   held=$(curl -s -m 5 "${engines[n - 1]}/metrics" \
     | awk '/^tartan_(flows_active|calls_in_flight|calls_queued|timers_armed|retries_pending)[ {]/ { sub(/^tartan_/, "", $1); printf "%s %s, ", $1, $2 }')
