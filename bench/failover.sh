@@ -410,7 +410,10 @@ t0=$(date +%s)
 if wait_for 30 drained drained; then
   echo "  the engines held no flow and no call $(($(date +%s) - t0)) s after the checks"
 else
-  echo "  the engines STILL HOLD flows or calls 30 s after the checks:"
+  echo "  the engines STILL HOLD flows or calls 30 s after the checks; active flows in the database:" \
+    "$(curl -s -m 10 -X POST "${engines[0]}/engine/flow/query" -H 'Content-Type: application/json' \
+      -d '{"statuses": ["active"], "limit": 20}' \
+      | python3 -c 'import json, sys; print(" ".join(f["id"] for f in json.load(sys.stdin)["flows"]) or "none")')"
 fi
 for n in 1 2 3; do
   held=$(curl -s -m 5 "${engines[n - 1]}/metrics" \

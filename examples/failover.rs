@@ -124,13 +124,20 @@ const EACH_ITEMS: [u64; 3] = [1, 2, 3];
 #[derive(Default)]
 struct Records {
     /// Calls per (step, token): the attempts seen, in order of arrival.
-    calls: Mutex<HashMap<(String, String), Vec<u32>>>,
+    calls: Mutex<HashMap<(String, String), Called>>,
     /// (token, attempt) of every call answered with a result (sync `200`).
     answered: Mutex<HashSet<(String, u32)>>,
     /// Each webhook delivery, by (token, attempt).
     webhooks: Mutex<HashMap<(String, u32), Delivery>>,
     heartbeats_ok: AtomicU64,
     heartbeats_other: AtomicU64,
+}
+
+/// The calls of one work item: its flow and the attempt of each call.
+#[derive(Default)]
+struct Called {
+    flow: String,
+    attempts: Vec<u32>,
 }
 
 /// A result posted to a webhook: its flow, the final answer (0: none) and
@@ -161,8 +168,9 @@ fn note_call(records: &Records, step: &str, headers: &HeaderMap) -> (String, u32
     let attempt = attempt_of(headers);
     let mut calls = lock(&records.calls);
     let seen = calls.entry((step.to_string(), token.clone())).or_default();
-    seen.push(attempt);
-    (token, attempt, seen.len())
+    seen.flow = kit::header(headers, "argyll-flow-id").to_string();
+    seen.attempts.push(attempt);
+    (token, attempt, seen.attempts.len())
 }
 
 async fn sync_step(State(s): State<StepState>, headers: HeaderMap, Json(body): Json<Value>) -> Response {
@@ -705,7 +713,10 @@ fn report(
         let why = match (&f.status, f.unreadable) {
             (Some(st), _) if st == "completed" => continue,
             (_, true) => "unreadable".to_string(),
-            (None, _) => "missing".to_string(),
+            (None, _) => "missing from the database".to_string(),
+            // In the database and never finishing: no replication loss
+            // explains that, an engine did not take the flow up again.
+            (Some(st), _) if st == "active" => "STUCK: still active".to_string(),
             (Some(st), _) => st.clone(),
         };
         lost.entry(why).or_default().push(&s.id);
@@ -792,14 +803,26 @@ fn report(
     // after a lease ran out or a result could not be recorded.
     let calls = lock(&records.calls);
     let mut again: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
-    for ((step, _), attempts) in calls.iter() {
+    let mut called_again: Vec<String> = Vec::new();
+    for ((step, token), called) in calls.iter() {
         let expected = if step == "fo-sync" { 2 } else { 1 };
         let entry = again.entry(step.as_str()).or_default();
-        entry.0 += attempts.len();
-        if attempts.len() > expected {
+        entry.0 += called.attempts.len();
+        if called.attempts.len() > expected {
             entry.1 += 1;
+            called_again.push(format!(
+                "{step} {token} of {}, attempts {:?}",
+                called.flow, called.attempts
+            ));
         }
     }
+    called_again.sort();
+    let mut refused_webhooks: Vec<String> = webhooks
+        .iter()
+        .filter(|(_, d)| d.status != 200)
+        .map(|((token, attempt), d)| format!("{} {token} attempt {attempt}: {}", d.flow, d.status))
+        .collect();
+    refused_webhooks.sort();
 
     let probes: Vec<&Start> = starts.iter().filter(|s| s.kind == Kind::Probe).collect();
     let gaps = outages(&probes);
@@ -905,6 +928,12 @@ fn report(
         records.heartbeats_ok.load(Ordering::Relaxed),
         records.heartbeats_other.load(Ordering::Relaxed),
     );
+    for c in called_again.iter().take(5) {
+        println!("called again: {c}");
+    }
+    for w in refused_webhooks.iter().take(5) {
+        println!("webhook not answered 200: {w}");
+    }
     println!(
         "write outages (probe every {} ms; from-to in s since the load began): {}",
         args.probe_ms,
@@ -922,6 +951,7 @@ fn report(
 
     let broken = duplicate_count > 0 || !unfounded.is_empty() || !short.is_empty();
     let lost_any = lost_count > 0 || !webhooks_lost.is_empty() || !unacked_stuck.is_empty();
+    let stuck = lost.get("STUCK: still active").map_or(0, Vec::len) + unacked_stuck.len();
     let passed = match args.mode {
         Mode::Sync => !broken && !lost_any,
         Mode::Async => !broken,
@@ -936,5 +966,8 @@ fn report(
             _ => "every acknowledged start completed, every work item once",
         }
     );
+    if stuck > 0 {
+        println!("STUCK: {stuck} flows are still active in the database after the settle time");
+    }
     passed
 }
