@@ -66,4 +66,11 @@ impl EngineError {
             _ => None,
         }
     }
+
+    /// Whether the database could not be reached or written (down, failing
+    /// over, a standby), rather than a statement failing: an outage,
+    /// marked once by the engine, not at each request it refuses.
+    pub fn database_unreachable(&self) -> bool {
+        matches!(self, EngineError::Store(StoreError::Unavailable(_)))
+    }
 }

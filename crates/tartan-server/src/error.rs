@@ -112,7 +112,13 @@ impl IntoResponse for ApiError {
 impl From<EngineError> for ApiError {
     fn from(e: EngineError) -> Self {
         if let Some(cause) = e.database_unavailable() {
-            tracing::error!("database error: {cause}");
+            // An outage is marked once, as it begins and ends (the engine's
+            // `database outage` lines); each request it refuses is not news.
+            if e.database_unreachable() {
+                tracing::debug!("database unavailable: {cause}");
+            } else {
+                tracing::error!("database error: {cause}");
+            }
             return ApiError::new(
                 StatusCode::SERVICE_UNAVAILABLE,
                 kind::UNAVAILABLE,
