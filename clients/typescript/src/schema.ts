@@ -897,9 +897,10 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Ready when the database answers and the migrations are applied.
+         * Ready when the database answers and takes writes.
          * @description For load balancers and readiness probes: `200` once the database
-         *     answers, else a `503` problem. Open: no token needed.
+         *     answers, has the migrations applied and takes writes, else a `503` problem: it does not answer, or
+         *     it is a standby or read-only (as during a failover).
          */
         get: operations["getReady"];
         put?: never;
@@ -5121,7 +5122,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The database does not answer */
+            /** @description The database does not answer, or takes no writes */
             503: {
                 headers: {
                     [name: string]: unknown;

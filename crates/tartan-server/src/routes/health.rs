@@ -43,11 +43,10 @@ pub(crate) async fn health(State(engine): State<Engine>) -> Json<Health> {
     })
 }
 
-/// Ready when the database answers, the migrations are applied, and it
-/// takes writes.
+/// Ready when the database answers and takes writes.
 ///
 /// For load balancers and readiness probes: `200` once the database
-/// answers and takes writes, else a `503` problem: it does not answer, or
+/// answers, has the migrations applied and takes writes, else a `503` problem: it does not answer, or
 /// it is a standby or read-only (as during a failover).
 #[utoipa::path(get, path = "/ready", tag = "health", operation_id = "getReady", security(()),
     responses(

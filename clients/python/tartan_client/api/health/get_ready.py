@@ -59,10 +59,11 @@ def sync_detailed(
     *,
     client: AuthenticatedClient,
 ) -> Response[Problem | Ready]:
-    """Ready when the database answers and the migrations are applied.
+    """Ready when the database answers and takes writes.
 
      For load balancers and readiness probes: `200` once the database
-    answers, else a `503` problem. Open: no token needed.
+    answers, has the migrations applied and takes writes, else a `503` problem: it does not answer, or
+    it is a standby or read-only (as during a failover).
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -85,10 +86,11 @@ def sync(
     *,
     client: AuthenticatedClient,
 ) -> Problem | Ready | None:
-    """Ready when the database answers and the migrations are applied.
+    """Ready when the database answers and takes writes.
 
      For load balancers and readiness probes: `200` once the database
-    answers, else a `503` problem. Open: no token needed.
+    answers, has the migrations applied and takes writes, else a `503` problem: it does not answer, or
+    it is a standby or read-only (as during a failover).
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -107,10 +109,11 @@ async def asyncio_detailed(
     *,
     client: AuthenticatedClient,
 ) -> Response[Problem | Ready]:
-    """Ready when the database answers and the migrations are applied.
+    """Ready when the database answers and takes writes.
 
      For load balancers and readiness probes: `200` once the database
-    answers, else a `503` problem. Open: no token needed.
+    answers, has the migrations applied and takes writes, else a `503` problem: it does not answer, or
+    it is a standby or read-only (as during a failover).
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -131,10 +134,11 @@ async def asyncio(
     *,
     client: AuthenticatedClient,
 ) -> Problem | Ready | None:
-    """Ready when the database answers and the migrations are applied.
+    """Ready when the database answers and takes writes.
 
      For load balancers and readiness probes: `200` once the database
-    answers, else a `503` problem. Open: no token needed.
+    answers, has the migrations applied and takes writes, else a `503` problem: it does not answer, or
+    it is a standby or read-only (as during a failover).
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
