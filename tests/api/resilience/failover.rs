@@ -12,7 +12,8 @@ use serde_json::{json, Value};
 use sqlx::Connection;
 
 use crate::helpers::{
-    call, held_server, register, spawn_binary, sync_step, wait_for_terminal, Backend, TestDb,
+    call, held_server, register, spawn_binary, sync_step, wait_for_terminal, Backend, Binary, StepServer,
+    TestDb,
 };
 
 /// Set the test database read-only (or back) and cut its connections, so
@@ -55,15 +56,10 @@ async fn ready(addr: &str) -> (u16, Option<String>, Value) {
     (status, retry, resp.json().await.unwrap_or(Value::Null))
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_database_that_takes_no_writes_is_not_ready_and_writes_wait_for_it() {
-    let Some(db) = TestDb::create(Backend::Postgres).await else {
-        return;
-    };
-    // /held answers once released: its result comes back while the
-    // database takes no writes.
-    let (release, svc) = held_server().await;
-    let engine = spawn_binary(&db, "read-only").await;
+/// `tartan serve` on `db` as `node`, with `s` (answers at once) and `h`
+/// (its call held until released) registered on `svc`.
+async fn with_steps(db: &TestDb, node: &str, svc: &StepServer) -> Binary {
+    let engine = spawn_binary(db, node).await;
     register(
         &engine,
         vec![
@@ -72,6 +68,30 @@ async fn a_database_that_takes_no_writes_is_not_ready_and_writes_wait_for_it() {
         ],
     )
     .await;
+    engine
+}
+
+/// Start flow `id` of `h` and return once its call is held.
+async fn start_held(engine: &Binary, svc: &StepServer, id: &str) {
+    let start = json!({"id": id, "goals": ["h"], "init": {"seed": ["x"]}});
+    let (status, body) = call(engine, reqwest::Method::POST, "/engine/flow", Some(start)).await;
+    assert_eq!(status, 201, "{body}");
+    let called = crate::helpers::wait_until(Duration::from_secs(30), || {
+        svc.requests().iter().any(|r| r.path == "/held")
+    })
+    .await;
+    assert!(called, "the held step is called");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_database_that_takes_no_writes_is_not_ready_and_writes_wait_for_it() {
+    let Some(db) = TestDb::create(Backend::Postgres).await else {
+        return;
+    };
+    // /held answers once released: its result comes back while the
+    // database takes no writes.
+    let (release, svc) = held_server().await;
+    let engine = with_steps(&db, "read-only", &svc).await;
     let start = |id: &str| json!({"id": id, "goals": ["s"], "init": {"seed": ["x"]}});
     let (status, body) = call(
         &engine,
@@ -82,14 +102,7 @@ async fn a_database_that_takes_no_writes_is_not_ready_and_writes_wait_for_it() {
     .await;
     assert_eq!(status, 201, "{body}");
     assert_eq!(wait_for_terminal(&engine, "before").await["status"], "completed");
-    let held_start = json!({"id": "held", "goals": ["h"], "init": {"seed": ["x"]}});
-    let (status, body) = call(&engine, reqwest::Method::POST, "/engine/flow", Some(held_start)).await;
-    assert_eq!(status, 201, "{body}");
-    let called = crate::helpers::wait_until(Duration::from_secs(30), || {
-        svc.requests().iter().any(|r| r.path == "/held")
-    })
-    .await;
-    assert!(called, "the held step is called");
+    start_held(&engine, &svc, "held").await;
     assert_eq!(ready(&engine.addr).await.0, 200);
 
     set_read_only(&db, true).await;
@@ -195,23 +208,8 @@ async fn a_flow_the_database_lost_is_reported_not_dropped_silently() {
         return;
     };
     let (release, svc) = held_server().await;
-    let engine = spawn_binary(&db, "lost").await;
-    register(
-        &engine,
-        vec![
-            sync_step("s", &svc.url("/s"), &["seed"], &["s"]),
-            sync_step("h", &svc.url("/held"), &["seed"], &["held"]),
-        ],
-    )
-    .await;
-    let held_start = json!({"id": "gone", "goals": ["h"], "init": {"seed": ["x"]}});
-    let (status, body) = call(&engine, reqwest::Method::POST, "/engine/flow", Some(held_start)).await;
-    assert_eq!(status, 201, "{body}");
-    let called = crate::helpers::wait_until(Duration::from_secs(30), || {
-        svc.requests().iter().any(|r| r.path == "/held")
-    })
-    .await;
-    assert!(called, "the held step is called");
+    let engine = with_steps(&db, "lost", &svc).await;
+    start_held(&engine, &svc, "gone").await;
     let mut conn = sqlx::PgConnection::connect(&db.url).await.unwrap();
     for table in ["flow_values", "work_items", "flow_labels"] {
         sqlx::query(&format!("DELETE FROM {table} WHERE flow_id = $1"))
