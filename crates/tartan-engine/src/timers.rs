@@ -181,6 +181,7 @@ impl Engine {
                 .min(engine.inner.config.lease)
                 .max(Duration::from_millis(100));
             let mut next_sweep = tokio::time::Instant::now() + sweep_every;
+            let mut idle = crate::flows::IdleFlows::default();
             loop {
                 let clock = &engine.inner.config.clock;
                 let now_us = clock.now().timestamp_micros();
@@ -218,6 +219,9 @@ impl Engine {
                     if let Err(e) = engine.load_timers().await {
                         tracing::warn!("sweep for timers failed: {e}");
                     }
+                    // Before taking work over: a cached flow the database
+                    // moved away from would take it over on a wrong state.
+                    engine.reconcile_flows(&mut idle).await;
                     // Calls whose node died: their leases have expired.
                     if let Err(e) = engine.take_over(false).await {
                         tracing::warn!("sweep for orphaned calls failed: {e}");

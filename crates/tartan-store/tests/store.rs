@@ -48,6 +48,8 @@ store_tests! {
         sqlite_catalog_expected_sequence_ahead_is_conflict,
         postgres_catalog_expected_sequence_ahead_is_conflict;
     case_flow_commit_and_load => sqlite_flow_commit_and_load, postgres_flow_commit_and_load;
+    case_flow_sequences_name_the_flows_stored => sqlite_flow_sequences_name_the_flows_stored,
+        postgres_flow_sequences_name_the_flows_stored;
     case_flow_start_twice_is_flow_exists => sqlite_flow_start_twice_is_flow_exists,
         postgres_flow_start_twice_is_flow_exists;
     case_flow_stale_base_is_conflict => sqlite_flow_stale_base_is_conflict, postgres_flow_stale_base_is_conflict;
@@ -475,6 +477,32 @@ async fn case_flow_commit_and_load(store: Arc<dyn Store>) {
         store.flow_events("order-1").await.unwrap().len(),
         tx.events.len() + tx2.events.len()
     );
+}
+
+async fn case_flow_sequences_name_the_flows_stored(store: Arc<dyn Store>) {
+    let started = stored_start(&store, "order-1", &[], 0).await;
+    commit_ok(&store, commit(&succeed(&started, at(5)), 3, None)).await;
+    stored_start(&store, "order-2", &[], 0).await;
+    let stored = |s: &mut Vec<(String, i64)>| {
+        s.sort();
+        s.clone()
+    };
+    let sequence = |id: &'static str| {
+        let store = store.clone();
+        async move { store.load_flow(id).await.unwrap().unwrap().sequence }
+    };
+    let (one, two) = (sequence("order-1").await, sequence("order-2").await);
+    assert_ne!(one, two);
+    // More ids than one statement takes, most of them unknown.
+    let mut ids: Vec<String> = (0..2500).map(|i| format!("missing-{i}")).collect();
+    ids.insert(1200, "order-2".into());
+    ids.push("order-1".into());
+    let mut found = store.flow_sequences(&ids).await.unwrap();
+    assert_eq!(
+        stored(&mut found),
+        vec![("order-1".to_string(), one), ("order-2".to_string(), two)]
+    );
+    assert!(store.flow_sequences(&[]).await.unwrap().is_empty());
 }
 
 async fn case_flow_start_twice_is_flow_exists(store: Arc<dyn Store>) {

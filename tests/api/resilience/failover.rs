@@ -12,8 +12,8 @@ use serde_json::{json, Value};
 use sqlx::Connection;
 
 use crate::helpers::{
-    call, held_server, register, spawn_binary, sync_step, wait_for_terminal, Backend, Binary, StepServer,
-    TestDb,
+    call, held_server, json_reply, register, spawn_binary, spawn_binary_with, sync_step, wait_for_terminal,
+    Backend, Binary, StepServer, TestDb,
 };
 
 /// Set the test database read-only (or back) and cut its connections, so
@@ -187,6 +187,27 @@ async fn a_database_that_takes_no_writes_is_not_ready_and_writes_wait_for_it() {
     );
 }
 
+/// The tables that hold a flow's rows, and the column naming it.
+const FLOW_TABLES: [(&str, &str); 5] = [
+    ("flows", "id"),
+    ("events", "aggregate_id"),
+    ("work_items", "flow_id"),
+    ("flow_values", "flow_id"),
+    ("flow_labels", "flow_id"),
+];
+
+/// Delete every row of flow `id`, as a database that never received its
+/// start would be.
+async fn forget_flow(conn: &mut sqlx::PgConnection, id: &str) {
+    for (table, column) in FLOW_TABLES.iter().rev() {
+        sqlx::query(&format!("DELETE FROM {table} WHERE {column} = $1"))
+            .bind(id)
+            .execute(&mut *conn)
+            .await
+            .unwrap();
+    }
+}
+
 /// `GET /metrics`, as text.
 async fn metrics(addr: &str) -> String {
     reqwest::get(format!("http://{addr}/metrics"))
@@ -211,23 +232,7 @@ async fn a_flow_the_database_lost_is_reported_not_dropped_silently() {
     let engine = with_steps(&db, "lost", &svc).await;
     start_held(&engine, &svc, "gone").await;
     let mut conn = sqlx::PgConnection::connect(&db.url).await.unwrap();
-    for table in ["flow_values", "work_items", "flow_labels"] {
-        sqlx::query(&format!("DELETE FROM {table} WHERE flow_id = $1"))
-            .bind("gone")
-            .execute(&mut conn)
-            .await
-            .unwrap();
-    }
-    sqlx::query("DELETE FROM events WHERE aggregate_id = $1")
-        .bind("gone")
-        .execute(&mut conn)
-        .await
-        .unwrap();
-    sqlx::query("DELETE FROM flows WHERE id = $1")
-        .bind("gone")
-        .execute(&mut conn)
-        .await
-        .unwrap();
+    forget_flow(&mut conn, "gone").await;
     let _ = conn.close().await;
     release.send_replace(true);
     let reported = crate::helpers::wait_until(Duration::from_secs(30), || {
@@ -249,4 +254,225 @@ async fn a_flow_the_database_lost_is_reported_not_dropped_silently() {
     let (status, body) = call(&engine, reqwest::Method::POST, "/engine/flow", Some(start)).await;
     assert_eq!(status, 201, "{body}");
     assert_eq!(wait_for_terminal(&engine, "after").await["status"], "completed");
+}
+
+/// `/metrics` shows `line`, within 60 s.
+async fn metric_reaches(engine: &Binary, line: &str) -> String {
+    let mut text = String::new();
+    for _ in 0..600 {
+        text = metrics(&engine.addr).await;
+        if text.lines().any(|l| l == line) {
+            return text;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("{line} never in {text}");
+}
+
+/// Flow `id` once its step `step` has a call the step accepted (`202`)
+/// recorded, within 60 s.
+async fn accepted(engine: &Binary, id: &str, step: &str) -> Value {
+    let mut flow = Value::Null;
+    for _ in 0..600 {
+        flow = call(engine, reqwest::Method::GET, &format!("/engine/flow/{id}"), None)
+            .await
+            .1;
+        let items = flow["executions"][step]["work_items"].as_object();
+        if items.is_some_and(|items| items.values().any(|w| w["accepted_at"].is_string())) {
+            return flow;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("{step} of {id} never accepted: {flow}");
+}
+
+/// An async step `id` at `endpoint` with output `id`.
+fn async_step(id: &str, endpoint: &str, inputs: &[&str]) -> Value {
+    let mut step = sync_step(id, endpoint, inputs, &[id]);
+    step["type"] = json!("async");
+    step
+}
+
+/// A flow the database lost while its async call waited for the webhook
+/// (which, its token unknown there, is refused) gives its place in
+/// `TARTAN_MAX_ACTIVE_FLOWS` back: the sweep finds the database without it,
+/// reports it lost, and the next start is taken. Before, such a flow kept
+/// its place until the engine restarted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flow_the_database_lost_while_it_waited_for_a_webhook_gives_its_place_back() {
+    let Some(db) = TestDb::create(Backend::Postgres).await else {
+        return;
+    };
+    // `/a` accepts and never calls back; `/s` answers at once.
+    let svc = StepServer::start(|r, _| match r.path.as_str() {
+        "/a" => json_reply(202, json!({})),
+        _ => json_reply(200, json!({"s": "done"})),
+    })
+    .await;
+    let engine = spawn_binary_with(
+        &db,
+        "forgotten",
+        &[("TARTAN_MAX_ACTIVE_FLOWS", "1"), ("TARTAN_LEASE", "1s")],
+    )
+    .await;
+    register(
+        &engine,
+        vec![
+            async_step("a", &svc.url("/a"), &[]),
+            sync_step("s", &svc.url("/s"), &[], &["s"]),
+        ],
+    )
+    .await;
+    let start = |id: &str, goal: &str| json!({"id": id, "goals": [goal]});
+    let (status, body) = call(
+        &engine,
+        reqwest::Method::POST,
+        "/engine/flow",
+        Some(start("waiting", "a")),
+    )
+    .await;
+    assert_eq!(status, 201, "{body}");
+    accepted(&engine, "waiting", "a").await;
+    // The one place is taken.
+    let (status, body) = call(
+        &engine,
+        reqwest::Method::POST,
+        "/engine/flow",
+        Some(start("next", "s")),
+    )
+    .await;
+    assert_eq!(status, 503, "{body}");
+
+    let mut conn = sqlx::PgConnection::connect(&db.url).await.unwrap();
+    forget_flow(&mut conn, "waiting").await;
+    let _ = conn.close().await;
+    let text = metric_reaches(&engine, "tartan_flows_active 0").await;
+    assert!(text.lines().any(|l| l == "tartan_flows_lost_total 1"), "{text}");
+    let log = engine.log.lock().unwrap().join("\n");
+    assert!(
+        log.lines()
+            .any(|l| l.contains("flow lost by the database") && l.contains("waiting")),
+        "{log}"
+    );
+    let (status, body) = call(
+        &engine,
+        reqwest::Method::POST,
+        "/engine/flow",
+        Some(start("next", "s")),
+    )
+    .await;
+    assert_eq!(status, 201, "{body}");
+    assert_eq!(wait_for_terminal(&engine, "next").await["status"], "completed");
+}
+
+/// A flow whose last commits the database lost (rewound to an earlier
+/// copy of its rows, as a failover to a standby that had not received
+/// them): the engine held the later state in memory, its async call
+/// accepted there waiting for a webhook that cannot come. It goes on from
+/// what the database holds: the call the database still thinks active is
+/// made again with its receipt token, and the flow finishes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flow_the_database_rewound_goes_on_from_what_the_database_holds() {
+    let Some(db) = TestDb::create(Backend::Postgres).await else {
+        return;
+    };
+    // `/held` answers once released; `/w` accepts, and calls back from its
+    // second call on (the first's webhook is what the rewind loses).
+    let (release, held) = tokio::sync::watch::channel(false);
+    let svc = StepServer::start_async(move |r, n| {
+        let mut held = held.clone();
+        Box::pin(async move {
+            if r.path == "/held" {
+                let _ = held.wait_for(|released| *released).await;
+                return json_reply(200, json!({"held": "done"}));
+            }
+            if n > 0 {
+                let hook = r.headers["argyll-webhook-url"].to_str().unwrap().to_string();
+                tokio::spawn(async move {
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                    let _ = reqwest::Client::new()
+                        .post(hook)
+                        .json(&json!({"w": "done"}))
+                        .send()
+                        .await;
+                });
+            }
+            json_reply(202, json!({}))
+        })
+    })
+    .await;
+    let engine = spawn_binary_with(
+        &db,
+        "rewound",
+        &[("TARTAN_LEASE", "1s"), ("TARTAN_STEP_TIMEOUT", "3s")],
+    )
+    .await;
+    register(
+        &engine,
+        vec![
+            sync_step("h", &svc.url("/held"), &[], &["held"]),
+            async_step("w", &svc.url("/w"), &["held"]),
+        ],
+    )
+    .await;
+    let start = json!({"id": "r", "goals": ["w"]});
+    let (status, body) = call(&engine, reqwest::Method::POST, "/engine/flow", Some(start)).await;
+    assert_eq!(status, 201, "{body}");
+    let called = crate::helpers::wait_until(Duration::from_secs(30), || {
+        svc.requests().iter().any(|r| r.path == "/held")
+    })
+    .await;
+    assert!(called, "h is called");
+
+    // A copy of the flow's rows while h's call is in flight...
+    let mut conn = sqlx::PgConnection::connect(&db.url).await.unwrap();
+    for (table, column) in FLOW_TABLES {
+        sqlx::raw_sql(&format!(
+            "CREATE TEMPORARY TABLE kept_{table} AS SELECT * FROM {table} WHERE {column} = 'r'"
+        ))
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    }
+    // ...then h ends and w's call is accepted...
+    release.send_replace(true);
+    accepted(&engine, "r", "w").await;
+    // ...and the database goes back to the copy, at once.
+    let mut tx = conn.begin().await.unwrap();
+    forget_flow(&mut tx, "r").await;
+    for (table, _) in FLOW_TABLES {
+        sqlx::raw_sql(&format!("INSERT INTO {table} SELECT * FROM kept_{table}"))
+            .execute(&mut *tx)
+            .await
+            .unwrap();
+    }
+    tx.commit().await.unwrap();
+    let _ = conn.close().await;
+
+    let mut flow = Value::Null;
+    for _ in 0..600 {
+        flow = call(&engine, reqwest::Method::GET, "/engine/flow/r", None)
+            .await
+            .1;
+        if flow["status"] != "active" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(flow["status"], "completed", "{flow}");
+    let requests = svc.requests();
+    let tokens = |path: &str| -> Vec<String> {
+        requests
+            .iter()
+            .filter(|r| r.path == path)
+            .map(crate::helpers::token_of)
+            .collect()
+    };
+    let h = tokens("/held");
+    assert_eq!(h.len(), 2, "h called again after the rewind: {h:?}");
+    assert_eq!(h[0], h[1], "with the same receipt token");
+    assert_eq!(tokens("/w").len(), 2, "w called again: the database never saw it");
+    let log = engine.log.lock().unwrap().join("\n");
+    assert!(log.contains("the database lost commits of a flow"), "{log}");
+    metric_reaches(&engine, "tartan_flows_active 0").await;
 }

@@ -35,7 +35,7 @@ pub(super) struct FlowSlot {
     pub(super) pending: StdMutex<Vec<Concluded>>,
 }
 
-type Slot = Arc<FlowSlot>;
+pub(super) type Slot = Arc<FlowSlot>;
 
 /// Releases a flow's slot when dropped (`FlowLocks::release`): on every way
 /// out of a start or a decision, early returns and errors included.
@@ -116,6 +116,12 @@ impl FlowLocks {
         slots.entry(flow_id.to_string()).or_default().clone()
     }
 
+    /// `f` of each slot (its flow's id and the slot), where it answers.
+    pub(super) fn each_slot<T>(&self, mut f: impl FnMut(&str, &Slot) -> Option<T>) -> Vec<T> {
+        let slots = crate::sync::lock(&self.slots);
+        slots.iter().filter_map(|(id, slot)| f(id, slot)).collect()
+    }
+
     /// Flows with work in progress (their slots are kept only while busy).
     pub(crate) fn len(&self) -> usize {
         crate::sync::lock(&self.slots).len()
@@ -126,7 +132,7 @@ impl FlowLocks {
     /// cached state has calls in flight. Called on every path out of a
     /// decision or a start, so a flow that finished, or was never created,
     /// never keeps a place in `max_active_flows`.
-    fn release(&self, flow_id: &str, slot: &FlowSlot) {
+    pub(super) fn release(&self, flow_id: &str, slot: &FlowSlot) {
         let mut slots = crate::sync::lock(&self.slots);
         // A newer slot of the same flow is not this caller's to drop.
         if !slots

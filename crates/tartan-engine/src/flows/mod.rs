@@ -12,10 +12,13 @@
 //!   effects, the call slots, recording how they ended, aborting them.
 //! - `children`: flow steps' calls: starting each item's child flow,
 //!   waiting for its end, stopping it.
+//! - `reconcile`: letting go of flows held in memory that the database
+//!   moved away from or lost (a failover).
 
 mod calls;
 mod children;
 mod decide;
+mod reconcile;
 mod waiters;
 
 use std::sync::Arc;
@@ -31,6 +34,7 @@ use crate::{traces, Engine, EngineError};
 
 pub(crate) use decide::FlowLocks;
 use decide::{Cached, Released};
+pub(crate) use reconcile::IdleFlows;
 pub(crate) use waiters::Waiters;
 pub use waiters::MAX_WAITERS;
 

@@ -11,7 +11,7 @@ use crate::model::*;
 use crate::FlowStore;
 
 use super::filter::filter_where;
-use super::{bind_all, off_workers, stored_event, values, Bind, FLOW};
+use super::{bind_all, off_workers, stored_event, values, Bind, FLOW, ROWS_PER_STATEMENT};
 
 #[async_trait]
 impl FlowStore for SqlStore {
@@ -107,6 +107,22 @@ impl FlowStore for SqlStore {
             sequence,
             snapshot: from,
         }))
+    }
+
+    async fn flow_sequences(&self, flow_ids: &[String]) -> Result<Vec<(String, i64)>, StoreError> {
+        let mut found = Vec::with_capacity(flow_ids.len());
+        for chunk in flow_ids.chunks(ROWS_PER_STATEMENT) {
+            let list: Vec<String> = (1..=chunk.len()).map(|i| format!("${i}")).collect();
+            let sql = format!("SELECT id, sequence FROM flows WHERE id IN ({})", list.join(", "));
+            let mut query = sqlx::query(&sql);
+            for id in chunk {
+                query = query.bind(id.as_str());
+            }
+            for row in query.fetch_all(&self.read).await? {
+                found.push((row.try_get("id")?, row.try_get("sequence")?));
+            }
+        }
+        Ok(found)
     }
 
     async fn flow_status(&self, flow_id: &str) -> Result<Option<FlowStatus>, StoreError> {

@@ -1,0 +1,108 @@
+//! Flows held in memory that the database no longer agrees with
+//! (docs/durability.md, "Failover"). A flow stays in memory while its
+//! cached state has calls in flight; normally each of them ends in a
+//! decision, whose commit finds any change another process made (a
+//! sequence conflict) and reads the flow again. After a failover to a
+//! standby that had not received this process's last commits, the cached
+//! state can be ahead of the database: an async call accepted there waits
+//! for a webhook the database knows nothing of (it is refused), so no
+//! decision ever comes, and the flow would keep its place in
+//! `max_active_flows` until a restart, while the database's own version
+//! (a call it still thinks active, say) waits on this process's cache.
+//!
+//! So at each sweep the flows whose cached state has not changed since the
+//! previous sweep are compared, in one read, with the sequence the database
+//! holds. One the database moved away from is dropped from memory (its
+//! next decision reads it again); one it no longer has is reported lost and
+//! dropped. Flows decided on in between are left alone: their decisions do
+//! the check themselves.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use super::decide::{FlowLocks, FlowSlot};
+use crate::Engine;
+
+/// Which cached flows the last sweep saw, at which sequence: those still
+/// there unchanged at the next have been idle for a whole sweep.
+#[derive(Default)]
+pub(crate) struct IdleFlows {
+    seen: HashMap<String, i64>,
+}
+
+/// A cached flow: its id, its slot, the sequence of its cached state.
+type Held = (String, Arc<FlowSlot>, i64);
+
+impl FlowLocks {
+    /// The flows with a cached state, but those being decided on now.
+    fn held(&self) -> Vec<Held> {
+        self.each_slot(|id, slot| {
+            let cached = slot.cached.try_lock().ok()?;
+            let sequence = cached.as_ref()?.sequence;
+            Some((id.to_string(), Arc::clone(slot), sequence))
+        })
+    }
+}
+
+impl Engine {
+    /// Compare the flows idle in memory since the last call with the
+    /// database, and let go of those it moved away from or lost.
+    pub(crate) async fn reconcile_flows(&self, idle: &mut IdleFlows) {
+        let held = self.inner.flows.held();
+        let previous = std::mem::replace(
+            &mut idle.seen,
+            held.iter().map(|(id, _, seq)| (id.clone(), *seq)).collect(),
+        );
+        let idle_now: Vec<Held> = held
+            .into_iter()
+            .filter(|(id, _, seq)| previous.get(id) == Some(seq))
+            .collect();
+        if idle_now.is_empty() {
+            return;
+        }
+        let ids: Vec<String> = idle_now.iter().map(|(id, _, _)| id.clone()).collect();
+        let stored: HashMap<String, i64> = match self.inner.store.flow_sequences(&ids).await {
+            Ok(found) => found.into_iter().collect(),
+            Err(e) => {
+                // The next sweep looks again.
+                tracing::debug!("comparing the flows in memory with the database failed: {e}");
+                return;
+            }
+        };
+        for (id, slot, sequence) in idle_now {
+            let in_database = stored.get(&id).copied();
+            if in_database == Some(sequence) {
+                continue;
+            }
+            {
+                // Decided on since it was read: that decision saw the database.
+                let Ok(mut cached) = slot.cached.try_lock() else {
+                    continue;
+                };
+                if cached.as_ref().map(|c| c.sequence) != Some(sequence) {
+                    continue;
+                }
+                *cached = None;
+            }
+            idle.seen.remove(&id);
+            match in_database {
+                None => self.inner.metrics.db.flow_lost(&id),
+                // Another process decided on it (a webhook it took): usual.
+                Some(stored) if stored > sequence => tracing::debug!(
+                    flow_id = %id,
+                    held = sequence,
+                    stored,
+                    "a flow held in memory was moved on elsewhere; read again at its next decision"
+                ),
+                Some(stored) => tracing::warn!(
+                    flow_id = %id,
+                    held = sequence,
+                    stored,
+                    "the database lost commits of a flow this process made (a failover to a standby that \
+                     had not received them?); it goes on from what the database holds"
+                ),
+            }
+            self.inner.flows.release(&id, &slot);
+        }
+    }
+}
