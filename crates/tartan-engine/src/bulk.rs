@@ -23,7 +23,7 @@ use std::time::Duration;
 
 use tartan_core::bulk::{BulkAction, BulkItemState, BulkSpec, MAX_BULK_RATE};
 use tartan_core::filter::FlowFilter;
-use tartan_store::{BulkCreated, BulkEnd, BulkItem, BulkJob, NewBulkJob};
+use tartan_store::{BulkCreated, BulkEnd, BulkItem, BulkJob, NewBulkJob, StoreError};
 use tokio::time::Instant;
 
 use crate::{Engine, EngineError};
@@ -234,9 +234,28 @@ impl Engine {
                     return;
                 }
                 next = next.max(Instant::now()) + interval;
-                let Some((state, detail)) = self.act_on(&job.id, action, &flow_id).await else {
-                    self.hand_back_bulk_job(&job.id).await;
-                    return;
+                let (state, detail) = loop {
+                    match self.act_on(&job.id, action, &flow_id).await {
+                        Acted::Ended(state, detail) => break (state, detail),
+                        Acted::Stopping => {
+                            self.hand_back_bulk_job(&job.id).await;
+                            return;
+                        }
+                        // A failover or a restart of the database: the flow
+                        // is acted on once it is back, not marked failed. An
+                        // action that landed before its connection dropped
+                        // is found then (`acted_already`).
+                        Acted::Unavailable(e) => {
+                            tracing::debug!(job = %job.id, %flow_id, "database unavailable, acting on the flow again shortly: {e}");
+                            if self.pause_or_stop(&job.id).await {
+                                return;
+                            }
+                            // Taken over by another process meanwhile: its now.
+                            if let Ok(false) = store.renew_bulk_lease(&job.id, node, lease).await {
+                                return;
+                            }
+                        }
+                    }
                 };
                 // Recorded before the next flow, however long the database
                 // takes: a flow acted on and not recorded is only found by a
@@ -292,33 +311,24 @@ impl Engine {
     /// Skipped when the flow's events say this job acted on it already (a
     /// process that died before recording it); failed when that cannot be
     /// read.
-    async fn acted_already(
-        &self,
-        flow_id: &str,
-        action: BulkAction,
-        job_id: &str,
-    ) -> Option<(BulkItemState, Option<String>)> {
+    async fn acted_already(&self, flow_id: &str, action: BulkAction, job_id: &str) -> Option<Acted> {
         match self.inner.store.flow_marked_by(flow_id, action, job_id).await {
-            Ok(true) => Some((
+            Ok(true) => Some(Acted::Ended(
                 BulkItemState::Skipped,
                 Some(format!("{} by this job already", action.marking_event())),
             )),
             Ok(false) => None,
-            Err(e) => Some((BulkItemState::Failed, Some(e.to_string()))),
+            Err(StoreError::Unavailable(e)) => Some(Acted::Unavailable(e)),
+            Err(e) => Some(Acted::Ended(BulkItemState::Failed, Some(e.to_string()))),
         }
     }
 
-    /// Retry, cancel or resume one flow: how it went, and why when it was skipped
-    /// or failed. `None`: the engine is stopping, the flow is left pending.
-    async fn act_on(
-        &self,
-        job_id: &str,
-        action: BulkAction,
-        flow_id: &str,
-    ) -> Option<(BulkItemState, Option<String>)> {
+    /// Retry, cancel or resume one flow: how it went, and why when it was
+    /// skipped or failed.
+    async fn act_on(&self, job_id: &str, action: BulkAction, flow_id: &str) -> Acted {
         use tartan_core::flow::FlowStatus;
         if let Some(skip) = self.acted_already(flow_id, action, job_id).await {
-            return Some(skip);
+            return skip;
         }
         let outcome = match action {
             BulkAction::Retry { reset_attempts } => {
@@ -331,9 +341,10 @@ impl Engine {
                 .await
                 .map(|_| ()),
         };
-        Some(match outcome {
+        let (state, detail) = match outcome {
             Ok(()) => (BulkItemState::Done, None),
-            Err(EngineError::ShuttingDown) => return None,
+            Err(EngineError::ShuttingDown) => return Acted::Stopping,
+            Err(EngineError::Store(StoreError::Unavailable(e))) => return Acted::Unavailable(e),
             Err(e @ EngineError::FlowNotFound(_)) => (BulkItemState::Skipped, Some(e.to_string())),
             // Nothing parked (any more): nothing to do.
             Err(e @ EngineError::NotResumable(..)) => (BulkItemState::Skipped, Some(e.to_string())),
@@ -345,9 +356,21 @@ impl Engine {
                 Ok(Some(FlowStatus::Active | FlowStatus::Completed)) => {
                     (BulkItemState::Skipped, Some(e.to_string()))
                 }
+                Err(StoreError::Unavailable(e)) => return Acted::Unavailable(e),
                 _ => (BulkItemState::Failed, Some(e.to_string())),
             },
             Err(e) => (BulkItemState::Failed, Some(e.to_string())),
-        })
+        };
+        Acted::Ended(state, detail)
     }
+}
+
+/// How acting on one flow of a job went.
+enum Acted {
+    /// To be recorded: done, skipped or failed, and why.
+    Ended(BulkItemState, Option<String>),
+    /// The engine is stopping: the flow is left pending.
+    Stopping,
+    /// The database is unreachable: act on it again once it is back.
+    Unavailable(String),
 }

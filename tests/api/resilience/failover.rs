@@ -476,3 +476,68 @@ async fn a_flow_the_database_rewound_goes_on_from_what_the_database_holds() {
     assert!(log.contains("the database lost commits of a flow"), "{log}");
     metric_reaches(&engine, "tartan_flows_active 0").await;
 }
+
+/// A bulk retry job running while the database takes no writes waits for
+/// it: every flow is retried once writes come back, none is marked failed
+/// for the outage, and each is retried once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bulk_job_waits_out_a_database_that_takes_no_writes() {
+    let Some(db) = TestDb::create(Backend::Postgres).await else {
+        return;
+    };
+    const FLOWS: usize = 12;
+    // `/f` refuses (400) until `fixed` is set, then answers.
+    let fixed = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let svc = {
+        let fixed = fixed.clone();
+        StepServer::start(move |_, _| {
+            if fixed.load(std::sync::atomic::Ordering::SeqCst) {
+                json_reply(200, json!({"f": "done"}))
+            } else {
+                json_reply(400, json!({"error": "not yet"}))
+            }
+        })
+        .await
+    };
+    let engine = spawn_binary(&db, "bulk").await;
+    register(&engine, vec![sync_step("f", &svc.url("/f"), &[], &["f"])]).await;
+    for i in 0..FLOWS {
+        let start = json!({"id": format!("b-{i}"), "goals": ["f"], "labels": {"batch": "outage"}});
+        let (status, body) = call(&engine, reqwest::Method::POST, "/engine/flow", Some(start)).await;
+        assert_eq!(status, 201, "{body}");
+    }
+    for i in 0..FLOWS {
+        assert_eq!(
+            wait_for_terminal(&engine, &format!("b-{i}")).await["status"],
+            "failed"
+        );
+    }
+    fixed.store(true, std::sync::atomic::Ordering::SeqCst);
+    // Four flows a second: the outage falls in the middle of the job.
+    let retry = json!({"filter": {"labels": {"batch": "outage"}}, "rate": 4});
+    let (status, job) = call(&engine, reqwest::Method::POST, "/engine/bulk/retry", Some(retry)).await;
+    assert_eq!(status, 202, "{job}");
+    let path = format!("/engine/bulk/{}", job["id"].as_str().unwrap());
+    let started = crate::helpers::wait_until(Duration::from_secs(30), || svc.requests().len() > FLOWS).await;
+    assert!(started, "the job retries a first flow");
+    set_read_only(&db, true).await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    set_read_only(&db, false).await;
+
+    let mut job = Value::Null;
+    for _ in 0..600 {
+        job = call(&engine, reqwest::Method::GET, &path, None).await.1;
+        if job["status"] == "completed" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(job["status"], "completed", "{job}");
+    let counts = (&job["done"], &job["skipped"], &job["failed"]);
+    assert_eq!(counts, (&json!(FLOWS), &json!(0), &json!(0)), "{job}");
+    for i in 0..FLOWS {
+        let flow = wait_for_terminal(&engine, &format!("b-{i}")).await;
+        assert_eq!(flow["status"], "completed", "{flow}");
+    }
+    assert_eq!(svc.requests().len(), 2 * FLOWS, "each flow retried once");
+}
