@@ -40,6 +40,32 @@ pub(crate) struct SqlStore {
     pub(crate) api_waits: Waits,
 }
 
+/// When a connection of this process last found itself on a standby (a
+/// write refused with `25006`, or `transaction_read_only` on): every pooled
+/// connection opened before then is closed rather than handed out again
+/// (`reusable`). Connections made while a failover was under way (through
+/// a proxy or a DNS name not yet moved) lead to a node that stays a
+/// standby: each write on them would be refused until the pool's idle
+/// timeout, 10 minutes, closed them (docs/durability.md, "Failover"). Process-wide because the error conversion that sees the
+/// `25006` has no store at hand; another store of the same process (tests)
+/// only reconnects once more.
+static STANDBY_SEEN: std::sync::Mutex<Option<Instant>> = std::sync::Mutex::new(None);
+
+/// A connection reached a standby: those opened until now are not reused.
+pub(crate) fn standby_seen() {
+    *STANDBY_SEEN.lock().unwrap_or_else(|p| p.into_inner()) = Some(Instant::now());
+}
+
+/// Whether a pooled connection may be handed out: not when it was opened
+/// before a connection last reached a standby (`standby_seen`).
+pub(crate) fn reusable(meta: &sqlx::pool::PoolConnectionMetadata) -> bool {
+    let seen = *STANDBY_SEEN.lock().unwrap_or_else(|p| p.into_inner());
+    match (seen, Instant::now().checked_sub(meta.age)) {
+        (Some(seen), Some(opened)) => opened > seen,
+        _ => true,
+    }
+}
+
 /// How often, and how long in all, something waited for a connection.
 #[derive(Debug, Default)]
 pub(crate) struct Waits {

@@ -53,6 +53,9 @@ impl From<sqlx::Error> for StoreError {
             // proxy not yet moved to the new primary does
             // (docs/durability.md, "When the database goes away").
             sqlx::Error::Database(db) => db.code().is_some_and(|c| {
+                if c == "25006" {
+                    crate::connection::standby_seen();
+                }
                 c.starts_with("08") || matches!(c.as_ref(), "57P01" | "57P02" | "57P03" | "25006")
             }),
             _ => false,

@@ -37,6 +37,7 @@ pub(crate) async fn open(url: &str, pools: &crate::Pools, schema: Schema) -> Res
         // connection, then is answered 503; the engine's own commits try
         // again (see `decide_persistently`).
         .acquire_timeout(ACQUIRE_TIMEOUT)
+        .before_acquire(|_, meta| Box::pin(async move { Ok(crate::connection::reusable(&meta)) }))
         .connect_with(quiet(url)?)
         .await?;
     // The API's listings: a pool of their own, and a bound on each
@@ -47,6 +48,7 @@ pub(crate) async fn open(url: &str, pools: &crate::Pools, schema: Schema) -> Res
     let api = AnyPoolOptions::new()
         .max_connections(api_size)
         .acquire_timeout(ACQUIRE_TIMEOUT)
+        .before_acquire(|_, meta| Box::pin(async move { Ok(crate::connection::reusable(&meta)) }))
         .after_connect(move |conn, _| {
             Box::pin(async move {
                 conn.execute(format!("SET statement_timeout = {timeout_ms}").as_str())

@@ -19,6 +19,13 @@ use crate::helpers::{
 /// Set the test database read-only (or back) and cut its connections, so
 /// that the engine's next ones see the change.
 async fn set_read_only(db: &TestDb, on: bool) {
+    set_read_only_cutting(db, on, true).await
+}
+
+/// The same, cutting the connections open or not: those kept go on as
+/// they began (a session's `default_transaction_read_only` is read when it
+/// starts), as connections to a standby do after a failover.
+async fn set_read_only_cutting(db: &TestDb, on: bool, cut: bool) {
     let name = db
         .url
         .rsplit('/')
@@ -37,6 +44,10 @@ async fn set_read_only(db: &TestDb, on: bool) {
         format!("ALTER DATABASE {name} RESET default_transaction_read_only")
     };
     sqlx::raw_sql(&setting).execute(&mut admin).await.unwrap();
+    if !cut {
+        let _ = admin.close().await;
+        return;
+    }
     sqlx::query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()")
         .bind(&name)
         .execute(&mut admin)
@@ -206,6 +217,71 @@ async fn forget_flow(conn: &mut sqlx::PgConnection, id: &str) {
             .await
             .unwrap();
     }
+}
+
+/// Connections opened while the database took no writes (to a standby,
+/// through a proxy or a DNS name not yet moved to the new primary) are not
+/// kept once writes are taken again: their sessions would refuse every
+/// write until the pool closed them for being idle. Here the database
+/// takes writes again while the engine's sessions, opened read-only, stay
+/// open.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_that_reached_a_standby_are_not_reused() {
+    let Some(db) = TestDb::create(Backend::Postgres).await else {
+        return;
+    };
+    let (_release, svc) = held_server().await;
+    let engine = with_steps(&db, "standby", &svc).await;
+    let start = |id: &str| json!({"id": id, "goals": ["s"], "init": {"seed": ["x"]}});
+    set_read_only(&db, true).await;
+    // The engine's pool fills with read-only sessions.
+    let mut refused = 0;
+    for i in 0..100 {
+        let (status, _) = call(
+            &engine,
+            reqwest::Method::POST,
+            "/engine/flow",
+            Some(start(&format!("ro-{i}"))),
+        )
+        .await;
+        if status == 503 {
+            refused += 1;
+            if refused == 5 {
+                break;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(refused, 5, "starts are refused while no writes are taken");
+    // Readiness checks at once: the pool opens as many sessions.
+    let checks: Vec<_> = (0..16).map(|_| ready(&engine.addr)).collect();
+    for (status, _, _) in futures::future::join_all(checks).await {
+        assert_eq!(status, 503);
+    }
+
+    set_read_only_cutting(&db, false, false).await;
+    let mut answers = Vec::new();
+    for _ in 0..100 {
+        let (status, body) = call(
+            &engine,
+            reqwest::Method::POST,
+            "/engine/flow",
+            Some(start("after")),
+        )
+        .await;
+        answers.push(status);
+        if status == 201 {
+            break;
+        }
+        assert_eq!(status, 503, "{body}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(answers.last(), Some(&201), "{answers:?}");
+    // One refusal: the session it reached is found read-only, and the
+    // others opened before it are not handed out again.
+    assert!(answers.len() <= 2, "taken after one refusal: {answers:?}");
+    assert_eq!(wait_for_terminal(&engine, "after").await["status"], "completed");
+    assert_eq!(ready(&engine.addr).await.0, 200);
 }
 
 /// `GET /metrics`, as text.

@@ -141,6 +141,7 @@ impl Store for SqlStore {
                 .await?;
             let read_only: String = row.try_get("read_only")?;
             if read_only == "on" {
+                crate::connection::standby_seen();
                 return Ok(crate::Readiness::ReadOnly);
             }
         }
