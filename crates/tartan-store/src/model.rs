@@ -161,6 +161,16 @@ pub struct LoadedFlow {
     pub snapshot: i64,
 }
 
+/// Which version of a flow the database holds: the sequence of its last
+/// event and when that event's commit was decided (`FlowCommit::at`).
+/// Two processes that each committed a flow to the same sequence (one of
+/// them in commits a failover lost) differ in the time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FlowVersion {
+    pub sequence: i64,
+    pub updated_at: Time,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SortOrder {
     RecentFirst,

@@ -18,8 +18,8 @@ use tartan_core::filter::FlowFilter;
 use tartan_core::flow::{FlowEvent, FlowState, FlowStatus, Time, WorkStatus};
 use tartan_core::machine::Command;
 use tartan_store::{
-    event_of, CatalogChange, Claim, FlowCommit, FlowQuery, FlowSummary, ScheduledTimer, SortOrder, Store,
-    StoreError, WorkKey, WorkQuery, WorkView,
+    event_of, CatalogChange, Claim, FlowCommit, FlowQuery, FlowSummary, FlowVersion, ScheduledTimer,
+    SortOrder, Store, StoreError, WorkKey, WorkQuery, WorkView,
 };
 
 use support::{at, commit, fail, only_token, row, start, step, succeed, GREET};
@@ -48,8 +48,8 @@ store_tests! {
         sqlite_catalog_expected_sequence_ahead_is_conflict,
         postgres_catalog_expected_sequence_ahead_is_conflict;
     case_flow_commit_and_load => sqlite_flow_commit_and_load, postgres_flow_commit_and_load;
-    case_flow_sequences_name_the_flows_stored => sqlite_flow_sequences_name_the_flows_stored,
-        postgres_flow_sequences_name_the_flows_stored;
+    case_flow_versions_name_the_flows_stored => sqlite_flow_versions_name_the_flows_stored,
+        postgres_flow_versions_name_the_flows_stored;
     case_flow_start_twice_is_flow_exists => sqlite_flow_start_twice_is_flow_exists,
         postgres_flow_start_twice_is_flow_exists;
     case_flow_stale_base_is_conflict => sqlite_flow_stale_base_is_conflict, postgres_flow_stale_base_is_conflict;
@@ -479,30 +479,40 @@ async fn case_flow_commit_and_load(store: Arc<dyn Store>) {
     );
 }
 
-async fn case_flow_sequences_name_the_flows_stored(store: Arc<dyn Store>) {
+async fn case_flow_versions_name_the_flows_stored(store: Arc<dyn Store>) {
     let started = stored_start(&store, "order-1", &[], 0).await;
-    commit_ok(&store, commit(&succeed(&started, at(5)), 3, None)).await;
-    stored_start(&store, "order-2", &[], 0).await;
-    let stored = |s: &mut Vec<(String, i64)>| {
-        s.sort();
-        s.clone()
-    };
-    let sequence = |id: &'static str| {
+    let done = succeed(&started, at(5));
+    commit_ok(&store, commit(&done, 3, None)).await;
+    let second = stored_start(&store, "order-2", &[], 7).await;
+    let version = |id: &'static str| {
         let store = store.clone();
         async move { store.load_flow(id).await.unwrap().unwrap().sequence }
     };
-    let (one, two) = (sequence("order-1").await, sequence("order-2").await);
-    assert_ne!(one, two);
+    let expected = vec![
+        (
+            "order-1".to_string(),
+            FlowVersion {
+                sequence: version("order-1").await,
+                updated_at: done.state.last_updated,
+            },
+        ),
+        (
+            "order-2".to_string(),
+            FlowVersion {
+                sequence: version("order-2").await,
+                updated_at: second.last_updated,
+            },
+        ),
+    ];
+    assert_eq!(expected[1].1.updated_at, at(7));
     // More ids than one statement takes, most of them unknown.
     let mut ids: Vec<String> = (0..2500).map(|i| format!("missing-{i}")).collect();
     ids.insert(1200, "order-2".into());
     ids.push("order-1".into());
-    let mut found = store.flow_sequences(&ids).await.unwrap();
-    assert_eq!(
-        stored(&mut found),
-        vec![("order-1".to_string(), one), ("order-2".to_string(), two)]
-    );
-    assert!(store.flow_sequences(&[]).await.unwrap().is_empty());
+    let mut found = store.flow_versions(&ids).await.unwrap();
+    found.sort_by(|a, b| a.0.cmp(&b.0));
+    assert_eq!(found, expected);
+    assert!(store.flow_versions(&[]).await.unwrap().is_empty());
 }
 
 async fn case_flow_start_twice_is_flow_exists(store: Arc<dyn Store>) {

@@ -12,8 +12,8 @@ use serde_json::{json, Value};
 use sqlx::Connection;
 
 use crate::helpers::{
-    call, held_server, json_reply, register, spawn_binary, spawn_binary_with, sync_step, wait_for_terminal,
-    Backend, Binary, StepServer, TestDb,
+    call, held_server, json_reply, register, spawn_binary_with, sync_step, wait_for_terminal, Backend,
+    Binary, StepServer, TestDb,
 };
 
 /// Set the test database read-only (or back) and cut its connections, so
@@ -70,15 +70,17 @@ async fn ready(addr: &str) -> (u16, Option<String>, Value) {
 /// `tartan serve` on `db` as `node`, with `s` (answers at once) and `h`
 /// (its call held until released) registered on `svc`.
 async fn with_steps(db: &TestDb, node: &str, svc: &StepServer) -> Binary {
-    let engine = spawn_binary(db, node).await;
-    register(
-        &engine,
-        vec![
-            sync_step("s", &svc.url("/s"), &["seed"], &["s"]),
-            sync_step("h", &svc.url("/held"), &["seed"], &["held"]),
-        ],
-    )
-    .await;
+    let steps = vec![
+        sync_step("s", &svc.url("/s"), &["seed"], &["s"]),
+        sync_step("h", &svc.url("/held"), &["seed"], &["held"]),
+    ];
+    registered(db, node, &[], steps).await
+}
+
+/// `tartan serve` on `db` as `node`, with `env`, and `steps` registered.
+async fn registered(db: &TestDb, node: &str, env: &[(&str, &str)], steps: Vec<Value>) -> Binary {
+    let engine = spawn_binary_with(db, node, env).await;
+    register(&engine, steps).await;
     engine
 }
 
@@ -385,14 +387,10 @@ async fn a_flow_the_database_lost_while_it_waited_for_a_webhook_gives_its_place_
         _ => json_reply(200, json!({"s": "done"})),
     })
     .await;
-    let engine = spawn_binary_with(
+    let engine = registered(
         &db,
         "forgotten",
         &[("TARTAN_MAX_ACTIVE_FLOWS", "1"), ("TARTAN_LEASE", "1s")],
-    )
-    .await;
-    register(
-        &engine,
         vec![
             async_step("a", &svc.url("/a"), &[]),
             sync_step("s", &svc.url("/s"), &[], &["s"]),
@@ -477,14 +475,10 @@ async fn a_flow_the_database_rewound_goes_on_from_what_the_database_holds() {
         })
     })
     .await;
-    let engine = spawn_binary_with(
+    let engine = registered(
         &db,
         "rewound",
         &[("TARTAN_LEASE", "1s"), ("TARTAN_STEP_TIMEOUT", "3s")],
-    )
-    .await;
-    register(
-        &engine,
         vec![
             sync_step("h", &svc.url("/held"), &[], &["held"]),
             async_step("w", &svc.url("/w"), &["held"]),
@@ -575,8 +569,13 @@ async fn a_bulk_job_waits_out_a_database_that_takes_no_writes() {
         })
         .await
     };
-    let engine = spawn_binary(&db, "bulk").await;
-    register(&engine, vec![sync_step("f", &svc.url("/f"), &[], &["f"])]).await;
+    let engine = registered(
+        &db,
+        "bulk",
+        &[],
+        vec![sync_step("f", &svc.url("/f"), &[], &["f"])],
+    )
+    .await;
     for i in 0..FLOWS {
         let start = json!({"id": format!("b-{i}"), "goals": ["f"], "labels": {"batch": "outage"}});
         let (status, body) = call(&engine, reqwest::Method::POST, "/engine/flow", Some(start)).await;

@@ -11,35 +11,48 @@
 //! (a call it still thinks active, say) waits on this process's cache.
 //!
 //! So at each sweep the flows whose cached state has not changed since the
-//! previous sweep are compared, in one read, with the sequence the database
-//! holds. One the database moved away from is dropped from memory (its
-//! next decision reads it again); one it no longer has is reported lost and
-//! dropped. Flows decided on in between are left alone: their decisions do
-//! the check themselves.
+//! previous sweep are compared, in one read, with the version the database
+//! holds (the sequence of the last event, and when its commit was decided:
+//! another process may have committed the flow to the same sequence after
+//! the lost commits). One the database moved away from is dropped from
+//! memory (its next decision reads it again); one it no longer has is
+//! reported lost and dropped. Flows decided on in between are left alone:
+//! their decisions do the check themselves.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::decide::{FlowLocks, FlowSlot};
+use tartan_store::{from_us, to_us, FlowVersion};
+
+use super::decide::{Cached, FlowLocks, FlowSlot};
 use crate::Engine;
 
-/// Which cached flows the last sweep saw, at which sequence: those still
+/// Which cached flows the last sweep saw, at which version: those still
 /// there unchanged at the next have been idle for a whole sweep.
 #[derive(Default)]
 pub(crate) struct IdleFlows {
-    seen: HashMap<String, i64>,
+    seen: HashMap<String, FlowVersion>,
 }
 
-/// A cached flow: its id, its slot, the sequence of its cached state.
-type Held = (String, Arc<FlowSlot>, i64);
+/// A cached flow: its id, its slot, the version of its cached state.
+type Held = (String, Arc<FlowSlot>, FlowVersion);
+
+/// The version a cached state is of, as the database stores it (to the
+/// microsecond).
+fn version(cached: &Cached) -> FlowVersion {
+    FlowVersion {
+        sequence: cached.sequence,
+        updated_at: from_us(to_us(cached.state.last_updated)),
+    }
+}
 
 impl FlowLocks {
     /// The flows with a cached state, but those being decided on now.
     fn held(&self) -> Vec<Held> {
         self.each_slot(|id, slot| {
             let cached = slot.cached.try_lock().ok()?;
-            let sequence = cached.as_ref()?.sequence;
-            Some((id.to_string(), Arc::clone(slot), sequence))
+            let held = version(cached.as_ref()?);
+            Some((id.to_string(), Arc::clone(slot), held))
         })
     }
 }
@@ -51,17 +64,19 @@ impl Engine {
         let held = self.inner.flows.held();
         let previous = std::mem::replace(
             &mut idle.seen,
-            held.iter().map(|(id, _, seq)| (id.clone(), *seq)).collect(),
+            held.iter()
+                .map(|(id, _, version)| (id.clone(), *version))
+                .collect(),
         );
         let idle_now: Vec<Held> = held
             .into_iter()
-            .filter(|(id, _, seq)| previous.get(id) == Some(seq))
+            .filter(|(id, _, version)| previous.get(id) == Some(version))
             .collect();
         if idle_now.is_empty() {
             return;
         }
         let ids: Vec<String> = idle_now.iter().map(|(id, _, _)| id.clone()).collect();
-        let stored: HashMap<String, i64> = match self.inner.store.flow_sequences(&ids).await {
+        let stored: HashMap<String, FlowVersion> = match self.inner.store.flow_versions(&ids).await {
             Ok(found) => found.into_iter().collect(),
             Err(e) => {
                 // The next sweep looks again.
@@ -69,9 +84,9 @@ impl Engine {
                 return;
             }
         };
-        for (id, slot, sequence) in idle_now {
+        for (id, slot, held) in idle_now {
             let in_database = stored.get(&id).copied();
-            if in_database == Some(sequence) {
+            if in_database == Some(held) {
                 continue;
             }
             {
@@ -79,7 +94,7 @@ impl Engine {
                 let Ok(mut cached) = slot.cached.try_lock() else {
                     continue;
                 };
-                if cached.as_ref().map(|c| c.sequence) != Some(sequence) {
+                if cached.as_ref().map(version) != Some(held) {
                     continue;
                 }
                 *cached = None;
@@ -88,16 +103,16 @@ impl Engine {
             match in_database {
                 None => self.inner.metrics.db.flow_lost(&id),
                 // Another process decided on it (a webhook it took): usual.
-                Some(stored) if stored > sequence => tracing::debug!(
+                Some(stored) if stored.sequence > held.sequence => tracing::debug!(
                     flow_id = %id,
-                    held = sequence,
-                    stored,
+                    held = held.sequence,
+                    stored = stored.sequence,
                     "a flow held in memory was moved on elsewhere; read again at its next decision"
                 ),
                 Some(stored) => tracing::warn!(
                     flow_id = %id,
-                    held = sequence,
-                    stored,
+                    held = held.sequence,
+                    stored = stored.sequence,
                     "the database lost commits of a flow this process made (a failover to a standby that \
                      had not received them?); it goes on from what the database holds"
                 ),

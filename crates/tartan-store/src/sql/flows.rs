@@ -109,17 +109,24 @@ impl FlowStore for SqlStore {
         }))
     }
 
-    async fn flow_sequences(&self, flow_ids: &[String]) -> Result<Vec<(String, i64)>, StoreError> {
+    async fn flow_versions(&self, flow_ids: &[String]) -> Result<Vec<(String, FlowVersion)>, StoreError> {
         let mut found = Vec::with_capacity(flow_ids.len());
         for chunk in flow_ids.chunks(ROWS_PER_STATEMENT) {
             let list: Vec<String> = (1..=chunk.len()).map(|i| format!("${i}")).collect();
-            let sql = format!("SELECT id, sequence FROM flows WHERE id IN ({})", list.join(", "));
+            let sql = format!(
+                "SELECT id, sequence, updated_us FROM flows WHERE id IN ({})",
+                list.join(", ")
+            );
             let mut query = sqlx::query(&sql);
             for id in chunk {
                 query = query.bind(id.as_str());
             }
             for row in query.fetch_all(&self.read).await? {
-                found.push((row.try_get("id")?, row.try_get("sequence")?));
+                let version = FlowVersion {
+                    sequence: row.try_get("sequence")?,
+                    updated_at: from_us(row.try_get("updated_us")?),
+                };
+                found.push((row.try_get("id")?, version));
             }
         }
         Ok(found)

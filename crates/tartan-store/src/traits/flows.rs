@@ -1,6 +1,6 @@
 use async_trait::async_trait;
 
-use crate::{EventPage, FlowCommit, FlowPage, FlowQuery, LoadedFlow, StoreError, StoredEvent};
+use crate::{EventPage, FlowCommit, FlowPage, FlowQuery, FlowVersion, LoadedFlow, StoreError, StoredEvent};
 
 /// Flows: their decisions committed, their state loaded, their histories
 /// and listings read.
@@ -15,10 +15,10 @@ pub trait FlowStore: Send + Sync {
     /// A flow's projection and the sequence of its last event.
     async fn load_flow(&self, flow_id: &str) -> Result<Option<LoadedFlow>, StoreError>;
 
-    /// The sequence of the last event of each of these flows that exists,
-    /// from their rows (unordered; a flow the database does not have is
-    /// absent). Any number of ids, read in chunks.
-    async fn flow_sequences(&self, flow_ids: &[String]) -> Result<Vec<(String, i64)>, StoreError>;
+    /// The version of each of these flows that exists, from their rows
+    /// (unordered; a flow the database does not have is absent). Any
+    /// number of ids, read in chunks.
+    async fn flow_versions(&self, flow_ids: &[String]) -> Result<Vec<(String, FlowVersion)>, StoreError>;
 
     /// A flow's status alone, from its row: no state is rebuilt.
     async fn flow_status(&self, flow_id: &str) -> Result<Option<tartan_core::flow::FlowStatus>, StoreError>;
