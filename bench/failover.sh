@@ -6,21 +6,30 @@
 # Postgres nodes is the primary (Patroni's `GET /primary` health check). A
 # driver (examples/failover.rs) serves the steps itself (a sync step that
 # answers 503 with Retry-After to each work item's first call, an async step
-# answering through its webhook with a heartbeat, a for_each step), starts
-# flows round-robin across the engines at a steady rate, retrying a start
-# with the same flow id on 503 or a connection error, and probes writes
-# every 100 ms. Meanwhile this script kills the primary node twice
-# (SIGKILL of its postmaster and its Patroni at once, as losing the machine),
-# waits for Patroni to promote the replica, and starts the lost node's
-# Patroni again after a while so that it rejoins as a replica (pg_rewind).
-# When the load stops the driver waits, bounded, for the flows to finish and
-# checks, from its own records and the engines' API, that every start
-# answered 201 completed, that no work item (receipt token) was completed
-# twice, that every webhook answered 200 is in the history, and measures the
-# longest write outage. In `--mode sync` (Patroni `synchronous_mode`,
-# `synchronous_commit = on`) anything lost or completed twice fails the run;
-# in `--mode async` losses are reported (asynchronous replication may lose
-# the last commits of a dead primary) and only a double completion fails it.
+# answering through its webhook with a heartbeat, a for_each step, and for
+# one flow in five a last step that fails the flow for good on its first
+# call), starts flows round-robin across the engines at a steady rate,
+# retrying a start with the same flow id on 503 or a connection error,
+# probes writes every 100 ms, and every 3 s creates a bulk retry job for the
+# flows that failed, acting on them as fast as they fail, so that a job is
+# running when the primary dies. Meanwhile this script kills the primary
+# node twice (SIGKILL of its postmaster and its Patroni at once, as losing
+# the machine), waits for Patroni to promote the replica, and starts the
+# lost node's Patroni again after a while so that it rejoins as a replica
+# (pg_rewind). When the load stops the driver creates one more job, waits,
+# bounded, for the jobs and the flows to finish and checks, from its own
+# records and the engines' API, that every start answered 201 completed (the
+# flows failed on purpose, once a job retried them), that no work item
+# (receipt token) was completed twice, that every webhook answered 200 is in
+# the history, that every bulk job completed without failing on a flow and
+# retried no flow twice, and that no engine still holds a flow in memory
+# (`tartan_flows_active` back to 0 within 20 s); and measures the longest
+# write outage. In `--mode sync` (Patroni `synchronous_mode`,
+# `synchronous_commit = on`) anything lost, completed twice, left undone by
+# a bulk job or left in memory fails the run; in `--mode async` losses are
+# reported (asynchronous replication may lose the last commits of a dead
+# primary) and only a double completion or a flow retried twice by one job
+# fails it.
 #
 # Usage (as root; it installs what is missing and builds the release binary):
 #   bash bench/failover.sh --mode sync|async [--quick] [--rate N] [--hold-wal S] [--keep]

@@ -11,12 +11,16 @@ use crate::{lock, Mode};
 
 /// Work items of a load flow: one sync, one async, three for_each.
 const ITEMS_PER_FLOW: usize = 5;
+/// A bulk flow has one more, `fo-once`'s: a retry starts it over under the
+/// same receipt token, so it stays one item, failed once and then
+/// succeeded.
+const ITEMS_PER_BULK_FLOW: usize = ITEMS_PER_FLOW + 1;
 
 /// What the engines say of one flow, after the load.
 #[derive(Default)]
 pub struct Found {
     /// `None`: the flow does not exist (404).
-    status: Option<String>,
+    pub status: Option<String>,
     /// Receipt token to the attempts of its `work_succeeded` events, with
     /// the step.
     succeeded: HashMap<String, (String, Vec<u32>)>,
@@ -24,6 +28,10 @@ pub struct Found {
     late: HashSet<(String, u32)>,
     work_items: usize,
     unreadable: bool,
+    /// The bulk job named by each of its `flow_retried` events, in order.
+    pub retried_by: Vec<String>,
+    /// Receipt token to how many `flow_retried` events started it over.
+    retried: HashMap<String, usize>,
 }
 
 /// Wait, until `settle_until` at the latest, for flow `id` to finish; then
@@ -88,6 +96,15 @@ pub async fn inspect(load: &Load, id: &str, n: usize, settle_until: Instant) -> 
                 }
                 Some("work_late_result") => {
                     found.late.insert((token, attempt));
+                }
+                Some("flow_retried") => {
+                    if let Some(by) = data["by"].as_str() {
+                        found.retried_by.push(by.to_string());
+                    }
+                    for work in data["work"].as_array().into_iter().flatten() {
+                        let token = work["token"].as_str().unwrap_or("").to_string();
+                        *found.retried.entry(token).or_default() += 1;
+                    }
                 }
                 _ => {}
             }
@@ -187,7 +204,7 @@ impl Checks {
         let short = short(&acked, found);
         let unfounded = unfounded(records, &per_token);
         let webhooks = webhooks(records, &acked, found);
-        let (again, called_again) = calls(records);
+        let (again, called_again) = calls(records, found);
         let probes: Vec<&Start> = starts.iter().filter(|s| s.kind == Kind::Probe).collect();
         let gaps = outages(&probes);
         let longest = gaps.first().map(|(a, b)| b - a).unwrap_or(0);
@@ -255,7 +272,7 @@ impl Checks {
 
 impl StartCounts {
     fn of(starts: &[Start]) -> StartCounts {
-        let loads: Vec<&Start> = starts.iter().filter(|s| s.kind == Kind::Load).collect();
+        let loads: Vec<&Start> = starts.iter().filter(|s| s.kind.is_load()).collect();
         let probes: Vec<&Start> = starts.iter().filter(|s| s.kind == Kind::Probe).collect();
         StartCounts {
             loads: loads.len(),
@@ -297,6 +314,10 @@ fn lost(acked: &[&Start], found: &HashMap<String, Found>) -> BTreeMap<String, Ve
             // In the database and never finishing: no replication loss
             // explains that, an engine did not take the flow up again.
             (Some(st), _) if st == "active" => "STUCK: still active".to_string(),
+            // Failed by `fo-once` and not retried to completion by a job.
+            (Some(st), _) if st == "failed" && s.kind == Kind::Bulk => {
+                "failed, a bulk flow no job retried to completion".to_string()
+            }
             (Some(st), _) => st.clone(),
         };
         lost.entry(why).or_default().push(s.id.clone());
@@ -327,7 +348,11 @@ fn short(acked: &[&Start], found: &HashMap<String, Found>) -> Vec<String> {
         .filter_map(|s| found.get(&s.id).map(|f| (s, f)))
         .filter(|(_, f)| f.status.as_deref() == Some("completed"))
         .filter(|(s, f)| {
-            let want = if s.kind == Kind::Load { ITEMS_PER_FLOW } else { 1 };
+            let want = match s.kind {
+                Kind::Load => ITEMS_PER_FLOW,
+                Kind::Bulk => ITEMS_PER_BULK_FLOW,
+                Kind::Probe => 1,
+            };
             f.succeeded.len() != want || f.work_items != want
         })
         .map(|(s, _)| s.id.clone())
@@ -342,7 +367,9 @@ fn unfounded(records: &Records, per_token: &HashMap<&str, (&str, Vec<u32>)>) -> 
     for (token, (step, attempts)) in per_token {
         for attempt in attempts {
             let given = match *step {
-                "fo-sync" | "fo-each" => answered.contains(&(token.to_string(), *attempt)),
+                // `fo-once`: a retried item counts its attempts from 1 again,
+                // and its refused first call is not in `answered`.
+                "fo-sync" | "fo-each" | "fo-once" => answered.contains(&(token.to_string(), *attempt)),
                 "fo-async" => webhooks
                     .get(&(token.to_string(), *attempt))
                     .is_some_and(|w| w.status == 200),
@@ -406,15 +433,25 @@ fn webhooks(records: &Records, acked: &[&Start], found: &HashMap<String, Found>)
     out
 }
 
-/// Calls made more often than the step's own answers explain: made again
-/// after a lease ran out or a result could not be recorded. Per step: the
-/// calls and the work items called again; and those items.
-fn calls(records: &Records) -> (BTreeMap<String, (usize, usize)>, Vec<String>) {
+/// Calls made more often than the step's own answers and the flow's
+/// retries explain: made again after a lease ran out or a result could not
+/// be recorded. Per step: the calls and the work items called again; and
+/// those items.
+fn calls(
+    records: &Records,
+    found: &HashMap<String, Found>,
+) -> (BTreeMap<String, (usize, usize)>, Vec<String>) {
     let calls = lock(&records.calls);
     let mut again: BTreeMap<String, (usize, usize)> = BTreeMap::new();
     let mut called_again: Vec<String> = Vec::new();
     for ((step, token), called) in calls.iter() {
-        let expected = if step == "fo-sync" { 2 } else { 1 };
+        // A flow retry starts an item over: one more call.
+        let retries = found
+            .get(&called.flow)
+            .and_then(|f| f.retried.get(token))
+            .copied()
+            .unwrap_or(0);
+        let expected = (if step == "fo-sync" { 2 } else { 1 }) + retries;
         let entry = again.entry(step.clone()).or_default();
         entry.0 += called.attempts.len();
         if called.attempts.len() > expected {

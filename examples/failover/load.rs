@@ -17,8 +17,20 @@ const PROBE_TIMEOUT: Duration = Duration::from_secs(3);
 /// What a start is for.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
+    /// A load flow: `fo-sync`, `fo-async`, `fo-each`.
     Load,
+    /// A load flow labelled `fo: bulk` whose goal `fo-once` fails it once:
+    /// a bulk retry job must run it again for it to complete.
+    Bulk,
+    /// The write probe.
     Probe,
+}
+
+impl Kind {
+    /// A flow of the load (bulk ones included), not a probe.
+    pub fn is_load(self) -> bool {
+        matches!(self, Kind::Load | Kind::Bulk)
+    }
 }
 
 /// One flow start, as the client saw it.
@@ -40,7 +52,7 @@ pub struct Start {
 pub struct Answers(Mutex<BTreeMap<u16, u64>>);
 
 impl Answers {
-    fn note(&self, status: u16) {
+    pub fn note(&self, status: u16) {
         *lock(&self.0).entry(status).or_default() += 1;
     }
     pub fn describe(&self) -> String {
@@ -163,6 +175,34 @@ impl Load {
         let status = r.status().as_u16();
         let body = r.json::<Value>().await.unwrap_or(Value::Null);
         Ok((status, body))
+    }
+
+    /// POST `body` on any engine that answers, trying the others on an
+    /// outage (`5xx` or no answer), for up to a minute.
+    pub async fn post_any(&self, path: &str, body: &Value, n: usize) -> Option<(u16, Value)> {
+        let give_up = Instant::now() + Duration::from_secs(60);
+        let mut i = n;
+        loop {
+            let engine = &self.engines[i % self.engines.len()];
+            i += 1;
+            let sent = self
+                .client
+                .post(format!("{engine}{path}"))
+                .json(body)
+                .timeout(REQUEST_TIMEOUT)
+                .send()
+                .await;
+            if let Ok(r) = sent {
+                let status = r.status().as_u16();
+                if status < 500 {
+                    return Some((status, r.json::<Value>().await.unwrap_or(Value::Null)));
+                }
+            }
+            if Instant::now() > give_up {
+                return None;
+            }
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
     }
 
     /// GET on any engine that answers, trying the others on an outage, for

@@ -1,5 +1,11 @@
 //! The steps the failover driver serves itself, what it records of each
 //! call it answers and each webhook it posts, and their registration.
+//!
+//! `fo-once`, the goal of the bulk flows, refuses its first call of each
+//! flow for good (`400`): the flow fails, and only a bulk retry job
+//! (`bulk.rs`) makes it complete. A retry starts the failed work item over
+//! under the same receipt token, so it is the flow, not the token, that
+//! `fo-once` keys on.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -29,6 +35,8 @@ pub struct Records {
     pub webhooks: Mutex<HashMap<(String, u32), Delivery>>,
     pub heartbeats_ok: AtomicU64,
     pub heartbeats_other: AtomicU64,
+    /// Flows whose first call of `fo-once` was refused with `400`.
+    pub once_refused: Mutex<HashSet<String>>,
 }
 
 /// The calls of one work item: its flow and the attempt of each call.
@@ -58,6 +66,7 @@ pub fn app(records: Arc<Records>, client: reqwest::Client) -> Router {
         .route("/sync", post(sync_step))
         .route("/async", post(async_step))
         .route("/each", post(each_step))
+        .route("/once", post(once_step))
         .with_state(StepState { records, client })
 }
 
@@ -91,6 +100,20 @@ async fn each_step(State(s): State<StepState>, headers: HeaderMap, Json(body): J
     lock(&s.records.answered).insert((token, attempt));
     let item = body["items"].as_u64().unwrap_or(0);
     Json(json!({"c": item * 10})).into_response()
+}
+
+/// `400` to the first call of each flow, a result to every later one.
+async fn once_step(State(s): State<StepState>, headers: HeaderMap) -> Response {
+    let (token, attempt, _) = note_call(&s.records, "fo-once", &headers);
+    let flow = kit::header(&headers, "argyll-flow-id").to_string();
+    if lock(&s.records.once_refused).insert(flow) {
+        return kit::problem(
+            StatusCode::BAD_REQUEST,
+            "the first call of each flow fails for good: a bulk retry runs it again",
+        );
+    }
+    lock(&s.records.answered).insert((token, attempt));
+    Json(json!({"d": 1})).into_response()
 }
 
 async fn async_step(State(s): State<StepState>, headers: HeaderMap, Json(body): Json<Value>) -> Response {
@@ -171,6 +194,11 @@ pub fn steps(base: &str) -> Vec<Value> {
                            "items": {"role": "required", "type": "array", "required": {"for_each": true}},
                            "c": {"role": "output", "type": "number"}},
             "work_config": {"max_retries": 30, "init_backoff": 200, "backoff_type": "fixed", "parallelism": 3}}),
+        json!({"id": "fo-once", "name": "Failover once", "type": "sync",
+            "http": {"endpoint": format!("{base}/once"), "timeout": "5s"},
+            "attributes": {"c": {"role": "required", "type": "number"},
+                           "d": {"role": "output", "type": "number"}},
+            "work_config": retry}),
         json!({"id": "fo-probe", "name": "Failover probe", "type": "script",
             "script": {"language": "lua", "script": "return { q = p }"},
             "attributes": {"p": {"role": "required", "type": "number"},
