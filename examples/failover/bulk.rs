@@ -44,7 +44,8 @@ pub struct Creation {
     pub after_load: bool,
 }
 
-/// A job as `GET /engine/bulk/{id}` last showed it.
+/// A job as `GET /engine/bulk/{id}` last showed it (`status` "lost": it
+/// answered `404`, its creation lost by the database).
 pub struct JobView {
     pub status: String,
     pub total: u64,
@@ -79,8 +80,17 @@ impl JobView {
         }
     }
 
+    /// A job the database no longer has (asynchronous replication lost
+    /// its creation after the `202`): it will not run.
+    fn lost() -> JobView {
+        JobView::of(&json!({"status": "lost"}))
+    }
+
     fn finished(&self) -> bool {
-        matches!(self.status.as_str(), "completed" | "cancelled" | "failed")
+        matches!(
+            self.status.as_str(),
+            "completed" | "cancelled" | "failed" | "lost"
+        )
     }
 }
 
@@ -186,8 +196,10 @@ impl Bulk {
                     continue;
                 }
                 n += 1;
-                if let Some((200, body)) = load.get_any(&format!("/engine/bulk/{id}"), n).await {
-                    *view = Some(JobView::of(&body));
+                match load.get_any(&format!("/engine/bulk/{id}"), n).await {
+                    Some((200, body)) => *view = Some(JobView::of(&body)),
+                    Some((404, _)) => *view = Some(JobView::lost()),
+                    _ => {}
                 }
             }
             let running = jobs
