@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 
 use crate::check::Found;
 use crate::load::{Answers, Kind, Load, Start};
-use crate::{Mode, REQUEST_TIMEOUT};
+use crate::Mode;
 
 /// One load flow in this many is a bulk flow.
 pub const BULK_SHARE: usize = 5;
@@ -140,15 +140,9 @@ impl Bulk {
         };
         for tries in 0.. {
             let engine = &load.engines[(first_engine + tries) % load.engines.len()];
-            let sent = load
-                .client
-                .post(format!("{engine}/engine/bulk/retry"))
-                .json(&body)
-                .timeout(REQUEST_TIMEOUT)
-                .send()
+            let (status, sent) = load
+                .post_noted(engine, "/engine/bulk/retry", &body, &self.answers)
                 .await;
-            let status = sent.as_ref().map(|r| r.status().as_u16()).unwrap_or(0);
-            self.answers.note(status);
             match sent {
                 Ok(r) if status == 202 => {
                     let job = r.json::<Value>().await.unwrap_or(Value::Null);

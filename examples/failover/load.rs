@@ -97,15 +97,9 @@ impl Load {
         loop {
             let engine = &self.engines[(first_engine + start.tries as usize) % self.engines.len()];
             start.tries += 1;
-            let sent = self
-                .client
-                .post(format!("{engine}/engine/flow"))
-                .json(&body)
-                .timeout(REQUEST_TIMEOUT)
-                .send()
+            let (status, sent) = self
+                .post_noted(engine, "/engine/flow", &body, &self.answers)
                 .await;
-            let status = sent.as_ref().map(|r| r.status().as_u16()).unwrap_or(0);
-            self.answers.note(status);
             match status {
                 201 => {
                     start.acked_ms = Some(self.ms());
@@ -131,6 +125,28 @@ impl Load {
             }
             tokio::time::sleep(Duration::from_millis(250)).await;
         }
+    }
+
+    /// POST `body` to `path` on `engine` once (bounded by
+    /// [`REQUEST_TIMEOUT`]), its status noted in `answers`: the status (0:
+    /// no answer) and what came back.
+    pub async fn post_noted(
+        &self,
+        engine: &str,
+        path: &str,
+        body: &Value,
+        answers: &Answers,
+    ) -> (u16, reqwest::Result<reqwest::Response>) {
+        let sent = self
+            .client
+            .post(format!("{engine}{path}"))
+            .json(body)
+            .timeout(REQUEST_TIMEOUT)
+            .send()
+            .await;
+        let status = sent.as_ref().map(|r| r.status().as_u16()).unwrap_or(0);
+        answers.note(status);
+        (status, sent)
     }
 
     /// One try, no retry: the write probe.

@@ -6,12 +6,10 @@ use serde_json::{json, Value};
 use sqlx::Connection;
 
 use super::{
-    accepted, async_step, forget_flow, metric_reaches, metrics, registered, start_held, with_steps,
-    FLOW_TABLES,
+    accepted, async_step, completes, forget_flow, metric_reaches, metrics, registered, start_held,
+    with_steps, FLOW_TABLES,
 };
-use crate::helpers::{
-    call, held_server, json_reply, sync_step, wait_for_terminal, Backend, StepServer, TestDb,
-};
+use crate::helpers::{call, held_server, json_reply, sync_step, Backend, StepServer, TestDb};
 
 /// A flow whose start the database lost after acknowledging it (a
 /// failover to a standby that had not received it: here its rows are
@@ -46,9 +44,7 @@ async fn a_flow_the_database_lost_is_reported_not_dropped_silently() {
         "{metrics}"
     );
     let start = json!({"id": "after", "goals": ["s"], "init": {"seed": ["x"]}});
-    let (status, body) = call(&engine, reqwest::Method::POST, "/engine/flow", Some(start)).await;
-    assert_eq!(status, 201, "{body}");
-    assert_eq!(wait_for_terminal(&engine, "after").await["status"], "completed");
+    completes(&engine, start).await;
 }
 
 /// A flow the database lost while its async call waited for the webhook
@@ -108,15 +104,7 @@ async fn a_flow_the_database_lost_while_it_waited_for_a_webhook_gives_its_place_
             .any(|l| l.contains("flow lost by the database") && l.contains("waiting")),
         "{log}"
     );
-    let (status, body) = call(
-        &engine,
-        reqwest::Method::POST,
-        "/engine/flow",
-        Some(start("next", "s")),
-    )
-    .await;
-    assert_eq!(status, 201, "{body}");
-    assert_eq!(wait_for_terminal(&engine, "next").await["status"], "completed");
+    completes(&engine, start("next", "s")).await;
 }
 
 /// A flow whose last commits the database lost (rewound to an earlier

@@ -170,3 +170,12 @@ pub(super) fn async_step(id: &str, endpoint: &str, inputs: &[&str]) -> Value {
     step["type"] = json!("async");
     step
 }
+
+/// Start the flow `start` describes on `engine`: `201`, then completed.
+pub(super) async fn completes(engine: &Binary, start: Value) {
+    let id = start["id"].as_str().unwrap().to_string();
+    let (status, body) = call(engine, reqwest::Method::POST, "/engine/flow", Some(start)).await;
+    assert_eq!(status, 201, "{body}");
+    let flow = crate::helpers::wait_for_terminal(engine, &id).await;
+    assert_eq!(flow["status"], "completed", "{flow}");
+}

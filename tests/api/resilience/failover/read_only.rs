@@ -4,7 +4,9 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use super::{metrics, ready, registered, set_read_only, set_read_only_cutting, start_held, with_steps};
+use super::{
+    completes, metrics, ready, registered, set_read_only, set_read_only_cutting, start_held, with_steps,
+};
 use crate::helpers::{
     call, held_server, json_reply, sync_step, wait_for_terminal, Backend, StepServer, TestDb,
 };
@@ -23,15 +25,7 @@ async fn a_database_that_takes_no_writes_is_not_ready_and_writes_wait_for_it() {
     let (release, svc) = held_server().await;
     let engine = with_steps(&db, "read-only", &svc).await;
     let start = |id: &str| json!({"id": id, "goals": ["s"], "init": {"seed": ["x"]}});
-    let (status, body) = call(
-        &engine,
-        reqwest::Method::POST,
-        "/engine/flow",
-        Some(start("before")),
-    )
-    .await;
-    assert_eq!(status, 201, "{body}");
-    assert_eq!(wait_for_terminal(&engine, "before").await["status"], "completed");
+    completes(&engine, start("before")).await;
     start_held(&engine, &svc, "held").await;
     assert_eq!(ready(&engine.addr).await.0, 200);
 
@@ -89,15 +83,7 @@ async fn a_database_that_takes_no_writes_is_not_ready_and_writes_wait_for_it() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     assert_eq!(status, 200, "ready again once writes are taken");
-    let (status, body) = call(
-        &engine,
-        reqwest::Method::POST,
-        "/engine/flow",
-        Some(start("after")),
-    )
-    .await;
-    assert_eq!(status, 201, "{body}");
-    assert_eq!(wait_for_terminal(&engine, "after").await["status"], "completed");
+    completes(&engine, start("after")).await;
     // The result that came back meanwhile is recorded: called once.
     assert_eq!(wait_for_terminal(&engine, "held").await["status"], "completed");
     let held_calls = svc.requests().iter().filter(|r| r.path == "/held").count();
