@@ -48,7 +48,8 @@
 # curl, the `postgres` user, and the ports BASE..BASE+29 free on 127.0.0.1
 # (TARTAN_FAILOVER_BASE_PORT, default 27100). Everything listens on
 # 127.0.0.1 and lives in one temp dir under /tmp, removed on exit with every
-# process the script started.
+# process the script started. The engines log at TARTAN_FAILOVER_LOG (a
+# RUST_LOG filter, default `info`) to engineN.log there (see --keep).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -333,7 +334,7 @@ engines=()
 for n in 1 2 3; do
   TARTAN_DATABASE_URL="postgres://postgres@127.0.0.1:$haproxy_port/$db" \
   TARTAN_LISTEN="127.0.0.1:${engine_port[$n]}" TARTAN_NODE_ID="failover-$n" \
-  TARTAN_STEP_HOSTS=127.0.0.1 TARTAN_LEASE=5s TARTAN_RETENTION=0 RUST_LOG=info \
+  TARTAN_STEP_HOSTS=127.0.0.1 TARTAN_LEASE=5s TARTAN_RETENTION=0 RUST_LOG="${TARTAN_FAILOVER_LOG:-info}" \
     "$tartan" serve > "$tmp/engine$n.log" 2>&1 &
   engine_pid[$n]=$!
   engines+=("http://127.0.0.1:${engine_port[$n]}")

@@ -298,6 +298,11 @@ impl Engine {
                     tracing::debug!(%flow_id, "timer {timer:?} waits for the database: {e}");
                     engine.fire_again(timer);
                 }
+                // Purged, or lost by the database after a failover (that
+                // is reported once, as the flow is found missing).
+                Err(e @ crate::EngineError::FlowNotFound(_)) => {
+                    tracing::warn!(%flow_id, "timer {timer:?} dropped: {e}")
+                }
                 Err(e) => tracing::error!(%flow_id, "timer {timer:?} failed: {e}"),
             }
         });

@@ -47,13 +47,24 @@ fn version(cached: &Cached) -> FlowVersion {
 }
 
 impl FlowLocks {
-    /// The flows with a cached state, but those being decided on now.
+    /// The flows with a cached state, but those being decided on now. A
+    /// slot with none and nobody deciding is let go here: its last decision
+    /// let go of it while this (or another) look held its lock for a moment,
+    /// and `release` leaves a locked slot to whoever holds it.
     fn held(&self) -> Vec<Held> {
-        self.each_slot(|id, slot| {
+        let mut empty = Vec::new();
+        let held = self.each_slot(|id, slot| {
             let cached = slot.cached.try_lock().ok()?;
-            let held = version(cached.as_ref()?);
-            Some((id.to_string(), Arc::clone(slot), held))
-        })
+            let Some(cached) = cached.as_ref() else {
+                empty.push((id.to_string(), Arc::clone(slot)));
+                return None;
+            };
+            Some((id.to_string(), Arc::clone(slot), version(cached)))
+        });
+        for (id, slot) in empty {
+            self.release(&id, &slot);
+        }
+        held
     }
 }
 
