@@ -152,6 +152,13 @@ impl FlowLocks {
     }
 }
 
+/// How a decision went: the windows heartbeats kept open without an event
+/// (`Effect::Heard`), and whether it committed a change.
+struct Decided {
+    heard: Vec<Effect>,
+    changed: bool,
+}
+
 /// The script budget of a decision made on the runtime's worker
 /// (`Engine::decision_context`): about a millisecond of Lua.
 const INLINE_INSTRUCTIONS: u64 = 200_000;
@@ -214,6 +221,18 @@ impl Engine {
         self.decide_noting(flow_id, command).await.map(drop)
     }
 
+    /// `decide`, answering whether the decision changed the flow: `false`
+    /// when the command found nothing to do on the flow as it is (another
+    /// request did it first).
+    pub(crate) async fn decide_changing(&self, flow_id: &str, command: Command) -> Result<bool, EngineError> {
+        let slot = self.inner.flows.slot(flow_id);
+        self.decide_in(&slot, flow_id, Decision::of(&command), |state, ctx| {
+            machine::apply(state, command.clone(), ctx)
+        })
+        .await
+        .map(|decided| decided.changed)
+    }
+
     /// `decide`, handing back the windows heartbeats kept open without an
     /// event (`Effect::Heard`), for the caller to note.
     pub(crate) async fn decide_noting(
@@ -226,18 +245,19 @@ impl Engine {
             machine::apply(state, command.clone(), ctx)
         })
         .await
+        .map(|decided| decided.heard)
     }
 
     /// Decide in the flow's slot. Whichever way the decision ends (nothing
     /// to do, a refusal, a failed commit), the slot is let go unless the flow
-    /// still has calls in flight. Returns the decision's `Effect::Heard`s.
+    /// still has calls in flight.
     async fn decide_in<F>(
         &self,
         slot: &FlowSlot,
         flow_id: &str,
         about: Decision<'_>,
         mut decide: F,
-    ) -> Result<Vec<Effect>, EngineError>
+    ) -> Result<Decided, EngineError>
     where
         F: FnMut(FlowState, &mut Context<'_>) -> Result<Transition, ApplyError>,
     {
@@ -309,7 +329,10 @@ impl Engine {
                     drop(guard);
                     self.carry_out(&tx, span.as_ref());
                 }
-                return Ok(heard);
+                return Ok(Decided {
+                    heard,
+                    changed: false,
+                });
             }
             let sequence = base + tx.events.len() as i64;
             let commit = self.commit_for(&mut tx, base, None);
@@ -326,7 +349,7 @@ impl Engine {
                     *guard = busy.then_some(Cached { sequence, state });
                     drop(guard);
                     self.carry_out(&tx, span.as_ref());
-                    return Ok(heard);
+                    return Ok(Decided { heard, changed: true });
                 }
                 Err(StoreError::Conflict(_)) => {
                     // Another process moved the flow on: reload and decide again.

@@ -434,11 +434,10 @@ impl Engine {
             return Err(EngineError::ShuttingDown);
         }
         let retry = Command::Retry { reset_attempts, by };
-        self.decide(flow_id, retry).await?;
-        // Another decision may have raced this one: the flow was retried
-        // when its `retried_at` moved, whatever its status now (a step that
-        // fails at once may have ended it again already).
-        if self.flow(flow_id).await?.retried_at != state.retried_at {
+        // Another decision may have raced this one (another bulk job, a
+        // request): the retry found nothing to do on the flow as that left
+        // it, and this request did not retry it.
+        if self.decide_changing(flow_id, retry).await? {
             Ok(())
         } else {
             refuse("another request changed it first")
