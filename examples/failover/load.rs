@@ -137,6 +137,19 @@ impl Load {
         body: &Value,
         answers: &Answers,
     ) -> (u16, reqwest::Result<reqwest::Response>) {
+        let (status, sent) = self.post(engine, path, body).await;
+        answers.note(status);
+        (status, sent)
+    }
+
+    /// POST `body` to `path` on `engine` once: the status (0: no answer)
+    /// and what came back.
+    async fn post(
+        &self,
+        engine: &str,
+        path: &str,
+        body: &Value,
+    ) -> (u16, reqwest::Result<reqwest::Response>) {
         let sent = self
             .client
             .post(format!("{engine}{path}"))
@@ -145,7 +158,6 @@ impl Load {
             .send()
             .await;
         let status = sent.as_ref().map(|r| r.status().as_u16()).unwrap_or(0);
-        answers.note(status);
         (status, sent)
     }
 
@@ -201,18 +213,8 @@ impl Load {
         loop {
             let engine = &self.engines[i % self.engines.len()];
             i += 1;
-            let sent = self
-                .client
-                .post(format!("{engine}{path}"))
-                .json(body)
-                .timeout(REQUEST_TIMEOUT)
-                .send()
-                .await;
-            if let Ok(r) = sent {
-                let status = r.status().as_u16();
-                if status < 500 {
-                    return Some((status, r.json::<Value>().await.unwrap_or(Value::Null)));
-                }
+            if let (status @ 1..=499, Ok(r)) = self.post(engine, path, body).await {
+                return Some((status, r.json::<Value>().await.unwrap_or(Value::Null)));
             }
             if Instant::now() > give_up {
                 return None;
