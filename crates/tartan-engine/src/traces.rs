@@ -284,12 +284,6 @@ pub(crate) struct Decision<'a> {
 }
 
 impl<'a> Decision<'a> {
-    /// Whether a timer the database holds asked for it: a retry, an
-    /// inactivity window or a deadline that came due.
-    pub(crate) fn is_timer(&self) -> bool {
-        matches!(self.command, "retry_due" | "inactivity_due" | "deadline_due")
-    }
-
     /// A decision about the whole flow.
     const FLOW: Decision<'static> = Decision {
         command: "",

@@ -265,12 +265,8 @@ impl Engine {
         // Whether a commit found the flow moved on: reloaded then, a flow
         // that is gone was lost by the database, not never there.
         let mut conflicted = false;
-        // Whether the flow was read again because a timer found nothing to
-        // change in the cached state (below): once per decision.
-        let mut reread = false;
         for _ in 0..5 {
             let mut guard = slot.cached.lock().await;
-            let fresh = guard.is_none();
             if guard.is_none() {
                 match self.inner.store.load_flow(flow_id).await? {
                     Some(f) => {
@@ -310,19 +306,9 @@ impl Engine {
                 .cloned()
                 .collect();
             if tx.events.is_empty() {
-                // A timer the database holds (a due retry, an inactivity
-                // window, a deadline) that changes nothing in the cached
-                // state: the cache may be ahead of the database, which lost
-                // commits this process saw succeed (a failover to a standby
-                // that had not received them, docs/durability.md
-                // "Failover"). Decide once more on what the database holds;
-                // else the timer is claimed again and again, changing
-                // nothing, and the flow never moves on.
-                if !fresh && !reread && about.is_timer() {
-                    reread = true;
-                    *guard = None;
-                    continue;
-                }
+                // A cached state ahead of the database (commits a failover
+                // lost) changes nothing here either: the sweep finds such a
+                // flow idle and reads it again (`reconcile`).
                 // A flow step's call taken up again (`Redispatch`) changes
                 // nothing in the flow, but the call is made.
                 if tx.effects.iter().any(|e| matches!(e, Effect::Call(_))) {
