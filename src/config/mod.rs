@@ -260,6 +260,7 @@ impl Config {
                     memory_bytes: s.script_max_memory,
                     wall: s.script_timeout,
                 },
+                max_scripts: s.script_max_concurrent,
                 health: tartan_engine::HealthConfig {
                     interval: s.health_interval,
                     timeout: s.health_timeout,

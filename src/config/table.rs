@@ -256,12 +256,14 @@ settings! {
     max_inflight_bytes: usize = "values::count", int(tartan_engine::DEFAULT_MAX_INFLIGHT_BYTES as i64);
     /// Bytes of JSON of one flow's inputs and outputs at most; an output past it fails its work item for good
     max_flow_bytes: u64 = "values::count", int(tartan_core::json::DEFAULT_MAX_FLOW_BYTES as i64);
-    /// Lua instructions (or Ale evaluation steps) one evaluation of a step's script may run
+    /// Lua safepoints (calls, loop iterations, pattern steps) or Ale evaluation steps one evaluation of a step's script may run
     script_max_instructions: u64 = "values::count", int(10_000_000);
     /// Bytes one evaluation of a step's script may allocate
     script_max_memory: usize = "values::count", int(32 * 1024 * 1024);
     /// How long one evaluation of a step's script may run
     script_timeout: Duration = "values::timeout", text("1s"), at_most MINUTE;
+    /// Script evaluations with the whole budget running at once at most (each may use script_max_memory); more wait
+    script_max_concurrent: usize = "values::count", int(tartan_engine::DEFAULT_MAX_SCRIPTS as i64);
     /// How often each step's http.health_check is called (shared out among the engines); 0 turns checks off
     health_interval: Duration = "values::delay", text("30s"), at_most DAY;
     /// How long one health check may take before the step counts as unhealthy

@@ -82,6 +82,9 @@ pub struct EngineConfig {
     /// What one evaluation of a step's script may spend: instructions,
     /// memory, wall time (`TARTAN_SCRIPT_*`, docs/steps.md "Scripts").
     pub script_limits: tartan_core::step::ScriptLimits,
+    /// Evaluations with the whole budget running at once at most
+    /// (`TARTAN_SCRIPT_MAX_CONCURRENT`); more wait for a place.
+    pub max_scripts: usize,
     /// Memoized answers this process keeps in memory at most
     /// (`TARTAN_MEMO_CACHE_SIZE`, or Argyll's `MEMO_CACHE_SIZE`).
     pub memo_cache_size: usize,
@@ -181,6 +184,7 @@ impl Default for EngineConfig {
             stream_buffer_bytes: DEFAULT_STREAM_BUFFER_BYTES,
             max_bulk_flows: crate::bulk::DEFAULT_MAX_BULK_FLOWS,
             script_limits: tartan_core::step::ScriptLimits::default(),
+            max_scripts: crate::scripts::DEFAULT_MAX_SCRIPTS,
             memo_cache_size: DEFAULT_MEMO_CACHE_SIZE,
             memo_max_entries: DEFAULT_MEMO_MAX_ENTRIES,
             health: HealthConfig::default(),

@@ -68,8 +68,8 @@ pub(crate) struct Limits<'a> {
     pub max_retry_after_ms: u64,
     /// Bounds the call, dates `Retry-After` and measures the scope's time.
     pub clock: &'a crate::Clock,
-    /// What a script step's script may spend.
-    pub script: tartan_core::step::ScriptLimits,
+    /// What a script step's script may spend, and its place to run.
+    pub scripts: &'a crate::scripts::Scripts,
 }
 
 /// A response read in full, or the reason it was not.
@@ -181,7 +181,7 @@ async fn exchange(
 ) -> AttemptResult {
     let spec = &call.spec;
     if spec.step.is_script() {
-        return crate::scripts::run(&call.spec, limits.script).await;
+        return limits.scripts.run(&call.spec).await;
     }
     let url = match expand_endpoint(&spec.endpoint, &spec.placeholders, hosts) {
         Ok(url) => url,

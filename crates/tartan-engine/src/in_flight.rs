@@ -35,16 +35,19 @@ pub(crate) struct InFlight {
     pub(crate) slots: CallSlots,
     /// Where step calls go out (the step host policy on every address).
     pub(crate) http: reqwest::Client,
+    /// What scripts may spend, and the places of those spending it all.
+    pub(crate) scripts: crate::scripts::Scripts,
 }
 
 impl InFlight {
-    pub(crate) fn new(slots: CallSlots, http: reqwest::Client) -> Self {
+    pub(crate) fn new(slots: CallSlots, http: reqwest::Client, scripts: crate::scripts::Scripts) -> Self {
         Self {
             listed: Mutex::default(),
             ids: AtomicU64::new(0),
             deferred: AtomicU64::new(0),
             slots,
             http,
+            scripts,
         }
     }
 
@@ -163,7 +166,11 @@ mod tests {
     use super::*;
 
     fn calls() -> InFlight {
-        InFlight::new(CallSlots::new(4, None, 4, 1024), reqwest::Client::new())
+        InFlight::new(
+            CallSlots::new(4, None, 4, 1024),
+            reqwest::Client::new(),
+            crate::scripts::Scripts::new(Default::default(), 1),
+        )
     }
 
     #[test]

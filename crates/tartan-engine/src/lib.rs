@@ -116,6 +116,7 @@ pub use metrics::Metrics;
 pub use outbound::StepTls;
 pub use retention::purge_before;
 pub use ring::{BusReceiver, RecvError};
+pub use scripts::DEFAULT_MAX_SCRIPTS;
 pub use slots::CallCounts;
 pub use traces::{caller_context, trace_id_of, traceparent_of, CallerTrace, Tracer};
 
@@ -207,6 +208,7 @@ impl Engine {
                         config.max_inflight_bytes,
                     ),
                     http,
+                    scripts::Scripts::new(config.script_limits, config.max_scripts),
                 ),
                 lanes,
                 writer: writer::Writer::spawn(

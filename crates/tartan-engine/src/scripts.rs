@@ -3,16 +3,68 @@
 //! limit holds no worker of the runtime. The sandbox bounds instructions,
 //! memory and time (docs/steps.md, "Scripts"); a failure is permanent,
 //! except running out of the attempt's own timeout, which is a timeout
-//! like any call's.
+//! like any call's. The evaluation runs under a cancel flag that the call's
+//! future trips when it is dropped (the call aborted, its flow ended, the
+//! engine shutting down), so nobody's thread stays busy with an answer
+//! nobody waits for, and shutdown never waits for a script.
+//!
+//! Evaluations with the whole budget (script steps, and decisions whose
+//! scripts outgrew the small inline budget) take one of
+//! `TARTAN_SCRIPT_MAX_CONCURRENT` places first: each may hold
+//! `TARTAN_SCRIPT_MAX_MEMORY`, and the blocking threads they run on number
+//! up to 512, so without a cap 200 script items reached 2.2 GB.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tartan_core::machine::{AttemptResult, CallBody};
 use tartan_core::outcome::FailureCause;
 use tartan_core::step::{body_outputs, ScriptLimits};
+use tokio::sync::Semaphore;
 
-/// Run a script step's call and say how it ended.
-pub(crate) async fn run(spec: &tartan_core::machine::Call, limits: ScriptLimits) -> AttemptResult {
+/// Evaluations with the whole budget at once, by default.
+pub const DEFAULT_MAX_SCRIPTS: usize = 16;
+
+/// What every evaluation may spend, and the places of those that may
+/// spend it all.
+pub(crate) struct Scripts {
+    limits: ScriptLimits,
+    places: Arc<Semaphore>,
+}
+
+impl Scripts {
+    pub(crate) fn new(limits: ScriptLimits, max_running: usize) -> Scripts {
+        Scripts {
+            limits,
+            places: Arc::new(Semaphore::new(max_running.max(1))),
+        }
+    }
+
+    /// What one evaluation may spend.
+    pub(crate) fn limits(&self) -> ScriptLimits {
+        self.limits
+    }
+
+    /// Run `f`, which evaluates with the whole budget, in a place of its
+    /// own; from a blocking context (`block_in_place`): it waits for one.
+    pub(crate) fn in_place<R>(&self, f: impl FnOnce() -> R) -> R {
+        let place = tokio::runtime::Handle::try_current()
+            .ok()
+            .and_then(|runtime| runtime.block_on(self.places.acquire()).ok());
+        let answer = f();
+        drop(place);
+        answer
+    }
+
+    /// Run a script step's call and say how it ended.
+    pub(crate) async fn run(&self, spec: &tartan_core::machine::Call) -> AttemptResult {
+        // Never closed: an error cannot come, and would leave the script unplaced.
+        let _place = self.places.acquire().await.ok();
+        run(spec, self.limits).await
+    }
+}
+
+async fn run(spec: &tartan_core::machine::Call, limits: ScriptLimits) -> AttemptResult {
     let Some(script) = spec.step.scripts().body.clone() else {
         return failed("the step has no script".into());
     };
@@ -28,7 +80,12 @@ pub(crate) async fn run(spec: &tartan_core::machine::Call, limits: ScriptLimits)
         ..limits
     };
     let started = Instant::now();
-    let ran = tokio::task::spawn_blocking(move || script.value(&args, &limits)).await;
+    let cancel = tartan_core::step::ScriptCancel::new();
+    let _cancel_on_drop = cancel.on_drop();
+    let ran = tokio::task::spawn_blocking(move || {
+        tartan_core::step::under_cancel(&cancel, || script.value(&args, &limits))
+    })
+    .await;
     match ran {
         Ok(Ok(value)) => AttemptResult::Success {
             outputs: body_outputs(value),

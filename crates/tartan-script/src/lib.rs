@@ -13,8 +13,11 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
+mod cancel;
 pub mod jpath;
 mod lua;
+
+pub use cancel::{under, Cancel, CancelOnDrop};
 
 /// A script language.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -57,7 +60,8 @@ impl FromStr for Language {
 /// What one evaluation may spend. Every evaluation gets the whole budget.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
-    /// Lua VM instructions, or Ale evaluation steps.
+    /// Luau safepoints (function calls, loop iterations, pattern-matching
+    /// steps), or Ale evaluation steps.
     pub instructions: u64,
     /// Bytes the evaluation may allocate.
     pub memory_bytes: usize,
@@ -125,6 +129,9 @@ pub enum ScriptError {
     Failed { language: Language, message: String },
     #[error("{language} script exceeded its {limit}")]
     Limit { language: Language, limit: Limit },
+    /// Ended from outside (see [`Cancel`]): nobody waits for the answer.
+    #[error("{language} script was cancelled")]
+    Cancelled { language: Language },
 }
 
 /// Which bound of the sandbox an evaluation hit.

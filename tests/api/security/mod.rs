@@ -1,4 +1,4 @@
-//! Safe to expose: tokens, hosts, outbound policy, bad input, bounds, errors, connections.
+//! Safe to expose: tokens, hosts, outbound policy, bad input, bounds, errors, connections, scripts.
 
 mod auth;
 mod bad_input;
@@ -7,4 +7,5 @@ mod connections;
 mod errors;
 mod hosts;
 mod outbound;
+mod scripts;
 mod tls;

@@ -18,7 +18,10 @@ use crate::timeouts::TimeoutPolicy;
 
 pub use crate::json::Args;
 pub use attribute::*;
-pub use scripts::{body_outputs, mapping_value, script_limits_hit, ScriptConfig, ScriptLimits, StepScripts};
+pub use scripts::{
+    body_outputs, mapping_value, script_limits_hit, under_cancel, ScriptCancel, ScriptConfig, ScriptLimits,
+    StepScripts,
+};
 pub use subflow::FlowConfig;
 
 mod attribute;

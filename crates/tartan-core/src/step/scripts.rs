@@ -14,7 +14,9 @@ use tartan_script::{Language, Limits, Script, ScriptError, MATCH_VALUE};
 use super::Step;
 use crate::error::ValidationError;
 
-pub use tartan_script::{limits_hit as script_limits_hit, Limits as ScriptLimits};
+pub use tartan_script::{
+    limits_hit as script_limits_hit, under as under_cancel, Cancel as ScriptCancel, Limits as ScriptLimits,
+};
 
 /// A script as a step declares it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

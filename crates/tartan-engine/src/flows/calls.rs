@@ -283,7 +283,7 @@ impl Engine {
                         max_retry_after_ms: u64::try_from(config.max_retry_after.as_millis())
                             .unwrap_or(u64::MAX),
                         clock: &config.clock,
-                        script: config.script_limits,
+                        scripts: &engine.inner.calls.scripts,
                     };
                     let tracer = config.tracer.as_ref();
                     // A memoizable step's identical call answered before:

@@ -371,7 +371,7 @@ impl Engine {
     ) -> R {
         let mut token = new_token;
         let mut random = rand::random::<f64>;
-        let whole = self.inner.config.script_limits;
+        let whole = self.inner.calls.scripts.limits();
         let gate = self.dispatch_gate();
         let mut ctx = Context {
             now: at,
@@ -399,7 +399,8 @@ impl Engine {
         }
         drop(inline);
         ctx.script_limits = whole;
-        tokio::task::block_in_place(|| decide(&mut ctx))
+        let scripts = &self.inner.calls.scripts;
+        tokio::task::block_in_place(|| scripts.in_place(|| decide(&mut ctx)))
     }
 
     /// The rows and events one transition writes.

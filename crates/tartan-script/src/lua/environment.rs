@@ -1,63 +1,25 @@
 //! Each evaluation's environment: the function that builds its globals and
-//! string metatable from the sandboxed state's, and the guarded
-//! `setmetatable` scripts see (the reasons are in the module above).
+//! string metatable from the sandboxed state's, and the few library
+//! functions the sandbox replaces (the reasons are in the module above).
 
 use std::fmt::Write as _;
 use std::hash::{BuildHasher, RandomState};
 
 use mlua::{Function, Lua, Table, Value as LuaValue};
 
-/// A seed for `math.random`, new for every evaluation.
-pub(super) fn seeds() -> (i64, i64) {
-    let random = RandomState::new();
-    (random.hash_one(1u8) as i64, random.hash_one(2u8) as i64)
+/// A seed for `math.random`, new for every evaluation (Luau's
+/// `randomseed` takes a 32-bit integer).
+pub(super) fn seed() -> i32 {
+    RandomState::new().hash_one(1u8) as i32
 }
-
-/// `setmetatable` as scripts see it: the real one, with the metatable's
-/// `__gc` taken away while it runs, so no table is ever marked for
-/// finalization. The real one's errors are raised where it was called, as
-/// they would be from it, but for a tail call (`return setmetatable(1)`):
-/// the calling line is gone from the stack then, and the message goes
-/// without one rather than with the wrong one.
-const GUARD: &str = r#"
-local setmetatable, pcall, error, type, rawget, rawset, tailcalled = ...
-return function(...)
-  local t, mt = ...
-  local gc = nil
-  if type(t) == "table" and type(mt) == "table" then
-    gc = rawget(mt, "__gc")
-    if gc ~= nil then rawset(mt, "__gc", nil) end
-  end
-  local ok, result = pcall(setmetatable, ...)
-  if gc ~= nil then rawset(mt, "__gc", gc) end
-  if ok then return result end
-  if tailcalled() then error(result, 0) end
-  error(result, 2)
-end
-"#;
 
 /// The function that makes one evaluation's globals and string metatable,
 /// written out from what the state's globals hold once the sandbox has
 /// removed its names: table constructors copy the values, a fresh table
-/// for each library, `_G` the new globals, `setmetatable` the guard; the
-/// string metatable is the state's with `__index` the fresh `string`. It
-/// seeds `math.random` first. (Generated Lua, the values its upvalues: a
+/// for each library, `_G` the new globals; the string metatable is the
+/// state's with `__index` the fresh `string`. It seeds `math.random` first. (Generated Lua, the values its upvalues: a
 /// constructor per table costs a fraction of copying entry by entry.)
 pub(super) fn builder(lua: &Lua, globals: &Table, string_metatable: &Table) -> mlua::Result<Function> {
-    let guard: Function = lua.load(GUARD).set_name("=tartan.guard").call((
-        globals.raw_get::<Function>("setmetatable")?,
-        globals.raw_get::<Function>("pcall")?,
-        globals.raw_get::<Function>("error")?,
-        globals.raw_get::<Function>("type")?,
-        globals.raw_get::<Function>("rawget")?,
-        globals.raw_get::<Function>("rawset")?,
-        // Whether the guard, the function calling this, was tail called.
-        lua.create_function(|lua, ()| {
-            Ok(lua
-                .inspect_stack(1, |frame| frame.is_tail_call())
-                .unwrap_or(false))
-        })?,
-    ))?;
     let mut libraries: Vec<(String, Table)> = Vec::new();
     let mut plain = Vec::new();
     let mut selves = Vec::new();
@@ -65,9 +27,6 @@ pub(super) fn builder(lua: &Lua, globals: &Table, string_metatable: &Table) -> m
         match value {
             LuaValue::Table(t) if t.to_pointer() == globals.to_pointer() => selves.push(name),
             LuaValue::Table(t) => libraries.push((name, t)),
-            LuaValue::Function(_) if name == "setmetatable" => {
-                plain.push((name, LuaValue::Function(guard.clone())))
-            }
             other => plain.push((name, other)),
         }
     }
@@ -128,7 +87,7 @@ pub(super) fn builder(lua: &Lua, globals: &Table, string_metatable: &Table) -> m
     for i in 1..=values.len() {
         let _ = write!(src, ", v{i}");
     }
-    src.push_str(" = ...\nreturn function(seed1, seed2)\n  randomseed(seed1, seed2)\n");
+    src.push_str(" = ...\nreturn function(seed)\n  randomseed(seed)\n");
     src.push_str(&body);
     let mut inputs = vec![LuaValue::Function(randomseed)];
     inputs.extend(values);

@@ -1,69 +1,76 @@
-//! Lua 5.4 in a full sandbox: only the base, string, table, math and utf8
-//! libraries, minus everything that reaches outside (files, processes,
-//! modules, loading code, bytecode, the collector), a memory limit and an
-//! instruction hook that also watches the clock. The chunk is compiled
-//! once, to bytecode, at registration.
+//! Luau (Lua 5.1 with Roblox's extensions, built in) in a full sandbox:
+//! the base, string, table, math and utf8 libraries, minus everything
+//! that reaches outside or past the sandbox (modules, loading code,
+//! environments of other functions, the collector, printing), a memory
+//! limit, and an interrupt at every safepoint that enforces the instruction
+//! and time limits and a cancel flag another thread may set (`budget`).
+//! The chunk is compiled once, to bytecode, at registration.
 //!
-//! Making a Lua state costs several times what evaluating a small script
+//! Why Luau (docs/steps.md, "The sandbox"): it is made to run untrusted
+//! code. Its interrupt reaches every call, every loop iteration and every
+//! step of the pattern matcher, and runs in error handlers too, so a limit
+//! once hit is final (see `budget`); tables have no finalizers (`__gc`),
+//! and there is no `<close>` or `goto`. Its numbers are Lua 5.1's, as in
+//! Argyll's gopher-lua: `10 / 2` is `5` and `'v' .. 10 / 2` is `v5`.
+//!
+//! Making a state costs several times what evaluating a small script
 //! does, so each thread keeps one sandboxed state, made when first needed,
 //! and its evaluations take turns in it, isolated all the same:
 //!
 //! - Every evaluation runs in an environment made for it alone: a new
 //!   globals table (its inputs bound there) with new copies of the library
 //!   tables, and a new string metatable whose `__index` is that copy of
-//!   `string`. Whatever a script can name (`_G`, `_ENV`, `string`,
+//!   `string`. Whatever a script can name (`_G`, `string`,
 //!   `getmetatable("")`, ...) is its own, so whatever it sets, removes,
 //!   `rawset`s or gives a metatable goes with it. The functions in the
 //!   copies are the state's; none keeps anything a script could change but
-//!   `math.random`'s generator, seeded anew for each evaluation as a new
-//!   state's is. The state's own tables are reachable from no script, and
-//!   nothing refers to an evaluation's objects once it is over (there are
-//!   no coroutines, and an answer holding a function is refused).
-//! - No table is ever marked for finalization: `setmetatable` takes a
-//!   metatable's `__gc` away while it sets it (and puts it back), so no
-//!   code of one evaluation can run after it, during another. Lua runs
-//!   finalizers with hooks off: one that looped would never be stopped
-//!   (with a state per evaluation, it looped for ever as the state closed).
+//!   `math.random`'s generator, seeded anew for each evaluation. The
+//!   state's own tables are reachable from no script (`getfenv`, which
+//!   would reach them through a library function, is removed), and nothing
+//!   refers to an evaluation's objects once it is over (there are no
+//!   coroutines, and an answer holding a function is refused).
 //! - The limits are each evaluation's: a memory limit of what the state
-//!   holds as the evaluation starts plus its allowance, and a new hook
+//!   holds as the evaluation starts plus its allowance, and a new budget
 //!   whose count and clock start at zero. Beyond its libraries a state
 //!   holds only garbage of earlier evaluations, collected in full first
 //!   once it passes `MAX_GARBAGE`.
+//! - The answer is converted to JSON within the same allowance (`convert`).
 //! - An evaluation that fails in any way (a limit, an error, an answer that
 //!   is not JSON) throws its state away, and the next builds a new one: a
 //!   state is used again only after a clean success.
 
 use std::cell::Cell;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
-use std::time::Instant;
+use std::sync::{Arc, Once};
 
-use mlua::chunk::ChunkMode;
-use mlua::{Function, HookTriggers, Lua, LuaOptions, LuaString, StdLib, Table, Value as LuaValue, VmState};
-use serde_json::{Map, Number, Value};
+use mlua::chunk::{ChunkMode, Compiler};
+use mlua::{Function, Lua, LuaOptions, LuaString, StdLib, Table, Value as LuaValue};
+use serde_json::{Map, Value};
 
 use crate::{CompileError, Language, Limit, Limits, ScriptError};
 
-use environment::{builder, seeds};
+use budget::{arm, Budget, Trip};
+use convert::{to_json, to_lua, Charge, Fault};
+use environment::{builder, seed};
 
+mod budget;
+mod convert;
 mod environment;
+mod replaced;
 
-/// Names removed from the globals after the libraries are opened.
-const REMOVED: [&str; 7] = [
+/// Names removed from the globals after the libraries are opened: what
+/// loads code, reaches another function's environment (and through a
+/// library function, the state's own globals), drives the collector,
+/// makes userdata, or prints.
+const REMOVED: [&str; 8] = [
     "require",
-    "load",
     "loadstring",
-    "dofile",
-    "loadfile",
+    "getfenv",
+    "setfenv",
     "collectgarbage",
+    "gcinfo",
+    "newproxy",
     "print",
 ];
-
-/// How often (in VM instructions) the hook counts and checks the clock.
-const HOOK_EVERY: u32 = 1000;
-
-/// Deepest table nesting converted back to JSON (a table may contain itself).
-const MAX_DEPTH: usize = 128;
 
 /// Most garbage of earlier evaluations a state may hold when one starts
 /// (and never more than an eighth of its memory limit): beyond it, a full
@@ -76,7 +83,18 @@ thread_local! {
     static SANDBOX: Cell<Option<Sandbox>> = const { Cell::new(None) };
 }
 
-/// A compiled chunk: Lua bytecode of the script.
+/// Luau's feature flags, set once before any state or compiler is used:
+/// `table.move` of a sparse range moves only the entries there are (its
+/// plain loop over `table.move({}, 1, 3e8, 2)` runs for seconds with no
+/// safepoint). A flag a later Luau no longer has is its default by then.
+fn luau() {
+    static FLAGS: Once = Once::new();
+    FLAGS.call_once(|| {
+        let _ = Lua::set_fflag("LuauTableMoveTimeoutFix", true);
+    });
+}
+
+/// A compiled chunk: Luau bytecode of the script.
 #[derive(Clone)]
 pub(crate) struct Chunk {
     bytecode: Arc<[u8]>,
@@ -84,30 +102,26 @@ pub(crate) struct Chunk {
 
 impl Chunk {
     pub(crate) fn compile(source: &str) -> Result<Chunk, CompileError> {
-        let lua = Lua::new_with(StdLib::NONE, LuaOptions::default()).map_err(|e| CompileError {
-            message: e.to_string(),
-        })?;
-        let function = lua
-            .load(source)
-            .set_name("script")
-            .set_mode(ChunkMode::Text)
-            .into_function()
+        luau();
+        let bytecode = Compiler::new()
+            .set_debug_level(1)
+            .compile(source)
             .map_err(|e| CompileError {
                 message: syntax_message(&e),
             })?;
         Ok(Chunk {
-            bytecode: function.dump(false).into(),
+            bytecode: bytecode.into(),
         })
     }
 
     /// The script's answer: a table with string keys becomes an object,
     /// one with keys 1..n an array, anything else its JSON value.
     pub(crate) fn value(&self, args: &Map<String, Value>, limits: &Limits) -> Result<Value, ScriptError> {
-        self.run(args, limits, |v| to_json(&v, 0))
+        self.run(args, limits, |v, charge| to_json(&v, 0, charge))
     }
 
     pub(crate) fn truth(&self, args: &Map<String, Value>, limits: &Limits) -> Result<bool, ScriptError> {
-        self.run(args, limits, |v| {
+        self.run(args, limits, |v, _| {
             Ok(!matches!(v, LuaValue::Nil | LuaValue::Boolean(false)))
         })
     }
@@ -116,7 +130,7 @@ impl Chunk {
         &self,
         args: &Map<String, Value>,
         limits: &Limits,
-        read: impl FnOnce(LuaValue) -> Result<T, String>,
+        read: impl FnOnce(LuaValue, &mut Charge<'_>) -> Result<T, Fault>,
     ) -> Result<T, ScriptError> {
         // Taken out of the thread's slot for the evaluation: a panic, an
         // error or a nested evaluation cannot find it half-used.
@@ -134,7 +148,7 @@ impl Chunk {
     }
 }
 
-/// One thread's Lua state with the safe libraries, and what it needs to
+/// One thread's Luau state with the safe libraries, and what it needs to
 /// give each evaluation an environment of its own.
 struct Sandbox {
     lua: Lua,
@@ -148,6 +162,7 @@ struct Sandbox {
 
 impl Sandbox {
     fn new() -> mlua::Result<Sandbox> {
+        luau();
         #[cfg(test)]
         tests::BUILT.with(|built| built.set(built.get() + 1));
         let libs = StdLib::STRING | StdLib::TABLE | StdLib::MATH | StdLib::UTF8;
@@ -156,10 +171,11 @@ impl Sandbox {
         for name in REMOVED {
             globals.raw_set(name, LuaValue::Nil)?;
         }
-        // `string.dump` turns functions into bytecode, which `load` would run
-        // unverified; `load` is gone, but no reason to leave half the pair.
+        // Luau's `string.split` has an O(n·m) search of its own; Lua 5.1
+        // (and so Argyll's scripts) has no such function.
         let string: Table = globals.raw_get("string")?;
-        string.raw_set("dump", LuaValue::Nil)?;
+        string.raw_set("split", LuaValue::Nil)?;
+        replaced::install(&lua, &globals)?;
         let string_metatable = lua
             .type_metatable::<LuaString>()
             .ok_or_else(|| mlua::Error::runtime("strings have no metatable"))?;
@@ -179,71 +195,68 @@ impl Sandbox {
         bytecode: &[u8],
         args: &Map<String, Value>,
         limits: &Limits,
-        read: impl FnOnce(LuaValue) -> Result<T, String>,
+        read: impl FnOnce(LuaValue, &mut Charge<'_>) -> Result<T, Fault>,
     ) -> Result<T, ScriptError> {
+        let budget = Budget::new(limits.instructions, limits.wall, crate::cancel::current());
+        if let Some(trip) = budget.overdue() {
+            return Err(tripped(trip, limits));
+        }
         let lua = &self.lua;
-        let fail = |e: mlua::Error| classify(&e, limits);
+        let fail = |e: mlua::Error| classify(&e, &budget, limits);
         let garbage = (limits.memory_bytes / 8).min(MAX_GARBAGE);
         if lua.used_memory() > self.live.saturating_add(garbage) {
             lua.gc_collect().map_err(fail)?;
             self.live = lua.used_memory();
         }
-        let (seed1, seed2) = seeds();
-        let (env, string_metatable): (Table, Table) = self.fresh.call((seed1, seed2)).map_err(fail)?;
+        let (env, string_metatable): (Table, Table) = self.fresh.call(seed()).map_err(fail)?;
         lua.set_type_metatable::<LuaString>(Some(string_metatable));
         let used = lua.used_memory();
         lua.set_memory_limit(used.saturating_add(limits.memory_bytes))
             .map_err(fail)?;
-        arm(lua, limits).map_err(fail)?;
+        arm(lua, budget.clone());
         for (name, value) in args {
             let value = to_lua(lua, value, 0).map_err(fail)?;
             env.raw_set(name.as_str(), value).map_err(fail)?;
         }
         let result: LuaValue = lua
             .load(bytecode)
-            .set_name("script")
+            .set_name("=script")
             .set_mode(ChunkMode::Binary)
             .set_environment(env)
             .call(())
             .map_err(fail)?;
-        read(result).map_err(failed)
+        // A limit the script caught (`pcall`) and went on past is still
+        // the evaluation's end: its answer is not taken.
+        if let Some(trip) = budget.tripped() {
+            return Err(tripped(trip, limits));
+        }
+        let mut charge = Charge::new(limits.memory_bytes, &budget);
+        read(result, &mut charge).map_err(|fault| match fault {
+            Fault::Memory => ScriptError::Limit {
+                language: Language::Lua,
+                limit: Limit::Memory(limits.memory_bytes),
+            },
+            Fault::Trip(trip) => tripped(trip, limits),
+            Fault::Invalid(message) => failed(message),
+        })
     }
 
-    /// After a clean evaluation: no hook, no memory limit, and the state's
-    /// own string metatable (the evaluation's goes with the rest of it).
-    fn tidy(&self) -> mlua::Result<()> {
-        self.lua.remove_hook();
+    /// After a clean evaluation: no interrupt, no memory limit, the
+    /// state's own string metatable (the evaluation's goes with the rest),
+    /// and its garbage collected once past `MAX_GARBAGE`: an idle thread
+    /// keeps a state, and should not keep 32 MiB of garbage with it.
+    fn tidy(&mut self) -> mlua::Result<()> {
+        self.lua.remove_interrupt();
         self.lua.set_memory_limit(0)?;
         self.lua
             .set_type_metatable::<LuaString>(Some(self.string_metatable.clone()));
+        if self.lua.used_memory() > self.live.saturating_add(MAX_GARBAGE) {
+            self.lua.gc_collect()?;
+            self.live = self.lua.used_memory();
+        }
         Ok(())
     }
 }
-
-/// The instruction and clock hook of one evaluation, counting from zero
-/// (setting a hook restarts Lua's count, as in a new state).
-fn arm(lua: &Lua, limits: &Limits) -> mlua::Result<()> {
-    let budget = limits.instructions;
-    let wall = limits.wall;
-    let started = Instant::now();
-    let spent = AtomicU64::new(0);
-    lua.set_global_hook(
-        HookTriggers::new().every_nth_instruction(HOOK_EVERY),
-        move |_, _| {
-            let count = spent.fetch_add(u64::from(HOOK_EVERY), Ordering::Relaxed) + u64::from(HOOK_EVERY);
-            if count > budget {
-                return Err(mlua::Error::runtime(LIMIT_INSTRUCTIONS));
-            }
-            if started.elapsed() > wall {
-                return Err(mlua::Error::runtime(LIMIT_TIME));
-            }
-            Ok(VmState::Continue)
-        },
-    )
-}
-
-const LIMIT_INSTRUCTIONS: &str = "tartan: instruction limit";
-const LIMIT_TIME: &str = "tartan: time limit";
 
 fn failed(message: String) -> ScriptError {
     ScriptError::Failed {
@@ -252,23 +265,46 @@ fn failed(message: String) -> ScriptError {
     }
 }
 
-/// Tell a limit the sandbox imposed from the script's own error.
-fn classify(e: &mlua::Error, limits: &Limits) -> ScriptError {
-    let text = e.to_string();
-    // The hook's own errors are told by their text: mlua carries a
-    // callback's error as a string.
-    let limit = if matches!(root(e), mlua::Error::MemoryError(_)) {
-        Limit::Memory(limits.memory_bytes)
-    } else if text.contains(LIMIT_INSTRUCTIONS) {
-        Limit::Instructions(limits.instructions)
-    } else if text.contains(LIMIT_TIME) {
-        Limit::Time(limits.wall)
-    } else {
-        return failed(first_line(&text));
+fn tripped(trip: Trip, limits: &Limits) -> ScriptError {
+    let limit = match trip {
+        Trip::Instructions => Limit::Instructions(limits.instructions),
+        Trip::Time => Limit::Time(limits.wall),
+        Trip::Cancelled => {
+            return ScriptError::Cancelled {
+                language: Language::Lua,
+            }
+        }
     };
     ScriptError::Limit {
         language: Language::Lua,
         limit,
+    }
+}
+
+/// Tell a limit the sandbox imposed from the script's own error. The
+/// budget says which bound was hit, whatever the script did with the
+/// error on its way out (it may have caught it and raised another).
+fn classify(e: &mlua::Error, budget: &Budget, limits: &Limits) -> ScriptError {
+    if let Some(trip) = budget.tripped() {
+        return tripped(trip, limits);
+    }
+    let text = e.to_string();
+    let memory = match root(e) {
+        mlua::Error::MemoryError(_) => true,
+        // Passed on by the sandbox's `pcall` (see `replaced`).
+        mlua::Error::RuntimeError(message) => first_line(message) == replaced::MEMORY_ERROR,
+        _ => false,
+    };
+    if memory {
+        return ScriptError::Limit {
+            language: Language::Lua,
+            limit: Limit::Memory(limits.memory_bytes),
+        };
+    }
+    match root(e) {
+        // The script's own message, without mlua's "runtime error: ".
+        mlua::Error::RuntimeError(message) => failed(first_line(message)),
+        _ => failed(first_line(&text)),
     }
 }
 
@@ -284,7 +320,7 @@ fn first_line(text: &str) -> String {
     text.lines().next().unwrap_or(text).to_string()
 }
 
-/// Lua's syntax errors read `[string "script"]:3: unexpected symbol near 'x'`:
+/// Luau's syntax errors read `:3: Expected ...` (after the chunk's name):
 /// say the line in words.
 fn syntax_message(e: &mlua::Error) -> String {
     let text = match e {
@@ -292,101 +328,16 @@ fn syntax_message(e: &mlua::Error) -> String {
         other => other.to_string(),
     };
     let text = first_line(&text);
-    let rest = text.strip_prefix("[string \"script\"]:").unwrap_or(&text);
+    let rest = text.trim_start_matches(':');
     match rest.split_once(':') {
-        Some((line, message)) if line.chars().all(|c| c.is_ascii_digit()) => {
+        Some((line, message)) if !line.is_empty() && line.chars().all(|c| c.is_ascii_digit()) => {
             format!("line {line}: {}", message.trim())
         }
         _ => text.to_string(),
     }
 }
 
-fn to_lua(lua: &Lua, value: &Value, depth: usize) -> mlua::Result<LuaValue> {
-    if depth > MAX_DEPTH {
-        return Err(mlua::Error::runtime("input nested too deeply"));
-    }
-    Ok(match value {
-        Value::Null => LuaValue::Nil,
-        Value::Bool(b) => LuaValue::Boolean(*b),
-        Value::Number(n) => match n.as_i64() {
-            Some(i) => LuaValue::Integer(i),
-            None => LuaValue::Number(n.as_f64().unwrap_or(f64::NAN)),
-        },
-        Value::String(s) => LuaValue::String(lua.create_string(s)?),
-        Value::Array(items) => {
-            let table = lua.create_table_with_capacity(items.len(), 0)?;
-            for (i, item) in items.iter().enumerate() {
-                table.raw_set(i + 1, to_lua(lua, item, depth + 1)?)?;
-            }
-            LuaValue::Table(table)
-        }
-        Value::Object(fields) => {
-            let table = lua.create_table_with_capacity(0, fields.len())?;
-            for (k, v) in fields {
-                table.raw_set(k.as_str(), to_lua(lua, v, depth + 1)?)?;
-            }
-            LuaValue::Table(table)
-        }
-    })
-}
-
-fn to_json(value: &LuaValue, depth: usize) -> Result<Value, String> {
-    if depth > MAX_DEPTH {
-        return Err("result nested too deeply (a table that contains itself?)".into());
-    }
-    Ok(match value {
-        LuaValue::Nil => Value::Null,
-        LuaValue::Boolean(b) => Value::Bool(*b),
-        LuaValue::Integer(i) => Value::from(*i),
-        LuaValue::Number(n) => number(*n)?,
-        LuaValue::String(s) => Value::String(s.to_str().map_err(|e| e.to_string())?.to_string()),
-        LuaValue::Table(t) => table_to_json(t, depth)?,
-        other => return Err(format!("a {} cannot be a result", other.type_name())),
-    })
-}
-
-/// A whole float is an integer, as Argyll's conversion makes it.
-fn number(n: f64) -> Result<Value, String> {
-    if n.fract() == 0.0 && n.abs() < 9.0e15 {
-        return Ok(Value::from(n as i64));
-    }
-    Number::from_f64(n)
-        .map(Value::Number)
-        .ok_or_else(|| format!("{n} is not a JSON number"))
-}
-
-/// A table of keys 1..n is an array; any other an object (a non-string
-/// key is written as its JSON text, as Argyll does).
-fn table_to_json(t: &Table, depth: usize) -> Result<Value, String> {
-    let len = t.raw_len();
-    let mut count = 0usize;
-    let mut all_numeric = true;
-    for pair in t.clone().pairs::<LuaValue, LuaValue>() {
-        let (key, _) = pair.map_err(|e| e.to_string())?;
-        count += 1;
-        if !matches!(key, LuaValue::Integer(_) | LuaValue::Number(_)) {
-            all_numeric = false;
-        }
-    }
-    if all_numeric && count > 0 && count == len {
-        let mut items = Vec::with_capacity(len);
-        for i in 1..=len {
-            let item: LuaValue = t.raw_get(i).map_err(|e| e.to_string())?;
-            items.push(to_json(&item, depth + 1)?);
-        }
-        return Ok(Value::Array(items));
-    }
-    let mut fields = Map::new();
-    for pair in t.clone().pairs::<LuaValue, LuaValue>() {
-        let (key, value) = pair.map_err(|e| e.to_string())?;
-        let key = match key {
-            LuaValue::String(s) => s.to_str().map_err(|e| e.to_string())?.to_string(),
-            other => to_json(&other, depth + 1)?.to_string(),
-        };
-        fields.insert(key, to_json(&value, depth + 1)?);
-    }
-    Ok(Value::Object(fields))
-}
-
+#[cfg(test)]
+mod attacks;
 #[cfg(test)]
 mod tests;

@@ -88,11 +88,17 @@ fn nothing_reaches_outside() {
         "dofile",
         "loadfile",
         "collectgarbage",
+        "getfenv",
+        "setfenv",
+        "gcinfo",
+        "newproxy",
+        "print",
     ] {
         let out = run(&format!("return {name} == nil"), json!({})).unwrap();
         assert_eq!(out, json!(true), "{name} is reachable");
     }
     assert_eq!(run("return string.dump == nil", json!({})).unwrap(), json!(true));
+    assert_eq!(run("return string.split == nil", json!({})).unwrap(), json!(true));
     assert_eq!(run("return coroutine == nil", json!({})).unwrap(), json!(true));
     // Globals do not leak from one evaluation to the next.
     let c = Chunk::compile("leaked = (leaked or 0) + 1; return leaked").unwrap();
@@ -168,7 +174,7 @@ const PRISTINE: &str = r#"
 local bad = {}
 local function check(name, ok) if not ok then bad[#bad + 1] = name end end
 check("x", x == nil and rawget(_G, "x") == nil)
-check("_G", _G == _ENV and _G._G == _G and getmetatable(_G) == nil)
+check("_G", _G._G == _G and getmetatable(_G) == nil)
 check("undefined", undefined == nil)
 check("string", type(string) == "table" and getmetatable(string) == nil and string.evil == nil)
 check("string.upper", string.upper ~= nil and string.upper("a") == "A")
@@ -204,14 +210,14 @@ fn no_evaluation_sees_or_affects_anothers_globals_or_libraries() {
         "local mt = getmetatable('') for k in pairs(mt) do rawset(mt, k, nil) end",
         "getmetatable('').__index.later = function() return 'kept' end",
         "setmetatable(_G, { __index = function() return 'evil' end })",
-        "setmetatable(_ENV, { __newindex = function() end, __metatable = 'locked' })",
+        "setmetatable(_G, { __newindex = function() end, __metatable = 'locked' })",
         "setmetatable(string, { __index = function() return 'evil' end })",
-        "_ENV.math = nil",
+        "_G.math = nil",
         "math.floor = function() return 'evil' end math.evil = 1",
         "table.insert = nil table.concat = nil utf8.char = nil",
         "_G.string = nil _G._G = nil",
         "setmetatable = nil getmetatable = nil rawset = nil",
-        "_ENV = { x = 1 }",
+        "table.freeze(string) table.freeze(_G)",
     ] {
         let chunk = Chunk::compile(&format!("{attack}\nreturn true")).unwrap();
         assert_eq!(
@@ -240,8 +246,8 @@ fn no_evaluation_sees_or_affects_anothers_globals_or_libraries() {
 
 #[test]
 fn math_random_is_seeded_anew_for_each_evaluation() {
-    let seeded = Chunk::compile("math.randomseed(42) return math.random(1, 1 << 50)").unwrap();
-    let unseeded = Chunk::compile("return math.random(1, 1 << 50)").unwrap();
+    let seeded = Chunk::compile("math.randomseed(42) return math.random(1, 2147483647)").unwrap();
+    let unseeded = Chunk::compile("return math.random(1, 2147483647)").unwrap();
     let after_42 = seeded.value(&Map::new(), &small()).unwrap();
     assert_eq!(seeded.value(&Map::new(), &small()).unwrap(), after_42);
     let next = unseeded.value(&Map::new(), &small()).unwrap();
@@ -249,10 +255,9 @@ fn math_random_is_seeded_anew_for_each_evaluation() {
     assert_ne!(unseeded.value(&Map::new(), &small()).unwrap(), next);
 }
 
-/// Lua runs finalizers with hooks off, so none may ever run: this one
-/// would spin for ever (when each evaluation had a state of its own, it
-/// did, as the state closed), one left pending would run during a later
-/// evaluation.
+/// Luau runs no finalizer of a table (it has no `__gc` for them): this one
+/// would spin for ever were it run, and one left pending would run during
+/// a later evaluation.
 #[test]
 fn no_finalizer_ever_runs() {
     let spin =
@@ -304,9 +309,8 @@ fn setmetatable_answers_as_the_real_one() {
     assert_eq!(out, json!(1));
     let e = run("setmetatable(1, {})", json!({})).err().unwrap();
     assert!(
-        e.to_string().contains(
-            "[string \"script\"]:1: bad argument #1 to 'setmetatable' (table expected, got number)"
-        ),
+        e.to_string()
+            .ends_with("script:1: invalid argument #1 to 'setmetatable' (table expected, got number)"),
         "{e}"
     );
     let e = run(
@@ -317,25 +321,9 @@ fn setmetatable_answers_as_the_real_one() {
     .unwrap();
     assert!(
         e.to_string()
-            .contains("[string \"script\"]:2: cannot change a protected metatable"),
+            .contains("script:2: cannot change a protected metatable"),
         "{e}"
     );
-    let out = run("return { pcall(setmetatable, 1) }", json!({})).unwrap();
-    assert_eq!(
-        out,
-        json!([
-            false,
-            "bad argument #1 to 'setmetatable' (table expected, got number)"
-        ])
-    );
-    // In a tail call the calling line is gone: no line rather than a wrong one.
-    let e = run(
-        "local function wrap(t) return setmetatable(t, 5) end\nreturn wrap({})",
-        json!({}),
-    )
-    .err()
-    .unwrap();
-    assert!(!e.to_string().contains("[string"), "{e}");
     // Strings keep their metatable: methods and arithmetic.
     let out = run(
         "return { ('ab'):upper(), '10' + 1, getmetatable('').__index == string }",
@@ -381,7 +369,7 @@ fn a_failed_evaluation_throws_its_state_away() {
     for failing in [
         "string.upper = nil error('boom')",
         "string.upper = nil while true do end",
-        "string.upper = nil return string.rep('x', 1 << 30)",
+        "string.upper = nil return string.rep('x', 2^30)",
         "string.upper = nil return function() end",
     ] {
         let chunk = Chunk::compile(failing).unwrap();
@@ -394,7 +382,7 @@ fn a_failed_evaluation_throws_its_state_away() {
 }
 
 /// The budget and the memory limit are each evaluation's, whole, and
-/// garbage left behind is collected before it piles up.
+/// garbage left behind is collected before the state waits idle with it.
 #[test]
 fn every_evaluation_gets_the_whole_budget() {
     // About 900,000 of the million instructions, again and again.
@@ -418,13 +406,11 @@ fn every_evaluation_gets_the_whole_budget() {
     big.value(&Map::new(), &small()).unwrap();
     let (used, live) = state_memory().unwrap();
     assert!(
-        used > live + 2 * 1024 * 1024,
-        "{used} {live}: the garbage is there"
-    );
-    small_one.value(&Map::new(), &small()).unwrap();
-    let (used, live) = state_memory().unwrap();
-    assert!(
         used < live + MAX_GARBAGE,
-        "{used} {live}: collected before the next"
+        "{used} {live}: collected before the state goes back to wait"
+    );
+    assert!(
+        live < 2 * 1024 * 1024,
+        "{live}: the answer's strings are not kept"
     );
 }

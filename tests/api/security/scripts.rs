@@ -1,0 +1,205 @@
+//! What a step author's scripts can do to the engine (docs/security.md,
+//! "What a step author can do"): the shapes that froze or exhausted it,
+//! through the binary, watched from outside. `/health` keeps answering
+//! while they run, each flow ends with its step failed at a named limit,
+//! resident memory stays under a stated bound, and SIGTERM ends the
+//! process within its grace.
+
+use std::time::{Duration, Instant};
+
+use reqwest::Method;
+use serde_json::{json, Value};
+use tartan_testkit::{both_backends, TestDb};
+
+use crate::helpers::{
+    call, json_reply, memory_kib, spawn_binary_with, sync_step, Backend, Binary, StepServer,
+};
+use crate::model::{script, script_step};
+
+both_backends!(
+    hostile_scripts_fail_their_own_steps_and_leave_the_engine_answering,
+    sigterm_ends_the_process_while_a_script_runs,
+);
+
+/// Peak resident memory the engine may reach here. Each shape below took
+/// it from about 40 MB to seconds or minutes of a busy thread, or past
+/// 3 GB; the bound leaves room for a debug build and four evaluations'
+/// 32 MiB allowances at once.
+const MAX_PEAK_KIB: u64 = 600 * 1024;
+
+/// `/health` answers within this while the scripts run.
+const HEALTH_WITHIN: Duration = Duration::from_secs(3);
+
+async fn hostile_scripts_fail_their_own_steps_and_leave_the_engine_answering(backend: Backend) {
+    let Some(db) = TestDb::create(backend).await else {
+        return;
+    };
+    let engine = spawn_binary_with(&db, "hostile-scripts", &[]).await;
+    let svc = StepServer::start(|_, _| json_reply(200, json!({"out": 1}))).await;
+    let long = "a".repeat(20_000);
+    let mut steps: Vec<(&str, Value, Value)> = Vec::new();
+    // A limit caught by a handler that loops in turn.
+    let mut handler = sync_step("handler", &svc.url("/h"), &[], &["handler_out"]);
+    handler["predicate"] = script(
+        "lua",
+        "xpcall(function() while true do end end, function(e) while true do end end) return true",
+    );
+    steps.push(("handler", handler, json!({})));
+    // A limit caught, then an answer given anyway.
+    let mut caught = sync_step("caught", &svc.url("/c"), &[], &["caught_out"]);
+    caught["predicate"] = script("lua", "pcall(function() while true do end end) return true");
+    steps.push(("caught", caught, json!({})));
+    // Loops in C: a sparse move (it ran 6.8 s against a 1 s limit) and a
+    // backtracking match on a starter's input (hours).
+    steps.push((
+        "mover",
+        script_step(
+            "mover",
+            "lua",
+            "return table.move({}, 1, 3e8, 2)",
+            &[],
+            &["mover_out"],
+        ),
+        json!({}),
+    ));
+    let mut matcher = sync_step("matcher", &svc.url("/m"), &["email"], &["matcher_out"]);
+    matcher["attributes"]["email"]["required"] =
+        json!({"match": script("lua", "return string.find(value, '^.-.-.-@.-%..-$') ~= nil")});
+    steps.push(("matcher", matcher, json!({"email": [long]})));
+    // A hundred bytes of script answering 10^8 leaves.
+    steps.push((
+        "leaves",
+        script_step(
+            "leaves",
+            "lua",
+            "local t = { 1 } for d = 1, 8 do local u = {} for i = 1, 10 do u[i] = t end t = u end return { leaves_out = t }",
+            &[],
+            &["leaves_out"],
+        ),
+        json!({}),
+    ));
+    for (id, step, init) in &steps {
+        let (status, body) = call(&engine, Method::POST, "/engine/step", Some(step.clone())).await;
+        assert_eq!(status, 201, "{id}: {body}");
+        let start = json!({"id": id, "goals": [id], "init": init});
+        let (status, body) = call(&engine, Method::POST, "/engine/flow", Some(start)).await;
+        assert_eq!(status, 201, "{id}: {body}");
+    }
+    let pid = engine.child.id().expect("pid");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut open: Vec<&str> = steps.iter().map(|(id, _, _)| *id).collect();
+    while !open.is_empty() {
+        assert!(Instant::now() < deadline, "flows still running: {open:?}");
+        health_answers(&engine).await;
+        let mut still = Vec::new();
+        for id in open {
+            let (_, flow) = call(&engine, Method::GET, &format!("/engine/flow/{id}"), None).await;
+            match flow["status"].as_str() {
+                Some("failed") => check_failure(id, &flow),
+                // The sparse move ends at once now: what counts is that it ends.
+                Some("completed") if id == "mover" => {}
+                Some("active") | Some("pending") => still.push(id),
+                other => panic!("{id} ended {other:?}: {flow}"),
+            }
+        }
+        open = still;
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let (peak, _) = memory_kib(pid);
+    assert!(peak < MAX_PEAK_KIB, "peak resident memory {peak} KiB");
+    assert!(
+        svc.requests().is_empty(),
+        "no step behind a failed script was called"
+    );
+    stop_within(engine, Duration::from_secs(15)).await;
+}
+
+/// The step failed at a limit the error names.
+fn check_failure(id: &str, flow: &Value) {
+    let error = flow["executions"][id]["error"]
+        .as_str()
+        .map(str::to_string)
+        .or_else(|| {
+            flow["executions"][id]["work_items"]
+                .as_object()
+                .and_then(|items| items.values().next())
+                .and_then(|item| item["error"].as_str())
+                .map(str::to_string)
+        })
+        .unwrap_or_else(|| flow.to_string());
+    assert!(
+        error.contains("limit"),
+        "{id}: the error names the limit: {error}"
+    );
+}
+
+async fn health_answers(engine: &Binary) {
+    let asked = Instant::now();
+    let answered = tokio::time::timeout(HEALTH_WITHIN, call(engine, Method::GET, "/health", None)).await;
+    assert!(
+        matches!(answered, Ok((200, _))),
+        "/health did not answer within {HEALTH_WITHIN:?} ({:?})",
+        asked.elapsed()
+    );
+}
+
+/// SIGTERM, and the process is gone within `within`.
+async fn stop_within(mut engine: Binary, within: Duration) {
+    let pid = engine.child.id().expect("pid").to_string();
+    let killed = std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .expect("kill");
+    assert!(killed.success());
+    let status = tokio::time::timeout(within, engine.child.wait())
+        .await
+        .unwrap_or_else(|_| panic!("still running {within:?} after SIGTERM"))
+        .expect("wait");
+    assert!(status.success(), "exit status {status:?}");
+}
+
+/// A script step allowed a minute runs when SIGTERM comes: the process
+/// stops within its grace (2 s here) and a little, not the script's minute.
+async fn sigterm_ends_the_process_while_a_script_runs(backend: Backend) {
+    let Some(db) = TestDb::create(backend).await else {
+        return;
+    };
+    let engine = spawn_binary_with(
+        &db,
+        "script-sigterm",
+        &[
+            ("TARTAN_SCRIPT_TIMEOUT", "60s"),
+            ("TARTAN_SCRIPT_MAX_INSTRUCTIONS", "100000000000"),
+            ("TARTAN_SHUTDOWN_GRACE", "2s"),
+        ],
+    )
+    .await;
+    let mut spin = script_step("spin", "lua", "while true do end", &[], &["out"]);
+    spin["timeouts"] = json!({"attempt": "90s"});
+    assert_eq!(
+        call(&engine, Method::POST, "/engine/step", Some(spin)).await.0,
+        201
+    );
+    let start = json!({"id": "spin", "goals": ["spin"]});
+    assert_eq!(
+        call(&engine, Method::POST, "/engine/flow", Some(start)).await.0,
+        201
+    );
+    // The script is running once its work item has started.
+    let mut started = false;
+    for _ in 0..200 {
+        let (_, flow) = call(&engine, Method::GET, "/engine/flow/spin", None).await;
+        if flow["executions"]["spin"]["work_items"]
+            .as_object()
+            .is_some_and(|items| !items.is_empty())
+        {
+            started = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(started, "the script step started");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    health_answers(&engine).await;
+    stop_within(engine, Duration::from_secs(12)).await;
+}
