@@ -267,3 +267,69 @@ fn a_goal_whose_outputs_are_given_needs_none_of_its_inputs() {
     assert!(plan.steps.is_empty(), "planned {:?}", step_ids(&plan));
     assert_eq!(plan.excluded.satisfied.get("b"), Some(&names(&["y"])));
 }
+
+// ---------------------------------------------------------------------------
+// Memo identity (docs/steps.md, "Memoization")
+
+/// A memoizable flow step `id` running `goals`, needing `in`, giving `out`.
+fn flow_def(id: &str, goals: &[&str]) -> serde_json::Value {
+    json!({
+        "id": id, "name": id, "type": "flow", "memoizable": true,
+        "flow": {"goals": goals},
+        "attributes": {"in": {"role": "required"}, "out": {"role": "output"}},
+    })
+}
+
+fn memo_definition(catalog: &Catalog, goal: &str) -> serde_json::Value {
+    let plan = start(catalog, &[goal], &init(&[("in", json!(1))]));
+    let step = plan.steps.get(goal).and_then(|s| s.memo_definition());
+    let child = plan.children.get(goal).and_then(ExecutionPlan::memo_definition);
+    json!({"step": step, "child": child})
+}
+
+#[test]
+fn a_steps_memo_definition_holds_its_id_and_what_decides_its_answer() {
+    let def = |id: &str, name: &str, endpoint: &str| {
+        let mut d = chain_def(id, &["in"], &["out"]);
+        d["name"] = json!(name);
+        d["http"]["endpoint"] = json!(endpoint);
+        d["memoizable"] = json!(true);
+        common::normalized(d).memo_definition()
+    };
+    let base = def("a", "A", "http://svc.test/x");
+    assert!(base.is_some());
+    assert_eq!(base, def("a", "Another name", "http://svc.test/x"));
+    assert_ne!(base, def("b", "A", "http://svc.test/x"), "another step");
+    assert_ne!(base, def("a", "A", "http://svc.test/y"), "another endpoint");
+}
+
+#[test]
+fn a_flow_steps_memo_definition_holds_its_goals_and_its_sub_flows_steps() {
+    let leaves = || {
+        vec![
+            chain_def("cheap", &["in"], &["out"]),
+            chain_def("dear", &["in"], &["out"]),
+        ]
+    };
+    let with = |flow: serde_json::Value, mut steps: Vec<serde_json::Value>| {
+        steps.push(flow);
+        catalog(steps)
+    };
+    let base = memo_definition(&with(flow_def("f", &["cheap"]), leaves()), "f");
+    assert_ne!(
+        base,
+        memo_definition(&with(flow_def("f", &["dear"]), leaves()), "f"),
+        "other goals"
+    );
+    let mut changed = leaves();
+    changed[0]["http"]["endpoint"] = json!("http://svc.test/elsewhere");
+    assert_ne!(
+        base,
+        memo_definition(&with(flow_def("f", &["cheap"]), changed), "f"),
+        "a step of the sub-flow changed"
+    );
+    assert_eq!(
+        base,
+        memo_definition(&with(flow_def("f", &["cheap"]), leaves()), "f")
+    );
+}

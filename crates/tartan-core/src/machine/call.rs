@@ -11,6 +11,7 @@ use serde_json::Value;
 use crate::endpoint::params;
 use crate::flow::{FlowState, Time, WorkStatus};
 use crate::json::ItemInputs;
+use crate::plan::ExecutionPlan;
 use crate::step::{Args, Step};
 use crate::timeouts::TimeoutScope;
 
@@ -95,9 +96,11 @@ pub struct Call {
 
 /// What identifies a memoizable step's call (docs/steps.md,
 /// "Memoization"): the step's definition as far as it decides the answer,
-/// and the call's inputs but its meta values (a flow id or a token differ
-/// from call to call and decide nothing), in key order. The engine hashes
-/// it.
+/// its id included (`Step::memo_definition`); for a flow step, its
+/// sub-flow's plan as the flow's plan holds it, with the definitions of
+/// the steps it runs, transitively (`ExecutionPlan::memo_definition`); and
+/// the call's inputs but its meta values (a flow id or a token differ from
+/// call to call and decide nothing), in key order. The engine hashes it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MemoCall {
     pub identity: String,
@@ -109,24 +112,54 @@ impl MemoCall {
     /// The memo identity of an item of `state`'s flow.
     pub fn for_item(state: &FlowState, step_id: &str, token: &str) -> Option<MemoCall> {
         let step = state.plan.steps.get(step_id)?;
-        MemoCall::of(step, &state.item_inputs(step_id, token)?)
+        MemoCall::of(&state.plan, step, &state.item_inputs(step_id, token)?)
     }
 
-    fn of(step: &Step, inputs: &ItemInputs) -> Option<MemoCall> {
+    /// `None` for a step that is not memoizable, and for a call whose
+    /// identity cannot be written whole: one told apart from others by
+    /// less than all of it could be served their answers.
+    fn of(plan: &ExecutionPlan, step: &Step, inputs: &ItemInputs) -> Option<MemoCall> {
         if !step.memoizable {
             return None;
         }
+        // The sub-flow's plan was built from the catalog when the flow
+        // started and is what the child runs: a step of it registered
+        // again since changes the plan of flows started after, not this one.
+        let subflow = if step.is_flow() {
+            Some(plan.children.get(&step.id)?.memo_definition()?)
+        } else {
+            None
+        };
         let meta = step.meta_names();
         let inputs: std::collections::BTreeMap<String, Value> = inputs
             .to_args()
             .into_iter()
             .filter(|(k, _)| !meta.contains(&k.as_str()))
             .collect();
-        let inputs = serde_json::to_string(&inputs).unwrap_or_default();
+        let identity = serde_json::json!({
+            "step": step.memo_definition()?,
+            "subflow": subflow,
+            "inputs": inputs,
+        });
         Some(MemoCall {
-            identity: format!("{}\n{inputs}", step.memo_identity()),
+            identity: canonical(identity).to_string(),
             ttl_ms: (step.memo_ttl > 0).then_some(step.memo_ttl),
         })
+    }
+}
+
+/// `value` with every object's keys in order: the identity does not depend
+/// on the order a definition or an answer wrote them in. (As deep as
+/// writing the value out goes, which the identity does anyway.)
+fn canonical(value: Value) -> Value {
+    match value {
+        Value::Object(fields) => {
+            let mut fields: Vec<(String, Value)> = fields.into_iter().collect();
+            fields.sort_by(|a, b| a.0.cmp(&b.0));
+            Value::Object(fields.into_iter().map(|(k, v)| (k, canonical(v))).collect())
+        }
+        Value::Array(items) => Value::Array(items.into_iter().map(canonical).collect()),
+        other => other,
     }
 }
 
@@ -171,7 +204,7 @@ impl Call {
             default_timeout_ms,
         );
         let memo = (kind == CallKind::Step)
-            .then(|| MemoCall::of(step, &inputs))
+            .then(|| MemoCall::of(&state.plan, step, &inputs))
             .flatten();
         if step.is_script() || step.is_flow() {
             // Run by the engine: no endpoint, the inputs are the script's

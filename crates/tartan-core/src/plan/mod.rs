@@ -102,6 +102,32 @@ impl ExecutionPlan {
             })
         })
     }
+
+    /// What of the plan decides what its flows end with, for the memo
+    /// identity of the flow step whose sub-flow it is (docs/steps.md,
+    /// "Memoization"): its goals and required inputs, the definition of
+    /// each step it runs (`Step::memo_definition`) and, the same way, the
+    /// plans of its own sub-flows. `None` when a step's definition cannot
+    /// be written.
+    pub fn memo_definition(&self) -> Option<serde_json::Value> {
+        let steps = self
+            .steps
+            .iter()
+            .map(|(id, step)| Some((id.clone(), step.memo_definition()?)))
+            .collect::<Option<serde_json::Map<_, _>>>()?;
+        // Nested at most MAX_SUBFLOW_DEPTH deep: the recursion is bounded.
+        let children = self
+            .children
+            .iter()
+            .map(|(id, child)| Some((id.clone(), child.memo_definition()?)))
+            .collect::<Option<serde_json::Map<_, _>>>()?;
+        Some(serde_json::json!({
+            "goals": self.goals,
+            "required": self.required,
+            "steps": steps,
+            "children": children,
+        }))
+    }
 }
 
 /// Steps met while tracing dependencies that the plan does not run.

@@ -391,16 +391,19 @@ impl Step {
         self.policies.0.as_deref()
     }
 
-    /// What makes two calls of this step the same call, with their inputs:
-    /// the fields that decide its answer (not its id, name, labels or
-    /// policies), as JSON text in a fixed order.
-    pub fn memo_identity(&self) -> String {
-        serde_json::json!({
-            "type": self.step_type,
-            "http": self.http.as_ref().map(|h| (&h.method, &h.endpoint)),
-            "script": self.script,
-            "attributes": self.attributes,
-        })
-        .to_string()
+    /// What of the step decides its answer, for the memo identity of its
+    /// calls (docs/steps.md, "Memoization"): its whole definition, its id
+    /// included, but its name, labels and memo settings. Everything else
+    /// is kept, so that a field added later counts unless it is taken out
+    /// here: a definition that may answer differently is never served an
+    /// answer of another. `None` when it cannot be written as JSON (such a
+    /// step's calls are not memoized).
+    pub fn memo_definition(&self) -> Option<Value> {
+        const NOT_DECIDING: [&str; 4] = ["name", "labels", "memoizable", "memo_ttl"];
+        let mut definition = serde_json::to_value(self).ok()?;
+        definition
+            .as_object_mut()?
+            .retain(|field, _| !NOT_DECIDING.contains(&field.as_str()));
+        Some(definition)
     }
 }
