@@ -19,6 +19,7 @@ use crate::model::{script, script_step};
 both_backends!(
     hostile_scripts_fail_their_own_steps_and_leave_the_engine_answering,
     sigterm_ends_the_process_while_a_script_runs,
+    a_cancelled_flows_script_gives_up_its_place,
 );
 
 /// Peak resident memory the engine may reach here. Each shape below took
@@ -202,4 +203,49 @@ async fn sigterm_ends_the_process_while_a_script_runs(backend: Backend) {
     tokio::time::sleep(Duration::from_millis(300)).await;
     health_answers(&engine).await;
     stop_within(engine, Duration::from_secs(12)).await;
+}
+
+/// Script evaluations take one of `TARTAN_SCRIPT_MAX_CONCURRENT` places
+/// (one here). A flow cancelled while its script step runs (allowed a
+/// minute) ends that evaluation: the next flow's script gets the place at
+/// once rather than a minute later.
+async fn a_cancelled_flows_script_gives_up_its_place(backend: Backend) {
+    let Some(db) = TestDb::create(backend).await else {
+        return;
+    };
+    let engine = spawn_binary_with(
+        &db,
+        "script-cancel",
+        &[
+            ("TARTAN_SCRIPT_TIMEOUT", "60s"),
+            ("TARTAN_SCRIPT_MAX_INSTRUCTIONS", "100000000000"),
+            ("TARTAN_SCRIPT_MAX_CONCURRENT", "1"),
+        ],
+    )
+    .await;
+    let mut spin = script_step("spin", "lua", "while true do end", &[], &["spun"]);
+    spin["timeouts"] = json!({"attempt": "90s"});
+    let quick = script_step("quick", "lua", "return { quick_out = 1 }", &[], &["quick_out"]);
+    for step in [spin, quick] {
+        assert_eq!(call(&engine, Method::POST, "/engine/step", Some(step)).await.0, 201);
+    }
+    let start = json!({"id": "spinning", "goals": ["spin"]});
+    assert_eq!(call(&engine, Method::POST, "/engine/flow", Some(start)).await.0, 201);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let start = json!({"id": "waiting", "goals": ["quick"]});
+    assert_eq!(call(&engine, Method::POST, "/engine/flow", Some(start)).await.0, 201);
+    // Waiting for the one place, held by the spinning script.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let (_, waiting) = call(&engine, Method::GET, "/engine/flow/waiting", None).await;
+    assert_eq!(waiting["status"], "active", "{waiting}");
+    let cancelled = Instant::now();
+    let (status, body) = call(&engine, Method::POST, "/engine/flow/spinning/cancel", Some(json!({}))).await;
+    assert!(status < 300, "{status}: {body}");
+    let (_, done) = call(&engine, Method::GET, "/engine/flow/waiting/status?wait=30s", None).await;
+    assert_eq!(done["status"], "completed", "{done}");
+    assert!(
+        cancelled.elapsed() < Duration::from_secs(20),
+        "the place came back {:?} after the cancel",
+        cancelled.elapsed()
+    );
 }
