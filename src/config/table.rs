@@ -252,7 +252,7 @@ settings! {
     max_bulk_flows: u64 = "values::count", int(tartan_engine::DEFAULT_MAX_BULK_FLOWS as i64);
     /// Bytes of a step's response body (or webhook body) at most; past it the attempt fails
     max_response_bytes: usize = "values::count", int(tartan_engine::DEFAULT_MAX_RESPONSE_BYTES as i64);
-    /// Bytes of step response bodies held at once, from reading to recording; calls past it wait
+    /// Bytes of step request and response bodies held at once (requests while sent, responses from reading to recording); calls past it wait
     max_inflight_bytes: usize = "values::count", int(tartan_engine::DEFAULT_MAX_INFLIGHT_BYTES as i64);
     /// Bytes of JSON of one flow's inputs and outputs at most; an output past it fails its work item for good
     max_flow_bytes: u64 = "values::count", int(tartan_core::json::DEFAULT_MAX_FLOW_BYTES as i64);

@@ -121,7 +121,9 @@ pub struct StepInputs {
     args: Args,
     /// The members of `args` but those the items replace, encoded, and
     /// the names they replace (the same for every item of a step).
-    encoded: std::sync::OnceLock<(Vec<String>, String)>,
+    /// Kept as `Bytes` so that every call sending it refers to it, however
+    /// many are in flight, instead of copying it into its own body.
+    encoded: std::sync::OnceLock<(Vec<String>, bytes::Bytes)>,
 }
 
 impl StepInputs {
@@ -204,37 +206,111 @@ impl ItemInputs {
     /// The inputs as one JSON object, the same as serialising `self`, with
     /// the step's part taken from its encoding made once.
     pub fn to_json(&self) -> Result<Vec<u8>, serde_json::Error> {
-        let own: Vec<&str> = self.own.keys().map(String::as_str).collect();
+        self.to_json_parts().map(|parts| parts.to_vec())
+    }
+
+    /// The inputs as one JSON object in pieces: the step's part is its
+    /// encoding made once, referred to rather than copied, so a step's
+    /// calls in flight together hold what they share once.
+    pub fn to_json_parts(&self) -> Result<JsonParts, serde_json::Error> {
+        let Some(shared) = self.shared_encoding()? else {
+            return serde_json::to_vec(self).map(|body| JsonParts(vec![body.into()]));
+        };
+        let mine = encode_members(self.own.iter())?;
+        let mut tail = Vec::with_capacity(mine.len() + 2);
+        if !shared.is_empty() && !mine.is_empty() {
+            tail.push(b',');
+        }
+        tail.extend_from_slice(&mine);
+        tail.push(b'}');
+        Ok(JsonParts(vec![
+            bytes::Bytes::from_static(b"{"),
+            shared.clone(),
+            tail.into(),
+        ]))
+    }
+
+    /// The length of `to_json`, counted without writing the item's part
+    /// (the step's is made once and kept): a call's body is sized before
+    /// it is built, to take its share of the bytes in flight first.
+    pub fn json_len(&self) -> Result<usize, serde_json::Error> {
+        let Some(shared) = self.shared_encoding()? else {
+            return Ok(usize::try_from(json_len(self)).unwrap_or(usize::MAX));
+        };
+        let mut mine = 0usize;
+        for (i, (name, value)) in self.own.iter().enumerate() {
+            let member = json_len(name).saturating_add(json_len(value)).saturating_add(1);
+            mine = mine
+                .saturating_add(usize::try_from(member).unwrap_or(usize::MAX))
+                .saturating_add(usize::from(i > 0));
+        }
+        let comma = usize::from(!shared.is_empty() && mine > 0);
+        Ok(shared
+            .len()
+            .saturating_add(mine)
+            .saturating_add(comma)
+            .saturating_add(2))
+    }
+
+    /// The step's part of the encoding, made on first use; `None` for an
+    /// item that replaces other names than its siblings (one stored before
+    /// items held only their own values), which is written whole.
+    fn shared_encoding(&self) -> Result<Option<&bytes::Bytes>, serde_json::Error> {
         let (replaced, shared) = match self.shared.encoded.get() {
             Some(done) => done,
             None => {
-                let encoded = encode_members(self.shared.iter().filter(|(k, _)| !own.contains(&k.as_str())))?;
-                let replaced = own.iter().map(|k| (*k).to_string()).collect();
-                self.shared.encoded.get_or_init(|| (replaced, encoded))
+                let encoded = encode_members(
+                    self.shared
+                        .iter()
+                        .filter(|(k, _)| !self.own.contains_key(k.as_str())),
+                )?;
+                let replaced = self.own.keys().cloned().collect();
+                self.shared
+                    .encoded
+                    .get_or_init(|| (replaced, bytes::Bytes::from(encoded)))
             }
         };
-        if !replaced.iter().map(String::as_str).eq(own.iter().copied()) {
-            // An item that replaces other names than its siblings (one
-            // stored before items held only their own values): the slow way.
-            return serde_json::to_vec(self);
+        let same = replaced
+            .iter()
+            .map(String::as_str)
+            .eq(self.own.keys().map(String::as_str));
+        Ok(same.then_some(shared))
+    }
+}
+
+/// A JSON text in pieces that join to it (`ItemInputs::to_json_parts`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct JsonParts(Vec<bytes::Bytes>);
+
+impl JsonParts {
+    /// The length of the whole text.
+    pub fn len(&self) -> usize {
+        self.0.iter().map(bytes::Bytes::len).sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.iter().all(bytes::Bytes::is_empty)
+    }
+
+    /// The pieces, in order; cloning one refers to its bytes, not copies them.
+    pub fn into_pieces(self) -> Vec<bytes::Bytes> {
+        self.0
+    }
+
+    /// The whole text, copied into one buffer.
+    pub fn to_vec(&self) -> Vec<u8> {
+        let mut whole = Vec::with_capacity(self.len());
+        for piece in &self.0 {
+            whole.extend_from_slice(piece);
         }
-        let mine = encode_members(self.own.iter())?;
-        let mut body = Vec::with_capacity(shared.len() + mine.len() + 3);
-        body.push(b'{');
-        body.extend_from_slice(shared.as_bytes());
-        if !shared.is_empty() && !mine.is_empty() {
-            body.push(b',');
-        }
-        body.extend_from_slice(mine.as_bytes());
-        body.push(b'}');
-        Ok(body)
+        whole
     }
 }
 
 /// `"name":value,...`: the members of a JSON object, without its braces.
 fn encode_members<'a>(
     members: impl Iterator<Item = (&'a String, &'a Value)>,
-) -> Result<String, serde_json::Error> {
+) -> Result<Vec<u8>, serde_json::Error> {
     let mut out = Vec::new();
     for (i, (name, value)) in members.enumerate() {
         if i > 0 {
@@ -244,8 +320,7 @@ fn encode_members<'a>(
         out.push(b':');
         serde_json::to_writer(&mut out, value)?;
     }
-    // serde_json writes UTF-8 only.
-    String::from_utf8(out).map_err(|e| serde::ser::Error::custom(e.to_string()))
+    Ok(out)
 }
 
 impl serde::Serialize for ItemInputs {
@@ -287,5 +362,51 @@ mod tests {
             Value::Object(inputs.to_args()),
             json!({"big": "x", "n": 1, "items": 2, "flow": "f"})
         );
+    }
+
+    #[test]
+    fn a_body_in_pieces_is_the_whole_encoding_and_its_length_is_known_before() {
+        let shared = std::sync::Arc::new(StepInputs::new(args(json!({"big": "x\"y", "items": [1, 2]}))));
+        let cases = [
+            ItemInputs {
+                shared: shared.clone(),
+                own: args(json!({"items": 2, "flow": "f"})),
+            },
+            ItemInputs {
+                shared: shared.clone(),
+                own: args(json!({"items": "é", "flow": {"a": [null]}})),
+            },
+            // Other names replaced than its siblings: written whole.
+            ItemInputs {
+                shared: shared.clone(),
+                own: args(json!({"flow": 1})),
+            },
+            ItemInputs::default(),
+            ItemInputs {
+                shared: std::sync::Arc::new(StepInputs::new(args(json!({"items": [1]})))),
+                own: args(json!({"items": 1})),
+            },
+        ];
+        for inputs in cases {
+            let whole = serde_json::to_vec(&inputs).unwrap_or_default();
+            let parts = inputs.to_json_parts().unwrap_or_default();
+            assert_eq!(parts.to_vec(), whole, "{inputs:?}");
+            assert_eq!(parts.len(), whole.len());
+            assert_eq!(inputs.json_len().ok(), Some(whole.len()), "{inputs:?}");
+            assert_eq!(inputs.to_json().ok(), Some(whole));
+        }
+        // The step's part is one buffer, referred to by every item's body.
+        let a = cases_shared_piece(&shared, 1);
+        let b = cases_shared_piece(&shared, 2);
+        assert_eq!(a.as_ptr(), b.as_ptr());
+    }
+
+    fn cases_shared_piece(shared: &std::sync::Arc<StepInputs>, item: i64) -> bytes::Bytes {
+        let inputs = ItemInputs {
+            shared: shared.clone(),
+            own: args(json!({"items": item, "flow": "f"})),
+        };
+        let pieces = inputs.to_json_parts().unwrap_or_default().into_pieces();
+        pieces.get(1).cloned().unwrap_or_default()
     }
 }

@@ -49,9 +49,10 @@ pub struct EngineConfig {
     /// most (`TARTAN_MAX_RESPONSE_BYTES`); past it the attempt fails
     /// permanently (docs/errors.md).
     pub max_response_bytes: usize,
-    /// The bytes of response bodies this process holds at once, from
-    /// reading to recording (`TARTAN_MAX_INFLIGHT_BYTES`, docs/durability.md,
-    /// "Bytes in flight"): calls past it wait.
+    /// The bytes of step bodies this process holds at once, requests while
+    /// they are sent and responses from reading to recording
+    /// (`TARTAN_MAX_INFLIGHT_BYTES`, docs/durability.md, "Bytes in flight"):
+    /// calls past it wait.
     pub max_inflight_bytes: usize,
     /// The longest wait a step's `Retry-After` may ask for
     /// (`TARTAN_MAX_RETRY_AFTER`); longer asks are cut to it (docs/retries.md).

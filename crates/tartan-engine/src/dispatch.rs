@@ -1,9 +1,14 @@
 //! One HTTP call of a work item (docs/api.md) and its classification.
 
+use std::pin::Pin;
+use std::task::{Context, Poll};
 use std::time::Duration;
+
+use bytes::Bytes;
 
 use tartan_core::endpoint::Template;
 use tartan_core::hosts::StepHosts;
+use tartan_core::json::{json_len, JsonParts};
 use tartan_core::machine::{AttemptResult, CallBody, CallMethod};
 use tartan_core::outcome::{classify_response, classify_transport, declines_retry, FailureCause};
 
@@ -12,7 +17,7 @@ const TARTAN_RETRY: &str = "tartan-retry";
 use tartan_core::retry::parse_retry_after;
 use tartan_core::step::Args;
 
-use crate::budget::{Held, ResponseBudget};
+use crate::budget::{ByteBudget, Held};
 use crate::outbound;
 use crate::traces::{self, Tracer};
 
@@ -62,8 +67,9 @@ fn refused(error: String) -> AttemptResult {
 pub(crate) struct Limits<'a> {
     /// `TARTAN_MAX_RESPONSE_BYTES`.
     pub max_response_bytes: usize,
-    /// `TARTAN_MAX_INFLIGHT_BYTES`, shared by every call.
-    pub budget: &'a ResponseBudget,
+    /// `TARTAN_MAX_INFLIGHT_BYTES`, shared by every call's request and
+    /// response bodies.
+    pub budget: &'a ByteBudget,
     /// `TARTAN_MAX_RETRY_AFTER`, in milliseconds.
     pub max_retry_after_ms: u64,
     /// Bounds the call, dates `Retry-After` and measures the scope's time.
@@ -101,7 +107,7 @@ fn too_large(status: u16, limit: usize, announced: Option<u64>) -> AttemptResult
 async fn read_bounded(
     mut resp: reqwest::Response,
     limit: usize,
-    budget: &ResponseBudget,
+    budget: &ByteBudget,
     held: &mut Option<Held>,
 ) -> Result<Body, reqwest::Error> {
     let announced = resp.content_length();
@@ -207,20 +213,43 @@ async fn exchange(
     if let Some(hook) = &call.webhook_url {
         req = req.header("Argyll-Webhook-URL", hook);
     }
-    match &spec.body {
-        Some(CallBody::Inputs(inputs)) => match inputs.to_json() {
-            Ok(body) => {
-                req = req
-                    .header(reqwest::header::CONTENT_TYPE, "application/json")
-                    .body(body);
-            }
+    // The body's share of the bytes in flight is taken before the body is
+    // built; the wait is not part of the attempt, which has not started
+    // (docs/durability.md, "Bytes in flight").
+    let size = match &spec.body {
+        Some(CallBody::Inputs(inputs)) => match inputs.json_len() {
+            Ok(size) => Some(size),
             Err(e) => return refused(format!("the inputs could not be encoded: {e}")),
         },
-        Some(CallBody::Json(body)) => req = req.json(body),
-        None => {}
+        Some(CallBody::Json(body)) => Some(usize::try_from(json_len(body)).unwrap_or(usize::MAX)),
+        None => None,
+    };
+    let sending = match size {
+        Some(size) => limits.budget.send(size).await,
+        None => None,
+    };
+    let body = match &spec.body {
+        Some(CallBody::Inputs(inputs)) => match inputs.to_json_parts() {
+            Ok(parts) => Some(request_body(parts)),
+            Err(e) => return refused(format!("the inputs could not be encoded: {e}")),
+        },
+        Some(CallBody::Json(body)) => match serde_json::to_vec(body) {
+            Ok(body) => Some(reqwest::Body::from(body)),
+            Err(e) => return refused(format!("the body could not be encoded: {e}")),
+        },
+        None => None,
+    };
+    if let Some(body) = body {
+        req = req
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(body);
     }
     let exchange = async {
-        let resp = req.send().await?;
+        let resp = req.send().await;
+        // The request's share goes back before the response takes its own:
+        // a call never waits for bytes while holding some.
+        drop(sending);
+        let resp = resp?;
         let status = resp.status().as_u16();
         let header = |name| {
             resp.headers()
@@ -281,6 +310,65 @@ async fn exchange(
     }
 }
 
+/// A body at most this long is sent as one buffer, copied from its
+/// pieces: cheap at this size, and a body in one buffer can be sent again
+/// when a 307 or 308 redirect asks for it.
+const JOIN_AT_MOST: usize = 64 * 1024;
+
+/// A longer body goes to the connection in pieces of at most this: the
+/// client may copy what it is given into its write buffer, and a shared
+/// input copied whole for each call in flight would undo the sharing.
+const PIECE: usize = 64 * 1024;
+
+/// The request body of `parts`: one buffer when small, else the pieces as
+/// they are, the inputs a step's items share referred to, not copied.
+fn request_body(parts: JsonParts) -> reqwest::Body {
+    if parts.len() <= JOIN_AT_MOST {
+        return reqwest::Body::from(parts.to_vec());
+    }
+    let left = parts.len() as u64;
+    reqwest::Body::wrap(Pieces {
+        pieces: parts.into_pieces().into(),
+        left,
+    })
+}
+
+/// A body sent in pieces, its length announced (`Content-Length`).
+struct Pieces {
+    pieces: std::collections::VecDeque<Bytes>,
+    left: u64,
+}
+
+impl http_body::Body for Pieces {
+    type Data = Bytes;
+    type Error = std::convert::Infallible;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        _: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<Bytes>, Self::Error>>> {
+        let this = self.get_mut();
+        while let Some(front) = this.pieces.front_mut() {
+            if front.is_empty() {
+                this.pieces.pop_front();
+                continue;
+            }
+            let piece = front.split_to(front.len().min(PIECE));
+            this.left = this.left.saturating_sub(piece.len() as u64);
+            return Poll::Ready(Some(Ok(http_body::Frame::data(piece))));
+        }
+        Poll::Ready(None)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.left == 0
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        http_body::SizeHint::with_exact(self.left)
+    }
+}
+
 /// The cause chain of a transport error, e.g. "connection refused".
 pub(crate) fn transport_text(e: &reqwest::Error) -> String {
     let mut text = if e.is_connect() {
@@ -323,5 +411,31 @@ mod tests {
         assert_eq!(e, Ok("http://x/%7Bid".to_string()));
         let e = expand_endpoint("http://x y/", &inputs, &open).unwrap_err();
         assert!(e.starts_with("endpoint refused: "), "{e}");
+    }
+
+    #[tokio::test]
+    async fn a_large_body_goes_in_pieces_that_refer_to_the_shared_input() {
+        use http_body::Body as _;
+        let shared = Bytes::from(vec![b'x'; 200_000]);
+        let mut body = Pieces {
+            pieces: vec![Bytes::from_static(b"{"), shared.clone(), Bytes::from_static(b"}")].into(),
+            left: 200_002,
+        };
+        assert_eq!(body.size_hint().exact(), Some(200_002));
+        let mut whole = Vec::new();
+        let mut sizes = Vec::new();
+        while let Some(frame) = std::future::poll_fn(|cx| Pin::new(&mut body).poll_frame(cx)).await {
+            let data = frame.unwrap().into_data().unwrap();
+            // A piece of the shared input is that input's bytes, not a copy.
+            if data.len() > 1 {
+                let at = data.as_ptr() as usize - shared.as_ptr() as usize;
+                assert!(at < shared.len());
+            }
+            sizes.push(data.len());
+            whole.extend_from_slice(&data);
+        }
+        assert!(body.is_end_stream());
+        assert_eq!(whole.len(), 200_002);
+        assert_eq!(sizes, [1, PIECE, PIECE, PIECE, 200_000 - 3 * PIECE, 1]);
     }
 }

@@ -10,8 +10,8 @@
 //! however many steps hang, a step that holds none still finds a slot
 //! unless `max_calls` steps each hold one.
 //!
-//! Besides the slots, the calls share the budget of response bytes in
-//! flight (`budget`, `TARTAN_MAX_INFLIGHT_BYTES`).
+//! Besides the slots, the calls share the budget of bytes in flight, their
+//! request and response bodies (`budget`, `TARTAN_MAX_INFLIGHT_BYTES`).
 //!
 //! A waiting call is an entry in a queue, not a task: a task is spawned when
 //! it gets its slot. One small mutex guards the counts and the queues; it is
@@ -22,7 +22,7 @@ use std::sync::Mutex;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::budget::ResponseBudget;
+use crate::budget::ByteBudget;
 use crate::dispatch::Call;
 
 /// A call admitted to this process: its number (to tell it from a later call
@@ -52,8 +52,8 @@ pub(crate) struct CallSlots {
     cap: usize,
     max_queued: usize,
     state: Mutex<SlotState>,
-    /// The bytes of response bodies the running calls may hold.
-    bytes: ResponseBudget,
+    /// The bytes of request and response bodies the running calls may hold.
+    bytes: ByteBudget,
 }
 
 #[derive(Default)]
@@ -81,6 +81,8 @@ pub struct CallCounts {
     pub queued: usize,
     /// Bytes of response bodies held (`TARTAN_MAX_INFLIGHT_BYTES`).
     pub response_bytes: usize,
+    /// Bytes of request bodies held, the same budget's.
+    pub request_bytes: usize,
 }
 
 impl CallSlots {
@@ -91,12 +93,12 @@ impl CallSlots {
             cap: cap.unwrap_or(max).clamp(1, max),
             max_queued,
             state: Mutex::default(),
-            bytes: ResponseBudget::new(max_bytes),
+            bytes: ByteBudget::new(max_bytes),
         }
     }
 
-    /// The budget of response bytes the calls share.
-    pub(crate) fn bytes(&self) -> &ResponseBudget {
+    /// The budget of body bytes the calls share.
+    pub(crate) fn bytes(&self) -> &ByteBudget {
         &self.bytes
     }
 
@@ -124,6 +126,7 @@ impl CallSlots {
             running: st.running,
             queued: st.queued,
             response_bytes: self.bytes.held_bytes(),
+            request_bytes: self.bytes.sending_bytes(),
         }
     }
 
@@ -299,7 +302,8 @@ mod tests {
             CallCounts {
                 running: 8,
                 queued: 4,
-                response_bytes: 0
+                response_bytes: 0,
+                request_bytes: 0,
             }
         );
         // A slot a gives back is over every waiting step's share now: it
@@ -328,7 +332,8 @@ mod tests {
             CallCounts {
                 running: 3,
                 queued: 2,
-                response_bytes: 0
+                response_bytes: 0,
+                request_bytes: 0,
             }
         );
     }
@@ -353,7 +358,8 @@ mod tests {
             CallCounts {
                 running: 0,
                 queued: 0,
-                response_bytes: 0
+                response_bytes: 0,
+                request_bytes: 0,
             }
         );
     }

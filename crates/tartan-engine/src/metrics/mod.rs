@@ -64,6 +64,7 @@ pub mod names {
     pub const CALLS_QUEUED: &str = "tartan_calls_queued";
     pub const CALLS_DEFERRED: &str = "tartan_calls_deferred";
     pub const RESPONSE_BYTES_HELD: &str = "tartan_response_bytes_held";
+    pub const REQUEST_BYTES_HELD: &str = "tartan_request_bytes_held";
     pub const COMMIT_DURATION: &str = "tartan_commit_duration_seconds";
     pub const COMMIT_BATCH_SIZE: &str = "tartan_commit_batch_size";
     pub const LEASES_TAKEN_OVER: &str = "tartan_leases_taken_over";
@@ -109,6 +110,7 @@ pub struct Metrics {
     calls_in_flight: Gauge,
     calls_queued: Gauge,
     response_bytes_held: Gauge,
+    request_bytes_held: Gauge,
     calls_deferred: Counter,
     commit_duration: Histogram,
     commit_batch_size: Histogram,
@@ -160,6 +162,7 @@ impl Metrics {
             calls_in_flight: Gauge::default(),
             calls_queued: Gauge::default(),
             response_bytes_held: Gauge::default(),
+            request_bytes_held: Gauge::default(),
             calls_deferred: Counter::default(),
             // From 0.5 ms to about 4 s.
             commit_duration: Histogram::new(exponential_buckets(0.0005, 2.0, 14)),
@@ -319,6 +322,11 @@ impl Metrics {
             self.response_bytes_held.clone(),
         );
         r.register(
+            REQUEST_BYTES_HELD,
+            "Bytes of step request bodies held, from just before sending to the response (TARTAN_MAX_INFLIGHT_BYTES bounds them with the responses')",
+            self.request_bytes_held.clone(),
+        );
+        r.register(
             CALLS_DEFERRED,
             "Calls left to their lease because the call queue was full",
             self.calls_deferred.clone(),
@@ -392,6 +400,7 @@ impl Engine {
         m.calls_in_flight.set(gauge(calls.running));
         m.calls_queued.set(gauge(calls.queued));
         m.response_bytes_held.set(gauge(calls.response_bytes));
+        m.request_bytes_held.set(gauge(calls.request_bytes));
         for lane in self.inner.lanes.known() {
             let here = lane.local.unwrap_or_default();
             let open = here.breaker != tartan_core::lanes::BreakerState::Closed;
