@@ -46,10 +46,14 @@ fn main() -> Result<(), Box<dyn Error>> {
     // iteration (Luau's interrupt).
     let busy = compile("local n = 0 for i = 1, 10000 do n = n + i end return n", &[])?;
     let none = Map::new();
-    measure("loop of 10,000 iterations", || busy.value(&none, &limits).map(|_| ()))?;
+    measure("loop of 10,000 iterations", || {
+        busy.value(&none, &limits).map(|_| ())
+    })?;
     let pattern = compile("return string.find(s, '(%w+)@(%w+)%.com')", &["s"])?;
     let email = object(json!({"s": "someone.else@example.com"}))?;
-    measure("pattern on an email", || pattern.value(&email, &limits).map(|_| ()))?;
+    measure("pattern on an email", || {
+        pattern.value(&email, &limits).map(|_| ())
+    })?;
     Ok(())
 }
 

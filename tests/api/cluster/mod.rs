@@ -10,13 +10,14 @@ use axum::http::StatusCode;
 use serde_json::{json, Value};
 use tartan_testkit::{both_backends, Backend, TestDb};
 
-use crate::helpers::{json_reply, start_on_with, StepServer, TestApp};
+use crate::helpers::{held_server, json_reply, start_on_with, StepServer, TestApp};
 
 mod gate;
 
 both_backends!(
     a_health_check_that_flips_is_seen_by_every_view,
     flow_and_script_steps_take_their_health_from_what_they_run,
+    a_slow_health_check_costs_its_own_step_only,
 );
 
 /// Health checks every 100 ms, each given a second.
@@ -252,5 +253,45 @@ async fn two_engines_share_the_checks_and_agree_on_the_cluster() {
         statuses(&from_a, "node-a"),
         statuses(&health, "node-b"),
         "both engines show the same health"
+    );
+}
+
+/// Twenty steps whose health checks never answer (each takes its whole
+/// timeout, 2 s) do not hold up the check of another: checks run side by
+/// side, so a step that goes down is seen within a round or two, not
+/// after the twenty timeouts one after another (40 s).
+async fn a_slow_health_check_costs_its_own_step_only(backend: Backend) {
+    let Some(db) = TestDb::create(backend).await else {
+        return;
+    };
+    let app = start_on_with(db, "slow-checks", |config| {
+        config.health = tartan_engine::HealthConfig {
+            interval: Duration::from_secs(1),
+            timeout: Duration::from_secs(2),
+        };
+    })
+    .await;
+    let (_release, hanging) = held_server().await;
+    for i in 0..20 {
+        let step = json!({"id": format!("a-hangs-{i:02}"), "name": "hangs", "type": "sync",
+            "http": {"endpoint": hanging.url("/run"), "health_check": hanging.url("/held")},
+            "attributes": {"seed": {"role": "required"}, format!("out{i}"): {"role": "output"}}});
+        assert_eq!(app.register(&step).await.status, StatusCode::CREATED);
+    }
+    let up = Arc::new(AtomicBool::new(true));
+    let svc = flipping(up.clone()).await;
+    // Last in the engine's order of checks.
+    assert_eq!(
+        app.register(&checked_step("z-checked", &svc)).await.status,
+        StatusCode::CREATED
+    );
+    until(&app, "/engine/health/z-checked", |h| h["status"] == "healthy").await;
+    up.store(false, Ordering::SeqCst);
+    let down = std::time::Instant::now();
+    until(&app, "/engine/health/z-checked", |h| h["status"] == "unhealthy").await;
+    assert!(
+        down.elapsed() < Duration::from_secs(10),
+        "seen unhealthy {:?} after it went down",
+        down.elapsed()
     );
 }

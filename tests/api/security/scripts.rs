@@ -227,19 +227,34 @@ async fn a_cancelled_flows_script_gives_up_its_place(backend: Backend) {
     spin["timeouts"] = json!({"attempt": "90s"});
     let quick = script_step("quick", "lua", "return { quick_out = 1 }", &[], &["quick_out"]);
     for step in [spin, quick] {
-        assert_eq!(call(&engine, Method::POST, "/engine/step", Some(step)).await.0, 201);
+        assert_eq!(
+            call(&engine, Method::POST, "/engine/step", Some(step)).await.0,
+            201
+        );
     }
     let start = json!({"id": "spinning", "goals": ["spin"]});
-    assert_eq!(call(&engine, Method::POST, "/engine/flow", Some(start)).await.0, 201);
+    assert_eq!(
+        call(&engine, Method::POST, "/engine/flow", Some(start)).await.0,
+        201
+    );
     tokio::time::sleep(Duration::from_millis(300)).await;
     let start = json!({"id": "waiting", "goals": ["quick"]});
-    assert_eq!(call(&engine, Method::POST, "/engine/flow", Some(start)).await.0, 201);
+    assert_eq!(
+        call(&engine, Method::POST, "/engine/flow", Some(start)).await.0,
+        201
+    );
     // Waiting for the one place, held by the spinning script.
     tokio::time::sleep(Duration::from_millis(500)).await;
     let (_, waiting) = call(&engine, Method::GET, "/engine/flow/waiting", None).await;
     assert_eq!(waiting["status"], "active", "{waiting}");
     let cancelled = Instant::now();
-    let (status, body) = call(&engine, Method::POST, "/engine/flow/spinning/cancel", Some(json!({}))).await;
+    let (status, body) = call(
+        &engine,
+        Method::POST,
+        "/engine/flow/spinning/cancel",
+        Some(json!({})),
+    )
+    .await;
     assert!(status < 300, "{status}: {body}");
     let (_, done) = call(&engine, Method::GET, "/engine/flow/waiting/status?wait=30s", None).await;
     assert_eq!(done["status"], "completed", "{done}");

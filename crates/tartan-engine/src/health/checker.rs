@@ -8,6 +8,7 @@
 
 use std::time::Duration;
 
+use futures::StreamExt;
 use tartan_core::health::{checker_of, HealthState};
 use tartan_store::HealthRecord;
 
@@ -15,6 +16,9 @@ use crate::Engine;
 
 /// The round of heartbeats when checks are off.
 const HEARTBEAT_ONLY: Duration = Duration::from_secs(30);
+
+/// Health checks of one engine running at once at most.
+const MAX_CHECKS_AT_ONCE: usize = 32;
 
 impl Engine {
     /// How long one round lasts: the checks' interval, or the heartbeat's
@@ -97,33 +101,47 @@ impl Engine {
             return;
         }
         // Spread over the round, so that a thousand steps are not checked
-        // in one burst (Argyll does the same).
+        // in one burst (Argyll does the same), and side by side, at most
+        // MAX_CHECKS_AT_ONCE at a time: a slow check costs its own step
+        // only, not the steps after it (twenty checks that took their whole
+        // timeout one after another kept a healthy step unchecked for 40 s).
         let gap = self.health_round() / u32::try_from(mine.len()).unwrap_or(u32::MAX);
-        for (step_id, url) in mine {
-            if self.inner.stopping.is_cancelled() {
-                return;
-            }
-            let health = self.check(&url).await;
-            let record = HealthRecord {
-                step_id: step_id.clone(),
-                health,
-                node: me.clone(),
-                checked_at: self.inner.config.clock.now(),
-                changed_at: self.inner.config.clock.now(),
-            };
-            match store.record_health(&record).await {
-                Ok(true) => {
-                    tracing::info!(%step_id, status = record.health.status.as_str(),
-                        error = record.health.error.as_deref().unwrap_or(""), "step health changed");
-                    self.announce_health_change().await;
+        let begun = tokio::time::Instant::now();
+        let me = me.as_str();
+        let checks = futures::stream::iter(mine.into_iter().enumerate())
+            .map(|(i, (step_id, url))| {
+                let at = begun + gap.saturating_mul(u32::try_from(i).unwrap_or(u32::MAX));
+                async move {
+                    tokio::time::sleep_until(at).await;
+                    self.check_and_record(step_id, &url, me).await;
                 }
-                Ok(false) => {}
-                Err(e) => tracing::warn!(%step_id, "recording a health check failed: {e}"),
+            })
+            .buffer_unordered(MAX_CHECKS_AT_ONCE)
+            .for_each(|()| async {});
+        tokio::select! {
+            _ = checks => {}
+            _ = self.inner.stopping.cancelled() => {}
+        }
+    }
+
+    /// Check one step and record what was found; a change is announced.
+    async fn check_and_record(&self, step_id: String, url: &str, me: &str) {
+        let health = self.check(url).await;
+        let record = HealthRecord {
+            step_id,
+            health,
+            node: me.to_string(),
+            checked_at: self.inner.config.clock.now(),
+            changed_at: self.inner.config.clock.now(),
+        };
+        match self.inner.store.record_health(&record).await {
+            Ok(true) => {
+                tracing::info!(step_id = %record.step_id, status = record.health.status.as_str(),
+                    error = record.health.error.as_deref().unwrap_or(""), "step health changed");
+                self.announce_health_change().await;
             }
-            tokio::select! {
-                _ = tokio::time::sleep(gap) => {}
-                _ = self.inner.stopping.cancelled() => return,
-            }
+            Ok(false) => {}
+            Err(e) => tracing::warn!(step_id = %record.step_id, "recording a health check failed: {e}"),
         }
     }
 
