@@ -200,6 +200,16 @@ impl Config {
                 bail!("{}: at most {}, got {given}", origin(key), shown(ceiling));
             }
         }
+        // Counts have no ceiling in the table (a count's only bound is
+        // usually the machine's); this one allocates per answer kept.
+        if s.memo_cache_size > tartan_engine::MAX_MEMO_CACHE_SIZE {
+            bail!(
+                "{}: at most {}, got {}",
+                origin("memo_cache_size"),
+                tartan_engine::MAX_MEMO_CACHE_SIZE,
+                s.memo_cache_size
+            );
+        }
         if s.retry_max_backoff < s.retry_initial_backoff {
             bail!(
                 "{} must be at least {}",

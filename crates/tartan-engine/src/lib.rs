@@ -112,6 +112,7 @@ pub use feed::{EventFeed, FeedItem, FlowFeed};
 pub use flows::{StartOutcome, WebhookRefusal, WebhookResult};
 pub use health::{ClusterEvents, ClusterReceiver, ClusterView, StepHealthView};
 pub use lanes::{LaneView, LaneWait, LocalLane};
+pub use memo::MAX_MEMO_CACHE_SIZE;
 pub use metrics::Metrics;
 pub use outbound::StepTls;
 pub use retention::purge_before;

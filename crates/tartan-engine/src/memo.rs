@@ -7,8 +7,13 @@
 //! database a read for what this process saw lately. The table is pruned
 //! (expired answers, then the oldest past `TARTAN_MEMO_MAX_ENTRIES`) every
 //! so many answers stored, not on a clock.
+//!
+//! Both are bounded in bytes as well as in answers: an answer of more than
+//! [`MAX_ANSWER_BYTES`] of JSON is not memoized (the step is called each
+//! time), and the process's layer holds at most [`MAX_CACHE_BYTES`]. So the
+//! table holds at most `TARTAN_MEMO_MAX_ENTRIES` × 64 KiB and the layer 64
+//! MiB, whatever a step answers.
 
-use std::num::NonZeroUsize;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
@@ -23,42 +28,80 @@ use crate::Engine;
 /// Prune the table after this many answers stored by this process.
 const PRUNE_EVERY: u64 = 1000;
 
-/// An answer and until when it may be reused.
+/// The largest answer memoized, in bytes of JSON.
+pub const MAX_ANSWER_BYTES: usize = 64 * 1024;
+
+/// What this process's layer holds at most, in bytes of the answers' JSON.
+pub const MAX_CACHE_BYTES: usize = 64 * 1024 * 1024;
+
+/// The most answers `TARTAN_MEMO_CACHE_SIZE` may ask this process to keep.
+pub const MAX_MEMO_CACHE_SIZE: usize = 10_000_000;
+
+/// An answer, its size and until when it may be reused.
 #[derive(Clone)]
 struct Entry {
     outputs: Args,
+    bytes: usize,
     expires: Option<DateTime<Utc>>,
+}
+
+/// The layer's answers, newest used first, and their bytes together.
+struct Recent {
+    answers: lru::LruCache<String, Entry>,
+    bytes: usize,
 }
 
 /// This process's layer of the memo.
 pub(crate) struct Memo {
-    recent: Mutex<lru::LruCache<String, Entry>>,
+    recent: Mutex<Recent>,
+    capacity: usize,
     stored: AtomicU64,
 }
 
 impl Memo {
     pub(crate) fn new(capacity: usize) -> Memo {
-        let capacity = NonZeroUsize::new(capacity).unwrap_or(NonZeroUsize::MIN);
         Memo {
-            recent: Mutex::new(lru::LruCache::new(capacity)),
+            // Grown as answers come, not allocated up front for `capacity`.
+            recent: Mutex::new(Recent {
+                answers: lru::LruCache::unbounded(),
+                bytes: 0,
+            }),
+            capacity: capacity.clamp(1, MAX_MEMO_CACHE_SIZE),
             stored: AtomicU64::new(0),
         }
     }
 
     fn recent(&self, key: &str, now: DateTime<Utc>) -> Option<Args> {
         let mut recent = crate::sync::lock(&self.recent);
-        match recent.get(key) {
+        match recent.answers.get(key) {
             Some(e) if e.expires.is_none_or(|t| t > now) => Some(e.outputs.clone()),
             Some(_) => {
-                recent.pop(key);
+                if let Some(gone) = recent.answers.pop(key) {
+                    recent.bytes -= gone.bytes;
+                }
                 None
             }
             None => None,
         }
     }
 
-    fn remember(&self, key: String, outputs: Args, expires: Option<DateTime<Utc>>) {
-        crate::sync::lock(&self.recent).put(key, Entry { outputs, expires });
+    fn remember(&self, key: String, outputs: Args, bytes: usize, expires: Option<DateTime<Utc>>) {
+        let mut recent = crate::sync::lock(&self.recent);
+        let entry = Entry {
+            outputs,
+            bytes,
+            expires,
+        };
+        if let Some((_, replaced)) = recent.answers.push(key, entry) {
+            recent.bytes -= replaced.bytes;
+        }
+        recent.bytes += bytes;
+        while recent.answers.len() > self.capacity || recent.bytes > MAX_CACHE_BYTES {
+            match recent.answers.pop_lru() {
+                Some((_, gone)) => recent.bytes -= gone.bytes,
+                None => break,
+            }
+        }
     }
 }
 
@@ -93,7 +136,9 @@ impl Engine {
             }
         };
         let outputs: Args = serde_json::from_str(&text).ok()?;
-        self.inner.memo.remember(key, outputs.clone(), expiry(memo, now));
+        self.inner
+            .memo
+            .remember(key, outputs.clone(), text.len(), expiry(memo, now));
         Some(outputs)
     }
 
@@ -116,6 +161,10 @@ impl Engine {
             let Ok(text) = serde_json::to_string(&outputs) else {
                 return;
             };
+            if text.len() > MAX_ANSWER_BYTES {
+                tracing::debug!(%step_id, bytes = text.len(), "an answer too large to memoize");
+                return;
+            }
             let store = &engine.inner.store;
             if let Err(e) = store.memo_put(&key, &step_id, &text, now, expires).await {
                 tracing::warn!(%step_id, "storing a memoized answer failed: {e}");
@@ -131,5 +180,40 @@ impl Engine {
                 }
             }
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn answer() -> Args {
+        Args::new()
+    }
+
+    #[test]
+    fn the_layer_is_bounded_in_answers_and_in_bytes() {
+        let memo = Memo::new(3);
+        for i in 0..5 {
+            memo.remember(format!("k{i}"), answer(), 10, None);
+        }
+        let now = Utc::now();
+        assert!(memo.recent("k0", now).is_none() && memo.recent("k1", now).is_none());
+        assert!(memo.recent("k4", now).is_some());
+        // Three answers fit by count, not by bytes: the oldest go.
+        let memo = Memo::new(3);
+        memo.remember("a".into(), answer(), MAX_CACHE_BYTES / 2, None);
+        memo.remember("b".into(), answer(), MAX_CACHE_BYTES / 2, None);
+        memo.remember("c".into(), answer(), 1, None);
+        assert!(
+            memo.recent("a", now).is_none(),
+            "a pushed the layer past its bytes"
+        );
+        assert!(memo.recent("b", now).is_some() && memo.recent("c", now).is_some());
+        // Replacing an answer gives its bytes back.
+        memo.remember("c".into(), answer(), 2, None);
+        assert_eq!(crate::sync::lock(&memo.recent).bytes, MAX_CACHE_BYTES / 2 + 2);
+        // A huge capacity allocates nothing up front.
+        let _ = Memo::new(usize::MAX);
     }
 }

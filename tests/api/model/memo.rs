@@ -19,6 +19,7 @@ both_backends!(
     flow_steps_with_other_goals_do_not_share_answers,
     a_changed_child_step_is_not_served_the_old_answer,
     steps_with_other_ids_do_not_share_answers,
+    an_answer_too_large_is_not_memoized,
 );
 
 async fn counter() -> StepServer {
@@ -375,4 +376,49 @@ async fn steps_with_other_ids_do_not_share_answers(backend: Backend) {
     );
     assert!(!from_memo(&flow, "memo-b"), "{flow}");
     assert_eq!(svc.requests().len(), 2, "each step called once");
+}
+
+/// An answer of more than 64 KiB of JSON is not memoized (the memo's table
+/// and each process's layer stay bounded in bytes): the step is called
+/// each time, while a small answer of the same step is reused.
+async fn an_answer_too_large_is_not_memoized(backend: Backend) {
+    let Some((app, url)) = app_and_url(backend).await else {
+        return;
+    };
+    let svc = StepServer::start(|r, _| {
+        let size = if r.body["in"] == "big" { 70 * 1024 } else { 10 };
+        json_reply(200, json!({"out": "x".repeat(size)}))
+    })
+    .await;
+    assert_eq!(
+        app.register(&memoized(&svc.url("/m"), json!({}))).await.status,
+        StatusCode::CREATED
+    );
+    for (id, input) in [
+        ("big1", "big"),
+        ("small1", "small"),
+        ("big2", "big"),
+        ("small2", "small"),
+    ] {
+        if id == "big2" {
+            // Stored in the background: the second round would race it.
+            memos_stored(&url, 1).await;
+        }
+        app.start_flow(&json!({"id": id, "goals": ["memo"], "init": {"in": [input]}}))
+            .await;
+        let flow = app.wait_for_flow(id).await;
+        assert_eq!(flow["status"], "completed", "{flow}");
+    }
+    let called: Vec<String> = svc
+        .requests()
+        .iter()
+        .map(|r| r.body["in"].as_str().unwrap_or_default().to_string())
+        .collect();
+    assert_eq!(
+        called,
+        ["big", "small", "big"],
+        "the small answer was reused, the big one not"
+    );
+    assert!(item(&app.flow("big2").await)["attempts"][0].get("memo").is_none());
+    assert_eq!(item(&app.flow("small2").await)["attempts"][0]["memo"], true);
 }

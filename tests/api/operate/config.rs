@@ -184,7 +184,7 @@ async fn durations_past_their_ceiling_stop_start_up() {
     let file = temp_file("tartan.toml", "retention = \"3651d\"\n");
     let file_arg = file.display().to_string();
     type Case<'a> = (&'a [&'a str], &'a [(&'a str, &'a str)], String);
-    let cases: [Case; 4] = [
+    let cases: [Case; 6] = [
         (
             &[],
             &[("TARTAN_LEASE", "99999999999d")],
@@ -204,6 +204,17 @@ async fn durations_past_their_ceiling_stop_start_up() {
             &["--config", &file_arg],
             &[],
             format!("retention in {file_arg}: at most 3650d"),
+        ),
+        // A count that sizes memory: it aborted the server allocating 2 TB.
+        (
+            &[],
+            &[("TARTAN_MEMO_CACHE_SIZE", "99999999999")],
+            "TARTAN_MEMO_CACHE_SIZE (environment variable): at most 10000000, got 99999999999".into(),
+        ),
+        (
+            &[],
+            &[("MEMO_CACHE_SIZE", "99999999999")],
+            "MEMO_CACHE_SIZE (environment variable): at most 10000000".into(),
         ),
     ];
     for (flags, env, said) in cases {
