@@ -1,4 +1,4 @@
-//! Safe to expose: tokens, hosts, outbound policy, bad input, bounds, errors, connections, scripts.
+//! Safe to expose: tokens, hosts, outbound policy, bad input, bounds, errors, connections, scripts, readers.
 
 mod auth;
 mod bad_input;
@@ -7,5 +7,6 @@ mod connections;
 mod errors;
 mod hosts;
 mod outbound;
+mod readers;
 mod scripts;
 mod tls;

@@ -125,10 +125,26 @@ pub(crate) async fn get_one(
     State(engine): State<Engine>,
     Path(id): Path<String>,
 ) -> Result<axum::response::Response, ApiError> {
-    let state = engine.flow(&id).await?;
-    // A large flow is sent as it is encoded (docs/api.md, "Large flows").
+    let state = super::streamed::loading(engine.flow(&id)).await?;
+    // A large flow is sent as it is encoded (docs/api.md, "Large flows"),
+    // within the server's budget for such answers.
     if state.data_bytes > STREAMED_FLOW_BYTES {
-        return Ok(super::streamed::json(state));
+        let bytes = state.data_bytes;
+        if let Some(share) = super::streamed::Share::now(bytes) {
+            return Ok(super::streamed::json(state, share));
+        }
+        // Not held while waiting for room: read again once there is.
+        drop(state);
+        let Some(share) = super::streamed::Share::wait(bytes).await else {
+            return Err(ApiError::new(
+                axum::http::StatusCode::SERVICE_UNAVAILABLE,
+                crate::error::kind::OVERLOADED,
+                "the server is sending as many large flows as it holds at once (128 MiB); try again",
+            )
+            .retry_after(5));
+        };
+        let state = super::streamed::loading(engine.flow(&id)).await?;
+        return Ok(super::streamed::json(state, share));
     }
     Ok(axum::response::IntoResponse::into_response(Json(state)))
 }
