@@ -34,10 +34,13 @@ pub fn line(text: &str) {
     out(&format!("{}\n", escape(text)));
 }
 
-/// Text made safe for a terminal: every C0 control character, DEL and
-/// every C1 control character (U+0080 to U+009F) is shown as an escape
-/// (`\n`, `\t`, `\x1b`, `\x7f`, `\u{9b}`), none kept, not even a newline:
-/// one value is one line. Backslashes stay as they are, so escaping twice
+/// Text made safe for a terminal: every C0 control character, DEL, every
+/// C1 control character (U+0080 to U+009F) and every Unicode bidirectional
+/// control (U+061C, U+200E, U+200F, U+202A to U+202E, U+2066 to U+2069:
+/// they reorder what follows on the line, so a step's output could make
+/// an error read as a success) is shown as an escape (`\n`, `\t`, `\x1b`,
+/// `\x7f`, `\u{9b}`, `\u{202e}`), none kept, not even a newline: one
+/// value is one line. Backslashes stay as they are, so escaping twice
 /// changes nothing more.
 pub fn escape(text: &str) -> Cow<'_, str> {
     if !text.chars().any(is_control) {
@@ -61,9 +64,12 @@ pub fn escape(text: &str) -> Cow<'_, str> {
     Cow::Owned(safe)
 }
 
-/// C0 (including newline and tab), DEL, and C1.
+/// C0 (including newline and tab), DEL, C1, and the bidi controls.
 fn is_control(c: char) -> bool {
-    matches!(u32::from(c), 0x00..=0x1f | 0x7f..=0x9f)
+    matches!(
+        u32::from(c),
+        0x00..=0x1f | 0x7f..=0x9f | 0x061c | 0x200e | 0x200f | 0x202a..=0x202e | 0x2066..=0x2069
+    )
 }
 
 /// JSON text with DEL and the C1 control characters written as `\u`
@@ -76,7 +82,8 @@ pub fn json_text(text: String) -> String {
     }
     let mut safe = String::with_capacity(text.len() + 8);
     for c in text.chars() {
-        if matches!(u32::from(c), 0x7f..=0x9f) {
+        // C0 is escaped by serde_json already.
+        if is_control(c) && u32::from(c) >= 0x7f {
             let _ = write!(safe, "\\u{:04x}", u32::from(c));
         } else {
             safe.push(c);
@@ -236,6 +243,12 @@ mod tests {
         assert!(!safe.chars().any(is_control));
         assert_eq!(escape(&safe), safe, "escaping twice changes nothing more");
         assert!(matches!(escape("plain ünïcode"), Cow::Borrowed(_)));
+        // Bidi controls: "failed" shown reversed would read "deliaf".
+        let bidi = "ok \u{202e}deliaf\u{202c} \u{2066}x\u{2069}\u{200f}";
+        assert_eq!(escape(bidi), "ok \\u{202e}deliaf\\u{202c} \\u{2066}x\\u{2069}\\u{200f}");
+        let text = json_text(serde_json::json!({"e": bidi}).to_string());
+        assert!(!text.chars().any(is_control), "{text}");
+        assert_eq!(serde_json::from_str::<Value>(&text).unwrap_or_default()["e"], bidi);
     }
 
     #[test]
