@@ -245,10 +245,16 @@ mod tests {
         assert!(matches!(escape("plain ünïcode"), Cow::Borrowed(_)));
         // Bidi controls: "failed" shown reversed would read "deliaf".
         let bidi = "ok \u{202e}deliaf\u{202c} \u{2066}x\u{2069}\u{200f}";
-        assert_eq!(escape(bidi), "ok \\u{202e}deliaf\\u{202c} \\u{2066}x\\u{2069}\\u{200f}");
+        assert_eq!(
+            escape(bidi),
+            "ok \\u{202e}deliaf\\u{202c} \\u{2066}x\\u{2069}\\u{200f}"
+        );
         let text = json_text(serde_json::json!({"e": bidi}).to_string());
         assert!(!text.chars().any(is_control), "{text}");
-        assert_eq!(serde_json::from_str::<Value>(&text).unwrap_or_default()["e"], bidi);
+        assert_eq!(
+            serde_json::from_str::<Value>(&text).unwrap_or_default()["e"],
+            bidi
+        );
     }
 
     #[test]

@@ -63,6 +63,13 @@ pub(crate) async fn prepare(url: &str, schema: Schema) -> Result<Vec<Migration>,
             path.display()
         )));
     }
+    if schema == Schema::Migrate && path.symlink_metadata().is_err() {
+        // Made here, owner-only, rather than by SQLite with the umask's
+        // mode: it holds every flow's data and the webhook signing key.
+        // SQLite takes an empty file as a new database, and gives its -wal
+        // and -shm files the database file's mode.
+        new_private_file(&path)?;
+    }
     let native = SqlitePoolOptions::new()
         .max_connections(1)
         .connect_with(options)
@@ -102,6 +109,19 @@ pub(crate) async fn open(url: &str, pools: &crate::Pools, schema: Schema) -> Res
     })
 }
 
+/// Create `path` as a new, empty file only its owner may read or write;
+/// refused when anything is there, a link included.
+fn new_private_file(path: &std::path::Path) -> Result<(), StoreError> {
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    options
+        .open(path)
+        .map(drop)
+        .map_err(|e| StoreError::Config(format!("creating {}: {e}", path.display())))
+}
+
 /// One process serves a SQLite file (docs/operating.md, "SQLite"): its
 /// catalog and its timers live in that process's memory, so a second would
 /// serve stale steps and race the first for the same work. The process
@@ -112,10 +132,11 @@ pub(crate) fn hold_node(db: &std::path::Path, _node: &str) -> Result<crate::Node
     let mut name = db.as_os_str().to_owned();
     name.push(".lock");
     let path = std::path::PathBuf::from(name);
-    let file = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
+    let mut options = std::fs::OpenOptions::new();
+    options.create(true).truncate(false).write(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let file = options
         .open(&path)
         .map_err(|e| StoreError::Config(format!("opening the lock {}: {e}", path.display())))?;
     #[cfg(unix)]
@@ -144,7 +165,8 @@ pub(crate) async fn backup(url: &str, to: &std::path::Path) -> Result<u64, Store
             source.display()
         )));
     }
-    if to.exists() {
+    // `symlink_metadata`: a link is never followed, even one to nothing.
+    if to.symlink_metadata().is_ok() {
         return Err(StoreError::Config(format!(
             "{} exists: a backup never overwrites a file; name a new one",
             to.display()
@@ -153,11 +175,21 @@ pub(crate) async fn backup(url: &str, to: &std::path::Path) -> Result<u64, Store
     let mut partial = to.as_os_str().to_owned();
     partial.push(".partial");
     let partial = std::path::PathBuf::from(partial);
-    // Left by a backup that was stopped half way: never a whole backup.
-    if partial.exists() {
-        std::fs::remove_file(&partial)
-            .map_err(|e| StoreError::Config(format!("removing {}: {e}", partial.display())))?;
+    match partial.symlink_metadata() {
+        Ok(meta) if meta.file_type().is_symlink() => {
+            return Err(StoreError::Config(format!(
+                "{} is a symbolic link: a backup never writes through one",
+                partial.display()
+            )))
+        }
+        // Left by a backup that was stopped half way: never a whole backup.
+        Ok(_) => std::fs::remove_file(&partial)
+            .map_err(|e| StoreError::Config(format!("removing {}: {e}", partial.display())))?,
+        Err(_) => {}
     }
+    // Created here, new (never through a link) and owner-only; `VACUUM
+    // INTO` fills an empty file.
+    new_private_file(&partial)?;
     let target = partial
         .to_str()
         .ok_or_else(|| StoreError::Config(format!("{} is not UTF-8", partial.display())))?

@@ -103,6 +103,23 @@ async fn a_sqlite_backup_taken_mid_run_recovers_every_flow_in_flight() {
     assert!(!ok);
     assert!(stderr.contains("exists"), "{stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");
+    #[cfg(unix)]
+    links_are_never_followed(&db.url, &dir).await;
+    // The database and its copy are its owner's alone.
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let path = db
+            .url
+            .trim_start_matches("sqlite://")
+            .split('?')
+            .next()
+            .unwrap_or_default();
+        for file in [std::path::PathBuf::from(path), copy.clone()] {
+            let mode = std::fs::metadata(&file).map(|m| m.permissions().mode() & 0o777);
+            assert_eq!(mode.ok(), Some(0o600), "{}", file.display());
+        }
+    }
     // The server is lost; the copy is all there is.
     let mut engine = engine;
     engine.child.kill().await.expect("SIGKILL");
@@ -111,6 +128,32 @@ async fn a_sqlite_backup_taken_mid_run_recovers_every_flow_in_flight() {
     let engine = spawn_binary(&restored, "backed-up").await;
     every_flow_recovers(&engine, &svc).await;
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A link at `FILE` (even to nothing) or at `FILE.partial` is refused,
+/// and what it points at is left alone.
+#[cfg(unix)]
+async fn links_are_never_followed(url: &str, dir: &std::path::Path) {
+    let victim = dir.join("victim");
+    std::fs::write(&victim, "precious").expect("write");
+    let absent = dir.join("nowhere");
+    for (name, target) in [("to-victim.db", &victim), ("to-nothing.db", &absent)] {
+        let link = dir.join(name);
+        std::os::unix::fs::symlink(target, &link).expect("symlink");
+        let to = link.display().to_string();
+        let (ok, _, stderr) = run_tartan(&["backup", "--database-url", url, "--to", &to], &[]).await;
+        assert!(!ok && stderr.contains("exists"), "{name}: {stderr}");
+        let partial = dir.join(format!("via-{name}"));
+        std::os::unix::fs::symlink(target, dir.join(format!("via-{name}.partial"))).expect("symlink");
+        let to = partial.display().to_string();
+        let (ok, _, stderr) = run_tartan(&["backup", "--database-url", url, "--to", &to], &[]).await;
+        assert!(!ok && stderr.contains("symbolic link"), "{name}: {stderr}");
+    }
+    assert_eq!(std::fs::read_to_string(&victim).ok().as_deref(), Some("precious"));
+    assert!(
+        absent.symlink_metadata().is_err(),
+        "nothing was made through the link"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
