@@ -19,8 +19,28 @@ async fn registering_a_step_stores_it_with_the_global_defaults_filled_in(backend
     let step = sync_step("Greet Step", "http://127.0.0.1:9/greet", &["name"], &["greeting"]);
     let r = app.register(&step).await;
     assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
-    assert_eq!(r.body["message"], "Step registered");
     assert_eq!(r.body["step"]["id"], "greet-step", "ids are sanitised");
+    // And says so: `Greet Step` and `greet-step` are one step.
+    assert_eq!(
+        r.body["message"],
+        "Step registered; step id \"Greet Step\" is stored as \"greet-step\": ids keep lower-case \
+         letters, digits and _ . + -, spaces become -"
+    );
+    let start = app
+        .start_flow(&serde_json::json!({"id": "Order:42", "goals": ["greet-step"], "init": {"name": ["x"]}}))
+        .await;
+    assert_eq!(start.body["flow_id"], "order42", "{:?}", start.body);
+    assert!(
+        start.body["message"]
+            .as_str()
+            .is_some_and(|m| m.starts_with("flow id \"Order:42\" is stored as \"order42\"")),
+        "{:?}",
+        start.body
+    );
+    let plain = app
+        .start_flow(&serde_json::json!({"id": "plain", "goals": ["greet-step"], "init": {"name": ["x"]}}))
+        .await;
+    assert_eq!(plain.body["message"], "", "{:?}", plain.body);
     let wc = &r.body["step"]["work_config"];
     assert_eq!(wc["max_retries"], 10);
     assert_eq!(wc["init_backoff"], 1000);

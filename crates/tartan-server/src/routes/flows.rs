@@ -62,6 +62,7 @@ pub(crate) async fn start(
     let started = async {
         let extract::Json(request) = request?;
         let id = sanitize_id(&request.id);
+        let message = rewritten("flow", &request.id, &id);
         // Under the request's span, in the caller's trace (docs/operating.md,
         // "Traces").
         let trace = trace.map(|Extension(t)| t).unwrap_or_default();
@@ -69,7 +70,7 @@ pub(crate) async fn start(
         Ok((
             StatusCode::CREATED,
             Json(FlowAnswer {
-                message: "".into(),
+                message: message.unwrap_or_default(),
                 flow_id: id,
             }),
         ))
@@ -105,6 +106,20 @@ pub(crate) async fn plan(
     let plan = build_plan(&view.catalog, &request.goals, &request.init, PlanMode::Preview)
         .map_err(EngineError::from)?;
     Ok(Json(plan))
+}
+
+/// What a start or registration says when the id given is not the id
+/// stored (docs/api.md: `a:b` and `ab` name the same flow); logged too.
+pub(crate) fn rewritten(what: &str, given: &str, stored: &str) -> Option<String> {
+    if given == stored {
+        return None;
+    }
+    tracing::info!(given, stored, "{what} id rewritten");
+    let shown: String = given.chars().take(64).collect();
+    Some(format!(
+        "{what} id {shown:?} is stored as {stored:?}: ids keep lower-case letters, digits and _ . + -, \
+         spaces become -"
+    ))
 }
 
 /// The flow's whole state.

@@ -53,12 +53,17 @@ pub(crate) async fn register(
     State(engine): State<Engine>,
     extract::Json(step): StepBody,
 ) -> Result<(StatusCode, Json<StepSaved>), ApiError> {
+    let given = step.id.clone();
     let step = engine.register_step(step).await?;
+    let message = match super::flows::rewritten("step", &given, &step.id) {
+        Some(rewritten) => format!("Step registered; {rewritten}"),
+        None => "Step registered".into(),
+    };
     Ok((
         StatusCode::CREATED,
         Json(StepSaved {
             step: step_shown(&step),
-            message: "Step registered".into(),
+            message,
         }),
     ))
 }
