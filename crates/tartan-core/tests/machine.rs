@@ -1203,3 +1203,54 @@ fn a_heartbeat_is_recorded_once_the_window_is_half_used_and_noted_before() {
     assert_eq!(types(&tx)[0], "work_not_completed", "{:?}", types(&tx));
     assert_eq!(run.replayed(), run.state);
 }
+
+// ---------------------------------------------------------------------------
+// Calls of its own
+
+/// `sub` runs `double` in a child flow; `side` is a step of the flow's own.
+fn with_sub_flow() -> Catalog {
+    catalog(vec![
+        chain_def("double", &["n"], &["doubled"]),
+        json!({
+            "id": "sub", "name": "sub", "type": "flow",
+            "flow": {"goals": ["double"]},
+            "attributes": {
+                "amount": {"role": "required", "required": {"mapping": {"name": "n"}}},
+                "result": {"role": "output", "output": {"mapping": {"name": "doubled"}}},
+            },
+        }),
+        chain_def("side", &["x"], &["y"]),
+    ])
+}
+
+/// A flow whose only calls in flight are flow steps' (they wait for child
+/// flows) has none of its own: the engine need not hold it in memory
+/// (docs/steps.md, "Sub-flows"). Read back, it is counted the same.
+#[test]
+fn a_flow_steps_call_is_not_a_call_of_the_flows_own() {
+    let (mut run, _) = Run::start(
+        &with_sub_flow(),
+        &["sub", "side"],
+        init(&[("amount", json!(1)), ("x", json!(2))]),
+        t(0),
+    );
+    assert!(run.state.has_active_work() && run.state.has_own_calls());
+    let side = run.token("side");
+    run.record(
+        "side",
+        &side,
+        1,
+        AttemptResult::Success {
+            outputs: args(json!({"y": 3})),
+            http_status: None,
+        },
+        t(1),
+    );
+    assert!(
+        run.state.has_active_work(),
+        "the flow step's call waits for its child"
+    );
+    assert!(!run.state.has_own_calls());
+    let back = run.replayed();
+    assert!(back.has_active_work() && !back.has_own_calls());
+}

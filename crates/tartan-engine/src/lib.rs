@@ -144,7 +144,7 @@ struct Inner {
     config: EngineConfig,
     store: Arc<dyn Store>,
     catalog: catalog::CatalogCache,
-    flows: flows::FlowLocks,
+    flows: Arc<flows::FlowLocks>,
     writer: writer::Writer,
     timers: timers::Timers,
     /// Signs the webhook URLs handed to async steps.
@@ -199,6 +199,10 @@ impl Engine {
         let stopping = CancellationToken::new();
         let lanes = lanes::Lanes::new(Arc::clone(&store), outbox.clone(), &config, stopping.clone());
         lanes.start().await?;
+        let flows = Arc::new(flows::FlowLocks::new(
+            config.max_active_flows,
+            config.max_queued_calls,
+        ));
         let engine = Engine {
             inner: Arc::new(Inner {
                 calls: in_flight::InFlight::new(
@@ -225,7 +229,7 @@ impl Engine {
                 config,
                 store,
                 catalog,
-                flows: flows::FlowLocks::default(),
+                flows,
                 timers: timers::Timers::default(),
                 finished: tokio::sync::broadcast::channel(FINISHED_BUFFER).0,
                 waiters: flows::Waiters::default(),

@@ -170,6 +170,14 @@ enum Scope<'a> {
     Flow,
 }
 
+/// Calls in flight among some work items (`FlowState::count_calls`).
+#[derive(Debug, Clone, Copy, Default)]
+struct Calls {
+    all: usize,
+    /// Those not of flow steps.
+    own: usize,
+}
+
 fn has_call(w: &WorkState) -> bool {
     matches!(w.status, WorkStatus::Active | WorkStatus::Compensating)
 }

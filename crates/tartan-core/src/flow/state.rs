@@ -94,6 +94,10 @@ pub struct FlowState {
     /// flow still run anything" costs nothing per decision.
     #[serde(skip)]
     pub(super) calls: usize,
+    /// Those of them that are not flow steps' (which wait for a child
+    /// flow): kept the same way.
+    #[serde(skip)]
+    pub(super) own_calls: usize,
 }
 
 impl Default for FlowState {
@@ -122,6 +126,7 @@ impl Default for FlowState {
             data_bytes: 0,
             input_deadlines: imbl::OrdMap::new(),
             calls: 0,
+            own_calls: 0,
         }
     }
 }
@@ -187,8 +192,11 @@ impl From<StoredFlowState> for FlowState {
             data_bytes: s.data_bytes,
             input_deadlines: s.input_deadlines,
             calls: 0,
+            own_calls: 0,
         };
-        state.calls = state.count_calls(Scope::Flow);
+        let calls = state.count_calls(Scope::Flow);
+        state.calls = calls.all;
+        state.own_calls = calls.own;
         state
     }
 }
@@ -489,6 +497,7 @@ impl FlowState {
             data_bytes: crate::json::json_len(init),
             input_deadlines: imbl::OrdMap::new(),
             calls: 0,
+            own_calls: 0,
         }
     }
 
@@ -563,5 +572,13 @@ impl FlowState {
     /// True while any work item still has a call in flight.
     pub fn has_active_work(&self) -> bool {
         self.calls > 0
+    }
+
+    /// True while a work item has a call in flight that is not a flow
+    /// step's: one whose end comes from outside (a step's answer, a
+    /// webhook, a script). A flow step's call only waits for its child
+    /// flow, which is a flow of its own.
+    pub fn has_own_calls(&self) -> bool {
+        self.own_calls > 0
     }
 }

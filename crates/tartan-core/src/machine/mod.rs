@@ -46,7 +46,7 @@ pub use crate::outcome::AttemptResult;
 pub use call::{AttemptBound, Call, CallBody, CallKind, CallMethod, MemoCall};
 pub use inputs::{NOT_NEEDED, NO_MATCH, PREDICATE_FALSE, UNAVAILABLE};
 pub use readiness::{check_fan_out, MAX_WORK_ITEMS};
-pub use subflow::{child_refused, child_result, ChildStart};
+pub use subflow::{child_refused, child_result, ChildOf, ChildStart};
 pub use transition::{Dispatch, Effect, Transition, Wake};
 
 /// What the caller supplies: the clock, the webhook base and new tokens.

@@ -24,13 +24,34 @@ pub struct ChildStart {
 }
 
 impl ChildStart {
-    /// The child of `call`'s item as `parent` has it, started at `now`:
-    /// its id is the item's latest child, its plan the one the parent's
-    /// plan holds for the step, its inputs the item's (by the names the
-    /// step passes them), its deadline the parent's, or the call's bound
-    /// when that ends first. `Err`: the child cannot start, as a failure
-    /// to record.
+    /// The child of `call`'s item as `parent` has it, started at `now`
+    /// (`ChildOf::of`, then `ChildOf::start`).
     pub fn of(parent: &FlowState, call: &Call, now: crate::flow::Time) -> Result<ChildStart, AttemptResult> {
+        ChildOf::of(parent, call, now).map(|child| child.start(call))
+    }
+}
+
+/// A flow step's call's child, checked but not built yet: what it needs
+/// of its parent, the parent's plan shared rather than the child's copied,
+/// so that a call waiting for room to start its child holds little
+/// (`start` builds it).
+#[derive(Debug, Clone)]
+pub struct ChildOf {
+    flow_id: String,
+    parent_plan: std::sync::Arc<ExecutionPlan>,
+    deadline_at: Option<crate::flow::Time>,
+    max_step_attempts: u32,
+    parent: ParentLink,
+}
+
+impl ChildOf {
+    /// The child of `call`'s item as `parent` has it, its call made at
+    /// `now`: its id is the item's latest child, its plan the one the
+    /// parent's plan holds for the step, its inputs the item's (by the
+    /// names the step passes them), its deadline the parent's, or the
+    /// call's bound (from `now`) when that ends first. `Err`: the child
+    /// cannot start, as a failure to record.
+    pub fn of(parent: &FlowState, call: &Call, now: crate::flow::Time) -> Result<ChildOf, AttemptResult> {
         let step_id = &call.step.id;
         let flow_id = parent
             .find_work(step_id, &call.token)
@@ -43,19 +64,17 @@ impl ChildStart {
                 ))
             })?;
         let plan =
-            parent.plan.children.get(step_id).cloned().ok_or_else(|| {
+            parent.plan.children.get(step_id).ok_or_else(|| {
                 child_refused(format!("the flow's plan holds no sub-flow for step {step_id}"))
             })?;
-        let init: InitArgs = match &call.body {
-            Some(CallBody::Inputs(inputs)) => {
-                inputs.iter().map(|(k, v)| (k.clone(), vec![v.clone()])).collect()
-            }
-            _ => InitArgs::new(),
+        let inputs = match &call.body {
+            Some(CallBody::Inputs(inputs)) => Some(inputs),
+            _ => None,
         };
         let missing: Vec<&str> = plan
             .required
             .iter()
-            .filter(|n| init.get(*n).is_none_or(|v| v.is_empty()))
+            .filter(|n| inputs.and_then(|i| i.get(n)).is_none())
             .map(String::as_str)
             .collect();
         if !missing.is_empty() {
@@ -69,23 +88,62 @@ impl ChildStart {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
-        Ok(ChildStart {
+        Ok(ChildOf {
             flow_id,
+            parent_plan: std::sync::Arc::clone(&parent.plan),
+            deadline_at,
+            max_step_attempts: parent.max_step_attempts,
+            parent: ParentLink {
+                parent_flow_id: parent.id.clone(),
+                parent_step_id: step_id.clone(),
+                parent_work_item_token: call.token.clone(),
+            },
+        })
+    }
+
+    pub fn flow_id(&self) -> &str {
+        &self.flow_id
+    }
+
+    /// How deep the child's own sub-flows nest: 0 for a child that runs
+    /// none (it needs no room for flows of its own to finish).
+    pub fn nesting(&self) -> usize {
+        fn height(plan: &ExecutionPlan) -> usize {
+            plan.children.values().map(|c| 1 + height(c)).max().unwrap_or(0)
+        }
+        self.parent_plan
+            .children
+            .get(&self.parent.parent_step_id)
+            .map_or(0, height)
+    }
+
+    /// The child whole, with `call`'s inputs (the call `of` checked).
+    pub fn start(&self, call: &Call) -> ChildStart {
+        let plan = self
+            .parent_plan
+            .children
+            .get(&self.parent.parent_step_id)
+            .cloned()
+            .unwrap_or_default();
+        let init: InitArgs = match &call.body {
+            Some(CallBody::Inputs(inputs)) => {
+                inputs.iter().map(|(k, v)| (k.clone(), vec![v.clone()])).collect()
+            }
+            _ => InitArgs::new(),
+        };
+        ChildStart {
+            flow_id: self.flow_id.clone(),
             plan,
             init,
             options: FlowOptions {
                 labels: Default::default(),
-                max_step_attempts: parent.max_step_attempts,
-                deadline_at,
+                max_step_attempts: self.max_step_attempts,
+                deadline_at: self.deadline_at,
                 on_timeout: None,
                 trace: None,
-                parent: Some(Box::new(ParentLink {
-                    parent_flow_id: parent.id.clone(),
-                    parent_step_id: step_id.clone(),
-                    parent_work_item_token: call.token.clone(),
-                })),
+                parent: Some(Box::new(self.parent.clone())),
             },
-        })
+        }
     }
 }
 

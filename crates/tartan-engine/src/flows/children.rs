@@ -6,28 +6,64 @@
 //! listed in flight, so its lease is renewed while it waits: if this
 //! process dies, whoever takes the item over waits for the same child
 //! (`Command::Redispatch` of a flow step starts no new one).
+//!
+//! A child counts against `max_active_flows` like any flow, and its
+//! parent's call waits for a place to start it; a parent whose only calls
+//! wait for children holds none (it is not kept in memory), so a tree wider
+//! than the limit goes on as its deeper flows finish. Recording a child's
+//! end in such a parent takes a place for that decision too
+//! (docs/steps.md, "Sub-flows").
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use tartan_core::flow::{FlowState, FlowStatus};
-use tartan_core::machine::{self, AttemptResult, ChildStart, Command, Stop, Transition};
+use tartan_core::machine::{self, AttemptResult, ChildOf, ChildStart, Command, Stop, Transition};
 use tartan_store::StoreError;
+use tokio_util::sync::CancellationToken;
 
+use super::decide::{Place, QueueFull, Rank};
 use crate::dispatch::Call;
 use crate::{traces, Engine, EngineError};
+
+/// A call's wait for a place (`decide::FlowLocks::enter`).
+type Waiting = tokio::sync::oneshot::Receiver<Place>;
 
 /// Longest wait between two looks at a child flow run by another process
 /// (one run here wakes its parent's call at once); the first look is sooner.
 const MAX_RECHECK: Duration = Duration::from_secs(5);
 
+/// How the start of a flow step's call's child went.
+enum Begun {
+    /// Started now, or found started (a call taken up again).
+    Started(String),
+    /// The call ends at once with this result: a memo, a child that
+    /// cannot start.
+    Ended(AttemptResult),
+    /// No place came: the call was aborted while it waited, or it was left
+    /// to its lease because the queue for places was full.
+    NoRoom,
+}
+
 impl Engine {
     /// Make a flow step's call: start its child and record how it ended.
+    /// Starting the child, and recording its end in a parent that is not in
+    /// memory, each wait for a place in `max_active_flows`
+    /// (`decide::FlowLocks::enter`).
     pub(super) fn spawn_child_call(&self, tx: &Transition, call: Call) {
         if self.inner.stopping.is_cancelled() {
             return;
         }
-        let start = ChildStart::of(&tx.state, &call.spec, tx.now);
+        // Queued at once, before the decision that made the call lets go of
+        // its flow's place: that place goes to the most urgent call waiting,
+        // this one included.
+        let child = ChildOf::of(&tx.state, &call.spec, tx.now).map(|child| {
+            let room = self
+                .inner
+                .flows
+                .enter(child.flow_id(), Rank::Start(child.nesting()));
+            (child, room)
+        });
         let parent_deadline = tx.state.deadline_at;
         let traceparent = tx.state.trace.as_deref().map(|t| {
             let flags = if t.sampled { "01" } else { "00" };
@@ -37,10 +73,11 @@ impl Engine {
         let (id, cancel) = self.inner.calls.list(&call.spec.token);
         let engine = self.clone();
         self.inner.tasks.spawn(async move {
-            // Not cut short by an abort: a child whose start is being
-            // committed when its parent's item ends would run on unseen.
+            // Not cut short by an abort once the child starts: a child whose
+            // start is being committed when its parent's item ends would run
+            // on unseen. (Its wait for a place is.)
             let started = tokio::select! {
-                r = engine.begin_child(&call, start, traces::CallerTrace {
+                r = engine.begin_child(&call, child, &cancel, traces::CallerTrace {
                     traceparent: traceparent.as_deref(),
                     tracestate: tracestate.as_deref(),
                 }) => Some(r),
@@ -49,13 +86,13 @@ impl Engine {
                 _ = engine.inner.stopping.cancelled() => None,
             };
             let outcome = match started {
-                None => None,
-                Some(Err(result)) => Some(result),
+                None | Some(Begun::NoRoom) => None,
+                Some(Begun::Ended(result)) => Some(result),
                 // Aborted while the child started: if the item ended, the
                 // decision that ended it found no child to stop, so it is
                 // stopped here. (An abort for a lost lease leaves the item
                 // running: whoever holds it now waits for this child.)
-                Some(Ok(_)) if cancel.is_cancelled() => {
+                Some(Begun::Started(_)) if cancel.is_cancelled() => {
                     if let Ok(parent) = engine.flow(&call.spec.flow_id).await {
                         let waiting = parent
                             .find_work(&call.spec.step.id, &call.spec.token)
@@ -69,7 +106,7 @@ impl Engine {
                     }
                     None
                 }
-                Some(Ok(child_id)) => tokio::select! {
+                Some(Begun::Started(child_id)) => tokio::select! {
                     child = engine.child_end(&child_id) => {
                         let now = engine.inner.config.clock.now();
                         machine::child_result(&call.spec.step, &call.spec, parent_deadline, &child, now)
@@ -81,27 +118,41 @@ impl Engine {
                 },
             };
             if let Some(result) = outcome {
-                cancel.cancel();
-                engine.conclude(&call, result, None).await;
+                // The parent, not in memory while only its children ran, is
+                // read back to record the end: that takes a place too.
+                let room = engine.inner.flows.enter(&call.spec.flow_id, Rank::Record);
+                if let Some(_place) = engine.room(&call, room, &cancel).await {
+                    cancel.cancel();
+                    engine.conclude(&call, result, None).await;
+                }
             }
             engine.inner.calls.forget(&call.spec.token, id);
         });
     }
 
-    /// Start the child unless it runs already: its id, or the result the
-    /// call ends with at once (a memo, a child that cannot start).
+    /// Start the child unless it runs already, once it has a place: its
+    /// id, or the result the call ends with at once (a memo, a child that
+    /// cannot start), or no place.
     async fn begin_child(
         &self,
         call: &Call,
-        start: Result<ChildStart, AttemptResult>,
+        child: Result<(ChildOf, Result<Waiting, QueueFull>), AttemptResult>,
+        cancel: &CancellationToken,
         caller: traces::CallerTrace<'_>,
-    ) -> Result<String, AttemptResult> {
+    ) -> Begun {
         if let Some(memo) = &call.spec.memo {
             if let Some(outputs) = self.memo_lookup(memo).await {
-                return Err(AttemptResult::Memoized { outputs });
+                return Begun::Ended(AttemptResult::Memoized { outputs });
             }
         }
-        let start = start?;
+        let (child, room) = match child {
+            Ok(child) => child,
+            Err(result) => return Begun::Ended(result),
+        };
+        let Some(place) = self.room(call, room, cancel).await else {
+            return Begun::NoRoom;
+        };
+        let start = child.start(&call.spec);
         let child_id = start.flow_id.clone();
         let mut pause = Duration::from_millis(50);
         loop {
@@ -113,13 +164,45 @@ impl Engine {
                     pause = (pause * 2).min(Duration::from_secs(2));
                 }
                 Err(e) => {
-                    return Err(machine::child_refused(format!(
+                    return Begun::Ended(machine::child_refused(format!(
                         "child flow {child_id} could not start: {e}"
                     )))
                 }
             }
         }
-        Ok(child_id)
+        // Held until the start is carried out: the child keeps its slot
+        // (its place) while it has calls of its own in flight.
+        drop(place);
+        Begun::Started(child_id)
+    }
+
+    /// Wait for the place `room` asked for: `None` when the call was
+    /// aborted meanwhile (nothing more to do), or when the queue was full
+    /// or a more urgent call took its turn in it: the call is then left
+    /// active under this process's lease, not renewed, and when the lease
+    /// runs out the sweep takes it up again (`Command::Redispatch`, which
+    /// starts no second child), like a call the call queue had no room for.
+    async fn room(
+        &self,
+        call: &Call,
+        room: Result<Waiting, QueueFull>,
+        cancel: &CancellationToken,
+    ) -> Option<Place> {
+        let granted = match room {
+            Ok(waiting) => tokio::select! {
+                granted = waiting => granted.ok(),
+                _ = cancel.cancelled() => return None,
+                _ = self.inner.stopping.cancelled() => return None,
+            },
+            Err(QueueFull) => None,
+        };
+        if granted.is_none() {
+            self.inner.calls.defer();
+            self.inner.metrics.call_deferred();
+            tracing::warn!(flow_id = %call.spec.flow_id, step_id = %call.spec.step.id, token = %call.spec.token,
+                "too many flow steps' calls wait for a place (TARTAN_MAX_QUEUED_CALLS); the call is made again when its lease runs out");
+        }
+        granted
     }
 
     /// The child's state once it is no longer active. Woken by the decision

@@ -200,7 +200,9 @@ impl Engine {
 
     /// Decide a flow's start (`command`, at `started`), commit it with the
     /// request's digest and carry it out: `false` when the flow exists
-    /// already (nothing changed).
+    /// already (nothing changed). A client's start (with its `request`)
+    /// takes a place in `max_active_flows` if one is free, else is
+    /// `Overloaded`; a child's start holds one already (`decide::Place`).
     pub(super) async fn commit_start(
         &self,
         id: &str,
@@ -208,7 +210,10 @@ impl Engine {
         started: chrono::DateTime<chrono::Utc>,
         request: Option<String>,
     ) -> Result<bool, EngineError> {
-        let slot = self.inner.flows.slot(id);
+        let slot = match &request {
+            Some(_) => self.inner.flows.admit(id).map_err(EngineError::Overloaded)?,
+            None => self.inner.flows.slot(id),
+        };
         // Declared before the lock's guard, so dropped after it.
         let _release = Released::on_exit(&self.inner.flows, id, &slot);
         let mut guard = slot.cached.lock().await;

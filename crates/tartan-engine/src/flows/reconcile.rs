@@ -51,7 +51,7 @@ impl FlowLocks {
     /// slot with none and nobody deciding is let go here: its last decision
     /// let go of it while this (or another) look held its lock for a moment,
     /// and `release` leaves a locked slot to whoever holds it.
-    fn held(&self) -> Vec<Held> {
+    fn held(self: &Arc<Self>) -> Vec<Held> {
         let mut empty = Vec::new();
         let held = self.each_slot(|id, slot| {
             let cached = slot.cached.try_lock().ok()?;

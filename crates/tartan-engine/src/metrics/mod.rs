@@ -62,6 +62,7 @@ pub mod names {
     pub const RETRY_TIMER_LATENESS: &str = "tartan_retry_timer_lateness_seconds";
     pub const CALLS_IN_FLIGHT: &str = "tartan_calls_in_flight";
     pub const CALLS_QUEUED: &str = "tartan_calls_queued";
+    pub const CHILD_CALLS_WAITING: &str = "tartan_child_calls_waiting";
     pub const CALLS_DEFERRED: &str = "tartan_calls_deferred";
     pub const RESPONSE_BYTES_HELD: &str = "tartan_response_bytes_held";
     pub const REQUEST_BYTES_HELD: &str = "tartan_request_bytes_held";
@@ -109,6 +110,7 @@ pub struct Metrics {
     retry_lateness: Histogram,
     calls_in_flight: Gauge,
     calls_queued: Gauge,
+    child_calls_waiting: Gauge,
     response_bytes_held: Gauge,
     request_bytes_held: Gauge,
     calls_deferred: Counter,
@@ -161,6 +163,7 @@ impl Metrics {
             retry_lateness: Histogram::new(exponential_buckets(0.001, 2.0, 16)),
             calls_in_flight: Gauge::default(),
             calls_queued: Gauge::default(),
+            child_calls_waiting: Gauge::default(),
             response_bytes_held: Gauge::default(),
             request_bytes_held: Gauge::default(),
             calls_deferred: Counter::default(),
@@ -317,6 +320,11 @@ impl Metrics {
             self.calls_queued.clone(),
         );
         r.register(
+            CHILD_CALLS_WAITING,
+            "Flow steps' calls waiting for a place in TARTAN_MAX_ACTIVE_FLOWS, to start their child or record its end (at most TARTAN_MAX_QUEUED_CALLS)",
+            self.child_calls_waiting.clone(),
+        );
+        r.register(
             RESPONSE_BYTES_HELD,
             "Bytes of step response bodies held, from reading to recording (TARTAN_MAX_INFLIGHT_BYTES bounds them)",
             self.response_bytes_held.clone(),
@@ -399,6 +407,7 @@ impl Engine {
         m.retries_pending.set(gauge(retries));
         m.calls_in_flight.set(gauge(calls.running));
         m.calls_queued.set(gauge(calls.queued));
+        m.child_calls_waiting.set(gauge(self.inner.flows.waiting()));
         m.response_bytes_held.set(gauge(calls.response_bytes));
         m.request_bytes_held.set(gauge(calls.request_bytes));
         for lane in self.inner.lanes.known() {

@@ -77,23 +77,33 @@ impl FlowState {
             .ok_or_else(|| ApplyError::UnknownWork(token.to_string()))
     }
 
-    /// Calls in flight among the items `scope` names.
-    pub(super) fn count_calls(&self, scope: Scope<'_>) -> usize {
+    /// Calls in flight among the items `scope` names: all of them, and
+    /// those of steps that are not flow steps (a flow step's call waits
+    /// for a child flow, which runs on its own).
+    pub(super) fn count_calls(&self, scope: Scope<'_>) -> Calls {
+        let is_flow = |step_id: &str| self.plan.steps.get(step_id).is_some_and(|s| s.is_flow());
+        let count = |step_id: &str, items: &mut dyn Iterator<Item = &WorkState>| {
+            let n = items.filter(|w| has_call(w)).count();
+            Calls {
+                all: n,
+                own: if is_flow(step_id) { 0 } else { n },
+            }
+        };
         match scope {
-            Scope::None => 0,
-            Scope::Work(step_id, token) => self
-                .find_work(step_id, token)
-                .map_or(0, |w| usize::from(has_call(w))),
+            Scope::None => Calls::default(),
+            Scope::Work(step_id, token) => count(step_id, &mut self.find_work(step_id, token).into_iter()),
             Scope::Step(step_id) => self
                 .executions
                 .get(step_id)
-                .map_or(0, |e| e.work_items.values().filter(|w| has_call(w)).count()),
+                .map_or(Calls::default(), |e| count(step_id, &mut e.work_items.values())),
             Scope::Flow => self
                 .executions
-                .values()
-                .flat_map(|e| e.work_items.values())
-                .filter(|w| has_call(w))
-                .count(),
+                .iter()
+                .map(|(step_id, e)| count(step_id, &mut e.work_items.values()))
+                .fold(Calls::default(), |a, b| Calls {
+                    all: a.all + b.all,
+                    own: a.own + b.own,
+                }),
         }
     }
 
@@ -120,7 +130,9 @@ impl FlowState {
         };
         let before = self.count_calls(scope());
         self.change(event, at)?;
-        self.calls = self.calls.saturating_sub(before) + self.count_calls(scope());
+        let after = self.count_calls(scope());
+        self.calls = self.calls.saturating_sub(before.all) + after.all;
+        self.own_calls = self.own_calls.saturating_sub(before.own) + after.own;
         Ok(())
     }
 
