@@ -22,12 +22,9 @@ use tartan_core::machine::{self, AttemptResult, ChildOf, ChildStart, Command, St
 use tartan_store::StoreError;
 use tokio_util::sync::CancellationToken;
 
-use super::decide::{Place, QueueFull, Rank};
+use super::decide::{Place, QueueFull, Rank, Waiting};
 use crate::dispatch::Call;
 use crate::{traces, Engine, EngineError};
-
-/// A call's wait for a place (`decide::FlowLocks::enter`).
-type Waiting = tokio::sync::oneshot::Receiver<Place>;
 
 /// Longest wait between two looks at a child flow run by another process
 /// (one run here wakes its parent's call at once); the first look is sooner.
@@ -189,8 +186,8 @@ impl Engine {
         cancel: &CancellationToken,
     ) -> Option<Place> {
         let granted = match room {
-            Ok(waiting) => tokio::select! {
-                granted = waiting => granted.ok(),
+            Ok(mut waiting) => tokio::select! {
+                granted = waiting.granted() => granted,
                 _ = cancel.cancelled() => return None,
                 _ = self.inner.stopping.cancelled() => return None,
             },

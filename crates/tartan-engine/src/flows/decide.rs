@@ -157,6 +157,32 @@ struct Waiter {
     grant: tokio::sync::oneshot::Sender<Place>,
 }
 
+/// A flow step's call's wait for a place (`FlowLocks::enter`): leaves the
+/// queue when dropped, so that calls that stopped waiting (aborted, or
+/// served from a memo) neither fill it nor count in it.
+pub(super) struct Waiting {
+    locks: Arc<FlowLocks>,
+    key: Option<(Rank, u64)>,
+    granted: tokio::sync::oneshot::Receiver<Place>,
+}
+
+impl Waiting {
+    /// The place once granted; `None` when a more urgent call took this
+    /// one's turn in a full queue.
+    pub(super) async fn granted(&mut self) -> Option<Place> {
+        (&mut self.granted).await.ok()
+    }
+}
+
+impl Drop for Waiting {
+    fn drop(&mut self) {
+        if let Some(key) = self.key {
+            // Gone already when it was granted or pushed out.
+            self.locks.table().waiting.remove(&key);
+        }
+    }
+}
+
 /// Why a flow step's call got no place in the queue: it is full of calls
 /// at least as urgent.
 #[derive(Debug)]
@@ -225,19 +251,20 @@ impl FlowLocks {
     /// once if the flow is held already or a place is free, else when one
     /// frees and no more urgent call waits. A full queue takes the call
     /// only in place of a less urgent one, whose channel then closes;
-    /// else it is refused. A caller that stops waiting drops the channel
-    /// (a place granted meanwhile is given back).
-    pub(super) fn enter(
-        self: &Arc<Self>,
-        flow_id: &str,
-        rank: Rank,
-    ) -> Result<tokio::sync::oneshot::Receiver<Place>, QueueFull> {
+    /// else it is refused. A caller that stops waiting drops its `Waiting`,
+    /// which leaves the queue (a place granted meanwhile is given back).
+    pub(super) fn enter(self: &Arc<Self>, flow_id: &str, rank: Rank) -> Result<Waiting, QueueFull> {
         let (grant, granted) = tokio::sync::oneshot::channel();
+        let mut waiting = Waiting {
+            locks: Arc::clone(self),
+            key: None,
+            granted,
+        };
         let mut table = self.table();
         if let Some(slot) = table.slots.get(flow_id).cloned() {
             // Held already: no new place is taken.
             self.give(&mut table, flow_id, slot, grant);
-            return Ok(granted);
+            return Ok(waiting);
         }
         if table.waiting.len() >= self.max_waiting {
             let least = table.waiting.last_key_value().map(|(&(r, _), _)| r);
@@ -248,16 +275,17 @@ impl FlowLocks {
             table.waiting.pop_last();
         }
         table.arrivals += 1;
-        let arrival = table.arrivals;
+        let key = (rank, table.arrivals);
         table.waiting.insert(
-            (rank, arrival),
+            key,
             Waiter {
                 flow_id: flow_id.to_string(),
                 grant,
             },
         );
+        waiting.key = Some(key);
         self.fill(&mut table);
-        Ok(granted)
+        Ok(waiting)
     }
 
     /// Flow steps' calls waiting for a place.
