@@ -58,19 +58,20 @@ pub(crate) async fn start(
     State(engine): State<Engine>,
     trace: Option<Extension<RequestTrace>>,
     request: Result<extract::Json<StartFlow>, ApiError>,
-) -> Result<(StatusCode, Json<FlowAnswer>), ApiError> {
+) -> Result<(StatusCode, IdNote, Json<FlowAnswer>), ApiError> {
     let started = async {
         let extract::Json(request) = request?;
         let id = sanitize_id(&request.id);
-        let message = rewritten("flow", &request.id, &id);
+        let note = IdNote::of("flow", &request.id, &id);
         // Under the request's span, in the caller's trace (docs/operating.md,
         // "Traces").
         let trace = trace.map(|Extension(t)| t).unwrap_or_default();
         engine.start_flow_traced(request, trace.caller()).await?;
         Ok((
             StatusCode::CREATED,
+            note,
             Json(FlowAnswer {
-                message: message.unwrap_or_default(),
+                message: String::new(),
                 flow_id: id,
             }),
         ))
@@ -109,17 +110,36 @@ pub(crate) async fn plan(
 }
 
 /// What a start or registration says when the id given is not the id
-/// stored (docs/api.md: `a:b` and `ab` name the same flow); logged too.
-pub(crate) fn rewritten(what: &str, given: &str, stored: &str) -> Option<String> {
-    if given == stored {
-        return None;
+/// stored (docs/api.md: `a:b` and `ab` name the same flow): the header
+/// `Tartan-Id-Rewritten`, and a log line. A header, as the answer's body is
+/// Argyll's to the letter.
+pub(crate) struct IdNote(Option<axum::http::HeaderValue>);
+
+impl IdNote {
+    pub(crate) fn of(what: &str, given: &str, stored: &str) -> IdNote {
+        if given == stored {
+            return IdNote(None);
+        }
+        tracing::info!(given, stored, "{what} id rewritten");
+        // Header text is visible ASCII: the given id escaped, and cut.
+        let shown: String = given.chars().take(64).flat_map(char::escape_default).collect();
+        let note = format!("{what} id \"{shown}\" is stored as \"{stored}\"");
+        IdNote(axum::http::HeaderValue::from_str(&note).ok())
     }
-    tracing::info!(given, stored, "{what} id rewritten");
-    let shown: String = given.chars().take(64).collect();
-    Some(format!(
-        "{what} id {shown:?} is stored as {stored:?}: ids keep lower-case letters, digits and _ . + -, \
-         spaces become -"
-    ))
+}
+
+impl axum::response::IntoResponseParts for IdNote {
+    type Error = std::convert::Infallible;
+
+    fn into_response_parts(
+        self,
+        mut parts: axum::response::ResponseParts,
+    ) -> Result<axum::response::ResponseParts, Self::Error> {
+        if let Some(note) = self.0 {
+            parts.headers_mut().insert("tartan-id-rewritten", note);
+        }
+        Ok(parts)
+    }
 }
 
 /// The flow's whole state.

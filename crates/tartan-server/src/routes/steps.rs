@@ -52,18 +52,15 @@ pub(crate) async fn list(State(engine): State<Engine>) -> Json<StepList> {
 pub(crate) async fn register(
     State(engine): State<Engine>,
     extract::Json(step): StepBody,
-) -> Result<(StatusCode, Json<StepSaved>), ApiError> {
+) -> Result<(StatusCode, super::flows::IdNote, Json<StepSaved>), ApiError> {
     let given = step.id.clone();
     let step = engine.register_step(step).await?;
-    let message = match super::flows::rewritten("step", &given, &step.id) {
-        Some(rewritten) => format!("Step registered; {rewritten}"),
-        None => "Step registered".into(),
-    };
     Ok((
         StatusCode::CREATED,
+        super::flows::IdNote::of("step", &given, &step.id),
         Json(StepSaved {
             step: step_shown(&step),
-            message,
+            message: "Step registered".into(),
         }),
     ))
 }
