@@ -29,6 +29,18 @@ impl Backend {
         }
     }
 
+    /// `column` compared byte by byte (code point order), whatever the
+    /// database's collation: Postgres's default collation orders text for
+    /// people, so a range of ids there would not be a prefix's; SQLite's
+    /// BINARY already compares bytes. Indexes that serve such a range are
+    /// built the same way (`flows_roots_by_id`, `flows_by_id_bytes`).
+    pub(crate) fn bytewise(self, column: &str) -> String {
+        match self {
+            Backend::Sqlite => column.to_string(),
+            Backend::Postgres => format!("{column} COLLATE \"C\""),
+        }
+    }
+
     /// What a claim's subquery appends so that two processes never take the
     /// same row: Postgres locks the rows it picks and skips those another
     /// transaction holds; SQLite has one writer, so the plain subquery is

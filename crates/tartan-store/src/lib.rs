@@ -34,6 +34,23 @@ pub use model::*;
 pub use schema::{Migration, Schema};
 pub use traits::*;
 
+/// A value bound to a statement `flow_query_sql` builds.
+#[doc(hidden)]
+pub use sql::Bind;
+
+/// The statement and binds a flow query runs on `backend` ("sqlite" or
+/// "postgres"), so that the store's tests can check its plan (`EXPLAIN`)
+/// against the indexes meant for it. Not part of the API.
+#[doc(hidden)]
+pub fn flow_query_sql(backend: &str, q: &FlowQuery) -> Result<(String, Vec<Bind>), StoreError> {
+    let backend = match backend {
+        "sqlite" => Backend::Sqlite,
+        "postgres" => Backend::Postgres,
+        other => return Err(StoreError::Config(format!("no backend {other}"))),
+    };
+    sql::flow_query_sql(backend, q)
+}
+
 /// The connection pools (docs/durability.md, "Connection pools"): the
 /// engine's, for commits, leases and the reads decisions make, and the
 /// API's, for listings and histories, so that a burst of those cannot take

@@ -68,6 +68,8 @@ store_tests! {
     case_work_paging => sqlite_work_paging, postgres_work_paging;
     case_query_flows_filters => sqlite_query_flows_filters, postgres_query_flows_filters;
     case_query_flows_paging => sqlite_query_flows_paging, postgres_query_flows_paging;
+    case_query_flows_prefixes_and_children => sqlite_query_flows_prefixes_and_children,
+        postgres_query_flows_prefixes_and_children;
     case_claim_orphaned_work => sqlite_claim_orphaned_work, postgres_claim_orphaned_work;
     case_renew_leases => sqlite_renew_leases, postgres_renew_leases;
     case_heard_windows_only_move_later => sqlite_heard_windows_only_move_later,
@@ -93,6 +95,18 @@ async fn sqlite_reopen_is_idempotent() {
 #[tokio::test]
 async fn postgres_reopen_is_idempotent() {
     support::run_postgres(case_reopen_is_idempotent).await
+}
+
+// The plans need the URL (a connection of the test's own), so these too.
+
+#[tokio::test]
+async fn sqlite_flow_listings_are_served_by_their_indexes() {
+    support::run_sqlite(case_flow_listings_are_served_by_their_indexes).await
+}
+
+#[tokio::test]
+async fn postgres_flow_listings_are_served_by_their_indexes() {
+    support::run_postgres(case_flow_listings_are_served_by_their_indexes).await
 }
 
 // ---------------------------------------------------------------------------
@@ -1343,6 +1357,239 @@ async fn page_flows(store: &Arc<dyn Store>, q: &FlowQuery, limit: usize) -> Vec<
         }
     }
     panic!("paging did not end");
+}
+
+/// Prefixes are matched literally (`_`, `%` and `\\` too, and past ASCII),
+/// child flows (ids with a `:`) only when asked for, with statuses as well.
+async fn case_query_flows_prefixes_and_children(store: Arc<dyn Store>) {
+    for (i, id) in [
+        "a_b", "axb", "a%b", "a\\b", "a\\c", "a\\", "ab", "a", "b", "é-1", "é", "e-1", "a_b:s:1", "a_b:s:2",
+        "axb:s:1", "a\\b:s:1", "é-1:s:1",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let state = stored_start(&store, id, &[], i as i64).await;
+        if id.ends_with(":s:1") {
+            commit_ok(&store, commit(&fail(&state, at(100)), 3, None)).await;
+        }
+    }
+    let query = |prefix: &str, children: bool, statuses: &[FlowStatus]| {
+        filtered(FlowFilter {
+            id_prefix: Some(prefix.to_string()),
+            children,
+            statuses: statuses.to_vec(),
+            ..FlowFilter::default()
+        })
+    };
+    let cases: &[(&str, bool, &[FlowStatus], &[&str])] = &[
+        ("a_", false, &[], &["a_b"]),
+        ("a_", true, &[], &["a_b", "a_b:s:1", "a_b:s:2"]),
+        ("a%", false, &[], &["a%b"]),
+        ("a\\", false, &[], &["a\\b", "a\\c", "a\\"]),
+        ("a\\b", true, &[], &["a\\b", "a\\b:s:1"]),
+        ("a\\b:", true, &[], &["a\\b:s:1"]),
+        ("a\\b:", false, &[], &[]),
+        (
+            "a",
+            false,
+            &[],
+            &["a_b", "axb", "a%b", "a\\b", "a\\c", "a\\", "ab", "a"],
+        ),
+        ("a", false, &[FlowStatus::Failed], &[]),
+        (
+            "a",
+            true,
+            &[FlowStatus::Failed],
+            &["a_b:s:1", "axb:s:1", "a\\b:s:1"],
+        ),
+        ("é", false, &[], &["é-1", "é"]),
+        ("é", true, &[FlowStatus::Active], &["é-1", "é"]),
+        ("é", true, &[FlowStatus::Failed], &["é-1:s:1"]),
+        ("e", false, &[], &["e-1"]),
+        ("_", true, &[], &[]),
+        ("%", true, &[], &[]),
+        ("\\", true, &[], &[]),
+        (
+            "",
+            false,
+            &[],
+            &[
+                "a_b", "axb", "a%b", "a\\b", "a\\c", "a\\", "ab", "a", "b", "é-1", "é", "e-1",
+            ],
+        ),
+    ];
+    for (prefix, children, statuses, want) in cases {
+        assert_eq!(
+            flow_ids(&store, query(prefix, *children, statuses)).await,
+            set(want),
+            "prefix {prefix:?}, children {children}, statuses {statuses:?}"
+        );
+    }
+    // Without a prefix: children hidden, or shown.
+    assert_eq!(flow_ids(&store, flow_query()).await.len(), 12);
+    let all = filtered(FlowFilter {
+        children: true,
+        ..FlowFilter::default()
+    });
+    assert_eq!(flow_ids(&store, all).await.len(), 17);
+    let failed = filtered(FlowFilter {
+        statuses: vec![FlowStatus::Failed],
+        ..FlowFilter::default()
+    });
+    assert_eq!(flow_ids(&store, failed).await, set(&[]));
+}
+
+/// The plan of each kind of flow listing, as the store builds it
+/// (`tartan_store::flow_query_sql`), on a database with many child flows:
+/// each is served by the index meant for it (migrations/*/
+/// 20261205000000_flow_indexes.sql), none reads the whole table, and root
+/// listings read no child flow.
+async fn case_flow_listings_are_served_by_their_indexes(store: Arc<dyn Store>, url: String) {
+    let backend = store.backend();
+    sqlx::any::install_default_drivers();
+    let pool = sqlx::any::AnyPoolOptions::new()
+        .max_connections(1)
+        .connect(&url)
+        .await
+        .unwrap();
+    // 5,000 root flows (`r-100000` on), one in a hundred failed, and 20,000
+    // failed children of the first, created among them. No planner setting
+    // is changed: with the table analysed, both choose these plans.
+    let insert = |n: u32, id: &str, status: &str, created: &str| {
+        format!(
+            "WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < {last}) \
+             INSERT INTO flows (id, status, sequence, created_us, updated_us, request, state) \
+             SELECT {id}, {status}, 1, {created}, {created}, '{{}}', '{{}}' FROM n",
+            last = n - 1
+        )
+    };
+    for sql in [
+        insert(
+            5_000,
+            "'r-' || CAST(100000 + i AS TEXT)",
+            "CASE WHEN i % 100 = 7 THEN 'failed' ELSE 'completed' END",
+            "i * 4",
+        ),
+        insert(20_000, "'r-100000:s:' || CAST(i AS TEXT)", "'failed'", "i"),
+    ] {
+        sqlx::query(&sql).execute(&pool).await.unwrap();
+    }
+    sqlx::query("ANALYZE").execute(&pool).await.unwrap();
+
+    let query = |filter: FlowFilter, sort: SortOrder, cursor: Option<String>| FlowQuery {
+        filter,
+        limit: 50,
+        cursor,
+        sort,
+    };
+    let roots = FlowFilter::default();
+    let failed = FlowFilter {
+        statuses: vec![FlowStatus::Failed],
+        ..FlowFilter::default()
+    };
+    let ended = FlowFilter {
+        statuses: vec![FlowStatus::Failed, FlowStatus::Cancelled],
+        ..FlowFilter::default()
+    };
+    let prefix = FlowFilter {
+        id_prefix: Some("r-1012".into()),
+        ..FlowFilter::default()
+    };
+    let prefix_with_children = FlowFilter {
+        children: true,
+        ..prefix.clone()
+    };
+    // A cursor well into the listing: its page starts there.
+    let cursor = store
+        .query_flows(&query(roots.clone(), SortOrder::OldestFirst, None))
+        .await
+        .unwrap()
+        .next_cursor;
+    assert!(cursor.is_some());
+    let pk = if backend == "postgres" {
+        "flows_by_id_bytes"
+    } else {
+        "sqlite_autoindex_flows_1"
+    };
+    let cases = [
+        (
+            "roots",
+            query(roots.clone(), SortOrder::OldestFirst, None),
+            "flows_roots_by_created",
+        ),
+        (
+            "roots, recent first",
+            query(roots.clone(), SortOrder::RecentFirst, None),
+            "flows_roots_by_created",
+        ),
+        (
+            "roots, next page",
+            query(roots, SortOrder::OldestFirst, cursor),
+            "flows_roots_by_created",
+        ),
+        (
+            "failed roots",
+            query(failed, SortOrder::RecentFirst, None),
+            "flows_roots_by_status",
+        ),
+        // Postgres takes the statuses as independent of being a root (80%
+        // of these rows are failed, 1% of the roots): it may walk the
+        // roots in order instead, but it reads no child either way.
+        (
+            "failed or cancelled roots",
+            query(ended, SortOrder::OldestFirst, None),
+            "flows_roots_by_",
+        ),
+        (
+            "roots by prefix",
+            query(prefix, SortOrder::OldestFirst, None),
+            "flows_roots_by_id",
+        ),
+        (
+            "all by prefix",
+            query(prefix_with_children, SortOrder::OldestFirst, None),
+            pk,
+        ),
+    ];
+    let mut wrong = Vec::new();
+    for (name, q, index) in cases {
+        let (sql, binds) = tartan_store::flow_query_sql(backend, &q).unwrap();
+        let explain = if backend == "postgres" {
+            format!("EXPLAIN {sql}")
+        } else {
+            format!("EXPLAIN QUERY PLAN {sql}")
+        };
+        let mut statement = sqlx::query(&explain);
+        for b in binds {
+            statement = match b {
+                tartan_store::Bind::Text(t) => statement.bind(t),
+                tartan_store::Bind::Int(i) => statement.bind(i),
+            };
+        }
+        let lines: Vec<String> = statement
+            .fetch_all(&pool)
+            .await
+            .unwrap()
+            .iter()
+            .map(|row| {
+                use sqlx::Row;
+                row.try_get::<String, _>(if backend == "postgres" { 0 } else { 3 })
+                    .unwrap()
+            })
+            .collect();
+        let plan = lines.join("\n");
+        if !plan.contains(index) {
+            wrong.push(format!("{name}: not served by {index}:\n{plan}\n{sql}"));
+        }
+        // A whole-table read: Postgres's `Seq Scan`, SQLite's bare `SCAN f`
+        // (`SCAN f USING INDEX x` walks an index, in its order).
+        if plan.contains("Seq Scan") || lines.iter().any(|l| l.trim() == "SCAN f") {
+            wrong.push(format!("{name}: reads the whole table:\n{plan}"));
+        }
+    }
+    pool.close().await;
+    assert!(wrong.is_empty(), "{}", wrong.join("\n\n"));
 }
 
 async fn case_query_flows_paging(store: Arc<dyn Store>) {

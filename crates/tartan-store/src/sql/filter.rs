@@ -7,6 +7,13 @@ use super::Bind;
 use crate::dialect::Backend;
 use crate::model::to_us;
 
+/// The condition that hides child flows (only the engine names flows with a
+/// `:`: its child flows, docs/steps.md, "Sub-flows"). The partial indexes
+/// `flows_roots_*` (migrations/*/20261205000000_flow_indexes.sql) have this
+/// predicate: change both together, or the planners stop using them, and
+/// a listing of root flows reads every child row between two of them.
+pub(super) const ROOTS_ONLY: &str = "f.id NOT LIKE '%:%'";
+
 /// The `WHERE` conditions of a filter on `flows f`, its binds appended to
 /// `binds` (numbered on from there).
 pub(super) fn filter_where(backend: Backend, filter: &FlowFilter, binds: &mut Vec<Bind>) -> String {
@@ -14,13 +21,8 @@ pub(super) fn filter_where(backend: Backend, filter: &FlowFilter, binds: &mut Ve
         binds.push(b);
         format!("${}", binds.len())
     };
-    // Only the engine names flows with a `:`: its child flows, hidden
-    // unless asked for (docs/steps.md, "Sub-flows").
-    let mut sql = String::from(if filter.children {
-        "1 = 1"
-    } else {
-        "f.id NOT LIKE '%:%'"
-    });
+    // Child flows are hidden unless asked for.
+    let mut sql = String::from(if filter.children { "1 = 1" } else { ROOTS_ONLY });
     if !filter.ids.is_empty() {
         let ps: Vec<String> = filter
             .ids
@@ -29,11 +31,18 @@ pub(super) fn filter_where(backend: Backend, filter: &FlowFilter, binds: &mut Ve
             .collect();
         sql.push_str(&format!(" AND f.id IN ({})", ps.join(", ")));
     }
-    if let Some(prefix) = &filter.id_prefix {
-        // Ids hold no LIKE wildcards except `_`, which is escaped (and `\`).
-        let pattern = format!("{}%", prefix.replace('\\', "\\\\").replace('_', "\\_"));
-        let p = param(Bind::Text(pattern));
-        sql.push_str(&format!(" AND f.id LIKE {p} ESCAPE '\\'"));
+    if let Some(prefix) = filter.id_prefix.as_deref().filter(|p| !p.is_empty()) {
+        // A range of bytes, not a LIKE: an index serves it on both
+        // databases (`flows_roots_by_id`, and the primary key or
+        // `flows_by_id_bytes` with children), also in a plan made before
+        // the prefix is known, and no character of the prefix is special.
+        let id = backend.bytewise("f.id");
+        let lo = param(Bind::Text(prefix.to_string()));
+        sql.push_str(&format!(" AND {id} >= {lo}"));
+        if let Some(end) = prefix_end(prefix) {
+            let hi = param(Bind::Text(end));
+            sql.push_str(&format!(" AND {id} < {hi}"));
+        }
     }
     if !filter.statuses.is_empty() {
         let ps: Vec<String> = filter
@@ -74,4 +83,40 @@ pub(super) fn filter_where(backend: Backend, filter: &FlowFilter, binds: &mut Ve
         sql.push_str(&format!(" AND EXISTS (SELECT 1 FROM work_items w WHERE {work})"));
     }
     sql
+}
+
+/// The least string greater than every string that starts with `prefix`,
+/// in code point order (UTF-8's byte order, which a bytewise collation
+/// compares): the prefix with its last character that has a successor
+/// replaced by that successor, and what follows it dropped. None when no
+/// character has one: every string from `prefix` up starts with it.
+fn prefix_end(prefix: &str) -> Option<String> {
+    let mut chars: Vec<char> = prefix.chars().collect();
+    while let Some(last) = chars.pop() {
+        let next = match last {
+            '\u{D7FF}' => Some('\u{E000}'),
+            c => char::from_u32(u32::from(c) + 1),
+        };
+        if let Some(next) = next {
+            chars.push(next);
+            return Some(chars.into_iter().collect());
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::prefix_end;
+
+    #[test]
+    fn a_prefix_ends_at_the_next_string_that_does_not_start_with_it() {
+        assert_eq!(prefix_end("a_b").as_deref(), Some("a_c"));
+        assert_eq!(prefix_end("a\\").as_deref(), Some("a]"));
+        assert_eq!(prefix_end("az").as_deref(), Some("a{"));
+        assert_eq!(prefix_end("a\u{D7FF}").as_deref(), Some("a\u{E000}"));
+        assert_eq!(prefix_end("a\u{10FFFF}").as_deref(), Some("b"));
+        assert_eq!(prefix_end("\u{10FFFF}\u{10FFFF}"), None);
+        assert_eq!(prefix_end(""), None);
+    }
 }

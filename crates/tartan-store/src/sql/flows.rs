@@ -6,6 +6,7 @@ use sqlx::Row;
 use tartan_core::flow::{FlowState, FlowStatus};
 
 use crate::connection::SqlStore;
+use crate::dialect::Backend;
 use crate::error::StoreError;
 use crate::model::*;
 use crate::FlowStore;
@@ -188,31 +189,7 @@ impl FlowStore for SqlStore {
     }
 
     async fn query_flows(&self, q: &FlowQuery) -> Result<FlowPage, StoreError> {
-        let mut binds: Vec<Bind> = Vec::new();
-        let mut sql = format!(
-            "SELECT id, status, created_us, updated_us, completed_us, error, goals FROM flows f WHERE {}",
-            filter_where(self.backend, &q.filter, &mut binds)
-        );
-        let mut param = |b: Bind| {
-            binds.push(b);
-            format!("${}", binds.len())
-        };
-        let (cmp, order) = match q.sort {
-            SortOrder::RecentFirst => ("<", "DESC"),
-            SortOrder::OldestFirst => (">", "ASC"),
-        };
-        if let Some(cursor) = &q.cursor {
-            let (us, id) =
-                decode_cursor(cursor).ok_or_else(|| StoreError::Config("invalid cursor".into()))?;
-            let p1 = param(Bind::Int(us));
-            let p2 = param(Bind::Int(us));
-            let p3 = param(Bind::Text(id));
-            sql.push_str(&format!(
-                " AND (f.created_us {cmp} {p1} OR (f.created_us = {p2} AND f.id {cmp} {p3}))"
-            ));
-        }
-        let p = param(Bind::Int(q.limit as i64 + 1));
-        sql.push_str(&format!(" ORDER BY f.created_us {order}, f.id {order} LIMIT {p}"));
+        let (sql, binds) = flow_query_sql(self.backend, q)?;
         let _turn = self.api_turn().await?;
         let rows = bind_all(sqlx::query(&sql), binds).fetch_all(&self.api).await?;
         let limit = q.limit;
@@ -254,6 +231,41 @@ impl FlowStore for SqlStore {
         };
         Ok(FlowPage { flows, next_cursor })
     }
+}
+
+/// The statement a flow query runs, and its binds: the filter's conditions
+/// (`filter_where`), the cursor's, in creation order, one row more than the
+/// page (to tell whether another follows).
+pub(crate) fn flow_query_sql(backend: Backend, q: &FlowQuery) -> Result<(String, Vec<Bind>), StoreError> {
+    let mut binds: Vec<Bind> = Vec::new();
+    let mut sql = format!(
+        "SELECT id, status, created_us, updated_us, completed_us, error, goals FROM flows f WHERE {}",
+        filter_where(backend, &q.filter, &mut binds)
+    );
+    let mut param = |b: Bind| {
+        binds.push(b);
+        format!("${}", binds.len())
+    };
+    let (cmp, order) = match q.sort {
+        SortOrder::RecentFirst => ("<", "DESC"),
+        SortOrder::OldestFirst => (">", "ASC"),
+    };
+    if let Some(cursor) = &q.cursor {
+        let (us, id) = decode_cursor(cursor).ok_or_else(|| StoreError::Config("invalid cursor".into()))?;
+        // The first bound is implied by the second, but only it lets
+        // an index start at the cursor instead of the first flow.
+        let p0 = param(Bind::Int(us));
+        let p1 = param(Bind::Int(us));
+        let p2 = param(Bind::Int(us));
+        let p3 = param(Bind::Text(id));
+        sql.push_str(&format!(" AND f.created_us {cmp}= {p0}"));
+        sql.push_str(&format!(
+            " AND (f.created_us {cmp} {p1} OR (f.created_us = {p2} AND f.id {cmp} {p3}))"
+        ));
+    }
+    let p = param(Bind::Int(q.limit as i64 + 1));
+    sql.push_str(&format!(" ORDER BY f.created_us {order}, f.id {order} LIMIT {p}"));
+    Ok((sql, binds))
 }
 
 /// What a page of flows shows beyond each flow's row.

@@ -16,6 +16,7 @@ mod commit;
 mod feed;
 mod filter;
 mod flows;
+pub(crate) use flows::flow_query_sql;
 mod history;
 mod lanes;
 mod memo;
@@ -163,7 +164,8 @@ impl Store for SqlStore {
 }
 
 /// A value for a query assembled at run time.
-pub(super) enum Bind {
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Bind {
     Text(String),
     Int(i64),
 }
