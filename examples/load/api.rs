@@ -310,7 +310,7 @@ impl Chain {
                 let quoted = Value::from(input.as_str()).to_string();
                 step["predicate"] = json!({ "language": "jpath", "script": format!("$[{quoted}]") });
                 step["attributes"][input]["required"] = json!({ "mapping": { "script": {
-                    "language": "lua", "script": format!("return _ENV[{quoted}]"),
+                    "language": "lua", "script": format!("return _G[{quoted}]"),
                 } } });
             }
             let (status, body) = api.post("/engine/step", &step).await;

@@ -176,6 +176,10 @@ impl Sandbox {
         let string: Table = globals.raw_get("string")?;
         string.raw_set("split", LuaValue::Nil)?;
         replaced::install(&lua, &globals)?;
+        // `_ENV` names the evaluation's globals, as `_G` does: scripts
+        // written for Lua 5.4 (which Tartan ran before) read inputs as
+        // `_ENV[name]`. Assigning to it changes no scoping, as in 5.1.
+        globals.raw_set("_ENV", globals.clone())?;
         let string_metatable = lua
             .type_metatable::<LuaString>()
             .ok_or_else(|| mlua::Error::runtime("strings have no metatable"))?;

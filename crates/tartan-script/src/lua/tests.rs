@@ -54,6 +54,8 @@ fn inputs_are_globals_and_tables_convert_both_ways() {
     assert_eq!(run("return 1.5", json!({})).unwrap(), json!(1.5));
     assert_eq!(run("return 'x' .. n", json!({"n": 3})).unwrap(), json!("x3"));
     assert_eq!(run("return {}", json!({})).unwrap(), json!({}));
+    // Read by name, as Lua 5.4's scripts did.
+    assert_eq!(run("return _ENV['n'] + _G.n", json!({"n": 3})).unwrap(), json!(6));
 }
 
 #[test]
