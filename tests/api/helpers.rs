@@ -608,6 +608,21 @@ pub async fn noted<T: Clone>(notes: &Mutex<Vec<T>>, n: usize) -> Vec<T> {
     }
 }
 
+/// SIGTERM, and the process is gone within `within`, with success.
+pub async fn sigterm_within(mut engine: Binary, within: Duration) {
+    let pid = engine.child.id().expect("pid").to_string();
+    let killed = std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .expect("kill");
+    assert!(killed.success());
+    let status = tokio::time::timeout(within, engine.child.wait())
+        .await
+        .unwrap_or_else(|_| panic!("still running {within:?} after SIGTERM"))
+        .expect("wait");
+    assert!(status.success(), "exit status {status:?}");
+}
+
 /// Peak and current resident memory of a process, in KiB.
 pub fn memory_kib(pid: u32) -> (u64, u64) {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();

@@ -143,19 +143,9 @@ async fn sigterm_stops_the_server_cleanly() {
     let Some(db) = TestDb::create(Backend::Sqlite).await else {
         return;
     };
-    let mut engine = spawn_binary(&db, "kill-test").await;
+    let engine = spawn_binary(&db, "kill-test").await;
     assert_eq!(call(&engine, reqwest::Method::GET, "/health", None).await.0, 200);
-    let pid = engine.child.id().expect("pid").to_string();
-    let killed = std::process::Command::new("kill")
-        .args(["-TERM", &pid])
-        .status()
-        .expect("kill");
-    assert!(killed.success());
-    let status = tokio::time::timeout(Duration::from_secs(15), engine.child.wait())
-        .await
-        .expect("exits after SIGTERM")
-        .expect("wait");
-    assert!(status.success(), "exit status {status:?}");
+    crate::helpers::sigterm_within(engine, Duration::from_secs(15)).await;
 }
 
 async fn a_scheduled_retry_survives_sigkill_and_fires_at_its_time(backend: Backend) {

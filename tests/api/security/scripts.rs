@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 use tartan_testkit::{both_backends, TestDb};
 
 use crate::helpers::{
-    call, json_reply, memory_kib, spawn_binary_with, sync_step, Backend, Binary, StepServer,
+    call, json_reply, memory_kib, sigterm_within, spawn_binary_with, sync_step, Backend, Binary, StepServer,
 };
 use crate::model::{script, script_step};
 
@@ -112,7 +112,7 @@ async fn hostile_scripts_fail_their_own_steps_and_leave_the_engine_answering(bac
         svc.requests().is_empty(),
         "no step behind a failed script was called"
     );
-    stop_within(engine, Duration::from_secs(15)).await;
+    sigterm_within(engine, Duration::from_secs(15)).await;
 }
 
 /// The step failed at a limit the error names.
@@ -144,19 +144,27 @@ async fn health_answers(engine: &Binary) {
     );
 }
 
-/// SIGTERM, and the process is gone within `within`.
-async fn stop_within(mut engine: Binary, within: Duration) {
-    let pid = engine.child.id().expect("pid").to_string();
-    let killed = std::process::Command::new("kill")
-        .args(["-TERM", &pid])
-        .status()
-        .expect("kill");
-    assert!(killed.success());
-    let status = tokio::time::timeout(within, engine.child.wait())
-        .await
-        .unwrap_or_else(|_| panic!("still running {within:?} after SIGTERM"))
-        .expect("wait");
-    assert!(status.success(), "exit status {status:?}");
+/// An engine whose scripts may run a minute (and all but endless
+/// instructions), with `extra` settings, and a step `spin` that loops for
+/// as long as it may (its attempt allowed 90 s).
+async fn with_a_minute_of_script(db: &TestDb, node: &str, extra: (&str, &str)) -> Binary {
+    let engine = spawn_binary_with(
+        db,
+        node,
+        &[
+            ("TARTAN_SCRIPT_TIMEOUT", "60s"),
+            ("TARTAN_SCRIPT_MAX_INSTRUCTIONS", "100000000000"),
+            extra,
+        ],
+    )
+    .await;
+    let mut spin = script_step("spin", "lua", "while true do end", &[], &["spun"]);
+    spin["timeouts"] = json!({"attempt": "90s"});
+    assert_eq!(
+        call(&engine, Method::POST, "/engine/step", Some(spin)).await.0,
+        201
+    );
+    engine
 }
 
 /// A script step allowed a minute runs when SIGTERM comes: the process
@@ -165,22 +173,7 @@ async fn sigterm_ends_the_process_while_a_script_runs(backend: Backend) {
     let Some(db) = TestDb::create(backend).await else {
         return;
     };
-    let engine = spawn_binary_with(
-        &db,
-        "script-sigterm",
-        &[
-            ("TARTAN_SCRIPT_TIMEOUT", "60s"),
-            ("TARTAN_SCRIPT_MAX_INSTRUCTIONS", "100000000000"),
-            ("TARTAN_SHUTDOWN_GRACE", "2s"),
-        ],
-    )
-    .await;
-    let mut spin = script_step("spin", "lua", "while true do end", &[], &["out"]);
-    spin["timeouts"] = json!({"attempt": "90s"});
-    assert_eq!(
-        call(&engine, Method::POST, "/engine/step", Some(spin)).await.0,
-        201
-    );
+    let engine = with_a_minute_of_script(&db, "script-sigterm", ("TARTAN_SHUTDOWN_GRACE", "2s")).await;
     let start = json!({"id": "spin", "goals": ["spin"]});
     assert_eq!(
         call(&engine, Method::POST, "/engine/flow", Some(start)).await.0,
@@ -202,7 +195,7 @@ async fn sigterm_ends_the_process_while_a_script_runs(backend: Backend) {
     assert!(started, "the script step started");
     tokio::time::sleep(Duration::from_millis(300)).await;
     health_answers(&engine).await;
-    stop_within(engine, Duration::from_secs(12)).await;
+    sigterm_within(engine, Duration::from_secs(12)).await;
 }
 
 /// Script evaluations take one of `TARTAN_SCRIPT_MAX_CONCURRENT` places
@@ -213,25 +206,12 @@ async fn a_cancelled_flows_script_gives_up_its_place(backend: Backend) {
     let Some(db) = TestDb::create(backend).await else {
         return;
     };
-    let engine = spawn_binary_with(
-        &db,
-        "script-cancel",
-        &[
-            ("TARTAN_SCRIPT_TIMEOUT", "60s"),
-            ("TARTAN_SCRIPT_MAX_INSTRUCTIONS", "100000000000"),
-            ("TARTAN_SCRIPT_MAX_CONCURRENT", "1"),
-        ],
-    )
-    .await;
-    let mut spin = script_step("spin", "lua", "while true do end", &[], &["spun"]);
-    spin["timeouts"] = json!({"attempt": "90s"});
+    let engine = with_a_minute_of_script(&db, "script-cancel", ("TARTAN_SCRIPT_MAX_CONCURRENT", "1")).await;
     let quick = script_step("quick", "lua", "return { quick_out = 1 }", &[], &["quick_out"]);
-    for step in [spin, quick] {
-        assert_eq!(
-            call(&engine, Method::POST, "/engine/step", Some(step)).await.0,
-            201
-        );
-    }
+    assert_eq!(
+        call(&engine, Method::POST, "/engine/step", Some(quick)).await.0,
+        201
+    );
     let start = json!({"id": "spinning", "goals": ["spin"]});
     assert_eq!(
         call(&engine, Method::POST, "/engine/flow", Some(start)).await.0,
