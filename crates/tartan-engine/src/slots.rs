@@ -6,9 +6,11 @@
 //!
 //! Why half of what the others leave: a fixed share (half of all slots)
 //! let two hanging steps take every slot. With this rule a step taking a
-//! slot beyond its first always leaves as many free as it then holds, so
-//! however many steps hang, a step that holds none still finds a slot
-//! unless `max_calls` steps each hold one.
+//! slot beyond its first always leaves as many free as it then holds. It
+//! does not keep a slot for a step that holds none whatever the others do:
+//! each step may take its first slot, and the shares halve, so about
+//! log2(`max_calls`) + 1 hanging steps take them all (3 of 4). Keeping
+//! more would cap what a lone step may use (issue 45, left open).
 //!
 //! Besides the slots, the calls share the budget of bytes in flight, their
 //! request and response bodies (`budget`, `TARTAN_MAX_INFLIGHT_BYTES`).
