@@ -383,7 +383,23 @@ async fn a_failing_parent_stops_its_children(backend: Backend) {
         return;
     };
     let svc = hanging().await;
-    let failing = StepServer::start(|_, _| json_reply(400, json!({"error": "no"}))).await;
+    // `bad` fails while p7's child runs: only once that child's step has
+    // been called (the second call the hanging service gets), else the
+    // parent could fail before its child had a place to start.
+    let seen = svc.received.clone();
+    let failing = StepServer::start_async(move |_, _| {
+        let seen = seen.clone();
+        Box::pin(async move {
+            for _ in 0..1000 {
+                if seen.lock().map(|r| r.len()).unwrap_or(0) >= 2 {
+                    break;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+            }
+            json_reply(400, json!({"error": "no"}))
+        })
+    })
+    .await;
     let mut bad = sync_step("bad", &failing.url("/bad"), &["go"], &["nope"]);
     bad["work_config"] = json!({"max_attempts": 1});
     registered(&app, &[doubler(&svc), sub_step(), bad]).await;
