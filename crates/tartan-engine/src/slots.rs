@@ -1,16 +1,18 @@
 //! Call slots: at most `max_calls` calls in flight in this process; one
 //! step at most half of the slots the other steps do not hold (at least
-//! one), and at most `max_calls_per_step` when that is set; the calls
+//! one), and at most `max_calls_per_step` when that is set; the slots the
+//! steps hold beyond their first at most half of all, together; the calls
 //! waiting for a slot queued per step and served round-robin across steps,
 //! at most `max_queued_calls` of them (docs/durability.md, "Call slots").
 //!
-//! Why half of what the others leave: a fixed share (half of all slots)
-//! let two hanging steps take every slot. With this rule a step taking a
-//! slot beyond its first always leaves as many free as it then holds. It
-//! does not keep a slot for a step that holds none whatever the others do:
-//! each step may take its first slot, and the shares halve, so about
-//! log2(`max_calls`) + 1 hanging steps take them all (3 of 4). Keeping
-//! more would cap what a lone step may use (issue 45, left open).
+//! Why two rules. Half of what the others leave keeps one step from
+//! taking every slot (a fixed share, half of all, let two hanging steps
+//! take them), but alone its shares halve, so about log2(`max_calls`) + 1
+//! hanging steps took every slot. Holding the slots beyond each step's
+//! first to half of all keeps the other half for steps' first slots: it
+//! takes about `max_calls` / 2 hanging steps to fill them (512 of the
+//! default 1024), while a lone step may still hold half. The price: busy
+//! steps together make at most half of `max_calls` plus one call each.
 //!
 //! Besides the slots, the calls share the budget of bytes in flight, their
 //! request and response bodies (`budget`, `TARTAN_MAX_INFLIGHT_BYTES`).
@@ -61,6 +63,8 @@ pub(crate) struct CallSlots {
 #[derive(Default)]
 struct SlotState {
     running: usize,
+    /// Slots held beyond each step's first, summed over the steps.
+    extra: usize,
     queued: usize,
     /// Steps with calls running or waiting; an entry goes when it has neither.
     steps: HashMap<String, StepCalls>,
@@ -111,6 +115,13 @@ impl CallSlots {
         (self.max.saturating_sub(others) / 2).clamp(1, self.cap)
     }
 
+    /// Whether a step holding `own` slots may take one more now: a free
+    /// slot, below its share, and a slot beyond its first only while the
+    /// steps' slots beyond their first are fewer than half of all.
+    fn may_take(&self, st: &SlotState, own: usize) -> bool {
+        st.running < self.max && own < self.share(st.running, own) && (own == 0 || st.extra < self.max / 2)
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, SlotState> {
         crate::sync::lock(&self.state)
     }
@@ -137,11 +148,10 @@ impl CallSlots {
     pub(crate) fn admit(&self, entry: Admitted) -> Admission {
         let mut st = self.lock();
         let st = &mut *st;
-        let step = st.steps.entry(entry.call.spec.step.id.clone()).or_default();
-        let share = self.share(st.running, step.running);
-        if st.running < self.max && step.running < share && step.waiting.is_empty() {
-            step.running += 1;
-            st.running += 1;
+        let own = st.steps.get(&entry.call.spec.step.id);
+        let (own, waiting) = own.map_or((0, false), |s| (s.running, !s.waiting.is_empty()));
+        if !waiting && self.may_take(st, own) {
+            st.take(&entry.call.spec.step.id);
             return Admission::Run(entry);
         }
         if st.queued >= self.max_queued {
@@ -160,9 +170,7 @@ impl CallSlots {
             }
         }
         let id = entry.call.spec.step.id.clone();
-        let Some(step) = st.steps.get_mut(&id) else {
-            return Admission::Full(entry);
-        };
+        let step = st.steps.entry(id.clone()).or_default();
         if step.waiting.is_empty() {
             st.ring.push_back(id);
         }
@@ -176,10 +184,7 @@ impl CallSlots {
     pub(crate) fn release(&self, step_id: &str) -> Vec<Admitted> {
         let mut st = self.lock();
         let st = &mut *st;
-        if let Some(step) = st.steps.get_mut(step_id) {
-            step.running = step.running.saturating_sub(1);
-            st.running = st.running.saturating_sub(1);
-        }
+        st.give_back(step_id);
         st.forget_if_idle(step_id);
         let mut start = Vec::new();
         // Steps passed over in a row because they hold their full share:
@@ -189,27 +194,36 @@ impl CallSlots {
             let Some(id) = st.ring.pop_front() else {
                 break;
             };
-            let Some(step) = st.steps.get_mut(&id) else {
+            let Some(own) = st.steps.get(&id).map(|s| s.running) else {
                 continue;
             };
-            // Shares only shrink as other steps take slots: a step passed
-            // over stays so for the rest of this round.
-            if step.running >= self.share(st.running, step.running) {
+            // Shares and the room beyond first slots only shrink as other
+            // steps take slots: a step passed over stays so for this round.
+            if !self.may_take(st, own) {
                 st.ring.push_back(id);
                 passed += 1;
                 continue;
             }
+            let Some(step) = st.steps.get_mut(&id) else {
+                continue;
+            };
+            let mut next_call = None;
             while let Some(next) = step.waiting.pop_front() {
                 st.queued -= 1;
                 // Aborted while it waited: nothing to call.
                 if !next.cancel.is_cancelled() {
-                    step.running += 1;
-                    st.running += 1;
-                    start.push(next);
-                    passed = 0;
+                    next_call = Some(next);
                     break;
                 }
             }
+            if let Some(next) = next_call {
+                st.take(&id);
+                start.push(next);
+                passed = 0;
+            }
+            let Some(step) = st.steps.get(&id) else {
+                continue;
+            };
             if step.waiting.is_empty() {
                 st.forget_if_idle(&id);
             } else {
@@ -221,6 +235,32 @@ impl CallSlots {
 }
 
 impl SlotState {
+    /// A call of `step_id` takes a slot.
+    fn take(&mut self, step_id: &str) {
+        if !self.steps.contains_key(step_id) {
+            self.steps.insert(step_id.to_owned(), StepCalls::default());
+        }
+        let Some(step) = self.steps.get_mut(step_id) else {
+            return;
+        };
+        if step.running > 0 {
+            self.extra += 1;
+        }
+        step.running += 1;
+        self.running += 1;
+    }
+
+    /// A call of `step_id` gives its slot back.
+    fn give_back(&mut self, step_id: &str) {
+        if let Some(step) = self.steps.get_mut(step_id) {
+            if step.running > 1 {
+                self.extra -= 1;
+            }
+            step.running = step.running.saturating_sub(1);
+            self.running = self.running.saturating_sub(1);
+        }
+    }
+
     fn forget_if_idle(&mut self, step_id: &str) {
         if self
             .steps
@@ -314,6 +354,47 @@ mod tests {
         assert!(run(&slots, "e", 0));
         // c back at none may take one again: its waiting call goes.
         assert_eq!(started(slots.release("c")), ["c1"]);
+    }
+
+    /// Steps whose endpoints hang, arriving one after the other, each
+    /// taking every slot it may: how many it takes to fill all the slots.
+    fn hanging_steps_to_fill(max: usize) -> usize {
+        let slots = CallSlots::new(max, None, 1 << 20, 1 << 20);
+        let mut steps = 0;
+        while slots.counts().running < max {
+            let step = format!("s{steps}");
+            let mut n = 0;
+            while run(&slots, &step, n) {
+                n += 1;
+            }
+            steps += 1;
+        }
+        steps
+    }
+
+    #[test]
+    fn the_slots_beyond_first_ones_are_half_of_all_so_hanging_steps_fill_them_slowly() {
+        let slots = CallSlots::new(16, None, 100, 1 << 20);
+        // Alone, a step still holds half.
+        assert!((0..8).all(|n| run(&slots, "a", n)));
+        assert!(!run(&slots, "a", 8));
+        // b's share is 4, but a holds 7 beyond its first: b gets 2.
+        assert!((0..2).all(|n| run(&slots, "b", n)));
+        assert!(!run(&slots, "b", 2));
+        // From now on every step gets its first slot only.
+        assert!(run(&slots, "c", 0));
+        assert!(!run(&slots, "c", 1));
+        assert_eq!(slots.counts().running, 11);
+        // When a gives one back, there is room beyond a first for one
+        // call: the first waiting step in turn (b) gets it, then c.
+        assert_eq!(started(slots.release("a")), ["b2"]);
+        assert_eq!(started(slots.release("a")), ["c1"]);
+        assert_eq!(slots.counts().running, 11);
+        // Half of the slots take about half as many hanging steps; by
+        // halving shares alone, 1024 were full after 11.
+        assert_eq!(hanging_steps_to_fill(4), 3);
+        assert_eq!(hanging_steps_to_fill(16), 8);
+        assert_eq!(hanging_steps_to_fill(1024), 512);
     }
 
     #[test]
