@@ -12,6 +12,7 @@
 //! cargo run --release --example load -- [--store ..] [--shape ..] --rate R --duration SECS [--warmup SECS]
 //! cargo run --release --example load -- api (--server URL | --spawn sqlite|postgres) [--token T]
 //!     [--flows 1000] [--floor-flows 10000] [--clients 32] [--alone 50] [--poll-ms 10]
+//! cargo run --release --example load -- api --vs OLD_TARTAN [--tartan NEW] [--pairs 4] [--spawn STORE]
 //! ```
 //!
 //! `api` is another benchmark: a `tartan serve` (running, or started by the
@@ -93,9 +94,13 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 #[path = "load/api.rs"]
 mod api;
+#[path = "load/cpu.rs"]
+mod cpu;
 #[path = "load/relay.rs"]
 mod relay;
 mod support;
+#[path = "load/vs.rs"]
+mod vs;
 
 use support::{proc_status_mib, BenchDb, Histogram};
 

@@ -55,7 +55,7 @@
 use std::future::Future;
 use std::net::SocketAddr;
 use std::panic::AssertUnwindSafe;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -66,24 +66,33 @@ use clap::{Args, ValueEnum};
 use futures::FutureExt;
 use serde_json::{json, Value};
 
-use crate::relay;
 use crate::support::{self, BenchDb, Histogram};
+use crate::{cpu, relay, vs};
 use crate::{ms, StoreKind};
 
 #[derive(Debug, Args)]
 pub struct ApiArgs {
     /// A running `tartan serve` to drive, e.g. http://127.0.0.1:8080; it must
     /// be able to call 127.0.0.1, where this tool's step server listens.
-    #[arg(long, required_unless_present = "spawn", conflicts_with = "spawn")]
+    #[arg(long, required_unless_present_any = ["spawn", "vs"], conflicts_with_all = ["spawn", "vs"])]
     server: Option<String>,
     /// Start `tartan serve` on a fresh database of this store instead, and
     /// stop it at the end.
     #[arg(long, value_enum)]
-    spawn: Option<StoreKind>,
-    /// The binary `--spawn` runs [default: `tartan` in the target directory
-    /// this tool was built in, e.g. target/release/tartan].
-    #[arg(long, requires = "spawn")]
+    pub spawn: Option<StoreKind>,
+    /// The binary `--spawn` runs, the new one of `--vs` [default: `tartan`
+    /// in the target directory this tool was built in, e.g.
+    /// target/release/tartan].
+    #[arg(long)]
     tartan: Option<PathBuf>,
+    /// An A/B: this (old) binary and `--tartan`'s (new) run alternately,
+    /// `--pairs` times on each store (`--spawn`'s only, when given), each
+    /// run measuring the floor and the relay again (`load/vs.rs`).
+    #[arg(long)]
+    vs: Option<PathBuf>,
+    /// Pairs of runs of an A/B (`--vs`).
+    #[arg(long, default_value_t = 4, requires = "vs", value_parser = clap::value_parser!(u64).range(1..))]
+    pub pairs: u64,
     /// Bearer token sent to the API; with `--spawn` the server requires it.
     #[arg(long)]
     token: Option<String>,
@@ -167,29 +176,41 @@ const READY_WAIT: Duration = Duration::from_secs(30);
 
 pub async fn run(args: ApiArgs) {
     let steps = step_server().await;
+    if let Some(old) = args.vs.clone() {
+        let new = args.tartan.clone().unwrap_or_else(default_binary);
+        return vs::run(&args, steps, &new, &old).await;
+    }
     let Some(store) = args.spawn else {
         let server = args
             .server
             .clone()
             .unwrap_or_else(|| panic!("--server or --spawn is required"));
-        return bench(&args, &server, steps).await;
+        bench(&args, &server, steps, None).await;
+        return;
     };
+    let binary = args.tartan.clone().unwrap_or_else(default_binary);
+    spawned(&args, store, &binary, steps).await;
+}
+
+/// One run of `binary` started on a fresh database of `store`, stopped and
+/// the database removed after (a panic or Ctrl-C included).
+pub async fn spawned(args: &ApiArgs, store: StoreKind, binary: &Path, steps: SocketAddr) -> Measured {
     let db = BenchDb::create(store.name(), "load_api").await;
     // A panic or Ctrl-C stops the server (its guard's drop) before the
     // database is removed; the panic goes on after.
     let interrupted = AssertUnwindSafe(async {
-        let server = Spawned::start(&args, &db.url).await;
+        let server = Spawned::start(args, binary, &db.url).await;
         tokio::select! {
-            () = bench(&args, &server.url, steps) => false,
-            _ = tokio::signal::ctrl_c() => true,
+            measured = bench(args, &server.url, steps, Some(server.child.id())) => Some(measured),
+            _ = tokio::signal::ctrl_c() => None,
         }
     })
     .catch_unwind()
     .await;
     db.drop().await;
     match interrupted {
-        Ok(false) => {}
-        Ok(true) => {
+        Ok(Some(measured)) => measured,
+        Ok(None) => {
             eprintln!("interrupted");
             std::process::exit(130);
         }
@@ -197,8 +218,17 @@ pub async fn run(args: ApiArgs) {
     }
 }
 
-/// Both sides against the server at `server`, their lines printed.
-async fn bench(args: &ApiArgs, server: &str, steps: SocketAddr) {
+/// What one run measured: each side, and the engine's and Postgres's CPU
+/// per flow of Tartan's side (`cpu.rs`; absent when unknown).
+pub struct Measured {
+    pub relay: Run,
+    pub tartan: Run,
+    pub cpu: cpu::Mark,
+}
+
+/// Both sides against the server at `server` (process `pid` when this tool
+/// started it), their lines printed.
+async fn bench(args: &ApiArgs, server: &str, steps: SocketAddr, pid: Option<u32>) -> Measured {
     let client = reqwest::Client::builder()
         .pool_max_idle_per_host(usize::try_from(args.clients).unwrap_or(usize::MAX) * 2)
         .build()
@@ -241,11 +271,16 @@ async fn bench(args: &ApiArgs, server: &str, steps: SocketAddr) {
     .await;
     println!("{}", relay.line("side=relay"));
     chain.register(&api, steps, args.shape, args.limits()).await;
+    let before = cpu::Mark::now(pid, store == "postgres");
     let tartan = through_api(args, args.flows, &chain.prefix, &chain, api.clone()).await;
+    let cpu = before.per_flow_ms(cpu::Mark::now(pid, store == "postgres"), args.flows + args.alone);
     chain.unregister(&api).await;
+    let shown = |ms: Option<f64>| ms.map_or_else(|| "na".to_string(), |ms| format!("{ms:.3}"));
     println!(
-        "{}",
-        tartan.line(&format!("side=tartan store={store} server={}", api.base))
+        "{} cpu_ms_per_flow_engine={} cpu_ms_per_flow_postgres={}",
+        tartan.line(&format!("side=tartan store={store} server={}", api.base)),
+        shown(cpu.engine),
+        shown(cpu.postgres),
     );
     println!(
         "load_api store={store} throughput_ratio={:.3} latency_multiple={:.2} \
@@ -264,6 +299,7 @@ async fn bench(args: &ApiArgs, server: &str, steps: SocketAddr) {
         args.limits()
             .map_or_else(|| "none".to_string(), |l| l.to_string())
     );
+    Measured { relay, tartan, cpu }
 }
 
 // ---------------------------------------------------------------------------
@@ -384,10 +420,10 @@ impl Api {
 // Measuring.
 
 /// What one side measured (µs).
-struct Run {
-    flows_per_s: f64,
+pub struct Run {
+    pub flows_per_s: f64,
     latency: Histogram,
-    alone_p50_us: i64,
+    pub alone_p50_us: i64,
 }
 
 impl Run {
@@ -541,8 +577,7 @@ struct Spawned {
 impl Spawned {
     /// Start the binary on `database_url`, on a free port of 127.0.0.1 with
     /// no environment but its settings here, and wait until it is ready.
-    async fn start(args: &ApiArgs, database_url: &str) -> Spawned {
-        let binary = args.tartan.clone().unwrap_or_else(default_binary);
+    async fn start(args: &ApiArgs, binary: &Path, database_url: &str) -> Spawned {
         if !binary.is_file() {
             panic!(
                 "no tartan binary at {}: build it (cargo build --release --bin tartan) or pass --tartan",
@@ -554,7 +589,7 @@ impl Spawned {
             .unwrap_or_else(|e| panic!("a free port: {e}"))
             .port();
         let listen = format!("127.0.0.1:{port}");
-        let mut cmd = Command::new(&binary);
+        let mut cmd = Command::new(binary);
         cmd.arg("serve")
             .env_clear()
             .env("TARTAN_DATABASE_URL", database_url)
