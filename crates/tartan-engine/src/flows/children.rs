@@ -22,7 +22,7 @@ use tartan_core::machine::{self, AttemptResult, ChildOf, ChildStart, Command, St
 use tartan_store::StoreError;
 use tokio_util::sync::CancellationToken;
 
-use super::decide::{Place, QueueFull, Rank, Waiting};
+use super::admission::{Place, QueueFull, Rank, Waiting};
 use crate::dispatch::Call;
 use crate::{traces, Engine, EngineError};
 
@@ -46,7 +46,7 @@ impl Engine {
     /// Make a flow step's call: start its child and record how it ended.
     /// Starting the child, and recording its end in a parent that is not in
     /// memory, each wait for a place in `max_active_flows`
-    /// (`decide::FlowLocks::enter`).
+    /// (`admission::FlowLocks::enter`).
     pub(super) fn spawn_child_call(&self, tx: &Transition, call: Call) {
         if self.inner.stopping.is_cancelled() {
             return;

@@ -5,8 +5,10 @@
 //!
 //! # Layout
 //! - this file: the public operations.
-//! - `decide`: each flow's lock and cached state, deciding, committing
-//!   (the rows a decision writes) and carrying out the effects.
+//! - `admission`: each flow's slot (its lock and cached state), the places
+//!   of `max_active_flows`, and the flow steps' calls waiting for one.
+//! - `decide`: deciding, committing (the rows a decision writes) and
+//!   carrying out the effects.
 //! - `waiters`: clients waiting for a flow to finish.
 //! - `calls`: the calls in flight: making them from a decision's `Call`
 //!   effects, the call slots, recording how they ended, aborting them.
@@ -15,6 +17,7 @@
 //! - `reconcile`: letting go of flows held in memory that the database
 //!   moved away from or lost (a failover).
 
+mod admission;
 mod calls;
 mod children;
 mod decide;
@@ -32,8 +35,9 @@ use tartan_store::{StoreError, WorkKey};
 
 use crate::{traces, Engine, EngineError};
 
-pub(crate) use decide::FlowLocks;
-use decide::{Cached, Released};
+pub(crate) use admission::FlowLocks;
+use admission::Released;
+use decide::Cached;
 pub(crate) use reconcile::IdleFlows;
 pub(crate) use waiters::Waiters;
 pub use waiters::MAX_WAITERS;
@@ -202,7 +206,7 @@ impl Engine {
     /// request's digest and carry it out: `false` when the flow exists
     /// already (nothing changed). A client's start (with its `request`)
     /// takes a place in `max_active_flows` if one is free, else is
-    /// `Overloaded`; a child's start holds one already (`decide::Place`).
+    /// `Overloaded`; a child's start holds one already (`admission::Place`).
     pub(super) async fn commit_start(
         &self,
         id: &str,

@@ -24,7 +24,8 @@ use std::sync::Arc;
 
 use tartan_store::{from_us, to_us, FlowVersion};
 
-use super::decide::{Cached, FlowLocks, FlowSlot};
+use super::admission::{FlowLocks, FlowSlot};
+use super::decide::Cached;
 use crate::Engine;
 
 /// Which cached flows the last sweep saw, at which version: those still
