@@ -758,6 +758,16 @@ pub fn item_attempts(flow: &Value, step: &str) -> Vec<Value> {
         .unwrap_or_default()
 }
 
+/// The one work item of `step` in a flow's state: the test fails when the
+/// step has none, or more than one.
+pub fn only_item<'a>(flow: &'a Value, step: &str) -> &'a Value {
+    let items = flow["executions"][step]["work_items"]
+        .as_object()
+        .unwrap_or_else(|| panic!("no items of {step}: {flow}"));
+    assert_eq!(items.len(), 1, "{flow}");
+    items.values().next().unwrap_or(&Value::Null)
+}
+
 /// Wait, up to `limit`, until `done` holds; whether it did.
 pub async fn wait_until(limit: Duration, mut done: impl FnMut() -> bool) -> bool {
     let deadline = std::time::Instant::now() + limit;

@@ -8,8 +8,8 @@ use serde_json::{json, Value};
 use tartan_testkit::{both_backends, TestDb};
 
 use crate::helpers::{
-    call, events, json_reply, of_type, spawn_app, spawn_binary, start_on, wait_for_terminal, Backend,
-    StepServer, TestApp,
+    call, events, json_reply, of_type, only_item, spawn_app, spawn_binary, start_on, wait_for_terminal,
+    Backend, StepServer, TestApp,
 };
 
 both_backends!(
@@ -209,15 +209,7 @@ async fn completed(app: &TestApp, id: &str, goals: &[&str], item: &str) -> Value
 
 /// The attempts of `step`'s (only) item in `flow`.
 fn attempts_of(flow: &Value, step: &str) -> Value {
-    let items = flow["executions"][step]["work_items"]
-        .as_object()
-        .unwrap_or_else(|| panic!("no items of {step}: {flow}"));
-    assert_eq!(items.len(), 1, "{flow}");
-    items
-        .values()
-        .next()
-        .map(|w| w["attempts"].clone())
-        .unwrap_or_default()
+    only_item(flow, step)["attempts"].clone()
 }
 
 fn from_memo(flow: &Value, step: &str) -> bool {

@@ -11,7 +11,8 @@ use serde_json::{json, Value};
 use tartan_testkit::{both_backends, TestDb};
 
 use crate::helpers::{
-    call, json_reply, spawn_app, spawn_binary, sync_step, wait_for_terminal, Backend, StepServer, TestApp,
+    call, json_reply, only_item, spawn_app, spawn_binary, sync_step, wait_for_terminal, Backend, StepServer,
+    TestApp,
 };
 
 both_backends!(
@@ -97,13 +98,10 @@ async fn registered(app: &TestApp, steps: &[Value]) {
 
 /// The child flow ids of the parent's item of `step` (there is one item).
 fn children(flow: &Value, step: &str) -> Vec<String> {
-    let items = flow["executions"][step]["work_items"]
-        .as_object()
-        .unwrap_or_else(|| panic!("no items of {step}: {flow}"));
-    assert_eq!(items.len(), 1, "{flow}");
-    items
-        .values()
-        .flat_map(|w| w["children"].as_array().cloned().unwrap_or_default())
+    only_item(flow, step)["children"]
+        .as_array()
+        .into_iter()
+        .flatten()
         .filter_map(|c| c.as_str().map(String::from))
         .collect()
 }
@@ -202,10 +200,7 @@ async fn a_failed_child_fails_the_item_and_the_retry_policy_runs_a_new_child(bac
     assert_eq!(kids.len(), 2, "a new child per attempt: {parent}");
     assert!(kids[1].ends_with(":2"), "{kids:?}");
     assert_eq!(svc.requests().len(), 2, "each child called its step once");
-    let item = parent["executions"]["sub"]["work_items"]
-        .as_object()
-        .and_then(|m| m.values().next().cloned())
-        .unwrap_or_default();
+    let item = only_item(&parent, "sub");
     assert_eq!(item["retry_state"], "max_attempts", "{item}");
     let error = item["error"].as_str().unwrap_or_default();
     assert!(
@@ -235,10 +230,7 @@ async fn a_mapped_output_the_child_lacks_fails_the_item_for_good(backend: Backen
     let parent = app.wait_for_flow("p3").await;
     assert_eq!(parent["status"], "failed", "{parent}");
     assert_eq!(children(&parent, "sub").len(), 1, "not retried: {parent}");
-    let item = parent["executions"]["sub"]["work_items"]
-        .as_object()
-        .and_then(|m| m.values().next().cloned())
-        .unwrap_or_default();
+    let item = only_item(&parent, "sub");
     assert_eq!(item["error"], "flow output missing: tripled", "{item}");
     assert_eq!(item["retry_state"], "permanent", "{item}");
 }
@@ -502,10 +494,7 @@ async fn a_flow_steps_attempt_timeout_bounds_its_child(backend: Backend) {
     started(&app, &sub_flow("p8", 1)).await;
     let parent = app.wait_for_flow("p8").await;
     assert_eq!(parent["status"], "failed", "{parent}");
-    let item = parent["executions"]["sub"]["work_items"]
-        .as_object()
-        .and_then(|m| m.values().next().cloned())
-        .unwrap_or_default();
+    let item = only_item(&parent, "sub");
     assert_eq!(item["error"], "attempt timeout after 300 ms", "{item}");
     assert_eq!(item["problem"]["timeout_scope"], "attempt", "{item}");
     let kid = children(&parent, "sub").remove(0);
