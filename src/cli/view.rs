@@ -221,6 +221,11 @@ impl View {
             E::WorkLateResult { step_id, attempt, .. } => {
                 format!("step {step_id} late result for attempt {attempt} ignored")
             }
+            E::WorkChildNotStarted {
+                step_id,
+                child_flow_id,
+                ..
+            } => format!("step {step_id} child flow {child_flow_id} never started"),
             E::AttributeSet { key, .. } => {
                 format!("attribute {key} = {}", shorten(&data["value"].to_string(), 200))
             }

@@ -2084,6 +2084,14 @@ export interface components {
              *     attempt, the current one last (docs/steps.md, "Sub-flows").
              */
             children?: string[];
+            /**
+             * @description A flow step's item: the ids given to children that never started
+             *     (the item ended while its call waited for a place in
+             *     `TARTAN_MAX_ACTIVE_FLOWS`), moved here from `children`. No flow has
+             *     them, but for a child another process started and stopped at once
+             *     as the item ended.
+             */
+            children_not_started?: string[];
             /** @description Calls of the step's compensate endpoint for this item. */
             compensation?: components["schemas"]["Attempt"][];
             /** Format: date-time */

@@ -1254,3 +1254,87 @@ fn a_flow_steps_call_is_not_a_call_of_the_flows_own() {
     let back = run.replayed();
     assert!(back.has_active_work() && !back.has_own_calls());
 }
+
+/// A flow step's item that ended while its call waited for a place never
+/// started its child; the engine, finding no such flow, says so
+/// (`ChildNotStarted`): the id moves from `children` to
+/// `children_not_started`, once, and the item's next child is numbered
+/// after it. While the item still waits for that child, nothing changes
+/// (docs/steps.md, "Sub-flows").
+#[test]
+fn a_child_that_never_started_is_listed_apart_from_the_children() {
+    use tartan_core::machine::Stop;
+    let (mut run, _) = Run::start(&with_sub_flow(), &["sub"], init(&[("amount", json!(1))]), t(0));
+    let token = run.token("sub");
+    let first = format!("{FLOW}:sub:{token}");
+    assert_eq!(run.work("sub").children, std::slice::from_ref(&first));
+    let never = |child: &str| Command::ChildNotStarted {
+        step_id: "sub".into(),
+        token: token.clone(),
+        child_flow_id: child.into(),
+    };
+    let tx = run.command(never(&first), t(1));
+    assert!(tx.events.is_empty(), "its call may still start it");
+
+    let tx = run.command(Command::Stop(Stop::Cancel("by test".into())), t(2));
+    let abort = Effect::Abort {
+        step_id: "sub".into(),
+        token: token.clone(),
+    };
+    assert!(tx.effects.contains(&abort), "{:?}", tx.effects);
+    let tx = run.command(never(&first), t(3));
+    assert_eq!(types(&tx), ["work_child_not_started"]);
+    let event = &tx.events[0];
+    assert_eq!(
+        &FlowEvent::from_parts(event.type_name(), event.data()).unwrap(),
+        event
+    );
+    assert!(tx.effects.contains(&Effect::Touch {
+        step_id: "sub".into(),
+        token: token.clone(),
+    }));
+    assert!(run.work("sub").children.is_empty());
+    assert_eq!(run.work("sub").children_not_started, std::slice::from_ref(&first));
+    assert!(run.command(never(&first), t(4)).events.is_empty(), "once");
+    assert!(run.command(never("another"), t(4)).events.is_empty());
+
+    run.command(
+        Command::Retry {
+            reset_attempts: true,
+            by: None,
+        },
+        t(5),
+    );
+    assert_eq!(run.work("sub").children, [format!("{first}:2")]);
+    assert_eq!(run.work("sub").children_not_started, [first]);
+    assert_eq!(run.replayed(), run.state);
+}
+
+/// A flow step's call taken back by the decision that made it (the flow
+/// stopped in it) still has its abort: the engine, stopping the child,
+/// finds it never started and says so.
+#[test]
+fn a_flow_steps_call_stopped_in_the_decision_that_made_it_keeps_its_abort() {
+    let (run, started) = Run::start(&with_sub_flow(), &["sub"], init(&[("amount", json!(1))]), t(0));
+    let token = run.token("sub");
+    let mut merged = started;
+    let mut tokens = run.tokens;
+    let stopped = with_context(&mut tokens, t(0), |ctx| {
+        apply(
+            merged.state.clone(),
+            Command::Stop(tartan_core::machine::Stop::Cancel("at once".into())),
+            ctx,
+        )
+    })
+    .unwrap();
+    merged.absorb(stopped);
+    assert!(merged.dispatches().is_empty(), "{:?}", merged.effects);
+    assert!(
+        merged.effects.contains(&Effect::Abort {
+            step_id: "sub".into(),
+            token,
+        }),
+        "{:?}",
+        merged.effects
+    );
+}

@@ -323,6 +323,9 @@ impl<'a> Decision<'a> {
             } => item("accept", step_id, token, Some(*attempt)),
             Command::Heartbeat { step_id, token } => item("heartbeat", step_id, token, None),
             Command::Redispatch { step_id, token } => item("redispatch", step_id, token, None),
+            Command::ChildNotStarted { step_id, token, .. } => {
+                item("child_not_started", step_id, token, None)
+            }
             Command::RetryDue { step_id, token } => item("retry_due", step_id, token, None),
             Command::InactivityDue { step_id, token, .. } => item("inactivity_due", step_id, token, None),
             Command::DeadlineDue => Decision {

@@ -37,6 +37,11 @@ class WorkState:
                 until its webhook (or a retry) comes.
             children (list[str] | Unset): A flow step's item: the ids of the child flows it ran, one per
                 attempt, the current one last (docs/steps.md, "Sub-flows").
+            children_not_started (list[str] | Unset): A flow step's item: the ids given to children that never started
+                (the item ended while its call waited for a place in
+                `TARTAN_MAX_ACTIVE_FLOWS`), moved here from `children`. No flow has
+                them, but for a child another process started and stopped at once
+                as the item ended.
             compensation (list[Attempt] | Unset): Calls of the step's compensate endpoint for this item.
             completed_at (datetime.datetime | None | Unset):
             deadline_at (datetime.datetime | None | Unset): The step total timeout's deadline for this item, set at its
@@ -65,6 +70,7 @@ class WorkState:
     status: WorkStatus
     accepted_at: datetime.datetime | None | Unset = UNSET
     children: list[str] | Unset = UNSET
+    children_not_started: list[str] | Unset = UNSET
     compensation: list[Attempt] | Unset = UNSET
     completed_at: datetime.datetime | None | Unset = UNSET
     deadline_at: datetime.datetime | None | Unset = UNSET
@@ -106,6 +112,10 @@ class WorkState:
         children: list[str] | Unset = UNSET
         if not isinstance(self.children, Unset):
             children = self.children
+
+        children_not_started: list[str] | Unset = UNSET
+        if not isinstance(self.children_not_started, Unset):
+            children_not_started = self.children_not_started
 
         compensation: list[dict[str, Any]] | Unset = UNSET
         if not isinstance(self.compensation, Unset):
@@ -208,6 +218,8 @@ class WorkState:
             field_dict["accepted_at"] = accepted_at
         if children is not UNSET:
             field_dict["children"] = children
+        if children_not_started is not UNSET:
+            field_dict["children_not_started"] = children_not_started
         if compensation is not UNSET:
             field_dict["compensation"] = compensation
         if completed_at is not UNSET:
@@ -277,6 +289,8 @@ class WorkState:
         accepted_at = _parse_accepted_at(d.pop("accepted_at", UNSET))
 
         children = cast(list[str], d.pop("children", UNSET))
+
+        children_not_started = cast(list[str], d.pop("children_not_started", UNSET))
 
         _compensation = d.pop("compensation", UNSET)
         compensation: list[Attempt] | Unset = UNSET
@@ -447,6 +461,7 @@ class WorkState:
             status=status,
             accepted_at=accepted_at,
             children=children,
+            children_not_started=children_not_started,
             compensation=compensation,
             completed_at=completed_at,
             deadline_at=deadline_at,

@@ -235,6 +235,15 @@ pub enum FlowEvent {
         #[serde(default, skip_serializing_if = "is_false")]
         compensation: bool,
     },
+    /// A flow step's item ended while its call waited for a place to start
+    /// its child `child_flow_id`, which never started: the id moves from
+    /// the item's `children` to its `children_not_started`.
+    WorkChildNotStarted {
+        flow_id: String,
+        step_id: String,
+        token: String,
+        child_flow_id: String,
+    },
     AttributeSet {
         flow_id: String,
         step_id: String,
@@ -403,6 +412,7 @@ impl FlowEvent {
             | FlowEvent::WorkTimedOut { step_id, token, .. }
             | FlowEvent::WorkCancelled { step_id, token, .. }
             | FlowEvent::WorkSkipped { step_id, token, .. }
+            | FlowEvent::WorkChildNotStarted { step_id, token, .. }
             | FlowEvent::CompStarted { step_id, token, .. }
             | FlowEvent::CompSucceeded { step_id, token, .. }
             | FlowEvent::CompFailed { step_id, token, .. }
@@ -437,6 +447,7 @@ impl FlowEvent {
         "work_succeeded",
         "work_failed",
         "work_late_result",
+        "work_child_not_started",
         "work_not_completed",
         "work_accepted",
         "work_heartbeat",
@@ -476,6 +487,7 @@ impl FlowEvent {
             FlowEvent::WorkSucceeded { .. } => "work_succeeded",
             FlowEvent::WorkFailed { .. } => "work_failed",
             FlowEvent::WorkLateResult { .. } => "work_late_result",
+            FlowEvent::WorkChildNotStarted { .. } => "work_child_not_started",
             FlowEvent::WorkNotCompleted { .. } => "work_not_completed",
             FlowEvent::WorkAccepted { .. } => "work_accepted",
             FlowEvent::WorkHeartbeat { .. } => "work_heartbeat",

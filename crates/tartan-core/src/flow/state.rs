@@ -301,6 +301,13 @@ pub struct WorkState {
     /// attempt, the current one last (docs/steps.md, "Sub-flows").
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub children: Vec<String>,
+    /// A flow step's item: the ids given to children that never started
+    /// (the item ended while its call waited for a place in
+    /// `TARTAN_MAX_ACTIVE_FLOWS`), moved here from `children`. No flow has
+    /// them, but for a child another process started and stopped at once
+    /// as the item ended.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub children_not_started: Vec<String>,
     /// Since when the item has waited for its unhealthy step
     /// (`dispatch_deferred`; docs/operating.md, "Health gates dispatch").
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -360,6 +367,7 @@ impl WorkState {
             retry_state: self.retry_state,
             late_results: self.late_results.clone(),
             children: self.children.clone(),
+            children_not_started: self.children_not_started.clone(),
             deferred_since: self.deferred_since,
             deferred_ms: self.deferred_ms,
         }

@@ -106,6 +106,14 @@ pub enum Command {
     Heartbeat { step_id: String, token: String },
     /// The item's call was cut off (restart, lease taken over): call again.
     Redispatch { step_id: String, token: String },
+    /// A flow step's item's child `child_flow_id` never started: the
+    /// engine, stopping the child of an item that ended, found no such
+    /// flow. Changes nothing while the item still waits for that child.
+    ChildNotStarted {
+        step_id: String,
+        token: String,
+        child_flow_id: String,
+    },
     /// The item's retry (or its compensation's) may be due.
     RetryDue { step_id: String, token: String },
     /// The item's inactivity window may have passed. `heard_until`: the
@@ -187,6 +195,11 @@ pub fn apply(state: FlowState, command: Command, ctx: &mut Context<'_>) -> Resul
         } => async_calls::accept(&mut tx, &step_id, &token, attempt)?,
         Command::Heartbeat { step_id, token } => async_calls::heartbeat(&mut tx, &step_id, &token)?,
         Command::Redispatch { step_id, token } => commands::redispatch(&mut tx, &step_id, &token, ctx)?,
+        Command::ChildNotStarted {
+            step_id,
+            token,
+            child_flow_id,
+        } => subflow::child_not_started(&mut tx, &step_id, &token, &child_flow_id)?,
         Command::RetryDue { step_id, token } => commands::retry_due(&mut tx, &step_id, &token, ctx)?,
         Command::InactivityDue {
             step_id,

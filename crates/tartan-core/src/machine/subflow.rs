@@ -242,6 +242,34 @@ pub fn child_refused(error: String) -> AttemptResult {
     }
 }
 
+/// The item's child `child_flow_id` never started (`Command::ChildNotStarted`):
+/// noted, so that its id is no longer listed among the item's children,
+/// unless the item is not listing it or still waits for it (its running
+/// attempt's call may yet start it).
+pub(super) fn child_not_started(
+    tx: &mut Transition,
+    step_id: &str,
+    token: &str,
+    child_flow_id: &str,
+) -> Result<(), ApplyError> {
+    let work = tx
+        .state
+        .find_work(step_id, token)
+        .ok_or_else(|| ApplyError::UnknownWork(token.to_string()))?;
+    let listed = work.children.iter().any(|c| c == child_flow_id);
+    let waiting =
+        work.status == WorkStatus::Active && work.children.last().is_some_and(|c| c == child_flow_id);
+    if !listed || waiting {
+        return Ok(());
+    }
+    tx.emit(FlowEvent::WorkChildNotStarted {
+        flow_id: tx.state.id.clone(),
+        step_id: step_id.to_string(),
+        token: token.to_string(),
+        child_flow_id: child_flow_id.to_string(),
+    })
+}
+
 /// The flow failed: its flow steps' children still running are stopped
 /// (their items and steps cancelled, which aborts the calls that wait for
 /// them and stops the children), where an HTTP call in flight would be

@@ -295,6 +295,7 @@ impl Transition {
             | FlowEvent::WorkSucceeded { .. }
             | FlowEvent::WorkFailed { .. }
             | FlowEvent::WorkLateResult { .. }
+            | FlowEvent::WorkChildNotStarted { .. }
             | FlowEvent::WorkNotCompleted { .. }
             | FlowEvent::DispatchDeferred { .. }
             | FlowEvent::WorkLaneWaited { .. }
@@ -322,7 +323,9 @@ impl Transition {
 
     /// Add an effect. An item is touched once; an abort of a call this
     /// transition itself made takes that call back instead (it never went
-    /// out).
+    /// out). A flow step's abort is kept even then: stopping the item's
+    /// child is how the engine finds that it never started, and says so
+    /// (`Command::ChildNotStarted`).
     pub(crate) fn push(&mut self, effect: Effect) {
         match &effect {
             Effect::Touch { step_id, token } => {
@@ -330,13 +333,15 @@ impl Transition {
                     return;
                 }
             }
-            Effect::Abort { token, .. } => {
+            Effect::Abort { step_id, token } => {
                 // Rare (a flow stopped in the decision that started its
                 // calls): the scan is paid only then.
                 if self.called.remove(token) {
                     self.effects
                         .retain(|e| !matches!(e, Effect::Call(d) if d.token == *token && !d.compensate));
-                    return;
+                    if !self.state.plan.steps.get(step_id).is_some_and(|s| s.is_flow()) {
+                        return;
+                    }
                 }
             }
             Effect::Call(d) => {

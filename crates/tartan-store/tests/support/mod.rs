@@ -289,6 +289,7 @@ pub fn detail(status: WorkStatus, note: &str) -> WorkState {
         retry_state: None,
         late_results: Vec::new(),
         children: Vec::new(),
+        children_not_started: Vec::new(),
         deferred_since: None,
         deferred_ms: 0,
         index: 0,

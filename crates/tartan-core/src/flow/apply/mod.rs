@@ -169,7 +169,8 @@ impl FlowState {
             | FlowEvent::WorkResumed { .. }
             | FlowEvent::WorkSucceeded { .. }
             | FlowEvent::WorkAccepted { .. }
-            | FlowEvent::WorkHeartbeat { .. } => self.change_work(event, at)?,
+            | FlowEvent::WorkHeartbeat { .. }
+            | FlowEvent::WorkChildNotStarted { .. } => self.change_work(event, at)?,
             FlowEvent::WorkFailed { .. }
             | FlowEvent::WorkNotCompleted { .. }
             | FlowEvent::WorkRetryScheduled { .. }

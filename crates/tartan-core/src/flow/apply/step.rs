@@ -54,6 +54,7 @@ impl FlowState {
                             retry_state: None,
                             late_results: Vec::new(),
                             children: Vec::new(),
+                            children_not_started: Vec::new(),
                             deferred_since: None,
                             deferred_ms: 0,
                             index: positions

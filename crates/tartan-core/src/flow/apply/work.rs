@@ -6,7 +6,8 @@ use crate::retry::RetryState;
 use super::super::*;
 
 impl FlowState {
-    /// An attempt of a work item started, was accepted, heard from or succeeded.
+    /// An attempt of a work item started, was accepted, heard from or
+    /// succeeded, or a flow step's child never started.
     pub(super) fn change_work(&mut self, event: &FlowEvent, at: Time) -> Result<(), ApplyError> {
         match event {
             FlowEvent::WorkStarted {
@@ -16,12 +17,13 @@ impl FlowState {
                 deadline_at,
                 ..
             } => {
-                // A flow step's attempt runs a new child flow.
+                // A flow step's attempt runs a new child flow, numbered
+                // after every id the item was given, started or not.
                 let parent =
                     (self.plan.steps.get(step_id).is_some_and(|s| s.is_flow())).then(|| self.id.clone());
                 let work = self.work(step_id, token)?;
                 if let Some(parent) = parent {
-                    let run = work.children.len() + 1;
+                    let run = work.children.len() + work.children_not_started.len() + 1;
                     work.children
                         .push(super::super::child_flow_id(&parent, step_id, token, run));
                 }
@@ -146,6 +148,16 @@ impl FlowState {
                 ..
             } => {
                 self.work(step_id, token)?.inactive_until = Some(*inactive_until);
+            }
+            FlowEvent::WorkChildNotStarted {
+                step_id,
+                token,
+                child_flow_id,
+                ..
+            } => {
+                let work = self.work(step_id, token)?;
+                work.children.retain(|c| c != child_flow_id);
+                work.children_not_started.push(child_flow_id.clone());
             }
             // The other events are another family's (`change`).
             _ => {}
