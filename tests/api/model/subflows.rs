@@ -31,6 +31,7 @@ both_backends!(
     a_sub_flow_tree_wider_than_the_limit_waits_for_room,
     a_three_level_tree_finishes_under_a_limit_its_parents_would_fill,
     child_calls_beyond_the_queue_are_left_to_their_lease,
+    a_parent_that_ends_while_its_children_wait_for_a_place_lists_none_of_them,
 );
 
 /// A flow step running `goals`, its inputs and outputs given as
@@ -902,4 +903,173 @@ async fn child_calls_beyond_the_queue_are_left_to_their_lease(backend: Backend) 
     for item in items.values() {
         assert_eq!(item["children"].as_array().map(Vec::len), Some(1), "{item}");
     }
+}
+
+/// `sub` with one item per element of its `amount`, all run at once.
+fn fanned_sub_step() -> Value {
+    let mut step = sub_step();
+    step["attributes"]["amount"] =
+        json!({"role": "required", "required": {"for_each": true, "mapping": {"name": "n"}}});
+    step["work_config"]["parallelism"] = json!(10);
+    step
+}
+
+/// Flow steps' calls of `engine` waiting for a place (its metric).
+async fn waiting_for_places(engine: &crate::helpers::Binary) -> u64 {
+    let text = reqwest::get(format!("http://{}/metrics", engine.addr))
+        .await
+        .expect("GET /metrics")
+        .text()
+        .await
+        .unwrap_or_default();
+    text.lines()
+        .find_map(|l| l.strip_prefix("tartan_child_calls_waiting "))
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .unwrap_or(0.0) as u64
+}
+
+/// The ids a parent's `sub` items list as their children, and those they
+/// list as never started.
+fn listed_children(parent: &Value) -> (Vec<String>, Vec<String>) {
+    let ids = |w: &Value, field: &str| -> Vec<String> {
+        w[field]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|c| c.as_str().map(String::from))
+            .collect()
+    };
+    let items = parent["executions"]["sub"]["work_items"]
+        .as_object()
+        .cloned()
+        .unwrap_or_default();
+    let mut started = Vec::new();
+    let mut not_started = Vec::new();
+    for item in items.values() {
+        let (ran, never) = (ids(item, "children"), ids(item, "children_not_started"));
+        assert_eq!(ran.len() + never.len(), 1, "one child per item: {item}");
+        started.extend(ran);
+        not_started.extend(never);
+    }
+    (started, not_started)
+}
+
+/// A parent that ends (cancelled, failed, past its deadline) while its
+/// flow step's calls wait for a place in `TARTAN_MAX_ACTIVE_FLOWS` (it
+/// holds the one place itself, with a call of its own) starts none of
+/// their children, and lists none as a child: a client that follows an
+/// id in `children` never finds a 404. The ids the items were given are
+/// listed as `children_not_started` (docs/steps.md, "Sub-flows").
+async fn a_parent_that_ends_while_its_children_wait_for_a_place_lists_none_of_them(backend: Backend) {
+    let Some(db) = TestDb::create(backend).await else {
+        return;
+    };
+    let svc = quick_doubler().await;
+    // The parent's own call: it hangs, or fails after a moment.
+    let holder = StepServer::start_async(|r, _| {
+        Box::pin(async move {
+            if r.body["go"] == "fail" {
+                tokio::time::sleep(Duration::from_millis(500)).await;
+                return json_reply(400, json!({"error": "no"}));
+            }
+            std::future::pending::<()>().await;
+            json_reply(200, json!({}))
+        })
+    })
+    .await;
+    let mut hold = sync_step("hold", &holder.url("/hold"), &["go"], &["held"]);
+    hold["work_config"] = json!({"max_attempts": 1});
+    let engine =
+        crate::helpers::spawn_binary_with(&db, "subflow-unstarted", &[("TARTAN_MAX_ACTIVE_FLOWS", "1")])
+            .await;
+    crate::helpers::register(&engine, vec![doubler(&svc), fanned_sub_step(), hold]).await;
+
+    let endings = [
+        ("u-cancelled", json!({"go": ["hang"]}), None),
+        ("u-failed", json!({"go": ["fail"]}), None),
+        ("u-deadline", json!({"go": ["hang"]}), Some("1s")),
+    ];
+    for (id, init, timeout) in endings {
+        let mut start = json!({"id": id, "goals": ["sub", "hold"], "init": init});
+        start["init"]["amount"] = json!([[1, 2, 3]]);
+        if let Some(t) = timeout {
+            start["timeout"] = json!(t);
+        }
+        // The place the last parent held may take a moment to free.
+        let mut answer = (0, Value::Null);
+        for _ in 0..200 {
+            answer = call(
+                &engine,
+                reqwest::Method::POST,
+                "/engine/flow",
+                Some(start.clone()),
+            )
+            .await;
+            if answer.0 != 503 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert_eq!(answer.0, 201, "{id}: {}", answer.1);
+        let mut queued = 0;
+        for _ in 0..200 {
+            queued = waiting_for_places(&engine).await;
+            if queued >= 3 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert_eq!(queued, 3, "{id}: its three children wait for the place it holds");
+        if timeout.is_none() && init["go"][0] == "hang" {
+            let (status, body) = call(
+                &engine,
+                reqwest::Method::POST,
+                &format!("/engine/flow/{id}/cancel"),
+                Some(json!({})),
+            )
+            .await;
+            assert_eq!(status, 202, "{body}");
+        }
+        let parent = wait_for_terminal(&engine, id).await;
+        assert_ne!(parent["status"], "active", "{parent}");
+
+        // The items' children are noted as never started just after the
+        // parent ends.
+        let mut seen = (Vec::new(), Vec::new());
+        let mut missing = Vec::new();
+        for _ in 0..200 {
+            let (_, parent) = call(&engine, reqwest::Method::GET, &format!("/engine/flow/{id}"), None).await;
+            seen = listed_children(&parent);
+            missing.clear();
+            for kid in &seen.0 {
+                let path = format!("/engine/flow/{kid}");
+                if call(&engine, reqwest::Method::GET, &path, None).await.0 == 404 {
+                    missing.push(kid.clone());
+                }
+            }
+            if missing.is_empty() && seen.1.len() == 3 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        assert!(
+            missing.is_empty(),
+            "{id} lists children that do not exist: {missing:?}"
+        );
+        assert_eq!(seen.0, Vec::<String>::new(), "{id}: no child started");
+        assert_eq!(
+            seen.1.len(),
+            3,
+            "{id}: each item's child is listed as not started: {seen:?}"
+        );
+        for kid in &seen.1 {
+            let path = format!("/engine/flow/{kid}");
+            assert_eq!(
+                call(&engine, reqwest::Method::GET, &path, None).await.0,
+                404,
+                "{kid}"
+            );
+        }
+    }
+    assert!(svc.requests().is_empty(), "no child ran a step");
 }

@@ -23,6 +23,7 @@ use tartan_store::StoreError;
 use tokio_util::sync::CancellationToken;
 
 use super::admission::{Place, QueueFull, Rank, Waiting};
+use super::Committed;
 use crate::dispatch::Call;
 use crate::{traces, Engine, EngineError};
 
@@ -37,8 +38,9 @@ enum Begun {
     /// The call ends at once with this result: a memo, a child that
     /// cannot start.
     Ended(AttemptResult),
-    /// No place came: the call was aborted while it waited, or it was left
-    /// to its lease because the queue for places was full.
+    /// No place came: the call was aborted while it waited (or before the
+    /// child started), or it was left to its lease because the queue for
+    /// places was full.
     NoRoom,
 }
 
@@ -72,7 +74,8 @@ impl Engine {
         self.inner.tasks.spawn(async move {
             // Not cut short by an abort once the child starts: a child whose
             // start is being committed when its parent's item ends would run
-            // on unseen. (Its wait for a place is.)
+            // on unseen. (Its wait for a place is, and an abort before the
+            // commit starts no child: `commit_start`.)
             let started = tokio::select! {
                 r = engine.begin_child(&call, child, &cancel, traces::CallerTrace {
                     traceparent: traceparent.as_deref(),
@@ -153,8 +156,9 @@ impl Engine {
         let child_id = start.flow_id.clone();
         let mut pause = Duration::from_millis(50);
         loop {
-            match self.start_child(start.clone(), caller).await {
-                Ok(()) => break,
+            match self.start_child(start.clone(), caller, cancel).await {
+                Ok(Committed::Started | Committed::Exists) => break,
+                Ok(Committed::Aborted) => return Begun::NoRoom,
                 Err(EngineError::Store(StoreError::Unavailable(e))) => {
                     tracing::warn!(flow_id = %child_id, "database unavailable starting a child flow, trying again in {pause:?}: {e}");
                     tokio::time::sleep(pause).await;
@@ -233,13 +237,15 @@ impl Engine {
         }
     }
 
-    /// Start a child flow as the parent's plan has it; one that exists
-    /// already (a call taken up again after a restart) is left as it is.
+    /// Start a child flow as the parent's plan has it, unless its call is
+    /// aborted by then; one that exists already (a call taken up again
+    /// after a restart) is left as it is.
     async fn start_child(
         &self,
         start: ChildStart,
         caller: traces::CallerTrace<'_>,
-    ) -> Result<(), EngineError> {
+        aborted: &CancellationToken,
+    ) -> Result<Committed, EngineError> {
         let ChildStart {
             flow_id,
             plan,
@@ -262,16 +268,21 @@ impl Engine {
             options,
         };
         // One that exists already is the same child: nothing to do.
-        self.commit_start(&flow_id, command, started, None)
+        self.commit_start(&flow_id, command, started, None, Some(aborted))
             .await
-            .map(drop)
     }
 
     /// Stop the child of a flow step's item whose call a committed decision
     /// aborted (its parent was cancelled, killed, timed out or failed, or
     /// the item timed out): cancelled as the parent was, killed when the
     /// parent was killed. Wherever the child runs: the stop is a decision
-    /// on it like any other.
+    /// on it like any other. A child that is not there never started (its
+    /// call waited for a place; it starts none once aborted,
+    /// `commit_start`): the parent is told, so that it does not list an id
+    /// no flow has (docs/steps.md, "Sub-flows"). (Only a call in another
+    /// process, between its place and its commit as the abort reaches it,
+    /// can still start the child then; it stops it at once, and the parent
+    /// lists that one as not started.)
     pub(super) fn stop_child(&self, parent: &FlowState, step_id: &str, token: &str) {
         let Some(child_id) = parent
             .find_work(step_id, token)
@@ -286,12 +297,42 @@ impl Engine {
         } else {
             Stop::Cancel(reason)
         };
+        let never = Command::ChildNotStarted {
+            step_id: step_id.to_string(),
+            token: token.to_string(),
+            child_flow_id: child_id.clone(),
+        };
+        let parent_id = parent.id.clone();
         let engine = self.clone();
         self.inner.tasks.spawn(async move {
             match engine.decide(&child_id, Command::Stop(stop)).await {
-                Ok(()) | Err(EngineError::FlowNotFound(_)) => {}
+                Ok(()) => {}
+                Err(EngineError::FlowNotFound(_)) => engine.child_not_started(&parent_id, never).await,
                 Err(e) => tracing::warn!(flow_id = %child_id, "stopping a child flow failed: {e}"),
             }
         });
+    }
+
+    /// Tell the parent its item's child never started (`never`), tried
+    /// again for a while if the database is away: until it lands, the
+    /// parent lists an id no flow has.
+    async fn child_not_started(&self, parent_id: &str, never: Command) {
+        let mut pause = Duration::from_millis(50);
+        for _ in 0..8 {
+            match self.decide(parent_id, never.clone()).await {
+                Ok(()) => return,
+                Err(EngineError::Store(StoreError::Unavailable(e)))
+                    if !self.inner.stopping.is_cancelled() =>
+                {
+                    tracing::warn!(flow_id = %parent_id, "database unavailable noting a child that never started, trying again in {pause:?}: {e}");
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(Duration::from_secs(2));
+                }
+                Err(e) => {
+                    tracing::warn!(flow_id = %parent_id, "noting a child that never started failed: {e}");
+                    return;
+                }
+            }
+        }
     }
 }

@@ -50,6 +50,15 @@ pub enum StartOutcome {
     AlreadyStarted,
 }
 
+/// What `commit_start` did.
+pub(super) enum Committed {
+    Started,
+    /// The flow exists already: nothing changed.
+    Exists,
+    /// A child's call was aborted before its start: not started.
+    Aborted,
+}
+
 /// What an async step's webhook delivered.
 #[derive(Debug, Clone)]
 pub enum WebhookResult {
@@ -192,28 +201,33 @@ impl Engine {
             init,
             options,
         };
-        if self
-            .commit_start(&id, command, started, Some(request_digest(&text)))
+        match self
+            .commit_start(&id, command, started, Some(request_digest(&text)), None)
             .await?
         {
-            return Ok(StartOutcome::Started);
+            Committed::Started => Ok(StartOutcome::Started),
+            // (A client's start has no call to be aborted.)
+            Committed::Exists | Committed::Aborted => {
+                let existing = self.inner.store.flow_request(&id).await?.unwrap_or_default();
+                same_request(&id, &existing, &text)
+            }
         }
-        let existing = self.inner.store.flow_request(&id).await?.unwrap_or_default();
-        same_request(&id, &existing, &text)
     }
 
     /// Decide a flow's start (`command`, at `started`), commit it with the
-    /// request's digest and carry it out: `false` when the flow exists
-    /// already (nothing changed). A client's start (with its `request`)
-    /// takes a place in `max_active_flows` if one is free, else is
-    /// `Overloaded`; a child's start holds one already (`admission::Place`).
+    /// request's digest and carry it out. A client's start (with its
+    /// `request`) takes a place in `max_active_flows` if one is free, else
+    /// is `Overloaded`; a child's start holds one already
+    /// (`admission::Place`), and is given up if its call is `aborted` by
+    /// then.
     pub(super) async fn commit_start(
         &self,
         id: &str,
         command: Command,
         started: chrono::DateTime<chrono::Utc>,
         request: Option<String>,
-    ) -> Result<bool, EngineError> {
+        aborted: Option<&tokio_util::sync::CancellationToken>,
+    ) -> Result<Committed, EngineError> {
         let slot = match &request {
             Some(_) => self.inner.flows.admit(id).map_err(EngineError::Overloaded)?,
             None => self.inner.flows.slot(id),
@@ -221,6 +235,12 @@ impl Engine {
         // Declared before the lock's guard, so dropped after it.
         let _release = Released::on_exit(&self.inner.flows, id, &slot);
         let mut guard = slot.cached.lock().await;
+        // Looked at under the child's lock, which stopping the child takes
+        // too (`stop_child`): either that stop finds the child, or the child
+        // never starts and the stop says so to its parent.
+        if aborted.is_some_and(|a| a.is_cancelled()) {
+            return Ok(Committed::Aborted);
+        }
         let scripted = matches!(&command, Command::Start { plan, .. } if plan.is_scripted());
         // A scripted start may be decided twice (`decision_context`): only
         // then is the command kept for the second time.
@@ -238,14 +258,14 @@ impl Engine {
         let state = Arc::clone(&commit.state);
         match self.inner.writer.commit(commit).await {
             Ok(()) => {}
-            Err(StoreError::FlowExists(_)) => return Ok(false),
+            Err(StoreError::FlowExists(_)) => return Ok(Committed::Exists),
             Err(e) => return Err(e.into()),
         }
         let busy = tx.state.has_active_work();
         *guard = busy.then_some(Cached { state, sequence });
         drop(guard);
         self.carry_out(&tx, None);
-        Ok(true)
+        Ok(Committed::Started)
     }
 
     /// The flow's status, without rebuilding its state (cheap to poll).
