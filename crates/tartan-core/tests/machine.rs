@@ -1008,11 +1008,9 @@ fn cancelling_aborts_the_call_in_flight_and_finishes_the_flow() {
     );
 }
 
-#[test]
-fn a_call_stopped_in_the_decision_that_made_it_is_never_made() {
-    let (run, started) = start_chain();
-    let mut merged = started;
-    let mut tokens = run.tokens;
+/// `started` with a cancel absorbed into it, as when the flow is stopped
+/// in the decision that started it.
+fn cancelled_in_the_same_decision(mut merged: Transition, mut tokens: u32) -> Transition {
     let stopped = with_context(&mut tokens, t(0), |ctx| {
         apply(
             merged.state.clone(),
@@ -1022,6 +1020,13 @@ fn a_call_stopped_in_the_decision_that_made_it_is_never_made() {
     })
     .unwrap();
     merged.absorb(stopped);
+    merged
+}
+
+#[test]
+fn a_call_stopped_in_the_decision_that_made_it_is_never_made() {
+    let (run, started) = start_chain();
+    let merged = cancelled_in_the_same_decision(started, run.tokens);
     assert!(merged.dispatches().is_empty(), "{:?}", merged.effects);
     assert!(
         !merged.effects.iter().any(|e| matches!(e, Effect::Abort { .. })),
@@ -1317,17 +1322,7 @@ fn a_child_that_never_started_is_listed_apart_from_the_children() {
 fn a_flow_steps_call_stopped_in_the_decision_that_made_it_keeps_its_abort() {
     let (run, started) = Run::start(&with_sub_flow(), &["sub"], init(&[("amount", json!(1))]), t(0));
     let token = run.token("sub");
-    let mut merged = started;
-    let mut tokens = run.tokens;
-    let stopped = with_context(&mut tokens, t(0), |ctx| {
-        apply(
-            merged.state.clone(),
-            Command::Stop(tartan_core::machine::Stop::Cancel("at once".into())),
-            ctx,
-        )
-    })
-    .unwrap();
-    merged.absorb(stopped);
+    let merged = cancelled_in_the_same_decision(started, run.tokens);
     assert!(merged.dispatches().is_empty(), "{:?}", merged.effects);
     assert!(
         merged.effects.contains(&Effect::Abort {
