@@ -28,6 +28,9 @@ pub(crate) struct SqlStore {
     pub(crate) listen_url: Option<String>,
     /// SQLite: the database file (node locks live next to it).
     pub(crate) sqlite_path: Option<std::path::PathBuf>,
+    /// SQLite: the thread that commits the batches of decisions, on a
+    /// connection of its own (docs/durability.md, "SQLite's writer").
+    pub(crate) sqlite_writer: Option<crate::sqlite::writer::Writer>,
     /// Postgres: the connection batch commits go through, kept between
     /// them. Taking one from the pool checks it with a round trip first
     /// (sqlx's ping), which would be one more per commit on the hot path
@@ -74,7 +77,7 @@ pub(crate) struct Waits {
 }
 
 impl Waits {
-    fn record(&self, waited: Duration) {
+    pub(crate) fn record(&self, waited: Duration) {
         self.count.fetch_add(1, Ordering::Relaxed);
         let nanos = u64::try_from(waited.as_nanos()).unwrap_or(u64::MAX);
         self.nanos.fetch_add(nanos, Ordering::Relaxed);

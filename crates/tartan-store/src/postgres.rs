@@ -66,6 +66,7 @@ pub(crate) async fn open(url: &str, pools: &crate::Pools, schema: Schema) -> Res
         backend: Backend::Postgres,
         listen_url: Some(url.to_string()),
         sqlite_path: None,
+        sqlite_writer: None,
         committer: tokio::sync::Mutex::new(None),
         commit_waits: Default::default(),
         api_waits: Default::default(),

@@ -17,6 +17,9 @@ use super::{bind_all, off_workers, stored_event, values, Bind, FLOW, ROWS_PER_ST
 #[async_trait]
 impl FlowStore for SqlStore {
     async fn commit_flows(&self, batch: Vec<FlowCommit>) -> Vec<Result<i64, StoreError>> {
+        if let Some(writer) = &self.sqlite_writer {
+            return self.commit_on_writer(writer, batch).await;
+        }
         match self.commit_batch(&batch).await {
             Ok(results) => results,
             // Unreachable: one by one would fail the same way, each slowly.

@@ -18,15 +18,20 @@
 //! batch travels as six JSON parameters, and data-modifying CTEs create and
 //! advance the flows and write the rows of those that passed. It runs on its
 //! own (autocommit): one round trip and one WAL flush per batch. SQLite runs
-//! in this process, has no data-modifying CTEs, and takes the steps as a
-//! transaction of separate statements.
+//! in this process and has no data-modifying CTEs: its writer thread takes
+//! the whole batch in one hand-off and runs the steps as one transaction
+//! of one-row statements, each a function call.
 //!
 //! - this file: the batch's decisions, their positions and verdicts, and
 //!   the entry (`commit_batch`, `commit_single`).
-//! - `steps`: each step as its own statement (SQLite, and the snapshots).
+//! - `sqlite`: SQLite's way: the batch as one job on its writer thread,
+//!   the steps as cached one-row statements.
+//! - `steps`: each step as its own statement through sqlx (Postgres, when
+//!   one batch decides a flow twice, and its snapshots).
 //! - `one_statement`: the Postgres statement of data-modifying CTEs.
 
 mod one_statement;
+mod sqlite;
 mod steps;
 
 use one_statement::*;
@@ -83,31 +88,7 @@ impl SqlStore {
         &self,
         batch: &[FlowCommit],
     ) -> Result<Vec<Result<i64, StoreError>>, StoreError> {
-        let mut decisions = batch
-            .iter()
-            .map(|commit| {
-                // A value named by several events of the decision is kept
-                // once, with the first: each event's text is dropped as soon
-                // as it is split.
-                let mut held = HashSet::new();
-                let texts = commit
-                    .events
-                    .iter()
-                    .map(|e| {
-                        let mut stored =
-                            split(e.data_text().map_err(|e| StoreError::Corrupt(e.to_string()))?)?;
-                        stored.values.retain(|(hash, _)| held.insert(hash.clone()));
-                        Ok(stored)
-                    })
-                    .collect::<Result<_, StoreError>>()?;
-                Ok(Decision {
-                    commit,
-                    texts,
-                    refused: None,
-                    position: 0,
-                })
-            })
-            .collect::<Result<Vec<_>, StoreError>>()?;
+        let mut decisions = decisions_of(batch)?;
         refuse_repeated_creations(&mut decisions);
         // One statement sees the tables as they were before it: a flow
         // decided twice in one batch (never by the engine, which decides a
@@ -137,6 +118,35 @@ impl SqlStore {
         tx.commit().await?;
         Ok(verdicts(decisions))
     }
+}
+
+/// The batch's decisions, each event's text split into what the events
+/// table keeps and the large values stored apart.
+pub(super) fn decisions_of(batch: &[FlowCommit]) -> Result<Vec<Decision<'_>>, StoreError> {
+    batch
+        .iter()
+        .map(|commit| {
+            // A value named by several events of the decision is kept once,
+            // with the first: each event's text is dropped as soon as it is
+            // split.
+            let mut held = HashSet::new();
+            let texts = commit
+                .events
+                .iter()
+                .map(|e| {
+                    let mut stored = split(e.data_text().map_err(|e| StoreError::Corrupt(e.to_string()))?)?;
+                    stored.values.retain(|(hash, _)| held.insert(hash.clone()));
+                    Ok(stored)
+                })
+                .collect::<Result<_, StoreError>>()?;
+            Ok(Decision {
+                commit,
+                texts,
+                refused: None,
+                position: 0,
+            })
+        })
+        .collect()
 }
 
 /// A new flow's goals as stored in `flows.goals`: a JSON array.

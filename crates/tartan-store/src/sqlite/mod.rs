@@ -15,6 +15,8 @@ use crate::dialect::{quiet, Backend};
 use crate::error::StoreError;
 use crate::schema::{Migration, Schema};
 
+pub(crate) mod writer;
+
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations/sqlite");
 
 // `journal_size_limit`: after a checkpoint the WAL file is cut back to
@@ -95,6 +97,7 @@ pub(crate) async fn open(url: &str, pools: &crate::Pools, schema: Schema) -> Res
     let read = pool(pools.engine.unwrap_or(4)).connect_with(quiet(url)?).await?;
     let api_size = pools.read.unwrap_or(4);
     let api = pool(api_size).connect_with(quiet(url)?).await?;
+    let sqlite_writer = writer::Writer::open(&sqlite_path, PRAGMAS)?;
     Ok(SqlStore {
         write,
         read,
@@ -103,6 +106,7 @@ pub(crate) async fn open(url: &str, pools: &crate::Pools, schema: Schema) -> Res
         backend: Backend::Sqlite,
         listen_url: None,
         sqlite_path: Some(sqlite_path),
+        sqlite_writer: Some(sqlite_writer),
         committer: tokio::sync::Mutex::new(None),
         commit_waits: Default::default(),
         api_waits: Default::default(),
