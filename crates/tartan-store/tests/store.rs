@@ -579,6 +579,14 @@ async fn case_flow_stale_base_is_conflict(store: Arc<dyn Store>) {
     let err = commit_err(&store, c).await;
     assert!(matches!(err, StoreError::Conflict(_)), "stale base: {err:?}");
 
+    // So does a stale decision that leaves every indexed column as stored
+    // (SQLite's writer tries an update of the other columns first).
+    let err = commit_err(&store, commit(&done, 3, None)).await;
+    assert!(
+        matches!(err, StoreError::Conflict(_)),
+        "stale, unchanged: {err:?}"
+    );
+
     // A base ahead of the flow conflicts too.
     let err = commit_err(&store, commit(&stale, 99, None)).await;
     assert!(matches!(err, StoreError::Conflict(_)), "base ahead: {err:?}");

@@ -192,7 +192,11 @@ pub(super) fn batch_json(decisions: &[Decision<'_>]) -> Result<[String; 6], Stor
     ])
 }
 
-/// Steps 1, 2 and 4 in one Postgres statement. Every sub-statement sees the
+/// Steps 1, 2 and 4 in one Postgres statement. `advanced` names its ids a
+/// second time, as an array: `json_to_recordset` is estimated at 100 rows,
+/// so below about 13,000 flows Postgres would rather scan the whole table
+/// than probe its key 100 times; with the array it probes the key
+/// (349 buffers, ~6 ms, against 30 and 0.1 ms at 10,000 flows). Every sub-statement sees the
 /// table as it was before the statement; the events, work items and labels
 /// are kept only for the flows `created` or `advanced` returned, so a
 /// decision that lost its sequence check writes nothing. Work items are
@@ -219,6 +223,7 @@ pub(super) async fn commit_in_one_statement(
           FROM json_to_recordset(CAST($2 AS json)) AS v(id text, status text, seq bigint, updated_us bigint, \
             completed_us bigint, deactivated_us bigint, error text, tail bigint, base bigint, deadline_us bigint) \
           WHERE flows.id = v.id AND flows.sequence = v.base \
+            AND flows.id = ANY (ARRAY(SELECT x.id FROM json_to_recordset(CAST($2 AS json)) AS x(id text))) \
           RETURNING flows.id, flows.tail_bytes, flows.snapshot_bytes), \
         passed AS (SELECT id FROM created UNION ALL SELECT id FROM advanced), \
         kept AS (SELECT e.flow_id, e.seq, e.type, e.ts_us, COALESCE(e.skeleton, CAST(e.data AS text)) AS data, \
