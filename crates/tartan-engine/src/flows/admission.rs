@@ -321,6 +321,20 @@ impl FlowLocks {
         }
     }
 
+    /// Whether this process holds `flow_id` active: its slot's cached state,
+    /// as of this process's last commit of it, says so (false when it
+    /// holds none, or a decision holds it right now).
+    pub(super) fn held_active(&self, flow_id: &str) -> bool {
+        let slot = self.table().slots.get(flow_id).cloned();
+        slot.is_some_and(|slot| {
+            slot.cached.try_lock().is_ok_and(|cached| {
+                cached
+                    .as_ref()
+                    .is_some_and(|c| c.state.status == tartan_core::flow::FlowStatus::Active)
+            })
+        })
+    }
+
     /// `f` of each slot (its flow's id and the slot), where it answers.
     pub(super) fn each_slot<T>(&self, mut f: impl FnMut(&str, &Slot) -> Option<T>) -> Vec<T> {
         let table = self.table();

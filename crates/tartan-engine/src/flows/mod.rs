@@ -292,6 +292,7 @@ impl Engine {
             .waiters
             .wait_for(flow_id)
             .ok_or(EngineError::TooManyWaiters(MAX_WAITERS))?;
+        let mut first = true;
         loop {
             // Listening before the status is read: a finish in between is
             // not missed.
@@ -299,10 +300,18 @@ impl Engine {
             tokio::pin!(notified);
             notified.as_mut().enable();
             // A finish in this process says its status: no read needed.
+            // Nor on the first look at a flow this process holds active
+            // (a client waiting on the flow it just started): a finish
+            // here from now on wakes this waiter, and one by another
+            // process is read at the next look, as while waiting.
             let status = match waiting.notice.finished() {
                 Some(status) => status,
+                None if first && self.inner.flows.held_active(flow_id) => {
+                    tartan_core::flow::FlowStatus::Active
+                }
                 None => self.flow_status(flow_id).await?,
             };
+            first = false;
             let now = tokio::time::Instant::now();
             if status != tartan_core::flow::FlowStatus::Active || now >= give_up {
                 return Ok(status);
