@@ -298,6 +298,23 @@ pub async fn held_server() -> (tokio::sync::watch::Sender<bool>, StepServer) {
     (release, svc)
 }
 
+/// `GET /engine/flow/{id}/status?wait=30s` on `app`, sent in a task of its
+/// own; the task answers the reply.
+pub fn waiting_status(app: &TestApp, id: &str) -> tokio::task::JoinHandle<Reply> {
+    let (client, url) = (
+        app.client.clone(),
+        app.url(&format!("/engine/flow/{id}/status?wait=30s")),
+    );
+    tokio::spawn(async move {
+        let resp = client
+            .get(url)
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("status: {e}"));
+        read_reply(resp).await.0
+    })
+}
+
 /// How many `work_succeeded` events flow `id` has, as `engine` serves them.
 pub async fn work_succeeded(engine: &Binary, id: &str) -> usize {
     let (status, events) = call(

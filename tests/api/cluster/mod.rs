@@ -7,11 +7,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::http::StatusCode;
-use axum::response::IntoResponse;
 use serde_json::{json, Value};
 use tartan_testkit::{both_backends, Backend, TestDb};
 
-use crate::helpers::{held_server, json_reply, read_reply, start_on_with, sync_step, StepServer, TestApp};
+use crate::helpers::{
+    held_server, json_reply, start_on_with, sync_step, waiting_status, StepServer, TestApp,
+};
 
 mod gate;
 
@@ -307,42 +308,25 @@ async fn a_waiter_hears_of_a_cancel_made_through_another_engine() {
     };
     let a = start_on_with(TestDb::at_url(db.url.clone()), "node-a", |_| {}).await;
     let b = start_on_with(TestDb::at_url(db.url.clone()), "node-b", |_| {}).await;
-    let release = Arc::new(tokio::sync::Notify::new());
-    let gate = release.clone();
-    let svc = StepServer::start_async(move |_, _| {
-        let gate = gate.clone();
-        Box::pin(async move {
-            gate.notified().await;
-            json_reply(200, json!({"greeting": "hi"})).into_response()
-        })
-    })
-    .await;
-    a.register(&sync_step("greet", &svc.url("/greet"), &["who"], &["greeting"]))
+    let (release, svc) = held_server().await;
+    a.register(&sync_step("held", &svc.url("/held"), &["who"], &["held"]))
         .await;
     let r = a
-        .start_flow(&json!({"id": "held", "goals": ["greet"], "init": {"who": ["a"]}}))
+        .start_flow(&json!({"id": "kept", "goals": ["held"], "init": {"who": ["a"]}}))
         .await;
     assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
     // Engine a holds the flow, its call in flight.
     while svc.requests().is_empty() {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    let (client, url) = (a.client.clone(), a.url("/engine/flow/held/status?wait=30s"));
-    let waiting = tokio::spawn(async move {
-        let resp = client
-            .get(url)
-            .send()
-            .await
-            .unwrap_or_else(|e| panic!("status: {e}"));
-        read_reply(resp).await.0
-    });
+    let waiting = waiting_status(&a, "kept");
     tokio::time::sleep(Duration::from_millis(100)).await;
-    let r = b.post("/engine/flow/held/cancel", &json!({})).await;
+    let r = b.post("/engine/flow/kept/cancel", &json!({})).await;
     assert!(r.status.is_success(), "cancel through b: {:?}", r.body);
     let r = tokio::time::timeout(Duration::from_secs(10), waiting)
         .await
         .unwrap_or_else(|_| panic!("the waiter on a did not hear of b's cancel"))
         .unwrap_or_else(|e| panic!("waiting task: {e}"));
-    assert_eq!(r.body, json!({"id": "held", "status": "cancelled"}));
-    release.notify_waiters();
+    assert_eq!(r.body, json!({"id": "kept", "status": "cancelled"}));
+    let _ = release.send(true);
 }

@@ -8,7 +8,7 @@ use axum::response::IntoResponse;
 use serde_json::{json, Value};
 use tokio::sync::Barrier;
 
-use crate::helpers::{json_reply, read_reply, spawn_app, sync_step, Backend, StepServer};
+use crate::helpers::{json_reply, spawn_app, sync_step, waiting_status, Backend, StepServer};
 use tartan_testkit::both_backends;
 
 both_backends!(
@@ -431,15 +431,7 @@ async fn a_status_request_that_waits_answers_when_the_flow_finishes(backend: Bac
     assert_eq!(r.body["status"], "active");
 
     // A long wait is still waiting while the step holds its answer ...
-    let (client, url) = (app.client.clone(), app.url("/engine/flow/waited/status?wait=30s"));
-    let waiting = tokio::spawn(async move {
-        let resp = client
-            .get(url)
-            .send()
-            .await
-            .unwrap_or_else(|e| panic!("status: {e}"));
-        read_reply(resp).await.0
-    });
+    let waiting = waiting_status(&app, "waited");
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert!(!waiting.is_finished(), "answered before the flow finished");
     // ... and answers once it finishes, long before its 30 s.
