@@ -323,6 +323,9 @@ async fn a_waiter_hears_of_a_cancel_made_through_another_engine() {
     tokio::time::sleep(Duration::from_millis(100)).await;
     let r = b.post("/engine/flow/kept/cancel", &json!({})).await;
     assert!(r.status.is_success(), "cancel through b: {:?}", r.body);
+    // A wait with no time left answers what is stored, not what a holds.
+    let r = a.get("/engine/flow/kept/status?wait=0").await;
+    assert_eq!(r.body["status"], "cancelled", "{:?}", r.body);
     let r = tokio::time::timeout(Duration::from_secs(10), waiting)
         .await
         .unwrap_or_else(|_| panic!("the waiter on a did not hear of b's cancel"))

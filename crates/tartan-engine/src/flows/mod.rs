@@ -303,18 +303,21 @@ impl Engine {
             // Nor on the first look at a flow this process holds active
             // (a client waiting on the flow it just started): a finish
             // here from now on wakes this waiter, and one by another
-            // process is read at the next look, as while waiting.
+            // process is read at the next look, as while waiting. That
+            // look is never the answer: a wait with no time left reads.
+            let cached = first && self.inner.flows.held_active(flow_id);
+            first = false;
             let status = match waiting.notice.finished() {
                 Some(status) => status,
-                None if first && self.inner.flows.held_active(flow_id) => {
-                    tartan_core::flow::FlowStatus::Active
-                }
+                None if cached => tartan_core::flow::FlowStatus::Active,
                 None => self.flow_status(flow_id).await?,
             };
-            first = false;
             let now = tokio::time::Instant::now();
-            if status != tartan_core::flow::FlowStatus::Active || now >= give_up {
+            if status != tartan_core::flow::FlowStatus::Active || (now >= give_up && !cached) {
                 return Ok(status);
+            }
+            if now >= give_up {
+                continue;
             }
             let _ = tokio::time::timeout_at(give_up.min(now + waiters::RECHECK), notified).await;
         }

@@ -22,6 +22,9 @@ impl SqlStore {
     /// Commit `batch` on SQLite's writer: one hand-off to its thread, under
     /// the write turn (the sqlx write pool's only connection, held so that
     /// no other write runs meanwhile). Each decision gets its verdict.
+    /// Its one caller, the engine's group-commit task, never drops it
+    /// half way (only at shutdown): dropped while the thread runs the
+    /// batch, it would give the turn back before the batch ends.
     pub(in crate::sql) async fn commit_on_writer(
         &self,
         writer: &Writer,
