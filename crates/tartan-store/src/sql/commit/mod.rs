@@ -175,16 +175,30 @@ pub(super) fn event_values<'a>(passed: &[&'a Decision<'_>]) -> Vec<(&'a str, &'a
     values
 }
 
+/// What a work item's row takes from a decision when it exists: the one
+/// upsert clause of the three ways a batch is written (`steps`, `sqlite`,
+/// `one_statement`).
+pub(super) const WORK_UPSERT: &str = "ON CONFLICT (token) DO UPDATE SET status = excluded.status, \
+     attempt = excluded.attempt, retry_count = excluded.retry_count, due_us = excluded.due_us, \
+     lease_owner = excluded.lease_owner, lease_expires_us = excluded.lease_expires_us, \
+     updated_us = excluded.updated_us, detail = excluded.detail, deferred_us = excluded.deferred_us";
+
+/// How many events the decisions that passed their checks hold: the
+/// positions a batch takes.
+pub(super) fn passed_events(decisions: &[Decision<'_>]) -> i64 {
+    decisions
+        .iter()
+        .filter(|d| d.refused.is_none())
+        .map(|d| d.commit.events.len() as i64)
+        .sum()
+}
+
 /// Take the global positions of the passed decisions' events: the range
 /// after the counter's last, in this transaction, which holds the
 /// counter's row until it commits (docs/api.md, "Event streams"). Returns
 /// the position before the range.
 pub(super) async fn take_positions(tx: &mut Tx<'_>, decisions: &[Decision<'_>]) -> Result<i64, StoreError> {
-    let count: i64 = decisions
-        .iter()
-        .filter(|d| d.refused.is_none())
-        .map(|d| d.commit.events.len() as i64)
-        .sum();
+    let count = passed_events(decisions);
     let last: i64 = sqlx::query("UPDATE event_positions SET last = last + $1 WHERE id = 1 RETURNING last")
         .bind(count)
         .fetch_one(&mut **tx)

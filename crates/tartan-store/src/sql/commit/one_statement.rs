@@ -250,11 +250,7 @@ pub(super) async fn commit_in_one_statement(
           FROM json_to_recordset(CAST($4 AS json)) AS w(token text, flow_id text, step_id text, status text, \
             attempt bigint, retry_count bigint, due_us bigint, lease_owner text, lease_expires_us bigint, \
             lease_for_us bigint, created_us bigint, updated_us bigint, detail json, deferred_us bigint) \
-          WHERE w.flow_id IN (SELECT id FROM passed) ORDER BY w.token \
-          ON CONFLICT (token) DO UPDATE SET status = excluded.status, attempt = excluded.attempt, \
-            retry_count = excluded.retry_count, due_us = excluded.due_us, lease_owner = excluded.lease_owner, \
-            lease_expires_us = excluded.lease_expires_us, updated_us = excluded.updated_us, detail = excluded.detail, \
-            deferred_us = excluded.deferred_us), \
+          WHERE w.flow_id IN (SELECT id FROM passed) ORDER BY w.token {WORK_UPSERT}), \
         new_labels AS (INSERT INTO flow_labels (flow_id, key, value) \
           SELECT l.flow_id, l.key, l.value FROM json_to_recordset(CAST($5 AS json)) AS l(flow_id text, key text, value text) \
           WHERE l.flow_id IN (SELECT id FROM created)) \

@@ -227,11 +227,7 @@ fn write_snapshots(
 /// the counter's last (docs/api.md, "Event streams"). Returns the position
 /// before the range.
 fn take_positions(tx: &Transaction<'_>, decisions: &[Decision<'_>]) -> Result<i64, StoreError> {
-    let count: i64 = decisions
-        .iter()
-        .filter(|d| d.refused.is_none())
-        .map(|d| d.commit.events.len() as i64)
-        .sum();
+    let count = passed_events(decisions);
     let last: i64 = tx
         .prepare_cached("UPDATE event_positions SET last = last + ?1 WHERE id = 1 RETURNING last")
         .and_then(|mut q| q.query_row([count], |row| row.get(0)))
@@ -290,11 +286,7 @@ fn write_work_items(tx: &Transaction<'_>, passed: &[&Decision<'_>]) -> Result<()
     let sql = format!(
         "INSERT INTO work_items (token, flow_id, step_id, status, attempt, retry_count, due_us, \
          lease_owner, lease_expires_us, created_us, updated_us, detail, deferred_us) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, COALESCE(?9, ?10 + {now}), ?11, ?12, ?13, ?14) \
-         ON CONFLICT (token) DO UPDATE SET status = excluded.status, attempt = excluded.attempt, \
-         retry_count = excluded.retry_count, due_us = excluded.due_us, lease_owner = excluded.lease_owner, \
-         lease_expires_us = excluded.lease_expires_us, updated_us = excluded.updated_us, detail = excluded.detail, \
-         deferred_us = excluded.deferred_us",
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, COALESCE(?9, ?10 + {now}), ?11, ?12, ?13, ?14) {WORK_UPSERT}",
         now = Backend::Sqlite.now_us()
     );
     let mut upsert = tx.prepare_cached(&sql).map_err(database)?;
@@ -326,16 +318,11 @@ fn write_work_items(tx: &Transaction<'_>, passed: &[&Decision<'_>]) -> Result<()
 
 /// Insert the labels of the new flows.
 fn label_flows(tx: &Transaction<'_>, passed: &[&Decision<'_>]) -> Result<(), StoreError> {
-    let mut insert = None;
+    let mut insert = tx
+        .prepare_cached("INSERT INTO flow_labels (flow_id, key, value) VALUES (?1, ?2, ?3)")
+        .map_err(database)?;
     for d in passed.iter().filter(|d| d.commit.base_sequence == 0) {
         for (key, value) in &d.commit.state.labels {
-            let insert = match &mut insert {
-                Some(insert) => insert,
-                None => insert.insert(
-                    tx.prepare_cached("INSERT INTO flow_labels (flow_id, key, value) VALUES (?1, ?2, ?3)")
-                        .map_err(database)?,
-                ),
-            };
             insert
                 .execute(params![d.commit.flow_id, key, value])
                 .map_err(database)?;

@@ -251,11 +251,7 @@ pub(super) async fn write_work_items(
     for chunk in work.chunks(ROWS_PER_STATEMENT) {
         let sql = format!(
             "INSERT INTO work_items (token, flow_id, step_id, status, attempt, retry_count, due_us, \
-             lease_owner, lease_expires_us, created_us, updated_us, detail, deferred_us) VALUES {} \
-             ON CONFLICT (token) DO UPDATE SET status = excluded.status, attempt = excluded.attempt, \
-             retry_count = excluded.retry_count, due_us = excluded.due_us, lease_owner = excluded.lease_owner, \
-             lease_expires_us = excluded.lease_expires_us, updated_us = excluded.updated_us, detail = excluded.detail, \
-             deferred_us = excluded.deferred_us",
+             lease_owner, lease_expires_us, created_us, updated_us, detail, deferred_us) VALUES {} {WORK_UPSERT}",
             work_values(backend, chunk.len())
         );
         let mut q = sqlx::query(&sql);
