@@ -4,8 +4,6 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use sqlx::any::{AnyArguments, AnyRow};
-use sqlx::pool::PoolConnection;
 use sqlx::{Any, AnyPool};
 
 use crate::dialect::Backend;
@@ -31,14 +29,10 @@ pub(crate) struct SqlStore {
     /// SQLite: the thread that commits the batches of decisions, on a
     /// connection of its own (docs/durability.md, "SQLite's writer").
     pub(crate) sqlite_writer: Option<crate::sqlite::writer::Writer>,
-    /// Postgres: the connection batch commits go through, kept between
-    /// them. Taking one from the pool checks it with a round trip first
-    /// (sqlx's ping), which would be one more per commit on the hot path
-    /// (BENCHMARKS.md, "The relay, and the commit path"). One that fails as
-    /// unreachable is let go, and the next commit takes a checked one.
-    pub(crate) committer: tokio::sync::Mutex<Option<PoolConnection<Any>>>,
-    /// Commits waiting for `committer` (and for a connection when none is
-    /// kept), and API reads for their turn: the waits the metrics show.
+    /// Postgres: the connection batch commits go through (`PgCommitter`).
+    pub(crate) pg_committer: Option<PgCommitter>,
+    /// Commits waiting for their connection (`PgCommitter`; SQLite's write
+    /// turn), and API reads for their turn: the waits the metrics show.
     pub(crate) commit_waits: Waits,
     pub(crate) api_waits: Waits,
 }
@@ -62,11 +56,16 @@ pub(crate) fn standby_seen() {
 /// Whether a pooled connection may be handed out: not when it was opened
 /// before a connection last reached a standby (`standby_seen`).
 pub(crate) fn reusable(meta: &sqlx::pool::PoolConnectionMetadata) -> bool {
+    Instant::now()
+        .checked_sub(meta.age)
+        .is_none_or(opened_since_standby)
+}
+
+/// Whether a connection opened at `opened` is younger than the last sight
+/// of a standby (`STANDBY_SEEN`).
+fn opened_since_standby(opened: Instant) -> bool {
     let seen = *STANDBY_SEEN.lock().unwrap_or_else(|p| p.into_inner());
-    match (seen, Instant::now().checked_sub(meta.age)) {
-        (Some(seen), Some(opened)) => opened > seen,
-        _ => true,
-    }
+    seen.is_none_or(|seen| opened > seen)
 }
 
 /// How often, and how long in all, something waited for a connection.
@@ -89,35 +88,78 @@ impl Waits {
     }
 }
 
-/// How long an API read waits for its turn before it is answered 503.
-const API_TURN_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+/// Postgres: the one connection batch commits go through, kept between
+/// them and outside the pools (docs/durability.md, "Connection pools").
+/// sqlx checks a pooled connection with a round trip when it hands it out
+/// and again when it takes it back, which on the hot path cost as much as
+/// a tenth of a commit; and the commit statement binds arrays in
+/// Postgres's binary form, which the `Any` driver cannot. One that fails as
+/// unreachable, or that was opened before a standby was last seen, is let
+/// go; the next commit opens another.
+pub(crate) struct PgCommitter {
+    options: sqlx::postgres::PgConnectOptions,
+    kept: tokio::sync::Mutex<Option<(sqlx::PgConnection, Instant)>>,
+}
 
-impl SqlStore {
-    /// All rows of a batch commit's `query`, run on the kept connection
-    /// (`committer`), taken from the pool when there is none.
-    pub(crate) async fn fetch_on_committer<'q>(
+/// How long a commit waits to open its connection before the database
+/// counts as unavailable (the pools' acquire timeout).
+const COMMITTER_CONNECT: Duration = Duration::from_secs(5);
+
+impl PgCommitter {
+    pub(crate) fn new(options: sqlx::postgres::PgConnectOptions) -> Self {
+        Self {
+            options,
+            kept: tokio::sync::Mutex::new(None),
+        }
+    }
+
+    /// All rows of `query`, run on the kept connection; `waits` counts the
+    /// wait for it (the other commit's turn, and opening it when needed).
+    pub(crate) async fn fetch_all<'q>(
         &self,
-        query: sqlx::query::Query<'q, Any, AnyArguments<'q>>,
-    ) -> Result<Vec<AnyRow>, StoreError> {
+        query: sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments>,
+        waits: &Waits,
+    ) -> Result<Vec<sqlx::postgres::PgRow>, StoreError> {
+        use sqlx::Connection;
         let started = Instant::now();
-        let mut kept = self.committer.lock().await;
+        let mut kept = self.kept.lock().await;
+        if kept
+            .as_ref()
+            .is_some_and(|(_, opened)| !opened_since_standby(*opened))
+        {
+            *kept = None;
+        }
         let conn = match kept.as_mut() {
-            Some(conn) => conn,
-            None => kept.insert(self.write.acquire().await?),
+            Some((conn, _)) => conn,
+            None => {
+                let opened = Instant::now();
+                let conn =
+                    tokio::time::timeout(COMMITTER_CONNECT, sqlx::PgConnection::connect_with(&self.options))
+                        .await
+                        .map_err(|_| {
+                            StoreError::Unavailable(format!(
+                                "no connection to the database within {COMMITTER_CONNECT:?}"
+                            ))
+                        })??;
+                &mut kept.insert((conn, opened)).0
+            }
         };
-        self.commit_waits.record(started.elapsed());
-        query.fetch_all(&mut **conn).await.map_err(|e| {
+        waits.record(started.elapsed());
+        query.fetch_all(&mut *conn).await.map_err(|e| {
             let e = StoreError::from(e);
             if matches!(e, StoreError::Unavailable(_)) {
-                // Maybe broken: out of the pool, closed when dropped.
-                if let Some(conn) = kept.take() {
-                    drop(conn.detach());
-                }
+                // Maybe broken: closed when dropped.
+                *kept = None;
             }
             e
         })
     }
+}
 
+/// How long an API read waits for its turn before it is answered 503.
+const API_TURN_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
+impl SqlStore {
     /// A batch commit's transaction on the write pool (SQLite's one writer;
     /// Postgres when a batch cannot go in one statement), its wait for the
     /// connection counted with the commits' (`commit_waits`; the `BEGIN`'s

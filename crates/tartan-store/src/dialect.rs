@@ -106,6 +106,14 @@ pub(crate) fn quiet(url: &str) -> Result<AnyConnectOptions, StoreError> {
     Ok(options.disable_statement_logging())
 }
 
+/// The same for a connection of the Postgres driver itself (the batch
+/// commits' connection, `PgCommitter`).
+pub(crate) fn quiet_pg(url: &str) -> Result<sqlx::postgres::PgConnectOptions, StoreError> {
+    let options = sqlx::postgres::PgConnectOptions::from_str(url)
+        .map_err(|e| StoreError::Config(format!("invalid database URL: {e}")))?;
+    Ok(options.disable_statement_logging())
+}
+
 /// `($1, $2, $3), ($4, $5, $6), ...` for `rows` rows of `cols` columns. SQLite
 /// gets anonymous `?`: looking up a numbered parameter's name costs SQLite a
 /// scan of all of them, which makes long statements quadratic.

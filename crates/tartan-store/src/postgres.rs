@@ -6,7 +6,7 @@ use sqlx::postgres::PgPoolOptions;
 use sqlx::Executor;
 
 use crate::connection::SqlStore;
-use crate::dialect::{quiet, Backend};
+use crate::dialect::{quiet, quiet_pg, Backend};
 use crate::error::StoreError;
 use crate::schema::{Migration, Schema};
 
@@ -67,7 +67,7 @@ pub(crate) async fn open(url: &str, pools: &crate::Pools, schema: Schema) -> Res
         listen_url: Some(url.to_string()),
         sqlite_path: None,
         sqlite_writer: None,
-        committer: tokio::sync::Mutex::new(None),
+        pg_committer: Some(crate::connection::PgCommitter::new(quiet_pg(url)?)),
         commit_waits: Default::default(),
         api_waits: Default::default(),
     })

@@ -107,7 +107,7 @@ pub(crate) async fn open(url: &str, pools: &crate::Pools, schema: Schema) -> Res
         listen_url: None,
         sqlite_path: Some(sqlite_path),
         sqlite_writer: Some(sqlite_writer),
-        committer: tokio::sync::Mutex::new(None),
+        pg_committer: None,
         commit_waits: Default::default(),
         api_waits: Default::default(),
     })

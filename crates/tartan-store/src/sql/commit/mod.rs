@@ -15,9 +15,10 @@
 //!
 //! On Postgres, where every statement is a round trip over the network,
 //! steps 1, 2 and 4 are one statement ([`commit_in_one_statement`]): the
-//! batch travels as six JSON parameters, and data-modifying CTEs create and
-//! advance the flows and write the rows of those that passed. It runs on its
-//! own (autocommit): one round trip and one WAL flush per batch. SQLite runs
+//! batch travels as columns, one array parameter each, and data-modifying
+//! CTEs create and advance the flows and write the rows of those that
+//! passed. It runs on its own (autocommit) on a connection kept for it:
+//! one round trip and one WAL flush per batch. SQLite runs
 //! in this process and has no data-modifying CTEs: its writer thread takes
 //! the whole batch in one hand-off and runs the steps as one transaction
 //! of one-row statements, each a function call.

@@ -1,5 +1,6 @@
-//! Postgres: the batch as six JSON parameters and one statement of
-//! data-modifying CTEs: one round trip and one WAL flush per batch.
+//! Postgres: the batch as columns, one array parameter each, and one
+//! statement of data-modifying CTEs: one round trip and one WAL flush per
+//! batch.
 
 use std::collections::{HashMap, HashSet};
 
@@ -15,221 +16,246 @@ use super::super::{duration_us, json_text, MIN_SNAPSHOT_TAIL};
 
 use super::*;
 
-/// JSON text assembled by hand, so that the events' and work items' JSON,
-/// already written once, is embedded as it is rather than parsed and
-/// written again (what `serde_json::value::RawValue` would cost).
-pub(super) struct JsonRows {
-    out: String,
-    first_row: bool,
-    first_field: bool,
+/// The batch by column: each field one array parameter, sent in Postgres's
+/// binary form. An array of texts costs Postgres a copy of each; the same
+/// rows as JSON (`json_to_recordset`) cost it two full parses of the text
+/// (the `json` cast checks it, the function reads it), about 1 ms of a
+/// 34 KB batch's 2–3 ms (BENCHMARKS.md, issue 46's third step).
+#[derive(Default)]
+struct Columns {
+    // The flows to create.
+    c_id: Vec<String>,
+    c_status: Vec<&'static str>,
+    c_seq: Vec<i64>,
+    c_created: Vec<i64>,
+    c_updated: Vec<i64>,
+    c_completed: Vec<Option<i64>>,
+    c_deactivated: Vec<Option<i64>>,
+    c_request: Vec<String>,
+    c_goals: Vec<String>,
+    c_deadline: Vec<Option<i64>>,
+    c_error: Vec<Option<String>>,
+    c_tail: Vec<i64>,
+    // The flows to advance, each from its `base` sequence.
+    a_id: Vec<String>,
+    a_status: Vec<&'static str>,
+    a_seq: Vec<i64>,
+    a_updated: Vec<i64>,
+    a_completed: Vec<Option<i64>>,
+    a_deactivated: Vec<Option<i64>>,
+    a_error: Vec<Option<String>>,
+    a_tail: Vec<i64>,
+    a_base: Vec<i64>,
+    a_deadline: Vec<Option<i64>>,
+    // The events, in batch order.
+    e_flow: Vec<String>,
+    e_seq: Vec<i64>,
+    e_type: Vec<&'static str>,
+    e_ts: Vec<i64>,
+    e_data: Vec<String>,
+    e_refs: Vec<Option<String>>,
+    e_value_bytes: Vec<Option<i64>>,
+    // The work items.
+    w_token: Vec<String>,
+    w_flow: Vec<String>,
+    w_step: Vec<String>,
+    w_status: Vec<&'static str>,
+    w_attempt: Vec<i64>,
+    w_retry_count: Vec<i64>,
+    w_due: Vec<Option<i64>>,
+    w_lease_owner: Vec<Option<String>>,
+    w_lease_expires: Vec<Option<i64>>,
+    w_lease_for: Vec<Option<i64>>,
+    w_created: Vec<i64>,
+    w_updated: Vec<i64>,
+    w_detail: Vec<String>,
+    w_deferred: Vec<Option<i64>>,
+    // The new flows' labels.
+    l_flow: Vec<String>,
+    l_key: Vec<String>,
+    l_value: Vec<String>,
+    // The large values of the events.
+    v_flow: Vec<String>,
+    v_hash: Vec<String>,
+    v_data: Vec<String>,
 }
 
-impl JsonRows {
-    fn new() -> Self {
-        Self {
-            out: String::from("["),
-            first_row: true,
-            first_field: true,
+impl Columns {
+    /// The batch's live decisions by column (the statement keeps the rows
+    /// of the flows that passed their checks).
+    fn of(decisions: &[Decision<'_>]) -> Result<Self, StoreError> {
+        let live: Vec<&Decision<'_>> = decisions.iter().filter(|d| d.refused.is_none()).collect();
+        let mut c = Columns::default();
+        for (flow, hash, text) in event_values(&live) {
+            c.v_flow.push(flow.to_string());
+            c.v_hash.push(hash.to_string());
+            c.v_data.push(text.to_string());
         }
-    }
-
-    fn row(&mut self) -> &mut Self {
-        if !self.first_row {
-            self.out.push(',');
-        }
-        self.first_row = false;
-        self.first_field = true;
-        self.out.push('{');
-        self
-    }
-
-    fn key(&mut self, key: &str) {
-        if !self.first_field {
-            self.out.push(',');
-        }
-        self.first_field = false;
-        self.out.push('"');
-        self.out.push_str(key);
-        self.out.push_str("\":");
-    }
-
-    fn text(&mut self, key: &str, value: Option<&str>) -> &mut Self {
-        self.key(key);
-        match value.map(serde_json::to_string) {
-            Some(Ok(quoted)) => self.out.push_str(&quoted),
-            _ => self.out.push_str("null"),
-        }
-        self
-    }
-
-    fn int(&mut self, key: &str, value: Option<i64>) -> &mut Self {
-        self.key(key);
-        match value {
-            Some(n) => self.out.push_str(&n.to_string()),
-            None => self.out.push_str("null"),
-        }
-        self
-    }
-
-    /// Valid JSON text, embedded as it is.
-    fn raw(&mut self, key: &str, json: &str) -> &mut Self {
-        self.key(key);
-        self.out.push_str(json);
-        self
-    }
-
-    fn end_row(&mut self) {
-        self.out.push('}');
-    }
-
-    fn finish(mut self) -> String {
-        self.out.push(']');
-        self.out
-    }
-}
-
-/// The batch as six JSON arrays, one parameter each (Postgres parses each
-/// once): the flows to create and to advance, and the events, work items,
-/// labels and large values of all (the statement keeps those of the flows that passed).
-pub(super) fn batch_json(decisions: &[Decision<'_>]) -> Result<[String; 6], StoreError> {
-    let live = || decisions.iter().filter(|d| d.refused.is_none());
-    let mut created = JsonRows::new();
-    let mut advanced = JsonRows::new();
-    let mut events = JsonRows::new();
-    let mut work = JsonRows::new();
-    let mut labels = JsonRows::new();
-    let mut values = JsonRows::new();
-    let live_decisions: Vec<&Decision<'_>> = live().collect();
-    for (flow, hash, text) in event_values(&live_decisions) {
-        values
-            .row()
-            .text("flow_id", Some(flow))
-            .text("hash", Some(hash))
-            .raw("data", text);
-        values.end_row();
-    }
-    let mut ord = 0_i64;
-    for d in live() {
-        let c = d.commit;
-        let rows = if c.base_sequence == 0 {
-            &mut created
-        } else {
-            &mut advanced
-        };
-        rows.row()
-            .text("id", Some(&c.flow_id))
-            .text("status", Some(c.state.status.as_str()))
-            .int("seq", Some(d.sequence()))
-            .int("updated_us", Some(to_us(c.at)))
-            .int("completed_us", c.state.completed_at.map(to_us))
-            .int("deactivated_us", c.state.deactivated_at.map(to_us))
-            .text("error", c.state.error.as_deref())
-            .int("tail", Some(d.event_bytes()))
+        for d in &live {
+            let commit = d.commit;
+            let state = &commit.state;
+            let id = &commit.flow_id;
+            let at = to_us(commit.at);
             // A retry restarts the flow's timeout: the deadline moves.
-            .int("deadline_us", c.state.wake_at().map(to_us));
-        if c.base_sequence == 0 {
-            rows.int("created_us", Some(to_us(c.state.created_at)))
-                .text("request", Some(c.request.as_deref().unwrap_or_default()))
-                .text("goals", Some(&goals_text(&c.state)));
-            for (k, v) in &c.state.labels {
-                labels
-                    .row()
-                    .text("flow_id", Some(&c.flow_id))
-                    .text("key", Some(k))
-                    .text("value", Some(v));
-                labels.end_row();
+            let deadline = state.wake_at().map(to_us);
+            if commit.base_sequence == 0 {
+                c.c_id.push(id.clone());
+                c.c_status.push(state.status.as_str());
+                c.c_seq.push(d.sequence());
+                c.c_created.push(to_us(state.created_at));
+                c.c_updated.push(at);
+                c.c_completed.push(state.completed_at.map(to_us));
+                c.c_deactivated.push(state.deactivated_at.map(to_us));
+                c.c_request.push(commit.request.clone().unwrap_or_default());
+                c.c_goals.push(goals_text(state));
+                c.c_deadline.push(deadline);
+                c.c_error.push(state.error.clone());
+                c.c_tail.push(d.event_bytes());
+                for (k, v) in &state.labels {
+                    c.l_flow.push(id.clone());
+                    c.l_key.push(k.clone());
+                    c.l_value.push(v.clone());
+                }
+            } else {
+                c.a_id.push(id.clone());
+                c.a_status.push(state.status.as_str());
+                c.a_seq.push(d.sequence());
+                c.a_updated.push(at);
+                c.a_completed.push(state.completed_at.map(to_us));
+                c.a_deactivated.push(state.deactivated_at.map(to_us));
+                c.a_error.push(state.error.clone());
+                c.a_tail.push(d.event_bytes());
+                c.a_base.push(commit.base_sequence);
+                c.a_deadline.push(deadline);
             }
-        } else {
-            rows.int("base", Some(c.base_sequence));
+            for (k, (e, text)) in commit.events.iter().zip(&d.texts).enumerate() {
+                c.e_flow.push(id.clone());
+                c.e_seq.push(commit.base_sequence + 1 + k as i64);
+                c.e_type.push(e.type_name());
+                c.e_ts.push(at);
+                c.e_data.push(text.skeleton.clone());
+                c.e_refs.push(text.refs.clone());
+                c.e_value_bytes
+                    .push(text.refs.is_some().then_some(text.value_bytes));
+            }
+            for w in &commit.work {
+                c.w_token.push(w.token.clone());
+                c.w_flow.push(w.flow_id.clone());
+                c.w_step.push(w.step_id.clone());
+                c.w_status.push(w.status.as_str());
+                c.w_attempt.push(i64::from(w.attempt));
+                c.w_retry_count.push(i64::from(w.retry_count));
+                c.w_due.push(w.due_at.map(to_us));
+                c.w_lease_owner.push(w.lease_owner.clone());
+                c.w_lease_expires.push(w.lease_expires_at.map(to_us));
+                c.w_lease_for.push(w.lease_for.map(duration_us));
+                c.w_created.push(to_us(w.created_at));
+                c.w_updated.push(at);
+                c.w_detail.push(json_text(&w.detail)?);
+                c.w_deferred.push(w.deferred_at.map(to_us));
+            }
         }
-        rows.end_row();
-        for (k, (e, text)) in c.events.iter().zip(&d.texts).enumerate() {
-            events
-                .row()
-                .text("flow_id", Some(&c.flow_id))
-                .int("seq", Some(c.base_sequence + 1 + k as i64))
-                .text("type", Some(e.type_name()))
-                .int("ts_us", Some(to_us(c.at)))
-                .int("ord", Some(ord))
-                .text("refs", text.refs.as_deref())
-                .int("value_bytes", text.refs.is_some().then_some(text.value_bytes));
-            // A skeleton is not JSON (its values are cut out): it goes as a
-            // string; a whole text goes as JSON, which costs no escaping.
-            match text.refs {
-                Some(_) => events.text("skeleton", Some(&text.skeleton)),
-                None => events.raw("data", &text.skeleton),
-            };
-            events.end_row();
-            ord += 1;
-        }
-        for w in &c.work {
-            let detail = json_text(&w.detail)?;
-            work.row()
-                .text("token", Some(&w.token))
-                .text("flow_id", Some(&w.flow_id))
-                .text("step_id", Some(&w.step_id))
-                .text("status", Some(w.status.as_str()))
-                .int("attempt", Some(i64::from(w.attempt)))
-                .int("retry_count", Some(i64::from(w.retry_count)))
-                .int("due_us", w.due_at.map(to_us))
-                .text("lease_owner", w.lease_owner.as_deref())
-                .int("lease_expires_us", w.lease_expires_at.map(to_us))
-                .int("lease_for_us", w.lease_for.map(duration_us))
-                .int("created_us", Some(to_us(w.created_at)))
-                .int("updated_us", Some(to_us(c.at)))
-                .raw("detail", &detail)
-                .int("deferred_us", w.deferred_at.map(to_us));
-            work.end_row();
-        }
+        Ok(c)
     }
-    Ok([
-        created.finish(),
-        advanced.finish(),
-        events.finish(),
-        work.finish(),
-        labels.finish(),
-        values.finish(),
-    ])
+
+    /// The statement with every column bound, in the order of `STATEMENT`'s
+    /// placeholders.
+    fn bind(self, sql: &str) -> sqlx::query::Query<'_, sqlx::Postgres, sqlx::postgres::PgArguments> {
+        let c = self;
+        sqlx::query(sql)
+            // $1..$12: created
+            .bind(c.c_id)
+            .bind(c.c_status)
+            .bind(c.c_seq)
+            .bind(c.c_created)
+            .bind(c.c_updated)
+            .bind(c.c_completed)
+            .bind(c.c_deactivated)
+            .bind(c.c_request)
+            .bind(c.c_goals)
+            .bind(c.c_deadline)
+            .bind(c.c_error)
+            .bind(c.c_tail)
+            // $13..$22: advanced
+            .bind(c.a_id)
+            .bind(c.a_status)
+            .bind(c.a_seq)
+            .bind(c.a_updated)
+            .bind(c.a_completed)
+            .bind(c.a_deactivated)
+            .bind(c.a_error)
+            .bind(c.a_tail)
+            .bind(c.a_base)
+            .bind(c.a_deadline)
+            // $23..$29: events
+            .bind(c.e_flow)
+            .bind(c.e_seq)
+            .bind(c.e_type)
+            .bind(c.e_ts)
+            .bind(c.e_data)
+            .bind(c.e_refs)
+            .bind(c.e_value_bytes)
+            // $30..$43: work items
+            .bind(c.w_token)
+            .bind(c.w_flow)
+            .bind(c.w_step)
+            .bind(c.w_status)
+            .bind(c.w_attempt)
+            .bind(c.w_retry_count)
+            .bind(c.w_due)
+            .bind(c.w_lease_owner)
+            .bind(c.w_lease_expires)
+            .bind(c.w_lease_for)
+            .bind(c.w_created)
+            .bind(c.w_updated)
+            .bind(c.w_detail)
+            .bind(c.w_deferred)
+            // $44..$46: labels
+            .bind(c.l_flow)
+            .bind(c.l_key)
+            .bind(c.l_value)
+            // $47..$49: large values
+            .bind(c.v_flow)
+            .bind(c.v_hash)
+            .bind(c.v_data)
+    }
 }
 
 /// Steps 1, 2 and 4 in one Postgres statement. `advanced` names its ids a
-/// second time, as an array: `json_to_recordset` is estimated at 100 rows,
+/// second time, as the array itself: `unnest` is estimated at 100 rows,
 /// so below about 13,000 flows Postgres would rather scan the whole table
 /// than probe its key 100 times; with the array it probes the key
-/// (349 buffers, ~6 ms, against 30 and 0.1 ms at 10,000 flows). Every sub-statement sees the
-/// table as it was before the statement; the events, work items and labels
-/// are kept only for the flows `created` or `advanced` returned, so a
-/// decision that lost its sequence check writes nothing. Work items are
-/// upserted in token order, the order lease renewal locks them in.
-/// Returns the decisions whose flow is due a snapshot.
-pub(super) async fn commit_in_one_statement(
-    store: &SqlStore,
-    decisions: &mut [Decision<'_>],
-) -> Result<Vec<usize>, StoreError> {
-    static SQL: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
-        format!(
-            "WITH \
+/// (349 buffers, ~6 ms, against 30 and 0.1 ms at 10,000 flows). Every
+/// sub-statement sees the table as it was before the statement; the events,
+/// work items and labels are kept only for the flows `created` or
+/// `advanced` returned, so a decision that lost its sequence check writes
+/// nothing. Work items are upserted in token order, the order lease renewal
+/// locks them in.
+static STATEMENT: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    format!(
+        "WITH \
         created AS (INSERT INTO flows (id, status, sequence, created_us, updated_us, completed_us, deactivated_us, \
             request, goals, state, deadline_us, error, snapshot_seq, snapshot_bytes, tail_bytes) \
           SELECT c.id, c.status, c.seq, c.created_us, c.updated_us, c.completed_us, c.deactivated_us, c.request, c.goals, '', \
             c.deadline_us, c.error, 0, c.tail, 0 \
-          FROM json_to_recordset(CAST($1 AS json)) AS c(id text, status text, seq bigint, created_us bigint, \
-            updated_us bigint, completed_us bigint, deactivated_us bigint, request text, goals text, deadline_us bigint, \
-            error text, tail bigint) \
+          FROM unnest($1::text[], $2::text[], $3::int8[], $4::int8[], $5::int8[], $6::int8[], $7::int8[], \
+            $8::text[], $9::text[], $10::int8[], $11::text[], $12::int8[]) \
+            AS c(id, status, seq, created_us, updated_us, completed_us, deactivated_us, request, goals, deadline_us, \
+            error, tail) \
           ON CONFLICT (id) DO NOTHING RETURNING id), \
         advanced AS (UPDATE flows SET status = v.status, sequence = v.seq, updated_us = v.updated_us, \
             completed_us = v.completed_us, deactivated_us = v.deactivated_us, error = v.error, \
             deadline_us = v.deadline_us, tail_bytes = flows.tail_bytes + v.tail \
-          FROM json_to_recordset(CAST($2 AS json)) AS v(id text, status text, seq bigint, updated_us bigint, \
-            completed_us bigint, deactivated_us bigint, error text, tail bigint, base bigint, deadline_us bigint) \
-          WHERE flows.id = v.id AND flows.sequence = v.base \
-            AND flows.id = ANY (ARRAY(SELECT x.id FROM json_to_recordset(CAST($2 AS json)) AS x(id text))) \
+          FROM unnest($13::text[], $14::text[], $15::int8[], $16::int8[], $17::int8[], $18::int8[], $19::text[], \
+            $20::int8[], $21::int8[], $22::int8[]) \
+            AS v(id, status, seq, updated_us, completed_us, deactivated_us, error, tail, base, deadline_us) \
+          WHERE flows.id = v.id AND flows.sequence = v.base AND flows.id = ANY ($13::text[]) \
           RETURNING flows.id, flows.tail_bytes, flows.snapshot_bytes), \
         passed AS (SELECT id FROM created UNION ALL SELECT id FROM advanced), \
-        kept AS (SELECT e.flow_id, e.seq, e.type, e.ts_us, COALESCE(e.skeleton, CAST(e.data AS text)) AS data, \
-            e.refs, e.value_bytes, row_number() OVER (ORDER BY e.ord) AS k \
-          FROM json_to_recordset(CAST($3 AS json)) AS e(flow_id text, seq bigint, type text, ts_us bigint, data json, \
-            skeleton text, refs text, value_bytes bigint, ord bigint) \
+        kept AS (SELECT e.flow_id, e.seq, e.type, e.ts_us, e.data, e.refs, e.value_bytes, \
+            row_number() OVER (ORDER BY e.ord) AS k \
+          FROM unnest($23::text[], $24::int8[], $25::text[], $26::int8[], $27::text[], $28::text[], $29::int8[]) \
+            WITH ORDINALITY AS e(flow_id, seq, type, ts_us, data, refs, value_bytes, ord) \
           WHERE e.flow_id IN (SELECT id FROM passed)), \
         positioned AS (UPDATE event_positions SET last = last + (SELECT count(*) FROM kept) WHERE id = 1 \
           RETURNING last - (SELECT count(*) FROM kept) AS base), \
@@ -238,37 +264,44 @@ pub(super) async fn commit_in_one_statement(
           SELECT 'flow', k.flow_id, k.seq, k.type, k.ts_us, k.data, k.refs, k.value_bytes, p.base + k.k \
           FROM kept AS k CROSS JOIN positioned AS p), \
         new_values AS (INSERT INTO flow_values (flow_id, hash, data) \
-          SELECT v.flow_id, v.hash, CAST(v.data AS text) \
-          FROM json_to_recordset(CAST($6 AS json)) AS v(flow_id text, hash text, data json) \
+          SELECT v.flow_id, v.hash, v.data \
+          FROM unnest($47::text[], $48::text[], $49::text[]) AS v(flow_id, hash, data) \
           WHERE v.flow_id IN (SELECT id FROM passed) \
           ON CONFLICT (flow_id, hash) DO NOTHING), \
         new_work AS (INSERT INTO work_items (token, flow_id, step_id, status, attempt, retry_count, due_us, \
             lease_owner, lease_expires_us, created_us, updated_us, detail, deferred_us) \
           SELECT w.token, w.flow_id, w.step_id, w.status, w.attempt, w.retry_count, w.due_us, w.lease_owner, \
             COALESCE(w.lease_expires_us, w.lease_for_us + {now}), \
-            w.created_us, w.updated_us, CAST(w.detail AS text), w.deferred_us \
-          FROM json_to_recordset(CAST($4 AS json)) AS w(token text, flow_id text, step_id text, status text, \
-            attempt bigint, retry_count bigint, due_us bigint, lease_owner text, lease_expires_us bigint, \
-            lease_for_us bigint, created_us bigint, updated_us bigint, detail json, deferred_us bigint) \
+            w.created_us, w.updated_us, w.detail, w.deferred_us \
+          FROM unnest($30::text[], $31::text[], $32::text[], $33::text[], $34::int8[], $35::int8[], $36::int8[], \
+            $37::text[], $38::int8[], $39::int8[], $40::int8[], $41::int8[], $42::text[], $43::int8[]) \
+            AS w(token, flow_id, step_id, status, attempt, retry_count, due_us, lease_owner, lease_expires_us, \
+            lease_for_us, created_us, updated_us, detail, deferred_us) \
           WHERE w.flow_id IN (SELECT id FROM passed) ORDER BY w.token {WORK_UPSERT}), \
         new_labels AS (INSERT INTO flow_labels (flow_id, key, value) \
-          SELECT l.flow_id, l.key, l.value FROM json_to_recordset(CAST($5 AS json)) AS l(flow_id text, key text, value text) \
+          SELECT l.flow_id, l.key, l.value FROM unnest($44::text[], $45::text[], $46::text[]) AS l(flow_id, key, value) \
           WHERE l.flow_id IN (SELECT id FROM created)) \
         SELECT id, CAST(0 AS bigint) AS tail_bytes, CAST(0 AS bigint) AS snapshot_bytes, 1 AS created FROM created \
         UNION ALL SELECT id, tail_bytes, snapshot_bytes, 0 FROM advanced \
         UNION ALL SELECT '', base, 0, 2 FROM positioned",
-            now = Backend::Postgres.now_us()
-        )
-    });
-    let [created, advanced, events, work, labels, values] = batch_json(decisions)?;
-    let query = sqlx::query(SQL.as_str())
-        .bind(created)
-        .bind(advanced)
-        .bind(events)
-        .bind(work)
-        .bind(labels)
-        .bind(values);
-    let rows = store.fetch_on_committer(query).await?;
+        now = Backend::Postgres.now_us()
+    )
+});
+
+/// The batch in one statement on the kept connection (`PgCommitter`).
+/// Returns the decisions whose flow is due a snapshot.
+pub(super) async fn commit_in_one_statement(
+    store: &SqlStore,
+    decisions: &mut [Decision<'_>],
+) -> Result<Vec<usize>, StoreError> {
+    let committer = store
+        .pg_committer
+        .as_ref()
+        .ok_or_else(|| StoreError::Unavailable("no Postgres connection for commits".into()))?;
+    let columns = Columns::of(decisions)?;
+    let rows = committer
+        .fetch_all(columns.bind(STATEMENT.as_str()), &store.commit_waits)
+        .await?;
     let mut created = HashSet::new();
     let mut advanced = HashMap::new();
     let mut base = None;
