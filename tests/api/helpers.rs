@@ -522,19 +522,33 @@ pub fn types(events: &[Value]) -> Vec<String> {
         .collect()
 }
 
-/// Poll a running binary until the flow is no longer active (bounded).
+/// The flow once it is no longer active (or after two minutes).
 pub async fn wait_for_terminal(engine: &Binary, id: &str) -> Value {
-    let mut flow = Value::Null;
-    for _ in 0..600 {
-        flow = call(engine, reqwest::Method::GET, &format!("/engine/flow/{id}"), None)
-            .await
-            .1;
-        if flow["status"] != "active" {
-            break;
+    // Waits on the flow's status, which costs the server little whatever
+    // the flow holds, then reads the flow once: polling the whole flow of
+    // a test with tens of MB of outputs kept a loaded machine's server
+    // busy answering the polls.
+    finished(engine, id, Duration::from_secs(120)).await;
+    call(engine, reqwest::Method::GET, &format!("/engine/flow/{id}"), None)
+        .await
+        .1
+}
+
+/// The flow's status once it is no longer active, or after `limit`.
+pub async fn finished(engine: &Binary, id: &str, limit: Duration) -> Value {
+    let since = std::time::Instant::now();
+    loop {
+        let (_, status) = call(
+            engine,
+            reqwest::Method::GET,
+            &format!("/engine/flow/{id}/status?wait=5s"),
+            None,
+        )
+        .await;
+        if status["status"] != "active" || since.elapsed() > limit {
+            return status;
         }
-        tokio::time::sleep(Duration::from_millis(25)).await;
     }
-    flow
 }
 
 /// The receipt token of a call a step server received.

@@ -11,8 +11,8 @@ use serde_json::{json, Value};
 use tartan_testkit::{both_backends, TestDb};
 
 use crate::helpers::{
-    call, json_reply, only_item, spawn_app, spawn_binary, sync_step, wait_for_terminal, Backend, StepServer,
-    TestApp,
+    call, finished, json_reply, only_item, spawn_app, spawn_binary, sync_step, wait_for_terminal, Backend,
+    StepServer, TestApp,
 };
 
 both_backends!(
@@ -686,23 +686,6 @@ fn watch(addr: String, stop: tokio_util::sync::CancellationToken) -> tokio::task
         }
         seen
     })
-}
-
-/// The flow's status once it is no longer active, or after `limit`.
-async fn finished(engine: &crate::helpers::Binary, id: &str, limit: Duration) -> Value {
-    let since = std::time::Instant::now();
-    loop {
-        let (_, status) = call(
-            engine,
-            reqwest::Method::GET,
-            &format!("/engine/flow/{id}/status?wait=5s"),
-            None,
-        )
-        .await;
-        if status["status"] != "active" || since.elapsed() > limit {
-            return status;
-        }
-    }
 }
 
 /// Every leaf `0..leaves` was called, each once (other flows' calls have

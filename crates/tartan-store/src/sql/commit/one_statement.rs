@@ -23,30 +23,14 @@ use super::*;
 /// 34 KB batch's 2–3 ms (BENCHMARKS.md, issue 46's third step).
 #[derive(Default)]
 struct Columns {
-    // The flows to create.
-    c_id: Vec<String>,
-    c_status: Vec<&'static str>,
-    c_seq: Vec<i64>,
+    /// The flows to create, with when and how they were asked for.
+    created: FlowColumns,
     c_created: Vec<i64>,
-    c_updated: Vec<i64>,
-    c_completed: Vec<Option<i64>>,
-    c_deactivated: Vec<Option<i64>>,
     c_request: Vec<String>,
     c_goals: Vec<String>,
-    c_deadline: Vec<Option<i64>>,
-    c_error: Vec<Option<String>>,
-    c_tail: Vec<i64>,
-    // The flows to advance, each from its `base` sequence.
-    a_id: Vec<String>,
-    a_status: Vec<&'static str>,
-    a_seq: Vec<i64>,
-    a_updated: Vec<i64>,
-    a_completed: Vec<Option<i64>>,
-    a_deactivated: Vec<Option<i64>>,
-    a_error: Vec<Option<String>>,
-    a_tail: Vec<i64>,
+    /// The flows to advance, each from its `base` sequence.
+    advanced: FlowColumns,
     a_base: Vec<i64>,
-    a_deadline: Vec<Option<i64>>,
     // The events, in batch order.
     e_flow: Vec<String>,
     e_seq: Vec<i64>,
@@ -80,6 +64,52 @@ struct Columns {
     v_data: Vec<String>,
 }
 
+/// What a decision sets on its flow's row, created or advanced.
+#[derive(Default)]
+struct FlowColumns {
+    id: Vec<String>,
+    status: Vec<&'static str>,
+    seq: Vec<i64>,
+    updated: Vec<i64>,
+    completed: Vec<Option<i64>>,
+    deactivated: Vec<Option<i64>>,
+    error: Vec<Option<String>>,
+    tail: Vec<i64>,
+    deadline: Vec<Option<i64>>,
+}
+
+impl FlowColumns {
+    fn push(&mut self, d: &Decision<'_>) {
+        let state = &d.commit.state;
+        self.id.push(d.commit.flow_id.clone());
+        self.status.push(state.status.as_str());
+        self.seq.push(d.sequence());
+        self.updated.push(to_us(d.commit.at));
+        self.completed.push(state.completed_at.map(to_us));
+        self.deactivated.push(state.deactivated_at.map(to_us));
+        self.error.push(state.error.clone());
+        self.tail.push(d.event_bytes());
+        // A retry restarts the flow's timeout: the deadline moves.
+        self.deadline.push(state.wake_at().map(to_us));
+    }
+
+    /// The nine columns, in the order of `STATEMENT`'s placeholders.
+    fn bind<'q>(
+        self,
+        q: sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments>,
+    ) -> sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments> {
+        q.bind(self.id)
+            .bind(self.status)
+            .bind(self.seq)
+            .bind(self.updated)
+            .bind(self.completed)
+            .bind(self.deactivated)
+            .bind(self.error)
+            .bind(self.tail)
+            .bind(self.deadline)
+    }
+}
+
 impl Columns {
     /// The batch's live decisions by column (the statement keeps the rows
     /// of the flows that passed their checks).
@@ -93,40 +123,21 @@ impl Columns {
         }
         for d in &live {
             let commit = d.commit;
-            let state = &commit.state;
             let id = &commit.flow_id;
             let at = to_us(commit.at);
-            // A retry restarts the flow's timeout: the deadline moves.
-            let deadline = state.wake_at().map(to_us);
             if commit.base_sequence == 0 {
-                c.c_id.push(id.clone());
-                c.c_status.push(state.status.as_str());
-                c.c_seq.push(d.sequence());
-                c.c_created.push(to_us(state.created_at));
-                c.c_updated.push(at);
-                c.c_completed.push(state.completed_at.map(to_us));
-                c.c_deactivated.push(state.deactivated_at.map(to_us));
+                c.created.push(d);
+                c.c_created.push(to_us(commit.state.created_at));
                 c.c_request.push(commit.request.clone().unwrap_or_default());
-                c.c_goals.push(goals_text(state));
-                c.c_deadline.push(deadline);
-                c.c_error.push(state.error.clone());
-                c.c_tail.push(d.event_bytes());
-                for (k, v) in &state.labels {
+                c.c_goals.push(goals_text(&commit.state));
+                for (k, v) in &commit.state.labels {
                     c.l_flow.push(id.clone());
                     c.l_key.push(k.clone());
                     c.l_value.push(v.clone());
                 }
             } else {
-                c.a_id.push(id.clone());
-                c.a_status.push(state.status.as_str());
-                c.a_seq.push(d.sequence());
-                c.a_updated.push(at);
-                c.a_completed.push(state.completed_at.map(to_us));
-                c.a_deactivated.push(state.deactivated_at.map(to_us));
-                c.a_error.push(state.error.clone());
-                c.a_tail.push(d.event_bytes());
+                c.advanced.push(d);
                 c.a_base.push(commit.base_sequence);
-                c.a_deadline.push(deadline);
             }
             for (k, (e, text)) in commit.events.iter().zip(&d.texts).enumerate() {
                 c.e_flow.push(id.clone());
@@ -162,31 +173,17 @@ impl Columns {
     /// placeholders.
     fn bind(self, sql: &str) -> sqlx::query::Query<'_, sqlx::Postgres, sqlx::postgres::PgArguments> {
         let c = self;
-        sqlx::query(sql)
-            // $1..$12: created
-            .bind(c.c_id)
-            .bind(c.c_status)
-            .bind(c.c_seq)
+        // $1..$9 and $10..$12: created
+        let q = c
+            .created
+            .bind(sqlx::query(sql))
             .bind(c.c_created)
-            .bind(c.c_updated)
-            .bind(c.c_completed)
-            .bind(c.c_deactivated)
             .bind(c.c_request)
-            .bind(c.c_goals)
-            .bind(c.c_deadline)
-            .bind(c.c_error)
-            .bind(c.c_tail)
-            // $13..$22: advanced
-            .bind(c.a_id)
-            .bind(c.a_status)
-            .bind(c.a_seq)
-            .bind(c.a_updated)
-            .bind(c.a_completed)
-            .bind(c.a_deactivated)
-            .bind(c.a_error)
-            .bind(c.a_tail)
+            .bind(c.c_goals);
+        // $13..$21 and $22: advanced
+        c.advanced
+            .bind(q)
             .bind(c.a_base)
-            .bind(c.a_deadline)
             // $23..$29: events
             .bind(c.e_flow)
             .bind(c.e_seq)
@@ -238,17 +235,17 @@ static STATEMENT: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
             request, goals, state, deadline_us, error, snapshot_seq, snapshot_bytes, tail_bytes) \
           SELECT c.id, c.status, c.seq, c.created_us, c.updated_us, c.completed_us, c.deactivated_us, c.request, c.goals, '', \
             c.deadline_us, c.error, 0, c.tail, 0 \
-          FROM unnest($1::text[], $2::text[], $3::int8[], $4::int8[], $5::int8[], $6::int8[], $7::int8[], \
-            $8::text[], $9::text[], $10::int8[], $11::text[], $12::int8[]) \
-            AS c(id, status, seq, created_us, updated_us, completed_us, deactivated_us, request, goals, deadline_us, \
-            error, tail) \
+          FROM unnest($1::text[], $2::text[], $3::int8[], $4::int8[], $5::int8[], $6::int8[], $7::text[], \
+            $8::int8[], $9::int8[], $10::int8[], $11::text[], $12::text[]) \
+            AS c(id, status, seq, updated_us, completed_us, deactivated_us, error, tail, deadline_us, created_us, \
+            request, goals) \
           ON CONFLICT (id) DO NOTHING RETURNING id), \
         advanced AS (UPDATE flows SET status = v.status, sequence = v.seq, updated_us = v.updated_us, \
             completed_us = v.completed_us, deactivated_us = v.deactivated_us, error = v.error, \
             deadline_us = v.deadline_us, tail_bytes = flows.tail_bytes + v.tail \
           FROM unnest($13::text[], $14::text[], $15::int8[], $16::int8[], $17::int8[], $18::int8[], $19::text[], \
             $20::int8[], $21::int8[], $22::int8[]) \
-            AS v(id, status, seq, updated_us, completed_us, deactivated_us, error, tail, base, deadline_us) \
+            AS v(id, status, seq, updated_us, completed_us, deactivated_us, error, tail, deadline_us, base) \
           WHERE flows.id = v.id AND flows.sequence = v.base AND flows.id = ANY ($13::text[]) \
           RETURNING flows.id, flows.tail_bytes, flows.snapshot_bytes), \
         passed AS (SELECT id FROM created UNION ALL SELECT id FROM advanced), \
