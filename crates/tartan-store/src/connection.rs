@@ -29,9 +29,12 @@ pub(crate) struct SqlStore {
     /// SQLite: the thread that commits the batches of decisions, on a
     /// connection of its own (docs/durability.md, "SQLite's writer").
     pub(crate) sqlite_writer: Option<crate::sqlite::writer::Writer>,
-    /// Postgres: the connection batch commits go through (`PgCommitter`).
-    pub(crate) pg_committer: Option<PgCommitter>,
-    /// Commits waiting for their connection (`PgCommitter`; SQLite's write
+    /// Postgres: the connection batch commits go through (`PgKept`).
+    pub(crate) pg_committer: Option<PgKept>,
+    /// Postgres: the connection notices to other processes go through, its
+    /// commits not waiting for the WAL flush (`PgKept::notices`).
+    pub(crate) pg_notifier: Option<PgKept>,
+    /// Commits waiting for their connection (`PgKept`; SQLite's write
     /// turn), and API reads for their turn: the waits the metrics show.
     pub(crate) commit_waits: Waits,
     pub(crate) api_waits: Waits,
@@ -88,15 +91,15 @@ impl Waits {
     }
 }
 
-/// Postgres: the one connection batch commits go through, kept between
-/// them and outside the pools (docs/durability.md, "Connection pools").
-/// sqlx checks a pooled connection with a round trip when it hands it out
-/// and again when it takes it back, which on the hot path cost as much as
-/// a tenth of a commit; and the commit statement binds arrays in
-/// Postgres's binary form, which the `Any` driver cannot. One that fails as
-/// unreachable, or that was opened before a standby was last seen, is let
-/// go; the next commit opens another.
-pub(crate) struct PgCommitter {
+/// Postgres: one connection kept between its statements, outside the
+/// pools (docs/durability.md, "Connection pools"): the batch commits'
+/// and the notices'. sqlx checks a pooled connection with a round trip
+/// when it hands it out and again when it takes it back, which on the hot
+/// path cost as much as a tenth of a commit; and the commit statement
+/// binds arrays in Postgres's binary form, which the `Any` driver cannot.
+/// One that fails as unreachable, or that was opened before a standby was
+/// last seen, is let go; the next statement opens another.
+pub(crate) struct PgKept {
     options: sqlx::postgres::PgConnectOptions,
     kept: tokio::sync::Mutex<Option<(sqlx::PgConnection, Instant)>>,
 }
@@ -105,20 +108,31 @@ pub(crate) struct PgCommitter {
 /// counts as unavailable (the pools' acquire timeout).
 const COMMITTER_CONNECT: Duration = Duration::from_secs(5);
 
-impl PgCommitter {
-    pub(crate) fn new(options: sqlx::postgres::PgConnectOptions) -> Self {
+impl PgKept {
+    /// The batch commits' connection.
+    pub(crate) fn commits(options: sqlx::postgres::PgConnectOptions) -> Self {
         Self {
             options,
             kept: tokio::sync::Mutex::new(None),
         }
     }
 
-    /// All rows of `query`, run on the kept connection; `waits` counts the
-    /// wait for it (the other commit's turn, and opening it when needed).
+    /// The notices' connection. A `NOTIFY` is a transaction with an id of
+    /// its own, so each would wait for a WAL flush of its own, and a commit
+    /// flushing meanwhile would wait for it; a notice is worth no flush
+    /// (one lost is covered by leases and sweeps), so this connection
+    /// commits without waiting for it (`synchronous_commit = off`).
+    pub(crate) fn notices(options: sqlx::postgres::PgConnectOptions) -> Self {
+        Self::commits(options.options([("synchronous_commit", "off")]))
+    }
+
+    /// All rows of `query`, run on the kept connection; `waits`, if any, counts the
+    /// wait for it (the statement before's turn, and opening it when
+    /// needed).
     pub(crate) async fn fetch_all<'q>(
         &self,
         query: sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments>,
-        waits: &Waits,
+        waits: Option<&Waits>,
     ) -> Result<Vec<sqlx::postgres::PgRow>, StoreError> {
         use sqlx::Connection;
         let started = Instant::now();
@@ -144,7 +158,9 @@ impl PgCommitter {
                 &mut kept.insert((conn, opened)).0
             }
         };
-        waits.record(started.elapsed());
+        if let Some(waits) = waits {
+            waits.record(started.elapsed());
+        }
         query.fetch_all(&mut *conn).await.map_err(|e| {
             let e = StoreError::from(e);
             if matches!(e, StoreError::Unavailable(_)) {

@@ -107,7 +107,7 @@ pub(crate) fn quiet(url: &str) -> Result<AnyConnectOptions, StoreError> {
 }
 
 /// The same for a connection of the Postgres driver itself (the batch
-/// commits' connection, `PgCommitter`).
+/// commits' connection, `PgKept`).
 pub(crate) fn quiet_pg(url: &str) -> Result<sqlx::postgres::PgConnectOptions, StoreError> {
     let options = sqlx::postgres::PgConnectOptions::from_str(url)
         .map_err(|e| StoreError::Config(format!("invalid database URL: {e}")))?;

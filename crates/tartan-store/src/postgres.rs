@@ -5,7 +5,7 @@ use sqlx::any::AnyPoolOptions;
 use sqlx::postgres::PgPoolOptions;
 use sqlx::Executor;
 
-use crate::connection::SqlStore;
+use crate::connection::{PgKept, SqlStore};
 use crate::dialect::{quiet, quiet_pg, Backend};
 use crate::error::StoreError;
 use crate::schema::{Migration, Schema};
@@ -67,7 +67,8 @@ pub(crate) async fn open(url: &str, pools: &crate::Pools, schema: Schema) -> Res
         listen_url: Some(url.to_string()),
         sqlite_path: None,
         sqlite_writer: None,
-        pg_committer: Some(crate::connection::PgCommitter::new(quiet_pg(url)?)),
+        pg_committer: Some(PgKept::commits(quiet_pg(url)?)),
+        pg_notifier: Some(PgKept::notices(quiet_pg(url)?)),
         commit_waits: Default::default(),
         api_waits: Default::default(),
     })

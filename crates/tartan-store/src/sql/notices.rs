@@ -103,7 +103,16 @@ impl NoticeStore for SqlStore {
         if !self.backend.notifies() {
             return Ok(());
         }
-        notify(&mut *self.write.acquire().await?, notice).await
+        let Some(notifier) = &self.pg_notifier else {
+            return notify(&mut *self.write.acquire().await?, notice).await;
+        };
+        for (channel, payload) in encode(notice) {
+            let query = sqlx::query("SELECT pg_notify($1, $2)")
+                .bind(channel)
+                .bind(payload);
+            notifier.fetch_all(query, None).await?;
+        }
+        Ok(())
     }
 
     async fn listen(&self) -> Result<Option<Receiver<Notice>>, StoreError> {

@@ -108,6 +108,7 @@ pub(crate) async fn open(url: &str, pools: &crate::Pools, schema: Schema) -> Res
         sqlite_path: Some(sqlite_path),
         sqlite_writer: Some(sqlite_writer),
         pg_committer: None,
+        pg_notifier: None,
         commit_waits: Default::default(),
         api_waits: Default::default(),
     })

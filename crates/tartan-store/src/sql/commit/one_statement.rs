@@ -285,7 +285,7 @@ static STATEMENT: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
     )
 });
 
-/// The batch in one statement on the kept connection (`PgCommitter`).
+/// The batch in one statement on the kept connection (`PgKept`).
 /// Returns the decisions whose flow is due a snapshot.
 pub(super) async fn commit_in_one_statement(
     store: &SqlStore,
@@ -297,7 +297,7 @@ pub(super) async fn commit_in_one_statement(
         .ok_or_else(|| StoreError::Unavailable("no Postgres connection for commits".into()))?;
     let columns = Columns::of(decisions)?;
     let rows = committer
-        .fetch_all(columns.bind(STATEMENT.as_str()), &store.commit_waits)
+        .fetch_all(columns.bind(STATEMENT.as_str()), Some(&store.commit_waits))
         .await?;
     let mut created = HashSet::new();
     let mut advanced = HashMap::new();
