@@ -104,9 +104,9 @@ pub(crate) struct PgKept {
     kept: tokio::sync::Mutex<Option<(sqlx::PgConnection, Instant)>>,
 }
 
-/// How long a commit waits to open its connection before the database
-/// counts as unavailable (the pools' acquire timeout).
-const COMMITTER_CONNECT: Duration = Duration::from_secs(5);
+/// How long a statement waits to open its kept connection before the
+/// database counts as unavailable (the pools' acquire timeout).
+const KEPT_CONNECT: Duration = Duration::from_secs(5);
 
 impl PgKept {
     /// The batch commits' connection.
@@ -126,9 +126,9 @@ impl PgKept {
         Self::commits(options.options([("synchronous_commit", "off")]))
     }
 
-    /// All rows of `query`, run on the kept connection; `waits`, if any, counts the
-    /// wait for it (the statement before's turn, and opening it when
-    /// needed).
+    /// All rows of `query`, run on the kept connection; `waits`, if any,
+    /// counts the wait for it (the statement before's turn, and opening it
+    /// when needed).
     pub(crate) async fn fetch_all<'q>(
         &self,
         query: sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments>,
@@ -148,11 +148,11 @@ impl PgKept {
             None => {
                 let opened = Instant::now();
                 let conn =
-                    tokio::time::timeout(COMMITTER_CONNECT, sqlx::PgConnection::connect_with(&self.options))
+                    tokio::time::timeout(KEPT_CONNECT, sqlx::PgConnection::connect_with(&self.options))
                         .await
                         .map_err(|_| {
                             StoreError::Unavailable(format!(
-                                "no connection to the database within {COMMITTER_CONNECT:?}"
+                                "no connection to the database within {KEPT_CONNECT:?}"
                             ))
                         })??;
                 &mut kept.insert((conn, opened)).0

@@ -106,8 +106,8 @@ pub(crate) fn quiet(url: &str) -> Result<AnyConnectOptions, StoreError> {
     Ok(options.disable_statement_logging())
 }
 
-/// The same for a connection of the Postgres driver itself (the batch
-/// commits' connection, `PgKept`).
+/// The same for a connection of the Postgres driver itself (the kept
+/// connections of the batch commits and the notices, `PgKept`).
 pub(crate) fn quiet_pg(url: &str) -> Result<sqlx::postgres::PgConnectOptions, StoreError> {
     let options = sqlx::postgres::PgConnectOptions::from_str(url)
         .map_err(|e| StoreError::Config(format!("invalid database URL: {e}")))?;

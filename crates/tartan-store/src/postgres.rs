@@ -58,6 +58,7 @@ pub(crate) async fn open(url: &str, pools: &crate::Pools, schema: Schema) -> Res
         })
         .connect_with(quiet(url)?)
         .await?;
+    let kept = quiet_pg(url)?;
     Ok(SqlStore {
         write: engine.clone(),
         read: engine,
@@ -67,8 +68,8 @@ pub(crate) async fn open(url: &str, pools: &crate::Pools, schema: Schema) -> Res
         listen_url: Some(url.to_string()),
         sqlite_path: None,
         sqlite_writer: None,
-        pg_committer: Some(PgKept::commits(quiet_pg(url)?)),
-        pg_notifier: Some(PgKept::notices(quiet_pg(url)?)),
+        pg_committer: Some(PgKept::commits(kept.clone())),
+        pg_notifier: Some(PgKept::notices(kept)),
         commit_waits: Default::default(),
         api_waits: Default::default(),
     })

@@ -21,33 +21,35 @@ use super::*;
 /// rows as JSON (`json_to_recordset`) cost it two full parses of the text
 /// (the `json` cast checks it, the function reads it), about 1 ms of a
 /// 34 KB batch's 2–3 ms (BENCHMARKS.md, issue 46's third step).
+/// The columns borrow the decisions' text (events, ids, large values): a
+/// batch's texts are not copied before the driver writes them out.
 #[derive(Default)]
-struct Columns {
+struct Columns<'a> {
     /// The flows to create, with when and how they were asked for.
-    created: FlowColumns,
+    created: FlowColumns<'a>,
     c_created: Vec<i64>,
-    c_request: Vec<String>,
+    c_request: Vec<&'a str>,
     c_goals: Vec<String>,
     /// The flows to advance, each from its `base` sequence.
-    advanced: FlowColumns,
+    advanced: FlowColumns<'a>,
     a_base: Vec<i64>,
     // The events, in batch order.
-    e_flow: Vec<String>,
+    e_flow: Vec<&'a str>,
     e_seq: Vec<i64>,
     e_type: Vec<&'static str>,
     e_ts: Vec<i64>,
-    e_data: Vec<String>,
-    e_refs: Vec<Option<String>>,
+    e_data: Vec<&'a str>,
+    e_refs: Vec<Option<&'a str>>,
     e_value_bytes: Vec<Option<i64>>,
     // The work items.
-    w_token: Vec<String>,
-    w_flow: Vec<String>,
-    w_step: Vec<String>,
+    w_token: Vec<&'a str>,
+    w_flow: Vec<&'a str>,
+    w_step: Vec<&'a str>,
     w_status: Vec<&'static str>,
     w_attempt: Vec<i64>,
     w_retry_count: Vec<i64>,
     w_due: Vec<Option<i64>>,
-    w_lease_owner: Vec<Option<String>>,
+    w_lease_owner: Vec<Option<&'a str>>,
     w_lease_expires: Vec<Option<i64>>,
     w_lease_for: Vec<Option<i64>>,
     w_created: Vec<i64>,
@@ -55,49 +57,48 @@ struct Columns {
     w_detail: Vec<String>,
     w_deferred: Vec<Option<i64>>,
     // The new flows' labels.
-    l_flow: Vec<String>,
-    l_key: Vec<String>,
-    l_value: Vec<String>,
+    l_flow: Vec<&'a str>,
+    l_key: Vec<&'a str>,
+    l_value: Vec<&'a str>,
     // The large values of the events.
-    v_flow: Vec<String>,
-    v_hash: Vec<String>,
-    v_data: Vec<String>,
+    v_flow: Vec<&'a str>,
+    v_hash: Vec<&'a str>,
+    v_data: Vec<&'a str>,
 }
+
+type PgQuery<'q> = sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments>;
 
 /// What a decision sets on its flow's row, created or advanced.
 #[derive(Default)]
-struct FlowColumns {
-    id: Vec<String>,
+struct FlowColumns<'a> {
+    id: Vec<&'a str>,
     status: Vec<&'static str>,
     seq: Vec<i64>,
     updated: Vec<i64>,
     completed: Vec<Option<i64>>,
     deactivated: Vec<Option<i64>>,
-    error: Vec<Option<String>>,
+    error: Vec<Option<&'a str>>,
     tail: Vec<i64>,
     deadline: Vec<Option<i64>>,
 }
 
-impl FlowColumns {
-    fn push(&mut self, d: &Decision<'_>) {
+impl<'a> FlowColumns<'a> {
+    fn push(&mut self, d: &'a Decision<'_>) {
         let state = &d.commit.state;
-        self.id.push(d.commit.flow_id.clone());
+        self.id.push(&d.commit.flow_id);
         self.status.push(state.status.as_str());
         self.seq.push(d.sequence());
         self.updated.push(to_us(d.commit.at));
         self.completed.push(state.completed_at.map(to_us));
         self.deactivated.push(state.deactivated_at.map(to_us));
-        self.error.push(state.error.clone());
+        self.error.push(state.error.as_deref());
         self.tail.push(d.event_bytes());
         // A retry restarts the flow's timeout: the deadline moves.
         self.deadline.push(state.wake_at().map(to_us));
     }
 
     /// The nine columns, in the order of `STATEMENT`'s placeholders.
-    fn bind<'q>(
-        self,
-        q: sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments>,
-    ) -> sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments> {
+    fn bind(self, q: PgQuery<'a>) -> PgQuery<'a> {
         q.bind(self.id)
             .bind(self.status)
             .bind(self.seq)
@@ -110,54 +111,54 @@ impl FlowColumns {
     }
 }
 
-impl Columns {
+impl<'a> Columns<'a> {
     /// The batch's live decisions by column (the statement keeps the rows
     /// of the flows that passed their checks).
-    fn of(decisions: &[Decision<'_>]) -> Result<Self, StoreError> {
-        let live: Vec<&Decision<'_>> = decisions.iter().filter(|d| d.refused.is_none()).collect();
+    fn of(decisions: &'a [Decision<'_>]) -> Result<Self, StoreError> {
+        let live: Vec<&'a Decision<'_>> = decisions.iter().filter(|d| d.refused.is_none()).collect();
         let mut c = Columns::default();
         for (flow, hash, text) in event_values(&live) {
-            c.v_flow.push(flow.to_string());
-            c.v_hash.push(hash.to_string());
-            c.v_data.push(text.to_string());
+            c.v_flow.push(flow);
+            c.v_hash.push(hash);
+            c.v_data.push(text);
         }
-        for d in &live {
+        for d in live {
             let commit = d.commit;
-            let id = &commit.flow_id;
+            let id = commit.flow_id.as_str();
             let at = to_us(commit.at);
             if commit.base_sequence == 0 {
                 c.created.push(d);
                 c.c_created.push(to_us(commit.state.created_at));
-                c.c_request.push(commit.request.clone().unwrap_or_default());
+                c.c_request.push(commit.request.as_deref().unwrap_or_default());
                 c.c_goals.push(goals_text(&commit.state));
                 for (k, v) in &commit.state.labels {
-                    c.l_flow.push(id.clone());
-                    c.l_key.push(k.clone());
-                    c.l_value.push(v.clone());
+                    c.l_flow.push(id);
+                    c.l_key.push(k);
+                    c.l_value.push(v);
                 }
             } else {
                 c.advanced.push(d);
                 c.a_base.push(commit.base_sequence);
             }
             for (k, (e, text)) in commit.events.iter().zip(&d.texts).enumerate() {
-                c.e_flow.push(id.clone());
+                c.e_flow.push(id);
                 c.e_seq.push(commit.base_sequence + 1 + k as i64);
                 c.e_type.push(e.type_name());
                 c.e_ts.push(at);
-                c.e_data.push(text.skeleton.clone());
-                c.e_refs.push(text.refs.clone());
+                c.e_data.push(&text.skeleton);
+                c.e_refs.push(text.refs.as_deref());
                 c.e_value_bytes
                     .push(text.refs.is_some().then_some(text.value_bytes));
             }
             for w in &commit.work {
-                c.w_token.push(w.token.clone());
-                c.w_flow.push(w.flow_id.clone());
-                c.w_step.push(w.step_id.clone());
+                c.w_token.push(&w.token);
+                c.w_flow.push(&w.flow_id);
+                c.w_step.push(&w.step_id);
                 c.w_status.push(w.status.as_str());
                 c.w_attempt.push(i64::from(w.attempt));
                 c.w_retry_count.push(i64::from(w.retry_count));
                 c.w_due.push(w.due_at.map(to_us));
-                c.w_lease_owner.push(w.lease_owner.clone());
+                c.w_lease_owner.push(w.lease_owner.as_deref());
                 c.w_lease_expires.push(w.lease_expires_at.map(to_us));
                 c.w_lease_for.push(w.lease_for.map(duration_us));
                 c.w_created.push(to_us(w.created_at));
@@ -171,7 +172,7 @@ impl Columns {
 
     /// The statement with every column bound, in the order of `STATEMENT`'s
     /// placeholders.
-    fn bind(self, sql: &str) -> sqlx::query::Query<'_, sqlx::Postgres, sqlx::postgres::PgArguments> {
+    fn bind(self, sql: &'a str) -> PgQuery<'a> {
         let c = self;
         // $1..$9 and $10..$12: created
         let q = c
