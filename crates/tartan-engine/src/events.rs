@@ -12,7 +12,7 @@ use tartan_core::flow::{FlowEvent, Time};
 use tokio::sync::{Mutex, OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 
-use crate::ring::{BusReceiver, Ring};
+use crate::ring::{BusReceiver, RecvError, Ring};
 use crate::{Engine, EngineError};
 
 /// One decision's events, as committed.
@@ -103,11 +103,29 @@ impl Bus {
 /// A stream's hold on the bus: the events committed from its opening on,
 /// and one of the process's stream slots until it is dropped.
 pub struct EventSubscription {
-    /// `RecvError::Lagged` once it falls more than the bus holds behind.
-    pub events: BusReceiver<CommittedEvents>,
+    events: BusReceiver<CommittedEvents>,
+    /// Where the relay puts events on the bus after their commit
+    /// (Postgres, `relay.rs`): the feed's head when it subscribed. What is
+    /// at or below it was committed before and is in the store; the relay
+    /// may put it on the bus after the subscription began.
+    after: Option<i64>,
     /// Fires when the engine stops: streams end then.
     pub stopping: CancellationToken,
     _slot: OwnedSemaphorePermit,
+}
+
+impl EventSubscription {
+    /// The next decision's events committed after the subscription began;
+    /// `RecvError::Lagged` once it falls more than the bus holds behind.
+    /// Cancel-safe, as the bus's `recv`.
+    pub async fn recv(&mut self) -> Result<Arc<CommittedEvents>, RecvError> {
+        loop {
+            let batch = self.events.recv().await?;
+            if self.after.is_none_or(|after| batch.last_position() > after) {
+                return Ok(batch);
+            }
+        }
+    }
 }
 
 impl Engine {
@@ -121,11 +139,23 @@ impl Engine {
             .map_err(|_| EngineError::TooManyStreams(bus.max_streams))?;
         let events = bus.flows.subscribe();
         drop(bus.hold().await);
+        let after = self.bus_cut().await?;
         Ok(EventSubscription {
             events,
+            after,
             stopping: self.inner.stopping.clone(),
             _slot: slot,
         })
+    }
+
+    /// Where the relay puts the events on the bus (Postgres), the feed's
+    /// head, read once subscribed: everything committed before is at or
+    /// below it. `None` where the writer puts them there as it commits.
+    async fn bus_cut(&self) -> Result<Option<i64>, EngineError> {
+        match self.inner.announcer {
+            Some(_) => Ok(Some(self.inner.store.feed_head().await?)),
+            None => Ok(None),
+        }
     }
 
     /// Attach a subscription cut off from the bus again, from now on, with
@@ -136,6 +166,12 @@ impl Engine {
         let bus = &self.inner.bus;
         subscription.events = bus.flows.subscribe();
         drop(bus.hold().await);
+        match self.bus_cut().await {
+            Ok(after) => subscription.after = after,
+            // Kept: what it lets through was committed before, and a
+            // listener that follows no flow skips it.
+            Err(e) => tracing::warn!("reading the feed's head for a stream: {e}"),
+        }
     }
 }
 

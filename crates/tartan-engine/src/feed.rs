@@ -182,12 +182,13 @@ impl FlowFeed {
     }
 
     async fn listen(&mut self) {
+        let stopping = self.subscription.stopping.clone();
         let received = tokio::select! {
-            _ = self.subscription.stopping.cancelled() => {
+            _ = stopping.cancelled() => {
                 self.phase = Phase::Done;
                 return;
             }
-            r = self.subscription.events.recv() => r,
+            r = self.subscription.recv() => r,
         };
         match received {
             Ok(batch) if batch.flow_id == self.flow_id => {
@@ -296,12 +297,13 @@ impl EventFeed {
     }
 
     async fn listen(&mut self) {
+        let stopping = self.subscription.stopping.clone();
         let received = tokio::select! {
-            _ = self.subscription.stopping.cancelled() => {
+            _ = stopping.cancelled() => {
                 self.done = true;
                 return;
             }
-            r = self.subscription.events.recv() => r,
+            r = self.subscription.recv() => r,
         };
         match received {
             Ok(batch) => {

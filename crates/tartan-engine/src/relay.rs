@@ -1,27 +1,33 @@
-//! Events committed by the other processes on one Postgres reach this
-//! process's streams (docs/api.md, "Event streams").
+//! Committed events reach the streams of every process on one Postgres
+//! (docs/api.md, "Event streams").
 //!
-//! Each process says, after its commits, how far its flow events reach
-//! (`NOTIFY`, coalesced: one notice covers every commit since the last).
-//! Every process listens; on another's notice, and only while some stream
-//! of its own listens, it reads the feed from where it last read up to that
-//! point and puts what it read on its bus. Its own events are on its bus
-//! already (the writer publishes them): the writer notes the range of
-//! positions of each of its batches, and the relay leaves those out. A
-//! notice lost while the listener reconnects is covered by the next one:
-//! the relay reads from where it stopped.
+//! On Postgres a batch's events get their global positions after the
+//! commit (`tartan-store`'s feed, docs/durability.md, "Global positions"),
+//! so no process knows its own events' positions as it commits them. Each
+//! process says, after its commits, that it committed (`NOTIFY`,
+//! coalesced: one notice covers every commit since the last). Every
+//! process listens; on any notice, its own included, and only while some
+//! stream of its own listens, it reads the feed from where it last read
+//! (which positions what was committed) and puts what it read on its bus,
+//! in position order. While nobody listens it reads nothing, but
+//! positions what was committed at most once a `POSITION_EVERY` after a
+//! notice (not polling: an idle engine hears none), so that a reader
+//! arriving later positions little. A notice lost while the listener
+//! reconnects is covered by the next one: the relay reads from where it
+//! stopped. On SQLite (one process) the writer puts each decision on the
+//! bus as it commits it, positions included, and there is no relay.
 //!
 //! The catalog goes the same way: a process that commits a change says the
 //! catalog's new sequence; the others read the events after their own,
 //! refresh their cached catalog and hand the events to their WebSocket
 //! subscribers.
 
-use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use tartan_core::flow::FlowEvent;
 use tartan_store::{FeedEvent, FeedFilter};
 use tokio::sync::{mpsc, watch};
+use tokio::time::Instant;
 
 use crate::events::CommittedEvents;
 use crate::notices::Outbox;
@@ -32,71 +38,26 @@ use crate::Engine;
 const PAGE: usize = 500;
 const PAGE_BYTES: usize = 4 * 1024 * 1024;
 
-/// Own batches remembered for the relay to leave out; past this many the
-/// oldest are forgotten (a relay that far behind may put a few of this
-/// process's events on the bus twice; the streams skip them).
-const OWN_BATCHES: usize = 65_536;
+/// While no stream listens, committed batches are positioned this long
+/// after a notice at most; a failed read is tried again after as long.
+const POSITION_EVERY: Duration = Duration::from_secs(1);
 
-/// The writer's side: the head of this process's committed events, told to
-/// the others, and the positions of its batches, which the relay leaves out.
+/// The writer's side: tells the other processes (and this one's relay)
+/// that it committed.
 pub(crate) struct Announcer {
-    head: watch::Sender<i64>,
-    /// First position of each own batch, to its last.
-    own: Mutex<BTreeMap<i64, i64>>,
+    commits: watch::Sender<i64>,
 }
 
 impl Announcer {
-    /// The writer committed a batch whose decisions took these ranges of
-    /// positions (`first..=last` each). They are one run, kept as one
-    /// entry; several when the batch was committed one by one after a
-    /// failure.
-    pub(crate) fn committed(&self, ranges: impl Iterator<Item = (i64, i64)>) {
-        let mut ranges: Vec<(i64, i64)> = ranges.collect();
-        ranges.sort_unstable();
-        let mut runs: Vec<(i64, i64)> = Vec::new();
-        for (first, last) in ranges {
-            match runs.last_mut() {
-                Some(run) if first == run.1 + 1 => run.1 = last,
-                _ => runs.push((first, last)),
-            }
-        }
-        let Some(&(_, head)) = runs.last() else {
-            return;
-        };
-        if let Ok(mut own) = self.own.lock() {
-            own.extend(runs);
-            while own.len() > OWN_BATCHES {
-                own.pop_first();
-            }
-        }
-        self.head.send_if_modified(|h| {
-            let newer = head > *h;
-            *h = (*h).max(head);
-            newer
-        });
-    }
-
-    fn is_own(&self, position: i64) -> bool {
-        self.own.lock().is_ok_and(|own| {
-            own.range(..=position)
-                .next_back()
-                .is_some_and(|(_, last)| position <= *last)
-        })
-    }
-
-    /// The relay has read up to `position`: batches before it are done with.
-    fn forget_through(&self, position: i64) {
-        if let Ok(mut own) = self.own.lock() {
-            while own.first_key_value().is_some_and(|(_, last)| *last <= position) {
-                own.pop_first();
-            }
-        }
+    /// The writer committed a batch that held events.
+    pub(crate) fn committed(&self) {
+        self.commits.send_modify(|n| *n += 1);
     }
 }
 
 /// `None` where the database carries no notices (SQLite: one process per
 /// file).
-pub(crate) fn announcer(outbox: &Outbox, node: &str) -> Option<Arc<Announcer>> {
+pub(crate) fn announcer(outbox: &Outbox, node: &str) -> Option<std::sync::Arc<Announcer>> {
     if !outbox.carries_notices() {
         return None;
     }
@@ -114,10 +75,7 @@ pub(crate) fn announcer(outbox: &Outbox, node: &str) -> Option<Arc<Announcer>> {
             outbox.announce_now(notice).await;
         }
     });
-    Some(Arc::new(Announcer {
-        head: tx,
-        own: Mutex::new(BTreeMap::new()),
-    }))
+    Some(std::sync::Arc::new(Announcer { commits: tx }))
 }
 
 impl Engine {
@@ -177,74 +135,91 @@ impl Engine {
         Ok(())
     }
 
-    /// Relay the other processes' committed events to this process's bus.
+    /// Relay every process's committed events to this process's bus.
     pub(crate) async fn spawn_event_relay(&self, notices: Option<mpsc::Receiver<(i64, String)>>) {
-        let (Some(announcer), Some(notices)) = (self.inner.announcer.clone(), notices) else {
+        let (Some(_), Some(notices)) = (self.inner.announcer.as_ref(), notices) else {
             return;
         };
         let relayed = match self.inner.store.feed_head().await {
             Ok(head) => head,
             Err(e) => {
-                tracing::warn!("not relaying other processes' events: {e}");
+                tracing::warn!("not relaying committed events to the streams: {e}");
                 return;
             }
         };
         let engine = self.clone();
-        tokio::spawn(async move { engine.relay(notices, relayed, &announcer).await });
+        tokio::spawn(async move { engine.relay(notices, relayed).await });
     }
 
-    async fn relay(&self, mut notices: mpsc::Receiver<(i64, String)>, mut relayed: i64, own: &Announcer) {
-        let me = self.inner.config.node_id.clone();
+    async fn relay(&self, mut notices: mpsc::Receiver<(i64, String)>, mut relayed: i64) {
+        // When to look again without a notice: to position what was
+        // committed while nobody listens, or after a failed read.
+        let mut again: Option<Instant> = None;
         loop {
-            let first = tokio::select! {
-                n = notices.recv() => match n {
-                    Some(n) => n,
-                    None => return,
-                },
+            let timed = tokio::select! {
+                n = notices.recv() => {
+                    if n.is_none() {
+                        return;
+                    }
+                    // Every notice already queued is one with the first.
+                    while notices.try_recv().is_ok() {}
+                    false
+                }
+                _ = tokio::time::sleep_until(again.unwrap_or_else(Instant::now)), if again.is_some() => true,
                 _ = self.inner.stopping.cancelled() => return,
             };
-            // Every notice already queued is one with the first.
-            let mut head = None;
-            let mut notice = Some(first);
-            while let Some((h, node)) = notice {
-                if node != me {
-                    head = head.max(Some(h));
-                }
-                notice = notices.try_recv().ok();
+            if timed {
+                again = None;
             }
-            let Some(head) = head.filter(|h| *h > relayed) else {
-                continue;
-            };
             if !self.inner.bus.listened() {
-                relayed = head;
-                own.forget_through(relayed);
+                if !timed {
+                    again.get_or_insert_with(|| Instant::now() + POSITION_EVERY);
+                    continue;
+                }
+                match self.inner.store.feed_head().await {
+                    // A stream that began listening meanwhile may not have
+                    // read up to `head`: the relay then gives it what it
+                    // read before (each subscription skips what came before
+                    // it, `EventSubscription::recv`).
+                    Ok(head) if !self.inner.bus.listened() => relayed = relayed.max(head),
+                    Ok(_) => {}
+                    Err(e) => tracing::warn!("positioning committed events: {e}"),
+                }
                 continue;
             }
-            while relayed < head {
-                match self
-                    .inner
-                    .store
-                    .feed_page(relayed, &FeedFilter::default(), PAGE, PAGE_BYTES)
-                    .await
-                {
-                    Ok(page) if page.reached > relayed => {
-                        relayed = page.reached;
-                        let theirs: Vec<&FeedEvent> =
-                            page.events.iter().filter(|e| !own.is_own(e.position)).collect();
-                        for batch in decisions(&theirs) {
-                            let bytes = batch.json_bytes();
-                            self.inner.bus.publish(batch, bytes);
-                        }
-                        own.forget_through(relayed);
-                    }
-                    Ok(_) => break,
-                    Err(e) => {
-                        // The streams fill what they miss from the store
-                        // when the next events reach them.
-                        tracing::warn!("relaying other processes' events: {e}");
-                        break;
-                    }
+            match self.relay_from(relayed).await {
+                Ok(reached) => relayed = reached,
+                Err((reached, e)) => {
+                    // The streams would wait for these events: look again.
+                    tracing::warn!("relaying committed events: {e}");
+                    relayed = reached;
+                    again = Some(Instant::now() + POSITION_EVERY);
                 }
+            }
+        }
+    }
+
+    /// Put the feed's events after `relayed` on the bus, up to its head;
+    /// answers how far it got.
+    async fn relay_from(&self, mut relayed: i64) -> Result<i64, (i64, tartan_store::StoreError)> {
+        loop {
+            let page = self
+                .inner
+                .store
+                .feed_page(relayed, &FeedFilter::default(), PAGE, PAGE_BYTES)
+                .await
+                .map_err(|e| (relayed, e))?;
+            if page.reached <= relayed {
+                return Ok(relayed);
+            }
+            relayed = page.reached;
+            let events: Vec<&FeedEvent> = page.events.iter().collect();
+            for batch in decisions(&events) {
+                let bytes = batch.json_bytes();
+                self.inner.bus.publish(batch, bytes);
+            }
+            if relayed >= page.head {
+                return Ok(relayed);
             }
         }
     }
@@ -286,33 +261,6 @@ fn decisions(events: &[&FeedEvent]) -> Vec<CommittedEvents> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn announcer() -> Announcer {
-        Announcer {
-            head: watch::channel(0).0,
-            own: Mutex::new(BTreeMap::new()),
-        }
-    }
-
-    #[test]
-    fn own_batches_are_left_out_and_forgotten_once_read() {
-        let a = announcer();
-        a.committed([(3, 4), (5, 5)].into_iter());
-        a.committed([(9, 9)].into_iter());
-        assert_eq!(
-            a.own.lock().map(|own| own.len()).ok(),
-            Some(2),
-            "3..=5 is one run"
-        );
-        let own: Vec<i64> = (1..=10).filter(|p| a.is_own(*p)).collect();
-        assert_eq!(own, [3, 4, 5, 9]);
-        assert_eq!(*a.head.borrow(), 9);
-        a.forget_through(5);
-        assert!(!a.is_own(4));
-        assert!(a.is_own(9));
-        a.forget_through(9);
-        assert!(a.own.lock().is_ok_and(|own| own.is_empty()));
-    }
 
     #[test]
     fn runs_of_one_flow_become_one_bus_batch() {

@@ -27,8 +27,10 @@ pub(crate) struct Writer {
 }
 
 impl Writer {
-    /// `announce`, where set, is told the positions of each committed
-    /// batch (`relay::Announcer`).
+    /// `announce`, where set (Postgres), is told of each committed batch
+    /// (`relay::Announcer`); the relay then puts its events on the bus.
+    /// Without it (SQLite) the store numbers the events as it commits them
+    /// and the writer puts them on the bus itself.
     pub(crate) fn spawn(
         store: Arc<dyn Store>,
         metrics: Arc<Metrics>,
@@ -85,10 +87,11 @@ async fn run(
                 .map(|c| FailureLines::of(&c.events, c.state.trace.as_deref())),
         );
         // The event streams' copy, made only while someone listens
-        // (docs/api.md, "Event streams"); held so that a stream opened
-        // meanwhile reads these events from the store.
+        // (docs/api.md, "Event streams") and only where the store numbers
+        // the events as it commits; held so that a stream opened meanwhile
+        // reads these events from the store.
         let gate = bus.hold().await;
-        let copies: Vec<Option<CommittedEvents>> = if bus.listened() {
+        let copies: Vec<Option<CommittedEvents>> = if announce.is_none() && bus.listened() {
             commits
                 .iter()
                 .map(|c| {
@@ -105,11 +108,7 @@ async fn run(
             Vec::new()
         };
         let started = std::time::Instant::now();
-        // How many events each decision holds, for the positions it took.
-        let lengths: Vec<i64> = match announce {
-            Some(_) => commits.iter().map(|c| c.events.len() as i64).collect(),
-            None => Vec::new(),
-        };
+        let eventful = commits.iter().any(|c| !c.events.is_empty());
         // The copies are weighed (the bus is bounded in bytes) while the
         // database commits, not after.
         let (results, sizes) = tokio::join!(store.commit_flows(commits), async {
@@ -119,17 +118,16 @@ async fn run(
                 .collect::<Vec<usize>>()
         });
         for ((copy, result), bytes) in copies.into_iter().zip(&results).zip(sizes) {
-            if let (Some(mut copy), Ok(position)) = (copy, result) {
+            if let (Some(mut copy), Ok(Some(position))) = (copy, result) {
                 copy.first_position = *position;
                 bus.publish(copy, bytes);
             }
         }
         drop(gate);
         if let Some(announce) = &announce {
-            announce.committed(results.iter().zip(&lengths).filter_map(|(r, n)| match r {
-                Ok(first) if *n > 0 => Some((*first, first + n - 1)),
-                _ => None,
-            }));
+            if eventful && results.iter().any(Result::is_ok) {
+                announce.committed();
+            }
         }
         let took = started.elapsed();
         metrics.commit_batch(size, took);

@@ -16,7 +16,7 @@ use std::sync::Arc;
 use serde_json::json;
 use tartan_core::filter::FlowFilter;
 use tartan_core::flow::{FlowEvent, FlowState, FlowStatus, Time, WorkStatus};
-use tartan_core::machine::Command;
+use tartan_core::machine::{Command, Transition};
 use tartan_store::{
     event_of, CatalogChange, Claim, FlowCommit, FlowQuery, FlowSummary, FlowVersion, ScheduledTimer,
     SortOrder, Store, StoreError, WorkKey, WorkQuery, WorkView,
@@ -95,6 +95,124 @@ async fn sqlite_reopen_is_idempotent() {
 #[tokio::test]
 async fn postgres_reopen_is_idempotent() {
     support::run_postgres(case_reopen_is_idempotent).await
+}
+
+// Two stores on one database (two engines), so these need the URL too.
+
+#[tokio::test]
+async fn sqlite_concurrent_commits_reach_the_feed_in_order_and_whole() {
+    support::run_sqlite(|store, _url| async move { feed_under_concurrent_commits(vec![store]).await }).await
+}
+
+#[tokio::test]
+async fn postgres_concurrent_commits_reach_the_feed_in_order_and_whole() {
+    support::run_postgres(|store, url| async move {
+        let second = tartan_store::open(&url)
+            .await
+            .expect("a second store on the database");
+        feed_under_concurrent_commits(vec![Arc::clone(&store), second]).await;
+        // Purging the flows deletes the batches their events were in; the
+        // head stays where it was.
+        let head = store.feed_head().await.unwrap();
+        let purged = store.purge_finished(chrono::Utc::now(), 10_000).await.unwrap();
+        assert_eq!(purged, 180);
+        sqlx::any::install_default_drivers();
+        let pool = sqlx::any::AnyPoolOptions::new()
+            .max_connections(1)
+            .connect(&url)
+            .await
+            .unwrap();
+        let batches: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM event_batches")
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+        assert_eq!(batches, 0);
+        assert_eq!(store.feed_head().await.unwrap(), head);
+    })
+    .await
+}
+
+/// Writers on each store commit flows (a start, then its end) in batches
+/// at once while a reader follows the feed from where it last read. The
+/// reader gets every event exactly once, at gap-free positions, each
+/// flow's in sequence order: on Postgres, where positions are given after
+/// the commit, none is given at or below one the reader has passed.
+async fn feed_under_concurrent_commits(stores: Vec<Arc<dyn Store>>) {
+    const WRITERS_PER_STORE: usize = 3;
+    const FLOWS_PER_WRITER: usize = 30;
+    let mut writers = tokio::task::JoinSet::new();
+    let mut total = 0;
+    for (s, store) in stores.iter().enumerate() {
+        for w in 0..WRITERS_PER_STORE {
+            let store = Arc::clone(store);
+            let flows: Vec<(Transition, Transition)> = (0..FLOWS_PER_WRITER)
+                .map(|k| {
+                    let started = start(&format!("s{s}-w{w}-{k}"), &[], at(1));
+                    let done = succeed(&started.state, at(2));
+                    (started, done)
+                })
+                .collect();
+            total += flows
+                .iter()
+                .map(|(a, b)| a.events.len() + b.events.len())
+                .sum::<usize>();
+            writers.spawn(async move {
+                // Three flows a batch: their starts, then their ends.
+                for chunk in flows.chunks(3) {
+                    let starts = chunk.iter().map(|(a, _)| commit(a, 0, Some(REQUEST))).collect();
+                    assert!(store.commit_flows(starts).await.iter().all(Result::is_ok));
+                    let ends = chunk
+                        .iter()
+                        .map(|(a, b)| commit(b, a.events.len() as i64, None))
+                        .collect();
+                    assert!(store.commit_flows(ends).await.iter().all(Result::is_ok));
+                }
+            });
+        }
+    }
+    let reader = Arc::clone(&stores[stores.len() - 1]);
+    let mut read: Vec<(i64, String, i64)> = Vec::new();
+    let mut after = 0;
+    let mut writing = true;
+    while writing || read.len() < total {
+        writing = !writers.is_empty();
+        while let Some(done) = writers.try_join_next() {
+            done.unwrap();
+        }
+        let page = reader
+            .feed_page(after, &Default::default(), 50, usize::MAX)
+            .await
+            .unwrap();
+        for e in &page.events {
+            read.push((e.position, e.event.aggregate_id.clone(), e.event.sequence));
+        }
+        assert!(page.reached >= after);
+        after = page.reached;
+        if page.events.is_empty() && !writing {
+            assert!(
+                read.len() >= total,
+                "the feed stopped at {after} with {} of {total}",
+                read.len()
+            );
+        }
+        tokio::task::yield_now().await;
+    }
+    while let Some(done) = writers.join_next().await {
+        done.unwrap();
+    }
+    assert_eq!(read.len(), total);
+    let positions: Vec<i64> = read.iter().map(|(p, _, _)| *p).collect();
+    assert_eq!(
+        positions,
+        (1..=total as i64).collect::<Vec<_>>(),
+        "gap-free, each once"
+    );
+    let mut last: HashMap<&str, i64> = HashMap::new();
+    for (_, flow, sequence) in &read {
+        let before = last.insert(flow.as_str(), *sequence).unwrap_or(0);
+        assert_eq!(*sequence, before + 1, "flow {flow} in sequence order");
+    }
+    assert_eq!(reader.feed_head().await.unwrap(), total as i64);
 }
 
 // The plans need the URL (a connection of the test's own), so these too.
@@ -646,6 +764,7 @@ async fn case_flow_batch_commits_are_independent(store: Arc<dyn Store>) {
         // A later decision on a flow created earlier in the same batch.
         commit(&new1_done, 3, None),
     ];
+    let before = store.feed_head().await.unwrap();
     let results = store.commit_flows(batch).await;
     assert_eq!(results.len(), 5);
     assert!(results[0].is_ok(), "new-1: {:?}", results[0]);
@@ -691,18 +810,37 @@ async fn case_flow_batch_commits_are_independent(store: Arc<dyn Store>) {
     assert!(store.commit_flows(Vec::new()).await.is_empty());
 
     // The decisions that passed hold consecutive global positions, in
-    // batch order; those refused took none.
-    let (p0, p3, p4) = (
-        *results[0].as_ref().unwrap(),
-        *results[3].as_ref().unwrap(),
-        *results[4].as_ref().unwrap(),
-    );
-    assert_eq!(p3, p0 + new1.events.len() as i64);
-    assert_eq!(p4, p3 + new2.events.len() as i64);
-    assert_eq!(
-        store.feed_head().await.unwrap(),
-        p4 + new1_done.events.len() as i64 - 1
-    );
+    // batch order; those refused took none. A store that numbers events
+    // as it commits (SQLite) answers each decision's first position.
+    let page = store
+        .feed_page(before, &Default::default(), 1000, usize::MAX)
+        .await
+        .unwrap();
+    let order: Vec<(&str, i64)> = page
+        .events
+        .iter()
+        .map(|e| (e.event.aggregate_id.as_str(), e.event.sequence))
+        .collect();
+    let decided = |id: &'static str, from: usize, n: usize| (from..from + n).map(move |k| (id, 1 + k as i64));
+    let expected: Vec<(&str, i64)> = decided("new-1", 0, new1.events.len())
+        .chain(decided("new-2", 0, new2.events.len()))
+        .chain(decided("new-1", new1.events.len(), new1_done.events.len()))
+        .collect();
+    assert_eq!(order, expected);
+    let positions: Vec<i64> = page.events.iter().map(|e| e.position).collect();
+    let head = before + expected.len() as i64;
+    assert_eq!(positions, (before + 1..=head).collect::<Vec<_>>());
+    assert_eq!(store.feed_head().await.unwrap(), head);
+    let firsts = [
+        before + 1,
+        before + 1 + new1.events.len() as i64,
+        before + 1 + (new1.events.len() + new2.events.len()) as i64,
+    ];
+    for (k, first) in [0, 3, 4].into_iter().zip(firsts) {
+        if let Some(p) = results[k].as_ref().unwrap() {
+            assert_eq!(*p, first, "decision {k}");
+        }
+    }
 }
 
 /// The feed (docs/api.md, "Event streams"): every flow event with a global
@@ -714,14 +852,19 @@ async fn case_flow_events_take_gap_free_global_positions(store: Arc<dyn Store>) 
     let results = store
         .commit_flows(vec![commit(&a, 0, Some(REQUEST)), commit(&b, 0, Some(REQUEST))])
         .await;
-    assert_eq!(*results[0].as_ref().unwrap(), 1);
-    assert_eq!(*results[1].as_ref().unwrap(), 1 + a.events.len() as i64);
+    let answered = |verdict: &Result<Option<i64>, StoreError>, first: i64| {
+        if let Some(p) = verdict.as_ref().unwrap() {
+            assert_eq!(*p, first);
+        }
+    };
+    answered(&results[0], 1);
+    answered(&results[1], 1 + a.events.len() as i64);
     let a_done = succeed(&a.state, at(2));
     let r = store
         .commit_flows(vec![commit(&a_done, a.events.len() as i64, None)])
         .await;
     let next = 1 + (a.events.len() + b.events.len()) as i64;
-    assert_eq!(*r[0].as_ref().unwrap(), next);
+    answered(&r[0], next);
     // A refused decision takes no position.
     let stale = store
         .commit_flows(vec![commit(&a_done, a.events.len() as i64, None)])
@@ -736,6 +879,12 @@ async fn case_flow_events_take_gap_free_global_positions(store: Arc<dyn Store>) 
         .unwrap();
     let positions: Vec<i64> = all.events.iter().map(|e| e.position).collect();
     assert_eq!(positions, (1..=head).collect::<Vec<_>>());
+    // In commit order: a's start, b's, then a's end.
+    let flows: Vec<&str> = all.events.iter().map(|e| e.event.aggregate_id.as_str()).collect();
+    let mut expected = vec!["a-1"; a.events.len()];
+    expected.extend(vec!["b-1"; b.events.len()]);
+    expected.extend(vec!["a-1"; a_done.events.len()]);
+    assert_eq!(flows, expected);
     assert_eq!((all.reached, all.head), (head, head));
     let a_events: Vec<_> = all
         .events

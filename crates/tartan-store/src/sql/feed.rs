@@ -1,13 +1,22 @@
 //! The feed: every flow event of the database in global-position order,
-//! for the global event stream and for relaying other processes' events
-//! (docs/api.md, "Event streams"). Positions are gap-free in commit order
-//! (see `commit::take_positions`), so a reader that has read up to `p`
-//! never finds an event at or below `p` later.
+//! for the global event stream and for relaying events to the streams
+//! (docs/api.md, "Event streams"). Positions are gap-free in the order
+//! they were given and given only to committed events, so a reader that
+//! has read up to `p` never finds an event at or below `p` later.
+//!
+//! SQLite numbers the events as it commits them (its one writer takes the
+//! range from `event_positions`). Postgres commits a batch's events numbered
+//! within a batch of their own, and a batch is given its first position
+//! later ([`SqlStore::position_batches`]): taking positions in the commit
+//! held the counter's row through every commit's WAL flush, so that the
+//! commits of several engines waited for each other (docs/durability.md,
+//! "Global positions").
 
 use async_trait::async_trait;
 use sqlx::Row;
 
 use crate::connection::SqlStore;
+use crate::dialect::Backend;
 use crate::error::StoreError;
 use crate::model::*;
 use crate::FeedStore;
@@ -19,10 +28,74 @@ use super::{off_workers, stored_event, values};
 /// matches little costs a bounded scan per statement.
 const WINDOW: i64 = 10_000;
 
+/// Batches positioned per transaction (each a row of `event_batches`).
+const POSITION_BATCHES: i64 = 10_000;
+
+/// Postgres: where the feed's events come from, and an event's position.
+/// The first batch read is the one that holds `$1 + 1`.
+const PG_FROM: &str = "event_batches AS b JOIN events AS e ON e.batch_id = b.id";
+const PG_POSITION: &str = "(b.first_position + e.batch_offset)";
+const PG_RANGE: &str = "b.first_position >= (SELECT COALESCE(MAX(first_position), 0) FROM event_batches \
+     WHERE first_position <= $1 + 1) AND b.first_position <= $2";
+
+impl SqlStore {
+    /// Postgres: give every committed batch that has no position yet its
+    /// first position, after the last given, in the order of the batches'
+    /// ids, in a transaction that holds the counter's row (so that two
+    /// processes doing this take turns). A batch is seen only once
+    /// committed, so no position is given to an event that could still be
+    /// rolled back; one flow's batches are committed in order and get
+    /// their ids in that order (a decision on a flow is taken once the
+    /// one before it committed), so its events keep their order. A batch
+    /// whose events were purged before it was positioned leaves a gap,
+    /// as purged events do.
+    pub(crate) async fn position_batches(&self) -> Result<(), StoreError> {
+        if self.backend != Backend::Postgres {
+            return Ok(());
+        }
+        loop {
+            let pending: bool = sqlx::query_scalar(
+                "SELECT EXISTS (SELECT 1 FROM event_batches WHERE first_position IS NULL)",
+            )
+            .fetch_one(&self.write)
+            .await?;
+            if !pending {
+                return Ok(());
+            }
+            let mut tx = self.write.begin().await?;
+            let last: i64 = sqlx::query_scalar("SELECT last FROM event_positions WHERE id = 1 FOR UPDATE")
+                .fetch_one(&mut *tx)
+                .await?;
+            // A statement of its own after the lock: it sees what the
+            // process that held it before positioned.
+            let numbered: i64 = sqlx::query_scalar(
+                "WITH pending AS (SELECT id, event_count, SUM(event_count) OVER (ORDER BY id) AS through \
+                   FROM event_batches WHERE first_position IS NULL ORDER BY id LIMIT $2), \
+                 numbered AS (UPDATE event_batches AS b SET first_position = $1 + p.through - p.event_count + 1 \
+                   FROM pending AS p WHERE b.id = p.id AND b.first_position IS NULL \
+                   RETURNING b.first_position + b.event_count - 1 AS last), \
+                 moved AS (UPDATE event_positions SET last = GREATEST(last, (SELECT MAX(last) FROM numbered)) \
+                   WHERE id = 1) \
+                 SELECT COUNT(*) FROM numbered",
+            )
+            .bind(last)
+            .bind(POSITION_BATCHES)
+            .fetch_one(&mut *tx)
+            .await?;
+            tx.commit().await?;
+            if numbered < POSITION_BATCHES {
+                return Ok(());
+            }
+        }
+    }
+}
+
 #[async_trait]
 impl FeedStore for SqlStore {
-    /// The position of the last committed flow event.
+    /// The position of the last committed flow event (Postgres: once the
+    /// committed batches are positioned).
     async fn feed_head(&self) -> Result<i64, StoreError> {
+        self.position_batches().await?;
         let _turn = self.api_turn().await?;
         Ok(sqlx::query("SELECT last FROM event_positions WHERE id = 1")
             .fetch_one(&self.api)
@@ -63,9 +136,14 @@ impl FeedStore for SqlStore {
             n += filter.event_types.len();
         }
         // The sizes first, then the events that fit (as `events_page`).
+        let (from, position, range) = match self.backend {
+            Backend::Postgres => (PG_FROM, PG_POSITION, PG_RANGE),
+            Backend::Sqlite => ("events", "global_position", "global_position <= $2"),
+        };
         let sizes_sql = format!(
-            "SELECT global_position, CAST(octet_length(data) + COALESCE(value_bytes, 0) AS BIGINT) AS size FROM events \
-             WHERE global_position > $1 AND global_position <= $2{filters} ORDER BY global_position LIMIT ${}",
+            "SELECT {position} AS global_position, \
+             CAST(octet_length(data) + COALESCE(value_bytes, 0) AS BIGINT) AS size FROM {from} \
+             WHERE {range} AND {position} > $1 AND {position} <= $2{filters} ORDER BY {position} LIMIT ${}",
             n + 1
         );
         let _turn = self.api_turn().await?;
@@ -89,9 +167,9 @@ impl FeedStore for SqlStore {
             });
         };
         let events_sql = format!(
-            "SELECT aggregate_type, aggregate_id, sequence, event_type, ts_us, data, value_refs, global_position \
-             FROM events \
-             WHERE global_position > $1 AND global_position <= $2{filters} ORDER BY global_position"
+            "SELECT aggregate_type, aggregate_id, sequence, event_type, ts_us, data, value_refs, \
+             {position} AS global_position FROM {from} \
+             WHERE {range} AND {position} > $1 AND {position} <= $2{filters} ORDER BY {position}"
         );
         let rows = bound(&events_sql, after, last, filter)
             .fetch_all(&self.api)

@@ -16,7 +16,7 @@ use super::{bind_all, off_workers, stored_event, values, Bind, FLOW, ROWS_PER_ST
 
 #[async_trait]
 impl FlowStore for SqlStore {
-    async fn commit_flows(&self, batch: Vec<FlowCommit>) -> Vec<Result<i64, StoreError>> {
+    async fn commit_flows(&self, batch: Vec<FlowCommit>) -> Vec<Result<Option<i64>, StoreError>> {
         if let Some(writer) = &self.sqlite_writer {
             return self.commit_on_writer(writer, batch).await;
         }

@@ -1,11 +1,13 @@
 //! Deleting finished flows past their retention (docs/operating.md, "Retention"):
 //! a batch of flows and every row keyed by them, in one transaction.
 
+use std::collections::BTreeSet;
+
 use async_trait::async_trait;
 use sqlx::Row;
 
 use crate::connection::SqlStore;
-use crate::dialect::values_list;
+use crate::dialect::{values_list, Backend};
 use crate::error::StoreError;
 use crate::model::*;
 use crate::RetentionStore;
@@ -64,11 +66,20 @@ impl RetentionStore for SqlStore {
         if ids.is_empty() {
             return Ok(0);
         }
+        // Postgres: the event batches the deleted events were committed in
+        // (sql/feed.rs), deleted once none of their events is left.
+        let mut batches = BTreeSet::new();
         for chunk in ids.chunks(ROWS_PER_STATEMENT) {
             let list = values_list(self.backend, 1, chunk.len());
+            let events = match self.backend {
+                Backend::Postgres => " RETURNING batch_id",
+                Backend::Sqlite => "",
+            };
             // Every other table keyed by a flow (migrations/).
             for sql in [
-                format!("DELETE FROM events WHERE aggregate_type = '{FLOW}' AND aggregate_id IN {list}"),
+                format!(
+                    "DELETE FROM events WHERE aggregate_type = '{FLOW}' AND aggregate_id IN {list}{events}"
+                ),
                 format!("DELETE FROM work_items WHERE flow_id IN {list}"),
                 format!("DELETE FROM flow_labels WHERE flow_id IN {list}"),
                 format!("DELETE FROM flow_values WHERE flow_id IN {list}"),
@@ -77,8 +88,25 @@ impl RetentionStore for SqlStore {
                 for id in chunk {
                     query = query.bind(id);
                 }
-                query.execute(&mut *tx).await?;
+                for row in query.fetch_all(&mut *tx).await? {
+                    if let Some(batch) = row.try_get::<Option<i64>, _>("batch_id")? {
+                        batches.insert(batch);
+                    }
+                }
             }
+        }
+        let batches: Vec<i64> = batches.into_iter().collect();
+        for chunk in batches.chunks(ROWS_PER_STATEMENT) {
+            let sql = format!(
+                "DELETE FROM event_batches WHERE id IN {} \
+                 AND NOT EXISTS (SELECT 1 FROM events WHERE events.batch_id = event_batches.id)",
+                values_list(self.backend, 1, chunk.len())
+            );
+            let mut query = sqlx::query(&sql);
+            for id in chunk {
+                query = query.bind(*id);
+            }
+            query.execute(&mut *tx).await?;
         }
         tx.commit().await?;
         Ok(ids.len())

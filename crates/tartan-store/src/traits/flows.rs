@@ -8,9 +8,12 @@ use crate::{EventPage, FlowCommit, FlowPage, FlowQuery, FlowVersion, LoadedFlow,
 pub trait FlowStore: Send + Sync {
     /// Commit a batch of flow changes in one transaction; each commit still
     /// succeeds or fails on its own (`FlowExists`, `Conflict`). A commit that
-    /// passed answers the global position of its first event: its events
-    /// hold that one and those after it (docs/api.md, "Event streams").
-    async fn commit_flows(&self, batch: Vec<FlowCommit>) -> Vec<Result<i64, StoreError>>;
+    /// passed answers the global position of its first event (its events
+    /// hold that one and those after it, docs/api.md, "Event streams")
+    /// where the store numbers events as it commits them (SQLite), and
+    /// `None` where they are numbered once committed, when the feed is next
+    /// read (Postgres: docs/durability.md, "Global positions").
+    async fn commit_flows(&self, batch: Vec<FlowCommit>) -> Vec<Result<Option<i64>, StoreError>>;
 
     /// A flow's projection and the sequence of its last event.
     async fn load_flow(&self, flow_id: &str) -> Result<Option<LoadedFlow>, StoreError>;

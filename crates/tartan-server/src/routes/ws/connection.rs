@@ -47,13 +47,14 @@ impl Connection {
         writer_gone: &CancellationToken,
     ) -> End {
         let mut deadline = Instant::now() + PONG_WAIT;
+        let stopping = events.stopping.clone();
         loop {
             let step = tokio::select! {
                 _ = writer_gone.cancelled() => Step::WriterGone,
-                _ = events.stopping.cancelled() => Step::Stopping,
+                _ = stopping.cancelled() => Step::Stopping,
                 _ = tokio::time::sleep_until(deadline) => Step::Silent,
                 frame = stream.next() => Step::Frame(frame),
-                batch = events.events.recv() => Step::Flow(batch),
+                batch = events.recv() => Step::Flow(batch),
                 batch = catalog.recv() => Step::Catalog(batch),
                 batch = cluster.recv() => Step::Cluster(batch),
             };

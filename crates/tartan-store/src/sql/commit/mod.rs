@@ -9,9 +9,12 @@
 //! 3. [`write_snapshots`]: the rare snapshot of a flow whose events since
 //!    the last one outweigh it (docs/durability.md, "Flow snapshots");
 //! 4. [`append_events`], [`write_work_items`], [`label_flows`]: the rows of
-//!    the decisions that passed their check, with the events' global
-//!    positions (`take_positions`) and the large values they hold, stored
-//!    once per flow (`values`, `flow_values`).
+//!    the decisions that passed their check, with the large values they
+//!    hold, stored once per flow (`values`, `flow_values`). The events are
+//!    numbered for the global feed: on SQLite with their global positions
+//!    (`sqlite::take_positions`); on Postgres within a batch of their own
+//!    (`open_batch`), given its positions once committed (`sql::feed`).
+
 //!
 //! On Postgres, where every statement is a round trip over the network,
 //! steps 1, 2 and 4 are one statement ([`commit_in_one_statement`]): the
@@ -59,7 +62,8 @@ pub(super) struct Decision<'a> {
     /// Why it did not pass, if it did not.
     refused: Option<StoreError>,
     /// Once committed: the global position of its first event (docs/api.md,
-    /// "Event streams").
+    /// "Event streams") where the store gives positions as it commits
+    /// (SQLite); on Postgres, the offset of its first event in its batch.
     position: i64,
 }
 
@@ -75,7 +79,7 @@ impl Decision<'_> {
 
 impl SqlStore {
     /// One decision in a transaction of its own (the fallback path).
-    pub(super) async fn commit_single(&self, commit: &FlowCommit) -> Result<i64, StoreError> {
+    pub(super) async fn commit_single(&self, commit: &FlowCommit) -> Result<Option<i64>, StoreError> {
         let verdicts = self.commit_batch(std::slice::from_ref(commit)).await?;
         verdicts
             .into_iter()
@@ -83,12 +87,13 @@ impl SqlStore {
             .unwrap_or(Err(StoreError::Unavailable("a commit gave no verdict".into())))
     }
 
-    /// A whole batch of decisions in one transaction. Each passed decision
-    /// answers the global position of its first event.
+    /// A whole batch of decisions in one transaction (Postgres: SQLite's
+    /// go to its writer, `sqlite`). The events get their global positions
+    /// later (`sql::feed`), so each passed decision answers `None`.
     pub(super) async fn commit_batch(
         &self,
         batch: &[FlowCommit],
-    ) -> Result<Vec<Result<i64, StoreError>>, StoreError> {
+    ) -> Result<Vec<Result<Option<i64>, StoreError>>, StoreError> {
         let mut decisions = decisions_of(batch)?;
         refuse_repeated_creations(&mut decisions);
         // One statement sees the tables as they were before it: a flow
@@ -103,21 +108,21 @@ impl SqlStore {
         if self.backend == Backend::Postgres && !repeated {
             let snapshots = commit_in_one_statement(self, &mut decisions).await?;
             write_snapshots_after(&self.write, &decisions, &snapshots).await?;
-            return Ok(verdicts(decisions));
+            return Ok(verdicts(decisions, false));
         }
         let mut tx = self.begin_commit().await?;
         create_flows(&mut tx, self.backend, &mut decisions).await?;
         let snapshots = advance_flows(&mut tx, self.backend, &mut decisions).await?;
         write_snapshots(&mut tx, self.backend, &decisions, &snapshots).await?;
-        let base = take_positions(&mut tx, &decisions).await?;
-        assign_positions(&mut decisions, base);
+        let batch = open_batch(&mut tx, &decisions).await?;
+        assign_positions(&mut decisions, -1);
         let passed: Vec<&Decision<'_>> = decisions.iter().filter(|d| d.refused.is_none()).collect();
         write_values(&mut tx, self.backend, &event_values(&passed)).await?;
-        append_events(&mut tx, self.backend, &passed).await?;
+        append_events(&mut tx, batch, &passed).await?;
         write_work_items(&mut tx, self.backend, &passed).await?;
         label_flows(&mut tx, self.backend, &passed).await?;
         tx.commit().await?;
-        Ok(verdicts(decisions))
+        Ok(verdicts(decisions, false))
     }
 }
 
@@ -155,10 +160,15 @@ pub(super) fn goals_text(state: &tartan_core::flow::FlowState) -> String {
     serde_json::to_string(&state.plan.goals).unwrap_or_else(|_| "[]".into())
 }
 
-pub(super) fn verdicts(decisions: Vec<Decision<'_>>) -> Vec<Result<i64, StoreError>> {
+/// Each decision's verdict: with the position of its first event where
+/// `positioned` (SQLite), else `None`.
+pub(super) fn verdicts(
+    decisions: Vec<Decision<'_>>,
+    positioned: bool,
+) -> Vec<Result<Option<i64>, StoreError>> {
     decisions
         .into_iter()
-        .map(|d| d.refused.map_or(Ok(d.position), Err))
+        .map(|d| d.refused.map_or(Ok(positioned.then_some(d.position)), Err))
         .collect()
 }
 
@@ -194,18 +204,21 @@ pub(super) fn passed_events(decisions: &[Decision<'_>]) -> i64 {
         .sum()
 }
 
-/// Take the global positions of the passed decisions' events: the range
-/// after the counter's last, in this transaction, which holds the
-/// counter's row until it commits (docs/api.md, "Event streams"). Returns
-/// the position before the range.
-pub(super) async fn take_positions(tx: &mut Tx<'_>, decisions: &[Decision<'_>]) -> Result<i64, StoreError> {
+/// Postgres: the batch the passed decisions' events are numbered in, its
+/// id from a sequence (no lock: docs/durability.md, "Global positions").
+/// A batch of no events is not written (it would take no positions).
+pub(super) async fn open_batch(tx: &mut Tx<'_>, decisions: &[Decision<'_>]) -> Result<i64, StoreError> {
     let count = passed_events(decisions);
-    let last: i64 = sqlx::query("UPDATE event_positions SET last = last + $1 WHERE id = 1 RETURNING last")
-        .bind(count)
-        .fetch_one(&mut **tx)
-        .await?
-        .try_get("last")?;
-    Ok(last - count)
+    if count == 0 {
+        return Ok(0);
+    }
+    Ok(sqlx::query(
+        "INSERT INTO event_batches (id, event_count) VALUES (nextval('event_batch_ids'), $1) RETURNING id",
+    )
+    .bind(count)
+    .fetch_one(&mut **tx)
+    .await?
+    .try_get("id")?)
 }
 
 /// Number the passed decisions' events from `base + 1` on, in batch order.

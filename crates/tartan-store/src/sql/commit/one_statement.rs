@@ -255,12 +255,12 @@ static STATEMENT: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
           FROM unnest($23::text[], $24::int8[], $25::text[], $26::int8[], $27::text[], $28::text[], $29::int8[]) \
             WITH ORDINALITY AS e(flow_id, seq, type, ts_us, data, refs, value_bytes, ord) \
           WHERE e.flow_id IN (SELECT id FROM passed)), \
-        positioned AS (UPDATE event_positions SET last = last + (SELECT count(*) FROM kept) WHERE id = 1 \
-          RETURNING last - (SELECT count(*) FROM kept) AS base), \
+        batch AS (INSERT INTO event_batches (id, event_count) \
+          SELECT nextval('event_batch_ids'), count(*) FROM kept HAVING count(*) > 0 RETURNING id), \
         new_events AS (INSERT INTO events (aggregate_type, aggregate_id, sequence, event_type, ts_us, data, \
-            value_refs, value_bytes, global_position) \
-          SELECT 'flow', k.flow_id, k.seq, k.type, k.ts_us, k.data, k.refs, k.value_bytes, p.base + k.k \
-          FROM kept AS k CROSS JOIN positioned AS p), \
+            value_refs, value_bytes, batch_id, batch_offset) \
+          SELECT 'flow', k.flow_id, k.seq, k.type, k.ts_us, k.data, k.refs, k.value_bytes, b.id, k.k - 1 \
+          FROM kept AS k CROSS JOIN batch AS b), \
         new_values AS (INSERT INTO flow_values (flow_id, hash, data) \
           SELECT v.flow_id, v.hash, v.data \
           FROM unnest($47::text[], $48::text[], $49::text[]) AS v(flow_id, hash, data) \
@@ -280,8 +280,7 @@ static STATEMENT: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
           SELECT l.flow_id, l.key, l.value FROM unnest($44::text[], $45::text[], $46::text[]) AS l(flow_id, key, value) \
           WHERE l.flow_id IN (SELECT id FROM created)) \
         SELECT id, CAST(0 AS bigint) AS tail_bytes, CAST(0 AS bigint) AS snapshot_bytes, 1 AS created FROM created \
-        UNION ALL SELECT id, tail_bytes, snapshot_bytes, 0 FROM advanced \
-        UNION ALL SELECT '', base, 0, 2 FROM positioned",
+        UNION ALL SELECT id, tail_bytes, snapshot_bytes, 0 FROM advanced",
         now = Backend::Postgres.now_us()
     )
 });
@@ -302,13 +301,10 @@ pub(super) async fn commit_in_one_statement(
         .await?;
     let mut created = HashSet::new();
     let mut advanced = HashMap::new();
-    let mut base = None;
     for row in rows {
         let id: String = row.try_get("id")?;
         let kind: i32 = row.try_get("created")?;
-        if kind == 2 {
-            base = Some(row.try_get::<i64, _>("tail_bytes")?);
-        } else if kind == 1 {
+        if kind == 1 {
             created.insert(id);
         } else {
             let tail: i64 = row.try_get("tail_bytes")?;
@@ -334,8 +330,6 @@ pub(super) async fn commit_in_one_statement(
             }
         }
     }
-    let base = base.ok_or_else(|| StoreError::Corrupt("the event position counter is missing".into()))?;
-    assign_positions(decisions, base);
     Ok(snapshots)
 }
 

@@ -29,7 +29,7 @@ impl SqlStore {
         &self,
         writer: &Writer,
         batch: Vec<FlowCommit>,
-    ) -> Vec<Result<i64, StoreError>> {
+    ) -> Vec<Result<Option<i64>, StoreError>> {
         let size = batch.len();
         let started = Instant::now();
         let turn = match self.write.acquire().await {
@@ -46,7 +46,7 @@ impl SqlStore {
 /// The batch in one transaction; when it fails as a whole (a statement
 /// error somewhere in it), each decision in one of its own, so that each
 /// gets its own verdict and the good ones still land.
-fn commit_each(conn: &mut Connection, batch: &[FlowCommit]) -> Vec<Result<i64, StoreError>> {
+fn commit_each(conn: &mut Connection, batch: &[FlowCommit]) -> Vec<Result<Option<i64>, StoreError>> {
     match commit(conn, batch) {
         Ok(verdicts) => verdicts,
         Err(e @ StoreError::Unavailable(_)) => vec![Err(e); batch.len()],
@@ -68,7 +68,10 @@ fn commit_each(conn: &mut Connection, batch: &[FlowCommit]) -> Vec<Result<i64, S
     }
 }
 
-fn commit(conn: &mut Connection, batch: &[FlowCommit]) -> Result<Vec<Result<i64, StoreError>>, StoreError> {
+fn commit(
+    conn: &mut Connection,
+    batch: &[FlowCommit],
+) -> Result<Vec<Result<Option<i64>, StoreError>>, StoreError> {
     let mut decisions = decisions_of(batch)?;
     refuse_repeated_creations(&mut decisions);
     let tx = conn
@@ -85,7 +88,7 @@ fn commit(conn: &mut Connection, batch: &[FlowCommit]) -> Result<Vec<Result<i64,
     write_work_items(&tx, &passed)?;
     label_flows(&tx, &passed)?;
     tx.commit().map_err(database)?;
-    Ok(verdicts(decisions))
+    Ok(verdicts(decisions, true))
 }
 
 /// Insert the new flows; an id that exists loses.

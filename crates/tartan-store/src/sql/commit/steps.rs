@@ -184,10 +184,11 @@ pub(super) async fn write_snapshots(
     Ok(())
 }
 
-/// Append the decisions' events to their flows' logs.
+/// Append the decisions' events to their flows' logs (Postgres), numbered
+/// within `batch`.
 pub(super) async fn append_events(
     tx: &mut Tx<'_>,
-    backend: Backend,
+    batch: i64,
     passed: &[&Decision<'_>],
 ) -> Result<(), StoreError> {
     let events: Vec<(&FlowCommit, i64, i64, &str, &Stored)> = passed
@@ -212,11 +213,11 @@ pub(super) async fn append_events(
     for chunk in events.chunks(ROWS_PER_STATEMENT) {
         let sql = format!(
             "INSERT INTO events (aggregate_type, aggregate_id, sequence, event_type, ts_us, data, value_refs, \
-             value_bytes, global_position) VALUES {}",
-            values_list(backend, chunk.len(), 9)
+             value_bytes, batch_id, batch_offset) VALUES {}",
+            values_list(Backend::Postgres, chunk.len(), 10)
         );
         let mut q = sqlx::query(&sql);
-        for (c, seq, position, kind, data) in chunk {
+        for (c, seq, offset, kind, data) in chunk {
             q = q
                 .bind(FLOW)
                 .bind(c.flow_id.clone())
@@ -226,7 +227,8 @@ pub(super) async fn append_events(
                 .bind(data.skeleton.clone())
                 .bind(data.refs.clone())
                 .bind(data.refs.is_some().then_some(data.value_bytes))
-                .bind(*position);
+                .bind(batch)
+                .bind(i32::try_from(*offset).unwrap_or(i32::MAX));
         }
         q.execute(&mut **tx).await?;
     }
