@@ -4,11 +4,16 @@
 -- commit was flushed, so every engine's commits waited for each other's
 -- WAL flush. Now a batch commit numbers its events within a batch of its
 -- own (`event_batches`, its id from a sequence: no lock), and a batch is
--- given its first position once committed, by whoever reads the feed
--- (or the relay's sweep), in one short transaction that holds the
--- `event_positions` row: batches are positioned in the order they are
--- seen committed, gap-free, and nothing is positioned before it is
--- durable.
+-- given its first position once committed, by whoever reads the feed, in
+-- one short transaction that holds the `event_positions` row: batches are
+-- positioned in the order they are seen committed, gap-free, and nothing
+-- is positioned before it is durable.
+--
+-- Expand only: the events stored before keep their `global_position`, and
+-- an engine of the last release, running beside this one during a rolling
+-- update, still takes its positions from the same row in its commit (the
+-- row orders the two ways). The feed reads both. A later release drops
+-- `global_position` once no engine writes it.
 CREATE SEQUENCE event_batch_ids;
 
 CREATE TABLE event_batches (
@@ -23,13 +28,4 @@ CREATE UNIQUE INDEX event_batches_by_position ON event_batches (first_position)
     WHERE first_position IS NOT NULL;
 
 ALTER TABLE events ADD COLUMN batch_id BIGINT, ADD COLUMN batch_offset INTEGER;
-
--- The events already stored: one batch each, at the position it had.
-INSERT INTO event_batches (id, event_count, first_position)
-SELECT global_position, 1, global_position FROM events WHERE global_position IS NOT NULL;
-UPDATE events SET batch_id = global_position, batch_offset = 0 WHERE global_position IS NOT NULL;
-SELECT setval('event_batch_ids', COALESCE((SELECT MAX(id) FROM event_batches), 0) + 1, false);
-
-DROP INDEX events_by_position;
-ALTER TABLE events DROP COLUMN global_position;
 CREATE UNIQUE INDEX events_by_batch ON events (batch_id, batch_offset) WHERE batch_id IS NOT NULL;

@@ -116,12 +116,7 @@ async fn postgres_concurrent_commits_reach_the_feed_in_order_and_whole() {
         let head = store.feed_head().await.unwrap();
         let purged = store.purge_finished(chrono::Utc::now(), 10_000).await.unwrap();
         assert_eq!(purged, 180);
-        sqlx::any::install_default_drivers();
-        let pool = sqlx::any::AnyPoolOptions::new()
-            .max_connections(1)
-            .connect(&url)
-            .await
-            .unwrap();
+        let pool = own_connection(&url).await;
         let batches: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM event_batches")
             .fetch_one(&pool)
             .await
@@ -1597,6 +1592,16 @@ async fn case_query_flows_prefixes_and_children(store: Arc<dyn Store>) {
     assert_eq!(flow_ids(&store, failed).await, set(&[]));
 }
 
+/// A connection of the test's own to the store's database.
+async fn own_connection(url: &str) -> sqlx::AnyPool {
+    sqlx::any::install_default_drivers();
+    sqlx::any::AnyPoolOptions::new()
+        .max_connections(1)
+        .connect(url)
+        .await
+        .unwrap()
+}
+
 /// The plan of each kind of flow listing, as the store builds it
 /// (`tartan_store::flow_query_sql`), on a database with many child flows:
 /// each is served by the index meant for it (migrations/*/
@@ -1604,12 +1609,7 @@ async fn case_query_flows_prefixes_and_children(store: Arc<dyn Store>) {
 /// listings read no child flow.
 async fn case_flow_listings_are_served_by_their_indexes(store: Arc<dyn Store>, url: String) {
     let backend = store.backend();
-    sqlx::any::install_default_drivers();
-    let pool = sqlx::any::AnyPoolOptions::new()
-        .max_connections(1)
-        .connect(&url)
-        .await
-        .unwrap();
+    let pool = own_connection(&url).await;
     // 5,000 root flows (`r-100000` on), one in a hundred failed, and 20,000
     // failed children of the first, created among them. No planner setting
     // is changed: with the table analysed, both choose these plans.

@@ -103,7 +103,22 @@ async fn a_stream_client_that_never_reads_is_cut_off_and_memory_stays_bounded(ba
     let Some(db) = TestDb::create(backend).await else {
         return;
     };
-    let engine = spawn_binary_with(&db, "slow-stream", &[("TARTAN_STREAM_BUFFER_BYTES", BUS_BYTES)]).await;
+    // The stream may be cut off while the flows still run, long before the
+    // client reads (on Postgres the relay puts the events on the bus, at
+    // its own pace); its last bytes then wait in the socket for the client,
+    // and a connection whose response has ended is closed after twice the
+    // header timeout (docs/durability.md, "Connections"). The client here
+    // reads only once every flow has finished, so that grace is made
+    // longer than the run.
+    let engine = spawn_binary_with(
+        &db,
+        "slow-stream",
+        &[
+            ("TARTAN_STREAM_BUFFER_BYTES", BUS_BYTES),
+            ("TARTAN_HEADER_TIMEOUT", "300s"),
+        ],
+    )
+    .await;
     let big = "x".repeat(OUTPUT);
     let svc = StepServer::start(move |_, _| json_reply(200, json!({"out": big}))).await;
     register(

@@ -31,12 +31,31 @@ const WINDOW: i64 = 10_000;
 /// Batches positioned per transaction (each a row of `event_batches`).
 const POSITION_BATCHES: i64 = 10_000;
 
-/// Postgres: where the feed's events come from, and an event's position.
-/// The first batch read is the one that holds `$1 + 1`.
-const PG_FROM: &str = "event_batches AS b JOIN events AS e ON e.batch_id = b.id";
-const PG_POSITION: &str = "(b.first_position + e.batch_offset)";
-const PG_RANGE: &str = "b.first_position >= (SELECT COALESCE(MAX(first_position), 0) FROM event_batches \
-     WHERE first_position <= $1 + 1) AND b.first_position <= $2";
+/// The columns the feed reads, each event with its position.
+const COLUMNS: &str =
+    "aggregate_type, aggregate_id, sequence, event_type, ts_us, data, value_refs, value_bytes";
+
+/// The events at positions `$1` (excluded) to `$2`, as a table `feed`.
+/// SQLite: the events' own positions. Postgres: the events of the
+/// positioned batches (the first read is the batch that holds `$1 + 1`),
+/// and those stored with a position of their own (before the batches, or
+/// by an engine of the last release during a rolling update, migration
+/// `20261207000000_event_batches`).
+static SQLITE_FEED: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    format!("(SELECT {COLUMNS}, global_position FROM events WHERE global_position > $1 AND global_position <= $2) AS feed")
+});
+static PG_FEED: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    let columns = COLUMNS.replace(", ", ", e.");
+    format!(
+        "(SELECT e.{columns}, b.first_position + e.batch_offset AS global_position \
+         FROM event_batches AS b JOIN events AS e ON e.batch_id = b.id \
+         WHERE b.first_position >= (SELECT COALESCE(MAX(first_position), 0) FROM event_batches \
+           WHERE first_position <= $1 + 1) AND b.first_position <= $2 \
+           AND b.first_position + e.batch_offset > $1 AND b.first_position + e.batch_offset <= $2 \
+         UNION ALL SELECT {COLUMNS}, global_position FROM events \
+         WHERE global_position > $1 AND global_position <= $2) AS feed"
+    )
+});
 
 impl SqlStore {
     /// Postgres: give every committed batch that has no position yet its
@@ -113,7 +132,14 @@ impl FeedStore for SqlStore {
         // The head first, then the rows up to it: everything at or below a
         // committed head is visible to the later statement.
         let head = self.feed_head().await?;
-        let upto = head.min(after.saturating_add(WINDOW));
+        // Positions are dense: without a filter, `limit` of them hold at
+        // most `limit` events.
+        let unfiltered = filter.flow_prefix.is_none() && filter.event_types.is_empty();
+        let window = match unfiltered {
+            true => i64::try_from(limit).unwrap_or(WINDOW).min(WINDOW),
+            false => WINDOW,
+        };
+        let upto = head.min(after.saturating_add(window));
         let empty = FeedPage {
             events: Vec::new(),
             reached: after,
@@ -136,14 +162,13 @@ impl FeedStore for SqlStore {
             n += filter.event_types.len();
         }
         // The sizes first, then the events that fit (as `events_page`).
-        let (from, position, range) = match self.backend {
-            Backend::Postgres => (PG_FROM, PG_POSITION, PG_RANGE),
-            Backend::Sqlite => ("events", "global_position", "global_position <= $2"),
+        let feed = match self.backend {
+            Backend::Postgres => PG_FEED.as_str(),
+            Backend::Sqlite => SQLITE_FEED.as_str(),
         };
         let sizes_sql = format!(
-            "SELECT {position} AS global_position, \
-             CAST(octet_length(data) + COALESCE(value_bytes, 0) AS BIGINT) AS size FROM {from} \
-             WHERE {range} AND {position} > $1 AND {position} <= $2{filters} ORDER BY {position} LIMIT ${}",
+            "SELECT global_position, CAST(octet_length(data) + COALESCE(value_bytes, 0) AS BIGINT) AS size \
+             FROM {feed} WHERE TRUE{filters} ORDER BY global_position LIMIT ${}",
             n + 1
         );
         let _turn = self.api_turn().await?;
@@ -166,11 +191,7 @@ impl FeedStore for SqlStore {
                 ..empty
             });
         };
-        let events_sql = format!(
-            "SELECT aggregate_type, aggregate_id, sequence, event_type, ts_us, data, value_refs, \
-             {position} AS global_position FROM {from} \
-             WHERE {range} AND {position} > $1 AND {position} <= $2{filters} ORDER BY {position}"
-        );
+        let events_sql = format!("SELECT * FROM {feed} WHERE TRUE{filters} ORDER BY global_position");
         let rows = bound(&events_sql, after, last, filter)
             .fetch_all(&self.api)
             .await?;
