@@ -59,8 +59,8 @@ impl CommittedEvents {
 
 pub(crate) struct Bus {
     flows: Ring<CommittedEvents>,
-    /// Held by the writer across each batch (deciding whether to publish,
-    /// then committing): a subscriber waits for it once after subscribing,
+    /// Held by the writer across each batch where it publishes (SQLite;
+    /// deciding whether to publish, then committing): a subscriber waits for it once after subscribing,
     /// so a batch that began before it listened is in the store before it
     /// reads the history. Without it that batch could be in neither.
     gate: Mutex<()>,

@@ -88,10 +88,14 @@ async fn run(
         );
         // The event streams' copy, made only while someone listens
         // (docs/api.md, "Event streams") and only where the store numbers
-        // the events as it commits; held so that a stream opened meanwhile
-        // reads these events from the store.
-        let gate = bus.hold().await;
-        let copies: Vec<Option<CommittedEvents>> = if announce.is_none() && bus.listened() {
+        // the events as it commits (without an announcer: on Postgres the
+        // relay puts them on the bus); the gate is held so that a stream
+        // opened meanwhile reads these events from the store.
+        let gate = match announce {
+            None => Some(bus.hold().await),
+            Some(_) => None,
+        };
+        let copies: Vec<Option<CommittedEvents>> = if gate.is_some() && bus.listened() {
             commits
                 .iter()
                 .map(|c| {
