@@ -157,8 +157,8 @@ struct Inner {
     metrics: Arc<metrics::Metrics>,
     /// Committed flow events, for the API's streams.
     bus: Arc<events::Bus>,
-    /// Where the database carries notices: this process's committed
-    /// positions, told to the others and left out of what it relays.
+    /// Where the database carries notices: tells this process's relay of
+    /// its commits, and the other processes while there are any.
     announcer: Option<Arc<relay::Announcer>>,
     /// What this process tells the others sharing the database.
     outbox: notices::Outbox,
@@ -193,7 +193,7 @@ impl Engine {
             config.max_streams,
         ));
         let outbox = notices::Outbox::new(Arc::clone(&store));
-        let announcer = relay::announcer(&outbox, &config.node_id);
+        let announcer = relay::announcer(&outbox, &config.node_id, health::alive_for(&config));
         let memo = memo::Memo::new(config.memo_cache_size);
         let health = health::Live::new(store.cluster_head().await?);
         let stopping = CancellationToken::new();

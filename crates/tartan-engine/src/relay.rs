@@ -4,12 +4,15 @@
 //! On Postgres a batch's events get their global positions after the
 //! commit (`tartan-store`'s feed, docs/durability.md, "Global positions"),
 //! so no process knows its own events' positions as it commits them. Each
-//! process says, after its commits, that it committed (`NOTIFY`,
-//! coalesced: one notice covers every commit since the last). Every
-//! process listens; on any notice, its own included, and only while some
-//! stream of its own listens, it reads the feed from where it last read
-//! (which positions what was committed) and puts what it read on its bus,
-//! in position order. While nobody listens it reads nothing, but
+//! process says, after its commits, that it committed: to its own relay in
+//! memory, and to the other processes with a `NOTIFY` (coalesced: one
+//! notice covers every commit since the last) while there are others to
+//! hear it (`Peers`: a process alone on its database sends none, half of
+//! a lone flow's transactions). Every process listens; on any commit, its
+//! own or another's, and only while some stream of its own listens, it
+//! reads the feed from where it last read (which positions what was
+//! committed) and puts what it read on its bus, in position order. While
+//! nobody listens it reads nothing, but
 //! positions what was committed at most once a `POSITION_EVERY` after a
 //! notice (not polling: an idle engine hears none), so that a reader
 //! arriving later positions little. A notice lost while the listener
@@ -22,6 +25,8 @@
 //! refresh their cached catalog and hand the events to their WebSocket
 //! subscribers.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use tartan_core::flow::FlowEvent;
@@ -42,10 +47,11 @@ const PAGE_BYTES: usize = 4 * 1024 * 1024;
 /// after a notice at most; a failed read is tried again after as long.
 const POSITION_EVERY: Duration = Duration::from_secs(1);
 
-/// The writer's side: tells the other processes (and this one's relay)
-/// that it committed.
+/// The writer's side: tells this process's relay, and the other processes
+/// while there are any, that it committed.
 pub(crate) struct Announcer {
     commits: watch::Sender<i64>,
+    peers: Arc<Peers>,
 }
 
 impl Announcer {
@@ -53,21 +59,67 @@ impl Announcer {
     pub(crate) fn committed(&self) {
         self.commits.send_modify(|n| *n += 1);
     }
+
+    /// The cluster as this process's last health round read it: whether
+    /// another engine is alive on the database.
+    pub(crate) fn others_listed(&self, listed: bool) {
+        self.peers.listed.store(listed, Ordering::Relaxed);
+    }
+}
+
+/// Whether another process could use this one's event notices: one is
+/// alive in the cluster as the last health round read it, or one was heard
+/// from lately. Each process says so as it starts (`spawn_event_relay`),
+/// which covers the time until the others' next round reads its heartbeat.
+/// Wrong either way costs only time: a stream of another process would see
+/// these events at that process's next notice or round instead of at once;
+/// a notice nobody hears is a transaction spent.
+struct Peers {
+    listed: AtomicBool,
+    heard: std::sync::Mutex<Option<Instant>>,
+    /// How long a process heard from counts as there: as long as a
+    /// heartbeat counts it alive (three health rounds).
+    remembered: Duration,
+}
+
+impl Peers {
+    fn heard(&self) {
+        if let Ok(mut heard) = self.heard.lock() {
+            *heard = Some(Instant::now());
+        }
+    }
+
+    fn present(&self) -> bool {
+        if self.listed.load(Ordering::Relaxed) {
+            return true;
+        }
+        let heard = self.heard.lock().map(|h| *h).unwrap_or(None);
+        heard.is_some_and(|at| at.elapsed() <= self.remembered)
+    }
 }
 
 /// `None` where the database carries no notices (SQLite: one process per
-/// file).
-pub(crate) fn announcer(outbox: &Outbox, node: &str) -> Option<std::sync::Arc<Announcer>> {
+/// file). `remembered`: how long another process heard from counts as
+/// there (`Peers`).
+pub(crate) fn announcer(outbox: &Outbox, node: &str, remembered: Duration) -> Option<Arc<Announcer>> {
     if !outbox.carries_notices() {
         return None;
     }
     let (tx, mut rx) = watch::channel(0_i64);
-    let (outbox, node) = (outbox.clone(), node.to_string());
+    let peers = Arc::new(Peers {
+        listed: AtomicBool::new(false),
+        heard: std::sync::Mutex::new(None),
+        remembered,
+    });
+    let (outbox, node, others) = (outbox.clone(), node.to_string(), Arc::clone(&peers));
     tokio::spawn(async move {
         // One notice at a time; commits made meanwhile are covered by the
         // next, so a busy writer sends a notice per round trip at most.
         while rx.changed().await.is_ok() {
             let head = *rx.borrow_and_update();
+            if !others.present() {
+                continue;
+            }
             let notice = tartan_store::Notice::Events {
                 node: node.clone(),
                 head,
@@ -75,7 +127,7 @@ pub(crate) fn announcer(outbox: &Outbox, node: &str) -> Option<std::sync::Arc<An
             outbox.announce_now(notice).await;
         }
     });
-    Some(std::sync::Arc::new(Announcer { commits: tx }))
+    Some(Arc::new(Announcer { commits: tx, peers }))
 }
 
 impl Engine {
@@ -137,9 +189,10 @@ impl Engine {
 
     /// Relay every process's committed events to this process's bus.
     pub(crate) async fn spawn_event_relay(&self, notices: Option<mpsc::Receiver<(i64, String)>>) {
-        let (Some(_), Some(notices)) = (self.inner.announcer.as_ref(), notices) else {
+        let (Some(announcer), Some(notices)) = (self.inner.announcer.as_ref(), notices) else {
             return;
         };
+        let own = announcer.commits.subscribe();
         let relayed = match self.inner.store.feed_head().await {
             Ok(head) => head,
             Err(e) => {
@@ -147,22 +200,50 @@ impl Engine {
                 return;
             }
         };
+        // Here: the others send their notices from now on (`Peers`). The
+        // count of this process's commits, none yet.
+        let me = self.inner.config.node_id.clone();
+        self.inner.outbox.announce(tartan_store::Notice::Events {
+            node: me.clone(),
+            head: 0,
+        });
         let engine = self.clone();
-        tokio::spawn(async move { engine.relay(notices, relayed).await });
+        tokio::spawn(async move { engine.relay(notices, own, me, relayed).await });
     }
 
-    async fn relay(&self, mut notices: mpsc::Receiver<(i64, String)>, mut relayed: i64) {
+    async fn relay(
+        &self,
+        mut notices: mpsc::Receiver<(i64, String)>,
+        mut own: watch::Receiver<i64>,
+        me: String,
+        mut relayed: i64,
+    ) {
+        let Some(announcer) = self.inner.announcer.as_ref() else {
+            return;
+        };
         // When to look again without a notice: to position what was
         // committed while nobody listens, or after a failed read.
         let mut again: Option<Instant> = None;
         loop {
             let timed = tokio::select! {
                 n = notices.recv() => {
-                    if n.is_none() {
+                    let Some((_, node)) = n else {
+                        return;
+                    };
+                    // Every notice already queued is one with the first.
+                    let mut others = node != me;
+                    while let Ok((_, node)) = notices.try_recv() {
+                        others |= node != me;
+                    }
+                    if others {
+                        announcer.peers.heard();
+                    }
+                    false
+                }
+                changed = own.changed() => {
+                    if changed.is_err() {
                         return;
                     }
-                    // Every notice already queued is one with the first.
-                    while notices.try_recv().is_ok() {}
                     false
                 }
                 _ = tokio::time::sleep_until(again.unwrap_or_else(Instant::now)), if again.is_some() => true,

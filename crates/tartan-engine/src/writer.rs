@@ -128,11 +128,7 @@ async fn run(
             }
         }
         drop(gate);
-        if let Some(announce) = &announce {
-            if eventful && results.iter().any(Result::is_ok) {
-                announce.committed();
-            }
-        }
+        let announced = eventful && results.iter().any(Result::is_ok);
         let took = started.elapsed();
         metrics.commit_batch(size, took);
         if results.iter().any(Result::is_ok) {
@@ -151,6 +147,11 @@ async fn run(
             }
             // The asker may have gone away (request cancelled); the commit stands.
             let _ = reply.send(result.map(|_| ()));
+        }
+        // After the replies: the deciders carry on (their next calls are
+        // the flows' critical path) before the notice's task is woken.
+        if let Some(announce) = announce.as_ref().filter(|_| announced) {
+            announce.committed();
         }
     }
 }

@@ -15,6 +15,7 @@ use crate::helpers::{
 };
 
 mod gate;
+mod notices;
 
 both_backends!(
     a_health_check_that_flips_is_seen_by_every_view,

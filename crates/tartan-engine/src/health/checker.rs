@@ -20,16 +20,21 @@ const HEARTBEAT_ONLY: Duration = Duration::from_secs(30);
 /// Health checks of one engine running at once at most.
 const MAX_CHECKS_AT_ONCE: usize = 32;
 
+/// How long one round lasts under `config`.
+pub(crate) fn round_of(config: &crate::EngineConfig) -> Duration {
+    let interval = config.health.interval;
+    if interval.is_zero() {
+        HEARTBEAT_ONLY
+    } else {
+        interval
+    }
+}
+
 impl Engine {
     /// How long one round lasts: the checks' interval, or the heartbeat's
     /// alone when checks are off.
     pub(crate) fn health_round(&self) -> Duration {
-        let interval = self.inner.config.health.interval;
-        if interval.is_zero() {
-            HEARTBEAT_ONLY
-        } else {
-            interval
-        }
+        round_of(&self.inner.config)
     }
 
     /// Run the rounds until the engine stops.
@@ -59,6 +64,7 @@ impl Engine {
             return;
         }
         self.sweep_catalog().await;
+        self.note_others().await;
         // With checks off, nothing is gated: no check of this engine's
         // would ever open the gate again.
         if self.inner.config.health.interval.is_zero() {

@@ -87,6 +87,31 @@ impl Engine {
     }
 }
 
+/// How long a heartbeat counts its engine alive under `config`.
+pub(crate) fn alive_for(config: &crate::EngineConfig) -> std::time::Duration {
+    checker::round_of(config) * ROUNDS_TO_GONE
+}
+
+impl Engine {
+    /// Tell the event notices whether another engine is alive on the
+    /// database (`relay::Peers`): a process alone sends none.
+    pub(crate) async fn note_others(&self) {
+        let Some(announcer) = self.inner.announcer.as_ref() else {
+            return;
+        };
+        let me = &self.inner.config.node_id;
+        let now = self.inner.config.clock.now();
+        let gone_after = self.health_round() * ROUNDS_TO_GONE;
+        match self.inner.store.nodes().await {
+            Ok(nodes) => {
+                announcer.others_listed(nodes.iter().any(|n| &n.node_id != me && live(n, now, gone_after)))
+            }
+            // Kept as it was: a missed round changes nothing.
+            Err(e) => tracing::debug!("reading the cluster's engines failed: {e}"),
+        }
+    }
+}
+
 /// The checks' results by step, of the steps that still have a health
 /// check (one removed since keeps no result).
 pub(crate) fn with_checks(
