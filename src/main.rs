@@ -105,7 +105,7 @@ enum ConfigCommand {
 /// A failure is one line, `error: ` and its causes, and exit status 1:
 /// never a `Debug` form or a backtrace, whatever `RUST_BACKTRACE` says.
 fn main() -> std::process::ExitCode {
-    match run(Cli::parse()) {
+    match start(Cli::parse()) {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e:#}");
@@ -114,18 +114,37 @@ fn main() -> std::process::ExitCode {
     }
 }
 
-#[tokio::main]
+/// The runtime, then the command on it. `serve` reads its settings first:
+/// they say how many worker threads it runs (`TARTAN_WORKER_THREADS`,
+/// docs/operating.md, "Threads").
+fn start(cli: Cli) -> Result<()> {
+    let mut runtime = tokio::runtime::Builder::new_multi_thread();
+    runtime.enable_all();
+    let Command::Serve(ServeCmd { no_migrate, settings }) = cli.command else {
+        return runtime
+            .build()
+            .context("starting the async runtime")?
+            .block_on(run(cli));
+    };
+    let loaded = Config::load(&settings)?;
+    if let Some(n) = loaded.config.worker_threads {
+        runtime.worker_threads(n);
+    }
+    let schema = if no_migrate {
+        tartan_store::Schema::Require
+    } else {
+        tartan_store::Schema::Migrate
+    };
+    runtime
+        .build()
+        .context("starting the async runtime")?
+        .block_on(serve(loaded, schema))
+}
+
 async fn run(cli: Cli) -> Result<()> {
     match cli.command {
-        Command::Serve(ServeCmd { no_migrate, settings }) => {
-            let loaded = Config::load(&settings)?;
-            let schema = if no_migrate {
-                tartan_store::Schema::Require
-            } else {
-                tartan_store::Schema::Migrate
-            };
-            serve(loaded, schema).await
-        }
+        // Started by `start`, on a runtime of its own settings.
+        Command::Serve(_) => Ok(()),
         Command::Migrate(args) => migrate(&args).await,
         Command::Config(ConfigCommand::Check(args)) => config_check(&args),
         Command::Backup(args) => backup::run(args).await,

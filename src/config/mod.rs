@@ -150,7 +150,12 @@ pub struct Config {
     /// Connection pools (`TARTAN_DB_POOL`, `TARTAN_DB_READ_POOL`,
     /// `TARTAN_DB_READ_TIMEOUT`).
     pub pools: tartan_store::Pools,
+    /// The runtime's worker threads, when set (`TARTAN_WORKER_THREADS`).
+    pub worker_threads: Option<usize>,
 }
+
+/// Worker threads at most: each is an OS thread with its own stack.
+pub const MAX_WORKER_THREADS: usize = 1024;
 
 /// A configuration with the sources it was merged from.
 pub struct Loaded {
@@ -208,6 +213,12 @@ impl Config {
                 origin("memo_cache_size"),
                 tartan_engine::MAX_MEMO_CACHE_SIZE,
                 s.memo_cache_size
+            );
+        }
+        if let Some(n) = s.worker_threads.filter(|n| *n > MAX_WORKER_THREADS) {
+            bail!(
+                "{}: at most {MAX_WORKER_THREADS}, got {n}",
+                origin("worker_threads")
             );
         }
         if s.retry_max_backoff < s.retry_initial_backoff {
@@ -287,6 +298,7 @@ impl Config {
                 ui: s.ui,
             },
             max_connections: s.max_connections,
+            worker_threads: s.worker_threads,
             security,
             pools: tartan_store::Pools {
                 engine: s.db_pool,

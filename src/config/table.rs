@@ -275,6 +275,9 @@ settings! {
     memo_max_entries: u64 = "values::count", int(tartan_engine::DEFAULT_MEMO_MAX_ENTRIES as i64);
     /// The longest wait a step's Retry-After may ask for, e.g. 1h or 300ms
     max_retry_after: Duration = "values::timeout", text("1h"), at_most DAY;
+    /// Threads running the engine and the API (the async runtime's workers); 1 suits a
+    /// machine of two cores that also runs its database
+    worker_threads: Option<usize> = "values::opt_count", unset("one per core");
     /// Database connections of the engine
     db_pool: Option<u32> = "values::opt_count", unset("16 Postgres, 4 SQLite");
     /// Database connections of the API's listings and histories

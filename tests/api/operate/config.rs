@@ -256,6 +256,32 @@ async fn durations_past_their_ceiling_stop_start_up() {
     assert_eq!(flow["status"], "completed", "{flow}");
 }
 
+/// `worker_threads` sets the runtime's workers; past its ceiling it stops
+/// start-up naming the setting.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn worker_threads_sets_the_threads_serve_runs_and_has_a_ceiling() {
+    let (ok, _, err) = crate::helpers::serve_refusing(&[], &[("TARTAN_WORKER_THREADS", "100000")]).await;
+    assert!(
+        !ok && err.contains("TARTAN_WORKER_THREADS (environment variable): at most 1024, got 100000"),
+        "{err}"
+    );
+    for n in [1, 3] {
+        let db = tartan_testkit::TestDb::create(tartan_testkit::Backend::Sqlite)
+            .await
+            .unwrap();
+        let threads = n.to_string();
+        let engine =
+            crate::helpers::spawn_binary_with(&db, "threads", &[("TARTAN_WORKER_THREADS", &threads)]).await;
+        let pid = engine.child.id().unwrap();
+        let workers = std::fs::read_dir(format!("/proc/{pid}/task"))
+            .unwrap()
+            .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
+            .filter(|name| name.trim() == "tokio-rt-worker")
+            .count();
+        assert_eq!(workers, n, "TARTAN_WORKER_THREADS={n}");
+    }
+}
+
 /// The example file lists every key, and is itself a valid configuration.
 #[tokio::test]
 async fn the_example_file_lists_every_key_and_is_valid() {
