@@ -14,7 +14,7 @@
 //! committed) and puts what it read on its bus, in position order. While
 //! nobody listens it reads nothing, but
 //! positions what was committed at most once a `POSITION_EVERY` after a
-//! notice (not polling: an idle engine hears none), so that a reader
+//! commit or a notice (not polling: an idle engine has neither), so that a reader
 //! arriving later positions little. A notice lost while the listener
 //! reconnects is covered by the next one: the relay reads from where it
 //! stopped. On SQLite (one process) the writer puts each decision on the
@@ -44,7 +44,7 @@ const PAGE: usize = 500;
 const PAGE_BYTES: usize = 4 * 1024 * 1024;
 
 /// While no stream listens, committed batches are positioned this long
-/// after a notice at most; a failed read is tried again after as long.
+/// after a commit or a notice at most; a failed read is tried again after as long.
 const POSITION_EVERY: Duration = Duration::from_secs(1);
 
 /// The writer's side: tells this process's relay, and the other processes

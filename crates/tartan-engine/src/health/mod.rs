@@ -55,7 +55,7 @@ impl Engine {
         let all_nodes = store.nodes().await?;
         let view = self.catalog().await;
         let now = self.inner.config.clock.now();
-        let gone_after = self.health_round() * ROUNDS_TO_GONE;
+        let gone_after = alive_for(&self.inner.config);
         let nodes: BTreeMap<String, NodeRecord> = all_nodes
             .into_iter()
             .filter(|n| live(n, now, gone_after))
@@ -85,14 +85,7 @@ impl Engine {
             last_updated,
         })
     }
-}
 
-/// How long a heartbeat counts its engine alive under `config`.
-pub(crate) fn alive_for(config: &crate::EngineConfig) -> std::time::Duration {
-    checker::round_of(config) * ROUNDS_TO_GONE
-}
-
-impl Engine {
     /// Tell the event notices whether another engine is alive on the
     /// database (`relay::Peers`): a process alone sends none.
     pub(crate) async fn note_others(&self) {
@@ -101,7 +94,7 @@ impl Engine {
         };
         let me = &self.inner.config.node_id;
         let now = self.inner.config.clock.now();
-        let gone_after = self.health_round() * ROUNDS_TO_GONE;
+        let gone_after = alive_for(&self.inner.config);
         match self.inner.store.nodes().await {
             Ok(nodes) => {
                 announcer.others_listed(nodes.iter().any(|n| &n.node_id != me && live(n, now, gone_after)))
@@ -110,6 +103,11 @@ impl Engine {
             Err(e) => tracing::debug!("reading the cluster's engines failed: {e}"),
         }
     }
+}
+
+/// How long a heartbeat counts its engine alive under `config`.
+pub(crate) fn alive_for(config: &crate::EngineConfig) -> std::time::Duration {
+    checker::round_of(config) * ROUNDS_TO_GONE
 }
 
 /// The checks' results by step, of the steps that still have a health
