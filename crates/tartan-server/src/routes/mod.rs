@@ -4,9 +4,9 @@ pub(crate) mod bulk;
 pub(crate) mod cluster;
 pub(crate) mod engine;
 pub(crate) mod flows;
-pub(crate) mod health;
 mod history;
 pub(crate) mod lanes;
+pub(crate) mod probes;
 pub(crate) mod session;
 pub(crate) mod steps;
 mod streamed;
@@ -30,8 +30,8 @@ use utoipa_axum::routes;
 /// one path are listed together.
 fn api() -> OpenApiRouter<Engine> {
     OpenApiRouter::with_openapi(crate::openapi::ApiDoc::openapi())
-        .routes(routes!(health::health))
-        .routes(routes!(health::ready))
+        .routes(routes!(probes::health))
+        .routes(routes!(probes::ready))
         .routes(routes!(crate::observe::metrics::render))
         .routes(routes!(document_route))
         .routes(routes!(engine::engine_state))

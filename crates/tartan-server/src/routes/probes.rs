@@ -1,4 +1,5 @@
-//! `/health` and `/ready`: for load balancers and probes.
+//! `/health` and `/ready`: the process's own probes, for load balancers and
+//! orchestrators (a step's health is the cluster's, `cluster.rs`).
 
 use axum::extract::State;
 use axum::http::StatusCode;
