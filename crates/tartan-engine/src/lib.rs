@@ -85,6 +85,7 @@ mod retention;
 mod ring;
 mod scripts;
 mod slots;
+mod sweep;
 mod sync;
 mod timers;
 mod traces;
@@ -244,6 +245,7 @@ impl Engine {
         engine.recover().await?;
         engine.load_timers().await?;
         engine.spawn_timer_loop();
+        engine.spawn_sweep();
         engine.spawn_lease_renewal();
         // In the cluster before it serves anything: a view read right after
         // start lists this engine.

@@ -3,8 +3,8 @@
 //! flow that finishes takes its timers with it. One task sleeps until the
 //! earliest is due; nothing polls. The set is a cache of timestamps in the
 //! database (`work_items.due_us`, `flows.deadline_us`): it is rebuilt at start
-//! and topped up by a slow sweep, the safety net for timers another process
-//! set or that lie further ahead than the sweep's horizon.
+//! and topped up by the sweep (`sweep.rs`), the safety net for timers
+//! another process set or that lie further ahead than its horizon.
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Mutex;
@@ -17,8 +17,6 @@ use tokio::sync::Notify;
 
 use crate::Engine;
 
-/// How often the database is swept for timers this process does not hold.
-const SWEEP_EVERY: Duration = Duration::from_secs(30);
 /// How soon a timer that found the database unreachable fires again.
 const UNREACHABLE_PAUSE: Duration = Duration::from_secs(1);
 
@@ -162,7 +160,7 @@ impl Engine {
     /// Load the timers due before the sweep after next from the database.
     pub(crate) async fn load_timers(&self) -> Result<(), crate::EngineError> {
         let horizon = self.inner.config.clock.now()
-            + chrono::Duration::from_std(SWEEP_EVERY * 2).unwrap_or(chrono::Duration::MAX);
+            + chrono::Duration::from_std(crate::sweep::SWEEP_EVERY * 2).unwrap_or(chrono::Duration::MAX);
         for t in self.inner.store.scheduled_work(horizon).await? {
             let (timer, due) = match t {
                 ScheduledTimer::Retry(key, due) => (Timer::Retry { key, claim: true }, due),
@@ -178,12 +176,6 @@ impl Engine {
     pub(crate) fn spawn_timer_loop(&self) {
         let engine = self.clone();
         tokio::spawn(async move {
-            // Often enough that an expired lease is noticed within a lease.
-            let sweep_every = SWEEP_EVERY
-                .min(engine.inner.config.lease)
-                .max(Duration::from_millis(100));
-            let mut next_sweep = tokio::time::Instant::now() + sweep_every;
-            let mut idle = crate::flows::IdleFlows::default();
             loop {
                 let clock = &engine.inner.config.clock;
                 let now_us = clock.now().timestamp_micros();
@@ -202,8 +194,7 @@ impl Engine {
                 if !to_claim.is_empty() {
                     engine.claim_and_fire(to_claim);
                 }
-                // Due times are on the engine's clock (paused in tests);
-                // sweeps on tokio's, so that they run whatever it shows.
+                // Due times are on the engine's clock (paused in tests).
                 let due = async {
                     match next.and_then(DateTime::from_timestamp_micros) {
                         Some(at) => clock.sleep_until(at).await,
@@ -212,22 +203,8 @@ impl Engine {
                 };
                 tokio::select! {
                     () = due => {}
-                    _ = tokio::time::sleep_until(next_sweep) => {}
                     _ = engine.inner.timers.changed.notified() => {}
                     _ = engine.inner.stopping.cancelled() => return,
-                }
-                if tokio::time::Instant::now() >= next_sweep {
-                    next_sweep = tokio::time::Instant::now() + sweep_every;
-                    if let Err(e) = engine.load_timers().await {
-                        tracing::warn!("sweep for timers failed: {e}");
-                    }
-                    // Before taking work over: a cached flow the database
-                    // moved away from would take it over on a wrong state.
-                    engine.reconcile_flows(&mut idle).await;
-                    // Calls whose node died: their leases have expired.
-                    if let Err(e) = engine.take_over(false).await {
-                        tracing::warn!("sweep for orphaned calls failed: {e}");
-                    }
                 }
             }
         });
