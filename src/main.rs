@@ -270,15 +270,11 @@ async fn serve(loaded: config::Loaded, schema: tartan_store::Schema) -> Result<(
              in TARTAN_ALLOWED_HOSTS"
         );
     }
-    tracing::info!(store = engine.store().backend(), node_id = %engine.config().node_id, "listening on {addr}");
-    tartan_server::serve_with(
-        listener,
-        engine,
-        config.security,
-        config.server,
-        shutdown_signal(),
-    )
-    .await?;
+    let shutdown = shutdown_signal();
+    // The runtime's own count of its workers (`TARTAN_WORKER_THREADS`).
+    let workers = tokio::runtime::Handle::current().metrics().num_workers();
+    tracing::info!(store = engine.store().backend(), node_id = %engine.config().node_id, workers, "listening on {addr}");
+    tartan_server::serve_with(listener, engine, config.security, config.server, shutdown).await?;
     tracing::info!("stopped");
     Ok(())
 }
@@ -293,33 +289,47 @@ fn hostname() -> String {
         .unwrap_or_else(|| "localhost".into())
 }
 
-/// Resolves on SIGTERM or SIGINT.
-async fn shutdown_signal() {
-    let ctrl_c = async {
+/// Resolves on SIGTERM or SIGINT. The handlers are in place once this
+/// returns, before the server answers anything: a signal sent as soon as
+/// it answers (a supervisor's stop, a test) is a clean stop, never the
+/// default disposition's kill. (The serve loop first polls the future
+/// only when no connection is waiting.)
+fn shutdown_signal() -> impl std::future::Future<Output = ()> + Send + 'static {
+    #[cfg(unix)]
+    let waits = {
+        use tokio::signal::unix::{signal, SignalKind};
+        [SignalKind::terminate(), SignalKind::interrupt()].map(|kind| match signal(kind) {
+            Ok(signal) => Some(signal),
+            Err(e) => {
+                tracing::error!("cannot listen for signal {}: {e}", kind.as_raw_value());
+                None
+            }
+        })
+    };
+    async move {
+        #[cfg(unix)]
+        {
+            let [term, int] = waits;
+            let wait = |signal: Option<tokio::signal::unix::Signal>| async move {
+                match signal {
+                    Some(mut s) => {
+                        s.recv().await;
+                    }
+                    None => std::future::pending::<()>().await,
+                }
+            };
+            tokio::select! {
+                _ = wait(term) => {},
+                _ = wait(int) => {},
+            }
+        }
+        #[cfg(not(unix))]
         if let Err(e) = tokio::signal::ctrl_c().await {
-            tracing::error!("cannot listen for SIGINT: {e}");
+            tracing::error!("cannot listen for Ctrl-C: {e}");
             std::future::pending::<()>().await;
         }
-    };
-    #[cfg(unix)]
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(e) => {
-                tracing::error!("cannot listen for SIGTERM: {e}");
-                std::future::pending::<()>().await;
-            }
-        }
-    };
-    #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
-    tokio::select! {
-        _ = ctrl_c => {},
-        _ = term => {},
+        tracing::info!(
+            "shutting down: no new work, handing back what has not started, letting calls in flight finish"
+        );
     }
-    tracing::info!(
-        "shutting down: no new work, handing back what has not started, letting calls in flight finish"
-    );
 }

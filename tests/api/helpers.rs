@@ -367,6 +367,30 @@ pub struct Binary {
     pub log: Arc<Mutex<Vec<String>>>,
 }
 
+/// A test that fails while an engine runs shows what the engine said: its
+/// warnings and errors, then its last lines (a CI failure is otherwise
+/// only the assertion).
+impl Drop for Binary {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            return;
+        }
+        let log = self.log.lock().unwrap_or_else(|p| p.into_inner());
+        let notable: Vec<&String> = log
+            .iter()
+            .filter(|l| l.contains("WARN") || l.contains("ERROR") || l.contains("\"level\":\"WARN"))
+            .collect();
+        eprintln!("--- engine {} ({} lines logged) ---", self.addr, log.len());
+        for line in notable.iter().rev().take(30).rev() {
+            eprintln!("{line}");
+        }
+        eprintln!("--- its last lines ---");
+        for line in log.iter().rev().take(15).rev() {
+            eprintln!("{line}");
+        }
+    }
+}
+
 /// Start `tartan serve` on 127.0.0.1:0 against `db`, with a stable node id
 /// (a restart with the same id takes its own leases back at once).
 pub async fn spawn_binary(db: &TestDb, node_id: &str) -> Binary {

@@ -46,9 +46,11 @@ async fn large_answer(bytes: usize) -> (String, String) {
     (format!("http://{addr}/big"), output)
 }
 
-/// Wait until every flow in `ids` has ended; the statuses.
-async fn wait_all(engine: &crate::helpers::Binary, ids: &[String]) -> Vec<Value> {
-    let mut statuses = Vec::new();
+/// Wait until every flow in `ids` has ended, and fail unless each
+/// completed: naming the flow, with its state (long strings cut short), so
+/// that a failure says why.
+async fn all_complete(engine: &crate::helpers::Binary, ids: &[String]) {
+    let started = std::time::Instant::now();
     for id in ids {
         let mut status = Value::Null;
         for _ in 0..20 {
@@ -64,9 +66,31 @@ async fn wait_all(engine: &crate::helpers::Binary, ids: &[String]) -> Vec<Value>
                 break;
             }
         }
-        statuses.push(status);
+        if status["status"] != "completed" {
+            let (_, mut flow) = call(engine, reqwest::Method::GET, &format!("/engine/flow/{id}"), None).await;
+            shorten(&mut flow);
+            panic!(
+                "flow {id}: {status} after {:?}; its state: {flow:#}",
+                started.elapsed()
+            );
+        }
     }
-    statuses
+}
+
+/// `value` with every string past 200 bytes cut to its first 80.
+fn shorten(value: &mut Value) {
+    match value {
+        Value::String(s) if s.len() > 200 => {
+            *s = format!(
+                "{}... ({} bytes)",
+                s.chars().take(80).collect::<String>(),
+                s.len()
+            )
+        }
+        Value::Array(items) => items.iter_mut().for_each(shorten),
+        Value::Object(map) => map.values_mut().for_each(shorten),
+        _ => {}
+    }
 }
 
 /// 20 flows whose one step answers 7 MB each, all at once (140 MB of
@@ -100,9 +124,7 @@ async fn twenty_large_outputs_at_once_stay_within_memory() {
         assert_eq!(status, 201, "{reply}");
     }
     let started = std::time::Instant::now();
-    for status in wait_all(&engine, &ids).await {
-        assert_eq!(status["status"], "completed", "{status}");
-    }
+    all_complete(&engine, &ids).await;
     eprintln!("ran in {:?}", started.elapsed());
     // Every flow read whole, as a client would.
     for id in &ids {
@@ -145,9 +167,7 @@ async fn large_outputs_are_stored_once_per_flow(backend: Backend) {
             assert_eq!(status, 201, "{reply}");
         }
     }
-    for status in wait_all(&engine, &ids).await {
-        assert_eq!(status["status"], "completed", "{status}");
-    }
+    all_complete(&engine, &ids).await;
     // Each output still reads back whole, from every place that names it.
     let (_, flow) = call(&engine, reqwest::Method::GET, "/engine/flow/stored-7", None).await;
     assert_eq!(
@@ -264,9 +284,7 @@ async fn answers_past_the_inflight_budget_wait_their_turn() {
         assert!(now <= 1_048_576, "held {now} bytes, past the budget");
     }
     release.send_replace(true);
-    for status in wait_all(&engine, &ids).await {
-        assert_eq!(status["status"], "completed", "{status}");
-    }
+    all_complete(&engine, &ids).await;
     let body = json!({"id": "huge", "goals": ["huge"], "init": {"other": [1]}});
     assert_eq!(
         call(&engine, reqwest::Method::POST, "/engine/flow", Some(body))
@@ -274,7 +292,6 @@ async fn answers_past_the_inflight_budget_wait_their_turn() {
             .0,
         201
     );
-    let status = wait_all(&engine, &["huge".to_string()]).await.remove(0);
-    assert_eq!(status["status"], "completed", "{status}");
+    all_complete(&engine, &["huge".to_string()]).await;
     assert_eq!(health().await, 0, "every byte given back");
 }
