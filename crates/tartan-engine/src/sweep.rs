@@ -8,6 +8,9 @@
 
 use std::time::Duration;
 
+use tartan_store::ScheduledTimer;
+
+use crate::timers::Timer;
 use crate::Engine;
 
 /// How often the database is swept for what this process does not hold.
@@ -42,5 +45,20 @@ impl Engine {
                 }
             }
         });
+    }
+
+    /// Load the timers due before the sweep after next from the database.
+    pub(crate) async fn load_timers(&self) -> Result<(), crate::EngineError> {
+        let horizon = self.inner.config.clock.now()
+            + chrono::Duration::from_std(SWEEP_EVERY * 2).unwrap_or(chrono::Duration::MAX);
+        for t in self.inner.store.scheduled_work(horizon).await? {
+            let (timer, due) = match t {
+                ScheduledTimer::Retry(key, due) => (Timer::Retry { key, claim: true }, due),
+                ScheduledTimer::Inactivity(key, due) => (Timer::Inactivity(key), due),
+                ScheduledTimer::FlowDeadline(flow, due) => (Timer::FlowDeadline(flow), due),
+            };
+            self.inner.timers.schedule(timer, due);
+        }
+        Ok(())
     }
 }

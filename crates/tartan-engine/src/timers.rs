@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use tartan_core::machine::Command;
-use tartan_store::{Claim, ScheduledTimer, WorkKey};
+use tartan_store::{Claim, WorkKey};
 use tokio::sync::Notify;
 
 use crate::Engine;
@@ -157,21 +157,6 @@ impl Timers {
 }
 
 impl Engine {
-    /// Load the timers due before the sweep after next from the database.
-    pub(crate) async fn load_timers(&self) -> Result<(), crate::EngineError> {
-        let horizon = self.inner.config.clock.now()
-            + chrono::Duration::from_std(crate::sweep::SWEEP_EVERY * 2).unwrap_or(chrono::Duration::MAX);
-        for t in self.inner.store.scheduled_work(horizon).await? {
-            let (timer, due) = match t {
-                ScheduledTimer::Retry(key, due) => (Timer::Retry { key, claim: true }, due),
-                ScheduledTimer::Inactivity(key, due) => (Timer::Inactivity(key), due),
-                ScheduledTimer::FlowDeadline(flow, due) => (Timer::FlowDeadline(flow), due),
-            };
-            self.inner.timers.schedule(timer, due);
-        }
-        Ok(())
-    }
-
     /// The timer loop: sleep until the earliest timer, fire what is due, repeat.
     pub(crate) fn spawn_timer_loop(&self) {
         let engine = self.clone();

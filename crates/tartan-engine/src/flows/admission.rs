@@ -7,30 +7,10 @@
 //! finishes (docs/steps.md, "Sub-flows").
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex as StdMutex};
 
-use tokio::sync::Mutex;
-
-use super::decide::{Cached, Concluded};
-
-/// One flow's lock, with its cached state, and the results of its calls
-/// that wait for the lock: whoever takes the lock next decides on all of
-/// them in one commit, so that results arriving together (the items of a
-/// for_each step) share one instead of queueing for one each.
-#[derive(Default)]
-pub(super) struct FlowSlot {
-    pub(super) cached: Mutex<Option<Cached>>,
-    pub(super) pending: StdMutex<Vec<Concluded>>,
-    /// Places given out on this slot (`Place`) and not yet handed back:
-    /// the slot is kept while any is held. Changed under `FlowLocks`'s lock.
-    reserved: AtomicUsize,
-    /// Its key in `Table::idle` while listed there (0: not listed).
-    /// Changed under `FlowLocks`'s lock.
-    idle_since: AtomicU64,
-}
-
-pub(super) type Slot = Arc<FlowSlot>;
+use super::slot::{FlowSlot, Slot};
 
 /// Releases a flow's slot when dropped (`FlowLocks::release`): on every way
 /// out of a start or a decision, early returns and errors included.

@@ -17,7 +17,7 @@ use crate::traces::Decision;
 use crate::Engine;
 use tartan_core::machine::LaneWaited;
 
-use super::decide::{Concluded, Unrecorded};
+use super::slot::{Concluded, Unrecorded};
 
 impl Engine {
     /// Record how a call of this process ended: its result, or for an async

@@ -9,67 +9,14 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use tartan_core::flow::{ApplyError, FlowState, WorkStatus};
-use tartan_core::machine::{self, AttemptResult, Command, Context, Effect, Transition, Wake};
+use tartan_core::machine::{self, Command, Context, Effect, Transition, Wake};
 use tartan_store::{FlowCommit, StoreError, WorkKey, WorkRow};
 
-use super::admission::{FlowSlot, Released};
+use super::admission::Released;
+use super::slot::{Cached, Concluded, FlowSlot, Unrecorded};
 use crate::timers::Timer;
 use crate::traces::{self, Decision};
 use crate::{Engine, EngineError};
-
-/// A flow's state as of its last commit by this process.
-pub(super) struct Cached {
-    /// The same allocation as the last commit's state: keeping it costs no copy.
-    pub(super) state: Arc<FlowState>,
-    pub(super) sequence: i64,
-}
-
-/// A call of this process that ended, waiting to be recorded.
-pub(super) struct Concluded {
-    pub(super) step_id: String,
-    pub(super) token: String,
-    pub(super) attempt: u32,
-    pub(super) compensate: bool,
-    /// `None`: an async step accepted the call; its webhook will decide.
-    pub(super) result: Option<AttemptResult>,
-    /// How long the call waited in its lanes.
-    pub(super) waited: Option<tartan_core::machine::LaneWaited>,
-    pub(super) reply: tokio::sync::oneshot::Sender<Result<(), Unrecorded>>,
-}
-
-/// Why a concluded call was not recorded.
-pub(super) enum Unrecorded {
-    /// The database was unreachable: worth trying again.
-    Unavailable(String),
-    Failed(String),
-}
-
-impl Concluded {
-    /// What the machine is told about this call.
-    fn command(&self) -> Command {
-        let (step_id, token, attempt) = (self.step_id.clone(), self.token.clone(), self.attempt);
-        match &self.result {
-            None => Command::Accept {
-                step_id,
-                token,
-                attempt,
-            },
-            Some(result) if self.compensate => Command::RecordCompensation {
-                step_id,
-                token,
-                attempt,
-                result: result.clone(),
-            },
-            Some(result) => Command::Record {
-                step_id,
-                token,
-                attempt,
-                result: result.clone(),
-                waited: self.waited.clone(),
-            },
-        }
-    }
-}
 
 /// How a decision went: the windows heartbeats kept open without an event
 /// (`Effect::Heard`), and whether it committed a change.

@@ -22,6 +22,7 @@ mod calls;
 mod children;
 mod decide;
 mod reconcile;
+mod slot;
 mod waiters;
 
 use std::sync::Arc;
@@ -37,8 +38,8 @@ use crate::{traces, Engine, EngineError};
 
 pub(crate) use admission::FlowLocks;
 use admission::Released;
-use decide::Cached;
 pub(crate) use reconcile::IdleFlows;
+use slot::Cached;
 pub(crate) use waiters::Waiters;
 pub use waiters::MAX_WAITERS;
 

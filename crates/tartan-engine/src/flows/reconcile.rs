@@ -24,8 +24,9 @@ use std::sync::Arc;
 
 use tartan_store::{from_us, to_us, FlowVersion};
 
-use super::admission::{FlowLocks, FlowSlot};
-use super::decide::Cached;
+use super::admission::FlowLocks;
+use super::slot::Cached;
+use super::slot::FlowSlot;
 use crate::Engine;
 
 /// Which cached flows the last sweep saw, at which version: those still
