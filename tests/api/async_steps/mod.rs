@@ -1,4 +1,7 @@
 //! Async steps: webhooks, heartbeats, for_each items, compensation.
 
+mod compensation;
+mod deliveries;
+mod for_each;
+mod support;
 mod webhooks;
-mod work_items;

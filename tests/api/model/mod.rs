@@ -11,6 +11,8 @@ mod optional;
 mod optional_deadlines;
 mod predicates;
 mod scripts;
+mod subflow_lifetimes;
+mod subflow_limits;
 mod subflows;
 
 use serde_json::{json, Value};

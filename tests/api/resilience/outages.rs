@@ -19,7 +19,7 @@ use crate::helpers::{
     attempt_of, call, check_flow, json_reply, register, spawn_binary_with, sync_step, token_of,
     wait_for_terminal, Backend, StepServer, TestDb,
 };
-use crate::timeouts::end_to_end::{Misbehaviour, RawStep};
+use crate::timeouts::support::{Misbehaviour, RawStep};
 
 /// A Postgres cluster of the test's own, on a free port, that the test may
 /// stop and start (the machine's shared server must stay up for the others).

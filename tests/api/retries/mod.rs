@@ -1,9 +1,12 @@
-//! Retries: every backoff scenario, why an item stopped, caps on what a step sends, retrying a finished flow, and retries and timeouts in paused time.
+//! Retries: every backoff and classification case, late results, why an item stopped, caps on what a step sends, retrying a finished flow, and retries and timeouts in paused time.
 
+mod backoff;
 mod caps;
 mod classes;
+mod classification;
+mod late_results;
 mod parking;
 mod paused_clock;
 mod rerun;
-mod scenarios;
+mod support;
 mod why_stopped;

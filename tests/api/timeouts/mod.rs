@@ -1,3 +1,6 @@
 //! Timeouts and cancellation end to end.
 
-pub(crate) mod end_to_end;
+mod attempts;
+mod flows;
+mod inactivity;
+pub(crate) mod support;
