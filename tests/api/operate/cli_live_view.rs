@@ -82,7 +82,10 @@ async fn ctrl_c_ends_a_watch_with_130_and_cancel_stops_the_flow() {
     };
     let slow = StepServer::start_async(|_, _| {
         Box::pin(async {
-            tokio::time::sleep(Duration::from_secs(3)).await;
+            // Longer than any pause of a loaded machine: the watch is
+            // interrupted, never ended by the flow (the cancel below aborts
+            // the call).
+            tokio::time::sleep(Duration::from_secs(120)).await;
             json_reply(200, json!({"out": "late"}))
         })
     })

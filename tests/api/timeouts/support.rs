@@ -50,6 +50,8 @@ pub(super) struct Conn {
     pub(super) arrived: Instant,
     /// When the client closed it (EOF); `None` while open.
     pub(super) closed: Option<Instant>,
+    /// The same, on the wall clock (the engine's deadlines are on it).
+    pub(super) closed_at: Option<DateTime<Utc>>,
     /// Connections of the same receipt token open at its arrival, itself included.
     pub(super) open_for_token: usize,
 }
@@ -140,6 +142,7 @@ async fn serve_raw(stream: TcpStream, mode: Misbehaviour, conns: Arc<Mutex<Vec<C
             attempt: header_of(&head, "tartan-attempt").unwrap_or_default(),
             arrived: Instant::now(),
             closed: None,
+            closed_at: None,
             open_for_token: open + 1,
         });
         all.len() - 1
@@ -173,6 +176,7 @@ async fn serve_raw(stream: TcpStream, mode: Misbehaviour, conns: Arc<Mutex<Vec<C
         _ = eof => {
             let mut all = conns.lock().unwrap_or_else(|p| p.into_inner());
             all[index].closed = Some(Instant::now());
+            all[index].closed_at = Some(Utc::now());
         }
         _ = answer => {}
         _ = tokio::time::sleep(Duration::from_secs(20)) => {}
