@@ -14,7 +14,7 @@
 # the databases dropped on every way out. Targets 127.0.0.1 only.
 set -euo pipefail
 TARTAN=${1:-target/release/tartan}
-LOAD=${2:-target/release/examples/load}
+LOAD=${2:-target/release/load}
 FLOWS=${3:-6000}
 PG=postgres://postgres@127.0.0.1:5432
 WORK=$(mktemp -d)

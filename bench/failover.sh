@@ -4,7 +4,7 @@
 # What it proves. Three `tartan serve` engines share one Postgres database
 # reached through HAProxy, which routes to whichever of two Patroni-managed
 # Postgres nodes is the primary (Patroni's `GET /primary` health check). A
-# driver (examples/failover.rs) serves the steps itself (a sync step that
+# driver (bench/src/bin/failover/) serves the steps itself (a sync step that
 # answers 503 with Retry-After to each work item's first call, an async step
 # answering through its webhook with a heartbeat, a for_each step, and for
 # one flow in five a last step that fails the flow for good on its first
@@ -108,9 +108,9 @@ fi
 [[ -x $pgbin/postgres ]] || fail "no PostgreSQL 15 server in $pgbin (apt-get install postgresql-15)"
 id postgres >/dev/null 2>&1 || fail "no postgres user"
 log "building the release binary and the driver"
-cargo build -q --release --bin tartan --example failover
+cargo build -q --release -p tartan -p tartan-bench --bin tartan --bin failover
 tartan="$target/release/tartan"
-driver="$target/release/examples/failover"
+driver="$target/release/failover"
 
 # ---- clean-up of everything started, whatever happens ------------------
 tmp=$(mktemp -d /tmp/tartan-failover.XXXXXX)

@@ -11,7 +11,7 @@
 # starts is stopped and the database dropped on every way out.
 set -euo pipefail
 TARTAN=${1:-target/release/tartan}
-LOAD=${2:-target/release/examples/load}
+LOAD=${2:-target/release/load}
 STORE=${3:-postgres}
 FLOWS=${4:-300}
 PORT=18480

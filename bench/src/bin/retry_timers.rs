@@ -4,8 +4,8 @@
 //! succeeds on the second, and measures how late the retries arrive.
 //!
 //! ```text
-//! cargo run --release --example retry_timers -- precision [sqlite|postgres] [count] [backoff_ms]
-//! cargo run --release --example retry_timers -- idle [sqlite|postgres] [count] [seconds]
+//! cargo run --release -p tartan-bench --bin retry_timers -- precision [sqlite|postgres] [count] [backoff_ms]
+//! cargo run --release -p tartan-bench --bin retry_timers -- idle [sqlite|postgres] [count] [seconds]
 //! ```
 //! `precision` starts `count` flows whose retries are due between
 //! `backoff_ms / 2` and `backoff_ms` after their first attempt (equal jitter;
@@ -25,15 +25,12 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::IntoResponse;
 use chrono::{DateTime, Utc};
 use serde_json::json;
+use tartan_bench::{percentile, BenchDb};
 
 /// mimalloc: the engine allocates many short-lived JSON strings and states;
 /// glibc's malloc showed as a third of the CPU profile under load.
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
-mod support;
-
-use support::{percentile, BenchDb};
 
 type Arrivals = Arc<Mutex<HashMap<String, (u32, DateTime<Utc>)>>>;
 
@@ -63,7 +60,7 @@ async fn step_server(arrivals: Arrivals) -> std::net::SocketAddr {
             }
         }
     });
-    support::serve(app).await
+    tartan_bench::serve(app).await
 }
 
 /// (user + system CPU seconds, RSS in MiB) of this process, from /proc.
@@ -85,7 +82,7 @@ fn cpu_and_rss() -> (f64, f64) {
 
 #[tokio::main]
 async fn main() {
-    support::init_logging();
+    tartan_bench::init_logging();
     let args: Vec<String> = std::env::args().collect();
     let mode = args.get(1).map(String::as_str).unwrap_or("precision");
     let kind = args.get(2).map(String::as_str).unwrap_or("sqlite");

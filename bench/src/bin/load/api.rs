@@ -65,8 +65,8 @@ use axum::http::Uri;
 use clap::{Args, ValueEnum};
 use futures::FutureExt;
 use serde_json::{json, Value};
+use tartan_bench::{BenchDb, Histogram};
 
-use crate::support::{self, BenchDb, Histogram};
 use crate::{cpu, relay, vs};
 use crate::{ms, StoreKind};
 
@@ -374,7 +374,7 @@ async fn step_server() -> SocketAddr {
         let key = uri.path().trim_start_matches('/').to_string();
         axum::Json(json!({ key: 1 }))
     });
-    support::serve(app).await
+    tartan_bench::serve(app).await
 }
 
 /// The status and JSON answer (null when it is not JSON) of `req`, which is
@@ -646,11 +646,10 @@ impl Drop for Spawned {
     }
 }
 
-/// `tartan` in the directory above this tool's (`target/<profile>/examples/load`).
+/// `tartan` in this tool's directory (`target/<profile>/load`).
 fn default_binary() -> PathBuf {
     let exe = std::env::current_exe().unwrap_or_else(|e| panic!("this tool's path: {e}"));
     exe.parent()
-        .and_then(|examples| examples.parent())
-        .unwrap_or_else(|| panic!("no target directory above {}", exe.display()))
+        .unwrap_or_else(|| panic!("no directory above {}", exe.display()))
         .join(format!("tartan{}", std::env::consts::EXE_SUFFIX))
 }

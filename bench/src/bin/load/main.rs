@@ -7,12 +7,12 @@
 //! of it.
 //!
 //! ```text
-//! cargo run --release --example load -- [--store sqlite|postgres] [--shape chain|fanout|retry]
+//! cargo run --release -p tartan-bench --bin load -- [--store sqlite|postgres] [--shape chain|fanout|retry]
 //!     [--flows N] [--concurrency C] [--server-delay-ms D]
-//! cargo run --release --example load -- [--store ..] [--shape ..] --rate R --duration SECS [--warmup SECS]
-//! cargo run --release --example load -- api (--server URL | --spawn sqlite|postgres) [--token T]
+//! cargo run --release -p tartan-bench --bin load -- [--store ..] [--shape ..] --rate R --duration SECS [--warmup SECS]
+//! cargo run --release -p tartan-bench --bin load -- api (--server URL | --spawn sqlite|postgres) [--token T]
 //!     [--flows 1000] [--floor-flows 10000] [--clients 32] [--alone 50] [--poll-ms 10]
-//! cargo run --release --example load -- api --vs OLD_TARTAN [--tartan NEW] [--pairs 4] [--spawn STORE]
+//! cargo run --release -p tartan-bench --bin load -- api --vs OLD_TARTAN [--tartan NEW] [--pairs 4] [--spawn STORE]
 //! ```
 //!
 //! `api` is another benchmark: a `tartan serve` (running, or started by the
@@ -69,7 +69,7 @@
 //!   generator, whose records of each call (~150 bytes a call in the closed
 //!   loop, until the analysis at the end) are included.
 //!
-//! Values are kept in histograms within 0.8 % (`support::Histogram`).
+//! Values are kept in histograms within 0.8 % (`tartan_bench::Histogram`).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -83,6 +83,7 @@ use chrono::{DateTime, Utc};
 use clap::{Parser, Subcommand, ValueEnum};
 use futures::StreamExt;
 use serde_json::{json, Value};
+use tartan_bench::{proc_status_mib, BenchDb, Histogram};
 use tartan_core::flow::{FlowEvent, FlowStatus};
 use tartan_engine::{Engine, FlowFinished};
 use tokio::sync::broadcast::error::RecvError;
@@ -92,17 +93,10 @@ use tokio::sync::{broadcast, mpsc, Semaphore};
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-#[path = "load/api.rs"]
 mod api;
-#[path = "load/cpu.rs"]
 mod cpu;
-#[path = "load/relay.rs"]
 mod relay;
-mod support;
-#[path = "load/vs.rs"]
 mod vs;
-
-use support::{proc_status_mib, BenchDb, Histogram};
 
 /// Seconds between the open loop's `interval` lines.
 const INTERVAL: Duration = Duration::from_secs(10);
@@ -315,7 +309,7 @@ async fn step_server(server: Arc<Server>, fail_first: usize, delay: Duration) ->
             response
         }
     });
-    support::serve(app).await
+    tartan_bench::serve(app).await
 }
 
 // ---------------------------------------------------------------------------
@@ -813,7 +807,7 @@ async fn open_loop(cli: &Cli, rig: &mut Rig, rate: f64, duration: u64) -> (Run, 
 
 #[tokio::main]
 async fn main() {
-    support::init_logging();
+    tartan_bench::init_logging();
     let mut cli = Cli::parse();
     if let Some(Mode::Api(args)) = cli.mode.take() {
         return api::run(args).await;

@@ -1,5 +1,6 @@
-//! What the benchmark examples share: a fresh database, an engine on it, a
-//! step server on 127.0.0.1, percentiles.
+//! What the in-process benchmark drivers (`src/bin/`: `load` and
+//! `retry_timers`; bench/README.md) share: a fresh database, an engine on
+//! it, a step server on 127.0.0.1, percentiles.
 
 use std::net::SocketAddr;
 
@@ -103,7 +104,6 @@ pub async fn serve(app: axum::Router) -> SocketAddr {
 }
 
 /// The `p` quantile of sorted values (0 when there are none).
-#[allow(dead_code)]
 pub fn percentile<T: Copy + Default>(sorted: &[T], p: f64) -> T {
     if sorted.is_empty() {
         return T::default();
@@ -114,7 +114,6 @@ pub fn percentile<T: Copy + Default>(sorted: &[T], p: f64) -> T {
 
 /// A field of `/proc/self/status` given in kB (`VmRSS`, `VmHWM`), in MiB;
 /// 0 where there is no such file.
-#[allow(dead_code)]
 pub fn proc_status_mib(field: &str) -> f64 {
     std::fs::read_to_string("/proc/self/status")
         .unwrap_or_default()
@@ -134,7 +133,6 @@ const SUB: usize = 1 << SUB_BITS;
 /// then buckets at most 1/128 of their value wide. Quantiles are within that
 /// of the exact ones; the count, minimum and maximum are exact. Negative
 /// values count in the lowest bucket (the minimum keeps them).
-#[allow(dead_code)]
 #[derive(Clone)]
 pub struct Histogram {
     counts: Vec<u64>,
@@ -143,7 +141,6 @@ pub struct Histogram {
     max: i64,
 }
 
-#[allow(dead_code)]
 impl Histogram {
     pub fn new() -> Histogram {
         Histogram {
