@@ -71,20 +71,9 @@ impl BenchDb {
             }
             None => {
                 let path = self.url.trim_start_matches("sqlite://").to_string();
-                for suffix in ["", "-wal", "-shm"] {
+                // A `tartan serve` on it leaves its process lock, `<db>.lock`.
+                for suffix in ["", "-wal", "-shm", ".lock"] {
                     let _ = std::fs::remove_file(format!("{path}{suffix}"));
-                }
-                // A `tartan serve` on it leaves its node lock, `<db>.node-<id>.lock`.
-                let path = std::path::Path::new(&path);
-                let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
-                    return;
-                };
-                let lock = format!("{}.node-", name.to_string_lossy());
-                for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-                    let file = entry.file_name().to_string_lossy().into_owned();
-                    if file.starts_with(&lock) && file.ends_with(".lock") {
-                        let _ = std::fs::remove_file(entry.path());
-                    }
                 }
             }
         }

@@ -85,6 +85,13 @@ async fn main() {
     tartan_bench::init_logging();
     let args: Vec<String> = std::env::args().collect();
     let mode = args.get(1).map(String::as_str).unwrap_or("precision");
+    if !matches!(mode, "precision" | "idle") || args.len() > 5 {
+        eprintln!(
+            "usage: retry_timers precision [sqlite|postgres] [count] [backoff_ms]\n       \
+             retry_timers idle [sqlite|postgres] [count] [seconds]"
+        );
+        std::process::exit(2);
+    }
     let kind = args.get(2).map(String::as_str).unwrap_or("sqlite");
     let count: usize = args.get(3).and_then(|v| v.parse().ok()).unwrap_or(10_000);
     let param: u64 = args
