@@ -108,6 +108,24 @@ enum Change {
     Remove(String),
 }
 
+/// Why a batch of catalog changes was not committed: told to each change
+/// of it that changed something.
+enum Unstored {
+    /// Other processes kept changing the catalog.
+    Contended,
+    /// Reading it again after one did failed.
+    Reload(String),
+}
+
+impl Unstored {
+    fn error(&self) -> EngineError {
+        match self {
+            Unstored::Contended => EngineError::Contended("the catalog".into()),
+            Unstored::Reload(why) => EngineError::CatalogReload(why.clone()),
+        }
+    }
+}
+
 impl Engine {
     /// The catalog as this process knows it.
     pub async fn catalog(&self) -> Arc<CatalogView> {
@@ -225,7 +243,7 @@ impl Engine {
         }
         answer
             .await
-            .unwrap_or_else(|_| Err(EngineError::Internal("catalog change abandoned".into())))
+            .unwrap_or_else(|_| Err(EngineError::Abandoned("the catalog change")))
     }
 
     /// Decide each change in order against the catalog as the earlier ones
@@ -288,10 +306,10 @@ impl Engine {
                             view = fresh;
                             continue;
                         }
-                        Err(e) => Some(e.to_string()),
+                        Err(e) => Some(Unstored::Reload(e.to_string())),
                     }
                 }
-                Err(StoreError::Conflict(_)) => Some("catalog kept changing under this request".into()),
+                Err(StoreError::Conflict(_)) => Some(Unstored::Contended),
                 Err(e) => {
                     // The store's error, for each change that needed it.
                     for (pending, answer) in batch.into_iter().zip(answers) {
@@ -306,7 +324,7 @@ impl Engine {
             };
             for (pending, answer) in batch.into_iter().zip(answers) {
                 let answer = match (answer, &failure) {
-                    (Ok((_, true)), Some(why)) => Err(EngineError::Internal(why.clone())),
+                    (Ok((_, true)), Some(why)) => Err(why.error()),
                     (other, _) => other.map(|(s, _)| s),
                 };
                 let _ = pending.reply.send(answer);

@@ -37,8 +37,22 @@ pub enum EngineError {
     TooManyStreams(usize),
     #[error(transparent)]
     Store(#[from] StoreError),
-    #[error("{0}")]
-    Internal(String),
+    /// The state machine refused a command on the state this process holds.
+    #[error("state machine: {0}")]
+    StateMachine(#[from] tartan_core::flow::ApplyError),
+    /// Other processes kept changing what this request changes, past the
+    /// tries it gets: trying again later may succeed.
+    #[error("{0} kept changing under this request; retry")]
+    Contended(String),
+    /// The catalog could not be read again after another process changed it.
+    #[error("reading the catalog again: {0}")]
+    CatalogReload(String),
+    /// The client for step calls could not be built (its TLS settings).
+    #[error("HTTP client: {0}")]
+    HttpClient(String),
+    /// The task doing the work stopped without answering.
+    #[error("{0} ended without an answer")]
+    Abandoned(&'static str),
 }
 
 impl From<CatalogError> for EngineError {
@@ -48,12 +62,6 @@ impl From<CatalogError> for EngineError {
             CatalogError::Exists(id) => EngineError::StepExists(id),
             CatalogError::NotFound(id) => EngineError::StepNotFound(id),
         }
-    }
-}
-
-impl From<tartan_core::flow::ApplyError> for EngineError {
-    fn from(e: tartan_core::flow::ApplyError) -> Self {
-        EngineError::Internal(format!("state machine: {e}"))
     }
 }
 

@@ -184,7 +184,7 @@ impl Engine {
     /// was in flight when this node last stopped.
     pub async fn start(config: EngineConfig, store: Arc<dyn Store>) -> Result<Engine, EngineError> {
         let http = outbound::client(&config.step_hosts, &config.step_tls)
-            .map_err(|e| EngineError::Internal(format!("HTTP client: {e}")))?;
+            .map_err(|e| EngineError::HttpClient(e.to_string()))?;
         let catalog = catalog::CatalogCache::load(store.as_ref()).await?;
         let webhook_key = webhook_key::WebhookKey::load(store.as_ref()).await?;
         let metrics = Arc::new(metrics::Metrics::new());

@@ -12,7 +12,7 @@ use base64::Engine as _;
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
 use subtle::ConstantTimeEq;
-use tartan_store::Store;
+use tartan_store::{Store, StoreError};
 
 use crate::EngineError;
 
@@ -32,9 +32,9 @@ impl WebhookKey {
         let stored = store.secret(KEY_NAME, &candidate).await?;
         let key = URL_SAFE_NO_PAD
             .decode(stored.trim())
-            .map_err(|e| EngineError::Internal(format!("stored webhook key is not base64url: {e}")))?;
+            .map_err(|e| StoreError::Corrupt(format!("stored webhook key is not base64url: {e}")))?;
         if key.len() < 16 {
-            return Err(EngineError::Internal("stored webhook key is too short".into()));
+            return Err(StoreError::Corrupt("stored webhook key is too short".into()).into());
         }
         Ok(Self { key })
     }

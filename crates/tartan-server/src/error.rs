@@ -152,6 +152,12 @@ impl From<EngineError> for ApiError {
             EngineError::Overloaded(_) | EngineError::TooManyWaiters(_) | EngineError::TooManyStreams(_) => {
                 ApiError::new(StatusCode::SERVICE_UNAVAILABLE, kind::OVERLOADED, e.to_string()).retry_after(1)
             }
+            // Others kept changing the same flow or catalog: a moment later
+            // the request goes through.
+            EngineError::Contended(_) => {
+                ApiError::new(StatusCode::SERVICE_UNAVAILABLE, kind::UNAVAILABLE, e.to_string())
+                    .retry_after(1)
+            }
             other => ApiError::internal(other),
         }
     }
@@ -161,5 +167,31 @@ impl From<EngineError> for ApiError {
 impl From<ValidationError> for ApiError {
     fn from(e: ValidationError) -> Self {
         ApiError::bad_request(e.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn answer(e: EngineError) -> Response {
+        ApiError::from(e).into_response()
+    }
+
+    #[test]
+    fn contention_is_a_503_to_retry_and_a_state_machine_refusal_a_500() {
+        let contended = answer(EngineError::Contended("flow f".into()));
+        assert_eq!(contended.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(
+            contended
+                .headers()
+                .get("retry-after")
+                .and_then(|v| v.to_str().ok()),
+            Some("1")
+        );
+        let refused = answer(EngineError::StateMachine(
+            tartan_core::flow::ApplyError::UnknownStep("s".into()),
+        ));
+        assert_eq!(refused.status(), StatusCode::INTERNAL_SERVER_ERROR);
     }
 }

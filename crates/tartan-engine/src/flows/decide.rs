@@ -216,9 +216,7 @@ impl Engine {
                 }
             }
         }
-        Err(EngineError::Internal(format!(
-            "flow {flow_id} kept changing under this decision"
-        )))
+        Err(EngineError::Contended(format!("flow {flow_id}")))
     }
 
     /// The context of one decision: the clock, webhook base, token and
