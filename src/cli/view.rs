@@ -124,7 +124,6 @@ impl View {
                 self.item(step_id, token).status = "accepted".into();
                 format!("step {step_id} attempt {attempt} accepted (async)")
             }
-            E::WorkHeartbeat { step_id, .. } => format!("step {step_id} heartbeat"),
             E::WorkSucceeded {
                 step_id,
                 token,
@@ -155,9 +154,7 @@ impl View {
                 error,
                 ..
             } => {
-                let it = self.item(step_id, token);
-                it.status = "deferred".into();
-                it.next_retry_at = None;
+                self.held(step_id, token, "deferred");
                 format!("step {step_id} unhealthy ({error}): its call waits until it is healthy")
             }
             E::WorkParked {
@@ -167,25 +164,13 @@ impl View {
                 error,
                 ..
             } => {
-                let it = self.item(step_id, token);
-                it.status = "parked".into();
-                it.next_retry_at = None;
+                self.held(step_id, token, "parked");
                 format!("step {step_id} attempt {attempt} parked: {error}; resume the flow to try again")
             }
             E::WorkResumed { step_id, token, .. } => {
                 self.item(step_id, token).status = "pending".into();
                 format!("step {step_id} resumed")
             }
-            E::WorkLaneWaited {
-                step_id,
-                attempt,
-                lanes,
-                waited_ms,
-                ..
-            } => format!(
-                "step {step_id} attempt {attempt} waited {waited_ms} ms in lane {}",
-                lanes.join(", ")
-            ),
             E::WorkFailed {
                 step_id,
                 token,
@@ -197,11 +182,8 @@ impl View {
             } => {
                 let error = self.item_failed(step_id, token, "failed", error);
                 let why = retry_state.map(|r| format!(", no retry: {}", r.as_str()));
-                let class = class.as_str();
-                format!(
-                    "step {step_id} attempt {attempt} failed ({class}: {error}{})",
-                    why.unwrap_or_default()
-                )
+                let (class, why) = (class.as_str(), why.unwrap_or_default());
+                format!("step {step_id} attempt {attempt} failed ({class}: {error}{why})")
             }
             E::WorkTimedOut {
                 step_id,
@@ -218,17 +200,6 @@ impl View {
                 reason,
                 ..
             } => self.item_cancelled(step_id, token, reason),
-            E::WorkLateResult { step_id, attempt, .. } => {
-                format!("step {step_id} late result for attempt {attempt} ignored")
-            }
-            E::WorkChildNotStarted {
-                step_id,
-                child_flow_id,
-                ..
-            } => format!("step {step_id} child flow {child_flow_id} never started"),
-            E::AttributeSet { key, .. } => {
-                format!("attribute {key} = {}", shorten(&data["value"].to_string(), 200))
-            }
             E::StepCompleted {
                 step_id, duration, ..
             } => self.step_completed(step_id, *duration),
@@ -236,44 +207,21 @@ impl View {
             E::StepTimedOut { step_id, error, .. } => self.step_ended(step_id, "timed out", error),
             E::StepSkipped { step_id, reason, .. } => self.step_ended(step_id, "skipped", reason),
             E::StepCancelled { step_id, reason, .. } => self.step_ended(step_id, "cancelled", reason),
-            E::WorkSkipped { step_id, reason, .. } => format!("step {step_id} work item skipped: {reason}"),
-            E::StepWaiting { step_id, until, .. } => {
-                format!(
-                    "step {step_id} waits for an optional input until {}",
-                    output::time(until)
-                )
-            }
-            E::CompStarted { step_id, attempt, .. } => {
-                format!("step {step_id} compensation attempt {attempt} started")
-            }
-            E::CompSucceeded { step_id, attempt, .. } => {
-                format!("step {step_id} compensation attempt {attempt} succeeded")
-            }
-            E::CompRetryScheduled {
-                step_id,
-                error,
-                delay_ms,
-                ..
-            } => format!(
-                "step {step_id} compensation failed ({}), retry in {}",
-                output::one_line(error),
-                output::seconds(*delay_ms)
-            ),
-            E::CompFailed {
-                step_id,
-                attempt,
-                error,
-                ..
-            } => format!(
-                "step {step_id} compensation attempt {attempt} failed: {}",
-                output::one_line(error)
-            ),
+            // What changes nothing the view shows beside its line.
+            E::WorkHeartbeat { .. }
+            | E::WorkLaneWaited { .. }
+            | E::WorkLateResult { .. }
+            | E::WorkChildNotStarted { .. }
+            | E::AttributeSet { .. }
+            | E::WorkSkipped { .. }
+            | E::StepWaiting { .. }
+            | E::FlowTimedOut { .. }
+            | E::CompStarted { .. }
+            | E::CompSucceeded { .. }
+            | E::CompRetryScheduled { .. }
+            | E::CompFailed { .. } => line_only(event, data),
             E::FlowCompleted { .. } => self.flow_completed(&data["result"], at),
             E::FlowFailed { error, .. } => self.flow_failed(error, at),
-            E::FlowTimedOut { problem, .. } => format!(
-                "flow {flow} timed out: {}",
-                output::one_line(output::s(problem, "detail"))
-            ),
             E::FlowCancelled { reason, .. } => {
                 self.ended = at;
                 self.status = "cancelled".into();
@@ -290,6 +238,13 @@ impl View {
                 format!("flow {flow} deactivated ({})", self.status)
             }
         }
+    }
+
+    /// An item that waits without a retry time: deferred or parked.
+    fn held(&mut self, step_id: &str, token: &str, status: &str) {
+        let it = self.item(step_id, token);
+        it.status = status.into();
+        it.next_retry_at = None;
     }
 
     fn flow_started(&mut self, goals: &[String], plan: &Value, at: Option<DateTime<Utc>>) -> String {
@@ -495,5 +450,71 @@ impl View {
             head.push_str(&format!("error: {}\n", output::escape(&shorten(e, 200))));
         }
         head + &table.render()
+    }
+}
+
+/// The line of an event that changes nothing else of the view; `data`
+/// is the event as sent.
+fn line_only(event: &FlowEvent, data: &Value) -> String {
+    match event {
+        FlowEvent::WorkHeartbeat { step_id, .. } => format!("step {step_id} heartbeat"),
+        FlowEvent::WorkLaneWaited {
+            step_id,
+            attempt,
+            lanes,
+            waited_ms,
+            ..
+        } => format!(
+            "step {step_id} attempt {attempt} waited {waited_ms} ms in lane {}",
+            lanes.join(", ")
+        ),
+        FlowEvent::WorkLateResult { step_id, attempt, .. } => {
+            format!("step {step_id} late result for attempt {attempt} ignored")
+        }
+        FlowEvent::WorkChildNotStarted {
+            step_id,
+            child_flow_id,
+            ..
+        } => format!("step {step_id} child flow {child_flow_id} never started"),
+        FlowEvent::AttributeSet { key, .. } => {
+            format!("attribute {key} = {}", shorten(&data["value"].to_string(), 200))
+        }
+        FlowEvent::WorkSkipped { step_id, reason, .. } => {
+            format!("step {step_id} work item skipped: {reason}")
+        }
+        FlowEvent::StepWaiting { step_id, until, .. } => format!(
+            "step {step_id} waits for an optional input until {}",
+            output::time(until)
+        ),
+        FlowEvent::FlowTimedOut { flow_id, problem, .. } => format!(
+            "flow {flow_id} timed out: {}",
+            output::one_line(output::s(problem, "detail"))
+        ),
+        FlowEvent::CompStarted { step_id, attempt, .. } => {
+            format!("step {step_id} compensation attempt {attempt} started")
+        }
+        FlowEvent::CompSucceeded { step_id, attempt, .. } => {
+            format!("step {step_id} compensation attempt {attempt} succeeded")
+        }
+        FlowEvent::CompRetryScheduled {
+            step_id,
+            error,
+            delay_ms,
+            ..
+        } => format!(
+            "step {step_id} compensation failed ({}), retry in {}",
+            output::one_line(error),
+            output::seconds(*delay_ms)
+        ),
+        FlowEvent::CompFailed {
+            step_id,
+            attempt,
+            error,
+            ..
+        } => format!(
+            "step {step_id} compensation attempt {attempt} failed: {}",
+            output::one_line(error)
+        ),
+        other => other.type_name().to_string(),
     }
 }

@@ -117,6 +117,18 @@ async fn main() {
         .await
         .unwrap_or_else(|e| panic!("register: {e}"));
 
+    start_flows(&engine, kind, count).await;
+    if mode == "idle" {
+        idle(&engine, kind, count, param).await;
+    } else {
+        precision(&engine, kind, count, &arrivals).await;
+    }
+    engine.shutdown(Duration::from_secs(5)).await;
+    db.drop().await;
+}
+
+/// Start `count` flows of the step, 200 requests at a time.
+async fn start_flows(engine: &tartan_engine::Engine, kind: &str, count: usize) {
     let started = Instant::now();
     let mut handles = Vec::new();
     // At most 200 start requests at once, as a pool of clients would.
@@ -147,102 +159,106 @@ async fn main() {
         "{kind}: started {count} flows in {:.2} s",
         started.elapsed().as_secs_f64()
     );
+}
 
-    if mode == "idle" {
-        // Wait until every first attempt has failed and its retry is scheduled.
-        while engine.timers() < count {
-            tokio::time::sleep(Duration::from_millis(100)).await;
+/// Once every flow waits for its retry 3 h ahead, the engine's CPU and
+/// memory over `seconds`.
+async fn idle(engine: &tartan_engine::Engine, kind: &str, count: usize, seconds: u64) {
+    // Wait until every first attempt has failed and its retry is scheduled.
+    while engine.timers() < count {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let (cpu0, _) = cpu_and_rss();
+    let t0 = Instant::now();
+    tokio::time::sleep(Duration::from_secs(seconds)).await;
+    let (cpu1, rss) = cpu_and_rss();
+    let wall = t0.elapsed().as_secs_f64();
+    println!(
+        "{kind}: idle with {} retries scheduled 3 h ahead: CPU {:.3} s over {:.0} s = {:.3}% of one core; RSS {:.0} MiB",
+        engine.timers(),
+        cpu1 - cpu0,
+        wall,
+        100.0 * (cpu1 - cpu0) / wall,
+        rss
+    );
+}
+
+/// How late each retry arrived at the step server, and when the engine
+/// decided to start it, against its `next_retry_at`.
+async fn precision(engine: &tartan_engine::Engine, kind: &str, count: usize, arrivals: &Arrivals) {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let done = arrivals
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .values()
+            .filter(|(a, _)| *a >= 2)
+            .count();
+        if done >= count || Instant::now() > deadline {
+            break;
         }
-        tokio::time::sleep(Duration::from_secs(2)).await;
-        let (cpu0, _) = cpu_and_rss();
-        let t0 = Instant::now();
-        tokio::time::sleep(Duration::from_secs(param)).await;
-        let (cpu1, rss) = cpu_and_rss();
-        let wall = t0.elapsed().as_secs_f64();
-        println!(
-            "{kind}: idle with {} retries scheduled 3 h ahead: CPU {:.3} s over {:.0} s = {:.3}% of one core; RSS {:.0} MiB",
-            engine.timers(),
-            cpu1 - cpu0,
-            wall,
-            100.0 * (cpu1 - cpu0) / wall,
-            rss
-        );
-    } else {
-        let deadline = Instant::now() + Duration::from_secs(120);
-        loop {
-            let done = arrivals
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .values()
-                .filter(|(a, _)| *a >= 2)
-                .count();
-            if done >= count || Instant::now() > deadline {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-        let arrived = arrivals.lock().unwrap_or_else(|p| p.into_inner()).clone();
-        let mut late_ms = Vec::with_capacity(count);
-        let mut decided = Vec::with_capacity(count);
-        let page = engine
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let arrived = arrivals.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    let mut late_ms = Vec::with_capacity(count);
+    let mut decided = Vec::with_capacity(count);
+    let page = engine
+        .store()
+        .query_work(&tartan_store::WorkQuery {
+            limit: 1000,
+            ..Default::default()
+        })
+        .await
+        .unwrap_or_else(|e| panic!("query: {e}"));
+    let mut cursor = page.next_cursor.clone();
+    let mut items = page.items;
+    while let Some(c) = cursor {
+        let p = engine
             .store()
             .query_work(&tartan_store::WorkQuery {
                 limit: 1000,
+                cursor: Some(c),
                 ..Default::default()
             })
             .await
             .unwrap_or_else(|e| panic!("query: {e}"));
-        let mut cursor = page.next_cursor.clone();
-        let mut items = page.items;
-        while let Some(c) = cursor {
-            let p = engine
-                .store()
-                .query_work(&tartan_store::WorkQuery {
-                    limit: 1000,
-                    cursor: Some(c),
-                    ..Default::default()
-                })
-                .await
-                .unwrap_or_else(|e| panic!("query: {e}"));
-            cursor = p.next_cursor.clone();
-            items.extend(p.items);
-        }
-        for w in &items {
-            let Some(first) = w.detail.attempts.first() else {
-                continue;
-            };
-            let Some(delay) = first.delay.and_then(|d| i64::try_from(d.delay_ms).ok()) else {
-                continue;
-            };
-            let Some(ended) = first.ended_at else { continue };
-            let due = ended + chrono::Duration::milliseconds(delay);
-            if let Some((attempt, at)) = arrived.get(&w.token) {
-                if *attempt >= 2 {
-                    late_ms.push((*at - due).num_microseconds().unwrap_or(0));
-                }
-            }
-            if let Some(second) = w.detail.attempts.get(1) {
-                decided.push((second.started_at - due).num_microseconds().unwrap_or(0));
-            }
-        }
-        late_ms.sort_unstable();
-        decided.sort_unstable();
-        let ms = |us: i64| us as f64 / 1000.0;
-        println!(
-            "{kind}: {} retries fired; lateness at the step server vs next_retry_at: p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms, min {:.2} ms",
-            late_ms.len(),
-            ms(percentile(&late_ms, 0.5)),
-            ms(percentile(&late_ms, 0.99)),
-            ms(late_ms.last().copied().unwrap_or(0)),
-            ms(late_ms.first().copied().unwrap_or(0)),
-        );
-        println!(
-            "{kind}: the engine's decision to start each retry vs next_retry_at: p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms",
-            ms(percentile(&decided, 0.5)),
-            ms(percentile(&decided, 0.99)),
-            ms(decided.last().copied().unwrap_or(0)),
-        );
+        cursor = p.next_cursor.clone();
+        items.extend(p.items);
     }
-    engine.shutdown(Duration::from_secs(5)).await;
-    db.drop().await;
+    for w in &items {
+        let Some(first) = w.detail.attempts.first() else {
+            continue;
+        };
+        let Some(delay) = first.delay.and_then(|d| i64::try_from(d.delay_ms).ok()) else {
+            continue;
+        };
+        let Some(ended) = first.ended_at else { continue };
+        let due = ended + chrono::Duration::milliseconds(delay);
+        if let Some((attempt, at)) = arrived.get(&w.token) {
+            if *attempt >= 2 {
+                late_ms.push((*at - due).num_microseconds().unwrap_or(0));
+            }
+        }
+        if let Some(second) = w.detail.attempts.get(1) {
+            decided.push((second.started_at - due).num_microseconds().unwrap_or(0));
+        }
+    }
+    late_ms.sort_unstable();
+    decided.sort_unstable();
+    let ms = |us: i64| us as f64 / 1000.0;
+    println!(
+        "{kind}: {} retries fired; lateness at the step server vs next_retry_at: p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms, min {:.2} ms",
+        late_ms.len(),
+        ms(percentile(&late_ms, 0.5)),
+        ms(percentile(&late_ms, 0.99)),
+        ms(late_ms.last().copied().unwrap_or(0)),
+        ms(late_ms.first().copied().unwrap_or(0)),
+    );
+    println!(
+        "{kind}: the engine's decision to start each retry vs next_retry_at: p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms",
+        ms(percentile(&decided, 0.5)),
+        ms(percentile(&decided, 0.99)),
+        ms(decided.last().copied().unwrap_or(0)),
+    );
 }

@@ -120,6 +120,13 @@ impl DispatchGate {
         self.closed.keys()
     }
 
+    /// The same gate with `step_id` closed, for `why`.
+    pub fn closing(&self, step_id: &str, why: &str) -> Self {
+        let mut closed = self.closed.clone();
+        closed.insert(step_id.to_string(), why.to_string());
+        Self { closed }
+    }
+
     /// The same gate with `step_id` open (its health was forgotten).
     pub fn opened(&self, step_id: &str) -> Self {
         let mut closed = self.closed.clone();

@@ -25,7 +25,9 @@ use tartan_core::flow::{
     ApplyError, FlowEvent, FlowOptions, FlowState, FlowStatus, RetriedWork, StepStatus, Time, WorkState,
     WorkStatus,
 };
-use tartan_core::machine::{apply, AttemptResult, Command, Dispatch, Effect, Stop, Transition, Wake};
+use tartan_core::machine::{
+    apply, AttemptResult, CallKind, Command, Dispatch, Effect, Stop, Transition, Wake,
+};
 use tartan_core::outcome::{AttemptOutcome, FailureCause, FailureClass};
 use tartan_core::plan::{start_plan, InitArgs};
 use tartan_core::retry::RetryState;
@@ -62,7 +64,7 @@ fn call(step: &str, token: &str, attempt: u32) -> Effect {
         step_id: step.into(),
         token: token.into(),
         attempt,
-        compensate: false,
+        kind: CallKind::Step,
     })
 }
 
@@ -71,7 +73,7 @@ fn undo_call(step: &str, token: &str, attempt: u32) -> Effect {
         step_id: step.into(),
         token: token.into(),
         attempt,
-        compensate: true,
+        kind: CallKind::Compensation,
     })
 }
 
@@ -2017,12 +2019,12 @@ fn call_of(run: &Run, dispatch: &Dispatch, at: Time) -> Option<tartan_core::mach
     tartan_core::machine::Call::of(&run.state, dispatch, at, 30_000)
 }
 
-fn dispatch_of(step: &str, token: &str, attempt: u32, compensate: bool) -> Dispatch {
+fn dispatch_of(step: &str, token: &str, attempt: u32, kind: CallKind) -> Dispatch {
     Dispatch {
         step_id: step.into(),
         token: token.into(),
         attempt,
-        compensate,
+        kind,
     }
 }
 
@@ -2034,7 +2036,7 @@ fn a_call_goes_to_the_step_endpoint_with_its_inputs_and_the_default_attempt_time
         init(&[("in", json!(7))]),
         no_options(),
     );
-    let call = call_of(&run, &dispatch_of("a", "tok-1", 1, false), t(0)).expect("live");
+    let call = call_of(&run, &dispatch_of("a", "tok-1", 1, CallKind::Step), t(0)).expect("live");
     assert_eq!(call.kind, tartan_core::machine::CallKind::Step);
     assert_eq!(
         (call.endpoint.as_str(), call.method.as_str()),
@@ -2069,14 +2071,14 @@ fn a_call_another_decision_already_ended_is_not_made() {
         no_options(),
     );
     // Attempt 2 of an item running attempt 1, and an item that succeeded.
-    assert!(call_of(&run, &dispatch_of("a", "tok-1", 2, false), t(0)).is_none());
+    assert!(call_of(&run, &dispatch_of("a", "tok-1", 2, CallKind::Step), t(0)).is_none());
     run.apply(record("a", "tok-1", 1, ok(json!({ "x": 1 }))), t(1));
-    assert!(call_of(&run, &dispatch_of("a", "tok-1", 1, false), t(1)).is_none());
+    assert!(call_of(&run, &dispatch_of("a", "tok-1", 1, CallKind::Step), t(1)).is_none());
     assert!(
-        call_of(&run, &dispatch_of("a", "tok-1", 1, true), t(1)).is_none(),
+        call_of(&run, &dispatch_of("a", "tok-1", 1, CallKind::Compensation), t(1)).is_none(),
         "not compensating"
     );
-    assert!(call_of(&run, &dispatch_of("a", "tok-9", 1, false), t(1)).is_none());
+    assert!(call_of(&run, &dispatch_of("a", "tok-9", 1, CallKind::Step), t(1)).is_none());
 }
 
 #[test]
@@ -2089,7 +2091,7 @@ fn the_total_timeout_cuts_an_attempt_short_when_it_ends_first() {
         init(&[("in", json!(1))]),
         no_options(),
     );
-    let first = call_of(&run, &dispatch_of("a", "tok-1", 1, false), t(0)).expect("live");
+    let first = call_of(&run, &dispatch_of("a", "tok-1", 1, CallKind::Step), t(0)).expect("live");
     assert_eq!(
         (first.bound.timeout_ms, first.bound.scope),
         (10_000, TimeoutScope::Attempt)
@@ -2098,14 +2100,14 @@ fn the_total_timeout_cuts_an_attempt_short_when_it_ends_first() {
     // has 5 s of the total left.
     run.apply(record("a", "tok-1", 1, failure(503, "busy")), t(10));
     run.apply(retry_due("a", "tok-1"), t(11));
-    let second = call_of(&run, &dispatch_of("a", "tok-1", 2, false), t(11)).expect("live");
+    let second = call_of(&run, &dispatch_of("a", "tok-1", 2, CallKind::Step), t(11)).expect("live");
     assert_eq!(
         (second.bound.timeout_ms, second.bound.scope_start),
         (10_000, t(11))
     );
     run.apply(record("a", "tok-1", 2, failure(503, "busy")), t(18));
     run.apply(retry_due("a", "tok-1"), t(20));
-    let third = call_of(&run, &dispatch_of("a", "tok-1", 3, false), t(20)).expect("live");
+    let third = call_of(&run, &dispatch_of("a", "tok-1", 3, CallKind::Step), t(20)).expect("live");
     assert_eq!(
         third.bound,
         tartan_core::machine::AttemptBound {
@@ -2120,7 +2122,8 @@ fn the_total_timeout_cuts_an_attempt_short_when_it_ends_first() {
 #[test]
 fn a_compensation_posts_the_inputs_and_outputs_to_the_compensate_url() {
     let run = default_compensating();
-    let call = call_of(&run, &dispatch_of("s", "tok-1", 1, true), t(2)).expect("compensating");
+    let call =
+        call_of(&run, &dispatch_of("s", "tok-1", 1, CallKind::Compensation), t(2)).expect("compensating");
     assert!(call.is_compensation());
     assert_eq!(
         (call.endpoint.as_str(), call.method.as_str()),
@@ -2146,7 +2149,7 @@ fn an_async_call_is_handed_its_signed_webhook_in_its_meta_inputs() {
         init(&[("in", json!(1))]),
         no_options(),
     );
-    let mut call = call_of(&run, &dispatch_of("a", "tok-1", 1, false), t(0)).expect("live");
+    let mut call = call_of(&run, &dispatch_of("a", "tok-1", 1, CallKind::Step), t(0)).expect("live");
     assert!(call.expects_webhook);
     call.hand_webhook("http://engine.test/webhook/f/a/tok-1/sig");
     let Some(tartan_core::machine::CallBody::Inputs(inputs)) = &call.body else {

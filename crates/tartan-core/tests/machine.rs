@@ -32,7 +32,7 @@ fn dispatch(step: &str, token: &str, attempt: u32) -> Dispatch {
         step_id: step.into(),
         token: token.into(),
         attempt,
-        compensate: false,
+        kind: tartan_core::machine::CallKind::Step,
     }
 }
 

@@ -335,7 +335,7 @@ impl Engine {
                 self.retry_flow(flow_id, reset_attempts, Some(job_id.to_string()))
                     .await
             }
-            BulkAction::Cancel { compensate } => self.cancel_flow_by(flow_id, compensate, Some(job_id)).await,
+            BulkAction::Cancel { compensate } => self.cancel_flow(flow_id, compensate, Some(job_id)).await,
             BulkAction::Resume { reset_attempts } => self
                 .resume_flow(flow_id, reset_attempts, Some(job_id.to_string()))
                 .await

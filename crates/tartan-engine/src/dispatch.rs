@@ -157,7 +157,7 @@ pub(crate) async fn perform(
                 step_id: &call.spec.step.id,
                 token: &call.spec.token,
                 attempt: call.spec.attempt,
-                compensate: call.spec.is_compensation(),
+                kind: call.spec.kind,
                 method: call.spec.method.as_str(),
                 template: &call.spec.endpoint,
             },

@@ -354,7 +354,7 @@ pub(crate) struct CallAbout<'a> {
     pub step_id: &'a str,
     pub token: &'a str,
     pub attempt: u32,
-    pub compensate: bool,
+    pub kind: tartan_core::machine::CallKind,
     pub method: &'a str,
     /// The step's endpoint as registered, placeholders unfilled: no input
     /// value reaches the span.
@@ -389,7 +389,7 @@ pub(crate) fn call_span(tracer: &Tracer, flow: FlowIds, about: &CallAbout<'_>) -
             attributes.push(KeyValue::new("server.port", i64::from(port)));
         }
     }
-    if about.compensate {
+    if about.kind == tartan_core::machine::CallKind::Compensation {
         attributes.push(KeyValue::new("tartan.compensate", true));
     }
     tracer

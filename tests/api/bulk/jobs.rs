@@ -683,7 +683,7 @@ async fn a_flow_the_job_cancelled_before_it_could_record_it_is_not_cancelled_aga
     // As a process that cancelled k-3 for the job and died before
     // recording it; then someone retried k-3.
     app.engine
-        .cancel_flow_by("k-3", true, Some(&job.id))
+        .cancel_flow("k-3", true, Some(&job.id))
         .await
         .expect("cancelled");
     let cancelled = app.wait_for_flow("k-3").await;

@@ -67,7 +67,7 @@ use futures::FutureExt;
 use serde_json::{json, Value};
 use tartan_bench::{BenchDb, Histogram};
 
-use crate::{cpu, relay, vs};
+use crate::{cpu, relay};
 use crate::{ms, StoreKind};
 
 #[derive(Debug, Args)]
@@ -84,12 +84,12 @@ pub struct ApiArgs {
     /// in the target directory this tool was built in, e.g.
     /// target/release/tartan].
     #[arg(long)]
-    tartan: Option<PathBuf>,
+    pub tartan: Option<PathBuf>,
     /// An A/B: this (old) binary and `--tartan`'s (new) run alternately,
     /// `--pairs` times on each store (`--spawn`'s only, when given), each
     /// run measuring the floor and the relay again (`load/vs.rs`).
     #[arg(long)]
-    vs: Option<PathBuf>,
+    pub vs: Option<PathBuf>,
     /// Pairs of runs of an A/B (`--vs`).
     #[arg(long, default_value_t = 4, requires = "vs", value_parser = clap::value_parser!(u64).range(1..))]
     pub pairs: u64,
@@ -174,12 +174,10 @@ impl ChainShape {
 /// How long a spawned server may take to answer `/ready`.
 const READY_WAIT: Duration = Duration::from_secs(30);
 
+/// One measurement, of a server given (`--server`) or started here
+/// (`--spawn`); an A/B (`--vs`) is `vs.rs`'s.
 pub async fn run(args: ApiArgs) {
     let steps = step_server().await;
-    if let Some(old) = args.vs.clone() {
-        let new = args.tartan.clone().unwrap_or_else(default_binary);
-        return vs::run(&args, steps, &new, &old).await;
-    }
     let Some(store) = args.spawn else {
         let server = args
             .server
@@ -369,7 +367,7 @@ impl Chain {
 }
 
 /// A step server answering `POST /{key}` with `{"{key}": 1}` at once.
-async fn step_server() -> SocketAddr {
+pub async fn step_server() -> SocketAddr {
     let app = axum::Router::new().fallback(|uri: Uri| async move {
         let key = uri.path().trim_start_matches('/').to_string();
         axum::Json(json!({ key: 1 }))
@@ -503,38 +501,13 @@ async fn floor(args: &ApiArgs, chain: &Chain, steps: SocketAddr, client: reqwest
         move |id, _| {
             let (client, keys, seed) = (client.clone(), keys.clone(), seed.clone());
             async move {
-                if let Err(e) = call_chain(&client, steps, &keys, json!({ seed: id })).await {
+                if let Err(e) = relay::call_chain(&client, steps, &keys, json!({ seed: id })).await {
                     panic!("{e}");
                 }
             }
         },
     )
     .await
-}
-
-/// The chain's calls made by a client itself, each step's output the next
-/// one's input, as the floor's clients and the relay make them.
-pub async fn call_chain(
-    client: &reqwest::Client,
-    steps: SocketAddr,
-    keys: &[String],
-    mut input: Value,
-) -> Result<(), String> {
-    for key in keys {
-        let url = format!("http://{steps}/{key}");
-        let r = client
-            .post(&url)
-            .json(&input)
-            .send()
-            .await
-            .map_err(|e| format!("POST {url}: {e}"))?;
-        let status = r.status().as_u16();
-        input = r.json().await.unwrap_or(Value::Null);
-        if status != 200 {
-            return Err(format!("step {key}: {status} {input}"));
-        }
-    }
-    Ok(())
 }
 
 /// `flows` of the same flows, run through the API at `api`: Tartan's, or
@@ -647,7 +620,7 @@ impl Drop for Spawned {
 }
 
 /// `tartan` in this tool's directory (`target/<profile>/load`).
-fn default_binary() -> PathBuf {
+pub fn default_binary() -> PathBuf {
     let exe = std::env::current_exe().unwrap_or_else(|e| panic!("this tool's path: {e}"));
     exe.parent()
         .unwrap_or_else(|| panic!("no directory above {}", exe.display()))

@@ -810,7 +810,10 @@ async fn main() {
     tartan_bench::init_logging();
     let mut cli = Cli::parse();
     if let Some(Mode::Api(args)) = cli.mode.take() {
-        return api::run(args).await;
+        return match args.vs.clone() {
+            Some(old) => vs::compare(args, &old).await,
+            None => api::run(args).await,
+        };
     }
     if cli.rate.is_some_and(|r| !(r > 0.0 && r.is_finite())) {
         eprintln!("--rate must be a positive number");

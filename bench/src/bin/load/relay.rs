@@ -22,8 +22,6 @@ use axum::Json;
 use serde_json::{json, Value};
 use tokio::sync::watch;
 
-use crate::api::call_chain;
-
 /// The relay's worker threads: as many as a `tartan serve` has on this
 /// machine (tokio's default, one per core).
 fn workers() -> usize {
@@ -119,4 +117,29 @@ async fn status(State(relay): State<Arc<Relay>>, Path(id): Path<String>) -> (Sta
     );
     let status = if completed { "completed" } else { "failed" };
     (StatusCode::OK, Json(json!({ "status": status })))
+}
+
+/// The chain's calls made by a client itself, each step's output the next
+/// one's input, as the floor's clients and the relay make them.
+pub async fn call_chain(
+    client: &reqwest::Client,
+    steps: SocketAddr,
+    keys: &[String],
+    mut input: Value,
+) -> Result<(), String> {
+    for key in keys {
+        let url = format!("http://{steps}/{key}");
+        let r = client
+            .post(&url)
+            .json(&input)
+            .send()
+            .await
+            .map_err(|e| format!("POST {url}: {e}"))?;
+        let status = r.status().as_u16();
+        input = r.json().await.unwrap_or(Value::Null);
+        if status != 200 {
+            return Err(format!("step {key}: {status} {input}"));
+        }
+    }
+    Ok(())
 }

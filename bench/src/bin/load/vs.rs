@@ -33,7 +33,14 @@ const COLUMNS: [&str; 5] = [
     "Postgres CPU ms/flow",
 ];
 
-pub async fn run(args: &ApiArgs, steps: SocketAddr, new: &Path, old: &Path) {
+/// `--vs OLD`: the A/B of the binary under test and `old`.
+pub async fn compare(args: ApiArgs, old: &Path) {
+    let steps = api::step_server().await;
+    let new = args.tartan.clone().unwrap_or_else(api::default_binary);
+    run(&args, steps, &new, old).await;
+}
+
+async fn run(args: &ApiArgs, steps: SocketAddr, new: &Path, old: &Path) {
     let stores = match args.spawn {
         Some(store) => vec![store],
         None => vec![StoreKind::Sqlite, StoreKind::Postgres],

@@ -398,6 +398,70 @@ pub struct Attempt {
     pub delay: Option<DelayParts>,
 }
 
+impl WorkState {
+    /// A new item of a step that started: pending, never attempted; `index`
+    /// is its place in element order.
+    pub fn pending(inputs: Args, index: u32) -> WorkState {
+        WorkState {
+            status: WorkStatus::Pending,
+            started_at: None,
+            completed_at: None,
+            next_retry_at: None,
+            inputs,
+            outputs: None,
+            error: None,
+            problem: None,
+            retry_count: 0,
+            attempts: Vec::new(),
+            deadline_at: None,
+            inactive_until: None,
+            compensation: Vec::new(),
+            accepted_at: None,
+            retry_state: None,
+            late_results: Vec::new(),
+            children: Vec::new(),
+            children_not_started: Vec::new(),
+            deferred_since: None,
+            deferred_ms: 0,
+            index,
+        }
+    }
+}
+
+impl Attempt {
+    /// Attempt `number`, running since `at`.
+    pub fn start(number: u32, at: Time) -> Attempt {
+        Attempt {
+            number,
+            started_at: at,
+            ended_at: None,
+            outcome: None,
+            http_status: None,
+            error: None,
+            memo: false,
+            retry_after_ms: None,
+            delay: None,
+        }
+    }
+
+    /// End the attempt at `at` with `outcome` and, when its event gives
+    /// one, `error`; the rest of what the answer said the caller adds.
+    pub fn close(&mut self, at: Time, outcome: AttemptOutcome, error: Option<&str>) -> &mut Attempt {
+        self.ended_at = Some(at);
+        self.outcome = Some(outcome);
+        if let Some(error) = error {
+            self.error = Some(error.to_string());
+        }
+        self
+    }
+
+    /// What the step's answer said: its status and `Retry-After`.
+    pub fn answered(&mut self, http_status: Option<u16>, retry_after_ms: Option<u64>) {
+        self.http_status = http_status;
+        self.retry_after_ms = retry_after_ms;
+    }
+}
+
 /// What a flow start sets besides its plan and inputs.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FlowOptions {

@@ -15,16 +15,7 @@ use crate::plan::ExecutionPlan;
 use crate::step::{Args, Step};
 use crate::timeouts::TimeoutScope;
 
-use super::transition::Dispatch;
-
-/// Which endpoint of the step a call is for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CallKind {
-    /// The step itself (`http.endpoint`).
-    Step,
-    /// Undoing what an item did (`http.compensate`).
-    Compensation,
-}
+use super::transition::{CallKind, Dispatch};
 
 /// The HTTP method of a call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -171,11 +162,7 @@ impl Call {
     pub fn of(state: &FlowState, dispatch: &Dispatch, now: Time, default_timeout_ms: u64) -> Option<Call> {
         let step = state.plan.steps.get(&dispatch.step_id)?;
         let work = state.find_work(&dispatch.step_id, &dispatch.token)?;
-        let kind = if dispatch.compensate {
-            CallKind::Compensation
-        } else {
-            CallKind::Step
-        };
+        let kind = dispatch.kind;
         let live = match kind {
             CallKind::Compensation => work.status == WorkStatus::Compensating,
             CallKind::Step => {

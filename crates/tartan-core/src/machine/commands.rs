@@ -11,10 +11,9 @@ use crate::retry::RetryState;
 use crate::timeouts::{timeout_problem, OnTimeout, TimeoutScope};
 
 use super::compensation::{compensate_step, has_compensate, start_compensation};
-use super::completion::finish_step_if_done;
 use super::failure::{fail_work, record_failure, record_timeout, Failure};
-use super::readiness::advance;
-use super::{add_ms, late_result, ms_between, policies, Context, Stop, Transition};
+use super::transition::FollowUp;
+use super::{add_ms, late_result, ms_between, policies, then_advance, Context, Stop, Transition};
 
 /// Start a flow: record it and start every step that is ready.
 pub(super) fn start(
@@ -44,7 +43,7 @@ pub(super) fn start(
             metadata: options.parent.map(|p| *p),
         },
     );
-    advance(tx, ctx)
+    then_advance(tx)
 }
 
 /// The call of attempt `attempt` waited in its lanes: recorded with its
@@ -145,7 +144,7 @@ pub(super) fn record(
                     start_compensation(tx, step_id, token, 1)?;
                 }
             } else {
-                finish_step_if_done(tx, step_id, &ctx.script_limits)?;
+                tx.follow(FollowUp::Step(step_id.to_string()));
             }
         }
         AttemptResult::Failure {
@@ -172,7 +171,7 @@ pub(super) fn record(
         // Turned into a success above.
         AttemptResult::Memoized { .. } => {}
     }
-    advance(tx, ctx)
+    then_advance(tx)
 }
 
 /// An output that would take the flow past `TARTAN_MAX_FLOW_BYTES`: a
@@ -242,7 +241,7 @@ pub(super) fn redispatch(
                 class: crate::outcome::FailureClass::Retryable,
                 http_status: None,
             })?;
-            return advance(tx, ctx);
+            return then_advance(tx);
         }
         return start_compensation(tx, step_id, token, cut.saturating_add(1));
     }
@@ -259,7 +258,7 @@ pub(super) fn redispatch(
             step_id: step_id.to_string(),
             token: token.to_string(),
             attempt: cut,
-            compensate: false,
+            kind: super::CallKind::Step,
         }));
         return Ok(());
     }
@@ -313,7 +312,7 @@ pub(super) fn redispatch(
         retry_state,
         None,
     )?;
-    advance(tx, ctx)
+    then_advance(tx)
 }
 
 /// The (step id, token) of every work item whose status `keep` accepts.
@@ -359,8 +358,8 @@ pub(super) fn retry_due(
             super::predicate::Verdict::Run => {}
             other => {
                 super::predicate::skip_or_fail(tx, step_id, token, other)?;
-                finish_step_if_done(tx, step_id, &ctx.script_limits)?;
-                return advance(tx, ctx);
+                tx.follow(FollowUp::Step(step_id.to_string()));
+                return then_advance(tx);
             }
         }
     }
@@ -379,7 +378,7 @@ pub(super) fn retry_due(
         let total_ms = policies(&plan, step_id)?.timeouts.total_ms.unwrap_or(elapsed_ms);
         let scope = (TimeoutScope::Total, total_ms, elapsed_ms);
         record_timeout(tx, step_id, token, attempt, scope, ctx)?;
-        return advance(tx, ctx);
+        return then_advance(tx);
     }
     if tx.defer_if_unhealthy(step_id, token)? {
         return Ok(());
@@ -422,7 +421,7 @@ fn start_next_attempt(tx: &mut Transition, step_id: &str, token: &str) -> Result
 /// retry is cancelled (their calls in flight are aborted), running steps
 /// are cancelled, and the flow fails with the timeout problem or is
 /// cancelled. Nothing happens to a flow that is no longer active.
-pub(super) fn stop(tx: &mut Transition, stop: Stop, ctx: &mut Context<'_>) -> Result<(), ApplyError> {
+pub(super) fn stop(tx: &mut Transition, stop: Stop) -> Result<(), ApplyError> {
     if tx.state.status != FlowStatus::Active {
         return Ok(());
     }
@@ -493,19 +492,20 @@ pub(super) fn stop(tx: &mut Transition, stop: Stop, ctx: &mut Context<'_>) -> Re
             compensate,
         })?,
     }
-    advance(tx, ctx)
+    then_advance(tx)
 }
 
 /// The flow's deadline may have passed: time it out.
 pub(super) fn deadline_due(tx: &mut Transition, ctx: &mut Context<'_>) -> Result<(), ApplyError> {
     if tx.state.deadline_at.is_some_and(|d| d <= ctx.now) {
-        return stop(tx, Stop::Timeout, ctx);
+        return stop(tx, Stop::Timeout);
     }
     // An optional input's deadline: the steps waiting decide again.
     if tx.state.status != FlowStatus::Active {
         return Ok(());
     }
-    super::readiness::advance_looking(tx, ctx, true)?;
+    tx.follow(FollowUp::Advance { everything: true });
+    super::settle::settle(tx, ctx)?;
     // The wake that fired was the only one armed: arm the next.
     if let Some(at) = tx.state.wake_at() {
         tx.push(super::Effect::Arm {
@@ -570,11 +570,8 @@ pub(super) fn retry(
         deadline_at,
         by,
     })?;
-    let plan = Arc::clone(&tx.state.plan);
     for step_id in &steps {
-        if let Some(step) = plan.steps.get(step_id) {
-            super::readiness::restart_step(tx, step, &ctx.script_limits)?;
-        }
+        super::readiness::restart_step(tx, step_id);
     }
-    advance(tx, ctx)
+    then_advance(tx)
 }

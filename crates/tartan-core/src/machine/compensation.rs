@@ -8,8 +8,7 @@ use crate::flow::{ApplyError, FlowEvent, FlowState, WorkStatus};
 use crate::outcome::{classify, AttemptResult, FailureCause, FailureClass};
 use crate::retry::delay;
 
-use super::readiness::advance;
-use super::{add_ms, late_result, policies, Context, Transition};
+use super::{add_ms, late_result, policies, then_advance, Context, Transition};
 
 /// Compensate each succeeded item of a step, in element order, when the
 /// step has a compensate endpoint.
@@ -99,7 +98,7 @@ pub(super) fn record(
                 token: token.to_string(),
                 attempt,
             })?;
-            return advance(tx, ctx);
+            return then_advance(tx);
         }
         AttemptResult::Failure {
             cause,
@@ -143,5 +142,5 @@ pub(super) fn record(
             http_status,
         })?;
     }
-    advance(tx, ctx)
+    then_advance(tx)
 }

@@ -10,7 +10,6 @@ use crate::step::{mapping_value, ScriptLimits, Step};
 
 use super::inputs;
 use super::predicate;
-use super::readiness::fill_slots;
 use super::Transition;
 
 /// Map a step's response onto its declared outputs, set them as attributes and
@@ -20,9 +19,6 @@ pub(super) fn finish_step_if_done(
     step_id: &str,
     limits: &ScriptLimits,
 ) -> Result<(), ApplyError> {
-    if let Some(step) = tx.state.plan.steps.get(step_id).cloned() {
-        fill_slots(tx, &step, limits)?;
-    }
     let Some(exec) = tx.state.executions.get(step_id) else {
         return Err(ApplyError::UnknownStep(step_id.to_string()));
     };

@@ -12,7 +12,7 @@ use crate::retry::{delay, RetryPolicy, RetryState};
 use crate::step::{OnExhausted, StepPolicies};
 use crate::timeouts::{pointer_for_step, pointer_for_work, timeout_problem, OnTimeout, TimeoutScope};
 
-use super::compensation::compensate_step;
+use super::transition::FollowUp;
 use super::{add_ms, policies, Context, Transition};
 
 /// One failed attempt, as recorded.
@@ -174,9 +174,34 @@ pub(super) fn fail_work(
             inputs: None,
         })?;
         abandon_pending(tx, f.step_id, "another work item of the step failed")?;
-        compensate_step(tx, f.step_id)?;
+        tx.follow(FollowUp::Compensate(f.step_id.to_string()));
     }
     Ok(())
+}
+
+/// The step's predicate failed on item `token` (`error`): the item fails
+/// for good, its step with it (docs/steps.md, "Predicates").
+pub(super) fn predicate_failed(
+    tx: &mut Transition,
+    step_id: &str,
+    token: &str,
+    error: String,
+) -> Result<(), ApplyError> {
+    let attempt = tx
+        .state
+        .find_work(step_id, token)
+        .and_then(|w| w.attempts.last().map(|a| a.number))
+        .unwrap_or(0);
+    let failure = Failure {
+        step_id,
+        token,
+        attempt,
+        cause: FailureCause::Script,
+        error,
+        retry_after_ms: None,
+        problem: None,
+    };
+    fail_work(tx, failure, FailureClass::Permanent, RetryState::Permanent, None)
 }
 
 /// Whether an item that stops for `retry_state` is parked rather than
@@ -297,7 +322,7 @@ pub(super) fn record_timeout(
             cancelled,
         })?;
         abandon_pending(tx, step_id, "the step timed out")?;
-        compensate_step(tx, step_id)?;
+        tx.follow(FollowUp::Compensate(step_id.to_string()));
     }
     Ok(())
 }

@@ -11,9 +11,14 @@
 //!   each event's effects.
 //! - `commands`: start, record a result, redispatch a cut-off call, a due
 //!   retry, stop (cancel, kill, deadline), retry a finished flow.
+//! - `settle`: the one loop that sequences the rooms below. They do not
+//!   call one another: each leaves what follows (a `FollowUp`: fill a
+//!   step's slots, finish it, fail an item, compensate, advance) and the
+//!   loop carries it out, depth first, after the command.
 //! - `readiness`: which pending steps can start, starting them and
-//!   moving the flow as far as it can go (`advance`); `inputs` says what a
-//!   pending step's inputs are now, `predicate` judges each work item.
+//!   moving the flow as far as it can go (a look at the pending steps, each
+//!   decided, the flow concluded); `inputs` says what a pending step's
+//!   inputs are now, `predicate` judges each work item.
 //! - `completion`: completing a step once its items are done, its answers
 //!   mapped onto its outputs.
 //! - `failure`: a failed or timed-out attempt: retry, or fail the item and
@@ -35,6 +40,7 @@ mod inputs;
 mod parking;
 mod predicate;
 mod readiness;
+mod settle;
 mod subflow;
 mod transition;
 
@@ -43,11 +49,11 @@ use crate::plan::{ExecutionPlan, InitArgs};
 use crate::step::StepPolicies;
 
 pub use crate::outcome::AttemptResult;
-pub use call::{AttemptBound, Call, CallBody, CallKind, CallMethod, MemoCall};
+pub use call::{AttemptBound, Call, CallBody, CallMethod, MemoCall};
 pub use inputs::{NOT_NEEDED, NO_MATCH, PREDICATE_FALSE, UNAVAILABLE};
 pub use readiness::{check_fan_out, MAX_WORK_ITEMS};
 pub use subflow::{child_refused, child_result, ChildOf, ChildStart};
-pub use transition::{Dispatch, Effect, Transition, Wake};
+pub use transition::{CallKind, Dispatch, Effect, Transition, Wake};
 
 /// What the caller supplies: the clock, the webhook base and new tokens.
 pub struct Context<'a> {
@@ -207,11 +213,19 @@ pub fn apply(state: FlowState, command: Command, ctx: &mut Context<'_>) -> Resul
             heard_until,
         } => async_calls::inactivity_due(&mut tx, &step_id, &token, heard_until, ctx)?,
         Command::DeadlineDue => commands::deadline_due(&mut tx, ctx)?,
-        Command::Stop(stop) => commands::stop(&mut tx, stop, ctx)?,
+        Command::Stop(stop) => commands::stop(&mut tx, stop)?,
         Command::Retry { reset_attempts, by } => commands::retry(&mut tx, reset_attempts, by, ctx)?,
-        Command::Resume { reset_attempts, by } => parking::resume(&mut tx, reset_attempts, by, ctx)?,
+        Command::Resume { reset_attempts, by } => parking::resume(&mut tx, reset_attempts, by)?,
     }
+    settle::settle(&mut tx, ctx)?;
     Ok(tx)
+}
+
+/// Leave the flow to move as far as it can go, once the command's own
+/// events are in (the settle loop's `Advance`): a command's last word.
+fn then_advance(tx: &mut Transition) -> Result<(), ApplyError> {
+    tx.follow(transition::FollowUp::Advance { everything: false });
+    Ok(())
 }
 
 /// The time a call waited in its lanes (docs/lanes.md).

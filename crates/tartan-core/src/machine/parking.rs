@@ -4,9 +4,8 @@
 use crate::flow::{ApplyError, FlowEvent, FlowStatus, WorkStatus};
 
 use super::commands::items_where;
-use super::completion::finish_step_if_done;
-use super::readiness::advance;
-use super::{Context, Transition};
+use super::transition::FollowUp;
+use super::{then_advance, Transition};
 
 /// Resume an active flow's parked items (docs/retries.md, "Parking"): each
 /// is `pending` again and starts as its step's parallelism allows, with its
@@ -17,7 +16,6 @@ pub(super) fn resume(
     tx: &mut Transition,
     reset_attempts: bool,
     by: Option<String>,
-    ctx: &mut Context<'_>,
 ) -> Result<(), ApplyError> {
     if tx.state.status != FlowStatus::Active {
         return Ok(());
@@ -42,7 +40,7 @@ pub(super) fn resume(
     }
     // Pending again: started as each step's parallelism allows.
     for step_id in &steps {
-        finish_step_if_done(tx, step_id, &ctx.script_limits)?;
+        tx.follow(FollowUp::Step(step_id.clone()));
     }
-    advance(tx, ctx)
+    then_advance(tx)
 }

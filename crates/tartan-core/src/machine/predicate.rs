@@ -6,12 +6,10 @@
 
 use crate::flow::{ApplyError, FlowEvent, FlowState, WorkStatus};
 use crate::json::Args;
-use crate::outcome::{FailureCause, FailureClass};
-use crate::retry::RetryState;
 use crate::step::{ScriptLimits, Step};
 
-use super::failure::{fail_work, Failure};
 use super::inputs::PREDICATE_FALSE;
+use super::transition::FollowUp;
 use super::Transition;
 
 /// What the predicate says of one item.
@@ -67,22 +65,14 @@ pub(super) fn skip_or_fail(
             token: token.to_string(),
             reason: PREDICATE_FALSE.to_string(),
         }),
+        // Failing it is the failure room's: left to the settle loop.
         Verdict::Fail(error) => {
-            let attempt = tx
-                .state
-                .find_work(step_id, token)
-                .and_then(|w| w.attempts.last().map(|a| a.number))
-                .unwrap_or(0);
-            let failure = Failure {
-                step_id,
-                token,
-                attempt,
-                cause: FailureCause::Script,
+            tx.follow(FollowUp::PredicateFailed {
+                step_id: step_id.to_string(),
+                token: token.to_string(),
                 error,
-                retry_after_ms: None,
-                problem: None,
-            };
-            fail_work(tx, failure, FailureClass::Permanent, RetryState::Permanent, None)
+            });
+            Ok(())
         }
     }
 }

@@ -13,9 +13,9 @@ use crate::json::{json_kind, Args, Outputs};
 use crate::plan::{ExecutionPlan, InitArgs};
 use crate::step::{ScriptLimits, Step};
 
-use super::completion::finish_step_if_done;
 use super::inputs::{self, Inputs};
 use super::predicate;
+use super::transition::FollowUp;
 use super::{add_ms, policies, Context, Transition};
 
 /// Most work items one for_each may expand into.
@@ -138,28 +138,22 @@ fn start_step(
         work_items,
         order: if fan_out { order } else { Vec::new() },
     })?;
-    fill_slots(tx, step, &ctx.script_limits)?;
-    // No element, no call: the step is done at once.
-    finish_step_if_done(tx, &step.id, &ctx.script_limits)
+    // Its first items start; with no element, no call: it is done at once.
+    tx.follow(FollowUp::Step(step.id.clone()));
+    Ok(())
 }
 
-/// A step a retry made active again: start its pending items, or complete
-/// it at once when all of them had succeeded.
-pub(super) fn restart_step(
-    tx: &mut Transition,
-    step: &Step,
-    limits: &ScriptLimits,
-) -> Result<(), ApplyError> {
+/// A step a retry made active again: its pending items start, or it
+/// completes at once when all of them had succeeded.
+pub(super) fn restart_step(tx: &mut Transition, step_id: &str) {
     let active = tx
         .state
         .executions
-        .get(&step.id)
+        .get(step_id)
         .is_some_and(|e| e.status == StepStatus::Active);
-    if !active {
-        return Ok(());
+    if active {
+        tx.follow(FollowUp::Step(step_id.to_string()));
     }
-    fill_slots(tx, step, limits)?;
-    finish_step_if_done(tx, &step.id, limits)
 }
 
 /// Start pending items of an active step, in element order, while fewer than
@@ -217,6 +211,7 @@ fn fill_slots_once(tx: &mut Transition, step: &Step, limits: &ScriptLimits) -> R
                 skipped = true;
                 continue;
             }
+            // The item fails, and its step with it: nothing more starts.
             fail => return predicate::skip_or_fail(tx, &step.id, &token, fail).map(|()| false),
         }
         if tx.defer_if_unhealthy(&step.id, &token)? {
@@ -345,98 +340,100 @@ fn decide_pending(tx: &mut Transition, step: &Step, ctx: &mut Context<'_>) -> Re
     Ok(true)
 }
 
-/// Move the flow as far as it can go: start ready steps, skip unreachable
-/// ones, finish the flow, deactivate it when nothing runs any more.
-pub(super) fn advance(tx: &mut Transition, ctx: &mut Context<'_>) -> Result<(), ApplyError> {
-    advance_looking(tx, ctx, false)
+/// Where a look at the pending steps got to.
+pub(super) enum Looked {
+    /// The flow is no longer active, or a goal failed and failed it.
+    Over,
+    /// These pending steps are to be decided, in order; `since`: the events
+    /// looked at so far.
+    Decide { steps: Vec<String>, since: usize },
 }
 
-/// `advance`, looking at every pending step first (`everything`), not only
-/// those the transition's events concern: when an optional input's
-/// deadline has passed, time is what changed.
-pub(super) fn advance_looking(
-    tx: &mut Transition,
-    ctx: &mut Context<'_>,
-    everything: bool,
-) -> Result<(), ApplyError> {
-    let flow_id = tx.state.id.clone();
-    let plan = Arc::clone(&tx.state.plan);
-    let mut looked = 0;
-    let mut everything = everything;
-    loop {
-        if tx.state.status != FlowStatus::Active {
-            break;
-        }
-        if let Some((error, problem)) = failed_goal(&tx.state) {
-            tx.emit(FlowEvent::FlowFailed {
-                flow_id: flow_id.clone(),
-                error,
-                problem,
-            })?;
-            super::subflow::stop_children(tx)?;
-            break;
-        }
-        // Only the steps whose inputs the events since the last look could
-        // have changed: every other pending step was waiting then and still
-        // is. (Looking at all of them made each decision cost the size of
-        // the plan: a chain of 10,000 steps took 10,000² looks.)
-        let look = if std::mem::take(&mut everything) {
-            None
-        } else {
-            affected(&plan, &tx.events[looked..])
-        };
-        let pending: Vec<String> = match look {
-            None => tx
-                .state
-                .executions
-                .iter()
-                .filter(|(_, e)| e.status == StepStatus::Pending)
-                .map(|(id, _)| id.clone())
-                .collect(),
-            Some(ids) => ids
-                .into_iter()
-                .filter(|id| {
-                    tx.state
-                        .executions
-                        .get(id)
-                        .is_some_and(|e| e.status == StepStatus::Pending)
-                })
-                .collect(),
-        };
-        looked = tx.events.len();
-        let mut progressed = false;
-        for step_id in pending {
-            let Some(step) = plan.steps.get(&step_id) else {
-                continue;
-            };
-            progressed |= decide_pending(tx, step, ctx)?;
-        }
-        if progressed {
-            // Look again: what just started or was skipped may decide a goal.
-            continue;
-        }
-        if tx.state.executions.values().all(|e| e.status.is_terminal()) {
-            if all_goals_unmatched(&tx.state) {
-                tx.emit(FlowEvent::FlowFailed {
-                    flow_id: flow_id.clone(),
-                    error: "flow failed: the required match of every goal step did not match".into(),
-                    problem: None,
-                })?;
-                break;
-            }
-            let result = goal_outputs(&tx.state);
-            tx.emit(FlowEvent::FlowCompleted {
-                flow_id: flow_id.clone(),
-                result,
-            })?;
-        }
-        break;
+/// One look of moving the flow as far as it can go (the settle loop's
+/// `Advance`): fail the flow when a goal failed, else the pending steps to
+/// decide: those the events after `since` concern, or every one
+/// (`everything`: when an optional input's deadline passed, time is what
+/// changed).
+pub(super) fn look(tx: &mut Transition, everything: bool, since: usize) -> Result<Looked, ApplyError> {
+    if tx.state.status != FlowStatus::Active {
+        return Ok(Looked::Over);
     }
+    if let Some((error, problem)) = failed_goal(&tx.state) {
+        tx.emit(FlowEvent::FlowFailed {
+            flow_id: tx.state.id.clone(),
+            error,
+            problem,
+        })?;
+        super::subflow::stop_children(tx)?;
+        return Ok(Looked::Over);
+    }
+    // Only the steps whose inputs the events since the last look could
+    // have changed: every other pending step was waiting then and still
+    // is. (Looking at all of them made each decision cost the size of the
+    // plan: a chain of 10,000 steps took 10,000² looks.)
+    let look = if everything {
+        None
+    } else {
+        affected(&tx.state.plan, &tx.events[since.min(tx.events.len())..])
+    };
+    let pending = |id: &String| {
+        tx.state
+            .executions
+            .get(id)
+            .is_some_and(|e| e.status == StepStatus::Pending)
+    };
+    let steps: Vec<String> = match look {
+        None => tx
+            .state
+            .executions
+            .keys()
+            .filter(|id| pending(id))
+            .cloned()
+            .collect(),
+        Some(ids) => ids.into_iter().filter(|id| pending(id)).collect(),
+    };
+    Ok(Looked::Decide {
+        steps,
+        since: tx.events.len(),
+    })
+}
+
+/// Decide on pending step `step_id` (a look's): whether anything changed.
+pub(super) fn decide(tx: &mut Transition, step_id: &str, ctx: &mut Context<'_>) -> Result<bool, ApplyError> {
+    let plan = Arc::clone(&tx.state.plan);
+    match plan.steps.get(step_id) {
+        Some(step) => decide_pending(tx, step, ctx),
+        None => Ok(false),
+    }
+}
+
+/// After a look whose decisions changed nothing: complete the flow when
+/// every step has ended (or fail it when every goal's match failed).
+pub(super) fn conclude(tx: &mut Transition) -> Result<(), ApplyError> {
+    if tx.state.status != FlowStatus::Active || !tx.state.executions.values().all(|e| e.status.is_terminal())
+    {
+        return Ok(());
+    }
+    let flow_id = tx.state.id.clone();
+    if all_goals_unmatched(&tx.state) {
+        return tx.emit(FlowEvent::FlowFailed {
+            flow_id,
+            error: "flow failed: the required match of every goal step did not match".into(),
+            problem: None,
+        });
+    }
+    let result = goal_outputs(&tx.state);
+    tx.emit(FlowEvent::FlowCompleted { flow_id, result })
+}
+
+/// A flow that has ended is deactivated once nothing of it runs any more.
+pub(super) fn deactivate_if_idle(tx: &mut Transition) -> Result<(), ApplyError> {
     if tx.state.status != FlowStatus::Active
         && tx.state.deactivated_at.is_none()
         && !tx.state.has_active_work()
     {
         let status = tx.state.status;
+        let flow_id = tx.state.id.clone();
         tx.emit(FlowEvent::FlowDeactivated { flow_id, status })?;
     }
     Ok(())

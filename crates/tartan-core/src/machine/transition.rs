@@ -22,6 +22,35 @@ pub struct Transition {
     /// The decision's dispatch gate, when a step is closed
     /// (`Context::gate`).
     pub(crate) gate: Option<DispatchGate>,
+    /// What the rooms of the machine left for the settle loop, in the
+    /// order they left it (`settle.rs`).
+    follow_ups: Vec<FollowUp>,
+}
+
+/// What one room of the machine leaves to another, instead of calling it:
+/// the settle loop (`settle.rs`) carries each out, depth first, so that one
+/// left at the end of a room's work runs where a call would have.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum FollowUp {
+    /// An item of the step ended, started or was added: start pending items
+    /// while its parallelism allows, then complete the step if every item
+    /// is done (a `FillSlots` and a `Finish`).
+    Step(String),
+    /// Start pending items of an active step while its parallelism allows.
+    FillSlots(String),
+    /// Complete the step if every item succeeded or was skipped.
+    Finish(String),
+    /// The step's predicate failed on the item: it fails for good.
+    PredicateFailed {
+        step_id: String,
+        token: String,
+        error: String,
+    },
+    /// Undo what the step's succeeded items did.
+    Compensate(String),
+    /// Move the flow as far as it can go; `everything`: look at every
+    /// pending step, not only those the transition's events concern.
+    Advance { everything: bool },
 }
 
 /// Something a committed transition asks of the engine.
@@ -58,8 +87,17 @@ pub struct Dispatch {
     pub step_id: String,
     pub token: String,
     pub attempt: u32,
-    /// A call of the step's compensate endpoint, not of the step itself.
-    pub compensate: bool,
+    /// The step's own call, or its compensation's.
+    pub kind: CallKind,
+}
+
+/// Which endpoint of the step a call is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CallKind {
+    /// The step itself (`http.endpoint`).
+    Step,
+    /// Undoing what an item did (`http.compensate`).
+    Compensation,
 }
 
 /// Why a flow is to be woken.
@@ -85,7 +123,18 @@ impl Transition {
             touched: BTreeSet::new(),
             called: BTreeSet::new(),
             gate: None,
+            follow_ups: Vec::new(),
         }
+    }
+
+    /// Leave `next` to the settle loop.
+    pub(crate) fn follow(&mut self, next: FollowUp) {
+        self.follow_ups.push(next);
+    }
+
+    /// What was left since the last call, in the order it was left.
+    pub(crate) fn take_follow_ups(&mut self) -> Vec<FollowUp> {
+        std::mem::take(&mut self.follow_ups)
     }
 
     /// Defer the item's attempt when its step is unhealthy: `true` when it
@@ -168,31 +217,19 @@ impl Transition {
             });
         }
         match event {
-            FlowEvent::FlowStarted { deadline_at, .. } => {
-                if let Some(at) = deadline_at {
-                    self.push(Effect::Arm {
-                        wake: Wake::Deadline,
-                        at: *at,
-                    });
-                }
-            }
+            FlowEvent::FlowStarted { deadline_at, .. } => self.arm_deadline(*deadline_at),
             FlowEvent::WorkStarted {
                 step_id,
                 token,
                 attempt,
                 ..
-            }
-            | FlowEvent::CompStarted {
+            } => self.call(step_id, token, *attempt, CallKind::Step),
+            FlowEvent::CompStarted {
                 step_id,
                 token,
                 attempt,
                 ..
-            } => self.push(Effect::Call(Dispatch {
-                step_id: step_id.clone(),
-                token: token.clone(),
-                attempt: *attempt,
-                compensate: matches!(event, FlowEvent::CompStarted { .. }),
-            })),
+            } => self.call(step_id, token, *attempt, CallKind::Compensation),
             FlowEvent::WorkCancelled { step_id, token, .. }
             | FlowEvent::WorkTimedOut { step_id, token, .. } => {
                 if call_in_flight {
@@ -255,22 +292,10 @@ impl Transition {
                         token: w.token.clone(),
                     });
                 }
-                if let Some(at) = deadline_at {
-                    self.push(Effect::Arm {
-                        wake: Wake::Deadline,
-                        at: *at,
-                    });
-                }
+                self.arm_deadline(*deadline_at);
             }
             // One wake per flow: the earliest of its deadlines.
-            FlowEvent::StepWaiting { .. } => {
-                if let Some(at) = self.state.wake_at() {
-                    self.push(Effect::Arm {
-                        wake: Wake::Deadline,
-                        at,
-                    });
-                }
-            }
+            FlowEvent::StepWaiting { .. } => self.arm_deadline(self.state.wake_at()),
             FlowEvent::FlowCompleted { .. }
             | FlowEvent::FlowFailed { .. }
             | FlowEvent::FlowCancelled { .. } => {
@@ -313,6 +338,26 @@ impl Transition {
         }
     }
 
+    /// Make the call of attempt `attempt` of an item, of `kind`.
+    fn call(&mut self, step_id: &str, token: &str, attempt: u32, kind: CallKind) {
+        self.push(Effect::Call(Dispatch {
+            step_id: step_id.to_string(),
+            token: token.to_string(),
+            attempt,
+            kind,
+        }));
+    }
+
+    /// Wake the flow at `at` for its deadline, when there is one.
+    fn arm_deadline(&mut self, at: Option<Time>) {
+        if let Some(at) = at {
+            self.push(Effect::Arm {
+                wake: Wake::Deadline,
+                at,
+            });
+        }
+    }
+
     /// Wake the flow at `at` for one of its items.
     fn arm(&mut self, wake: impl FnOnce(String, String) -> Wake, step_id: &str, token: &str, at: Time) {
         self.push(Effect::Arm {
@@ -337,15 +382,16 @@ impl Transition {
                 // Rare (a flow stopped in the decision that started its
                 // calls): the scan is paid only then.
                 if self.called.remove(token) {
-                    self.effects
-                        .retain(|e| !matches!(e, Effect::Call(d) if d.token == *token && !d.compensate));
+                    self.effects.retain(
+                        |e| !matches!(e, Effect::Call(d) if d.token == *token && d.kind == CallKind::Step),
+                    );
                     if !self.state.plan.steps.get(step_id).is_some_and(|s| s.is_flow()) {
                         return;
                     }
                 }
             }
             Effect::Call(d) => {
-                if !d.compensate {
+                if d.kind == CallKind::Step {
                     self.called.insert(d.token.clone());
                 }
             }

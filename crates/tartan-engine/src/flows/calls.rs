@@ -37,7 +37,7 @@ impl Engine {
                 step_id: call.spec.step.id.clone(),
                 token: call.spec.token.clone(),
                 attempt: call.spec.attempt,
-                compensate: call.spec.is_compensation(),
+                kind: call.spec.kind,
                 result: (!accepted).then(|| result.clone()),
                 waited: waited.clone(),
                 reply,

@@ -306,7 +306,7 @@ impl Engine {
         let engine = self.clone();
         self.inner.tasks.spawn(async move {
             match engine.decide(&child_id, Command::Stop(stop)).await {
-                Ok(()) => {}
+                Ok(_) => {}
                 Err(EngineError::FlowNotFound(_)) => engine.child_not_started(&parent_id, never).await,
                 Err(e) => tracing::warn!(flow_id = %child_id, "stopping a child flow failed: {e}"),
             }
@@ -320,7 +320,7 @@ impl Engine {
         let mut pause = Duration::from_millis(50);
         for _ in 0..8 {
             match self.decide(parent_id, never.clone()).await {
-                Ok(()) => return,
+                Ok(_) => return,
                 Err(EngineError::Store(StoreError::Unavailable(e)))
                     if !self.inner.stopping.is_cancelled() =>
                 {

@@ -20,9 +20,14 @@ use crate::{Engine, EngineError};
 
 /// How a decision went: the windows heartbeats kept open without an event
 /// (`Effect::Heard`), and whether it committed a change.
-struct Decided {
-    heard: Vec<Effect>,
-    changed: bool,
+pub(crate) struct Decided {
+    /// The windows heartbeats kept open without an event
+    /// (`Effect::Heard`), for the caller to note.
+    pub(crate) heard: Vec<Effect>,
+    /// Whether the decision changed the flow: `false` when the command
+    /// found nothing to do on the flow as it is (another request did it
+    /// first).
+    pub(crate) changed: bool,
 }
 
 /// The script budget of a decision made on the runtime's worker
@@ -82,36 +87,14 @@ impl Engine {
         }
     }
 
-    /// Take the flow's lock, apply `command`, commit, carry out the effects.
-    pub(crate) async fn decide(&self, flow_id: &str, command: Command) -> Result<(), EngineError> {
-        self.decide_noting(flow_id, command).await.map(drop)
-    }
-
-    /// `decide`, answering whether the decision changed the flow: `false`
-    /// when the command found nothing to do on the flow as it is (another
-    /// request did it first).
-    pub(crate) async fn decide_changing(&self, flow_id: &str, command: Command) -> Result<bool, EngineError> {
+    /// Take the flow's lock, apply `command`, commit, carry out the
+    /// effects; what the decision did.
+    pub(crate) async fn decide(&self, flow_id: &str, command: Command) -> Result<Decided, EngineError> {
         let slot = self.inner.flows.slot(flow_id);
         self.decide_in(&slot, flow_id, Decision::of(&command), |state, ctx| {
             machine::apply(state, command.clone(), ctx)
         })
         .await
-        .map(|decided| decided.changed)
-    }
-
-    /// `decide`, handing back the windows heartbeats kept open without an
-    /// event (`Effect::Heard`), for the caller to note.
-    pub(crate) async fn decide_noting(
-        &self,
-        flow_id: &str,
-        command: Command,
-    ) -> Result<Vec<Effect>, EngineError> {
-        let slot = self.inner.flows.slot(flow_id);
-        self.decide_in(&slot, flow_id, Decision::of(&command), |state, ctx| {
-            machine::apply(state, command.clone(), ctx)
-        })
-        .await
-        .map(|decided| decided.heard)
     }
 
     /// Decide in the flow's slot. Whichever way the decision ends (nothing

@@ -402,22 +402,14 @@ impl Engine {
         }
     }
 
-    /// Cancel an active flow: no new work, calls in flight aborted.
-    pub async fn cancel_flow(&self, flow_id: &str) -> Result<(), EngineError> {
-        self.cancel_flow_with(flow_id, true).await
-    }
-
-    /// Cancel an active flow; `compensate: false` kills it: the succeeded
-    /// work of its steps is not compensated. Works wherever the flow runs
-    /// (its calls elsewhere are told to abort, docs/api.md "Retry and kill").
-    pub async fn cancel_flow_with(&self, flow_id: &str, compensate: bool) -> Result<(), EngineError> {
-        self.cancel_flow_by(flow_id, compensate, None).await
-    }
-
-    /// The same, for bulk job `by`: the `flow_cancelled` event's reason
-    /// names it, so that a job taken over after a crash can tell the flows
-    /// it cancelled already (docs/api.md, "Bulk operations").
-    pub async fn cancel_flow_by(
+    /// Cancel an active flow: no new work, calls in flight aborted; with
+    /// `compensate: false` it is killed: the succeeded work of its steps is
+    /// not compensated. Works wherever the flow runs (its calls elsewhere
+    /// are told to abort, docs/api.md "Retry and kill"). `by`: the bulk job
+    /// cancelling it, which the `flow_cancelled` event's reason names, so
+    /// that a job taken over after a crash can tell the flows it cancelled
+    /// already (docs/api.md, "Bulk operations").
+    pub async fn cancel_flow(
         &self,
         flow_id: &str,
         compensate: bool,
@@ -439,7 +431,7 @@ impl Engine {
         } else {
             Stop::Kill(reason)
         };
-        self.decide(flow_id, Command::Stop(stop)).await
+        self.decide(flow_id, Command::Stop(stop)).await.map(drop)
     }
 
     /// Run a failed or cancelled (timed-out included) flow again from where
@@ -479,7 +471,7 @@ impl Engine {
         // Another decision may have raced this one (another bulk job, a
         // request): the retry found nothing to do on the flow as that left
         // it, and this request did not retry it.
-        if self.decide_changing(flow_id, retry).await? {
+        if self.decide(flow_id, retry).await?.changed {
             Ok(())
         } else {
             refuse("another request changed it first")
@@ -546,7 +538,7 @@ impl Engine {
         // noted in the item's row before the answer, where the inactivity
         // timer looks. The core notes one only while more than half of the
         // recorded window is left, so the note has that long to land.
-        for heard in self.decide_noting(flow_id, heartbeat).await? {
+        for heard in self.decide(flow_id, heartbeat).await?.heard {
             if let Effect::Heard {
                 step_id,
                 token,

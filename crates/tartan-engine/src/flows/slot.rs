@@ -39,7 +39,7 @@ pub(super) struct Concluded {
     pub(super) step_id: String,
     pub(super) token: String,
     pub(super) attempt: u32,
-    pub(super) compensate: bool,
+    pub(super) kind: tartan_core::machine::CallKind,
     /// `None`: an async step accepted the call; its webhook will decide.
     pub(super) result: Option<AttemptResult>,
     /// How long the call waited in its lanes.
@@ -64,12 +64,14 @@ impl Concluded {
                 token,
                 attempt,
             },
-            Some(result) if self.compensate => Command::RecordCompensation {
-                step_id,
-                token,
-                attempt,
-                result: result.clone(),
-            },
+            Some(result) if self.kind == tartan_core::machine::CallKind::Compensation => {
+                Command::RecordCompensation {
+                    step_id,
+                    token,
+                    attempt,
+                    result: result.clone(),
+                }
+            }
             Some(result) => Command::Record {
                 step_id,
                 token,

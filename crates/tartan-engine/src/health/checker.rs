@@ -133,6 +133,9 @@ impl Engine {
     /// Check one step and record what was found; a change is announced.
     async fn check_and_record(&self, step_id: String, url: &str, me: &str) {
         let health = self.check(url).await;
+        if health.status == tartan_core::health::HealthStatus::Unhealthy {
+            self.close_gate(&step_id, health.error.as_deref().unwrap_or("unhealthy"));
+        }
         let record = HealthRecord {
             step_id,
             health,

@@ -69,6 +69,19 @@ impl Engine {
         }
     }
 
+    /// This engine's own check found `step_id` unhealthy: its work waits
+    /// from now, before the check is recorded (and so shown by the API),
+    /// not only once the gate is read again after the record.
+    pub(crate) fn close_gate(&self, step_id: &str, why: &str) {
+        let mut held = match self.inner.health.gate.write() {
+            Ok(held) => held,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        if held.closed(step_id) != Some(why) {
+            *held = Arc::new(held.closing(step_id, why));
+        }
+    }
+
     /// The cluster's events (`step_health_changed`) from now on, in
     /// batches: this engine's and, once read, the others'.
     pub fn subscribe_cluster(&self) -> ClusterReceiver {

@@ -226,7 +226,7 @@ pub(crate) async fn cancel(
             )))
         }
     };
-    engine.cancel_flow_with(&id, compensate).await?;
+    engine.cancel_flow(&id, compensate, None).await?;
     Ok((
         StatusCode::ACCEPTED,
         Json(FlowCancelled {

@@ -273,26 +273,7 @@ pub fn detail(status: WorkStatus, note: &str) -> WorkState {
     inputs.insert("note".into(), json!(note));
     WorkState {
         status,
-        started_at: None,
-        completed_at: None,
-        next_retry_at: None,
-        inputs,
-        outputs: None,
-        error: None,
-        problem: None,
-        retry_count: 0,
-        attempts: Vec::new(),
-        deadline_at: None,
-        inactive_until: None,
-        compensation: Vec::new(),
-        accepted_at: None,
-        retry_state: None,
-        late_results: Vec::new(),
-        children: Vec::new(),
-        children_not_started: Vec::new(),
-        deferred_since: None,
-        deferred_ms: 0,
-        index: 0,
+        ..WorkState::pending(inputs, 0)
     }
 }
 

@@ -34,35 +34,12 @@ impl FlowState {
                 let positions: std::collections::HashMap<&str, usize> =
                     order.iter().enumerate().map(|(i, t)| (t.as_str(), i)).collect();
                 for (token, item_inputs) in work_items {
-                    exec.work_items.insert(
-                        token.clone(),
-                        WorkState {
-                            status: WorkStatus::Pending,
-                            started_at: None,
-                            completed_at: None,
-                            next_retry_at: None,
-                            inputs: item_inputs.clone(),
-                            outputs: None,
-                            error: None,
-                            problem: None,
-                            retry_count: 0,
-                            attempts: Vec::new(),
-                            deadline_at: None,
-                            inactive_until: None,
-                            compensation: Vec::new(),
-                            accepted_at: None,
-                            retry_state: None,
-                            late_results: Vec::new(),
-                            children: Vec::new(),
-                            children_not_started: Vec::new(),
-                            deferred_since: None,
-                            deferred_ms: 0,
-                            index: positions
-                                .get(token.as_str())
-                                .and_then(|i| u32::try_from(*i).ok())
-                                .unwrap_or(0),
-                        },
-                    );
+                    let index = positions
+                        .get(token.as_str())
+                        .and_then(|i| u32::try_from(*i).ok())
+                        .unwrap_or(0);
+                    exec.work_items
+                        .insert(token.clone(), WorkState::pending(item_inputs.clone(), index));
                 }
             }
             FlowEvent::StepTimedOut {

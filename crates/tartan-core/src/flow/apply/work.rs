@@ -44,17 +44,7 @@ impl FlowState {
                 work.status = WorkStatus::Active;
                 work.started_at.get_or_insert(at);
                 work.next_retry_at = None;
-                work.attempts.push(Attempt {
-                    number: *attempt,
-                    started_at: at,
-                    ended_at: None,
-                    outcome: None,
-                    http_status: None,
-                    error: None,
-                    retry_after_ms: None,
-                    delay: None,
-                    memo: false,
-                });
+                work.attempts.push(Attempt::start(*attempt, at));
             }
             FlowEvent::WorkParked {
                 step_id,
@@ -74,10 +64,7 @@ impl FlowState {
                 work.inactive_until = None;
                 work.next_retry_at = None;
                 if let Some(a) = work.attempts.last_mut().filter(|a| a.ended_at.is_none()) {
-                    a.ended_at = Some(at);
-                    a.outcome = Some((*class).into());
-                    a.http_status = *http_status;
-                    a.error = Some(error.clone());
+                    a.close(at, (*class).into(), Some(error)).http_status = *http_status;
                 }
             }
             FlowEvent::WorkResumed {
@@ -125,8 +112,7 @@ impl FlowState {
                 work.error = None;
                 work.inactive_until = None;
                 if let Some(a) = work.attempts.last_mut() {
-                    a.ended_at = Some(at);
-                    a.outcome = Some(AttemptOutcome::Success);
+                    let a = a.close(at, AttemptOutcome::Success, None);
                     a.http_status = *http_status;
                     a.memo = *memo;
                 }
@@ -189,11 +175,8 @@ impl FlowState {
                 work.problem = problem.clone();
                 // A failure decided while waiting (deadline) ends no attempt.
                 if let Some(a) = work.attempts.last_mut().filter(|a| a.ended_at.is_none()) {
-                    a.ended_at = Some(at);
-                    a.outcome = Some((*class).into());
-                    a.http_status = *http_status;
-                    a.error = Some(error.clone());
-                    a.retry_after_ms = *retry_after_ms;
+                    a.close(at, (*class).into(), Some(error))
+                        .answered(*http_status, *retry_after_ms);
                 }
             }
             FlowEvent::WorkNotCompleted {
@@ -212,11 +195,8 @@ impl FlowState {
                 work.error = Some(error.clone());
                 work.problem = problem.clone();
                 if let Some(a) = work.attempts.last_mut() {
-                    a.ended_at = Some(at);
-                    a.outcome = Some((*class).into());
-                    a.http_status = *http_status;
-                    a.error = Some(error.clone());
-                    a.retry_after_ms = *retry_after_ms;
+                    a.close(at, (*class).into(), Some(error))
+                        .answered(*http_status, *retry_after_ms);
                 }
             }
             FlowEvent::WorkRetryScheduled {
@@ -270,9 +250,7 @@ impl FlowState {
                 work.error = Some(error.clone());
                 work.problem = Some(problem.clone());
                 if let Some(a) = work.attempts.last_mut().filter(|a| a.ended_at.is_none()) {
-                    a.ended_at = Some(at);
-                    a.outcome = Some(AttemptOutcome::Timeout);
-                    a.error = Some(error.clone());
+                    a.close(at, AttemptOutcome::Timeout, Some(error));
                 }
             }
             FlowEvent::WorkSkipped {
@@ -299,9 +277,7 @@ impl FlowState {
                 work.next_retry_at = None;
                 work.inactive_until = None;
                 if let Some(a) = work.attempts.last_mut().filter(|a| a.ended_at.is_none()) {
-                    a.ended_at = Some(at);
-                    a.outcome = Some(AttemptOutcome::Cancelled);
-                    a.error = Some(reason.clone());
+                    a.close(at, AttemptOutcome::Cancelled, Some(reason));
                 }
             }
             // The other events are another family's (`change`).
@@ -324,28 +300,19 @@ impl FlowState {
                 work.next_retry_at = None;
                 // A compensation call still open here was cut off by an engine stop.
                 if let Some(open) = work.compensation.last_mut().filter(|a| a.ended_at.is_none()) {
-                    open.ended_at = Some(at);
-                    open.outcome = Some(AttemptOutcome::Abandoned);
-                    open.error = Some("engine stopped before the call finished".into());
+                    open.close(
+                        at,
+                        AttemptOutcome::Abandoned,
+                        Some("engine stopped before the call finished"),
+                    );
                 }
-                work.compensation.push(Attempt {
-                    number: *attempt,
-                    started_at: at,
-                    ended_at: None,
-                    outcome: None,
-                    http_status: None,
-                    error: None,
-                    retry_after_ms: None,
-                    delay: None,
-                    memo: false,
-                });
+                work.compensation.push(Attempt::start(*attempt, at));
             }
             FlowEvent::CompSucceeded { step_id, token, .. } => {
                 let work = self.work(step_id, token)?;
                 work.status = WorkStatus::Compensated;
                 if let Some(a) = work.compensation.last_mut() {
-                    a.ended_at = Some(at);
-                    a.outcome = Some(AttemptOutcome::Success);
+                    a.close(at, AttemptOutcome::Success, None);
                 }
             }
             FlowEvent::CompFailed {
@@ -361,10 +328,7 @@ impl FlowState {
                 work.next_retry_at = None;
                 work.error = Some(error.clone());
                 if let Some(a) = work.compensation.last_mut().filter(|a| a.ended_at.is_none()) {
-                    a.ended_at = Some(at);
-                    a.outcome = Some((*class).into());
-                    a.http_status = *http_status;
-                    a.error = Some(error.clone());
+                    a.close(at, (*class).into(), Some(error)).http_status = *http_status;
                 }
             }
             FlowEvent::CompRetryScheduled {
@@ -380,10 +344,8 @@ impl FlowState {
                 let work = self.work(step_id, token)?;
                 work.next_retry_at = Some(*next_retry_at);
                 if let Some(a) = work.compensation.last_mut() {
-                    a.ended_at = Some(at);
-                    a.outcome = Some((*class).into());
+                    let a = a.close(at, (*class).into(), Some(error));
                     a.http_status = *http_status;
-                    a.error = Some(error.clone());
                     a.delay = Some(*delay);
                 }
             }
@@ -398,8 +360,10 @@ impl FlowState {
 /// stop or a lease takeover.
 fn abandon_open_attempt(work: &mut WorkState, at: Time) {
     if let Some(open) = work.attempts.last_mut().filter(|a| a.ended_at.is_none()) {
-        open.ended_at = Some(at);
-        open.outcome = Some(AttemptOutcome::Abandoned);
-        open.error = Some("engine stopped before the attempt finished".into());
+        open.close(
+            at,
+            AttemptOutcome::Abandoned,
+            Some("engine stopped before the attempt finished"),
+        );
     }
 }
