@@ -14,6 +14,10 @@ use crate::plan::{build_plan, PlanMode};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "lowercase")]
+// `as_str` (and `parse`, where there is one) uses serde's names, by the
+// same rule; tests/names.rs holds the two equal.
+#[derive(strum::IntoStaticStr, strum::EnumIter, strum::EnumString)]
+#[strum(serialize_all = "lowercase")]
 pub enum HealthStatus {
     Unknown,
     Healthy,
@@ -22,20 +26,11 @@ pub enum HealthStatus {
 
 impl HealthStatus {
     pub fn as_str(self) -> &'static str {
-        match self {
-            HealthStatus::Unknown => "unknown",
-            HealthStatus::Healthy => "healthy",
-            HealthStatus::Unhealthy => "unhealthy",
-        }
+        self.into()
     }
 
-    pub fn parse(text: &str) -> Option<HealthStatus> {
-        match text {
-            "unknown" => Some(HealthStatus::Unknown),
-            "healthy" => Some(HealthStatus::Healthy),
-            "unhealthy" => Some(HealthStatus::Unhealthy),
-            _ => None,
-        }
+    pub fn parse(text: &str) -> Option<Self> {
+        text.parse().ok()
     }
 }
 

@@ -77,6 +77,10 @@ impl FailureCause {
 /// "Classification"). The wire strings are `retryable` and `permanent`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
+// `as_str` (and `parse`, where there is one) uses serde's names, by the
+// same rule; tests/names.rs holds the two equal.
+#[derive(strum::IntoStaticStr, strum::EnumIter)]
+#[strum(serialize_all = "lowercase")]
 pub enum FailureClass {
     Retryable,
     Permanent,
@@ -84,10 +88,7 @@ pub enum FailureClass {
 
 impl FailureClass {
     pub fn as_str(self) -> &'static str {
-        match self {
-            FailureClass::Retryable => "retryable",
-            FailureClass::Permanent => "permanent",
-        }
+        self.into()
     }
 }
 
@@ -95,6 +96,10 @@ impl FailureClass {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "lowercase")]
+// `as_str` (and `parse`, where there is one) uses serde's names, by the
+// same rule; tests/names.rs holds the two equal.
+#[derive(strum::IntoStaticStr, strum::EnumIter)]
+#[strum(serialize_all = "lowercase")]
 pub enum AttemptOutcome {
     Success,
     Retryable,
@@ -109,14 +114,7 @@ pub enum AttemptOutcome {
 
 impl AttemptOutcome {
     pub fn as_str(self) -> &'static str {
-        match self {
-            AttemptOutcome::Success => "success",
-            AttemptOutcome::Retryable => "retryable",
-            AttemptOutcome::Permanent => "permanent",
-            AttemptOutcome::Timeout => "timeout",
-            AttemptOutcome::Cancelled => "cancelled",
-            AttemptOutcome::Abandoned => "abandoned",
-        }
+        self.into()
     }
 }
 

@@ -71,6 +71,10 @@ const MAX_ECHO_CHARS: usize = 200;
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "lowercase")]
+// `as_str` (and `parse`, where there is one) uses serde's names, by the
+// same rule; tests/names.rs holds the two equal.
+#[derive(strum::IntoStaticStr, strum::EnumIter)]
+#[strum(serialize_all = "lowercase")]
 pub enum OnTimeout {
     /// Fail with the timeout problem (the default).
     #[default]
@@ -82,10 +86,7 @@ pub enum OnTimeout {
 
 impl OnTimeout {
     pub fn as_str(self) -> &'static str {
-        match self {
-            OnTimeout::Error => "error",
-            OnTimeout::Cancel => "cancel",
-        }
+        self.into()
     }
 
     /// Steep's `errorOnTimeout` flag as an [`OnTimeout`].
@@ -120,6 +121,10 @@ impl FromStr for OnTimeout {
 /// (`max` is the scope that speaks, see [`TimeoutScope::outer`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
+// `as_str` (and `parse`, where there is one) uses serde's names, by the
+// same rule; tests/names.rs holds the two equal.
+#[derive(strum::IntoStaticStr, strum::EnumIter)]
+#[strum(serialize_all = "lowercase")]
 pub enum TimeoutScope {
     /// No heartbeat or result within the async step's inactivity window.
     Inactivity,
@@ -147,12 +152,7 @@ impl TimeoutScope {
 
     /// The wire name (`timeout_scope` of the problem).
     pub fn as_str(self) -> &'static str {
-        match self {
-            TimeoutScope::Inactivity => "inactivity",
-            TimeoutScope::Attempt => "attempt",
-            TimeoutScope::Total => "total",
-            TimeoutScope::Flow => "flow",
-        }
+        self.into()
     }
 
     /// The words naming the timeout in `detail` and in the `error` string.

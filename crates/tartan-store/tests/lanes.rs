@@ -11,26 +11,10 @@ use std::sync::Arc;
 use tartan_core::lanes::BreakerState;
 use tartan_store::{LaneOutcome, LaneTake, Store};
 
-macro_rules! lane_tests {
-    ($( $case:ident => $sqlite:ident, $postgres:ident; )*) => {$(
-        #[tokio::test]
-        async fn $sqlite() {
-            support::run_sqlite(|store, _url| $case(store)).await
-        }
-
-        #[tokio::test]
-        async fn $postgres() {
-            support::run_postgres(|store, _url| $case(store)).await
-        }
-    )*};
-}
-
-lane_tests! {
-    case_slots_are_shared_and_come_back_when_a_lease_runs_out =>
-        sqlite_slots_are_shared_and_come_back_when_a_lease_runs_out,
-        postgres_slots_are_shared_and_come_back_when_a_lease_runs_out;
-    case_start_times_follow_the_rate => sqlite_start_times_follow_the_rate, postgres_start_times_follow_the_rate;
-    case_pauses_and_the_breaker => sqlite_pauses_and_the_breaker, postgres_pauses_and_the_breaker;
+support::store_cases! {
+    slots_are_shared_and_come_back_when_a_lease_runs_out,
+    start_times_follow_the_rate,
+    pauses_and_the_breaker,
 }
 
 fn take(node: &str, hold: u32, running: u32, lease_us: i64) -> LaneTake {
@@ -50,7 +34,7 @@ fn take(node: &str, hold: u32, running: u32, lease_us: i64) -> LaneTake {
     }
 }
 
-async fn case_slots_are_shared_and_come_back_when_a_lease_runs_out(store: Arc<dyn Store>) {
+async fn slots_are_shared_and_come_back_when_a_lease_runs_out(store: Arc<dyn Store>) {
     let a = store.lane_take(&take("a", 2, 0, 60_000_000)).await.unwrap();
     assert_eq!(a.held, 2);
     // b wants 3 but one is left; it learns that a holds the rest.
@@ -79,7 +63,7 @@ async fn case_slots_are_shared_and_come_back_when_a_lease_runs_out(store: Arc<dy
     assert_eq!(store.lanes().await.unwrap()[0].held, 0);
 }
 
-async fn case_start_times_follow_the_rate(store: Arc<dyn Store>) {
+async fn start_times_follow_the_rate(store: Arc<dyn Store>) {
     let rate = |node: &str, starts: u32| LaneTake {
         concurrency: None,
         limits: r#"{"rate":"10/s","burst":2}"#.into(),
@@ -112,7 +96,7 @@ async fn case_start_times_follow_the_rate(store: Arc<dyn Store>) {
     assert!(none.next_start_us.is_some());
 }
 
-async fn case_pauses_and_the_breaker(store: Arc<dyn Store>) {
+async fn pauses_and_the_breaker(store: Arc<dyn Store>) {
     let breaker = |node: &str| LaneTake {
         concurrency: None,
         limits: r#"{"breaker":{"failures":2,"cool_down":1000}}"#.into(),

@@ -1,7 +1,7 @@
 //! The `Store` contract, checked against both backends.
 //!
-//! Each case is an `async fn case_x(store: Arc<dyn Store>)`; `store_tests!`
-//! turns it into `sqlite_x` (a fresh SQLite file) and `postgres_x` (a fresh
+//! Each case is an `async fn x(store: Arc<dyn Store>)`; `store_cases!`
+//! turns it into `x::on_sqlite` (a fresh SQLite file) and `x::on_postgres` (a fresh
 //! database on the server `TARTAN_TEST_DATABASE_URL` names, by default
 //! 127.0.0.1:5432, skipped loudly when the server is unreachable
 //! unless `CI` is set). Flows are built with the real state machine
@@ -24,107 +24,73 @@ use tartan_store::{
 
 use support::{at, commit, fail, only_token, row, start, step, succeed, GREET};
 
-/// `case => sqlite_test, postgres_test;` for each case.
-macro_rules! store_tests {
-    ($( $(#[$meta:meta])* $case:ident => $sqlite:ident, $postgres:ident; )*) => {$(
-        $(#[$meta])*
-        #[tokio::test]
-        async fn $sqlite() {
-            support::run_sqlite(|store, _url| $case(store)).await
-        }
-
-        $(#[$meta])*
-        #[tokio::test]
-        async fn $postgres() {
-            support::run_postgres(|store, _url| $case(store)).await
-        }
-    )*};
+support::store_cases! {
+    fresh_database_is_ready,
+    catalog_lifecycle,
+    catalog_expected_sequence_ahead_is_conflict,
+    flow_commit_and_load,
+    flow_versions_name_the_flows_stored,
+    flow_start_twice_is_flow_exists,
+    flow_stale_base_is_conflict,
+    flow_batch_commits_are_independent,
+    flow_events_take_gap_free_global_positions,
+    failed_commit_leaves_nothing_behind,
+    flow_events_round_trip_and_replay,
+    a_long_flow_is_snapshotted_and_loads_back_at_every_step,
+    work_rows_upsert_and_filter,
+    work_paging,
+    query_flows_filters,
+    query_flows_paging,
+    query_flows_prefixes_and_children,
+    claim_orphaned_work,
+    renew_leases,
+    heard_windows_only_move_later,
+    leases_run_on_the_database_clock,
+    scheduled_work,
+    deferred_work,
+    concurrent_claims_never_share_an_item,
+    a_hundred_thousand_due_retries_are_claimed_at_once,
 }
 
-store_tests! {
-    case_fresh_database_is_ready => sqlite_fresh_database_is_ready, postgres_fresh_database_is_ready;
-    case_catalog_lifecycle => sqlite_catalog_lifecycle, postgres_catalog_lifecycle;
-    case_catalog_expected_sequence_ahead_is_conflict =>
-        sqlite_catalog_expected_sequence_ahead_is_conflict,
-        postgres_catalog_expected_sequence_ahead_is_conflict;
-    case_flow_commit_and_load => sqlite_flow_commit_and_load, postgres_flow_commit_and_load;
-    case_flow_versions_name_the_flows_stored => sqlite_flow_versions_name_the_flows_stored,
-        postgres_flow_versions_name_the_flows_stored;
-    case_flow_start_twice_is_flow_exists => sqlite_flow_start_twice_is_flow_exists,
-        postgres_flow_start_twice_is_flow_exists;
-    case_flow_stale_base_is_conflict => sqlite_flow_stale_base_is_conflict, postgres_flow_stale_base_is_conflict;
-    case_flow_batch_commits_are_independent => sqlite_flow_batch_commits_are_independent,
-        postgres_flow_batch_commits_are_independent;
-    case_flow_events_take_gap_free_global_positions => sqlite_flow_events_take_gap_free_global_positions,
-        postgres_flow_events_take_gap_free_global_positions;
-    case_failed_commit_leaves_nothing_behind => sqlite_failed_commit_leaves_nothing_behind,
-        postgres_failed_commit_leaves_nothing_behind;
-    case_flow_events_round_trip_and_replay => sqlite_flow_events_round_trip_and_replay,
-        postgres_flow_events_round_trip_and_replay;
-    case_a_long_flow_is_snapshotted_and_loads_back_at_every_step =>
-        sqlite_a_long_flow_is_snapshotted_and_loads_back_at_every_step,
-        postgres_a_long_flow_is_snapshotted_and_loads_back_at_every_step;
-    case_work_rows_upsert_and_filter => sqlite_work_rows_upsert_and_filter, postgres_work_rows_upsert_and_filter;
-    case_work_paging => sqlite_work_paging, postgres_work_paging;
-    case_query_flows_filters => sqlite_query_flows_filters, postgres_query_flows_filters;
-    case_query_flows_paging => sqlite_query_flows_paging, postgres_query_flows_paging;
-    case_query_flows_prefixes_and_children => sqlite_query_flows_prefixes_and_children,
-        postgres_query_flows_prefixes_and_children;
-    case_claim_orphaned_work => sqlite_claim_orphaned_work, postgres_claim_orphaned_work;
-    case_renew_leases => sqlite_renew_leases, postgres_renew_leases;
-    case_heard_windows_only_move_later => sqlite_heard_windows_only_move_later,
-        postgres_heard_windows_only_move_later;
-    case_leases_run_on_the_database_clock =>
-        sqlite_leases_run_on_the_database_clock, postgres_leases_run_on_the_database_clock;
-    case_scheduled_work => sqlite_scheduled_work, postgres_scheduled_work;
-    case_deferred_work => sqlite_deferred_work, postgres_deferred_work;
-    case_concurrent_claims_never_share_an_item => sqlite_concurrent_claims_never_share_an_item,
-        postgres_concurrent_claims_never_share_an_item;
-    case_a_hundred_thousand_due_retries_are_claimed_at_once =>
-        sqlite_a_hundred_thousand_due_retries_are_claimed_at_once,
-        postgres_a_hundred_thousand_due_retries_are_claimed_at_once;
-}
-
-// Reopening needs the URL, so these two are written out.
-
-#[tokio::test]
-async fn sqlite_reopen_is_idempotent() {
-    support::run_sqlite(case_reopen_is_idempotent).await
-}
-
-#[tokio::test]
-async fn postgres_reopen_is_idempotent() {
-    support::run_postgres(case_reopen_is_idempotent).await
+// Reopening, and the plans of the listings (a connection of the test's
+// own), need the URL.
+support::store_cases! {
+    with_url: reopen_is_idempotent, flow_listings_are_served_by_their_indexes,
 }
 
 // Two stores on one database (two engines), so these need the URL too.
 
-#[tokio::test]
-async fn sqlite_concurrent_commits_reach_the_feed_in_order_and_whole() {
-    support::run_sqlite(|store, _url| async move { feed_under_concurrent_commits(vec![store]).await }).await
-}
+mod concurrent_commits_reach_the_feed_in_order_and_whole {
+    use super::*;
 
-#[tokio::test]
-async fn postgres_concurrent_commits_reach_the_feed_in_order_and_whole() {
-    support::run_postgres(|store, url| async move {
-        let second = tartan_store::open(&url)
+    #[tokio::test]
+    async fn on_sqlite() {
+        support::run_sqlite(|store, _url| async move { feed_under_concurrent_commits(vec![store]).await })
             .await
-            .expect("a second store on the database");
-        feed_under_concurrent_commits(vec![Arc::clone(&store), second]).await;
-        // Purging the flows deletes the batches their events were in; the
-        // head stays where it was.
-        let head = store.feed_head().await.unwrap();
-        let purged = store.purge_finished(chrono::Utc::now(), 10_000).await.unwrap();
-        assert_eq!(purged, 180);
-        let pool = own_connection(&url).await;
-        let batches: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM event_batches")
-            .fetch_one(&pool)
-            .await
-            .unwrap();
-        assert_eq!(batches, 0);
-        assert_eq!(store.feed_head().await.unwrap(), head);
-    })
-    .await
+    }
+
+    #[tokio::test]
+    async fn on_postgres() {
+        support::run_postgres(|store, url| async move {
+            let second = tartan_store::open(&url)
+                .await
+                .expect("a second store on the database");
+            feed_under_concurrent_commits(vec![Arc::clone(&store), second]).await;
+            // Purging the flows deletes the batches their events were in; the
+            // head stays where it was.
+            let head = store.feed_head().await.unwrap();
+            let purged = store.purge_finished(chrono::Utc::now(), 10_000).await.unwrap();
+            assert_eq!(purged, 180);
+            let pool = own_connection(&url).await;
+            let batches: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM event_batches")
+                .fetch_one(&pool)
+                .await
+                .unwrap();
+            assert_eq!(batches, 0);
+            assert_eq!(store.feed_head().await.unwrap(), head);
+        })
+        .await
+    }
 }
 
 /// Writers on each store commit flows (a start, then its end) in batches
@@ -208,18 +174,6 @@ async fn feed_under_concurrent_commits(stores: Vec<Arc<dyn Store>>) {
         assert_eq!(*sequence, before + 1, "flow {flow} in sequence order");
     }
     assert_eq!(reader.feed_head().await.unwrap(), total as i64);
-}
-
-// The plans need the URL (a connection of the test's own), so these too.
-
-#[tokio::test]
-async fn sqlite_flow_listings_are_served_by_their_indexes() {
-    support::run_sqlite(case_flow_listings_are_served_by_their_indexes).await
-}
-
-#[tokio::test]
-async fn postgres_flow_listings_are_served_by_their_indexes() {
-    support::run_postgres(case_flow_listings_are_served_by_their_indexes).await
 }
 
 // ---------------------------------------------------------------------------
@@ -374,7 +328,7 @@ fn claim(node: &str, now: i64, lease_until: i64, limit: usize) -> Claim {
 // ---------------------------------------------------------------------------
 // migrations
 
-async fn case_fresh_database_is_ready(store: Arc<dyn Store>) {
+async fn fresh_database_is_ready(store: Arc<dyn Store>) {
     store.ready().await.expect("ready on a fresh database");
     let catalog = store.load_catalog().await.unwrap();
     assert!(catalog.steps.is_empty());
@@ -395,7 +349,7 @@ async fn case_fresh_database_is_ready(store: Arc<dyn Store>) {
         .is_empty());
 }
 
-async fn case_reopen_is_idempotent(store: Arc<dyn Store>, url: String) {
+async fn reopen_is_idempotent(store: Arc<dyn Store>, url: String) {
     store.ready().await.unwrap();
     let a = step("step-a", "http://127.0.0.1:9/a");
     store
@@ -435,7 +389,7 @@ async fn case_reopen_is_idempotent(store: Arc<dyn Store>, url: String) {
 // ---------------------------------------------------------------------------
 // catalog
 
-async fn case_catalog_lifecycle(store: Arc<dyn Store>) {
+async fn catalog_lifecycle(store: Arc<dyn Store>) {
     let a = step("step-a", "http://127.0.0.1:9/a");
     let b = step("step-b", "http://127.0.0.1:9/b");
     let a2 = step("step-a", "http://127.0.0.1:9/a-v2");
@@ -549,7 +503,7 @@ async fn case_catalog_lifecycle(store: Arc<dyn Store>) {
 
 /// The trait promises `Conflict` unless the catalog is still at
 /// `expected_sequence`; a sequence ahead of it is just as wrong as a stale one.
-async fn case_catalog_expected_sequence_ahead_is_conflict(store: Arc<dyn Store>) {
+async fn catalog_expected_sequence_ahead_is_conflict(store: Arc<dyn Store>) {
     let a = step("step-a", "http://127.0.0.1:9/a");
     let b = step("step-b", "http://127.0.0.1:9/b");
     store
@@ -574,7 +528,7 @@ async fn case_catalog_expected_sequence_ahead_is_conflict(store: Arc<dyn Store>)
 // ---------------------------------------------------------------------------
 // flows
 
-async fn case_flow_commit_and_load(store: Arc<dyn Store>) {
+async fn flow_commit_and_load(store: Arc<dyn Store>) {
     let tx = start("order-1", &[("env", "prod")], at(0));
     commit_ok(&store, commit(&tx, 0, Some(REQUEST))).await;
 
@@ -606,7 +560,7 @@ async fn case_flow_commit_and_load(store: Arc<dyn Store>) {
     );
 }
 
-async fn case_flow_versions_name_the_flows_stored(store: Arc<dyn Store>) {
+async fn flow_versions_name_the_flows_stored(store: Arc<dyn Store>) {
     let started = stored_start(&store, "order-1", &[], 0).await;
     let done = succeed(&started, at(5));
     commit_ok(&store, commit(&done, 3, None)).await;
@@ -642,7 +596,7 @@ async fn case_flow_versions_name_the_flows_stored(store: Arc<dyn Store>) {
     assert!(store.flow_versions(&[]).await.unwrap().is_empty());
 }
 
-async fn case_flow_start_twice_is_flow_exists(store: Arc<dyn Store>) {
+async fn flow_start_twice_is_flow_exists(store: Arc<dyn Store>) {
     stored_start(&store, "order-1", &[("env", "prod")], 0).await;
     let before = snapshot(&store, "order-1").await;
 
@@ -670,7 +624,7 @@ async fn case_flow_start_twice_is_flow_exists(store: Arc<dyn Store>) {
     assert_eq!(store.query_flows(&flow_query()).await.unwrap().flows.len(), 1);
 }
 
-async fn case_flow_stale_base_is_conflict(store: Arc<dyn Store>) {
+async fn flow_stale_base_is_conflict(store: Arc<dyn Store>) {
     let started = stored_start(&store, "order-1", &[], 0).await;
     let done = succeed(&started, at(5));
     commit_ok(&store, commit(&done, 3, None)).await;
@@ -738,7 +692,7 @@ async fn case_flow_stale_base_is_conflict(store: Arc<dyn Store>) {
     );
 }
 
-async fn case_flow_batch_commits_are_independent(store: Arc<dyn Store>) {
+async fn flow_batch_commits_are_independent(store: Arc<dyn Store>) {
     let existing = stored_start(&store, "existing", &[], 0).await;
     let moving = stored_start(&store, "moving", &[], 0).await;
     let moved = succeed(&moving, at(2));
@@ -840,7 +794,7 @@ async fn case_flow_batch_commits_are_independent(store: Arc<dyn Store>) {
 
 /// The feed (docs/api.md, "Event streams"): every flow event with a global
 /// position, 1, 2, 3, ... in commit order, filtered by flow prefix and type.
-async fn case_flow_events_take_gap_free_global_positions(store: Arc<dyn Store>) {
+async fn flow_events_take_gap_free_global_positions(store: Arc<dyn Store>) {
     assert_eq!(store.feed_head().await.unwrap(), 0);
     let a = start("a-1", &[], at(1));
     let b = start("b-1", &[], at(1));
@@ -944,7 +898,7 @@ async fn case_flow_events_take_gap_free_global_positions(store: Arc<dyn Store>) 
 /// refuses a NUL byte in TEXT, so there the poisoned work row (written last)
 /// fails the commit and its savepoint must be rolled back; SQLite stores it,
 /// and then the commit must be stored whole.
-async fn case_failed_commit_leaves_nothing_behind(store: Arc<dyn Store>) {
+async fn failed_commit_leaves_nothing_behind(store: Arc<dyn Store>) {
     let ok1 = start("ok-1", &[], at(0));
     let poison = start("poison", &[("p", "yes")], at(0));
     let ok2 = start("ok-2", &[], at(0));
@@ -1011,7 +965,7 @@ async fn case_failed_commit_leaves_nothing_behind(store: Arc<dyn Store>) {
     }
 }
 
-async fn case_flow_events_round_trip_and_replay(store: Arc<dyn Store>) {
+async fn flow_events_round_trip_and_replay(store: Arc<dyn Store>) {
     let tx = start("order-1", &[("env", "prod")], at(0));
     commit_ok(&store, commit(&tx, 0, Some(REQUEST))).await;
     let tx2 = succeed(&tx.state, at(7));
@@ -1072,7 +1026,7 @@ async fn case_flow_events_round_trip_and_replay(store: Arc<dyn Store>) {
 /// its snapshot is written again once the events after it outweigh it, and
 /// at every step what loads back (snapshot plus replayed events) is exactly
 /// the state the decisions produced.
-async fn case_a_long_flow_is_snapshotted_and_loads_back_at_every_step(store: Arc<dyn Store>) {
+async fn a_long_flow_is_snapshotted_and_loads_back_at_every_step(store: Arc<dyn Store>) {
     let tx = start("long", &[("env", "prod")], at(0));
     commit_ok(&store, commit(&tx, 0, Some(REQUEST))).await;
     let (mut state, mut seq) = (tx.state, tx.events.len() as i64);
@@ -1192,7 +1146,7 @@ async fn seed_work(store: &Arc<dyn Store>) -> Vec<String> {
     all.into_iter().map(|(_, t)| t).collect()
 }
 
-async fn case_work_rows_upsert_and_filter(store: Arc<dyn Store>) {
+async fn work_rows_upsert_and_filter(store: Arc<dyn Store>) {
     let order = seed_work(&store).await;
     assert_eq!(order.len(), 13);
 
@@ -1306,7 +1260,7 @@ async fn page_work(store: &Arc<dyn Store>, q: &WorkQuery, limit: usize) -> Vec<S
     panic!("paging did not end");
 }
 
-async fn case_work_paging(store: Arc<dyn Store>) {
+async fn work_paging(store: Arc<dyn Store>) {
     let order = seed_work(&store).await;
     for limit in [1, 2, 3, 5, 12, 13, 14, 100] {
         let seen = page_work(&store, &work_query(), limit).await;
@@ -1354,7 +1308,7 @@ async fn case_work_paging(store: Arc<dyn Store>) {
 // ---------------------------------------------------------------------------
 // query_flows
 
-async fn case_query_flows_filters(store: Arc<dyn Store>) {
+async fn query_flows_filters(store: Arc<dyn Store>) {
     let completed = |s: &FlowState, secs| succeed(s, at(secs));
     // id, labels, created second, ending
     let a_b_1 = stored_start(&store, "a_b-1", &[("env", "prod"), ("team", "core")], 1).await;
@@ -1513,7 +1467,7 @@ async fn page_flows(store: &Arc<dyn Store>, q: &FlowQuery, limit: usize) -> Vec<
 
 /// Prefixes are matched literally (`_`, `%` and `\\` too, and past ASCII),
 /// child flows (ids with a `:`) only when asked for, with statuses as well.
-async fn case_query_flows_prefixes_and_children(store: Arc<dyn Store>) {
+async fn query_flows_prefixes_and_children(store: Arc<dyn Store>) {
     for (i, id) in [
         "a_b", "axb", "a%b", "a\\b", "a\\c", "a\\", "ab", "a", "b", "é-1", "é", "e-1", "a_b:s:1", "a_b:s:2",
         "axb:s:1", "a\\b:s:1", "é-1:s:1",
@@ -1607,7 +1561,7 @@ async fn own_connection(url: &str) -> sqlx::AnyPool {
 /// each is served by the index meant for it (migrations/*/
 /// 20261205000000_flow_indexes.sql), none reads the whole table, and root
 /// listings read no child flow.
-async fn case_flow_listings_are_served_by_their_indexes(store: Arc<dyn Store>, url: String) {
+async fn flow_listings_are_served_by_their_indexes(store: Arc<dyn Store>, url: String) {
     let backend = store.backend();
     let pool = own_connection(&url).await;
     // 5,000 root flows (`r-100000` on), one in a hundred failed, and 20,000
@@ -1749,7 +1703,7 @@ async fn case_flow_listings_are_served_by_their_indexes(store: Arc<dyn Store>, u
     assert!(wrong.is_empty(), "{}", wrong.join("\n\n"));
 }
 
-async fn case_query_flows_paging(store: Arc<dyn Store>) {
+async fn query_flows_paging(store: Arc<dyn Store>) {
     // p-00 .. p-10, created in groups that share a time (ties broken by id),
     // not in id order; plus flows outside the prefix.
     let mut expected: Vec<(chrono::DateTime<chrono::Utc>, String)> = Vec::new();
@@ -1827,7 +1781,7 @@ async fn case_query_flows_paging(store: Arc<dyn Store>) {
 // ---------------------------------------------------------------------------
 // claims
 
-async fn case_claim_orphaned_work(store: Arc<dyn Store>) {
+async fn claim_orphaned_work(store: Arc<dyn Store>) {
     use WorkStatus::*;
     let tx = start("c-1", &[], at(0));
     let mut c = commit(&tx, 0, Some(REQUEST));
@@ -1949,7 +1903,7 @@ async fn case_claim_orphaned_work(store: Arc<dyn Store>) {
 
 /// Work deferred for an unhealthy step: pending items of active flows,
 /// longest waiting first, but those of the steps still closed.
-async fn case_deferred_work(store: Arc<dyn Store>) {
+async fn deferred_work(store: Arc<dyn Store>) {
     use WorkStatus::*;
     let deferred = |mut r: tartan_store::WorkRow, secs: i64| {
         r.deferred_at = Some(at(secs));
@@ -1985,7 +1939,7 @@ async fn case_deferred_work(store: Arc<dyn Store>) {
 }
 
 /// Retries waiting in active flows, with their due times; nothing else.
-async fn case_scheduled_work(store: Arc<dyn Store>) {
+async fn scheduled_work(store: Arc<dyn Store>) {
     use WorkStatus::*;
     let due = |mut r: tartan_store::WorkRow, secs: Option<i64>| {
         r.due_at = secs.map(at);
@@ -2082,7 +2036,7 @@ async fn retries(store: &Arc<dyn Store>, before: Time) -> Vec<(WorkKey, Time)> {
         .collect()
 }
 
-async fn case_concurrent_claims_never_share_an_item(store: Arc<dyn Store>) {
+async fn concurrent_claims_never_share_an_item(store: Arc<dyn Store>) {
     let tx = start("cc-1", &[], at(0));
     let mut c = commit(&tx, 0, Some(REQUEST));
     c.work = (0..40)
@@ -2133,7 +2087,7 @@ async fn case_concurrent_claims_never_share_an_item(store: Arc<dyn Store>) {
 }
 
 /// A node extends only its own leases, and only on work still in flight.
-async fn case_renew_leases(store: Arc<dyn Store>) {
+async fn renew_leases(store: Arc<dyn Store>) {
     use WorkStatus::*;
     let tx = start("r-1", &[], at(0));
     let mut c = commit(&tx, 0, Some(REQUEST));
@@ -2181,7 +2135,7 @@ async fn case_renew_leases(store: Arc<dyn Store>) {
 /// still leases a call until the database's now plus the lease, and a claim
 /// made on the database's clock sees that lease as live: expiry is computed
 /// and compared on the database's clock, not on the committing process's.
-async fn case_leases_run_on_the_database_clock(store: Arc<dyn Store>) {
+async fn leases_run_on_the_database_clock(store: Arc<dyn Store>) {
     use WorkStatus::*;
     let tx = start("clock-1", &[], at(0));
     let mut c = commit(&tx, 0, Some(REQUEST));
@@ -2216,7 +2170,7 @@ async fn case_leases_run_on_the_database_clock(store: Arc<dyn Store>) {
 /// After an outage 100,000 retries fall due together: one claim takes them
 /// all, though no statement may carry that many parameters (SQLite allows
 /// 32,766, Postgres 65,535).
-async fn case_a_hundred_thousand_due_retries_are_claimed_at_once(store: Arc<dyn Store>) {
+async fn a_hundred_thousand_due_retries_are_claimed_at_once(store: Arc<dyn Store>) {
     const N: usize = 100_000;
     let flow = start("outage", &[], at(0));
     let mut c = commit(&flow, 0, Some(REQUEST));
@@ -2249,7 +2203,7 @@ async fn case_a_hundred_thousand_due_retries_are_claimed_at_once(store: Arc<dyn 
     assert!(again.is_empty(), "{} claimed twice", again.len());
 }
 
-async fn case_heard_windows_only_move_later(store: Arc<dyn Store>) {
+async fn heard_windows_only_move_later(store: Arc<dyn Store>) {
     use WorkStatus::*;
     let tx = start("h-1", &[], at(0));
     let mut c = commit(&tx, 0, Some(REQUEST));

@@ -26,6 +26,10 @@ pub type Time = DateTime<Utc>;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
+// `as_str` (and `parse`, where there is one) uses serde's names, by the
+// same rule; tests/names.rs holds the two equal.
+#[derive(strum::IntoStaticStr, strum::EnumIter, strum::EnumString)]
+#[strum(serialize_all = "snake_case")]
 pub enum FlowStatus {
     Active,
     Completed,
@@ -48,6 +52,10 @@ pub enum StepStatus {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
+// `as_str` (and `parse`, where there is one) uses serde's names, by the
+// same rule; tests/names.rs holds the two equal.
+#[derive(strum::IntoStaticStr, strum::EnumIter, strum::EnumString)]
+#[strum(serialize_all = "snake_case")]
 pub enum WorkStatus {
     Pending,
     Active,
@@ -68,21 +76,10 @@ pub enum WorkStatus {
 
 impl FlowStatus {
     pub fn as_str(self) -> &'static str {
-        match self {
-            FlowStatus::Active => "active",
-            FlowStatus::Completed => "completed",
-            FlowStatus::Failed => "failed",
-            FlowStatus::Cancelled => "cancelled",
-        }
+        self.into()
     }
     pub fn parse(text: &str) -> Option<Self> {
-        Some(match text {
-            "active" => FlowStatus::Active,
-            "completed" => FlowStatus::Completed,
-            "failed" => FlowStatus::Failed,
-            "cancelled" => FlowStatus::Cancelled,
-            _ => return None,
-        })
+        text.parse().ok()
     }
 }
 
@@ -94,35 +91,10 @@ impl StepStatus {
 
 impl WorkStatus {
     pub fn as_str(self) -> &'static str {
-        match self {
-            WorkStatus::Pending => "pending",
-            WorkStatus::Active => "active",
-            WorkStatus::Succeeded => "succeeded",
-            WorkStatus::Failed => "failed",
-            WorkStatus::NotCompleted => "not_completed",
-            WorkStatus::Compensating => "compensating",
-            WorkStatus::Compensated => "compensated",
-            WorkStatus::CompensationFailed => "compensation_failed",
-            WorkStatus::Cancelled => "cancelled",
-            WorkStatus::Skipped => "skipped",
-            WorkStatus::Parked => "parked",
-        }
+        self.into()
     }
     pub fn parse(text: &str) -> Option<Self> {
-        Some(match text {
-            "pending" => WorkStatus::Pending,
-            "active" => WorkStatus::Active,
-            "succeeded" => WorkStatus::Succeeded,
-            "failed" => WorkStatus::Failed,
-            "not_completed" => WorkStatus::NotCompleted,
-            "compensating" => WorkStatus::Compensating,
-            "compensated" => WorkStatus::Compensated,
-            "compensation_failed" => WorkStatus::CompensationFailed,
-            "cancelled" => WorkStatus::Cancelled,
-            "skipped" => WorkStatus::Skipped,
-            "parked" => WorkStatus::Parked,
-            _ => return None,
-        })
+        text.parse().ok()
     }
 }
 

@@ -74,6 +74,10 @@ pub const WORK_CONFIG_RETRY_FIELDS: [&str; 10] = [
 /// step or the engine's defaults say otherwise).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
+// `as_str` (and `parse`, where there is one) uses serde's names, by the
+// same rule; tests/names.rs holds the two equal.
+#[derive(strum::IntoStaticStr, strum::EnumIter)]
+#[strum(serialize_all = "lowercase")]
 pub enum BackoffType {
     /// `init` every time.
     Fixed,
@@ -86,11 +90,7 @@ pub enum BackoffType {
 
 impl BackoffType {
     pub fn as_str(self) -> &'static str {
-        match self {
-            BackoffType::Fixed => "fixed",
-            BackoffType::Linear => "linear",
-            BackoffType::Exponential => "exponential",
-        }
+        self.into()
     }
 }
 
@@ -117,6 +117,10 @@ impl FromStr for BackoffType {
 /// Randomisation of the capped delay `d`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
+// `as_str` (and `parse`, where there is one) uses serde's names, by the
+// same rule; tests/names.rs holds the two equal.
+#[derive(strum::IntoStaticStr, strum::EnumIter)]
+#[strum(serialize_all = "lowercase")]
 pub enum Jitter {
     /// `d`.
     None,
@@ -128,11 +132,7 @@ pub enum Jitter {
 
 impl Jitter {
     pub fn as_str(self) -> &'static str {
-        match self {
-            Jitter::None => "none",
-            Jitter::Full => "full",
-            Jitter::Equal => "equal",
-        }
+        self.into()
     }
 }
 
@@ -271,6 +271,10 @@ impl RetryDefaults {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
+// `as_str` (and `parse`, where there is one) uses serde's names, by the
+// same rule; tests/names.rs holds the two equal.
+#[derive(strum::IntoStaticStr, strum::EnumIter)]
+#[strum(serialize_all = "snake_case")]
 pub enum RetryState {
     /// The failure was permanent.
     Permanent,
@@ -287,13 +291,7 @@ pub enum RetryState {
 
 impl RetryState {
     pub fn as_str(self) -> &'static str {
-        match self {
-            RetryState::Permanent => "permanent",
-            RetryState::MaxAttempts => "max_attempts",
-            RetryState::Deadline => "deadline",
-            RetryState::StepLimit => "step_limit",
-            RetryState::FlowEnded => "flow_ended",
-        }
+        self.into()
     }
 }
 

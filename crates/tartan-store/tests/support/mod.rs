@@ -34,6 +34,45 @@ fn finish(result: Result<(), tokio::task::JoinError>) {
     }
 }
 
+/// `case, ...`: each `async fn case(store: Arc<dyn Store>)` run on a fresh
+/// SQLite file (`case::on_sqlite`) and a fresh Postgres database
+/// (`case::on_postgres`), one name per case; `with_url: case, ...` for a
+/// case that also takes the database's URL (to open a second store or a
+/// connection of its own).
+macro_rules! store_cases {
+    (with_url: $( $(#[$meta:meta])* $case:ident ),* $(,)?) => {$(
+        mod $case {
+            $(#[$meta])*
+            #[tokio::test]
+            async fn on_sqlite() {
+                crate::support::run_sqlite(super::$case).await
+            }
+
+            $(#[$meta])*
+            #[tokio::test]
+            async fn on_postgres() {
+                crate::support::run_postgres(super::$case).await
+            }
+        }
+    )*};
+    ($( $(#[$meta:meta])* $case:ident ),* $(,)?) => {$(
+        mod $case {
+            $(#[$meta])*
+            #[tokio::test]
+            async fn on_sqlite() {
+                crate::support::run_sqlite(|store, _url| super::$case(store)).await
+            }
+
+            $(#[$meta])*
+            #[tokio::test]
+            async fn on_postgres() {
+                crate::support::run_postgres(|store, _url| super::$case(store)).await
+            }
+        }
+    )*};
+}
+pub(crate) use store_cases;
+
 /// Run `case` against a store on a new SQLite file; the case also gets the URL.
 pub async fn run_sqlite<F, Fut>(case: F)
 where
