@@ -110,7 +110,7 @@ pub use config::{
 pub use error::EngineError;
 pub use events::{CommittedCatalog, CommittedEvents, EventSubscription};
 pub use feed::{EventFeed, FeedItem, FlowFeed};
-pub use flows::{StartOutcome, WebhookRefusal, WebhookResult};
+pub use flows::{StartOutcome, WebhookError, WebhookRefusal, WebhookResult};
 pub use health::{ClusterEvents, ClusterReceiver, ClusterView, StepHealthView};
 pub use lanes::{LaneView, LaneWait, LocalLane};
 pub use memo::MAX_MEMO_CACHE_SIZE;

@@ -90,6 +90,30 @@ pub enum WebhookRefusal {
     },
 }
 
+/// Why a webhook or heartbeat was not taken: refused for what it names
+/// (the API answers 400 or 409), or the engine could not act on it.
+#[derive(Debug, thiserror::Error)]
+pub enum WebhookError {
+    #[error("webhook refused: {0:?}")]
+    Refused(WebhookRefusal),
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+}
+
+impl From<StoreError> for WebhookError {
+    fn from(e: StoreError) -> Self {
+        WebhookError::Engine(e.into())
+    }
+}
+
+/// Why a webhook cannot act on its item now.
+enum NotNow {
+    Refused(WebhookRefusal),
+    /// The call of this attempt is still running, its `202` not recorded
+    /// yet.
+    WaitForAcceptance(u32),
+}
+
 /// How long a webhook that arrives before its call's `202` is recorded
 /// waits for it: a step may post its result the moment it answers, and the
 /// engine records the answer a moment later.
@@ -97,25 +121,20 @@ const ACCEPTANCE_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// What a webhook or heartbeat may do to a work item (docs/api.md, "Async
 /// steps and webhooks"): `Ok(attempt)` it may go ahead, for that attempt.
-fn webhook_target(
-    state: &FlowState,
-    step_id: &str,
-    token: &str,
-    signed: Option<u32>,
-) -> Result<Result<u32, WebhookRefusal>, WaitForAcceptance> {
+fn webhook_target(state: &FlowState, step_id: &str, token: &str, signed: Option<u32>) -> Result<u32, NotNow> {
     let Some(exec) = state.executions.get(step_id) else {
-        return Ok(Err(WebhookRefusal::UnknownStep));
+        return Err(NotNow::Refused(WebhookRefusal::UnknownStep));
     };
     let Some(work) = exec.work_items.get(token) else {
-        return Ok(Err(WebhookRefusal::UnknownToken));
+        return Err(NotNow::Refused(WebhookRefusal::UnknownToken));
     };
     if !state.plan.steps.get(step_id).is_some_and(|s| s.is_async()) {
-        return Ok(Err(WebhookRefusal::Synchronous));
+        return Err(NotNow::Refused(WebhookRefusal::Synchronous));
     }
     let current = work.attempts.last().map(|a| a.number).unwrap_or(0);
     let attempt = signed.unwrap_or(current);
     if attempt < current {
-        return Ok(Err(WebhookRefusal::OlderAttempt {
+        return Err(NotNow::Refused(WebhookRefusal::OlderAttempt {
             given: attempt,
             current,
         }));
@@ -123,13 +142,10 @@ fn webhook_target(
     let running =
         work.status == WorkStatus::Active && work.attempts.last().is_some_and(|a| a.ended_at.is_none());
     if running && work.accepted_at.is_none() {
-        return Err(WaitForAcceptance(attempt));
+        return Err(NotNow::WaitForAcceptance(attempt));
     }
-    Ok(Ok(attempt))
+    Ok(attempt)
 }
-
-/// The call a webhook belongs to is still running, not yet accepted.
-struct WaitForAcceptance(u32);
 
 impl Engine {
     /// Start a flow. An identical repeat of an earlier start is accepted; a
@@ -343,11 +359,8 @@ impl Engine {
         token: &str,
         signed: Option<u32>,
         result: WebhookResult,
-    ) -> Result<Result<(), WebhookRefusal>, EngineError> {
-        let attempt = match self.webhook_target(flow_id, step_id, token, signed).await? {
-            Ok((attempt, _)) => attempt,
-            Err(refusal) => return Ok(Err(refusal)),
-        };
+    ) -> Result<(), WebhookError> {
+        let (attempt, _) = self.webhook_target(flow_id, step_id, token, signed).await?;
         let result = match result {
             WebhookResult::Outputs(outputs) => AttemptResult::Success {
                 outputs,
@@ -367,7 +380,7 @@ impl Engine {
             waited: None,
         };
         self.decide(flow_id, record).await?;
-        Ok(Ok(()))
+        Ok(())
     }
 
     /// Check a webhook against the stored flow: which attempt it may act on,
@@ -379,11 +392,11 @@ impl Engine {
         step_id: &str,
         token: &str,
         signed: Option<u32>,
-    ) -> Result<Result<(u32, WorkStatus), WebhookRefusal>, EngineError> {
+    ) -> Result<(u32, WorkStatus), WebhookError> {
         let give_up = tokio::time::Instant::now() + ACCEPTANCE_WAIT;
         loop {
             let Some(loaded) = self.inner.store.load_flow(flow_id).await? else {
-                return Ok(Err(WebhookRefusal::UnknownFlow));
+                return Err(WebhookError::Refused(WebhookRefusal::UnknownFlow));
             };
             let status = |state: &FlowState| {
                 state
@@ -391,13 +404,16 @@ impl Engine {
                     .map_or(WorkStatus::Pending, |w| w.status)
             };
             match webhook_target(&loaded.state, step_id, token, signed) {
-                Ok(target) => return Ok(target.map(|a| (a, status(&loaded.state)))),
-                Err(WaitForAcceptance(attempt)) if tokio::time::Instant::now() >= give_up => {
-                    return Ok(Err(WebhookRefusal::NotAccepted { attempt }));
+                Ok(attempt) => return Ok((attempt, status(&loaded.state))),
+                Err(NotNow::Refused(refusal)) => return Err(WebhookError::Refused(refusal)),
+                Err(NotNow::WaitForAcceptance(attempt)) if tokio::time::Instant::now() >= give_up => {
+                    return Err(WebhookError::Refused(WebhookRefusal::NotAccepted { attempt }));
                 }
                 // Rare (a step that answers and calls back at once), and
                 // bounded: no notice to wait on spans processes, so look again.
-                Err(WaitForAcceptance(_)) => tokio::time::sleep(std::time::Duration::from_millis(20)).await,
+                Err(NotNow::WaitForAcceptance(_)) => {
+                    tokio::time::sleep(std::time::Duration::from_millis(20)).await
+                }
             }
         }
     }
@@ -520,15 +536,12 @@ impl Engine {
         step_id: &str,
         token: &str,
         signed: Option<u32>,
-    ) -> Result<Result<(), WebhookRefusal>, EngineError> {
-        match self.webhook_target(flow_id, step_id, token, signed).await? {
-            Ok((_, WorkStatus::Active)) => {}
-            Ok((_, status)) => {
-                return Ok(Err(WebhookRefusal::NotWaiting {
-                    status: status.as_str(),
-                }))
-            }
-            Err(refusal) => return Ok(Err(refusal)),
+    ) -> Result<(), WebhookError> {
+        let (_, status) = self.webhook_target(flow_id, step_id, token, signed).await?;
+        if status != WorkStatus::Active {
+            return Err(WebhookError::Refused(WebhookRefusal::NotWaiting {
+                status: status.as_str(),
+            }));
         }
         let heartbeat = Command::Heartbeat {
             step_id: step_id.to_string(),
@@ -558,7 +571,7 @@ impl Engine {
                     .await?;
             }
         }
-        Ok(Ok(()))
+        Ok(())
     }
 }
 

@@ -12,7 +12,7 @@ use axum::http::{header, StatusCode};
 use futures::StreamExt;
 use serde_json::Value;
 use tartan_engine::metrics::{WebhookKind, WebhookOutcome};
-use tartan_engine::{Engine, WebhookRefusal, WebhookResult};
+use tartan_engine::{Engine, WebhookError, WebhookRefusal, WebhookResult};
 
 use crate::error::{kind, ApiError, Problem};
 use crate::extract::{body_timeout, parse_json, BodyDeadline, Path};
@@ -91,14 +91,17 @@ async fn deliver_to(
             status: None,
             error: error.clone(),
         };
-        return match engine.deliver_webhook(flow, step, token, attempt, result).await? {
-            Ok(()) => Err(ApiError::new(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                kind::TOO_LARGE,
-                error,
-            )),
-            Err(refusal) => Err(refused(refusal, flow, step, token)),
-        };
+        taken(
+            engine.deliver_webhook(flow, step, token, attempt, result).await,
+            flow,
+            step,
+            token,
+        )?;
+        return Err(ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            kind::TOO_LARGE,
+            error,
+        ));
     };
     let body: Value = parse_json(&bytes)?;
     let Value::Object(obj) = body else {
@@ -118,10 +121,13 @@ async fn deliver_to(
     } else {
         WebhookResult::Outputs(obj)
     };
-    match engine.deliver_webhook(flow, step, token, attempt, result).await? {
-        Ok(()) => Ok(StatusCode::OK),
-        Err(refusal) => Err(refused(refusal, flow, step, token)),
-    }
+    taken(
+        engine.deliver_webhook(flow, step, token, attempt, result).await,
+        flow,
+        step,
+        token,
+    )?;
+    Ok(StatusCode::OK)
 }
 
 /// The body with a running count: `None` once it is longer than `limit`
@@ -186,10 +192,13 @@ pub(crate) async fn heartbeat(
 ) -> Result<StatusCode, ApiError> {
     let answer = async {
         let attempt = check_signature(&engine, &flow, &step, &token, &signature)?;
-        match engine.heartbeat(&flow, &step, &token, attempt).await? {
-            Ok(()) => Ok(StatusCode::OK),
-            Err(refusal) => Err(refused(refusal, &flow, &step, &token)),
-        }
+        taken(
+            engine.heartbeat(&flow, &step, &token, attempt).await,
+            &flow,
+            &step,
+            &token,
+        )?;
+        Ok(StatusCode::OK)
     };
     let answer = answer.await;
     counted(&engine, WebhookKind::Heartbeat, answer)
@@ -232,6 +241,15 @@ fn forbidden() -> ApiError {
         kind::FORBIDDEN,
         "webhook URL not valid: use the exact URL given in the Argyll-Webhook-URL header",
     )
+}
+
+/// What the engine made of a webhook or heartbeat, as the API answers it.
+fn taken(answer: Result<(), WebhookError>, flow: &str, step: &str, token: &str) -> Result<(), ApiError> {
+    match answer {
+        Ok(()) => Ok(()),
+        Err(WebhookError::Refused(refusal)) => Err(refused(refusal, flow, step, token)),
+        Err(WebhookError::Engine(e)) => Err(e.into()),
+    }
 }
 
 fn refused(refusal: WebhookRefusal, flow: &str, step: &str, token: &str) -> ApiError {
