@@ -13,10 +13,12 @@ mod apply;
 mod event;
 mod state;
 mod subflow;
+mod work;
 
 pub use event::*;
 pub use state::*;
 pub use subflow::{child_flow_id, is_child_id, ParentLink};
+pub use work::*;
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};

@@ -83,31 +83,45 @@ async fn deliver_to(
         .and_then(|v| v.to_str().ok())
         .is_some_and(|ct| is_media_type(ct, "application/problem+json"));
     let limit = engine.config().max_response_bytes;
-    let Some(bytes) = read_bounded(req, limit).await? else {
-        let error = format!(
-            "webhook body exceeds the limit of {limit} bytes; the limit is TARTAN_MAX_RESPONSE_BYTES"
-        );
-        let result = WebhookResult::Problem {
-            status: None,
-            error: error.clone(),
-        };
-        taken(
-            engine.deliver_webhook(flow, step, token, attempt, result).await,
-            flow,
-            step,
-            token,
-        )?;
-        return Err(ApiError::new(
+    // Over the limit: the attempt fails with what the step was told, and
+    // the step hears 413.
+    let (result, over) = match read_bounded(req, limit).await? {
+        None => {
+            let error = format!(
+                "webhook body exceeds the limit of {limit} bytes; the limit is TARTAN_MAX_RESPONSE_BYTES"
+            );
+            let result = WebhookResult::Problem {
+                status: None,
+                error: error.clone(),
+            };
+            (result, Some(error))
+        }
+        Some(bytes) => (webhook_result(&bytes, is_problem)?, None),
+    };
+    taken(
+        engine.deliver_webhook(flow, step, token, attempt, result).await,
+        flow,
+        step,
+        token,
+    )?;
+    match over {
+        Some(error) => Err(ApiError::new(
             StatusCode::PAYLOAD_TOO_LARGE,
             kind::TOO_LARGE,
             error,
-        ));
-    };
-    let body: Value = parse_json(&bytes)?;
+        )),
+        None => Ok(StatusCode::OK),
+    }
+}
+
+/// What a webhook's body says: the step's outputs, or the problem it
+/// reports (`application/problem+json`).
+fn webhook_result(bytes: &[u8], is_problem: bool) -> Result<WebhookResult, ApiError> {
+    let body: Value = parse_json(bytes)?;
     let Value::Object(obj) = body else {
         return Err(ApiError::bad_request("body: must be a JSON object"));
     };
-    let result = if is_problem {
+    Ok(if is_problem {
         let status = obj
             .get("status")
             .and_then(Value::as_u64)
@@ -120,14 +134,7 @@ async fn deliver_to(
         WebhookResult::Problem { status, error }
     } else {
         WebhookResult::Outputs(obj)
-    };
-    taken(
-        engine.deliver_webhook(flow, step, token, attempt, result).await,
-        flow,
-        step,
-        token,
-    )?;
-    Ok(StatusCode::OK)
+    })
 }
 
 /// The body with a running count: `None` once it is longer than `limit`
