@@ -113,6 +113,7 @@ async fn main() {
     }))
     .unwrap_or_else(|e| panic!("step: {e}"));
     engine
+        .catalog()
         .register_step(step)
         .await
         .unwrap_or_else(|e| panic!("register: {e}"));

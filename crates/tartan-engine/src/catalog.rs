@@ -11,16 +11,19 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use chrono::Utc;
-use tartan_core::catalog::{Catalog, Registration};
+use tartan_core::catalog::{Catalog as Steps, Registration};
 use tartan_core::retry::RetryDefaults;
 use tartan_core::step::Step;
-use tartan_store::{CatalogChange, Store, StoreError};
-use tokio::sync::{oneshot, Mutex, RwLock};
+use tartan_store::{CatalogChange, CatalogStore, StoreError};
+use tokio::sync::{mpsc, oneshot, Mutex, RwLock};
 
-use crate::metrics::CatalogReload;
-use crate::{Engine, EngineError};
+use crate::metrics::{CatalogReload, Metrics};
+use crate::notices::Outbox;
+use crate::{EngineConfig, EngineError, Feed};
 
-pub(crate) struct CatalogCache {
+/// The catalog: the cached view, the changes of this process (decided and
+/// committed in batches), and the other processes' changes taken in.
+pub struct Catalog {
     current: RwLock<Arc<CatalogView>>,
     /// Held by the one batch of changes being decided and committed.
     pub(crate) change: Arc<Mutex<()>>,
@@ -30,6 +33,23 @@ pub(crate) struct CatalogCache {
     refreshing: Mutex<()>,
     /// When an unknown goal last had the catalog read again.
     rechecked: std::sync::Mutex<Option<Instant>>,
+    store: Arc<dyn CatalogStore>,
+    feed: Feed,
+    outbox: Outbox,
+    metrics: Arc<Metrics>,
+    config: Arc<EngineConfig>,
+    /// Told the ids of the steps each committed batch registered again,
+    /// updated or removed (their health is forgotten: Argyll resets it).
+    on_changed: std::sync::OnceLock<Box<dyn Fn(Vec<String>) + Send + Sync>>,
+}
+
+/// What the catalog is built from.
+pub(crate) struct CatalogParts {
+    pub store: Arc<dyn CatalogStore>,
+    pub feed: Feed,
+    pub outbox: Outbox,
+    pub metrics: Arc<Metrics>,
+    pub config: Arc<EngineConfig>,
 }
 
 /// An unknown goal has the catalog read again at most this often, however
@@ -49,20 +69,31 @@ struct Pending {
 
 /// The catalog as of one sequence.
 pub struct CatalogView {
-    pub catalog: Catalog,
+    pub catalog: Steps,
     pub sequence: i64,
     pub last_updated: Option<chrono::DateTime<Utc>>,
 }
 
-impl CatalogCache {
-    pub(crate) async fn load(store: &dyn Store) -> Result<Self, EngineError> {
+impl Catalog {
+    pub(crate) async fn load(parts: CatalogParts) -> Result<Self, EngineError> {
         Ok(Self {
-            current: RwLock::new(Arc::new(Self::read(store).await?)),
+            current: RwLock::new(Arc::new(Self::read(parts.store.as_ref()).await?)),
             change: Arc::new(Mutex::new(())),
             pending: std::sync::Mutex::new(Vec::new()),
             refreshing: Mutex::new(()),
             rechecked: std::sync::Mutex::new(None),
+            store: parts.store,
+            feed: parts.feed,
+            outbox: parts.outbox,
+            metrics: parts.metrics,
+            config: parts.config,
+            on_changed: std::sync::OnceLock::new(),
         })
+    }
+
+    /// Who is told which steps a committed batch changed (set once, at start).
+    pub(crate) fn on_changed(&self, tell: impl Fn(Vec<String>) + Send + Sync + 'static) {
+        let _ = self.on_changed.set(Box::new(tell));
     }
 
     /// Whether an unknown goal may have the catalog read again now; if so,
@@ -78,7 +109,7 @@ impl CatalogCache {
         true
     }
 
-    async fn read(store: &dyn Store) -> Result<CatalogView, EngineError> {
+    async fn read(store: &dyn CatalogStore) -> Result<CatalogView, EngineError> {
         let snap = store.load_catalog().await?;
         // The typed policies and `effective_retry` are not stored: parse
         // them again, once per step. A stored step was valid when it was
@@ -95,7 +126,7 @@ impl CatalogCache {
             }
         });
         Ok(CatalogView {
-            catalog: Catalog::new(steps),
+            catalog: Steps::new(steps),
             sequence: snap.sequence,
             last_updated: snap.last_updated,
         })
@@ -126,10 +157,10 @@ impl Unstored {
     }
 }
 
-impl Engine {
+impl Catalog {
     /// The catalog as this process knows it.
-    pub async fn catalog(&self) -> Arc<CatalogView> {
-        self.inner.catalog.current.read().await.clone()
+    pub async fn view(&self) -> Arc<CatalogView> {
+        self.current.read().await.clone()
     }
 
     /// The catalog to plan `goals` with (a start, a plan preview). A goal
@@ -143,16 +174,16 @@ impl Engine {
     ///   unknown goal reads the catalog again, at most once every
     ///   [`UNKNOWN_GOAL_RECHECK`]; requests meanwhile wait for a read under
     ///   way, if any, and answer from the view it leaves.
-    pub async fn catalog_for(&self, goals: &[String]) -> Result<Arc<CatalogView>, EngineError> {
-        let view = self.catalog().await;
-        if goals.iter().all(|g| view.catalog.contains(g)) || self.inner.announcer.is_none() {
+    pub async fn for_goals(&self, goals: &[String]) -> Result<Arc<CatalogView>, EngineError> {
+        let view = self.view().await;
+        if goals.iter().all(|g| view.catalog.contains(g)) || !self.feed.shared() {
             return Ok(view);
         }
-        if self.inner.catalog.recheck_due() {
+        if self.recheck_due() {
             return self.reload_catalog(CatalogReload::UnknownGoal).await;
         }
-        drop(self.inner.catalog.refreshing.lock().await);
-        Ok(self.catalog().await)
+        drop(self.refreshing.lock().await);
+        Ok(self.view().await)
     }
 
     /// Re-read the catalog (another process changed it), and pass the
@@ -168,16 +199,15 @@ impl Engine {
         &self,
         reason: CatalogReload,
     ) -> Result<Arc<CatalogView>, EngineError> {
-        let cache = &self.inner.catalog;
-        let _one = cache.refreshing.lock().await;
-        let before = self.catalog().await.sequence;
-        self.metrics().catalog_reloaded(reason);
-        let view = Arc::new(CatalogCache::read(self.inner.store.as_ref()).await?);
+        let _one = self.refreshing.lock().await;
+        let before = self.view().await.sequence;
+        self.metrics.catalog_reloaded(reason);
+        let view = Arc::new(Self::read(self.store.as_ref()).await?);
         if view.sequence < before {
-            return Ok(self.catalog().await);
+            return Ok(self.view().await);
         }
-        *cache.current.write().await = view.clone();
-        if view.sequence > before && self.catalog_listened() {
+        *self.current.write().await = view.clone();
+        if view.sequence > before && self.feed.catalog_listened() {
             // Every event up to the view's sequence is stored by now.
             if let Err(e) = self.publish_stored_catalog(before, view.sequence).await {
                 tracing::warn!("passing on catalog changes of another process: {e}");
@@ -191,14 +221,14 @@ impl Engine {
     async fn publish_stored_catalog(&self, mut after: i64, upto: i64) -> Result<(), EngineError> {
         while after < upto {
             let page = self
-                .inner
                 .store
                 .catalog_events_page(after, CATALOG_PAGE, CATALOG_PAGE_BYTES)
                 .await?;
             let Some(last) = page.events.last().map(|e| e.sequence) else {
                 break;
             };
-            self.publish_catalog_events(page.events.into_iter().filter(|e| e.sequence <= upto).collect());
+            self.feed
+                .publish_catalog_events(page.events.into_iter().filter(|e| e.sequence <= upto).collect());
             after = last;
         }
         Ok(())
@@ -206,38 +236,37 @@ impl Engine {
 
     /// Register a step. Returns the stored definition; an identical
     /// re-registration is accepted and changes nothing.
-    pub async fn register_step(&self, step: Step) -> Result<Step, EngineError> {
+    pub async fn register_step(self: &Arc<Self>, step: Step) -> Result<Step, EngineError> {
         self.change_catalog(Change::Register(step)).await
     }
 
     /// Replace a step's definition.
-    pub async fn update_step(&self, step: Step) -> Result<Step, EngineError> {
+    pub async fn update_step(self: &Arc<Self>, step: Step) -> Result<Step, EngineError> {
         self.change_catalog(Change::Update(step)).await
     }
 
     /// Remove a step; running flows keep the plan they started with.
-    pub async fn unregister_step(&self, id: &str) -> Result<(), EngineError> {
+    pub async fn unregister_step(self: &Arc<Self>, id: &str) -> Result<(), EngineError> {
         self.change_catalog(Change::Remove(id.to_string()))
             .await
             .map(|_| ())
     }
 
-    async fn change_catalog(&self, change: Change) -> Result<Step, EngineError> {
+    async fn change_catalog(self: &Arc<Self>, change: Change) -> Result<Step, EngineError> {
         let (reply, answer) = oneshot::channel();
-        let cache = &self.inner.catalog;
-        lock_pending(cache).push(Pending { change, reply });
+        lock_pending(self).push(Pending { change, reply });
         // Whoever holds the lock next takes every change queued by then,
         // ours included unless an earlier batch already took it. The batch
         // runs on a task of its own so that a client going away cannot stop
         // it half way.
-        let guard = cache.change.clone().lock_owned().await;
-        let batch = std::mem::take(&mut *lock_pending(cache));
+        let guard = self.change.clone().lock_owned().await;
+        let batch = std::mem::take(&mut *lock_pending(self));
         if batch.is_empty() {
             drop(guard);
         } else {
-            let engine = self.clone();
+            let catalog = Arc::clone(self);
             tokio::spawn(async move {
-                engine.commit_changes(batch).await;
+                catalog.commit_changes(batch).await;
                 drop(guard);
             });
         }
@@ -251,10 +280,10 @@ impl Engine {
     /// answer each. After a conflict (another process changed the catalog) the
     /// catalog is re-read and the whole batch decided again.
     async fn commit_changes(&self, batch: Vec<Pending>) {
-        let mut view = self.catalog().await;
+        let mut view = self.view().await;
         let mut attempt = 0;
         loop {
-            let now = self.inner.config.clock.now();
+            let now = self.config.clock.now();
             let mut catalog = view.catalog.clone();
             let mut records = Vec::new();
             let mut answers = Vec::with_capacity(batch.len());
@@ -275,25 +304,22 @@ impl Engine {
             let committed = if records.is_empty() {
                 Ok(())
             } else {
-                self.inner
-                    .store
-                    .commit_catalog_batch(view.sequence, &records)
-                    .await
+                self.store.commit_catalog_batch(view.sequence, &records).await
             };
             let failure = match committed {
                 Ok(()) => {
                     if !records.is_empty() {
-                        *self.inner.catalog.current.write().await = Arc::new(CatalogView {
+                        *self.current.write().await = Arc::new(CatalogView {
                             catalog,
                             sequence: view.sequence + records.len() as i64,
                             last_updated: Some(now),
                         });
                         // After the view: a listener that reads the view
                         // after listening misses none of these.
-                        self.publish_catalog(view.sequence + 1, &records);
+                        self.feed.publish_catalog(view.sequence + 1, &records);
                         self.forget_health_of(&records);
-                        self.inner.outbox.announce(tartan_store::Notice::Catalog {
-                            node: self.inner.config.node_id.clone(),
+                        self.outbox.announce(tartan_store::Notice::Catalog {
+                            node: self.config.node_id.clone(),
                             sequence: view.sequence + records.len() as i64,
                         });
                     }
@@ -334,7 +360,7 @@ impl Engine {
     }
 
     /// A step registered again, updated or removed has no health until its
-    /// next check (Argyll resets it to unknown).
+    /// next check (Argyll resets it to unknown): tell who forgets it.
     fn forget_health_of(&self, records: &[CatalogChange]) {
         let ids: Vec<String> = records
             .iter()
@@ -343,28 +369,30 @@ impl Engine {
                 CatalogChange::Unregistered(id, _) => id.clone(),
             })
             .collect();
-        self.forget_health(ids);
+        if let Some(tell) = self.on_changed.get() {
+            tell(ids);
+        }
     }
 
     /// What one change does to `catalog`: the step as stored, and the record
     /// to commit (none when nothing changes).
     fn decide_change(
         &self,
-        catalog: &Catalog,
+        catalog: &Steps,
         change: &Change,
         now: chrono::DateTime<Utc>,
     ) -> Result<(Step, Option<CatalogChange>), EngineError> {
-        let defaults = &self.inner.config.work_defaults;
+        let defaults = &self.config.work_defaults;
         Ok(match change {
             Change::Register(step) => {
                 let (s, reg) = catalog.check_register(step.clone(), defaults)?;
-                s.check_hosts(&self.inner.config.step_hosts)?;
+                s.check_hosts(&self.config.step_hosts)?;
                 let record = (reg == Registration::Added).then(|| CatalogChange::Registered(s.clone(), now));
                 (s, record)
             }
             Change::Update(step) => {
                 let s = catalog.check_update(step.clone(), defaults)?;
-                s.check_hosts(&self.inner.config.step_hosts)?;
+                s.check_hosts(&self.config.step_hosts)?;
                 let unchanged = catalog.get(&s.id) == Some(&s);
                 let record = (!unchanged).then(|| CatalogChange::Updated(s.clone(), now));
                 (s, record)
@@ -379,8 +407,70 @@ impl Engine {
     }
 }
 
-fn lock_pending(cache: &CatalogCache) -> std::sync::MutexGuard<'_, Vec<Pending>> {
+fn lock_pending(cache: &Catalog) -> std::sync::MutexGuard<'_, Vec<Pending>> {
     // The queue is only pushed to and taken whole: a panic elsewhere cannot
     // leave it half changed.
     crate::sync::lock(&cache.pending)
+}
+
+impl Catalog {
+    /// Take in the catalog changes other processes commit.
+    pub(crate) fn spawn_relay(
+        self: &Arc<Self>,
+        notices: Option<mpsc::Receiver<(i64, String)>>,
+        stopping: tokio_util::sync::CancellationToken,
+    ) {
+        let Some(mut notices) = notices else {
+            return;
+        };
+        let catalog = Arc::clone(self);
+        tokio::spawn(async move {
+            let me = catalog.config.node_id.clone();
+            loop {
+                let (sequence, node) = tokio::select! {
+                    n = notices.recv() => match n {
+                        Some(n) => n,
+                        None => return,
+                    },
+                    _ = stopping.cancelled() => return,
+                };
+                if node != me {
+                    if let Err(e) = catalog.take_in_catalog(sequence).await {
+                        tracing::warn!("reading another process's catalog change: {e}");
+                    }
+                }
+            }
+        });
+    }
+
+    /// The sweep behind the notices: when the database holds catalog
+    /// changes this process's view lacks (a notice lost while the listener
+    /// reconnected), read the catalog again. Each health round sweeps.
+    pub(crate) async fn sweep(&self) {
+        if !self.outbox.carries_notices() {
+            return;
+        }
+        let seen = self.view().await.sequence;
+        match self.store.catalog_events_page(seen, 1, 1 << 20).await {
+            Ok(page) if !page.events.is_empty() => {
+                if let Err(e) = self.take_in_catalog(seen + 1).await {
+                    tracing::warn!("reading the catalog's changes failed: {e}");
+                }
+            }
+            Ok(_) => {}
+            Err(e) => tracing::warn!("looking for catalog changes failed: {e}"),
+        }
+    }
+
+    /// Refresh the catalog when another process moved it past this
+    /// process's view (which passes the events between the two on). Under
+    /// the catalog's change lock, so that a change of this process is never
+    /// taken for another's.
+    async fn take_in_catalog(&self, sequence: i64) -> Result<(), crate::EngineError> {
+        let _changing = self.change.lock().await;
+        if sequence > self.view().await.sequence {
+            self.refresh_catalog().await?;
+        }
+        Ok(())
+    }
 }

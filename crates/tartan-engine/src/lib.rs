@@ -67,9 +67,8 @@ mod clock;
 mod config;
 mod dispatch;
 mod error;
-mod events;
 mod failure_log;
-mod feed;
+pub mod feed;
 mod flows;
 mod health;
 mod in_flight;
@@ -80,9 +79,7 @@ pub mod metrics;
 mod notices;
 mod outbound;
 pub mod reads;
-mod relay;
 mod retention;
-mod ring;
 mod scripts;
 mod slots;
 mod sweep;
@@ -100,7 +97,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 pub use bulk::DEFAULT_MAX_BULK_FLOWS;
-pub use catalog::CatalogView;
+pub use catalog::{Catalog, CatalogView};
 pub use clock::{Clock, Elapsed};
 pub use config::{
     EngineConfig, HealthConfig, DEFAULT_MAX_ACTIVE_FLOWS, DEFAULT_MAX_CALLS, DEFAULT_MAX_INFLIGHT_BYTES,
@@ -108,16 +105,15 @@ pub use config::{
     DEFAULT_MEMO_CACHE_SIZE, DEFAULT_MEMO_MAX_ENTRIES, DEFAULT_STREAM_BUFFER, DEFAULT_STREAM_BUFFER_BYTES,
 };
 pub use error::EngineError;
-pub use events::{CommittedCatalog, CommittedEvents, EventSubscription};
-pub use feed::{EventFeed, FeedItem, FlowFeed};
+pub use feed::{BusReceiver, RecvError};
+pub use feed::{CommittedCatalog, CommittedEvents, EventFeed, EventSubscription, Feed, FeedItem, FlowFeed};
 pub use flows::{StartOutcome, WebhookError, WebhookRefusal, WebhookResult};
 pub use health::{ClusterEvents, ClusterReceiver, ClusterView, StepHealthView};
-pub use lanes::{LaneView, LaneWait, LocalLane};
+pub use lanes::{LaneView, LaneWait, Lanes, LocalLane};
 pub use memo::MAX_MEMO_CACHE_SIZE;
 pub use metrics::Metrics;
 pub use outbound::StepTls;
 pub use retention::purge_before;
-pub use ring::{BusReceiver, RecvError};
 pub use scripts::DEFAULT_MAX_SCRIPTS;
 pub use slots::CallCounts;
 pub use traces::{caller_context, trace_id_of, traceparent_of, CallerTrace, Tracer};
@@ -142,9 +138,9 @@ pub struct Engine {
 }
 
 struct Inner {
-    config: EngineConfig,
+    config: Arc<EngineConfig>,
     store: Arc<dyn Store>,
-    catalog: catalog::CatalogCache,
+    catalog: Arc<catalog::Catalog>,
     flows: Arc<flows::FlowLocks>,
     writer: writer::Writer,
     timers: timers::Timers,
@@ -156,11 +152,8 @@ struct Inner {
     lanes: lanes::Lanes,
     /// This engine's metrics (its own registry: engines never share one).
     metrics: Arc<metrics::Metrics>,
-    /// Committed flow events, for the API's streams.
-    bus: Arc<events::Bus>,
-    /// Where the database carries notices: tells this process's relay of
-    /// its commits, and the other processes while there are any.
-    announcer: Option<Arc<relay::Announcer>>,
+    /// Committed events, for the API's streams.
+    feed: feed::Feed,
     /// What this process tells the others sharing the database.
     outbox: notices::Outbox,
     /// Tells subscribers which flows reached a terminal status.
@@ -170,7 +163,7 @@ struct Inner {
     /// The bulk jobs this process runs, and what wakes their runner.
     bulk: bulk::BulkRunner,
     /// This process's layer of memoized answers.
-    memo: memo::Memo,
+    memo: Arc<memo::Memo>,
     /// The dispatch gate and the cluster's live events.
     health: health::Live,
     /// Fires when the engine stops taking new work.
@@ -185,20 +178,48 @@ impl Engine {
     pub async fn start(config: EngineConfig, store: Arc<dyn Store>) -> Result<Engine, EngineError> {
         let http = outbound::client(&config.step_hosts, &config.step_tls)
             .map_err(|e| EngineError::HttpClient(e.to_string()))?;
-        let catalog = catalog::CatalogCache::load(store.as_ref()).await?;
         let webhook_key = webhook_key::WebhookKey::load(store.as_ref()).await?;
         let metrics = Arc::new(metrics::Metrics::new());
-        let bus = Arc::new(events::Bus::new(
-            config.stream_buffer,
-            config.stream_buffer_bytes,
-            config.max_streams,
-        ));
         let outbox = notices::Outbox::new(Arc::clone(&store));
-        let announcer = relay::announcer(&outbox, &config.node_id, health::alive_for(&config));
-        let memo = memo::Memo::new(config.memo_cache_size);
         let health = health::Live::new(store.cluster_head().await?);
         let stopping = CancellationToken::new();
-        let lanes = lanes::Lanes::new(Arc::clone(&store), outbox.clone(), &config, stopping.clone());
+        let feed = feed::Feed::new(
+            feed::FeedParts {
+                store: store.clone(),
+                flows: store.clone(),
+                outbox: outbox.clone(),
+                node_id: config.node_id.clone(),
+                peers_remembered: health::alive_for(&config),
+                stopping: stopping.clone(),
+            },
+            &config,
+        );
+        let config = Arc::new(config);
+        let tasks = TaskTracker::new();
+        let memo = Arc::new(memo::Memo::new(
+            config.memo_cache_size,
+            store.clone(),
+            config.clock.clone(),
+            config.memo_max_entries,
+            tasks.clone(),
+        ));
+        let catalog = Arc::new(
+            catalog::Catalog::load(catalog::CatalogParts {
+                store: store.clone(),
+                feed: feed.clone(),
+                outbox: outbox.clone(),
+                metrics: Arc::clone(&metrics),
+                config: Arc::clone(&config),
+            })
+            .await?,
+        );
+        let lanes = lanes::Lanes::new(
+            store.clone(),
+            outbox.clone(),
+            &config,
+            stopping.clone(),
+            Arc::clone(&catalog),
+        );
         lanes.start().await?;
         let flows = Arc::new(flows::FlowLocks::new(
             config.max_active_flows,
@@ -217,15 +238,9 @@ impl Engine {
                     scripts::Scripts::new(config.script_limits, config.max_scripts),
                 ),
                 lanes,
-                writer: writer::Writer::spawn(
-                    store.clone(),
-                    Arc::clone(&metrics),
-                    Arc::clone(&bus),
-                    announcer.clone(),
-                ),
-                announcer,
+                writer: writer::Writer::spawn(store.clone(), Arc::clone(&metrics), feed.writer_side()),
+                feed,
                 outbox,
-                bus,
                 metrics,
                 config,
                 store,
@@ -239,9 +254,16 @@ impl Engine {
                 memo,
                 health,
                 stopping,
-                tasks: TaskTracker::new(),
+                tasks,
             }),
         };
+        // Weak: the catalog lives inside the engine it tells.
+        let weak = Arc::downgrade(&engine.inner);
+        engine.inner.catalog.on_changed(move |ids| {
+            if let Some(inner) = weak.upgrade() {
+                Engine { inner }.forget_health(ids);
+            }
+        });
         engine.recover().await?;
         engine.load_timers().await?;
         engine.spawn_timer_loop();
@@ -259,9 +281,17 @@ impl Engine {
         let inbox = notices::Inbox::open(engine.inner.store.as_ref()).await;
         engine.spawn_abort_listener(inbox.aborts);
         engine.spawn_handback_listener(inbox.handbacks);
-        engine.spawn_event_relay(inbox.events).await;
-        engine.spawn_catalog_relay(inbox.catalog);
-        engine.spawn_retention();
+        engine.inner.feed.spawn_relay(inbox.events).await;
+        engine
+            .inner
+            .catalog
+            .spawn_relay(inbox.catalog, engine.inner.stopping.clone());
+        retention::Retention {
+            store: engine.inner.store.clone(),
+            clock: engine.inner.config.clock.clone(),
+            stopping: engine.inner.stopping.clone(),
+        }
+        .spawn(engine.inner.config.retention, &engine.inner.tasks);
         engine.spawn_bulk_runner(inbox.bulk_jobs);
         engine.spawn_health_listener(inbox.health);
         engine.on_notices(inbox.lanes, |engine, id: String| async move {
@@ -276,6 +306,21 @@ impl Engine {
 
     pub fn config(&self) -> &EngineConfig {
         &self.inner.config
+    }
+
+    /// The registered steps: their changes and the view flows plan with.
+    pub fn catalog(&self) -> &Arc<Catalog> {
+        &self.inner.catalog
+    }
+
+    /// The lanes calls share across flows and processes (docs/lanes.md).
+    pub fn lanes(&self) -> &Lanes {
+        &self.inner.lanes
+    }
+
+    /// Committed events as they come: the API's streams.
+    pub fn feed(&self) -> &Feed {
+        &self.inner.feed
     }
 
     /// Notices of the flows this process finishes from now on. Costs nothing

@@ -15,15 +15,17 @@
 //! MiB, whatever a step answers.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use chrono::{DateTime, Utc};
 use sha2::{Digest, Sha256};
 use tartan_core::flow::FlowState;
 use tartan_core::json::Args;
 use tartan_core::machine::MemoCall;
+use tartan_store::MemoStore;
+use tokio_util::task::TaskTracker;
 
-use crate::Engine;
+use crate::Clock;
 
 /// Prune the table after this many answers stored by this process.
 const PRUNE_EVERY: u64 = 1000;
@@ -52,15 +54,26 @@ struct Recent {
 }
 
 /// This process's layer of the memo.
-pub(crate) struct Memo {
+struct Layer {
     recent: Mutex<Recent>,
     capacity: usize,
     stored: AtomicU64,
 }
 
-impl Memo {
-    pub(crate) fn new(capacity: usize) -> Memo {
-        Memo {
+/// The memo: this process's layer over the store's table.
+pub(crate) struct Memo {
+    layer: Layer,
+    store: Arc<dyn MemoStore>,
+    clock: Clock,
+    /// Answers the table keeps at most (`TARTAN_MEMO_MAX_ENTRIES`).
+    max_entries: u64,
+    /// Where answers are stored in the background, awaited on shutdown.
+    tasks: TaskTracker,
+}
+
+impl Layer {
+    fn new(capacity: usize) -> Layer {
+        Layer {
             // Grown as answers come, not allocated up front for `capacity`.
             recent: Mutex::new(Recent {
                 answers: lru::LruCache::unbounded(),
@@ -119,16 +132,33 @@ fn expiry(memo: &MemoCall, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
     )
 }
 
-impl Engine {
+impl Memo {
+    /// A layer of `capacity` answers (clamped to [`MAX_MEMO_CACHE_SIZE`]).
+    pub(crate) fn new(
+        capacity: usize,
+        store: Arc<dyn MemoStore>,
+        clock: Clock,
+        max_entries: u64,
+        tasks: TaskTracker,
+    ) -> Memo {
+        Memo {
+            layer: Layer::new(capacity),
+            store,
+            clock,
+            max_entries,
+            tasks,
+        }
+    }
+
     /// The answer kept for this call, if any. A store that cannot be read
     /// is a miss: the step is called.
-    pub(crate) async fn memo_lookup(&self, memo: &MemoCall) -> Option<Args> {
-        let now = self.inner.config.clock.now();
+    pub(crate) async fn lookup(&self, memo: &MemoCall) -> Option<Args> {
+        let now = self.clock.now();
         let key = key_of(memo);
-        if let Some(hit) = self.inner.memo.recent(&key, now) {
+        if let Some(hit) = self.layer.recent(&key, now) {
             return Some(hit);
         }
-        let text = match self.inner.store.memo_get(&key, now).await {
+        let text = match self.store.memo_get(&key, now).await {
             Ok(text) => text?,
             Err(e) => {
                 tracing::warn!("reading the memo failed, calling the step: {e}");
@@ -136,15 +166,14 @@ impl Engine {
             }
         };
         let outputs: Args = serde_json::from_str(&text).ok()?;
-        self.inner
-            .memo
+        self.layer
             .remember(key, outputs.clone(), text.len(), expiry(memo, now));
         Some(outputs)
     }
 
     /// Keep the answer of a memoizable step's item that just succeeded
     /// (`Effect::Memoize`), in the background: the flow does not wait.
-    pub(crate) fn memoize(&self, state: &FlowState, step_id: &str, token: &str) {
+    pub(crate) fn memoize(self: &Arc<Self>, state: &FlowState, step_id: &str, token: &str) {
         let Some(memo) = MemoCall::for_item(state, step_id, token) else {
             return;
         };
@@ -152,10 +181,10 @@ impl Engine {
             return;
         };
         let outputs: Args = tartan_core::json::args_of(&outputs);
-        let engine = self.clone();
+        let memo_of = Arc::clone(self);
         let step_id = step_id.to_string();
-        self.inner.tasks.spawn(async move {
-            let now = engine.inner.config.clock.now();
+        self.tasks.spawn(async move {
+            let now = memo_of.clock.now();
             let key = key_of(&memo);
             let expires = expiry(&memo, now);
             let Ok(text) = serde_json::to_string(&outputs) else {
@@ -165,16 +194,16 @@ impl Engine {
                 tracing::debug!(%step_id, bytes = text.len(), "an answer too large to memoize");
                 return;
             }
-            let store = &engine.inner.store;
+            let store = &memo_of.store;
             if let Err(e) = store.memo_put(&key, &step_id, &text, now, expires).await {
                 tracing::warn!(%step_id, "storing a memoized answer failed: {e}");
                 return;
             }
             // Not remembered here: another process's answer may have been
             // stored first, and the first is the one kept.
-            let stored = engine.inner.memo.stored.fetch_add(1, Ordering::Relaxed) + 1;
+            let stored = memo_of.layer.stored.fetch_add(1, Ordering::Relaxed) + 1;
             if stored.is_multiple_of(PRUNE_EVERY) {
-                let keep = engine.inner.config.memo_max_entries;
+                let keep = memo_of.max_entries;
                 if let Err(e) = store.memo_prune(now, keep).await {
                     tracing::warn!("pruning the memo failed: {e}");
                 }
@@ -193,7 +222,7 @@ mod tests {
 
     #[test]
     fn the_layer_is_bounded_in_answers_and_in_bytes() {
-        let memo = Memo::new(3);
+        let memo = Layer::new(3);
         for i in 0..5 {
             memo.remember(format!("k{i}"), answer(), 10, None);
         }
@@ -201,7 +230,7 @@ mod tests {
         assert!(memo.recent("k0", now).is_none() && memo.recent("k1", now).is_none());
         assert!(memo.recent("k4", now).is_some());
         // Three answers fit by count, not by bytes: the oldest go.
-        let memo = Memo::new(3);
+        let memo = Layer::new(3);
         memo.remember("a".into(), answer(), MAX_CACHE_BYTES / 2, None);
         memo.remember("b".into(), answer(), MAX_CACHE_BYTES / 2, None);
         memo.remember("c".into(), answer(), 1, None);
@@ -214,6 +243,6 @@ mod tests {
         memo.remember("c".into(), answer(), 2, None);
         assert_eq!(crate::sync::lock(&memo.recent).bytes, MAX_CACHE_BYTES / 2 + 2);
         // A huge capacity allocates nothing up front.
-        let _ = Memo::new(usize::MAX);
+        let _ = Layer::new(usize::MAX);
     }
 }

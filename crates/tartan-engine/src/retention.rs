@@ -5,14 +5,16 @@
 //! beside it. Purged flows are in no cache (only flows with calls in flight
 //! are kept in memory), so nothing of them stays behind in this process.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use tartan_core::duration::format_duration;
-use tartan_store::{Store, StoreError};
+use tartan_store::{RetentionStore, StoreError};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
-use crate::Engine;
+use crate::Clock;
 
 /// Flows per batch: each batch is one short transaction.
 const PURGE_BATCH: usize = 500;
@@ -36,25 +38,32 @@ fn jittered(every: Duration) -> Duration {
     every.mul_f64(0.9 + 0.2 * rand::random::<f64>())
 }
 
-impl Engine {
-    /// Start the sweeps when a retention is set; they stop with the engine.
-    pub(crate) fn spawn_retention(&self) {
-        let Some(retention) = self.inner.config.retention else {
+/// The background sweeps: what they need and nothing else.
+pub(crate) struct Retention {
+    pub store: Arc<dyn RetentionStore>,
+    pub clock: Clock,
+    pub stopping: CancellationToken,
+}
+
+impl Retention {
+    /// Start the sweeps when `retention` is set; they stop with the engine
+    /// (`stopping`), and shutdown waits for the one running (`tasks`).
+    pub(crate) fn spawn(self, retention: Option<Duration>, tasks: &TaskTracker) {
+        let Some(retention) = retention else {
             return;
         };
-        let engine = self.clone();
         let every = sweep_interval(retention);
         tracing::info!(
             retention = %format_duration(retention),
             "finished flows are deleted after the retention (TARTAN_RETENTION)"
         );
-        self.inner.tasks.spawn(async move {
+        tasks.spawn(async move {
             loop {
                 tokio::select! {
                     _ = tokio::time::sleep(jittered(every)) => {}
-                    _ = engine.inner.stopping.cancelled() => return,
+                    _ = self.stopping.cancelled() => return,
                 }
-                engine.sweep(retention).await;
+                self.sweep(retention).await;
             }
         });
     }
@@ -64,11 +73,11 @@ impl Engine {
         // A retention past what a date can hold keeps everything.
         let Some(before) = chrono::Duration::from_std(retention)
             .ok()
-            .and_then(|r| self.inner.config.clock.now().checked_sub_signed(r))
+            .and_then(|r| self.clock.now().checked_sub_signed(r))
         else {
             return;
         };
-        let (total, result) = purge_before(&*self.inner.store, before, &self.inner.stopping).await;
+        let (total, result) = purge_before(&*self.store, before, &self.stopping).await;
         if let Err(e) = result {
             tracing::warn!("purging finished flows failed (the next sweep tries again): {e}");
         }
@@ -90,7 +99,7 @@ impl Engine {
 /// Ends early when `stop` is cancelled; how many flows were purged, and the
 /// error that ended it, if one did.
 pub async fn purge_before(
-    store: &dyn Store,
+    store: &dyn RetentionStore,
     before: chrono::DateTime<chrono::Utc>,
     stop: &CancellationToken,
 ) -> (usize, Result<(), StoreError>) {
@@ -111,7 +120,7 @@ pub async fn purge_before(
 }
 
 async fn purge_flows_before(
-    store: &dyn Store,
+    store: &dyn RetentionStore,
     before: chrono::DateTime<chrono::Utc>,
     stop: &CancellationToken,
 ) -> (usize, Result<(), StoreError>) {

@@ -5,13 +5,13 @@
 
 use std::sync::Arc;
 
-use tartan_store::{FlowCommit, Store, StoreError};
+use tartan_store::{FlowCommit, FlowStore, StoreError};
 use tokio::sync::{mpsc, oneshot};
 
-use crate::events::{Bus, CommittedEvents};
 use crate::failure_log::FailureLines;
+use crate::feed::bus::{Bus, CommittedEvents};
+use crate::feed::relay::Announcer;
 use crate::metrics::{Metrics, Tally};
-use crate::relay::Announcer;
 
 /// Commits at most this many decisions per transaction.
 const MAX_BATCH: usize = 512;
@@ -32,10 +32,9 @@ impl Writer {
     /// Without it (SQLite) the store numbers the events as it commits them
     /// and the writer puts them on the bus itself.
     pub(crate) fn spawn(
-        store: Arc<dyn Store>,
+        store: Arc<dyn FlowStore>,
         metrics: Arc<Metrics>,
-        bus: Arc<Bus>,
-        announce: Option<Arc<Announcer>>,
+        (bus, announce): (Arc<Bus>, Option<Arc<Announcer>>),
     ) -> Self {
         let (queue, rx) = mpsc::channel(MAX_BATCH * 8);
         tokio::spawn(run(store, rx, metrics, bus, announce));
@@ -56,7 +55,7 @@ impl Writer {
 }
 
 async fn run(
-    store: Arc<dyn Store>,
+    store: Arc<dyn FlowStore>,
     mut rx: mpsc::Receiver<Request>,
     metrics: Arc<Metrics>,
     bus: Arc<Bus>,

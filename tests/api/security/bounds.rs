@@ -184,7 +184,7 @@ async fn a_stored_step_id_over_the_bound_is_labelled_as_other(backend: Backend) 
         .commit_catalog_batch(0, &[CatalogChange::Registered(stored, Utc::now())])
         .await
         .expect("stored");
-    app.engine.refresh_catalog().await.expect("read back");
+    app.engine.catalog().refresh_catalog().await.expect("read back");
     let goal = sync_step("goal", &svc.url("/goal"), &["mid"], &["out"]);
     assert_eq!(app.register(&goal).await.status, StatusCode::CREATED);
     let r = app

@@ -833,6 +833,7 @@ async fn main() {
         let step: tartan_core::step::Step =
             serde_json::from_value(step).unwrap_or_else(|e| panic!("step: {e}"));
         engine
+            .catalog()
             .register_step(step)
             .await
             .unwrap_or_else(|e| panic!("register: {e}"));

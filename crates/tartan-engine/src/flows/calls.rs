@@ -289,7 +289,7 @@ impl Engine {
                     // A memoizable step's identical call answered before:
                     // no call (docs/steps.md, "Memoization").
                     if let Some(outputs) = match &call.spec.memo {
-                        Some(memo) => engine.memo_lookup(memo).await,
+                        Some(memo) => engine.inner.memo.lookup(memo).await,
                         None => None,
                     } {
                         return Some(Ended::Done(AttemptResult::Memoized { outputs }, None));

@@ -141,7 +141,7 @@ impl Engine {
         caller: traces::CallerTrace<'_>,
     ) -> Begun {
         if let Some(memo) = &call.spec.memo {
-            if let Some(outputs) = self.memo_lookup(memo).await {
+            if let Some(outputs) = self.inner.memo.lookup(memo).await {
                 return Begun::Ended(AttemptResult::Memoized { outputs });
             }
         }

@@ -393,7 +393,7 @@ impl Engine {
                 // request (`Engine::heartbeat`), before it is answered.
                 Effect::Touch { .. } | Effect::Heard { .. } => {}
                 Effect::Finished(status) => finished = Some(*status),
-                Effect::Memoize { step_id, token } => self.memoize(&tx.state, step_id, token),
+                Effect::Memoize { step_id, token } => self.inner.memo.memoize(&tx.state, step_id, token),
             }
         }
         if !elsewhere.is_empty() {

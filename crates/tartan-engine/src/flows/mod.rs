@@ -190,7 +190,7 @@ impl Engine {
         }
         // A repeated id is found by the commit (the flow row exists): no
         // read before every start to look for one.
-        let view = self.catalog_for(&start.goals).await?;
+        let view = self.inner.catalog.for_goals(&start.goals).await?;
         let plan = start_plan(&view.catalog, &start.goals, &start.init)?;
         machine::check_fan_out(&plan, &start.init)?;
         let init_bytes = tartan_core::json::json_len(&start.init);

@@ -63,7 +63,7 @@ impl Engine {
             tracing::warn!("writing this engine's heartbeat failed: {e}");
             return;
         }
-        self.sweep_catalog().await;
+        self.inner.catalog.sweep().await;
         self.note_others().await;
         // With checks off, nothing is gated: no check of this engine's
         // would ever open the gate again.
@@ -89,7 +89,7 @@ impl Engine {
         if !alive.contains(&me) {
             alive.push(me.clone());
         }
-        let view = self.catalog().await;
+        let view = self.inner.catalog.view().await;
         let mine: Vec<(String, String)> = view
             .catalog
             .steps()

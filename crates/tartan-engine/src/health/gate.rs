@@ -118,7 +118,7 @@ impl Engine {
             return Ok(DispatchGate::default());
         }
         let records = self.inner.store.step_health().await?;
-        let view = self.catalog().await;
+        let view = self.inner.catalog.view().await;
         let checked = super::with_checks(records, &view.catalog);
         Ok(DispatchGate::of_checks(
             checked.iter().map(|(id, r)| (id, &r.health)),

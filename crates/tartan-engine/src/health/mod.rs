@@ -53,7 +53,7 @@ impl Engine {
         let store = &self.inner.store;
         let records = store.step_health().await?;
         let all_nodes = store.nodes().await?;
-        let view = self.catalog().await;
+        let view = self.inner.catalog.view().await;
         let now = self.inner.config.clock.now();
         let gone_after = alive_for(&self.inner.config);
         let nodes: BTreeMap<String, NodeRecord> = all_nodes
@@ -89,15 +89,16 @@ impl Engine {
     /// Tell the event notices whether another engine is alive on the
     /// database (`relay::Peers`): a process alone sends none.
     pub(crate) async fn note_others(&self) {
-        let Some(announcer) = self.inner.announcer.as_ref() else {
+        let feed = &self.inner.feed;
+        if !feed.shared() {
             return;
-        };
+        }
         let me = &self.inner.config.node_id;
         let now = self.inner.config.clock.now();
         let gone_after = alive_for(&self.inner.config);
         match self.inner.store.nodes().await {
             Ok(nodes) => {
-                announcer.others_listed(nodes.iter().any(|n| &n.node_id != me && live(n, now, gone_after)))
+                feed.others_listed(nodes.iter().any(|n| &n.node_id != me && live(n, now, gone_after)))
             }
             // Kept as it was: a missed round changes nothing.
             Err(e) => tracing::debug!("reading the cluster's engines failed: {e}"),

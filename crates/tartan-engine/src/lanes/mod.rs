@@ -24,7 +24,7 @@ use std::time::Duration;
 
 use tartan_core::lanes::{step_lane, HostLanes, LaneLimits};
 use tartan_core::step::Step;
-use tartan_store::Store;
+use tartan_store::LaneStore;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
@@ -36,7 +36,7 @@ pub use ops::{LaneView, LaneWait};
 
 /// What every lane of this process shares.
 pub(crate) struct Shared {
-    store: Arc<dyn Store>,
+    store: Arc<dyn LaneStore>,
     node: String,
     /// How long a hold on slots lasts unless renewed, in µs (`TARTAN_LEASE`).
     lease_us: i64,
@@ -50,8 +50,10 @@ pub(crate) struct Shared {
     stopping: CancellationToken,
 }
 
-pub(crate) struct Lanes {
+pub struct Lanes {
     shared: Arc<Shared>,
+    /// Where the lanes steps declare are read, for the operators' view.
+    catalog: Arc<crate::Catalog>,
     hosts: HostLanes,
     lanes: Arc<Mutex<HashMap<String, Arc<Lane>>>>,
     /// The calls waiting in a lane now: receipt token to lane id.
@@ -89,12 +91,14 @@ pub(crate) struct KnownLane {
 
 impl Lanes {
     pub(crate) fn new(
-        store: Arc<dyn Store>,
+        store: Arc<dyn LaneStore>,
         outbox: Outbox,
         config: &crate::EngineConfig,
         stopping: CancellationToken,
+        catalog: Arc<crate::Catalog>,
     ) -> Lanes {
         Lanes {
+            catalog,
             shared: Arc::new(Shared {
                 store,
                 node: config.node_id.clone(),

@@ -9,8 +9,8 @@ use chrono::{DateTime, Utc};
 use tartan_core::lanes::{step_lane, BreakerState, LaneLimits};
 use tartan_store::{from_us, Notice};
 
-use super::LocalLane;
-use crate::{Engine, EngineError};
+use super::{Lanes, LocalLane};
+use crate::EngineError;
 
 /// A lane as `GET /engine/lanes` shows it.
 #[derive(Debug, Clone)]
@@ -39,21 +39,21 @@ pub struct LaneWait {
     pub here: LocalLane,
 }
 
-impl Engine {
+impl Lanes {
     /// Every lane: configured for a host, declared by a step, or in the
     /// database from earlier calls.
-    pub async fn lanes(&self) -> Result<Vec<LaneView>, EngineError> {
+    pub async fn list(&self) -> Result<Vec<LaneView>, EngineError> {
         let mut known: BTreeMap<String, (LaneLimits, Option<LocalLane>)> = BTreeMap::new();
-        for step in self.catalog().await.catalog.steps().values() {
+        for step in self.catalog.view().await.catalog.steps().values() {
             if let Some(limits) = step.policies().and_then(|p| p.lane) {
                 known.insert(step_lane(&step.id), (limits, None));
             }
         }
-        for lane in self.inner.lanes.known() {
+        for lane in self.known() {
             known.insert(lane.id, (lane.limits, lane.local));
         }
         let mut out = Vec::new();
-        for record in self.inner.store.lanes().await? {
+        for record in self.shared.store.lanes().await? {
             let (limits, here) = match known.remove(&record.id) {
                 Some(k) => k,
                 None => {
@@ -103,7 +103,7 @@ impl Engine {
 
     /// The lane a call of `token` waits in now, in this process.
     pub fn lane_wait(&self, token: &str) -> Option<LaneWait> {
-        let (lane, here) = self.inner.lanes.waiting_in(token)?;
+        let (lane, here) = self.waiting_in(token)?;
         Some(LaneWait { lane, here })
     }
 
@@ -112,7 +112,7 @@ impl Engine {
     pub async fn pause_lane(&self, id: &str, wait: Option<Duration>) -> Result<LaneView, EngineError> {
         let limits = self.lane_limits(id).await?;
         let us = wait.map(|w| i64::try_from(w.as_micros()).unwrap_or(i64::MAX));
-        self.inner
+        self.shared
             .store
             .lane_pause(id, &limits.to_json().to_string(), us, "paused by an operator")
             .await?;
@@ -122,14 +122,14 @@ impl Engine {
     /// End lane `id`'s pause and close its breaker.
     pub async fn resume_lane(&self, id: &str) -> Result<LaneView, EngineError> {
         self.lane_limits(id).await?;
-        self.inner.store.lane_resume(id).await?;
+        self.shared.store.lane_resume(id).await?;
         self.lane_changed(id).await
     }
 
     async fn lane_changed(&self, id: &str) -> Result<LaneView, EngineError> {
-        self.inner.lanes.changed(id);
-        self.inner.outbox.announce(Notice::Lane { id: id.to_string() });
-        self.lanes()
+        self.changed(id);
+        self.shared.outbox.announce(Notice::Lane { id: id.to_string() });
+        self.list()
             .await?
             .into_iter()
             .find(|l| l.id == id)
@@ -139,12 +139,13 @@ impl Engine {
     /// The limits of a lane some step or setting declares, or that the
     /// database holds.
     async fn lane_limits(&self, id: &str) -> Result<LaneLimits, EngineError> {
-        if let Some(lane) = self.inner.lanes.find(id) {
+        if let Some(lane) = self.find(id) {
             return Ok(lane.limits());
         }
         if let Some(step_id) = id.strip_prefix("step:") {
             if let Some(limits) = self
-                .catalog()
+                .catalog
+                .view()
                 .await
                 .catalog
                 .get(step_id)
@@ -153,7 +154,7 @@ impl Engine {
                 return Ok(limits);
             }
         }
-        for record in self.inner.store.lanes().await? {
+        for record in self.shared.store.lanes().await? {
             if record.id == id {
                 let json = serde_json::from_str(&record.limits).unwrap_or_default();
                 if let Ok(limits) = LaneLimits::parse("limits", &json) {

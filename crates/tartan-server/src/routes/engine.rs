@@ -37,7 +37,7 @@ pub(crate) async fn engine_state_slash(state: State<Engine>) -> Result<Json<Engi
 }
 
 async fn catalog_state(engine: &Engine) -> CatalogState {
-    catalog_state_of(&*engine.catalog().await)
+    catalog_state_of(&*engine.catalog().view().await)
 }
 
 /// The catalog as `GET /engine/catalog` shows it.

@@ -103,7 +103,7 @@ pub(crate) async fn plan(
     extract::Json(request): extract::Json<PlanRequest>,
 ) -> Result<Json<ExecutionPlan>, ApiError> {
     let request = request.parse()?;
-    let view = engine.catalog_for(&request.goals).await?;
+    let view = engine.catalog().for_goals(&request.goals).await?;
     let plan = build_plan(&view.catalog, &request.goals, &request.init, PlanMode::Preview)
         .map_err(EngineError::from)?;
     Ok(Json(plan))

@@ -25,7 +25,7 @@ const MAX_PAUSE: std::time::Duration = std::time::Duration::from_secs(366 * 86_4
 #[utoipa::path(get, path = "/engine/lanes", tag = "lanes", operation_id = "listLanes",
     responses((status = 200, description = "Every lane", body = LaneList)))]
 pub(crate) async fn list(State(engine): State<Engine>) -> Result<Json<LaneList>, ApiError> {
-    let lanes: Vec<LaneShown> = engine.lanes().await?.iter().map(LaneShown::of).collect();
+    let lanes: Vec<LaneShown> = engine.lanes().list().await?.iter().map(LaneShown::of).collect();
     Ok(Json(LaneList {
         count: lanes.len(),
         lanes,
@@ -65,7 +65,7 @@ pub(crate) async fn pause(
             Some(d)
         }
     };
-    let lane = engine.pause_lane(&id, wait).await?;
+    let lane = engine.lanes().pause_lane(&id, wait).await?;
     Ok((StatusCode::OK, Json(LaneShown::of(&lane))))
 }
 
@@ -83,6 +83,6 @@ pub(crate) async fn resume(
     State(engine): State<Engine>,
     Path(id): Path<String>,
 ) -> Result<(StatusCode, Json<LaneShown>), ApiError> {
-    let lane = engine.resume_lane(&id).await?;
+    let lane = engine.lanes().resume_lane(&id).await?;
     Ok((StatusCode::OK, Json(LaneShown::of(&lane))))
 }

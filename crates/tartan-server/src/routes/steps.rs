@@ -20,7 +20,7 @@ type StepBody = extract::Json<Step, STEP_BODY_LIMIT>;
 #[utoipa::path(get, path = "/engine/step", tag = "steps", operation_id = "listSteps",
     responses((status = 200, description = "Every registered step", body = StepList)))]
 pub(crate) async fn list(State(engine): State<Engine>) -> Json<StepList> {
-    let view = engine.catalog().await;
+    let view = engine.catalog().view().await;
     let steps: Vec<_> = view
         .catalog
         .steps()
@@ -54,7 +54,7 @@ pub(crate) async fn register(
     extract::Json(step): StepBody,
 ) -> Result<(StatusCode, super::flows::IdNote, Json<StepSaved>), ApiError> {
     let given = step.id.clone();
-    let step = engine.register_step(step).await?;
+    let step = engine.catalog().register_step(step).await?;
     Ok((
         StatusCode::CREATED,
         super::flows::IdNote::of("step", &given, &step.id),
@@ -80,7 +80,7 @@ pub(crate) async fn get_one(
     State(engine): State<Engine>,
     Path(id): Path<String>,
 ) -> Result<Json<Step>, ApiError> {
-    let view = engine.catalog().await;
+    let view = engine.catalog().view().await;
     match view.catalog.get(&sanitize_id(&id)) {
         Some(step) => Ok(Json(step_shown(step))),
         None => Err(ApiError::not_found(format!("step not found: {id}"))),
@@ -112,7 +112,7 @@ pub(crate) async fn update(
             "id: step ID in URL does not match step ID in body",
         ));
     }
-    let step = engine.update_step(step).await?;
+    let step = engine.catalog().update_step(step).await?;
     Ok(Json(StepSaved {
         step: step_shown(&step),
         message: "Step updated".into(),
@@ -133,7 +133,7 @@ pub(crate) async fn unregister(
     State(engine): State<Engine>,
     Path(id): Path<String>,
 ) -> Result<Json<Message>, ApiError> {
-    engine.unregister_step(&sanitize_id(&id)).await?;
+    engine.catalog().unregister_step(&sanitize_id(&id)).await?;
     Ok(Json(Message {
         message: "Step unregistered".into(),
     }))

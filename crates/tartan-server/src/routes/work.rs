@@ -19,7 +19,11 @@ const MAX_LIMIT: usize = 1000;
 fn with_lane(engine: &Engine, w: &tartan_engine::reads::WorkView) -> WorkItem {
     let mut item = WorkItem::from(w);
     if item.status == WorkStatus::Active {
-        item.lane = engine.lane_wait(&item.token).as_ref().map(LaneWaitShown::of);
+        item.lane = engine
+            .lanes()
+            .lane_wait(&item.token)
+            .as_ref()
+            .map(LaneWaitShown::of);
     }
     item
 }

@@ -113,7 +113,7 @@ pub(crate) async fn events_stream(
 ) -> Result<impl IntoResponse, ApiError> {
     let after = resume_point(&headers, params.after.as_deref(), "position")?;
     let filter = filter_of(&params)?;
-    let feed = engine.follow_events(filter, after).await?;
+    let feed = engine.feed().follow_events(filter, after).await?;
     let stream = futures::stream::unfold(feed, |mut feed| async move {
         let next = encode(feed.next().await?);
         Some((Ok::<_, Infallible>(next), feed))

@@ -51,7 +51,7 @@ pub(crate) async fn flow_stream(
     Query(params): Query<StreamParams>,
 ) -> Result<impl IntoResponse, ApiError> {
     let after = resume_point(&headers, params.after.as_deref(), "sequence")?.unwrap_or(0);
-    let feed = engine.follow_flow(&id, after).await?;
+    let feed = engine.feed().follow_flow(&id, after).await?;
     let stream = futures::stream::unfold(feed, |mut feed| async move {
         let next = encode(feed.next().await?);
         Some((Ok::<_, Infallible>(next), feed))

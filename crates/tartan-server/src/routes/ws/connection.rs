@@ -90,11 +90,11 @@ impl Connection {
                 // What a connection following none of it missed does not
                 // matter: it is attached again from now on.
                 Step::Flow(Err(RecvError::Lagged)) if !self.follows_flows() => {
-                    self.engine.rejoin_events(events).await;
+                    self.engine.feed().rejoin_events(events).await;
                     Ok(())
                 }
                 Step::Catalog(Err(RecvError::Lagged)) if !self.follows_catalog() => {
-                    *catalog = self.engine.subscribe_catalog();
+                    *catalog = self.engine.feed().subscribe_catalog();
                     Ok(())
                 }
                 Step::Flow(Err(RecvError::Lagged)) | Step::Catalog(Err(RecvError::Lagged)) => {
@@ -276,7 +276,7 @@ impl Connection {
             |v: Result<Value, serde_json::Error>| v.map_err(|e| format!("encoding a state failed: {e}"));
         match aggregate {
             Aggregate::Catalog => {
-                let view = self.engine.catalog().await;
+                let view = self.engine.catalog().view().await;
                 let state = encode(serde_json::to_value(catalog_state_of(&view)))?;
                 Ok(Some((state, view.sequence + 1)))
             }

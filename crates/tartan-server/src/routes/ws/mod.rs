@@ -109,8 +109,8 @@ pub(crate) async fn engine_ws(
         )
     })?;
     // Listen before anything is read, and take a stream slot (or 503).
-    let events = engine.subscribe_events().await?;
-    let catalog = engine.subscribe_catalog();
+    let events = engine.feed().subscribe_events().await?;
+    let catalog = engine.feed().subscribe_catalog();
     let cluster = engine.subscribe_cluster();
     let queue = engine.config().stream_buffer.max(1);
     Ok(upgrade

@@ -19,9 +19,10 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 use tartan_core::flow::{FlowEvent, FlowState, Time};
-use tartan_store::{FeedFilter, StoredEvent};
+use tartan_store::{FeedFilter, FeedStore, FlowStore, StoredEvent};
 
-use crate::{CommittedEvents, Engine, EngineError, EventSubscription, RecvError};
+use super::{CommittedEvents, EventSubscription, RecvError};
+use crate::EngineError;
 
 /// Events read from the store at a time while catching up, and bytes of
 /// their data (one event larger than that comes alone): what a follower
@@ -49,52 +50,6 @@ pub enum FeedItem {
     Failed(EngineError),
 }
 
-impl Engine {
-    /// Follow one flow from after sequence `after`; `FlowNotFound` for no
-    /// such flow. Takes a stream slot for as long as it lives.
-    pub async fn follow_flow(&self, flow_id: &str, after: i64) -> Result<FlowFeed, EngineError> {
-        let subscription = self.subscribe_events().await?;
-        if self.inner.store.flow_status(flow_id).await?.is_none() {
-            return Err(EngineError::FlowNotFound(flow_id.to_string()));
-        }
-        Ok(FlowFeed {
-            engine: self.clone(),
-            flow_id: flow_id.to_string(),
-            last: after,
-            subscription,
-            pending: VecDeque::new(),
-            batch: None,
-            phase: Phase::History,
-            end_checked: false,
-        })
-    }
-
-    /// Follow every flow's events that `filter` keeps, from after global
-    /// position `after`, or from now. Takes a stream slot for as long as it
-    /// lives.
-    pub async fn follow_events(
-        &self,
-        filter: FeedFilter,
-        after: Option<i64>,
-    ) -> Result<EventFeed, EngineError> {
-        let subscription = self.subscribe_events().await?;
-        let last = match after {
-            Some(after) => after,
-            None => self.inner.store.feed_head().await?,
-        };
-        Ok(EventFeed {
-            engine: self.clone(),
-            filter,
-            last,
-            subscription,
-            pending: VecDeque::new(),
-            batch: None,
-            live: false,
-            done: false,
-        })
-    }
-}
-
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Phase {
     /// Reading the stored events after `last`.
@@ -109,7 +64,7 @@ enum Phase {
 /// One flow's events: its history, then its events as they are committed,
 /// then its final state.
 pub struct FlowFeed {
-    engine: Engine,
+    store: Arc<dyn FlowStore>,
     flow_id: String,
     /// The sequence of the last event given (or the resume point).
     last: i64,
@@ -124,6 +79,32 @@ pub struct FlowFeed {
 }
 
 impl FlowFeed {
+    pub(super) fn new(
+        store: Arc<dyn FlowStore>,
+        flow_id: &str,
+        after: i64,
+        subscription: EventSubscription,
+    ) -> Self {
+        Self {
+            store,
+            flow_id: flow_id.to_string(),
+            last: after,
+            subscription,
+            pending: VecDeque::new(),
+            batch: None,
+            phase: Phase::History,
+            end_checked: false,
+        }
+    }
+
+    /// The followed flow's state as stored.
+    async fn state(&self) -> Result<FlowState, EngineError> {
+        match self.store.load_flow(&self.flow_id).await? {
+            Some(f) => Ok(f.state),
+            None => Err(EngineError::FlowNotFound(self.flow_id.clone())),
+        }
+    }
+
     /// The next item; `None` once the feed has ended.
     pub async fn next(&mut self) -> Option<FeedItem> {
         loop {
@@ -138,7 +119,7 @@ impl FlowFeed {
                 Phase::Done => return None,
                 Phase::Finishing => {
                     self.phase = Phase::Done;
-                    return Some(match self.engine.flow(&self.flow_id).await {
+                    return Some(match self.state().await {
                         Ok(state) => FeedItem::State(Box::new(state)),
                         Err(e) => FeedItem::Failed(e),
                     });
@@ -157,8 +138,6 @@ impl FlowFeed {
     /// Read one page of the history, and decide what follows it.
     async fn catch_up(&mut self) -> Result<(), EngineError> {
         let page = self
-            .engine
-            .inner
             .store
             .flow_events_page(&self.flow_id, self.last, HISTORY_PAGE, HISTORY_PAGE_BYTES)
             .await?;
@@ -173,7 +152,7 @@ impl FlowFeed {
         // or it ended just now (read once more: its last events follow).
         if self.end_checked {
             self.phase = Phase::Finishing;
-        } else if self.engine.flow(&self.flow_id).await?.deactivated_at.is_some() {
+        } else if self.state().await?.deactivated_at.is_some() {
             self.end_checked = true;
         } else {
             self.phase = Phase::Live;
@@ -241,7 +220,7 @@ impl FlowFeed {
 
 /// Every flow's events that a filter keeps, in commit order.
 pub struct EventFeed {
-    engine: Engine,
+    store: Arc<dyn FeedStore>,
     filter: FeedFilter,
     /// Every position up to this one has been given or filtered out.
     last: i64,
@@ -255,6 +234,24 @@ pub struct EventFeed {
 }
 
 impl EventFeed {
+    pub(super) fn new(
+        store: Arc<dyn FeedStore>,
+        filter: FeedFilter,
+        last: i64,
+        subscription: EventSubscription,
+    ) -> Self {
+        Self {
+            store,
+            filter,
+            last,
+            subscription,
+            pending: VecDeque::new(),
+            batch: None,
+            live: false,
+            done: false,
+        }
+    }
+
     /// The next item; `None` once the feed has ended.
     pub async fn next(&mut self) -> Option<FeedItem> {
         loop {
@@ -280,8 +277,6 @@ impl EventFeed {
     /// Read one page from the store.
     async fn catch_up(&mut self) -> Result<(), EngineError> {
         let page = self
-            .engine
-            .inner
             .store
             .feed_page(self.last, &self.filter, HISTORY_PAGE, HISTORY_PAGE_BYTES)
             .await?;

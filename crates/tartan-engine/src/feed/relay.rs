@@ -34,9 +34,9 @@ use tartan_store::{FeedEvent, FeedFilter};
 use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 
-use crate::events::CommittedEvents;
+use super::bus::CommittedEvents;
+use super::Feed;
 use crate::notices::Outbox;
-use crate::Engine;
 
 /// Events read from the feed per statement, and bytes of their data: a
 /// page is one read's memory whatever the size of the events.
@@ -130,70 +130,14 @@ pub(crate) fn announcer(outbox: &Outbox, node: &str, remembered: Duration) -> Op
     Some(Arc::new(Announcer { commits: tx, peers }))
 }
 
-impl Engine {
-    /// Take in the catalog changes other processes commit.
-    pub(crate) fn spawn_catalog_relay(&self, notices: Option<mpsc::Receiver<(i64, String)>>) {
-        let Some(mut notices) = notices else {
-            return;
-        };
-        let engine = self.clone();
-        tokio::spawn(async move {
-            let me = engine.inner.config.node_id.clone();
-            loop {
-                let (sequence, node) = tokio::select! {
-                    n = notices.recv() => match n {
-                        Some(n) => n,
-                        None => return,
-                    },
-                    _ = engine.inner.stopping.cancelled() => return,
-                };
-                if node != me {
-                    if let Err(e) = engine.take_in_catalog(sequence).await {
-                        tracing::warn!("reading another process's catalog change: {e}");
-                    }
-                }
-            }
-        });
-    }
-
-    /// The sweep behind the notices: when the database holds catalog
-    /// changes this process's view lacks (a notice lost while the listener
-    /// reconnected), read the catalog again. Each health round sweeps.
-    pub(crate) async fn sweep_catalog(&self) {
-        if !self.inner.outbox.carries_notices() {
-            return;
-        }
-        let seen = self.catalog().await.sequence;
-        match self.inner.store.catalog_events_page(seen, 1, 1 << 20).await {
-            Ok(page) if !page.events.is_empty() => {
-                if let Err(e) = self.take_in_catalog(seen + 1).await {
-                    tracing::warn!("reading the catalog's changes failed: {e}");
-                }
-            }
-            Ok(_) => {}
-            Err(e) => tracing::warn!("looking for catalog changes failed: {e}"),
-        }
-    }
-
-    /// Refresh the catalog when another process moved it past this
-    /// process's view (which passes the events between the two on). Under
-    /// the catalog's change lock, so that a change of this process is never
-    /// taken for another's.
-    async fn take_in_catalog(&self, sequence: i64) -> Result<(), crate::EngineError> {
-        let _changing = self.inner.catalog.change.lock().await;
-        if sequence > self.catalog().await.sequence {
-            self.refresh_catalog().await?;
-        }
-        Ok(())
-    }
-
+impl Feed {
     /// Relay every process's committed events to this process's bus.
-    pub(crate) async fn spawn_event_relay(&self, notices: Option<mpsc::Receiver<(i64, String)>>) {
-        let (Some(announcer), Some(notices)) = (self.inner.announcer.as_ref(), notices) else {
+    pub(crate) async fn spawn_relay(&self, notices: Option<mpsc::Receiver<(i64, String)>>) {
+        let (Some(announcer), Some(notices)) = (self.announcer.as_ref(), notices) else {
             return;
         };
         let own = announcer.commits.subscribe();
-        let relayed = match self.inner.store.feed_head().await {
+        let relayed = match self.store.feed_head().await {
             Ok(head) => head,
             Err(e) => {
                 tracing::warn!("not relaying committed events to the streams: {e}");
@@ -202,13 +146,13 @@ impl Engine {
         };
         // Here: the others send their notices from now on (`Peers`). The
         // count of this process's commits, none yet.
-        let me = self.inner.config.node_id.clone();
-        self.inner.outbox.announce(tartan_store::Notice::Events {
+        let me = self.node_id.clone();
+        self.outbox.announce(tartan_store::Notice::Events {
             node: me.clone(),
             head: 0,
         });
-        let engine = self.clone();
-        tokio::spawn(async move { engine.relay(notices, own, me, relayed).await });
+        let feed = self.clone();
+        tokio::spawn(async move { feed.relay(notices, own, me, relayed).await });
     }
 
     async fn relay(
@@ -218,7 +162,7 @@ impl Engine {
         me: String,
         mut relayed: i64,
     ) {
-        let Some(announcer) = self.inner.announcer.as_ref() else {
+        let Some(announcer) = self.announcer.as_ref() else {
             return;
         };
         // When to look again without a notice: to position what was
@@ -247,22 +191,22 @@ impl Engine {
                     false
                 }
                 _ = tokio::time::sleep_until(again.unwrap_or_else(Instant::now)), if again.is_some() => true,
-                _ = self.inner.stopping.cancelled() => return,
+                _ = self.stopping.cancelled() => return,
             };
             if timed {
                 again = None;
             }
-            if !self.inner.bus.listened() {
+            if !self.bus.listened() {
                 if !timed {
                     again.get_or_insert_with(|| Instant::now() + POSITION_EVERY);
                     continue;
                 }
-                match self.inner.store.feed_head().await {
+                match self.store.feed_head().await {
                     // A stream that began listening meanwhile may not have
                     // read up to `head`: the relay then gives it what it
                     // read before (each subscription skips what came before
                     // it, `EventSubscription::recv`).
-                    Ok(head) if !self.inner.bus.listened() => relayed = relayed.max(head),
+                    Ok(head) if !self.bus.listened() => relayed = relayed.max(head),
                     Ok(_) => {}
                     Err(e) => tracing::warn!("positioning committed events: {e}"),
                 }
@@ -285,7 +229,6 @@ impl Engine {
     async fn relay_from(&self, mut relayed: i64) -> Result<i64, (i64, tartan_store::StoreError)> {
         loop {
             let page = self
-                .inner
                 .store
                 .feed_page(relayed, &FeedFilter::default(), PAGE, PAGE_BYTES)
                 .await
@@ -297,7 +240,7 @@ impl Engine {
             let events: Vec<&FeedEvent> = page.events.iter().collect();
             for batch in decisions(&events) {
                 let bytes = batch.json_bytes();
-                self.inner.bus.publish(batch, bytes);
+                self.bus.publish(batch, bytes);
             }
             if relayed >= page.head {
                 return Ok(relayed);
