@@ -18,15 +18,23 @@
 //! lease runs out.
 
 use std::collections::HashSet;
-use std::sync::Mutex;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tartan_core::bulk::{BulkAction, BulkItemState, BulkSpec, MAX_BULK_RATE};
 use tartan_core::filter::FlowFilter;
-use tartan_store::{BulkCreated, BulkEnd, BulkItem, BulkJob, NewBulkJob, StoreError};
+use tartan_store::{
+    BulkCreated, BulkEnd, BulkItem, BulkJob, BulkJobStore, BulkRunStore, FlowStore, NewBulkJob, StoreError,
+};
 use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
-use crate::{Engine, EngineError};
+use crate::config::EngineConfig;
+use crate::error::EngineError;
+use crate::metrics::Metrics;
 
 /// The most flows one job may match unless configured otherwise
 /// (`EngineConfig::max_bulk_flows`); more is refused: narrow the filter.
@@ -38,29 +46,73 @@ const PENDING_PAGE: usize = 200;
 /// How long to wait before trying the database again after it failed.
 const RETRY_PAUSE: Duration = Duration::from_secs(1);
 
-/// The jobs this process runs now, by id.
-#[derive(Default)]
-pub(crate) struct BulkRunner {
-    running: Mutex<HashSet<String>>,
-    wake: tokio::sync::Notify,
+/// One flow acted on, as the flows answer it.
+pub(crate) type Acting<'a> = Pin<Box<dyn Future<Output = Result<(), EngineError>> + Send + 'a>>;
+
+/// What a bulk job asks of the flows: the action on one flow, named by the
+/// job (`by`).
+pub(crate) trait FlowActions: Send + Sync {
+    fn act<'a>(&'a self, flow_id: &'a str, action: BulkAction, by: &'a str) -> Acting<'a>;
 }
 
-impl BulkRunner {
+/// Bulk jobs: created and listed for the API, run by this process's runner.
+pub struct Bulk {
+    /// The jobs this process runs now, by id.
+    running: Mutex<HashSet<String>>,
+    /// Wakes the runner: a job was created here, or one of ours ended.
+    wake: tokio::sync::Notify,
+    jobs: Arc<dyn BulkJobStore>,
+    runs: Arc<dyn BulkRunStore>,
+    /// Where a flow's status is read when an action was refused.
+    flows: Arc<dyn FlowStore>,
+    actions: Arc<dyn FlowActions>,
+    config: Arc<EngineConfig>,
+    metrics: Arc<Metrics>,
+    stopping: CancellationToken,
+    tasks: TaskTracker,
+}
+
+/// What bulk jobs are run with.
+pub(crate) struct BulkParts {
+    pub jobs: Arc<dyn BulkJobStore>,
+    pub runs: Arc<dyn BulkRunStore>,
+    pub flows: Arc<dyn FlowStore>,
+    pub actions: Arc<dyn FlowActions>,
+    pub config: Arc<EngineConfig>,
+    pub metrics: Arc<Metrics>,
+    pub stopping: CancellationToken,
+    pub tasks: TaskTracker,
+}
+
+impl Bulk {
+    pub(crate) fn new(parts: BulkParts) -> Bulk {
+        Bulk {
+            running: Mutex::default(),
+            wake: tokio::sync::Notify::new(),
+            jobs: parts.jobs,
+            runs: parts.runs,
+            flows: parts.flows,
+            actions: parts.actions,
+            config: parts.config,
+            metrics: parts.metrics,
+            stopping: parts.stopping,
+            tasks: parts.tasks,
+        }
+    }
+
     fn running(&self) -> std::sync::MutexGuard<'_, HashSet<String>> {
         crate::sync::lock(&self.running)
     }
-}
 
-impl Engine {
     /// How many flows a job with `filter` would act on now (a dry run).
-    pub async fn count_bulk(&self, filter: &FlowFilter) -> Result<u64, EngineError> {
-        Ok(self.inner.store.count_bulk_matches(filter).await?)
+    pub async fn count(&self, filter: &FlowFilter) -> Result<u64, EngineError> {
+        Ok(self.jobs.count_bulk_matches(filter).await?)
     }
 
     /// Create a bulk job (`queued`) and wake the runner; `TooMany` when the
     /// filter matches more than `max_bulk_flows`.
-    pub async fn create_bulk_job(&self, spec: BulkSpec) -> Result<BulkCreated, EngineError> {
-        if self.inner.stopping.is_cancelled() {
+    pub async fn create(&self, spec: BulkSpec) -> Result<BulkCreated, EngineError> {
+        if self.stopping.is_cancelled() {
             return Err(EngineError::ShuttingDown);
         }
         let action = spec.action;
@@ -70,51 +122,46 @@ impl Engine {
             shown_filter: spec.shown_filter,
             filter: spec.filter,
             rate: spec.rate.clamp(1, MAX_BULK_RATE),
-            created_at: self.inner.config.clock.now(),
+            created_at: self.config.clock.now(),
         };
         let created = self
-            .inner
-            .store
-            .create_bulk_job(&job, self.inner.config.max_bulk_flows)
+            .jobs
+            .create_bulk_job(&job, self.config.max_bulk_flows)
             .await?;
         if matches!(created, BulkCreated::Created(_)) {
-            self.inner.metrics.bulk_job_created(action.kind());
-            self.inner.bulk.wake.notify_one();
+            self.metrics.bulk_job_created(action.kind());
+            self.wake.notify_one();
         }
         Ok(created)
     }
 
     /// At most `limit` jobs, the most recent first.
-    pub async fn bulk_jobs(&self, limit: usize) -> Result<Vec<BulkJob>, EngineError> {
-        Ok(self.inner.store.bulk_jobs(limit).await?)
+    pub async fn jobs(&self, limit: usize) -> Result<Vec<BulkJob>, EngineError> {
+        Ok(self.jobs.bulk_jobs(limit).await?)
     }
 
     /// A job by id.
-    pub async fn bulk_job(&self, id: &str) -> Result<Option<BulkJob>, EngineError> {
-        Ok(self.inner.store.bulk_job(id).await?)
+    pub async fn job(&self, id: &str) -> Result<Option<BulkJob>, EngineError> {
+        Ok(self.jobs.bulk_job(id).await?)
     }
 
     /// At most `limit` of the flows a job failed on, in the order it acted.
-    pub async fn bulk_failures(&self, id: &str, limit: usize) -> Result<Vec<BulkItem>, EngineError> {
-        Ok(self
-            .inner
-            .store
-            .bulk_items(id, BulkItemState::Failed, limit)
-            .await?)
+    pub async fn failures(&self, id: &str, limit: usize) -> Result<Vec<BulkItem>, EngineError> {
+        Ok(self.jobs.bulk_items(id, BulkItemState::Failed, limit).await?)
     }
 
     /// Stop a job: it acts on no more flows. `None`: no such job.
-    pub async fn cancel_bulk_job(&self, id: &str) -> Result<Option<BulkJob>, EngineError> {
-        Ok(self.inner.store.cancel_bulk_job(id).await?)
+    pub async fn cancel(&self, id: &str) -> Result<Option<BulkJob>, EngineError> {
+        Ok(self.jobs.cancel_bulk_job(id).await?)
     }
 
     /// Start the runner: it takes up unfinished jobs at once (its own from
     /// before a restart included), then whenever woken.
-    pub(crate) fn spawn_bulk_runner(&self, mut notices: Option<tokio::sync::mpsc::Receiver<()>>) {
-        let engine = self.clone();
+    pub(crate) fn spawn_runner(self: &Arc<Self>, mut notices: Option<tokio::sync::mpsc::Receiver<()>>) {
+        let bulk = Arc::clone(self);
         tokio::spawn(async move {
             loop {
-                let wait = engine.claim_bulk_jobs().await;
+                let wait = bulk.claim_jobs().await;
                 let timer = async {
                     match wait {
                         Some(wait) => tokio::time::sleep(wait).await,
@@ -128,8 +175,8 @@ impl Engine {
                     }
                 };
                 tokio::select! {
-                    _ = engine.inner.stopping.cancelled() => return,
-                    _ = engine.inner.bulk.wake.notified() => {}
+                    _ = bulk.stopping.cancelled() => return,
+                    _ = bulk.wake.notified() => {}
                     got = notice => if got.is_none() {
                         // The listener ended: wake-ups from this process and
                         // lease expiries still come.
@@ -143,27 +190,24 @@ impl Engine {
 
     /// Claim and start jobs while there are free places; how long until a
     /// lease held elsewhere runs out, if one is (when to look again).
-    async fn claim_bulk_jobs(&self) -> Option<Duration> {
-        let store = &self.inner.store;
-        let node = &self.inner.config.node_id;
+    async fn claim_jobs(self: &Arc<Self>) -> Option<Duration> {
+        let store = &self.runs;
+        let node = &self.config.node_id;
         loop {
-            let running: Vec<String> = self.inner.bulk.running().iter().cloned().collect();
+            let running: Vec<String> = self.running().iter().cloned().collect();
             if running.len() >= MAX_RUNNING_JOBS {
                 break;
             }
-            match store
-                .claim_bulk_job(node, self.inner.config.lease, &running)
-                .await
-            {
+            match store.claim_bulk_job(node, self.config.lease, &running).await {
                 Ok(Some(job)) => {
                     // Not running here: the claim left those out.
-                    self.inner.bulk.running().insert(job.id.clone());
-                    let engine = self.clone();
-                    self.inner.tasks.spawn(async move {
+                    self.running().insert(job.id.clone());
+                    let bulk = Arc::clone(self);
+                    self.tasks.spawn(async move {
                         let id = job.id.clone();
-                        engine.run_bulk_job(job).await;
-                        engine.inner.bulk.running().remove(&id);
-                        engine.inner.bulk.wake.notify_one();
+                        bulk.run_job(job).await;
+                        bulk.running().remove(&id);
+                        bulk.wake.notify_one();
                     });
                 }
                 Ok(None) => break,
@@ -186,10 +230,10 @@ impl Engine {
     /// Act on the job's pending flows in order, at its rate, until none is
     /// left (then it is `completed`), it is cancelled or its lease lost, or
     /// the engine stops (then its lease is handed back).
-    async fn run_bulk_job(&self, job: BulkJob) {
-        let store = &self.inner.store;
-        let node = &self.inner.config.node_id;
-        let lease = self.inner.config.lease;
+    async fn run_job(&self, job: BulkJob) {
+        let store = &self.runs;
+        let node = &self.config.node_id;
+        let lease = self.config.lease;
         let action = job.action;
         tracing::info!(job = %job.id, kind = action.kind(), total = job.total, rate = job.rate, "running bulk job");
         let interval = Duration::from_secs_f64(1.0 / f64::from(job.rate.clamp(1, MAX_BULK_RATE)));
@@ -213,7 +257,7 @@ impl Engine {
             if page.is_empty() {
                 match store.end_bulk_job(&job.id, node, BulkEnd::Completed).await {
                     Ok(true) => {
-                        self.inner.metrics.bulk_job_ended(action.kind(), "completed");
+                        self.metrics.bulk_job_ended(action.kind(), "completed");
                         tracing::info!(job = %job.id, "bulk job completed");
                     }
                     // Cancelled, or taken over, meanwhile.
@@ -227,10 +271,10 @@ impl Engine {
             for flow_id in page {
                 tokio::select! {
                     _ = tokio::time::sleep_until(next) => {}
-                    _ = self.inner.stopping.cancelled() => {}
+                    _ = self.stopping.cancelled() => {}
                 }
-                if self.inner.stopping.is_cancelled() {
-                    self.hand_back_bulk_job(&job.id).await;
+                if self.stopping.is_cancelled() {
+                    self.hand_back(&job.id).await;
                     return;
                 }
                 next = next.max(Instant::now()) + interval;
@@ -238,7 +282,7 @@ impl Engine {
                     match self.act_on(&job.id, action, &flow_id).await {
                         Acted::Ended(state, detail) => break (state, detail),
                         Acted::Stopping => {
-                            self.hand_back_bulk_job(&job.id).await;
+                            self.hand_back(&job.id).await;
                             return;
                         }
                         // A failover or a restart of the database: the flow
@@ -266,7 +310,7 @@ impl Engine {
                         .await
                     {
                         Ok(true) => {
-                            self.inner.metrics.bulk_flow(action.kind(), state.as_str());
+                            self.metrics.bulk_flow(action.kind(), state.as_str());
                             break;
                         }
                         Ok(false) => {
@@ -290,20 +334,15 @@ impl Engine {
     async fn pause_or_stop(&self, id: &str) -> bool {
         tokio::select! {
             _ = tokio::time::sleep(RETRY_PAUSE) => false,
-            _ = self.inner.stopping.cancelled() => {
-                self.hand_back_bulk_job(id).await;
+            _ = self.stopping.cancelled() => {
+                self.hand_back(id).await;
                 true
             }
         }
     }
 
-    async fn hand_back_bulk_job(&self, id: &str) {
-        if let Err(e) = self
-            .inner
-            .store
-            .release_bulk_job(id, &self.inner.config.node_id)
-            .await
-        {
+    async fn hand_back(&self, id: &str) {
+        if let Err(e) = self.runs.release_bulk_job(id, &self.config.node_id).await {
             tracing::warn!(job = %id, "handing a bulk job back failed (taken over when its lease runs out): {e}");
         }
     }
@@ -312,7 +351,7 @@ impl Engine {
     /// process that died before recording it); failed when that cannot be
     /// read.
     async fn acted_already(&self, flow_id: &str, action: BulkAction, job_id: &str) -> Option<Acted> {
-        match self.inner.store.flow_marked_by(flow_id, action, job_id).await {
+        match self.runs.flow_marked_by(flow_id, action, job_id).await {
             Ok(true) => Some(Acted::Ended(
                 BulkItemState::Skipped,
                 Some(format!("{} by this job already", action.marking_event())),
@@ -330,17 +369,7 @@ impl Engine {
         if let Some(skip) = self.acted_already(flow_id, action, job_id).await {
             return skip;
         }
-        let outcome = match action {
-            BulkAction::Retry { reset_attempts } => {
-                self.retry_flow(flow_id, reset_attempts, Some(job_id.to_string()))
-                    .await
-            }
-            BulkAction::Cancel { compensate } => self.cancel_flow(flow_id, compensate, Some(job_id)).await,
-            BulkAction::Resume { reset_attempts } => self
-                .resume_flow(flow_id, reset_attempts, Some(job_id.to_string()))
-                .await
-                .map(|_| ()),
-        };
+        let outcome = self.actions.act(flow_id, action, job_id).await;
         let (state, detail) = match outcome {
             Ok(()) => (BulkItemState::Done, None),
             Err(EngineError::ShuttingDown) => return Acted::Stopping,
@@ -352,7 +381,7 @@ impl Engine {
             Err(e @ EngineError::FlowTerminal(..)) => (BulkItemState::Skipped, Some(e.to_string())),
             // Active or completed since the job was created: nothing to do.
             // Still deactivating: it could not be retried now.
-            Err(e @ EngineError::NotRetryable(..)) => match self.inner.store.flow_status(flow_id).await {
+            Err(e @ EngineError::NotRetryable(..)) => match self.flows.flow_status(flow_id).await {
                 Ok(Some(FlowStatus::Active | FlowStatus::Completed)) => {
                     (BulkItemState::Skipped, Some(e.to_string()))
                 }

@@ -136,12 +136,16 @@ impl Engine {
     /// stopped (Postgres `NOTIFY`); without it, the sweep finds it within
     /// `min(30 s, TARTAN_LEASE)`.
     pub(crate) fn spawn_handback_listener(&self, notices: Option<tokio::sync::mpsc::Receiver<()>>) {
-        self.on_notices(notices, |engine, ()| async move {
-            if let Err(e) = engine.load_timers().await {
-                tracing::warn!("loading handed-back retries failed: {e}");
-            }
-            if let Err(e) = engine.take_over(false).await {
-                tracing::warn!("taking over handed-back calls failed: {e}");
+        let engine = self.clone();
+        crate::notices::on_notices(notices, self.inner.stopping.clone(), move |()| {
+            let engine = engine.clone();
+            async move {
+                if let Err(e) = engine.load_timers().await {
+                    tracing::warn!("loading handed-back retries failed: {e}");
+                }
+                if let Err(e) = engine.take_over(false).await {
+                    tracing::warn!("taking over handed-back calls failed: {e}");
+                }
             }
         });
     }

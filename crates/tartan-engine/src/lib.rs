@@ -60,6 +60,7 @@
 //! active is leased to this process in that same commit and dispatched from
 //! memory right after it; the call's result is the next decision.
 
+mod back;
 mod budget;
 mod bulk;
 mod catalog;
@@ -96,7 +97,7 @@ use tartan_store::Store;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-pub use bulk::DEFAULT_MAX_BULK_FLOWS;
+pub use bulk::{Bulk, DEFAULT_MAX_BULK_FLOWS};
 pub use catalog::{Catalog, CatalogView};
 pub use clock::{Clock, Elapsed};
 pub use config::{
@@ -108,7 +109,7 @@ pub use error::EngineError;
 pub use feed::{BusReceiver, RecvError};
 pub use feed::{CommittedCatalog, CommittedEvents, EventFeed, EventSubscription, Feed, FeedItem, FlowFeed};
 pub use flows::{StartOutcome, WebhookError, WebhookRefusal, WebhookResult};
-pub use health::{ClusterEvents, ClusterReceiver, ClusterView, StepHealthView};
+pub use health::{ClusterEvents, ClusterReceiver, ClusterView, Health, StepHealthView};
 pub use lanes::{LaneView, LaneWait, Lanes, LocalLane};
 pub use memo::MAX_MEMO_CACHE_SIZE;
 pub use metrics::Metrics;
@@ -160,28 +161,28 @@ struct Inner {
     finished: tokio::sync::broadcast::Sender<FlowFinished>,
     /// Clients waiting for flows to finish.
     waiters: flows::Waiters,
-    /// The bulk jobs this process runs, and what wakes their runner.
-    bulk: bulk::BulkRunner,
+    /// Bulk jobs, and the runner of this process's.
+    bulk: Arc<bulk::Bulk>,
     /// This process's layer of memoized answers.
     memo: Arc<memo::Memo>,
-    /// The dispatch gate and the cluster's live events.
-    health: health::Live,
+    /// Step health, the dispatch gate and the cluster's live events.
+    health: Arc<health::Health>,
     /// Fires when the engine stops taking new work.
     stopping: CancellationToken,
     /// Calls in flight, awaited on shutdown.
     tasks: TaskTracker,
 }
 
-impl Engine {
-    /// Build the engine on a store, load the catalog and resume the work that
-    /// was in flight when this node last stopped.
-    pub async fn start(config: EngineConfig, store: Arc<dyn Store>) -> Result<Engine, EngineError> {
+impl Inner {
+    /// The components, each with the handles it needs; those that ask
+    /// something of the flows hold a weak way back (`back::Back`).
+    async fn build(config: EngineConfig, store: Arc<dyn Store>) -> Result<Arc<Inner>, EngineError> {
         let http = outbound::client(&config.step_hosts, &config.step_tls)
             .map_err(|e| EngineError::HttpClient(e.to_string()))?;
         let webhook_key = webhook_key::WebhookKey::load(store.as_ref()).await?;
         let metrics = Arc::new(metrics::Metrics::new());
         let outbox = notices::Outbox::new(Arc::clone(&store));
-        let health = health::Live::new(store.cluster_head().await?);
+        let cluster_head = store.cluster_head().await?;
         let stopping = CancellationToken::new();
         let feed = feed::Feed::new(
             feed::FeedParts {
@@ -221,12 +222,33 @@ impl Engine {
             Arc::clone(&catalog),
         );
         lanes.start().await?;
-        let flows = Arc::new(flows::FlowLocks::new(
-            config.max_active_flows,
-            config.max_queued_calls,
-        ));
-        let engine = Engine {
-            inner: Arc::new(Inner {
+        let inner = Arc::new_cyclic(|weak: &std::sync::Weak<Inner>| {
+            let health = health::Health::new(
+                health::HealthParts {
+                    store: store.clone(),
+                    work: store.clone(),
+                    catalog: Arc::clone(&catalog),
+                    feed: feed.clone(),
+                    outbox: outbox.clone(),
+                    config: Arc::clone(&config),
+                    metrics: Arc::clone(&metrics),
+                    http: http.clone(),
+                    resume: Arc::new(back::Back(weak.clone())),
+                    stopping: stopping.clone(),
+                },
+                cluster_head,
+            );
+            let bulk = bulk::Bulk::new(bulk::BulkParts {
+                jobs: store.clone(),
+                runs: store.clone(),
+                flows: store.clone(),
+                actions: Arc::new(back::Back(weak.clone())),
+                config: Arc::clone(&config),
+                metrics: Arc::clone(&metrics),
+                stopping: stopping.clone(),
+                tasks: tasks.clone(),
+            });
+            Inner {
                 calls: in_flight::InFlight::new(
                     slots::CallSlots::new(
                         config.max_calls,
@@ -241,29 +263,43 @@ impl Engine {
                 writer: writer::Writer::spawn(store.clone(), Arc::clone(&metrics), feed.writer_side()),
                 feed,
                 outbox,
-                metrics,
-                config,
-                store,
-                catalog,
-                flows,
+                flows: Arc::new(flows::FlowLocks::new(
+                    config.max_active_flows,
+                    config.max_queued_calls,
+                )),
                 timers: timers::Timers::default(),
                 finished: tokio::sync::broadcast::channel(FINISHED_BUFFER).0,
                 waiters: flows::Waiters::default(),
                 webhook_key,
-                bulk: bulk::BulkRunner::default(),
+                bulk: Arc::new(bulk),
+                health: Arc::new(health),
                 memo,
-                health,
+                metrics,
+                config,
+                store,
+                catalog,
                 stopping,
                 tasks,
-            }),
-        };
-        // Weak: the catalog lives inside the engine it tells.
-        let weak = Arc::downgrade(&engine.inner);
-        engine.inner.catalog.on_changed(move |ids| {
-            if let Some(inner) = weak.upgrade() {
-                Engine { inner }.forget_health(ids);
             }
         });
+        // Weak: health holds the catalog that tells it.
+        let health = Arc::downgrade(&inner.health);
+        inner.catalog.on_changed(move |ids| {
+            if let Some(health) = health.upgrade() {
+                health.forget(ids);
+            }
+        });
+        Ok(inner)
+    }
+}
+
+impl Engine {
+    /// Build the engine on a store, load the catalog and resume the work that
+    /// was in flight when this node last stopped.
+    pub async fn start(config: EngineConfig, store: Arc<dyn Store>) -> Result<Engine, EngineError> {
+        let engine = Engine {
+            inner: Inner::build(config, store).await?,
+        };
         engine.recover().await?;
         engine.load_timers().await?;
         engine.spawn_timer_loop();
@@ -271,31 +307,29 @@ impl Engine {
         engine.spawn_lease_renewal();
         // In the cluster before it serves anything: a view read right after
         // start lists this engine.
-        let now = engine.inner.config.clock.now();
-        engine
-            .inner
+        let inner = &engine.inner;
+        inner
             .store
-            .heartbeat(&engine.inner.config.node_id, now)
+            .heartbeat(&inner.config.node_id, inner.config.clock.now())
             .await?;
-        engine.spawn_health_checks();
-        let inbox = notices::Inbox::open(engine.inner.store.as_ref()).await;
+        inner.health.spawn_checks();
+        let inbox = notices::Inbox::open(inner.store.as_ref()).await;
         engine.spawn_abort_listener(inbox.aborts);
         engine.spawn_handback_listener(inbox.handbacks);
-        engine.inner.feed.spawn_relay(inbox.events).await;
-        engine
-            .inner
-            .catalog
-            .spawn_relay(inbox.catalog, engine.inner.stopping.clone());
+        inner.feed.spawn_relay(inbox.events).await;
+        inner.catalog.spawn_relay(inbox.catalog, inner.stopping.clone());
         retention::Retention {
-            store: engine.inner.store.clone(),
-            clock: engine.inner.config.clock.clone(),
-            stopping: engine.inner.stopping.clone(),
+            store: inner.store.clone(),
+            clock: inner.config.clock.clone(),
+            stopping: inner.stopping.clone(),
         }
-        .spawn(engine.inner.config.retention, &engine.inner.tasks);
-        engine.spawn_bulk_runner(inbox.bulk_jobs);
-        engine.spawn_health_listener(inbox.health);
-        engine.on_notices(inbox.lanes, |engine, id: String| async move {
-            engine.inner.lanes.changed(&id);
+        .spawn(inner.config.retention, &inner.tasks);
+        inner.bulk.spawn_runner(inbox.bulk_jobs);
+        inner.health.spawn_listener(inbox.health);
+        let lanes = engine.clone();
+        notices::on_notices(inbox.lanes, inner.stopping.clone(), move |id: String| {
+            lanes.inner.lanes.changed(&id);
+            std::future::ready(())
         });
         Ok(engine)
     }
@@ -311,6 +345,16 @@ impl Engine {
     /// The registered steps: their changes and the view flows plan with.
     pub fn catalog(&self) -> &Arc<Catalog> {
         &self.inner.catalog
+    }
+
+    /// Bulk retry, cancel and resume jobs (docs/api.md, "Bulk operations").
+    pub fn bulk(&self) -> &Bulk {
+        &self.inner.bulk
+    }
+
+    /// Step health and the cluster (docs/operating.md).
+    pub fn health(&self) -> &Health {
+        &self.inner.health
     }
 
     /// The lanes calls share across flows and processes (docs/lanes.md).

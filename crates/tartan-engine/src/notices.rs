@@ -11,7 +11,6 @@ use std::sync::Arc;
 
 use tartan_store::{Notice, Store};
 
-use crate::Engine;
 use tokio::sync::mpsc::{self, error::TrySendError, Receiver, Sender};
 
 /// Announces in the background: the decision or change that prompted a
@@ -173,30 +172,30 @@ fn coalesce(to: &Sender<()>) {
     }
 }
 
-impl Engine {
-    /// Handle each notice of one kind, one at a time, until the engine
-    /// stops. None heard (SQLite): nothing to do, the slower path covers it.
-    pub(crate) fn on_notices<T, F, Fut>(&self, notices: Option<tokio::sync::mpsc::Receiver<T>>, handle: F)
-    where
-        T: Send + 'static,
-        F: Fn(Engine, T) -> Fut + Send + 'static,
-        Fut: std::future::Future<Output = ()> + Send,
-    {
-        let Some(mut notices) = notices else {
-            return;
-        };
-        let engine = self.clone();
-        tokio::spawn(async move {
-            loop {
-                let notice = tokio::select! {
-                    n = notices.recv() => match n {
-                        Some(notice) => notice,
-                        None => return,
-                    },
-                    _ = engine.inner.stopping.cancelled() => return,
-                };
-                handle(engine.clone(), notice).await;
-            }
-        });
-    }
+/// Handle each notice of one kind, one at a time, until `stopping` fires.
+/// None heard (SQLite): nothing to do, the slower path covers it.
+pub(crate) fn on_notices<T, F, Fut>(
+    notices: Option<tokio::sync::mpsc::Receiver<T>>,
+    stopping: tokio_util::sync::CancellationToken,
+    handle: F,
+) where
+    T: Send + 'static,
+    F: Fn(T) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = ()> + Send,
+{
+    let Some(mut notices) = notices else {
+        return;
+    };
+    tokio::spawn(async move {
+        loop {
+            let notice = tokio::select! {
+                n = notices.recv() => match n {
+                    Some(notice) => notice,
+                    None => return,
+                },
+                _ = stopping.cancelled() => return,
+            };
+            handle(notice).await;
+        }
+    });
 }

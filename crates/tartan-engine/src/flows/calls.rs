@@ -369,13 +369,19 @@ impl Engine {
     /// Abort the calls other processes announce they cancelled (Postgres
     /// `NOTIFY`); without it, lease renewal finds them within `TARTAN_LEASE / 3`.
     pub(crate) fn spawn_abort_listener(&self, notices: Option<tokio::sync::mpsc::Receiver<Vec<String>>>) {
-        self.on_notices(notices, |engine, tokens| async move {
-            for token in tokens {
-                if engine.abort_call(&token) {
-                    tracing::info!(%token, "call aborted: its flow was cancelled by another process");
+        let engine = self.clone();
+        crate::notices::on_notices(
+            notices,
+            self.inner.stopping.clone(),
+            move |tokens: Vec<String>| {
+                for token in tokens {
+                    if engine.abort_call(&token) {
+                        tracing::info!(%token, "call aborted: its flow was cancelled by another process");
+                    }
                 }
-            }
-        });
+                std::future::ready(())
+            },
+        );
     }
 
     /// Abort the call in flight for `token`, if this process has one;

@@ -221,7 +221,7 @@ impl Engine {
         let mut token = new_token;
         let mut random = rand::random::<f64>;
         let whole = self.inner.calls.scripts.limits();
-        let gate = self.dispatch_gate();
+        let gate = self.inner.health.dispatch_gate();
         let mut ctx = Context {
             now: at,
             webhook_base: &self.inner.config.webhook_base_url,

@@ -12,7 +12,8 @@ use futures::StreamExt;
 use tartan_core::health::{checker_of, HealthState};
 use tartan_store::HealthRecord;
 
-use crate::Engine;
+use super::Health;
+use std::sync::Arc;
 
 /// The round of heartbeats when checks are off.
 const HEARTBEAT_ONLY: Duration = Duration::from_secs(30);
@@ -30,25 +31,25 @@ pub(crate) fn round_of(config: &crate::EngineConfig) -> Duration {
     }
 }
 
-impl Engine {
+impl Health {
     /// How long one round lasts: the checks' interval, or the heartbeat's
     /// alone when checks are off.
     pub(crate) fn health_round(&self) -> Duration {
-        round_of(&self.inner.config)
+        round_of(&self.config)
     }
 
     /// Run the rounds until the engine stops.
-    pub(crate) fn spawn_health_checks(&self) {
-        let engine = self.clone();
+    pub(crate) fn spawn_checks(self: &Arc<Self>) {
+        let health = Arc::clone(self);
         tokio::spawn(async move {
             loop {
-                let round = engine.health_round();
+                let round = health.health_round();
                 let started = tokio::time::Instant::now();
-                engine.round().await;
+                health.round().await;
                 let next = started + round;
                 tokio::select! {
                     _ = tokio::time::sleep_until(next) => {}
-                    _ = engine.inner.stopping.cancelled() => return,
+                    _ = health.stopping.cancelled() => return,
                 }
             }
         });
@@ -56,23 +57,23 @@ impl Engine {
 
     /// One round: the heartbeat, then this engine's share of the checks.
     async fn round(&self) {
-        let store = &self.inner.store;
-        let me = self.inner.config.node_id.clone();
-        let now = self.inner.config.clock.now();
+        let store = &self.store;
+        let me = self.config.node_id.clone();
+        let now = self.config.clock.now();
         if let Err(e) = store.heartbeat(&me, now).await {
             tracing::warn!("writing this engine's heartbeat failed: {e}");
             return;
         }
-        self.inner.catalog.sweep().await;
+        self.catalog.sweep().await;
         self.note_others().await;
         // With checks off, nothing is gated: no check of this engine's
         // would ever open the gate again.
-        if self.inner.config.health.interval.is_zero() {
+        if self.config.health.interval.is_zero() {
             return;
         }
         // The gate as the checks left it; deferred work its steps' health
         // allows is started (that of an engine that stopped included).
-        self.health_changed(true).await;
+        self.changed(true).await;
         // The cluster as the last round left it: the metrics show its
         // health, whoever checked, and its live engines share the checks.
         let cluster = match self.cluster().await {
@@ -83,13 +84,13 @@ impl Engine {
             }
         };
         for (id, view) in &cluster.steps {
-            self.inner.metrics.step_health(id, view.health.status);
+            self.metrics.step_health(id, view.health.status);
         }
         let mut alive: Vec<String> = cluster.nodes.into_keys().collect();
         if !alive.contains(&me) {
             alive.push(me.clone());
         }
-        let view = self.inner.catalog.view().await;
+        let view = self.catalog.view().await;
         let mine: Vec<(String, String)> = view
             .catalog
             .steps()
@@ -126,7 +127,7 @@ impl Engine {
             .for_each(|()| async {});
         tokio::select! {
             _ = checks => {}
-            _ = self.inner.stopping.cancelled() => {}
+            _ = self.stopping.cancelled() => {}
         }
     }
 
@@ -140,14 +141,14 @@ impl Engine {
             step_id,
             health,
             node: me.to_string(),
-            checked_at: self.inner.config.clock.now(),
-            changed_at: self.inner.config.clock.now(),
+            checked_at: self.config.clock.now(),
+            changed_at: self.config.clock.now(),
         };
-        match self.inner.store.record_health(&record).await {
+        match self.store.record_health(&record).await {
             Ok(true) => {
                 tracing::info!(step_id = %record.step_id, status = record.health.status.as_str(),
                     error = record.health.error.as_deref().unwrap_or(""), "step health changed");
-                self.announce_health_change().await;
+                self.announce_change().await;
             }
             Ok(false) => {}
             Err(e) => tracing::warn!(step_id = %record.step_id, "recording a health check failed: {e}"),
@@ -157,23 +158,17 @@ impl Engine {
     /// GET the health check URL: a status below 400 is healthy; any other
     /// status, a refusal by the host policy or no answer is unhealthy.
     async fn check(&self, url: &str) -> HealthState {
-        let hosts = &self.inner.config.step_hosts;
+        let hosts = &self.config.step_hosts;
         let url = match crate::dispatch::expand_endpoint(url, &Default::default(), hosts) {
             Ok(url) => url,
             Err(e) => return HealthState::failed(e),
         };
-        let request = self
-            .inner
-            .calls
-            .http
-            .get(url)
-            .timeout(self.inner.config.health.timeout)
-            .send();
+        let request = self.http.get(url).timeout(self.config.health.timeout).send();
         match request.await {
             Ok(response) => HealthState::of_status(response.status().as_u16()),
             Err(e) if e.is_timeout() => HealthState::failed(format!(
                 "no answer within {} ms",
-                self.inner.config.health.timeout.as_millis()
+                self.config.health.timeout.as_millis()
             )),
             Err(e) => HealthState::failed(crate::dispatch::transport_text(&e)),
         }

@@ -16,8 +16,7 @@ use tartan_core::health::DispatchGate;
 use tartan_store::StoredEvent;
 use tokio::sync::broadcast;
 
-use crate::timers::Timer;
-use crate::Engine;
+use super::Health;
 
 /// Batches of cluster events a slow WebSocket subscriber may fall behind
 /// by (health changes are rare: a round changes each step at most once).
@@ -60,10 +59,10 @@ impl Live {
     }
 }
 
-impl Engine {
+impl Health {
     /// The gate decisions are made with now.
     pub(crate) fn dispatch_gate(&self) -> Arc<DispatchGate> {
-        match self.inner.health.gate.read() {
+        match self.live.gate.read() {
             Ok(gate) => Arc::clone(&gate),
             Err(poisoned) => Arc::clone(&poisoned.into_inner()),
         }
@@ -73,7 +72,7 @@ impl Engine {
     /// from now, before the check is recorded (and so shown by the API),
     /// not only once the gate is read again after the record.
     pub(crate) fn close_gate(&self, step_id: &str, why: &str) {
-        let mut held = match self.inner.health.gate.write() {
+        let mut held = match self.live.gate.write() {
             Ok(held) => held,
             Err(poisoned) => poisoned.into_inner(),
         };
@@ -85,17 +84,17 @@ impl Engine {
     /// The cluster's events (`step_health_changed`) from now on, in
     /// batches: this engine's and, once read, the others'.
     pub fn subscribe_cluster(&self) -> ClusterReceiver {
-        self.inner.health.events.subscribe()
+        self.live.events.subscribe()
     }
 
     /// A step's health changed, here or elsewhere, or a round looks again:
     /// read the gate, start the deferred work of the steps it opens when
     /// `resume`, and pass the cluster's new events on.
-    pub(crate) async fn health_changed(&self, resume: bool) {
+    pub(crate) async fn changed(&self, resume: bool) {
         match self.read_gate().await {
             Ok(gate) => {
                 let gate = Arc::new(gate);
-                match self.inner.health.gate.write() {
+                match self.live.gate.write() {
                     Ok(mut held) => *held = Arc::clone(&gate),
                     Err(poisoned) => *poisoned.into_inner() = Arc::clone(&gate),
                 }
@@ -114,11 +113,11 @@ impl Engine {
         // With checks off here, nothing is gated: no check of this engine's
         // would open the gate again (another engine's result may be stale
         // for good).
-        if self.inner.config.health.interval.is_zero() {
+        if self.config.health.interval.is_zero() {
             return Ok(DispatchGate::default());
         }
-        let records = self.inner.store.step_health().await?;
-        let view = self.inner.catalog.view().await;
+        let records = self.store.step_health().await?;
+        let view = self.catalog.view().await;
         let checked = super::with_checks(records, &view.catalog);
         Ok(DispatchGate::of_checks(
             checked.iter().map(|(id, r)| (id, &r.health)),
@@ -129,7 +128,7 @@ impl Engine {
     /// retries: the decision defers again any that a stale gate let through.
     async fn resume_deferred(&self, gate: &DispatchGate) {
         let closed: Vec<String> = gate.closed_steps().cloned().collect();
-        match self.inner.store.deferred_work(&closed, RESUME_BATCH).await {
+        match self.work.deferred_work(&closed, RESUME_BATCH).await {
             Ok(keys) => {
                 if !keys.is_empty() {
                     tracing::info!(
@@ -138,7 +137,7 @@ impl Engine {
                     );
                 }
                 for key in keys {
-                    self.fire(Timer::Retry { key, claim: false });
+                    self.resume.resume(key);
                 }
             }
             Err(e) => tracing::warn!("reading deferred work failed (the next round looks again): {e}"),
@@ -148,10 +147,9 @@ impl Engine {
     /// Pass the cluster's events committed since the last relay on to the
     /// WebSocket subscribers.
     async fn relay_cluster_events(&self) {
-        let mut relayed = self.inner.health.relayed.lock().await;
+        let mut relayed = self.live.relayed.lock().await;
         loop {
             let page = match self
-                .inner
                 .store
                 .cluster_events_page(*relayed, RELAY_PAGE, RELAY_PAGE_BYTES)
                 .await
@@ -168,8 +166,7 @@ impl Engine {
             *relayed = last;
             // Nobody listening: nothing to send.
             let _ = self
-                .inner
-                .health
+                .live
                 .events
                 .send(Arc::new(ClusterEvents { events: page.events }));
             if page.next.is_none() {
@@ -180,39 +177,40 @@ impl Engine {
 
     /// Forget the health of steps registered again, updated or removed
     /// (Argyll resets it to unknown): their work is no longer gated.
-    pub(crate) fn forget_health(&self, ids: Vec<String>) {
-        let engine = self.clone();
+    pub(crate) fn forget(self: &Arc<Self>, ids: Vec<String>) {
+        let health = Arc::clone(self);
         tokio::spawn(async move {
-            let node = &engine.inner.config.node_id;
+            let node = &health.config.node_id;
             let mut changed = false;
             for id in ids {
-                let now = engine.inner.config.clock.now();
-                match engine.inner.store.forget_health(&id, node, now).await {
+                let now = health.config.clock.now();
+                match health.store.forget_health(&id, node, now).await {
                     Ok(forgot) => changed |= forgot,
                     Err(e) => tracing::warn!(step_id = %id, "forgetting a step's health failed: {e}"),
                 }
             }
             if changed {
-                engine.announce_health_change().await;
+                health.announce_change().await;
             }
         });
     }
 
     /// This engine changed a step's health: read the gate again, start
     /// what it opens, and tell the others.
-    pub(crate) async fn announce_health_change(&self) {
-        self.health_changed(true).await;
-        self.inner.outbox.announce(tartan_store::Notice::Health {
-            node: self.inner.config.node_id.clone(),
+    pub(crate) async fn announce_change(&self) {
+        self.changed(true).await;
+        self.outbox.announce(tartan_store::Notice::Health {
+            node: self.config.node_id.clone(),
         });
     }
 
     /// Another engine changed a step's health: read the gate again. It
     /// starts the deferred work itself.
-    pub(crate) fn spawn_health_listener(&self, notices: Option<tokio::sync::mpsc::Receiver<()>>) {
-        self.on_notices(
-            notices,
-            |engine, ()| async move { engine.health_changed(false).await },
-        );
+    pub(crate) fn spawn_listener(self: &Arc<Self>, notices: Option<tokio::sync::mpsc::Receiver<()>>) {
+        let health = Arc::clone(self);
+        crate::notices::on_notices(notices, self.stopping.clone(), move |()| {
+            let health = Arc::clone(&health);
+            async move { health.changed(false).await }
+        });
     }
 }

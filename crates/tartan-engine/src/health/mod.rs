@@ -12,16 +12,22 @@
 mod checker;
 mod gate;
 
-pub(crate) use gate::Live;
 pub use gate::{ClusterEvents, ClusterReceiver};
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use tartan_core::health::HealthState;
-use tartan_store::{HealthRecord, NodeRecord};
+use tartan_store::{ClusterStore, HealthRecord, NodeRecord, WorkKey, WorkStore};
+use tokio_util::sync::CancellationToken;
 
-use crate::{Engine, EngineError};
+use crate::catalog::Catalog;
+use crate::config::EngineConfig;
+use crate::error::EngineError;
+use crate::feed::Feed;
+use crate::metrics::Metrics;
+use crate::notices::Outbox;
 
 /// Heartbeats older than this many rounds are of engines taken for gone:
 /// they check nothing and the others share out their steps.
@@ -47,15 +53,70 @@ pub struct StepHealthView {
     pub checked: Option<HealthRecord>,
 }
 
-impl Engine {
+/// What health asks of the flows: to start again, as a due retry, an item
+/// deferred while its step was unhealthy.
+pub(crate) trait Resume: Send + Sync {
+    fn resume(&self, key: WorkKey);
+}
+
+/// Step health and the cluster: the rounds of checks and heartbeats, the
+/// dispatch gate, and the cluster's live events.
+pub struct Health {
+    live: gate::Live,
+    store: Arc<dyn ClusterStore>,
+    /// Where the work deferred by the gate is found.
+    work: Arc<dyn WorkStore>,
+    catalog: Arc<Catalog>,
+    feed: Feed,
+    outbox: Outbox,
+    config: Arc<EngineConfig>,
+    metrics: Arc<Metrics>,
+    /// The step calls' client: a check goes out as a call does.
+    http: reqwest::Client,
+    resume: Arc<dyn Resume>,
+    stopping: CancellationToken,
+}
+
+/// What health is built from.
+pub(crate) struct HealthParts {
+    pub store: Arc<dyn ClusterStore>,
+    pub work: Arc<dyn WorkStore>,
+    pub catalog: Arc<Catalog>,
+    pub feed: Feed,
+    pub outbox: Outbox,
+    pub config: Arc<EngineConfig>,
+    pub metrics: Arc<Metrics>,
+    pub http: reqwest::Client,
+    pub resume: Arc<dyn Resume>,
+    pub stopping: CancellationToken,
+}
+
+impl Health {
+    /// Passing on the cluster's events after `head`, the last at start.
+    pub(crate) fn new(parts: HealthParts, head: i64) -> Health {
+        Health {
+            live: gate::Live::new(head),
+            store: parts.store,
+            work: parts.work,
+            catalog: parts.catalog,
+            feed: parts.feed,
+            outbox: parts.outbox,
+            config: parts.config,
+            metrics: parts.metrics,
+            http: parts.http,
+            resume: parts.resume,
+            stopping: parts.stopping,
+        }
+    }
+
     /// The cluster: live engines and every step's health.
     pub async fn cluster(&self) -> Result<ClusterView, EngineError> {
-        let store = &self.inner.store;
+        let store = &self.store;
         let records = store.step_health().await?;
         let all_nodes = store.nodes().await?;
-        let view = self.inner.catalog.view().await;
-        let now = self.inner.config.clock.now();
-        let gone_after = alive_for(&self.inner.config);
+        let view = self.catalog.view().await;
+        let now = self.config.clock.now();
+        let gone_after = alive_for(&self.config);
         let nodes: BTreeMap<String, NodeRecord> = all_nodes
             .into_iter()
             .filter(|n| live(n, now, gone_after))
@@ -89,14 +150,14 @@ impl Engine {
     /// Tell the event notices whether another engine is alive on the
     /// database (`relay::Peers`): a process alone sends none.
     pub(crate) async fn note_others(&self) {
-        let feed = &self.inner.feed;
+        let feed = &self.feed;
         if !feed.shared() {
             return;
         }
-        let me = &self.inner.config.node_id;
-        let now = self.inner.config.clock.now();
-        let gone_after = alive_for(&self.inner.config);
-        match self.inner.store.nodes().await {
+        let me = &self.config.node_id;
+        let now = self.config.clock.now();
+        let gone_after = alive_for(&self.config);
+        match self.store.nodes().await {
             Ok(nodes) => {
                 feed.others_listed(nodes.iter().any(|n| &n.node_id != me && live(n, now, gone_after)))
             }
@@ -107,7 +168,7 @@ impl Engine {
 }
 
 /// How long a heartbeat counts its engine alive under `config`.
-pub(crate) fn alive_for(config: &crate::EngineConfig) -> std::time::Duration {
+pub(crate) fn alive_for(config: &EngineConfig) -> std::time::Duration {
     checker::round_of(config) * ROUNDS_TO_GONE
 }
 

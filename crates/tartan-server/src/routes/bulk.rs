@@ -25,7 +25,7 @@ const DEFAULT_LIST: usize = 100;
 /// Create the job (or count, for a dry run): 202 with the job, 200 with the count.
 async fn create(engine: &Engine, spec: BulkSpec) -> Result<Response, ApiError> {
     if spec.dry_run {
-        let matched = engine.count_bulk(&spec.filter).await?;
+        let matched = engine.bulk().count(&spec.filter).await?;
         return Ok(Json(BulkDryRun {
             dry_run: true,
             kind: spec.action.kind().into(),
@@ -33,7 +33,7 @@ async fn create(engine: &Engine, spec: BulkSpec) -> Result<Response, ApiError> {
         })
         .into_response());
     }
-    match engine.create_bulk_job(spec).await? {
+    match engine.bulk().create(spec).await? {
         BulkCreated::Created(job) => {
             Ok((StatusCode::ACCEPTED, Json(BulkJobView::of(&job, Vec::new()))).into_response())
         }
@@ -145,7 +145,7 @@ pub(crate) async fn list(
             }
         },
     };
-    let jobs = engine.bulk_jobs(limit).await?;
+    let jobs = engine.bulk().jobs(limit).await?;
     let jobs: Vec<BulkJobView> = jobs.iter().map(|j| BulkJobView::of(j, Vec::new())).collect();
     Ok(Json(BulkJobList {
         count: jobs.len(),
@@ -158,7 +158,7 @@ async fn job_or_404(engine: &Engine, id: &str) -> Result<tartan_engine::reads::B
     let job = if id.len() > 64 {
         None
     } else {
-        engine.bulk_job(id).await?
+        engine.bulk().job(id).await?
     };
     job.ok_or_else(|| ApiError::not_found(format!("bulk job not found: {id}")))
 }
@@ -181,7 +181,8 @@ pub(crate) async fn get_one(
     let job = job_or_404(&engine, &id).await?;
     let failures = if job.failed > 0 {
         engine
-            .bulk_failures(&job.id, FAILURE_SAMPLE)
+            .bulk()
+            .failures(&job.id, FAILURE_SAMPLE)
             .await?
             .into_iter()
             .map(|i| BulkFailure {
@@ -215,7 +216,8 @@ pub(crate) async fn cancel_job(
 ) -> Result<(StatusCode, Json<BulkJobView>), ApiError> {
     job_or_404(&engine, &id).await?;
     let job = engine
-        .cancel_bulk_job(&id)
+        .bulk()
+        .cancel(&id)
         .await?
         .ok_or_else(|| ApiError::not_found(format!("bulk job not found: {id}")))?;
     if job.status != BulkStatus::Cancelled {

@@ -20,7 +20,7 @@ use crate::extract::Query;
 #[utoipa::path(get, path = "/engine/health", tag = "cluster", operation_id = "getEngineHealth",
     responses((status = 200, description = "Step health by node", body = ClusterState)))]
 pub(crate) async fn health(State(engine): State<Engine>) -> Result<Json<ClusterState>, ApiError> {
-    Ok(Json(ClusterState::of(&engine.cluster().await?)))
+    Ok(Json(ClusterState::of(&engine.health().cluster().await?)))
 }
 
 /// One step's health, as the cluster knows it.
@@ -38,7 +38,7 @@ pub(crate) async fn step_health(
     State(engine): State<Engine>,
     Path(step): Path<String>,
 ) -> Result<Json<StepHealth>, ApiError> {
-    let cluster = engine.cluster().await?;
+    let cluster = engine.health().cluster().await?;
     match cluster.steps.get(&step) {
         Some(view) => Ok(Json(StepHealth::of(view))),
         None => Err(ApiError::not_found(format!(
@@ -56,7 +56,7 @@ pub(crate) async fn step_health(
 #[utoipa::path(get, path = "/engine/cluster", tag = "cluster", operation_id = "getCluster",
     responses((status = 200, description = "The cluster", body = ClusterState)))]
 pub(crate) async fn cluster(State(engine): State<Engine>) -> Result<Json<ClusterState>, ApiError> {
-    Ok(Json(ClusterState::of(&engine.cluster().await?)))
+    Ok(Json(ClusterState::of(&engine.health().cluster().await?)))
 }
 
 /// The cluster's events (`step_health_changed`), a page at a time.

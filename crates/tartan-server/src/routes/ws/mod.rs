@@ -111,7 +111,7 @@ pub(crate) async fn engine_ws(
     // Listen before anything is read, and take a stream slot (or 503).
     let events = engine.feed().subscribe_events().await?;
     let catalog = engine.feed().subscribe_catalog();
-    let cluster = engine.subscribe_cluster();
+    let cluster = engine.health().subscribe_cluster();
     let queue = engine.config().stream_buffer.max(1);
     Ok(upgrade
         .max_message_size(READ_LIMIT)
