@@ -51,7 +51,17 @@ impl Conn {
 /// with 130 after the live view gave the terminal back. Returns the exit
 /// code.
 pub async fn run(command: impl Future<Output = Result<u8, CliError>>) -> i32 {
+    // Biased, Ctrl-C first: its handler is registered on its first poll,
+    // which must come before the command's first output (a Ctrl-C right
+    // after it would otherwise kill the process instead of ending it
+    // with 130).
     let code = tokio::select! {
+        biased;
+        _ = tokio::signal::ctrl_c() => {
+            watch::restore_terminal();
+            eprintln!("interrupted");
+            exit::INTERRUPTED
+        }
         result = command => match result {
             Ok(code) => code,
             Err(e) => {
@@ -59,11 +69,6 @@ pub async fn run(command: impl Future<Output = Result<u8, CliError>>) -> i32 {
                 e.exit_code()
             }
         },
-        _ = tokio::signal::ctrl_c() => {
-            watch::restore_terminal();
-            eprintln!("interrupted");
-            exit::INTERRUPTED
-        }
     };
     i32::from(code)
 }

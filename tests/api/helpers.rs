@@ -150,7 +150,7 @@ impl TestApp {
     /// The path of the signed webhook URL of a work item's first attempt
     /// (what the engine hands to the step), for requests a step would make.
     pub fn webhook_path(&self, flow: &str, step: &str, token: &str) -> String {
-        let url = self.engine.webhook_url(flow, step, token, 1);
+        let url = self.engine.flows().webhook_url(flow, step, token, 1);
         url.trim_start_matches(&format!("http://{}", self.addr))
             .to_string()
     }

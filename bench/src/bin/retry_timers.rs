@@ -148,6 +148,7 @@ async fn start_flows(engine: &tartan_engine::Engine, kind: &str, count: usize) {
             )
             .unwrap_or_else(|e| panic!("request: {e}"));
             engine
+                .flows()
                 .start_flow(req)
                 .await
                 .unwrap_or_else(|e| panic!("start: {e}"));

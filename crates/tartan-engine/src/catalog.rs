@@ -17,9 +17,11 @@ use tartan_core::step::Step;
 use tartan_store::{CatalogChange, CatalogStore, StoreError};
 use tokio::sync::{mpsc, oneshot, Mutex, RwLock};
 
+use crate::config::EngineConfig;
+use crate::error::EngineError;
+use crate::feed::Feed;
 use crate::metrics::{CatalogReload, Metrics};
 use crate::notices::Outbox;
-use crate::{EngineConfig, EngineError, Feed};
 
 /// The catalog: the cached view, the changes of this process (decided and
 /// committed in batches), and the other processes' changes taken in.
@@ -466,7 +468,7 @@ impl Catalog {
     /// process's view (which passes the events between the two on). Under
     /// the catalog's change lock, so that a change of this process is never
     /// taken for another's.
-    async fn take_in_catalog(&self, sequence: i64) -> Result<(), crate::EngineError> {
+    async fn take_in_catalog(&self, sequence: i64) -> Result<(), crate::error::EngineError> {
         let _changing = self.change.lock().await;
         if sequence > self.view().await.sequence {
             self.refresh_catalog().await?;

@@ -41,7 +41,7 @@ pub struct EngineConfig {
     /// link-local.
     pub step_hosts: StepHosts,
     /// CAs and a client certificate for step calls over TLS.
-    pub step_tls: crate::StepTls,
+    pub step_tls: crate::calls::outbound::StepTls,
     /// The lanes of endpoint hosts (`TARTAN_LANES`, docs/lanes.md): limits
     /// every step calling the host shares, across processes.
     pub lanes: tartan_core::lanes::HostLanes,
@@ -64,7 +64,7 @@ pub struct EngineConfig {
     pub retention: Option<Duration>,
     /// Where the spans of starts, decisions and calls go
     /// (docs/operating.md, "Traces"); `None`: no spans are made.
-    pub tracer: Option<crate::Tracer>,
+    pub tracer: Option<crate::traces::Tracer>,
     /// Event streams open at once at most (docs/api.md, "Event streams");
     /// one more is refused (503, Retry-After).
     pub max_streams: usize,
@@ -97,7 +97,7 @@ pub struct EngineConfig {
     pub health: HealthConfig,
     /// Where the engine reads the time and waits for what is due: the
     /// system clock, or a paused one in tests (`Clock::paused_at`).
-    pub clock: crate::Clock,
+    pub clock: crate::clock::Clock,
 }
 
 /// How the engines check their steps' `http.health_check` (Argyll's
@@ -136,6 +136,14 @@ pub const DEFAULT_MAX_CALLS: usize = 1024;
 pub const DEFAULT_MAX_QUEUED_CALLS: usize = 10_000;
 
 impl EngineConfig {
+    /// How long a lease holds: the attempt timeout plus `TARTAN_LEASE`
+    /// (each bounded by the configuration; saturating for an engine built
+    /// in code with larger values, where `+` would panic).
+    pub(crate) fn lease_length(&self) -> chrono::Duration {
+        chrono::Duration::from_std(self.step_timeout.saturating_add(self.lease))
+            .unwrap_or(chrono::Duration::MAX)
+    }
+
     /// The call slots one step may hold while no other step holds any:
     /// half of them (at least 1), or the explicit cap when lower.
     pub fn max_calls_per_step(&self) -> usize {
@@ -173,7 +181,7 @@ impl Default for EngineConfig {
             max_flow_bytes: tartan_core::json::DEFAULT_MAX_FLOW_BYTES,
             max_active_flows: DEFAULT_MAX_ACTIVE_FLOWS,
             step_hosts: StepHosts::unrestricted(),
-            step_tls: crate::StepTls::default(),
+            step_tls: crate::calls::outbound::StepTls::default(),
             lanes: tartan_core::lanes::HostLanes::default(),
             max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
             max_inflight_bytes: DEFAULT_MAX_INFLIGHT_BYTES,
@@ -185,11 +193,11 @@ impl Default for EngineConfig {
             stream_buffer_bytes: DEFAULT_STREAM_BUFFER_BYTES,
             max_bulk_flows: crate::bulk::DEFAULT_MAX_BULK_FLOWS,
             script_limits: tartan_core::step::ScriptLimits::default(),
-            max_scripts: crate::scripts::DEFAULT_MAX_SCRIPTS,
+            max_scripts: crate::calls::scripts::DEFAULT_MAX_SCRIPTS,
             memo_cache_size: DEFAULT_MEMO_CACHE_SIZE,
             memo_max_entries: DEFAULT_MEMO_MAX_ENTRIES,
             health: HealthConfig::default(),
-            clock: crate::Clock::system(),
+            clock: crate::clock::Clock::system(),
         }
     }
 }

@@ -60,29 +60,23 @@
 //! active is leased to this process in that same commit and dispatched from
 //! memory right after it; the call's result is the next decision.
 
-mod back;
-mod budget;
 mod bulk;
+mod calls;
 mod catalog;
 mod clock;
 mod config;
-mod dispatch;
 mod error;
 mod failure_log;
 pub mod feed;
 mod flows;
 mod health;
-mod in_flight;
 mod lanes;
 mod leases;
 mod memo;
 pub mod metrics;
 mod notices;
-mod outbound;
 pub mod reads;
 mod retention;
-mod scripts;
-mod slots;
 mod sweep;
 mod sync;
 mod timers;
@@ -98,6 +92,9 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 pub use bulk::{Bulk, DEFAULT_MAX_BULK_FLOWS};
+pub use calls::outbound::StepTls;
+pub use calls::scripts::DEFAULT_MAX_SCRIPTS;
+pub use calls::{CallCounts, Calls};
 pub use catalog::{Catalog, CatalogView};
 pub use clock::{Clock, Elapsed};
 pub use config::{
@@ -108,29 +105,13 @@ pub use config::{
 pub use error::EngineError;
 pub use feed::{BusReceiver, RecvError};
 pub use feed::{CommittedCatalog, CommittedEvents, EventFeed, EventSubscription, Feed, FeedItem, FlowFeed};
-pub use flows::{StartOutcome, WebhookError, WebhookRefusal, WebhookResult};
+pub use flows::{FlowFinished, Flows, StartOutcome, WebhookError, WebhookRefusal, WebhookResult};
 pub use health::{ClusterEvents, ClusterReceiver, ClusterView, Health, StepHealthView};
 pub use lanes::{LaneView, LaneWait, Lanes, LocalLane};
 pub use memo::MAX_MEMO_CACHE_SIZE;
 pub use metrics::Metrics;
-pub use outbound::StepTls;
 pub use retention::purge_before;
-pub use scripts::DEFAULT_MAX_SCRIPTS;
-pub use slots::CallCounts;
 pub use traces::{caller_context, trace_id_of, traceparent_of, CallerTrace, Tracer};
-
-/// Notices of finished flows a slow subscriber may fall behind by before it
-/// misses some (it is told how many).
-const FINISHED_BUFFER: usize = 16_384;
-
-/// A flow of this process reached a terminal status (completed, failed,
-/// cancelled); sent once the decision is durable.
-#[derive(Debug, Clone)]
-pub struct FlowFinished {
-    pub flow_id: String,
-    pub status: tartan_core::flow::FlowStatus,
-    pub at: chrono::DateTime<chrono::Utc>,
-}
 
 /// The engine: cheap to clone, shared by the API and the dispatcher.
 #[derive(Clone)]
@@ -138,51 +119,52 @@ pub struct Engine {
     inner: Arc<Inner>,
 }
 
+/// The components (docs/architecture.md, "The engine"). Each holds the
+/// handles it needs; those that ask something of the flows hold a weak
+/// way back (`Back`, below) instead of the flows.
 struct Inner {
     config: Arc<EngineConfig>,
+    /// For the read facade (`reads.rs`) and start-up only.
     store: Arc<dyn Store>,
     catalog: Arc<catalog::Catalog>,
-    flows: Arc<flows::FlowLocks>,
-    writer: writer::Writer,
-    timers: timers::Timers,
-    /// Signs the webhook URLs handed to async steps.
-    webhook_key: webhook_key::WebhookKey,
-    /// The calls of this process, their slots and their client.
-    calls: in_flight::InFlight,
+    flows: Arc<flows::Flows>,
+    calls: Arc<calls::Calls>,
+    timers: Arc<timers::Timers>,
+    leases: Arc<leases::Leases>,
     /// The lanes calls wait in before they take a slot (docs/lanes.md).
-    lanes: lanes::Lanes,
-    /// This engine's metrics (its own registry: engines never share one).
-    metrics: Arc<metrics::Metrics>,
+    lanes: Arc<lanes::Lanes>,
     /// Committed events, for the API's streams.
     feed: feed::Feed,
-    /// What this process tells the others sharing the database.
-    outbox: notices::Outbox,
-    /// Tells subscribers which flows reached a terminal status.
-    finished: tokio::sync::broadcast::Sender<FlowFinished>,
-    /// Clients waiting for flows to finish.
-    waiters: flows::Waiters,
-    /// Bulk jobs, and the runner of this process's.
-    bulk: Arc<bulk::Bulk>,
-    /// This process's layer of memoized answers.
-    memo: Arc<memo::Memo>,
     /// Step health, the dispatch gate and the cluster's live events.
     health: Arc<health::Health>,
+    /// Bulk jobs, and the runner of this process's.
+    bulk: Arc<bulk::Bulk>,
+    /// This engine's metrics (its own registry: engines never share one).
+    metrics: Arc<metrics::Metrics>,
     /// Fires when the engine stops taking new work.
     stopping: CancellationToken,
-    /// Calls in flight, awaited on shutdown.
+    /// Calls in flight and other work shutdown waits for.
+    tasks: TaskTracker,
+}
+
+/// What every component is built from.
+struct Common {
+    config: Arc<EngineConfig>,
+    store: Arc<dyn Store>,
+    metrics: Arc<metrics::Metrics>,
+    outbox: notices::Outbox,
+    stopping: CancellationToken,
     tasks: TaskTracker,
 }
 
 impl Inner {
-    /// The components, each with the handles it needs; those that ask
-    /// something of the flows hold a weak way back (`back::Back`).
+    /// The components, each with the handles it needs.
     async fn build(config: EngineConfig, store: Arc<dyn Store>) -> Result<Arc<Inner>, EngineError> {
-        let http = outbound::client(&config.step_hosts, &config.step_tls)
+        let http = calls::outbound::client(&config.step_hosts, &config.step_tls)
             .map_err(|e| EngineError::HttpClient(e.to_string()))?;
         let webhook_key = webhook_key::WebhookKey::load(store.as_ref()).await?;
-        let metrics = Arc::new(metrics::Metrics::new());
-        let outbox = notices::Outbox::new(Arc::clone(&store));
         let cluster_head = store.cluster_head().await?;
+        let outbox = notices::Outbox::new(Arc::clone(&store));
         let stopping = CancellationToken::new();
         let feed = feed::Feed::new(
             feed::FeedParts {
@@ -195,91 +177,124 @@ impl Inner {
             },
             &config,
         );
-        let config = Arc::new(config);
-        let tasks = TaskTracker::new();
-        let memo = Arc::new(memo::Memo::new(
-            config.memo_cache_size,
-            store.clone(),
-            config.clock.clone(),
-            config.memo_max_entries,
-            tasks.clone(),
-        ));
+        let c = Common {
+            config: Arc::new(config),
+            store,
+            metrics: Arc::new(metrics::Metrics::new()),
+            outbox,
+            stopping,
+            tasks: TaskTracker::new(),
+        };
         let catalog = Arc::new(
             catalog::Catalog::load(catalog::CatalogParts {
-                store: store.clone(),
+                store: c.store.clone(),
                 feed: feed.clone(),
-                outbox: outbox.clone(),
-                metrics: Arc::clone(&metrics),
-                config: Arc::clone(&config),
+                outbox: c.outbox.clone(),
+                metrics: Arc::clone(&c.metrics),
+                config: Arc::clone(&c.config),
             })
             .await?,
         );
-        let lanes = lanes::Lanes::new(
-            store.clone(),
-            outbox.clone(),
-            &config,
-            stopping.clone(),
+        let lanes = Arc::new(lanes::Lanes::new(
+            c.store.clone(),
+            c.outbox.clone(),
+            &c.config,
+            c.stopping.clone(),
             Arc::clone(&catalog),
-        );
+        ));
         lanes.start().await?;
+        let memo = Arc::new(memo::Memo::new(
+            c.config.memo_cache_size,
+            c.store.clone(),
+            c.config.clock.clone(),
+            c.config.memo_max_entries,
+            c.tasks.clone(),
+        ));
         let inner = Arc::new_cyclic(|weak: &std::sync::Weak<Inner>| {
-            let health = health::Health::new(
+            let back = || Arc::new(Back(weak.clone()));
+            let health = Arc::new(health::Health::new(
                 health::HealthParts {
-                    store: store.clone(),
-                    work: store.clone(),
+                    store: c.store.clone(),
+                    work: c.store.clone(),
                     catalog: Arc::clone(&catalog),
                     feed: feed.clone(),
-                    outbox: outbox.clone(),
-                    config: Arc::clone(&config),
-                    metrics: Arc::clone(&metrics),
+                    outbox: c.outbox.clone(),
+                    config: Arc::clone(&c.config),
+                    metrics: Arc::clone(&c.metrics),
                     http: http.clone(),
-                    resume: Arc::new(back::Back(weak.clone())),
-                    stopping: stopping.clone(),
+                    resume: back(),
+                    stopping: c.stopping.clone(),
                 },
                 cluster_head,
-            );
-            let bulk = bulk::Bulk::new(bulk::BulkParts {
-                jobs: store.clone(),
-                runs: store.clone(),
-                flows: store.clone(),
-                actions: Arc::new(back::Back(weak.clone())),
-                config: Arc::clone(&config),
-                metrics: Arc::clone(&metrics),
-                stopping: stopping.clone(),
-                tasks: tasks.clone(),
-            });
-            Inner {
-                calls: in_flight::InFlight::new(
-                    slots::CallSlots::new(
-                        config.max_calls,
-                        config.max_calls_per_step,
-                        config.max_queued_calls,
-                        config.max_inflight_bytes,
-                    ),
-                    http,
-                    scripts::Scripts::new(config.script_limits, config.max_scripts),
-                ),
-                lanes,
-                writer: writer::Writer::spawn(store.clone(), Arc::clone(&metrics), feed.writer_side()),
-                feed,
-                outbox,
-                flows: Arc::new(flows::FlowLocks::new(
-                    config.max_active_flows,
-                    config.max_queued_calls,
-                )),
-                timers: timers::Timers::default(),
-                finished: tokio::sync::broadcast::channel(FINISHED_BUFFER).0,
-                waiters: flows::Waiters::default(),
-                webhook_key,
-                bulk: Arc::new(bulk),
-                health: Arc::new(health),
+            ));
+            let calls = Arc::new(calls::Calls::new(calls::CallsParts {
+                http,
+                lanes: Arc::clone(&lanes),
+                memo: Arc::clone(&memo),
+                config: Arc::clone(&c.config),
+                metrics: Arc::clone(&c.metrics),
+                ended: back(),
+                stopping: c.stopping.clone(),
+                tasks: c.tasks.clone(),
+            }));
+            let timers = Arc::new(timers::Timers::new(timers::TimersParts {
+                store: c.store.clone(),
+                config: Arc::clone(&c.config),
+                metrics: Arc::clone(&c.metrics),
+                decide: back(),
+                stopping: c.stopping.clone(),
+                tasks: c.tasks.clone(),
+            }));
+            let leases = Arc::new(leases::Leases::new(leases::LeasesParts {
+                store: c.store.clone(),
+                calls: Arc::clone(&calls),
+                timers: Arc::clone(&timers),
+                decide: back(),
+                config: Arc::clone(&c.config),
+                metrics: Arc::clone(&c.metrics),
+                stopping: c.stopping.clone(),
+            }));
+            let flows = Arc::new(flows::Flows::new(flows::FlowsParts {
+                writer: writer::Writer::spawn(c.store.clone(), Arc::clone(&c.metrics), feed.writer_side()),
+                store: c.store.clone(),
+                work: c.store.clone(),
+                catalog: Arc::clone(&catalog),
+                health: Arc::clone(&health),
+                calls: Arc::clone(&calls),
+                timers: Arc::clone(&timers),
                 memo,
-                metrics,
-                config,
-                store,
+                outbox: c.outbox.clone(),
+                webhook_key,
+                config: Arc::clone(&c.config),
+                metrics: Arc::clone(&c.metrics),
+                stopping: c.stopping.clone(),
+                tasks: c.tasks.clone(),
+            }));
+            let bulk = Arc::new(bulk::Bulk::new(bulk::BulkParts {
+                jobs: c.store.clone(),
+                runs: c.store.clone(),
+                flows: c.store.clone(),
+                actions: back(),
+                config: Arc::clone(&c.config),
+                metrics: Arc::clone(&c.metrics),
+                stopping: c.stopping.clone(),
+                tasks: c.tasks.clone(),
+            }));
+            Inner {
+                config: c.config,
+                store: c.store,
                 catalog,
-                stopping,
-                tasks,
+                flows,
+                calls,
+                timers,
+                leases,
+                lanes,
+                feed,
+                health,
+                bulk,
+                metrics: c.metrics,
+                stopping: c.stopping,
+                tasks: c.tasks,
             }
         });
         // Weak: health holds the catalog that tells it.
@@ -291,47 +306,56 @@ impl Inner {
         });
         Ok(inner)
     }
+
+    /// Run what runs in the background, and listen to the other processes.
+    async fn run(&self) -> Result<(), EngineError> {
+        self.leases.recover().await?;
+        self.timers.load().await?;
+        self.timers.spawn_loop();
+        sweep::Sweep {
+            timers: Arc::clone(&self.timers),
+            flows: Arc::clone(&self.flows),
+            leases: Arc::clone(&self.leases),
+            lease: self.config.lease,
+            stopping: self.stopping.clone(),
+        }
+        .spawn();
+        self.leases.spawn_renewal();
+        // In the cluster before it serves anything: a view read right after
+        // start lists this engine.
+        self.store
+            .heartbeat(&self.config.node_id, self.config.clock.now())
+            .await?;
+        self.health.spawn_checks();
+        let inbox = notices::Inbox::open(self.store.as_ref()).await;
+        self.calls.spawn_abort_listener(inbox.aborts);
+        self.leases.spawn_handback_listener(inbox.handbacks);
+        self.feed.spawn_relay(inbox.events).await;
+        self.catalog.spawn_relay(inbox.catalog, self.stopping.clone());
+        retention::Retention {
+            store: self.store.clone(),
+            clock: self.config.clock.clone(),
+            stopping: self.stopping.clone(),
+        }
+        .spawn(self.config.retention, &self.tasks);
+        self.bulk.spawn_runner(inbox.bulk_jobs);
+        self.health.spawn_listener(inbox.health);
+        let lanes = Arc::clone(&self.lanes);
+        notices::on_notices(inbox.lanes, self.stopping.clone(), move |id: String| {
+            lanes.changed(&id);
+            std::future::ready(())
+        });
+        Ok(())
+    }
 }
 
 impl Engine {
     /// Build the engine on a store, load the catalog and resume the work that
     /// was in flight when this node last stopped.
     pub async fn start(config: EngineConfig, store: Arc<dyn Store>) -> Result<Engine, EngineError> {
-        let engine = Engine {
-            inner: Inner::build(config, store).await?,
-        };
-        engine.recover().await?;
-        engine.load_timers().await?;
-        engine.spawn_timer_loop();
-        engine.spawn_sweep();
-        engine.spawn_lease_renewal();
-        // In the cluster before it serves anything: a view read right after
-        // start lists this engine.
-        let inner = &engine.inner;
-        inner
-            .store
-            .heartbeat(&inner.config.node_id, inner.config.clock.now())
-            .await?;
-        inner.health.spawn_checks();
-        let inbox = notices::Inbox::open(inner.store.as_ref()).await;
-        engine.spawn_abort_listener(inbox.aborts);
-        engine.spawn_handback_listener(inbox.handbacks);
-        inner.feed.spawn_relay(inbox.events).await;
-        inner.catalog.spawn_relay(inbox.catalog, inner.stopping.clone());
-        retention::Retention {
-            store: inner.store.clone(),
-            clock: inner.config.clock.clone(),
-            stopping: inner.stopping.clone(),
-        }
-        .spawn(inner.config.retention, &inner.tasks);
-        inner.bulk.spawn_runner(inbox.bulk_jobs);
-        inner.health.spawn_listener(inbox.health);
-        let lanes = engine.clone();
-        notices::on_notices(inbox.lanes, inner.stopping.clone(), move |id: String| {
-            lanes.inner.lanes.changed(&id);
-            std::future::ready(())
-        });
-        Ok(engine)
+        let inner = Inner::build(config, store).await?;
+        inner.run().await?;
+        Ok(Engine { inner })
     }
 
     pub fn store(&self) -> &Arc<dyn Store> {
@@ -340,6 +364,16 @@ impl Engine {
 
     pub fn config(&self) -> &EngineConfig {
         &self.inner.config
+    }
+
+    /// The flows: starting them, reading them, acting on them.
+    pub fn flows(&self) -> &Arc<Flows> {
+        &self.inner.flows
+    }
+
+    /// The calls of this process.
+    pub fn calls(&self) -> &Calls {
+        &self.inner.calls
     }
 
     /// The registered steps: their changes and the view flows plan with.
@@ -367,44 +401,6 @@ impl Engine {
         &self.inner.feed
     }
 
-    /// Notices of the flows this process finishes from now on. Costs nothing
-    /// when nobody listens.
-    pub fn subscribe_finished(&self) -> tokio::sync::broadcast::Receiver<FlowFinished> {
-        self.inner.finished.subscribe()
-    }
-
-    /// The webhook URL an async step is given for one attempt of a work
-    /// item: the base URL, flow, step and token, and the signature that
-    /// proves the caller was handed it (docs/security.md).
-    pub fn webhook_url(&self, flow_id: &str, step_id: &str, token: &str, attempt: u32) -> String {
-        tartan_core::webhook::signed_url(
-            &self.inner.config.webhook_base_url,
-            flow_id,
-            step_id,
-            token,
-            &self.inner.webhook_key.sign(flow_id, step_id, token, attempt),
-        )
-    }
-
-    /// Which attempt `signature` was handed out for, when it is one the
-    /// engine signed (`Some(None)`: a URL from before attempts were signed);
-    /// `None` for a forgery.
-    pub fn verify_webhook(
-        &self,
-        flow_id: &str,
-        step_id: &str,
-        token: &str,
-        signature: &str,
-    ) -> Option<Option<u32>> {
-        self.inner.webhook_key.verify(flow_id, step_id, token, signature)
-    }
-
-    /// Flows this process holds in memory with work in progress: what
-    /// `max_active_flows` is counted against.
-    pub fn active_flows(&self) -> usize {
-        self.inner.flows.len()
-    }
-
     /// Timers this process holds: retries, inactivity windows, flow
     /// deadlines. Those of finished flows are dropped when they finish.
     pub fn timers(&self) -> usize {
@@ -418,27 +414,99 @@ impl Engine {
     /// that another process takes them over at once instead of after the
     /// lease.
     pub async fn shutdown(&self, grace: std::time::Duration) {
-        self.inner.stopping.cancel();
-        self.inner.tasks.close();
-        let running = self.started_calls();
-        self.hand_back(&running).await;
-        if tokio::time::timeout(grace, self.inner.tasks.wait())
-            .await
-            .is_err()
-        {
-            let aborted: Vec<String> = self.calls_in_flight().into_iter().map(|(t, _)| t).collect();
+        let inner = &self.inner;
+        inner.stopping.cancel();
+        inner.tasks.close();
+        let running = inner.calls.started();
+        inner.leases.hand_back(&running).await;
+        if tokio::time::timeout(grace, inner.tasks.wait()).await.is_err() {
+            let aborted: Vec<String> = inner.calls.in_flight().into_iter().map(|(t, _)| t).collect();
             tracing::warn!(
                 calls = aborted.len(),
                 "calls still running after {grace:?}: aborted, handed back to be called again"
             );
             for token in &aborted {
-                self.abort_call(token);
+                inner.calls.abort(token);
             }
             // Aborted calls unwind at once; a result being recorded gets a
             // moment to land.
-            let _ = tokio::time::timeout(std::time::Duration::from_secs(1), self.inner.tasks.wait()).await;
+            let _ = tokio::time::timeout(std::time::Duration::from_secs(1), inner.tasks.wait()).await;
         }
-        self.hand_back(&[]).await;
-        self.inner.lanes.stop().await;
+        inner.leases.hand_back(&[]).await;
+        inner.lanes.stop().await;
+    }
+}
+
+/// The components' way back to the flows: what a component below them
+/// asks of them (start deferred work again, record a call's end, decide
+/// a due timer, act on a flow for a bulk job) without holding them. Weak,
+/// since the engine owns the components that hold it; once the engine is
+/// gone there is nothing to ask.
+struct Back(std::sync::Weak<Inner>);
+
+impl health::Resume for Back {
+    fn resume(&self, key: tartan_store::WorkKey) {
+        if let Some(inner) = self.0.upgrade() {
+            inner.timers.fire(timers::Timer::Retry { key, claim: false });
+        }
+    }
+}
+
+impl calls::Ended for Back {
+    fn conclude<'a>(
+        &'a self,
+        call: &'a calls::dispatch::Call,
+        result: tartan_core::machine::AttemptResult,
+        waited: Option<tartan_core::machine::LaneWaited>,
+    ) -> calls::Recording<'a> {
+        Box::pin(async move {
+            if let Some(inner) = self.0.upgrade() {
+                inner.flows.conclude(call, result, waited).await;
+            }
+        })
+    }
+}
+
+impl timers::Decide for Back {
+    fn decide<'a>(
+        &'a self,
+        flow_id: &'a str,
+        command: tartan_core::machine::Command,
+    ) -> timers::Deciding<'a> {
+        Box::pin(async move {
+            let Some(inner) = self.0.upgrade() else {
+                return Err(EngineError::ShuttingDown);
+            };
+            inner.flows.decide(flow_id, command).await.map(drop)
+        })
+    }
+}
+
+impl bulk::FlowActions for Back {
+    fn act<'a>(
+        &'a self,
+        flow_id: &'a str,
+        action: tartan_core::bulk::BulkAction,
+        by: &'a str,
+    ) -> bulk::Acting<'a> {
+        use tartan_core::bulk::BulkAction;
+        Box::pin(async move {
+            let Some(inner) = self.0.upgrade() else {
+                return Err(EngineError::ShuttingDown);
+            };
+            let flows = &inner.flows;
+            match action {
+                BulkAction::Retry { reset_attempts } => {
+                    flows
+                        .retry_flow(flow_id, reset_attempts, Some(by.to_string()))
+                        .await
+                }
+                BulkAction::Cancel { compensate } => flows.cancel_flow(flow_id, compensate, Some(by)).await,
+                BulkAction::Resume { reset_attempts } => flows
+                    .resume_flow(flow_id, reset_attempts, Some(by.to_string()))
+                    .await
+                    .map(|_| ()),
+            }
+        })
     }
 }

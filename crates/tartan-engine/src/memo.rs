@@ -25,7 +25,7 @@ use tartan_core::machine::MemoCall;
 use tartan_store::MemoStore;
 use tokio_util::task::TaskTracker;
 
-use crate::Clock;
+use crate::clock::Clock;
 
 /// Prune the table after this many answers stored by this process.
 const PRUNE_EVERY: u64 = 1000;

@@ -10,9 +10,38 @@ pub use tartan_store::{
 
 use tartan_store::StoreError;
 
-use crate::{Engine, EngineError};
+use crate::error::EngineError;
+use crate::Engine;
 
 impl Engine {
+    /// Where the engine and the server record metrics.
+    pub fn metrics(&self) -> &crate::metrics::Metrics {
+        &self.inner.metrics
+    }
+
+    /// Every metric, in the OpenMetrics text format
+    /// ([`crate::metrics::CONTENT_TYPE`]). The gauges of what this process
+    /// holds are read now.
+    pub fn render_metrics(&self) -> Result<String, std::fmt::Error> {
+        let inner = &self.inner;
+        let (timers, retries) = inner.timers.counts();
+        let lanes = inner
+            .lanes
+            .known()
+            .into_iter()
+            .map(|lane| (lane.id, lane.local.unwrap_or_default()))
+            .collect();
+        inner.metrics.render(crate::metrics::Held {
+            flows_active: inner.flows.active(),
+            child_calls_waiting: inner.flows.waiting(),
+            timers,
+            retries,
+            calls: inner.calls.counts().0,
+            lanes,
+            pools: inner.store.pools(),
+        })
+    }
+
     /// `sqlite` or `postgres`.
     pub fn backend(&self) -> &'static str {
         self.inner.store.backend()

@@ -14,7 +14,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::Clock;
+use crate::clock::Clock;
 
 /// Flows per batch: each batch is one short transaction.
 const PURGE_BATCH: usize = 500;

@@ -7,15 +7,34 @@
 //! another process set or that lie further ahead than its horizon.
 
 use std::collections::{BTreeSet, HashMap};
-use std::sync::Mutex;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use tartan_core::machine::Command;
-use tartan_store::{Claim, WorkKey};
+use tartan_store::{Claim, ScheduledTimer, WorkKey, WorkStore};
 use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
-use crate::Engine;
+use crate::config::EngineConfig;
+use crate::error::EngineError;
+use crate::metrics::Metrics;
+
+/// How far ahead the database's timers are loaded: to the sweep after
+/// next (the sweep runs every half of it, `sweep.rs`).
+pub(crate) const HORIZON: Duration = Duration::from_secs(60);
+
+/// A command being decided on a flow.
+pub(crate) type Deciding<'a> = Pin<Box<dyn Future<Output = Result<(), EngineError>> + Send + 'a>>;
+
+/// What due timers (and leases taken over) ask of the flows: decide a
+/// command on a flow.
+pub(crate) trait Decide: Send + Sync {
+    fn decide<'a>(&'a self, flow_id: &'a str, command: Command) -> Deciding<'a>;
+}
 
 /// How soon a timer that found the database unreachable fires again.
 const UNREACHABLE_PAUSE: Duration = Duration::from_secs(1);
@@ -53,10 +72,31 @@ impl Timer {
 }
 
 #[derive(Default)]
-pub(crate) struct Timers {
+struct TimerSet {
     state: Mutex<TimerState>,
     /// Woken when an earlier timer is added.
     changed: Notify,
+}
+
+/// The timers of this process, and the task that fires them.
+pub(crate) struct Timers {
+    set: TimerSet,
+    store: Arc<dyn WorkStore>,
+    config: Arc<EngineConfig>,
+    metrics: Arc<Metrics>,
+    decide: Arc<dyn Decide>,
+    stopping: CancellationToken,
+    tasks: TaskTracker,
+}
+
+/// What the timers are made with.
+pub(crate) struct TimersParts {
+    pub store: Arc<dyn WorkStore>,
+    pub config: Arc<EngineConfig>,
+    pub metrics: Arc<Metrics>,
+    pub decide: Arc<dyn Decide>,
+    pub stopping: CancellationToken,
+    pub tasks: TaskTracker,
 }
 
 #[derive(Default)]
@@ -90,8 +130,8 @@ impl TimerState {
     }
 }
 
-impl Timers {
-    pub(crate) fn schedule(&self, timer: Timer, due: DateTime<Utc>) {
+impl TimerSet {
+    fn schedule(&self, timer: Timer, due: DateTime<Utc>) {
         let due_us = due.timestamp_micros();
         let mut st = crate::sync::lock(&self.state);
         let identity = timer.identity();
@@ -134,7 +174,7 @@ impl Timers {
     /// Drop the timers of a flow that `keep` does not want: those of a
     /// finished flow have nothing left to do, and would otherwise stay in
     /// memory until they fire (a deadline may be days away).
-    pub(crate) fn retain_flow(&self, flow_id: &str, keep: impl Fn(&Timer) -> bool) {
+    fn retain_flow(&self, flow_id: &str, keep: impl Fn(&Timer) -> bool) {
         let mut st = crate::sync::lock(&self.state);
         let Some(timers) = st.by_flow.get(flow_id) else {
             return;
@@ -145,39 +185,81 @@ impl Timers {
         }
     }
 
-    pub(crate) fn len(&self) -> usize {
-        crate::sync::lock(&self.state).queue.len()
-    }
-
-    /// Timers armed, and how many of them are retries.
-    pub(crate) fn counts(&self) -> (usize, usize) {
+    fn counts(&self) -> (usize, usize) {
         let st = crate::sync::lock(&self.state);
         (st.queue.len(), st.retries)
     }
 }
 
-impl Engine {
+impl Timers {
+    pub(crate) fn new(parts: TimersParts) -> Timers {
+        Timers {
+            set: TimerSet::default(),
+            store: parts.store,
+            config: parts.config,
+            metrics: parts.metrics,
+            decide: parts.decide,
+            stopping: parts.stopping,
+            tasks: parts.tasks,
+        }
+    }
+
+    /// Arm `timer` for `due` (a timer armed already keeps its due time, but
+    /// an inactivity window that moved later moves).
+    pub(crate) fn schedule(&self, timer: Timer, due: DateTime<Utc>) {
+        self.set.schedule(timer, due)
+    }
+
+    /// Drop the timers of a flow that `keep` does not want (see `TimerSet`).
+    pub(crate) fn retain_flow(&self, flow_id: &str, keep: impl Fn(&Timer) -> bool) {
+        self.set.retain_flow(flow_id, keep)
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.set.counts().0
+    }
+
+    /// Timers armed, and how many of them are retries.
+    pub(crate) fn counts(&self) -> (usize, usize) {
+        self.set.counts()
+    }
+
+    /// Load the timers due within [`HORIZON`] from the database.
+    pub(crate) async fn load(&self) -> Result<(), EngineError> {
+        let horizon =
+            self.config.clock.now() + chrono::Duration::from_std(HORIZON).unwrap_or(chrono::Duration::MAX);
+        for t in self.store.scheduled_work(horizon).await? {
+            let (timer, due) = match t {
+                ScheduledTimer::Retry(key, due) => (Timer::Retry { key, claim: true }, due),
+                ScheduledTimer::Inactivity(key, due) => (Timer::Inactivity(key), due),
+                ScheduledTimer::FlowDeadline(flow, due) => (Timer::FlowDeadline(flow), due),
+            };
+            self.schedule(timer, due);
+        }
+        Ok(())
+    }
+
     /// The timer loop: sleep until the earliest timer, fire what is due, repeat.
-    pub(crate) fn spawn_timer_loop(&self) {
-        let engine = self.clone();
+    pub(crate) fn spawn_loop(self: &Arc<Self>) {
+        let timers = Arc::clone(self);
         tokio::spawn(async move {
             loop {
-                let clock = &engine.inner.config.clock;
+                let clock = &timers.config.clock;
                 let now_us = clock.now().timestamp_micros();
-                let (due, next) = engine.inner.timers.take_due(now_us);
+                let (due, next) = timers.set.take_due(now_us);
                 let mut to_claim = Vec::new();
                 for (due_us, timer) in due {
                     if let Timer::Retry { .. } = timer {
                         let late = u64::try_from(now_us - due_us).unwrap_or(0);
-                        engine.inner.metrics.retry_fired(Duration::from_micros(late));
+                        timers.metrics.retry_fired(Duration::from_micros(late));
                     }
                     match timer {
                         Timer::Retry { key, claim: true } => to_claim.push(key),
-                        other => engine.fire(other),
+                        other => timers.fire(other),
                     }
                 }
                 if !to_claim.is_empty() {
-                    engine.claim_and_fire(to_claim);
+                    timers.claim_and_fire(to_claim);
                 }
                 // Due times are on the engine's clock (paused in tests).
                 let due = async {
@@ -188,8 +270,8 @@ impl Engine {
                 };
                 tokio::select! {
                     () = due => {}
-                    _ = engine.inner.timers.changed.notified() => {}
-                    _ = engine.inner.stopping.cancelled() => return,
+                    _ = timers.set.changed.notified() => {}
+                    _ = timers.stopping.cancelled() => return,
                 }
             }
         });
@@ -197,25 +279,25 @@ impl Engine {
 
     /// Claim due retries by lease (another process sharing the database may
     /// hold them among its timers too) and start the ones this process got.
-    fn claim_and_fire(&self, due: Vec<WorkKey>) {
-        let engine = self.clone();
-        self.inner.tasks.spawn(async move {
+    fn claim_and_fire(self: &Arc<Self>, due: Vec<WorkKey>) {
+        let timers = Arc::clone(self);
+        self.tasks.spawn(async move {
             let claim = Claim {
-                node: engine.inner.config.node_id.clone(),
+                node: timers.config.node_id.clone(),
                 at: None,
-                lease: engine.lease_length().to_std().unwrap_or_default(),
+                lease: timers.config.lease_length().to_std().unwrap_or_default(),
                 limit: due.len(),
                 include_own: true,
             };
             let tokens: Vec<String> = due.iter().map(|k| k.token.clone()).collect();
-            match engine.inner.store.claim_due_work(&claim, &tokens).await {
+            match timers.store.claim_due_work(&claim, &tokens).await {
                 Ok(claimed) => claimed
                     .into_iter()
-                    .for_each(|key| engine.fire(Timer::Retry { key, claim: false })),
+                    .for_each(|key| timers.fire(Timer::Retry { key, claim: false })),
                 Err(e @ tartan_store::StoreError::Unavailable(_)) => {
                     tracing::debug!("claiming due retries waits for the database: {e}");
                     for key in due {
-                        engine.fire_again(Timer::Retry { key, claim: true });
+                        timers.fire_again(Timer::Retry { key, claim: true });
                     }
                 }
                 // The due times are in the database: the next sweep retries.
@@ -226,43 +308,45 @@ impl Engine {
 
     /// Carry out one due timer as its own decision; fired together, their
     /// commits share the writer's batches.
-    pub(crate) fn fire(&self, timer: Timer) {
-        let engine = self.clone();
-        self.inner.tasks.spawn(async move {
+    pub(crate) fn fire(self: &Arc<Self>, timer: Timer) {
+        let timers = Arc::clone(self);
+        self.tasks.spawn(async move {
             let (flow_id, outcome) = match &timer {
                 Timer::Retry { key, .. } => {
                     let due = Command::RetryDue {
                         step_id: key.step_id.clone(),
                         token: key.token.clone(),
                     };
-                    (&key.flow_id, engine.decide(&key.flow_id, due).await)
+                    (&key.flow_id, timers.decide.decide(&key.flow_id, due).await)
                 }
                 Timer::Inactivity(key) => {
                     // Heartbeats the flow's events do not hold yet.
-                    let outcome = match engine.inner.store.heard_until(key).await {
+                    let outcome = match timers.store.heard_until(key).await {
                         Ok(heard_until) => {
                             let due = Command::InactivityDue {
                                 step_id: key.step_id.clone(),
                                 token: key.token.clone(),
                                 heard_until,
                             };
-                            engine.decide(&key.flow_id, due).await
+                            timers.decide.decide(&key.flow_id, due).await
                         }
                         Err(e) => Err(e.into()),
                     };
                     (&key.flow_id, outcome)
                 }
-                Timer::FlowDeadline(flow_id) => (flow_id, engine.decide(flow_id, Command::DeadlineDue).await),
+                Timer::FlowDeadline(flow_id) => {
+                    (flow_id, timers.decide.decide(flow_id, Command::DeadlineDue).await)
+                }
             };
             match outcome {
                 Ok(_) => {}
                 Err(e) if e.database_unreachable() => {
                     tracing::debug!(%flow_id, "timer {timer:?} waits for the database: {e}");
-                    engine.fire_again(timer);
+                    timers.fire_again(timer);
                 }
                 // Purged, or lost by the database after a failover (that
                 // is reported once, as the flow is found missing).
-                Err(e @ crate::EngineError::FlowNotFound(_)) => {
+                Err(e @ EngineError::FlowNotFound(_)) => {
                     tracing::warn!(%flow_id, "timer {timer:?} dropped: {e}")
                 }
                 Err(e) => tracing::error!(%flow_id, "timer {timer:?} failed: {e}"),
@@ -275,8 +359,8 @@ impl Engine {
     /// database's return rather than at the next sweep, up to 30 s later
     /// (docs/durability.md, "When the database goes away").
     fn fire_again(&self, timer: Timer) {
-        let at = self.inner.config.clock.now()
+        let at = self.config.clock.now()
             + chrono::Duration::from_std(UNREACHABLE_PAUSE).unwrap_or(chrono::Duration::MAX);
-        self.inner.timers.schedule(timer, at);
+        self.schedule(timer, at);
     }
 }

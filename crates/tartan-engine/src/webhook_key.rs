@@ -14,7 +14,7 @@ use sha2::Sha256;
 use subtle::ConstantTimeEq;
 use tartan_store::{Store, StoreError};
 
-use crate::EngineError;
+use crate::error::EngineError;
 
 /// The name of the key in the store's `secrets` table.
 const KEY_NAME: &str = "webhook_key";

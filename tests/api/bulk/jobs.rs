@@ -607,6 +607,7 @@ async fn a_flow_the_job_retried_before_it_could_record_it_is_skipped(backend: Ba
     .await;
     // As a process that retried p-1 for the job and died before recording it.
     app.engine
+        .flows()
         .retry_flow("p-1", true, Some(job.id.clone()))
         .await
         .expect("retried");
@@ -683,6 +684,7 @@ async fn a_flow_the_job_cancelled_before_it_could_record_it_is_not_cancelled_aga
     // As a process that cancelled k-3 for the job and died before
     // recording it; then someone retried k-3.
     app.engine
+        .flows()
         .cancel_flow("k-3", true, Some(&job.id))
         .await
         .expect("cancelled");

@@ -337,7 +337,7 @@ async fn start(engine: Engine, shape: Shape, i: u64, flights: InFlight, exit_on_
     let req: tartan_core::request::StartFlow =
         serde_json::from_value(json!({"id": id, "goals": [shape.goal()], "init": shape.init(i)}))
             .unwrap_or_else(|e| panic!("request: {e}"));
-    match engine.start_flow(req).await {
+    match engine.flows().start_flow(req).await {
         Ok(_) => {}
         // Open loop past what the engine completes: it refuses starts
         // (503 over the API) rather than queue without bound. Counted.
@@ -405,7 +405,7 @@ fn spawn_watcher(
             }
             let ids: Vec<String> = in_flight(&flights).keys().cloned().collect();
             for id in ids {
-                let Ok(state) = engine.flow(&id).await else {
+                let Ok(state) = engine.flows().flow(&id).await else {
                     continue; // not stored yet: its start is still under way
                 };
                 if state.status == FlowStatus::Active {
@@ -447,7 +447,7 @@ fn us(d: chrono::Duration) -> i64 {
 /// calls out of the step server's records.
 async fn analyse(engine: &Engine, server: &Server, id: &str, samples: &Mutex<Samples>) {
     let lock = || samples.lock().unwrap_or_else(|p| p.into_inner());
-    let state = match engine.flow(id).await {
+    let state = match engine.flows().flow(id).await {
         Ok(s) => s,
         Err(e) => {
             eprintln!("analyse {id}: {e}");
@@ -844,7 +844,7 @@ async fn main() {
     let (done_tx, done) = mpsc::unbounded_channel();
     let watcher = spawn_watcher(
         engine.clone(),
-        engine.subscribe_finished(),
+        engine.flows().subscribe_finished(),
         flights.clone(),
         done_tx,
         watch.clone(),

@@ -22,7 +22,7 @@ use tartan_core::flow::{FlowEvent, FlowState, Time};
 use tartan_store::{FeedFilter, FeedStore, FlowStore, StoredEvent};
 
 use super::{CommittedEvents, EventSubscription, RecvError};
-use crate::EngineError;
+use crate::error::EngineError;
 
 /// Events read from the store at a time while catching up, and bytes of
 /// their data (one event larger than that comes alone): what a follower

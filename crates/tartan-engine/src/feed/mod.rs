@@ -25,8 +25,8 @@ pub use bus::{CommittedCatalog, CommittedEvents, EventSubscription};
 pub use follow::{EventFeed, FeedItem, FlowFeed};
 pub use ring::{BusReceiver, RecvError};
 
+use crate::error::EngineError;
 use crate::notices::Outbox;
-use crate::EngineError;
 use bus::{json_bytes, Bus};
 use relay::Announcer;
 
@@ -60,7 +60,7 @@ pub(crate) struct FeedParts {
 impl Feed {
     /// A bus of at most `stream_buffer` decisions and `stream_buffer_bytes`
     /// bytes, and at most `max_streams` listeners.
-    pub(crate) fn new(parts: FeedParts, config: &crate::EngineConfig) -> Self {
+    pub(crate) fn new(parts: FeedParts, config: &crate::config::EngineConfig) -> Self {
         let announcer = relay::announcer(&parts.outbox, &parts.node_id, parts.peers_remembered);
         Self {
             bus: Arc::new(Bus::new(

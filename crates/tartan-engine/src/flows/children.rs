@@ -24,8 +24,10 @@ use tokio_util::sync::CancellationToken;
 
 use super::admission::{Place, QueueFull, Rank, Waiting};
 use super::Committed;
-use crate::dispatch::Call;
-use crate::{traces, Engine, EngineError};
+use super::Flows;
+use crate::calls::dispatch::Call;
+use crate::error::EngineError;
+use crate::traces;
 
 /// Longest wait between two looks at a child flow run by another process
 /// (one run here wakes its parent's call at once); the first look is sooner.
@@ -44,23 +46,20 @@ enum Begun {
     NoRoom,
 }
 
-impl Engine {
+impl Flows {
     /// Make a flow step's call: start its child and record how it ended.
     /// Starting the child, and recording its end in a parent that is not in
     /// memory, each wait for a place in `max_active_flows`
     /// (`admission::FlowLocks::enter`).
-    pub(super) fn spawn_child_call(&self, tx: &Transition, call: Call) {
-        if self.inner.stopping.is_cancelled() {
+    pub(super) fn spawn_child_call(self: &Arc<Self>, tx: &Transition, call: Call) {
+        if self.stopping.is_cancelled() {
             return;
         }
         // Queued at once, before the decision that made the call lets go of
         // its flow's place: that place goes to the most urgent call waiting,
         // this one included.
         let child = ChildOf::of(&tx.state, &call.spec, tx.now).map(|child| {
-            let room = self
-                .inner
-                .flows
-                .enter(child.flow_id(), Rank::Start(child.nesting()));
+            let room = self.locks.enter(child.flow_id(), Rank::Start(child.nesting()));
             (child, room)
         });
         let parent_deadline = tx.state.deadline_at;
@@ -69,21 +68,21 @@ impl Engine {
             format!("00-{}-{}-{flags}", t.trace_id, t.span_id)
         });
         let tracestate = tx.state.trace.as_deref().and_then(|t| t.state.clone());
-        let (id, cancel) = self.inner.calls.list(&call.spec.token);
-        let engine = self.clone();
-        self.inner.tasks.spawn(async move {
+        let (id, cancel) = self.calls.list(&call.spec.token);
+        let flows = Arc::clone(self);
+        self.tasks.spawn(async move {
             // Not cut short by an abort once the child starts: a child whose
             // start is being committed when its parent's item ends would run
             // on unseen. (Its wait for a place is, and an abort before the
             // commit starts no child: `commit_start`.)
             let started = tokio::select! {
-                r = engine.begin_child(&call, child, &cancel, traces::CallerTrace {
+                r = flows.begin_child(&call, child, &cancel, traces::CallerTrace {
                     traceparent: traceparent.as_deref(),
                     tracestate: tracestate.as_deref(),
                 }) => Some(r),
                 // Handed back with the process's other leases: whoever
                 // takes the item over waits for the same child.
-                _ = engine.inner.stopping.cancelled() => None,
+                _ = flows.stopping.cancelled() => None,
             };
             let outcome = match started {
                 None | Some(Begun::NoRoom) => None,
@@ -93,7 +92,7 @@ impl Engine {
                 // stopped here. (An abort for a lost lease leaves the item
                 // running: whoever holds it now waits for this child.)
                 Some(Begun::Started(_)) if cancel.is_cancelled() => {
-                    if let Ok(parent) = engine.flow(&call.spec.flow_id).await {
+                    if let Ok(parent) = flows.flow(&call.spec.flow_id).await {
                         let waiting = parent
                             .find_work(&call.spec.step.id, &call.spec.token)
                             .is_some_and(|w| {
@@ -101,32 +100,32 @@ impl Engine {
                                     && w.attempts.last().map(|a| a.number) == Some(call.spec.attempt)
                             });
                         if !waiting {
-                            engine.stop_child(&parent, &call.spec.step.id, &call.spec.token);
+                            flows.stop_child(&parent, &call.spec.step.id, &call.spec.token);
                         }
                     }
                     None
                 }
                 Some(Begun::Started(child_id)) => tokio::select! {
-                    child = engine.child_end(&child_id) => {
-                        let now = engine.inner.config.clock.now();
+                    child = flows.child_end(&child_id) => {
+                        let now = flows.config.clock.now();
                         machine::child_result(&call.spec.step, &call.spec, parent_deadline, &child, now)
                     }
                     // The item ended another way (the parent was cancelled
                     // or failed): the decision that ended it stops the child.
                     _ = cancel.cancelled() => None,
-                    _ = engine.inner.stopping.cancelled() => None,
+                    _ = flows.stopping.cancelled() => None,
                 },
             };
             if let Some(result) = outcome {
                 // The parent, not in memory while only its children ran, is
                 // read back to record the end: that takes a place too.
-                let room = engine.inner.flows.enter(&call.spec.flow_id, Rank::Record);
-                if let Some(_place) = engine.room(&call, room, &cancel).await {
+                let room = flows.locks.enter(&call.spec.flow_id, Rank::Record);
+                if let Some(_place) = flows.room(&call, room, &cancel).await {
                     cancel.cancel();
-                    engine.conclude(&call, result, None).await;
+                    flows.conclude(&call, result, None).await;
                 }
             }
-            engine.inner.calls.forget(&call.spec.token, id);
+            flows.calls.forget(&call.spec.token, id);
         });
     }
 
@@ -134,14 +133,14 @@ impl Engine {
     /// id, or the result the call ends with at once (a memo, a child that
     /// cannot start), or no place.
     async fn begin_child(
-        &self,
+        self: &Arc<Self>,
         call: &Call,
         child: Result<(ChildOf, Result<Waiting, QueueFull>), AttemptResult>,
         cancel: &CancellationToken,
         caller: traces::CallerTrace<'_>,
     ) -> Begun {
         if let Some(memo) = &call.spec.memo {
-            if let Some(outputs) = self.inner.memo.lookup(memo).await {
+            if let Some(outputs) = self.memo.lookup(memo).await {
                 return Begun::Ended(AttemptResult::Memoized { outputs });
             }
         }
@@ -184,7 +183,7 @@ impl Engine {
     /// runs out the sweep takes it up again (`Command::Redispatch`, which
     /// starts no second child), like a call the call queue had no room for.
     async fn room(
-        &self,
+        self: &Arc<Self>,
         call: &Call,
         room: Result<Waiting, QueueFull>,
         cancel: &CancellationToken,
@@ -193,13 +192,13 @@ impl Engine {
             Ok(mut waiting) => tokio::select! {
                 granted = waiting.granted() => granted,
                 _ = cancel.cancelled() => return None,
-                _ = self.inner.stopping.cancelled() => return None,
+                _ = self.stopping.cancelled() => return None,
             },
             Err(QueueFull) => None,
         };
         if granted.is_none() {
-            self.inner.calls.defer();
-            self.inner.metrics.call_deferred();
+            self.calls.defer();
+            self.metrics.call_deferred();
             tracing::warn!(flow_id = %call.spec.flow_id, step_id = %call.spec.step.id, token = %call.spec.token,
                 "too many flow steps' calls wait for a place (TARTAN_MAX_QUEUED_CALLS); the call is made again when its lease runs out");
         }
@@ -209,8 +208,8 @@ impl Engine {
     /// The child's state once it is no longer active. Woken by the decision
     /// that ends it when that is taken in this process; else looked at
     /// again, at growing intervals up to [`MAX_RECHECK`].
-    async fn child_end(&self, child_id: &str) -> FlowState {
-        let waiting = self.inner.waiters.watch(child_id);
+    async fn child_end(self: &Arc<Self>, child_id: &str) -> FlowState {
+        let waiting = self.waiters.watch(child_id);
         let mut recheck = Duration::from_millis(250);
         loop {
             let notified = waiting.notice.woken.notified();
@@ -241,7 +240,7 @@ impl Engine {
     /// aborted by then; one that exists already (a call taken up again
     /// after a restart) is left as it is.
     async fn start_child(
-        &self,
+        self: &Arc<Self>,
         start: ChildStart,
         caller: traces::CallerTrace<'_>,
         aborted: &CancellationToken,
@@ -254,13 +253,12 @@ impl Engine {
         } = start;
         let mut trace = traces::new_flow_trace(caller);
         let _span = self
-            .inner
             .config
             .tracer
             .as_ref()
             .and_then(|tracer| traces::start_span(tracer, &flow_id, &mut trace));
         options.trace = Some(Arc::new(trace));
-        let started = self.inner.config.clock.now();
+        let started = self.config.clock.now();
         let command = Command::Start {
             flow_id: flow_id.clone(),
             plan,
@@ -283,7 +281,7 @@ impl Engine {
     /// process, between its place and its commit as the abort reaches it,
     /// can still start the child then; it stops it at once, and the parent
     /// lists that one as not started.)
-    pub(super) fn stop_child(&self, parent: &FlowState, step_id: &str, token: &str) {
+    pub(super) fn stop_child(self: &Arc<Self>, parent: &FlowState, step_id: &str, token: &str) {
         let Some(child_id) = parent
             .find_work(step_id, token)
             .and_then(|w| w.children.last())
@@ -303,11 +301,11 @@ impl Engine {
             child_flow_id: child_id.clone(),
         };
         let parent_id = parent.id.clone();
-        let engine = self.clone();
-        self.inner.tasks.spawn(async move {
-            match engine.decide(&child_id, Command::Stop(stop)).await {
+        let flows = Arc::clone(self);
+        self.tasks.spawn(async move {
+            match flows.decide(&child_id, Command::Stop(stop)).await {
                 Ok(_) => {}
-                Err(EngineError::FlowNotFound(_)) => engine.child_not_started(&parent_id, never).await,
+                Err(EngineError::FlowNotFound(_)) => flows.child_not_started(&parent_id, never).await,
                 Err(e) => tracing::warn!(flow_id = %child_id, "stopping a child flow failed: {e}"),
             }
         });
@@ -316,14 +314,12 @@ impl Engine {
     /// Tell the parent its item's child never started (`never`), tried
     /// again for a while if the database is away: until it lands, the
     /// parent lists an id no flow has.
-    async fn child_not_started(&self, parent_id: &str, never: Command) {
+    async fn child_not_started(self: &Arc<Self>, parent_id: &str, never: Command) {
         let mut pause = Duration::from_millis(50);
         for _ in 0..8 {
             match self.decide(parent_id, never.clone()).await {
                 Ok(_) => return,
-                Err(EngineError::Store(StoreError::Unavailable(e)))
-                    if !self.inner.stopping.is_cancelled() =>
-                {
+                Err(EngineError::Store(StoreError::Unavailable(e))) if !self.stopping.is_cancelled() => {
                     tracing::warn!(flow_id = %parent_id, "database unavailable noting a child that never started, trying again in {pause:?}: {e}");
                     tokio::time::sleep(pause).await;
                     pause = (pause * 2).min(Duration::from_secs(2));

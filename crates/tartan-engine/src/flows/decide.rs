@@ -14,9 +14,10 @@ use tartan_store::{FlowCommit, StoreError, WorkKey, WorkRow};
 
 use super::admission::Released;
 use super::slot::{Cached, Concluded, FlowSlot, Unrecorded};
+use super::Flows;
+use crate::error::EngineError;
 use crate::timers::Timer;
 use crate::traces::{self, Decision};
-use crate::{Engine, EngineError};
 
 /// How a decision went: the windows heartbeats kept open without an event
 /// (`Effect::Heard`), and whether it committed a change.
@@ -31,7 +32,7 @@ pub(crate) struct Decided {
 }
 
 /// The script budget of a decision made on the runtime's worker
-/// (`Engine::decision_context`): about a millisecond of Lua.
+/// (`Flows::decision_context`): about a millisecond of Lua.
 const INLINE_INSTRUCTIONS: u64 = 200_000;
 const INLINE_WALL: std::time::Duration = std::time::Duration::from_millis(5);
 
@@ -39,11 +40,16 @@ pub(super) fn new_token() -> String {
     uuid::Uuid::new_v4().simple().to_string()
 }
 
-impl Engine {
+impl Flows {
     /// Decide on every concluded call waiting in the flow's slot, in one
     /// decision and one commit, and answer each. `about` names the call
     /// that asked, for the decision's span (others may be taken along).
-    pub(super) async fn decide_pending(&self, slot: &FlowSlot, flow_id: &str, about: Decision<'_>) {
+    pub(super) async fn decide_pending(
+        self: &Arc<Self>,
+        slot: &FlowSlot,
+        flow_id: &str,
+        about: Decision<'_>,
+    ) {
         let mut taken: Vec<Concluded> = Vec::new();
         let mut refused: Vec<Option<String>> = Vec::new();
         let outcome = self
@@ -89,8 +95,12 @@ impl Engine {
 
     /// Take the flow's lock, apply `command`, commit, carry out the
     /// effects; what the decision did.
-    pub(crate) async fn decide(&self, flow_id: &str, command: Command) -> Result<Decided, EngineError> {
-        let slot = self.inner.flows.slot(flow_id);
+    pub(crate) async fn decide(
+        self: &Arc<Self>,
+        flow_id: &str,
+        command: Command,
+    ) -> Result<Decided, EngineError> {
+        let slot = self.locks.slot(flow_id);
         self.decide_in(&slot, flow_id, Decision::of(&command), |state, ctx| {
             machine::apply(state, command.clone(), ctx)
         })
@@ -101,7 +111,7 @@ impl Engine {
     /// to do, a refusal, a failed commit), the slot is let go unless the flow
     /// still has calls in flight.
     async fn decide_in<F>(
-        &self,
+        self: &Arc<Self>,
         slot: &FlowSlot,
         flow_id: &str,
         about: Decision<'_>,
@@ -110,14 +120,14 @@ impl Engine {
     where
         F: FnMut(FlowState, &mut Context<'_>) -> Result<Transition, ApplyError>,
     {
-        let _release = Released::on_exit(&self.inner.flows, flow_id, slot);
+        let _release = Released::on_exit(&self.locks, flow_id, slot);
         // Whether a commit found the flow moved on: reloaded then, a flow
         // that is gone was lost by the database, not never there.
         let mut conflicted = false;
         for _ in 0..5 {
             let mut guard = slot.cached.lock().await;
             if guard.is_none() {
-                match self.inner.store.load_flow(flow_id).await? {
+                match self.store.load_flow(flow_id).await? {
                     Some(f) => {
                         *guard = Some(Cached {
                             state: Arc::new(f.state),
@@ -126,7 +136,7 @@ impl Engine {
                     }
                     None => {
                         if conflicted {
-                            self.inner.metrics.db.flow_lost(flow_id);
+                            self.metrics.db.flow_lost(flow_id);
                         }
                         return Err(EngineError::FlowNotFound(flow_id.to_string()));
                     }
@@ -138,14 +148,13 @@ impl Engine {
             // Ended when dropped, at the end of this round; the parent of
             // the calls this decision makes.
             let span = self
-                .inner
                 .config
                 .tracer
                 .as_ref()
                 .and_then(|tracer| traces::decision_span(tracer, &cached.state, about));
             let base = cached.sequence;
             let scripted = cached.state.plan.is_scripted();
-            let mut tx = self.decision_context(self.inner.config.clock.now(), scripted, |ctx| {
+            let mut tx = self.decision_context(self.config.clock.now(), scripted, |ctx| {
                 decide(FlowState::clone(&cached.state), ctx)
             })?;
             let heard: Vec<Effect> = tx
@@ -172,7 +181,7 @@ impl Engine {
             let sequence = base + tx.events.len() as i64;
             let commit = self.commit_for(&mut tx, base, None);
             let state = Arc::clone(&commit.state);
-            match self.inner.writer.commit(commit).await {
+            match self.writer.commit(commit).await {
                 Ok(()) => {
                     let busy = tx.state.has_active_work();
                     // Keep in memory only flows with calls in flight: those get
@@ -213,21 +222,21 @@ impl Engine {
     /// budget, so that a script using its whole time limit delays only its
     /// own flow.
     pub(super) fn decision_context<R>(
-        &self,
+        self: &Arc<Self>,
         at: DateTime<Utc>,
         scripted: bool,
         mut decide: impl FnMut(&mut Context<'_>) -> R,
     ) -> R {
         let mut token = new_token;
         let mut random = rand::random::<f64>;
-        let whole = self.inner.calls.scripts.limits();
-        let gate = self.inner.health.dispatch_gate();
+        let whole = self.calls.scripts().limits();
+        let gate = self.health.dispatch_gate();
         let mut ctx = Context {
             now: at,
-            webhook_base: &self.inner.config.webhook_base_url,
+            webhook_base: &self.config.webhook_base_url,
             new_token: &mut token,
             random: &mut random,
-            max_flow_bytes: self.inner.config.max_flow_bytes,
+            max_flow_bytes: self.config.max_flow_bytes,
             script_limits: whole,
             gate: &gate,
         };
@@ -248,18 +257,18 @@ impl Engine {
         }
         drop(inline);
         ctx.script_limits = whole;
-        let scripts = &self.inner.calls.scripts;
+        let scripts = self.calls.scripts();
         tokio::task::block_in_place(|| scripts.in_place(|| decide(&mut ctx)))
     }
 
     /// The rows and events one transition writes.
     pub(super) fn commit_for(
-        &self,
+        self: &Arc<Self>,
         tx: &mut Transition,
         base_sequence: i64,
         request: Option<String>,
     ) -> FlowCommit {
-        let lease_len = self.lease_length();
+        let lease_len = self.config.lease_length();
         let work = tx
             .effects
             .iter()
@@ -313,7 +322,7 @@ impl Engine {
                     attempt: w.attempts.last().map(|a| a.number).unwrap_or(0),
                     retry_count: w.retry_count,
                     due_at: w.next_retry_at.or(waiting_webhook),
-                    lease_owner: active.then(|| self.inner.config.node_id.clone()),
+                    lease_owner: active.then(|| self.config.node_id.clone()),
                     lease_expires_at: lease_until,
                     lease_for,
                     created_at: tx.now,
@@ -338,7 +347,7 @@ impl Engine {
     /// calls it cancelled, arm the timers it set, make the calls it started,
     /// tell who waits that the flow finished. `decision`: the span of the
     /// decision, parent of the calls' spans (none: the flow's start span).
-    pub(super) fn carry_out(&self, tx: &Transition, decision: Option<&crate::traces::Span>) {
+    pub(super) fn carry_out(self: &Arc<Self>, tx: &Transition, decision: Option<&crate::traces::Span>) {
         let flow_id = &tx.state.id;
         let key = |step_id: &String, token: &String| WorkKey {
             flow_id: flow_id.clone(),
@@ -361,9 +370,9 @@ impl Engine {
         if !aborts.is_empty() {
             // With the slots held, a call that ends while these land cannot
             // give its slot to a waiting call this decision aborts too.
-            let _held = self.inner.calls.slots.hold();
+            let _held = self.calls.hold_slots();
             for token in aborts {
-                if !self.abort_call(token) {
+                if !self.calls.abort(token) {
                     elsewhere.push(token.clone());
                 }
             }
@@ -387,24 +396,22 @@ impl Engine {
                         Wake::Inactivity { step_id, token } => Timer::Inactivity(key(step_id, token)),
                         Wake::Deadline => Timer::FlowDeadline(flow_id.clone()),
                     };
-                    self.inner.timers.schedule(timer, *at);
+                    self.timers.schedule(timer, *at);
                 }
                 // Written by the commit; a heard window by the heartbeat's
-                // request (`Engine::heartbeat`), before it is answered.
+                // request (`Flows::heartbeat`), before it is answered.
                 Effect::Touch { .. } | Effect::Heard { .. } => {}
                 Effect::Finished(status) => finished = Some(*status),
-                Effect::Memoize { step_id, token } => self.inner.memo.memoize(&tx.state, step_id, token),
+                Effect::Memoize { step_id, token } => self.memo.memoize(&tx.state, step_id, token),
             }
         }
         if !elsewhere.is_empty() {
-            self.inner
-                .outbox
-                .announce(tartan_store::Notice::Aborts(elsewhere));
+            self.outbox.announce(tartan_store::Notice::Aborts(elsewhere));
         }
         if let Some(status) = finished {
-            self.inner.waiters.finished(flow_id, status);
-            if self.inner.finished.receiver_count() > 0 {
-                let _ = self.inner.finished.send(crate::FlowFinished {
+            self.waiters.finished(flow_id, status);
+            if self.finished.receiver_count() > 0 {
+                let _ = self.finished.send(super::FlowFinished {
                     flow_id: flow_id.clone(),
                     status,
                     at: tx.now,
@@ -412,7 +419,7 @@ impl Engine {
             }
             // Only a compensation's retries outlive the flow (those armed
             // by this decision included, hence after arming them).
-            self.inner.timers.retain_flow(flow_id, |timer| match timer {
+            self.timers.retain_flow(flow_id, |timer| match timer {
                 Timer::Retry { key, .. } => tx
                     .state
                     .find_work(&key.step_id, &key.token)

@@ -34,7 +34,22 @@ use tartan_core::request::{FlowStart, StartFlow};
 use tartan_core::step::Args;
 use tartan_store::{StoreError, WorkKey};
 
-use crate::{traces, Engine, EngineError};
+use tartan_store::{FlowStore, WorkStore};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::calls::Calls;
+use crate::catalog::Catalog;
+use crate::config::EngineConfig;
+use crate::error::EngineError;
+use crate::health::Health;
+use crate::memo::Memo;
+use crate::metrics::Metrics;
+use crate::notices::Outbox;
+use crate::timers::Timers;
+use crate::traces;
+use crate::webhook_key::WebhookKey;
+use crate::writer::Writer;
 
 pub(crate) use admission::FlowLocks;
 use admission::Released;
@@ -42,6 +57,138 @@ pub(crate) use reconcile::IdleFlows;
 use slot::Cached;
 pub(crate) use waiters::Waiters;
 pub use waiters::MAX_WAITERS;
+
+/// Notices of finished flows a slow subscriber may fall behind by before it
+/// misses some (it is told how many).
+const FINISHED_BUFFER: usize = 16_384;
+
+/// A flow of this process reached a terminal status (completed, failed,
+/// cancelled); sent once the decision is durable.
+#[derive(Debug, Clone)]
+pub struct FlowFinished {
+    pub flow_id: String,
+    pub status: tartan_core::flow::FlowStatus,
+    pub at: chrono::DateTime<chrono::Utc>,
+}
+
+/// The flows of this process: deciding on them (one lock per flow, so each
+/// decision sees the state the last one left), committing through the
+/// writer, carrying out what was decided, and who waits for them.
+pub struct Flows {
+    /// Each flow's slot, and the places of `max_active_flows`.
+    locks: Arc<FlowLocks>,
+    writer: Writer,
+    /// Clients waiting for flows to finish.
+    waiters: Waiters,
+    /// Tells subscribers which flows reached a terminal status.
+    finished: tokio::sync::broadcast::Sender<FlowFinished>,
+    store: Arc<dyn FlowStore>,
+    /// The rows of work items a heartbeat moves on.
+    work: Arc<dyn WorkStore>,
+    catalog: Arc<Catalog>,
+    /// The dispatch gate decisions are made with.
+    health: Arc<Health>,
+    calls: Arc<Calls>,
+    timers: Arc<Timers>,
+    memo: Arc<Memo>,
+    /// Tells the other processes of calls of theirs a decision aborted.
+    outbox: Outbox,
+    /// Signs the webhook URLs handed to async steps.
+    webhook_key: WebhookKey,
+    config: Arc<EngineConfig>,
+    metrics: Arc<Metrics>,
+    stopping: CancellationToken,
+    /// Child flows' calls, awaited on shutdown.
+    tasks: TaskTracker,
+}
+
+/// What the flows are decided with.
+pub(crate) struct FlowsParts {
+    pub writer: Writer,
+    pub store: Arc<dyn FlowStore>,
+    pub work: Arc<dyn WorkStore>,
+    pub catalog: Arc<Catalog>,
+    pub health: Arc<Health>,
+    pub calls: Arc<Calls>,
+    pub timers: Arc<Timers>,
+    pub memo: Arc<Memo>,
+    pub outbox: Outbox,
+    pub webhook_key: WebhookKey,
+    pub config: Arc<EngineConfig>,
+    pub metrics: Arc<Metrics>,
+    pub stopping: CancellationToken,
+    pub tasks: TaskTracker,
+}
+
+impl Flows {
+    pub(crate) fn new(parts: FlowsParts) -> Flows {
+        Flows {
+            locks: Arc::new(FlowLocks::new(
+                parts.config.max_active_flows,
+                parts.config.max_queued_calls,
+            )),
+            writer: parts.writer,
+            waiters: Waiters::default(),
+            finished: tokio::sync::broadcast::channel(FINISHED_BUFFER).0,
+            store: parts.store,
+            work: parts.work,
+            catalog: parts.catalog,
+            health: parts.health,
+            calls: parts.calls,
+            timers: parts.timers,
+            memo: parts.memo,
+            outbox: parts.outbox,
+            webhook_key: parts.webhook_key,
+            config: parts.config,
+            metrics: parts.metrics,
+            stopping: parts.stopping,
+            tasks: parts.tasks,
+        }
+    }
+
+    /// Notices of the flows this process finishes from now on. Costs nothing
+    /// when nobody listens.
+    pub fn subscribe_finished(&self) -> tokio::sync::broadcast::Receiver<FlowFinished> {
+        self.finished.subscribe()
+    }
+
+    /// The webhook URL an async step is given for one attempt of a work
+    /// item: the base URL, flow, step and token, and the signature that
+    /// proves the caller was handed it (docs/security.md).
+    pub fn webhook_url(&self, flow_id: &str, step_id: &str, token: &str, attempt: u32) -> String {
+        tartan_core::webhook::signed_url(
+            &self.config.webhook_base_url,
+            flow_id,
+            step_id,
+            token,
+            &self.webhook_key.sign(flow_id, step_id, token, attempt),
+        )
+    }
+
+    /// Which attempt `signature` was handed out for, when it is one the
+    /// engine signed (`Some(None)`: a URL from before attempts were signed);
+    /// `None` for a forgery.
+    pub fn verify_webhook(
+        &self,
+        flow_id: &str,
+        step_id: &str,
+        token: &str,
+        signature: &str,
+    ) -> Option<Option<u32>> {
+        self.webhook_key.verify(flow_id, step_id, token, signature)
+    }
+
+    /// Flows this process holds in memory with work in progress: what
+    /// `max_active_flows` is counted against.
+    pub fn active(&self) -> usize {
+        self.locks.len()
+    }
+
+    /// Flow steps' calls waiting for a place in `max_active_flows`.
+    pub(crate) fn waiting(&self) -> usize {
+        self.locks.waiting()
+    }
+}
 
 /// What `start_flow` did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -147,10 +294,10 @@ fn webhook_target(state: &FlowState, step_id: &str, token: &str, signed: Option<
     Ok(attempt)
 }
 
-impl Engine {
+impl Flows {
     /// Start a flow. An identical repeat of an earlier start is accepted; a
     /// different request under the same id is `FlowExists`.
-    pub async fn start_flow(&self, request: StartFlow) -> Result<StartOutcome, EngineError> {
+    pub async fn start_flow(self: &Arc<Self>, request: StartFlow) -> Result<StartOutcome, EngineError> {
         self.start_flow_traced(request, traces::CallerTrace::default())
             .await
     }
@@ -160,16 +307,16 @@ impl Engine {
     /// the flow gets a trace of its own. Kept with the flow
     /// (docs/operating.md, "Traces").
     pub async fn start_flow_traced(
-        &self,
+        self: &Arc<Self>,
         request: StartFlow,
         caller: traces::CallerTrace<'_>,
     ) -> Result<StartOutcome, EngineError> {
-        if self.inner.stopping.is_cancelled() {
+        if self.stopping.is_cancelled() {
             return Err(EngineError::ShuttingDown);
         }
         // The flow starts at this instant: its deadline is measured from it.
-        let started = self.inner.config.clock.now();
-        let mut start = request.parse(started, self.inner.config.max_step_attempts)?;
+        let started = self.config.clock.now();
+        let mut start = request.parse(started, self.config.max_step_attempts)?;
         let mut trace = traces::new_flow_trace(caller);
         // The request's log lines name the flow's trace (docs/operating.md,
         // "Logs"), its own when the caller sent none.
@@ -178,23 +325,22 @@ impl Engine {
         request.record("span_id", trace.span_id.as_str());
         // Ended when dropped, once the start is done (or refused).
         let _span = self
-            .inner
             .config
             .tracer
             .as_ref()
             .and_then(|tracer| traces::start_span(tracer, &start.id, &mut trace));
         start.options.trace = Some(Arc::new(trace));
-        let active = self.inner.flows.len();
-        if active >= self.inner.config.max_active_flows {
+        let active = self.locks.len();
+        if active >= self.config.max_active_flows {
             return Err(EngineError::Overloaded(active));
         }
         // A repeated id is found by the commit (the flow row exists): no
         // read before every start to look for one.
-        let view = self.inner.catalog.for_goals(&start.goals).await?;
+        let view = self.catalog.for_goals(&start.goals).await?;
         let plan = start_plan(&view.catalog, &start.goals, &start.init)?;
         machine::check_fan_out(&plan, &start.init)?;
         let init_bytes = tartan_core::json::json_len(&start.init);
-        let max_bytes = self.inner.config.max_flow_bytes;
+        let max_bytes = self.config.max_flow_bytes;
         if init_bytes > max_bytes {
             return Err(tartan_core::error::ValidationError::new(
                 "init",
@@ -225,7 +371,7 @@ impl Engine {
             Committed::Started => Ok(StartOutcome::Started),
             // (A client's start has no call to be aborted.)
             Committed::Exists | Committed::Aborted => {
-                let existing = self.inner.store.flow_request(&id).await?.unwrap_or_default();
+                let existing = self.store.flow_request(&id).await?.unwrap_or_default();
                 same_request(&id, &existing, &text)
             }
         }
@@ -238,7 +384,7 @@ impl Engine {
     /// (`admission::Place`), and is given up if its call is `aborted` by
     /// then.
     pub(super) async fn commit_start(
-        &self,
+        self: &Arc<Self>,
         id: &str,
         command: Command,
         started: chrono::DateTime<chrono::Utc>,
@@ -246,11 +392,11 @@ impl Engine {
         aborted: Option<&tokio_util::sync::CancellationToken>,
     ) -> Result<Committed, EngineError> {
         let slot = match &request {
-            Some(_) => self.inner.flows.admit(id).map_err(EngineError::Overloaded)?,
-            None => self.inner.flows.slot(id),
+            Some(_) => self.locks.admit(id).map_err(EngineError::Overloaded)?,
+            None => self.locks.slot(id),
         };
         // Declared before the lock's guard, so dropped after it.
-        let _release = Released::on_exit(&self.inner.flows, id, &slot);
+        let _release = Released::on_exit(&self.locks, id, &slot);
         let mut guard = slot.cached.lock().await;
         // Looked at under the child's lock, which stopping the child takes
         // too (`stop_child`): either that stop finds the child, or the child
@@ -273,7 +419,7 @@ impl Engine {
         let sequence = tx.events.len() as i64;
         let commit = self.commit_for(&mut tx, 0, request);
         let state = Arc::clone(&commit.state);
-        match self.inner.writer.commit(commit).await {
+        match self.writer.commit(commit).await {
             Ok(()) => {}
             Err(StoreError::FlowExists(_)) => return Ok(Committed::Exists),
             Err(e) => return Err(e.into()),
@@ -286,9 +432,11 @@ impl Engine {
     }
 
     /// The flow's status, without rebuilding its state (cheap to poll).
-    pub async fn flow_status(&self, flow_id: &str) -> Result<tartan_core::flow::FlowStatus, EngineError> {
-        self.inner
-            .store
+    pub async fn flow_status(
+        self: &Arc<Self>,
+        flow_id: &str,
+    ) -> Result<tartan_core::flow::FlowStatus, EngineError> {
+        self.store
             .flow_status(flow_id)
             .await?
             .ok_or_else(|| EngineError::FlowNotFound(flow_id.to_string()))
@@ -299,13 +447,12 @@ impl Engine {
     /// in this process; one another process finishes is seen within
     /// `waiters::RECHECK`.
     pub async fn wait_for_flow(
-        &self,
+        self: &Arc<Self>,
         flow_id: &str,
         wait: std::time::Duration,
     ) -> Result<tartan_core::flow::FlowStatus, EngineError> {
         let give_up = tokio::time::Instant::now() + wait;
         let waiting = self
-            .inner
             .waiters
             .wait_for(flow_id)
             .ok_or(EngineError::TooManyWaiters(MAX_WAITERS))?;
@@ -322,7 +469,7 @@ impl Engine {
             // here from now on wakes this waiter, and one by another
             // process is read at the next look, as while waiting. That
             // look is never the answer: a wait with no time left reads.
-            let cached = first && self.inner.flows.held_active(flow_id);
+            let cached = first && self.locks.held_active(flow_id);
             first = false;
             let status = match waiting.notice.finished() {
                 Some(status) => status,
@@ -341,8 +488,8 @@ impl Engine {
     }
 
     /// The flow's projection, as stored.
-    pub async fn flow(&self, flow_id: &str) -> Result<FlowState, EngineError> {
-        match self.inner.store.load_flow(flow_id).await? {
+    pub async fn flow(self: &Arc<Self>, flow_id: &str) -> Result<FlowState, EngineError> {
+        match self.store.load_flow(flow_id).await? {
             Some(f) => Ok(f.state),
             None => Err(EngineError::FlowNotFound(flow_id.to_string())),
         }
@@ -353,7 +500,7 @@ impl Engine {
     /// current one). A result for the current attempt that arrives after it
     /// ended is recorded as late and changes nothing.
     pub async fn deliver_webhook(
-        &self,
+        self: &Arc<Self>,
         flow_id: &str,
         step_id: &str,
         token: &str,
@@ -387,7 +534,7 @@ impl Engine {
     /// and the item's status. A call still running (its `202` not recorded
     /// yet) is waited for, briefly; then it is refused as not accepted.
     async fn webhook_target(
-        &self,
+        self: &Arc<Self>,
         flow_id: &str,
         step_id: &str,
         token: &str,
@@ -395,7 +542,7 @@ impl Engine {
     ) -> Result<(u32, WorkStatus), WebhookError> {
         let give_up = tokio::time::Instant::now() + ACCEPTANCE_WAIT;
         loop {
-            let Some(loaded) = self.inner.store.load_flow(flow_id).await? else {
+            let Some(loaded) = self.store.load_flow(flow_id).await? else {
                 return Err(WebhookError::Refused(WebhookRefusal::UnknownFlow));
             };
             let status = |state: &FlowState| {
@@ -426,7 +573,7 @@ impl Engine {
     /// that a job taken over after a crash can tell the flows it cancelled
     /// already (docs/api.md, "Bulk operations").
     pub async fn cancel_flow(
-        &self,
+        self: &Arc<Self>,
         flow_id: &str,
         compensate: bool,
         by: Option<&str>,
@@ -455,7 +602,7 @@ impl Engine {
     /// decision is checked against the stored sequence like every other,
     /// and the calls it starts are leased to this process.
     pub async fn retry_flow(
-        &self,
+        self: &Arc<Self>,
         flow_id: &str,
         reset_attempts: bool,
         by: Option<String>,
@@ -480,7 +627,7 @@ impl Engine {
                 "it is still deactivating (calls or compensations in flight); retry once it is deactivated",
             );
         }
-        if self.inner.stopping.is_cancelled() {
+        if self.stopping.is_cancelled() {
             return Err(EngineError::ShuttingDown);
         }
         let retry = Command::Retry { reset_attempts, by };
@@ -497,7 +644,7 @@ impl Engine {
     /// Resume an active flow's parked work items (docs/retries.md,
     /// "Parking"): how many were parked. Its other work is untouched.
     pub async fn resume_flow(
-        &self,
+        self: &Arc<Self>,
         flow_id: &str,
         reset_attempts: bool,
         by: Option<String>,
@@ -520,7 +667,7 @@ impl Engine {
         if parked == 0 {
             return refuse("it has no parked work".into());
         }
-        if self.inner.stopping.is_cancelled() {
+        if self.stopping.is_cancelled() {
             return Err(EngineError::ShuttingDown);
         }
         self.decide(flow_id, Command::Resume { reset_attempts, by })
@@ -531,7 +678,7 @@ impl Engine {
     /// An async step's heartbeat: its inactivity window starts again. Only
     /// for an accepted call of the current attempt that is still waiting.
     pub async fn heartbeat(
-        &self,
+        self: &Arc<Self>,
         flow_id: &str,
         step_id: &str,
         token: &str,
@@ -564,11 +711,10 @@ impl Engine {
                     step_id,
                     token,
                 };
-                let lease_until = until.checked_add_signed(self.lease_length()).unwrap_or(until);
-                self.inner
-                    .store
-                    .note_heard(&key, attempt, until, lease_until)
-                    .await?;
+                let lease_until = until
+                    .checked_add_signed(self.config.lease_length())
+                    .unwrap_or(until);
+                self.work.note_heard(&key, attempt, until, lease_until).await?;
             }
         }
         Ok(())

@@ -27,7 +27,7 @@ use tartan_store::{from_us, to_us, FlowVersion};
 use super::admission::FlowLocks;
 use super::slot::Cached;
 use super::slot::FlowSlot;
-use crate::Engine;
+use super::Flows;
 
 /// Which cached flows the last sweep saw, at which version: those still
 /// there unchanged at the next have been idle for a whole sweep.
@@ -70,11 +70,11 @@ impl FlowLocks {
     }
 }
 
-impl Engine {
+impl Flows {
     /// Compare the flows idle in memory since the last call with the
     /// database, and let go of those it moved away from or lost.
-    pub(crate) async fn reconcile_flows(&self, idle: &mut IdleFlows) {
-        let held = self.inner.flows.held();
+    pub(crate) async fn reconcile(&self, idle: &mut IdleFlows) {
+        let held = self.locks.held();
         let previous = std::mem::replace(
             &mut idle.seen,
             held.iter()
@@ -89,7 +89,7 @@ impl Engine {
             return;
         }
         let ids: Vec<String> = idle_now.iter().map(|(id, _, _)| id.clone()).collect();
-        let stored: HashMap<String, FlowVersion> = match self.inner.store.flow_versions(&ids).await {
+        let stored: HashMap<String, FlowVersion> = match self.store.flow_versions(&ids).await {
             Ok(found) => found.into_iter().collect(),
             Err(e) => {
                 // The next sweep looks again.
@@ -114,7 +114,7 @@ impl Engine {
             }
             idle.seen.remove(&id);
             match in_database {
-                None => self.inner.metrics.db.flow_lost(&id),
+                None => self.metrics.db.flow_lost(&id),
                 // Another process decided on it (a webhook it took): usual.
                 Some(stored) if stored.sequence > held.sequence => tracing::debug!(
                     flow_id = %id,
@@ -130,7 +130,7 @@ impl Engine {
                      had not received them?); it goes on from what the database holds"
                 ),
             }
-            self.inner.flows.release(&id, &slot);
+            self.locks.release(&id, &slot);
         }
     }
 }

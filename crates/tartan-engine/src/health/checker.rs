@@ -22,7 +22,7 @@ const HEARTBEAT_ONLY: Duration = Duration::from_secs(30);
 const MAX_CHECKS_AT_ONCE: usize = 32;
 
 /// How long one round lasts under `config`.
-pub(crate) fn round_of(config: &crate::EngineConfig) -> Duration {
+pub(crate) fn round_of(config: &crate::config::EngineConfig) -> Duration {
     let interval = config.health.interval;
     if interval.is_zero() {
         HEARTBEAT_ONLY
@@ -159,7 +159,7 @@ impl Health {
     /// status, a refusal by the host policy or no answer is unhealthy.
     async fn check(&self, url: &str) -> HealthState {
         let hosts = &self.config.step_hosts;
-        let url = match crate::dispatch::expand_endpoint(url, &Default::default(), hosts) {
+        let url = match crate::calls::dispatch::expand_endpoint(url, &Default::default(), hosts) {
             Ok(url) => url,
             Err(e) => return HealthState::failed(e),
         };
@@ -170,7 +170,7 @@ impl Health {
                 "no answer within {} ms",
                 self.config.health.timeout.as_millis()
             )),
-            Err(e) => HealthState::failed(crate::dispatch::transport_text(&e)),
+            Err(e) => HealthState::failed(crate::calls::dispatch::transport_text(&e)),
         }
     }
 }

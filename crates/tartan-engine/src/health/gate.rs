@@ -109,7 +109,7 @@ impl Health {
 
     /// The gate of the checks recorded for steps that still have a health
     /// check.
-    async fn read_gate(&self) -> Result<DispatchGate, crate::EngineError> {
+    async fn read_gate(&self) -> Result<DispatchGate, crate::error::EngineError> {
         // With checks off here, nothing is gated: no check of this engine's
         // would open the gate again (another engine's result may be stale
         // for good).

@@ -53,7 +53,7 @@ pub(crate) struct Shared {
 pub struct Lanes {
     shared: Arc<Shared>,
     /// Where the lanes steps declare are read, for the operators' view.
-    catalog: Arc<crate::Catalog>,
+    catalog: Arc<crate::catalog::Catalog>,
     hosts: HostLanes,
     lanes: Arc<Mutex<HashMap<String, Arc<Lane>>>>,
     /// The calls waiting in a lane now: receipt token to lane id.
@@ -93,9 +93,9 @@ impl Lanes {
     pub(crate) fn new(
         store: Arc<dyn LaneStore>,
         outbox: Outbox,
-        config: &crate::EngineConfig,
+        config: &crate::config::EngineConfig,
         stopping: CancellationToken,
-        catalog: Arc<crate::Catalog>,
+        catalog: Arc<crate::catalog::Catalog>,
     ) -> Lanes {
         Lanes {
             catalog,

@@ -10,7 +10,7 @@ use tartan_core::lanes::{step_lane, BreakerState, LaneLimits};
 use tartan_store::{from_us, Notice};
 
 use super::{Lanes, LocalLane};
-use crate::EngineError;
+use crate::error::EngineError;
 
 /// A lane as `GET /engine/lanes` shows it.
 #[derive(Debug, Clone)]

@@ -1,7 +1,7 @@
 //! What a series is labelled with: the reasons and outcomes counted, the
 //! label sets, and the interning of label values a client names.
 
-use crate::dispatch::Call;
+use crate::calls::dispatch::Call;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};

@@ -38,7 +38,6 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
 
-use crate::Engine;
 use labels::*;
 
 /// The content type of what [`Engine::render_metrics`] writes: the
@@ -390,35 +389,38 @@ impl Metrics {
     }
 }
 
-impl Engine {
-    /// Where the engine and the server record metrics.
-    pub fn metrics(&self) -> &Metrics {
-        &self.inner.metrics
-    }
+/// What this process holds as metrics are rendered: its gauges.
+pub(crate) struct Held {
+    pub flows_active: usize,
+    pub child_calls_waiting: usize,
+    pub timers: usize,
+    pub retries: usize,
+    pub calls: crate::calls::CallCounts,
+    /// Each lane known here, and its calls here.
+    pub lanes: Vec<(String, crate::lanes::LocalLane)>,
+    pub pools: Vec<tartan_store::PoolReading>,
+}
 
-    /// Every metric, in the OpenMetrics text format ([`CONTENT_TYPE`]). The
-    /// gauges of what this process holds are read now.
-    pub fn render_metrics(&self) -> Result<String, std::fmt::Error> {
-        let m = &self.inner.metrics;
-        let (timers, retries) = self.inner.timers.counts();
-        let calls = self.inner.calls.slots.counts();
-        m.flows_active.set(gauge(self.active_flows()));
-        m.timers_armed.set(gauge(timers));
-        m.retries_pending.set(gauge(retries));
-        m.calls_in_flight.set(gauge(calls.running));
-        m.calls_queued.set(gauge(calls.queued));
-        m.child_calls_waiting.set(gauge(self.inner.flows.waiting()));
-        m.response_bytes_held.set(gauge(calls.response_bytes));
-        m.request_bytes_held.set(gauge(calls.request_bytes));
-        for lane in self.inner.lanes.known() {
-            let here = lane.local.unwrap_or_default();
+impl Metrics {
+    /// Every metric, in the OpenMetrics text format ([`CONTENT_TYPE`]),
+    /// with the gauges of what this process `held` as of now.
+    pub(crate) fn render(&self, held: Held) -> Result<String, std::fmt::Error> {
+        self.flows_active.set(gauge(held.flows_active));
+        self.timers_armed.set(gauge(held.timers));
+        self.retries_pending.set(gauge(held.retries));
+        self.calls_in_flight.set(gauge(held.calls.running));
+        self.calls_queued.set(gauge(held.calls.queued));
+        self.child_calls_waiting.set(gauge(held.child_calls_waiting));
+        self.response_bytes_held.set(gauge(held.calls.response_bytes));
+        self.request_bytes_held.set(gauge(held.calls.request_bytes));
+        for (id, here) in &held.lanes {
             let open = here.breaker != tartan_core::lanes::BreakerState::Closed;
-            m.lanes.state(&lane.id, here.waiting, here.running, open);
+            self.lanes.state(id, here.waiting, here.running, open);
         }
-        m.db.read(&self.inner.store.pools());
-        m.process.read();
+        self.db.read(&held.pools);
+        self.process.read();
         let mut text = String::with_capacity(16 * 1024);
-        prometheus_client::encoding::text::encode(&mut text, &m.registry)?;
+        prometheus_client::encoding::text::encode(&mut text, &self.registry)?;
         Ok(text)
     }
 }

@@ -1,7 +1,7 @@
 //! What the engine records as it happens: a committed decision's tally,
 //! calls, retries, leases, webhooks, bulk jobs, catalog reloads.
 
-use crate::dispatch::Call;
+use crate::calls::dispatch::Call;
 use std::sync::Arc;
 use std::time::Duration;
 use tartan_core::flow::FlowEvent;

@@ -66,7 +66,7 @@ pub(crate) async fn start(
         // Under the request's span, in the caller's trace (docs/operating.md,
         // "Traces").
         let trace = trace.map(|Extension(t)| t).unwrap_or_default();
-        engine.start_flow_traced(request, trace.caller()).await?;
+        engine.flows().start_flow_traced(request, trace.caller()).await?;
         Ok((
             StatusCode::CREATED,
             note,
@@ -160,7 +160,7 @@ pub(crate) async fn get_one(
     State(engine): State<Engine>,
     Path(id): Path<String>,
 ) -> Result<axum::response::Response, ApiError> {
-    let state = super::streamed::loading(engine.flow(&id)).await?;
+    let state = super::streamed::loading(engine.flows().flow(&id)).await?;
     // A large flow is sent as it is encoded (docs/api.md, "Large flows"),
     // within the server's budget for such answers.
     if state.data_bytes > STREAMED_FLOW_BYTES {
@@ -178,7 +178,7 @@ pub(crate) async fn get_one(
             )
             .retry_after(5));
         };
-        let state = super::streamed::loading(engine.flow(&id)).await?;
+        let state = super::streamed::loading(engine.flows().flow(&id)).await?;
         return Ok(super::streamed::json(state, share));
     }
     Ok(axum::response::IntoResponse::into_response(Json(state)))
@@ -226,7 +226,7 @@ pub(crate) async fn cancel(
             )))
         }
     };
-    engine.cancel_flow(&id, compensate, None).await?;
+    engine.flows().cancel_flow(&id, compensate, None).await?;
     Ok((
         StatusCode::ACCEPTED,
         Json(FlowCancelled {
@@ -263,7 +263,7 @@ pub(crate) async fn retry(
     request: axum::extract::Request,
 ) -> Result<(StatusCode, Json<FlowRetried>), ApiError> {
     let body: RetryBody = crate::extract::optional_object(request, RETRY_BODY_LIMIT).await?;
-    engine.retry_flow(&id, body.reset_attempts, None).await?;
+    engine.flows().retry_flow(&id, body.reset_attempts, None).await?;
     Ok((
         StatusCode::ACCEPTED,
         Json(FlowRetried {
@@ -297,7 +297,7 @@ pub(crate) async fn resume(
     request: axum::extract::Request,
 ) -> Result<(StatusCode, Json<FlowResumed>), ApiError> {
     let body: ResumeBody = crate::extract::optional_object(request, RETRY_BODY_LIMIT).await?;
-    let resumed = engine.resume_flow(&id, body.reset_attempts, None).await?;
+    let resumed = engine.flows().resume_flow(&id, body.reset_attempts, None).await?;
     Ok((
         StatusCode::ACCEPTED,
         Json(FlowResumed {
@@ -342,8 +342,8 @@ pub(crate) async fn status(
     Query(params): Query<StatusParams>,
 ) -> Result<Json<FlowStatusAnswer>, ApiError> {
     let status = match params.wait.as_deref().map(status_wait).transpose()? {
-        Some(wait) => engine.wait_for_flow(&id, wait).await?,
-        None => engine.flow_status(&id).await?,
+        Some(wait) => engine.flows().wait_for_flow(&id, wait).await?,
+        None => engine.flows().flow_status(&id).await?,
     };
     Ok(Json(FlowStatusAnswer { id, status }))
 }

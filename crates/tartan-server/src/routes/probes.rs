@@ -18,7 +18,7 @@ use crate::error::{kind, ApiError, Problem};
 #[utoipa::path(get, path = "/health", tag = "health", operation_id = "getHealth", security(()),
     responses((status = 200, description = "The process is alive", body = Health)))]
 pub(crate) async fn health(State(engine): State<Engine>) -> Json<Health> {
-    let (calls, deferred) = engine.call_counts();
+    let (calls, deferred) = engine.calls().counts();
     let config = engine.config();
     Json(Health {
         status: "healthy".into(),
@@ -27,7 +27,7 @@ pub(crate) async fn health(State(engine): State<Engine>) -> Json<Health> {
             version: env!("CARGO_PKG_VERSION").into(),
             store: engine.backend().into(),
             node_id: config.node_id.clone(),
-            active_flows: engine.active_flows(),
+            active_flows: engine.flows().active(),
             max_active_flows: config.max_active_flows,
             timers: engine.timers(),
             // docs/durability.md, "Call slots".

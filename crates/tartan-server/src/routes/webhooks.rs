@@ -99,7 +99,10 @@ async fn deliver_to(
         Some(bytes) => (webhook_result(&bytes, is_problem)?, None),
     };
     taken(
-        engine.deliver_webhook(flow, step, token, attempt, result).await,
+        engine
+            .flows()
+            .deliver_webhook(flow, step, token, attempt, result)
+            .await,
         flow,
         step,
         token,
@@ -200,7 +203,7 @@ pub(crate) async fn heartbeat(
     let answer = async {
         let attempt = check_signature(&engine, &flow, &step, &token, &signature)?;
         taken(
-            engine.heartbeat(&flow, &step, &token, attempt).await,
+            engine.flows().heartbeat(&flow, &step, &token, attempt).await,
             &flow,
             &step,
             &token,
@@ -238,6 +241,7 @@ fn check_signature(
     signature: &str,
 ) -> Result<Option<u32>, ApiError> {
     engine
+        .flows()
         .verify_webhook(flow, step, token, signature)
         .ok_or_else(forbidden)
 }

@@ -45,7 +45,7 @@ pub(crate) async fn flow_work(
 ) -> Result<Json<WorkList>, ApiError> {
     // 404 for an unknown flow, not an empty list (its status alone: the
     // whole state may be 64 MiB).
-    engine.flow_status(&id).await?;
+    engine.flows().flow_status(&id).await?;
     let mut items = Vec::new();
     let mut cursor = None;
     loop {

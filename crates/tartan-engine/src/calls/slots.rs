@@ -26,8 +26,8 @@ use std::sync::Mutex;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::budget::ByteBudget;
-use crate::dispatch::Call;
+use crate::calls::budget::ByteBudget;
+use crate::calls::dispatch::Call;
 
 /// A call admitted to this process: its number (to tell it from a later call
 /// of the same receipt token) and what aborts it.

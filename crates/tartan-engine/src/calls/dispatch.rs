@@ -17,8 +17,8 @@ const TARTAN_RETRY: &str = "tartan-retry";
 use tartan_core::retry::parse_retry_after;
 use tartan_core::step::Args;
 
-use crate::budget::{ByteBudget, Held};
-use crate::outbound;
+use crate::calls::budget::{ByteBudget, Held};
+use crate::calls::outbound;
 use crate::traces::{self, Tracer};
 
 /// Everything needed to make one call.
@@ -73,9 +73,9 @@ pub(crate) struct Limits<'a> {
     /// `TARTAN_MAX_RETRY_AFTER`, in milliseconds.
     pub max_retry_after_ms: u64,
     /// Bounds the call, dates `Retry-After` and measures the scope's time.
-    pub clock: &'a crate::Clock,
+    pub clock: &'a crate::clock::Clock,
     /// What a script step's script may spend, and its place to run.
-    pub scripts: &'a crate::scripts::Scripts,
+    pub scripts: &'a crate::calls::scripts::Scripts,
 }
 
 /// A response read in full, or the reason it was not.

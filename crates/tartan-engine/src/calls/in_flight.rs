@@ -11,7 +11,7 @@ use std::sync::{Mutex, MutexGuard};
 
 use tokio_util::sync::CancellationToken;
 
-use crate::slots::CallSlots;
+use crate::calls::slots::CallSlots;
 use crate::sync::lock;
 
 /// One call of this process.
@@ -36,11 +36,15 @@ pub(crate) struct InFlight {
     /// Where step calls go out (the step host policy on every address).
     pub(crate) http: reqwest::Client,
     /// What scripts may spend, and the places of those spending it all.
-    pub(crate) scripts: crate::scripts::Scripts,
+    pub(crate) scripts: crate::calls::scripts::Scripts,
 }
 
 impl InFlight {
-    pub(crate) fn new(slots: CallSlots, http: reqwest::Client, scripts: crate::scripts::Scripts) -> Self {
+    pub(crate) fn new(
+        slots: CallSlots,
+        http: reqwest::Client,
+        scripts: crate::calls::scripts::Scripts,
+    ) -> Self {
         Self {
             listed: Mutex::default(),
             ids: AtomicU64::new(0),
@@ -169,7 +173,7 @@ mod tests {
         InFlight::new(
             CallSlots::new(4, None, 4, 1024),
             reqwest::Client::new(),
-            crate::scripts::Scripts::new(Default::default(), 1),
+            crate::calls::scripts::Scripts::new(Default::default(), 1),
         )
     }
 
