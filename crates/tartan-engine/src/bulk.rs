@@ -36,9 +36,6 @@ use crate::config::EngineConfig;
 use crate::error::EngineError;
 use crate::metrics::Metrics;
 
-/// The most flows one job may match unless configured otherwise
-/// (`EngineConfig::max_bulk_flows`); more is refused: narrow the filter.
-pub const DEFAULT_MAX_BULK_FLOWS: u64 = 100_000;
 /// Jobs one process runs at once; more wait their turn.
 const MAX_RUNNING_JOBS: usize = 4;
 /// Pending flows read at a time.

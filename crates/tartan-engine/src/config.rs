@@ -3,6 +3,14 @@ use std::time::Duration;
 use tartan_core::hosts::StepHosts;
 use tartan_core::retry::RetryDefaults;
 
+/// The most flows one bulk job may match unless configured otherwise
+/// (`EngineConfig::max_bulk_flows`); more is refused: narrow the filter.
+pub const DEFAULT_MAX_BULK_FLOWS: u64 = 100_000;
+
+/// Script evaluations with the whole budget at once, by default
+/// (`EngineConfig::max_scripts`).
+pub const DEFAULT_MAX_SCRIPTS: usize = 16;
+
 /// What the engine needs to know; built by the binary from flags, env and file.
 #[derive(Debug, Clone)]
 pub struct EngineConfig {
@@ -191,9 +199,9 @@ impl Default for EngineConfig {
             max_streams: DEFAULT_MAX_STREAMS,
             stream_buffer: DEFAULT_STREAM_BUFFER,
             stream_buffer_bytes: DEFAULT_STREAM_BUFFER_BYTES,
-            max_bulk_flows: crate::bulk::DEFAULT_MAX_BULK_FLOWS,
+            max_bulk_flows: DEFAULT_MAX_BULK_FLOWS,
             script_limits: tartan_core::step::ScriptLimits::default(),
-            max_scripts: crate::calls::scripts::DEFAULT_MAX_SCRIPTS,
+            max_scripts: DEFAULT_MAX_SCRIPTS,
             memo_cache_size: DEFAULT_MEMO_CACHE_SIZE,
             memo_max_entries: DEFAULT_MEMO_MAX_ENTRIES,
             health: HealthConfig::default(),

@@ -91,14 +91,13 @@ use tartan_store::Store;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-pub use bulk::{Bulk, DEFAULT_MAX_BULK_FLOWS};
+pub use bulk::Bulk;
 pub use calls::outbound::StepTls;
-pub use calls::scripts::DEFAULT_MAX_SCRIPTS;
 pub use calls::{CallCounts, Calls};
 pub use catalog::{Catalog, CatalogView};
 pub use clock::{Clock, Elapsed};
 pub use config::{
-    EngineConfig, HealthConfig, DEFAULT_MAX_ACTIVE_FLOWS, DEFAULT_MAX_CALLS, DEFAULT_MAX_INFLIGHT_BYTES,
+    EngineConfig, HealthConfig, DEFAULT_MAX_ACTIVE_FLOWS, DEFAULT_MAX_BULK_FLOWS, DEFAULT_MAX_SCRIPTS, DEFAULT_MAX_CALLS, DEFAULT_MAX_INFLIGHT_BYTES,
     DEFAULT_MAX_QUEUED_CALLS, DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_MAX_RETRY_AFTER, DEFAULT_MAX_STREAMS,
     DEFAULT_MEMO_CACHE_SIZE, DEFAULT_MEMO_MAX_ENTRIES, DEFAULT_STREAM_BUFFER, DEFAULT_STREAM_BUFFER_BYTES,
 };
@@ -162,9 +161,11 @@ impl Inner {
     async fn build(config: EngineConfig, store: Arc<dyn Store>) -> Result<Arc<Inner>, EngineError> {
         let http = calls::outbound::client(&config.step_hosts, &config.step_tls)
             .map_err(|e| EngineError::HttpClient(e.to_string()))?;
-        let webhook_key = webhook_key::WebhookKey::load(store.as_ref()).await?;
+        let candidate = webhook_key::WebhookKey::candidate();
+        let stored = store.secret(webhook_key::KEY_NAME, &candidate).await?;
+        let webhook_key = webhook_key::WebhookKey::of_stored(&stored)?;
         let cluster_head = store.cluster_head().await?;
-        let outbox = notices::Outbox::new(Arc::clone(&store));
+        let outbox = notices::Outbox::new(store.clone(), store.backend() == "postgres");
         let stopping = CancellationToken::new();
         let feed = feed::Feed::new(
             feed::FeedParts {

@@ -9,7 +9,7 @@
 
 use std::sync::Arc;
 
-use tartan_store::{Notice, Store};
+use tartan_store::{Notice, NoticeStore};
 
 use tokio::sync::mpsc::{self, error::TrySendError, Receiver, Sender};
 
@@ -17,17 +17,19 @@ use tokio::sync::mpsc::{self, error::TrySendError, Receiver, Sender};
 /// notice does not wait for it.
 #[derive(Clone)]
 pub(crate) struct Outbox {
-    store: Arc<dyn Store>,
+    store: Arc<dyn NoticeStore>,
+    carries: bool,
 }
 
 impl Outbox {
-    pub(crate) fn new(store: Arc<dyn Store>) -> Self {
-        Self { store }
+    /// `carries`: whether the database carries notices (only Postgres).
+    pub(crate) fn new(store: Arc<dyn NoticeStore>, carries: bool) -> Self {
+        Self { store, carries }
     }
 
     /// Only Postgres carries notices.
     pub(crate) fn carries_notices(&self) -> bool {
-        self.store.backend() == "postgres"
+        self.carries
     }
 
     /// Tell the other processes `notice`, in the background.
@@ -84,7 +86,7 @@ const QUEUED: usize = 64;
 
 impl Inbox {
     /// Listen on the store's one notice connection and route what comes.
-    pub(crate) async fn open(store: &dyn Store) -> Inbox {
+    pub(crate) async fn open(store: &dyn NoticeStore) -> Inbox {
         let heard = match store.listen().await {
             Ok(Some(heard)) => heard,
             Ok(None) => return Inbox::default(),

@@ -29,14 +29,26 @@ impl Engine {
             .lanes
             .known()
             .into_iter()
-            .map(|lane| (lane.id, lane.local.unwrap_or_default()))
+            .map(|lane| {
+                let here = lane.local.unwrap_or_default();
+                crate::metrics::LaneHeld {
+                    id: lane.id,
+                    waiting: here.waiting,
+                    running: here.running,
+                    open: here.breaker != tartan_core::lanes::BreakerState::Closed,
+                }
+            })
             .collect();
+        let (calls, _) = inner.calls.counts();
         inner.metrics.render(crate::metrics::Held {
             flows_active: inner.flows.active(),
             child_calls_waiting: inner.flows.waiting(),
             timers,
             retries,
-            calls: inner.calls.counts().0,
+            calls_running: calls.running,
+            calls_queued: calls.queued,
+            response_bytes: calls.response_bytes,
+            request_bytes: calls.request_bytes,
             lanes,
             pools: inner.store.pools(),
         })

@@ -12,12 +12,12 @@ use base64::Engine as _;
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
 use subtle::ConstantTimeEq;
-use tartan_store::{Store, StoreError};
+use tartan_store::StoreError;
 
 use crate::error::EngineError;
 
 /// The name of the key in the store's `secrets` table.
-const KEY_NAME: &str = "webhook_key";
+pub(crate) const KEY_NAME: &str = "webhook_key";
 /// Bytes of MAC kept in the URL: 128 bits, 22 characters of base64url.
 const MAC_BYTES: usize = 16;
 
@@ -26,10 +26,14 @@ pub(crate) struct WebhookKey {
 }
 
 impl WebhookKey {
-    /// The database's key; the first engine on a new database makes it.
-    pub(crate) async fn load(store: &dyn Store) -> Result<Self, EngineError> {
-        let candidate = URL_SAFE_NO_PAD.encode(rand::random::<[u8; 32]>());
-        let stored = store.secret(KEY_NAME, &candidate).await?;
+    /// A new key, offered to the database under [`KEY_NAME`]: the first
+    /// engine on a new database makes the key (`Store::secret`).
+    pub(crate) fn candidate() -> String {
+        URL_SAFE_NO_PAD.encode(rand::random::<[u8; 32]>())
+    }
+
+    /// The key the database holds (what `Store::secret` answered).
+    pub(crate) fn of_stored(stored: &str) -> Result<Self, EngineError> {
         let key = URL_SAFE_NO_PAD
             .decode(stored.trim())
             .map_err(|e| StoreError::Corrupt(format!("stored webhook key is not base64url: {e}")))?;

@@ -22,8 +22,6 @@ use tartan_core::outcome::FailureCause;
 use tartan_core::step::{body_outputs, ScriptLimits};
 use tokio::sync::Semaphore;
 
-/// Evaluations with the whole budget at once, by default.
-pub const DEFAULT_MAX_SCRIPTS: usize = 16;
 
 /// What every evaluation may spend, and the places of those that may
 /// spend it all.

@@ -395,10 +395,22 @@ pub(crate) struct Held {
     pub child_calls_waiting: usize,
     pub timers: usize,
     pub retries: usize,
-    pub calls: crate::calls::CallCounts,
-    /// Each lane known here, and its calls here.
-    pub lanes: Vec<(String, crate::lanes::LocalLane)>,
+    pub calls_running: usize,
+    pub calls_queued: usize,
+    pub response_bytes: usize,
+    pub request_bytes: usize,
+    /// Each lane known here: its calls here waiting and running, and
+    /// whether its breaker is open.
+    pub lanes: Vec<LaneHeld>,
     pub pools: Vec<tartan_store::PoolReading>,
+}
+
+/// A lane as this process holds it, for its gauges.
+pub(crate) struct LaneHeld {
+    pub id: String,
+    pub waiting: usize,
+    pub running: u32,
+    pub open: bool,
 }
 
 impl Metrics {
@@ -408,14 +420,13 @@ impl Metrics {
         self.flows_active.set(gauge(held.flows_active));
         self.timers_armed.set(gauge(held.timers));
         self.retries_pending.set(gauge(held.retries));
-        self.calls_in_flight.set(gauge(held.calls.running));
-        self.calls_queued.set(gauge(held.calls.queued));
+        self.calls_in_flight.set(gauge(held.calls_running));
+        self.calls_queued.set(gauge(held.calls_queued));
         self.child_calls_waiting.set(gauge(held.child_calls_waiting));
-        self.response_bytes_held.set(gauge(held.calls.response_bytes));
-        self.request_bytes_held.set(gauge(held.calls.request_bytes));
-        for (id, here) in &held.lanes {
-            let open = here.breaker != tartan_core::lanes::BreakerState::Closed;
-            self.lanes.state(id, here.waiting, here.running, open);
+        self.response_bytes_held.set(gauge(held.response_bytes));
+        self.request_bytes_held.set(gauge(held.request_bytes));
+        for lane in &held.lanes {
+            self.lanes.state(&lane.id, lane.waiting, lane.running, lane.open);
         }
         self.db.read(&held.pools);
         self.process.read();
