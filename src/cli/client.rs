@@ -231,37 +231,76 @@ impl Client {
         self.typed(answer)
     }
 
-    /// A success's body that is not the API's answer: the server is not
-    /// Tartan, or not this version of it.
+    /// A success's body read as the API's type for it. One that is not
+    /// (the server is not Tartan, or not this version of it) is an error
+    /// naming where it differs, as for a server that cannot be reached.
     pub fn typed<T: DeserializeOwned>(&self, body: Value) -> Result<T, CliError> {
-        serde_json::from_value(body).map_err(|e| CliError::Unreachable {
-            server: self.server(),
-            reason: format!("an answer that is not this API's ({e})"),
+        serde_path_to_error::deserialize(body).map_err(|e| {
+            let at = e.path().to_string();
+            if at == "." {
+                self.not_this_api(e.inner())
+            } else {
+                self.not_this_api(format!("at {at}: {}", e.inner()))
+            }
         })
     }
+
+    /// A success that is not the API's answer, and why.
+    pub fn not_this_api(&self, why: impl std::fmt::Display) -> CliError {
+        CliError::Unreachable {
+            server: self.server(),
+            reason: format!("an answer that is not this API's ({why})"),
+        }
+    }
+}
+
+/// What the CLI reads of an error's body: a problem (docs/errors.md), or
+/// Argyll's `{"error"}`. Any member may be absent or not a string (a
+/// proxy's JSON): then it is as absent, and the rest is still read.
+#[derive(Debug, Default, serde::Deserialize)]
+pub struct ProblemText {
+    #[serde(default, deserialize_with = "text")]
+    pub title: Option<String>,
+    #[serde(default, deserialize_with = "text")]
+    pub detail: Option<String>,
+    #[serde(default, deserialize_with = "text")]
+    pub error: Option<String>,
+}
+
+impl ProblemText {
+    /// The body's problem members; none when it is not a JSON object.
+    pub fn of(body: &Value) -> ProblemText {
+        if !body.is_object() {
+            return ProblemText::default();
+        }
+        serde::Deserialize::deserialize(body).unwrap_or_default()
+    }
+}
+
+/// A member that is a string, else none.
+fn text<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    let value: Value = serde::Deserialize::deserialize(d)?;
+    Ok(match value {
+        Value::String(s) => Some(s),
+        _ => None,
+    })
 }
 
 /// The error an answer that is not a success stands for: its problem+json
 /// (`detail`, else Argyll's `error`), else the start of its text.
 pub fn problem(status: StatusCode, body: &Value) -> CliError {
-    let title = body
-        .get("title")
-        .and_then(Value::as_str)
-        .map(str::to_string)
+    let text = ProblemText::of(body);
+    let title = text
+        .title
         .unwrap_or_else(|| status.canonical_reason().unwrap_or("").to_string());
-    let detail = body
-        .get("detail")
-        .or_else(|| body.get("error"))
-        .and_then(Value::as_str)
-        .map(str::to_string)
-        .unwrap_or_else(|| match body {
-            Value::Null => format!("the server answered {status} with no body"),
-            Value::String(s) => format!("the server answered {status}: {}", shorten(s, 200)),
-            other => format!(
-                "the server answered {status}: {}",
-                shorten(&other.to_string(), 200)
-            ),
-        });
+    let detail = text.detail.or(text.error).unwrap_or_else(|| match body {
+        Value::Null => format!("the server answered {status} with no body"),
+        Value::String(s) => format!("the server answered {status}: {}", shorten(s, 200)),
+        other => format!(
+            "the server answered {status}: {}",
+            shorten(&other.to_string(), 200)
+        ),
+    });
     CliError::Problem {
         status: status.as_u16(),
         title,
@@ -276,5 +315,55 @@ pub fn shorten(s: &str, max: usize) -> String {
     } else {
         let cut: String = s.chars().take(max).collect();
         format!("{cut}…")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn an_answer_of_another_shape_is_an_error_naming_where() {
+        let Ok(client) = Client::new("http://127.0.0.1:1", None) else {
+            panic!("a client");
+        };
+        let body = json!({"count": 1, "events": [{"type": "flow_started", "sequence": "one"}]});
+        let Err(e) = client.typed::<tartan_server::api::answers::EventList>(body) else {
+            panic!("not an event list");
+        };
+        let message = e.message();
+        assert!(
+            message.contains("an answer that is not this API's (at events[0]"),
+            "{message}"
+        );
+        assert_eq!(e.exit_code(), exit::UNREACHABLE);
+    }
+
+    #[test]
+    fn a_problem_is_read_member_by_member() {
+        let status = StatusCode::BAD_GATEWAY;
+        let detail = |e: CliError| match e {
+            CliError::Problem { title, detail, .. } => (title, detail),
+            other => panic!("{other:?}"),
+        };
+        let read = |body: Value| detail(problem(status, &body));
+        assert_eq!(
+            read(json!({"title": "Bad Request", "detail": "no such step"})),
+            ("Bad Request".into(), "no such step".into())
+        );
+        // Argyll's `error`; a member that is not a string is as absent.
+        assert_eq!(
+            read(json!({"title": 5, "error": "refused"})),
+            ("Bad Gateway".into(), "refused".into())
+        );
+        assert_eq!(
+            read(json!(["not", "a", "problem"])).1,
+            "the server answered 502 Bad Gateway: [\"not\",\"a\",\"problem\"]"
+        );
+        assert_eq!(
+            read(Value::Null).1,
+            "the server answered 502 Bad Gateway with no body"
+        );
     }
 }

@@ -1,10 +1,11 @@
 //! `tartan flow start|ls|get|events|cancel|retry`.
 
 use reqwest::Method;
-use serde_json::{json, Value};
+use serde_json::json;
 
 use std::collections::BTreeMap;
 
+use tartan_core::flow::{FlowState, FlowStatus};
 use tartan_server::api::answers::{
     FlowAnswer, FlowCancelled, FlowPage, FlowResumed, FlowRetried, FlowSummary,
 };
@@ -152,16 +153,11 @@ pub async fn run(cmd: FlowCmd) -> Result<u8, CliError> {
             }
             let mut table = Table::new(&["ID", "STATUS", "UPDATED", "LABELS", "ERROR"]);
             for f in &flows {
-                let labels: Vec<String> = f
-                    .labels
-                    .iter()
-                    .map(|(k, v)| format!("{k}={}", output::one_line(v)))
-                    .collect();
                 table.row(vec![
                     f.id.clone(),
                     f.status.as_str().into(),
                     output::time(&f.timestamp),
-                    labels.join(","),
+                    output::pairs(&f.labels),
                     super::client::shorten(&output::one_line(f.error.as_deref().unwrap_or_default()), 100),
                 ]);
             }
@@ -169,10 +165,11 @@ pub async fn run(cmd: FlowCmd) -> Result<u8, CliError> {
             Ok(exit::OK)
         }
         FlowSub::Get { id } => {
-            let state = client.get(&["engine", "flow", &id]).await?;
+            let body = client.get(&["engine", "flow", &id]).await?;
             if format == Format::Json {
-                output::json(&state);
+                output::json(&body);
             } else {
+                let state: FlowState = client.typed(body)?;
                 output::out(&describe(&state));
             }
             Ok(exit::OK)
@@ -191,8 +188,8 @@ pub async fn run(cmd: FlowCmd) -> Result<u8, CliError> {
                 output::json(&json!({"count": events.len(), "events": events}));
             } else {
                 let mut view = super::view::View::new(&id);
-                for e in &events {
-                    output::line(&view.apply(e));
+                for e in events {
+                    output::line(&view.apply(&client.typed(e)?));
                 }
             }
             Ok(exit::OK)
@@ -221,9 +218,10 @@ pub async fn run(cmd: FlowCmd) -> Result<u8, CliError> {
             let before = if watch.watch {
                 watch::history(&client, &id, 0)
                     .await?
-                    .last()
-                    .and_then(|e| e["sequence"].as_u64())
-                    .unwrap_or(0)
+                    .pop()
+                    .map(|e| client.typed(e))
+                    .transpose()?
+                    .map_or(0, |e| watch::sequence(&e))
             } else {
                 0
             };
@@ -292,52 +290,48 @@ async fn list(
 
 /// A flow's state for people: what it is, each step with its attempts, and
 /// its result or error.
-pub fn describe(state: &Value) -> String {
+pub fn describe(state: &FlowState) -> String {
     let mut text = String::new();
+    let goals: Vec<String> = state.plan.goals.iter().map(|g| output::one_line(g)).collect();
     let mut head = Table::new(&["FIELD", "VALUE"]);
-    for key in ["id", "status", "created_at", "completed_at", "deactivated_at"] {
-        head.row(vec![key.into(), output::cell(&state[key])]);
+    for (key, value) in [
+        ("id", output::one_line(&state.id)),
+        ("status", state.status.as_str().into()),
+        ("created_at", output::time(&state.created_at)),
+        ("completed_at", output::maybe_time(&state.completed_at)),
+        ("deactivated_at", output::maybe_time(&state.deactivated_at)),
+        ("goals", goals.join(", ")),
+    ] {
+        head.row(vec![key.into(), value]);
     }
-    if let Some(goals) = state["plan"]["goals"].as_array() {
-        head.row(vec![
-            "goals".into(),
-            goals.iter().map(output::cell).collect::<Vec<_>>().join(", "),
-        ]);
+    if !state.labels.is_empty() {
+        head.row(vec!["labels".into(), output::pairs(&state.labels)]);
     }
-    if state["labels"].as_object().is_some_and(|m| !m.is_empty()) {
-        head.row(vec!["labels".into(), output::pairs(&state["labels"])]);
-    }
-    if !state["error"].is_null() {
-        head.row(vec!["error".into(), output::cell(&state["error"])]);
+    if let Some(error) = &state.error {
+        head.row(vec!["error".into(), output::one_line(error)]);
     }
     text.push_str(&head.render());
     text.push('\n');
     let mut steps = Table::new(&["STEP", "STATUS", "ITEMS", "ATTEMPTS", "ERROR"]);
-    for id in super::plan::order(&state["plan"]) {
-        let exec = &state["executions"][&id];
-        let items: Vec<&Value> = exec["work_items"]
-            .as_object()
-            .map(|m| m.values().collect())
-            .unwrap_or_default();
-        let attempts: usize = items
-            .iter()
-            .map(|w| w["attempts"].as_array().map_or(0, Vec::len))
-            .sum();
-        let error = [&exec["error"], &exec["reason"]]
-            .into_iter()
-            .find(|v| !v.is_null())
-            .map(output::cell)
-            .unwrap_or_default();
+    for id in super::plan::order(&state.plan) {
+        // A step of the plan has an execution from the flow's start.
+        let Some(exec) = state.executions.get(&id) else {
+            steps.row(vec![id, String::new(), "0".into(), "0".into(), String::new()]);
+            continue;
+        };
+        let attempts: usize = exec.work_items.values().map(|w| w.attempts.len()).sum();
+        let error = exec.error.as_deref().or(exec.reason.as_deref());
+        let error = error.map(output::one_line).unwrap_or_default();
         steps.row(vec![
-            id.clone(),
-            output::s(exec, "status").into(),
-            items.len().to_string(),
+            id,
+            exec.status.as_str().into(),
+            exec.work_items.len().to_string(),
             attempts.to_string(),
             super::client::shorten(&error, 120),
         ]);
     }
     text.push_str(&steps.render());
-    if state["status"] == "completed" {
+    if state.status == FlowStatus::Completed {
         text.push_str(&format!(
             "\nresult: {}\n",
             output::escape(&output::result_of(state))

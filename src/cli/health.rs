@@ -3,9 +3,11 @@
 //! exits non-zero when the server is not ready.
 
 use reqwest::Method;
-use serde_json::json;
+use serde::Deserialize;
+use serde_json::{json, Value};
+use tartan_server::api::answers::{ClusterState, Health, Ready};
 
-use super::client::{exit, CliError};
+use super::client::{exit, CliError, ProblemText};
 use super::output::{self, Format, Table};
 use super::Conn;
 
@@ -24,8 +26,12 @@ pub async fn run(args: HealthArgs) -> Result<u8, CliError> {
     let (ready_status, ready) = client
         .send_raw(Method::GET, client.url(&["ready"]), None, timeout)
         .await?;
-    // A 200 from something that is not Tartan (a proxy's page) is not "ready".
-    let is_ready = health_status.is_success() && ready_status.is_success() && ready["status"] == "ready";
+    // Read as the API's types, but leniently: a 200 from something that is
+    // not Tartan (a proxy's page) is not "ready", an exit 1, not an error.
+    let ready_answer = Ready::deserialize(&ready).ok();
+    let is_ready = health_status.is_success()
+        && ready_status.is_success()
+        && ready_answer.as_ref().is_some_and(|r| r.status == "ready");
     // The cluster needs a token where the API asks for one; without it the
     // rest still says whether the server is up.
     let cluster = client
@@ -37,74 +43,76 @@ pub async fn run(args: HealthArgs) -> Result<u8, CliError> {
     if args.conn.output == Format::Json {
         output::json(&json!({"health": health, "ready": ready, "cluster": cluster}));
     } else {
-        let d = &health["details"];
-        let mut table = Table::new(&["CHECK", "VALUE"]);
-        table.row(vec!["server".into(), client.server()]);
-        table.row(vec!["health".into(), output::cell(&health["status"])]);
         let ready_text = if ready_status.is_success() {
-            output::cell(&ready["status"])
+            ready_answer
+                .map(|r| output::one_line(&r.status))
+                .unwrap_or_default()
         } else {
-            let why = ready
-                .get("detail")
-                .map(output::cell)
-                .unwrap_or_else(|| ready_status.to_string());
+            let why = ProblemText::of(&ready).detail;
+            let why = why.map_or_else(|| ready_status.to_string(), |d| output::one_line(&d));
             format!("not ready: {why}")
         };
-        table.row(vec!["ready".into(), ready_text]);
-        for key in [
-            "version",
-            "store",
-            "node_id",
-            "active_flows",
-            "calls_in_flight",
-            "calls_queued",
-        ] {
-            if !d[key].is_null() {
-                table.row(vec![key.into(), output::cell(&d[key])]);
-            }
-        }
-        table.print();
-        if let Some(cluster) = &cluster {
-            print_cluster(cluster);
+        print_server(&client.server(), &health, ready_text);
+        if let Some(cluster) = cluster.as_ref().and_then(|c| ClusterState::deserialize(c).ok()) {
+            print_cluster(&cluster);
         }
     }
     Ok(if is_ready { exit::OK } else { exit::ERROR })
 }
 
+/// The server, its health and readiness, and what `GET /health` says of
+/// the process (nothing of an answer that is not the API's).
+fn print_server(server: &str, health: &Value, ready_text: String) {
+    let health = Health::deserialize(health).ok();
+    let mut table = Table::new(&["CHECK", "VALUE"]);
+    table.row(vec!["server".into(), server.to_string()]);
+    let status = health.as_ref().map(|h| output::one_line(&h.status));
+    table.row(vec!["health".into(), status.unwrap_or_default()]);
+    table.row(vec!["ready".into(), ready_text]);
+    if let Some(d) = health.map(|h| h.details) {
+        for (key, value) in [
+            ("version", output::one_line(&d.version)),
+            ("store", output::one_line(&d.store)),
+            ("node_id", output::one_line(&d.node_id)),
+            ("active_flows", d.active_flows.to_string()),
+            ("calls_in_flight", d.calls_in_flight.to_string()),
+            ("calls_queued", d.calls_queued.to_string()),
+        ] {
+            table.row(vec![key.into(), value]);
+        }
+    }
+    table.print();
+}
+
 /// The engines with their heartbeats, then each step that is not healthy
 /// with why (every node shows the same health).
-fn print_cluster(cluster: &serde_json::Value) {
-    let Some(nodes) = cluster["nodes"].as_object() else {
-        return;
-    };
+fn print_cluster(cluster: &ClusterState) {
     println!();
     let mut engines = Table::new(&["ENGINE", "LAST SEEN", "STARTED"]);
-    for (id, node) in nodes {
+    for (id, node) in &cluster.nodes {
         engines.row(vec![
             id.clone(),
-            output::cell(&node["last_seen"]),
-            output::cell(&node["started_at"]),
+            output::time(&node.last_seen),
+            output::time(&node.started_at),
         ]);
     }
     engines.print();
-    let Some((_, first)) = nodes.iter().next() else {
+    let Some(first) = cluster.nodes.values().next() else {
         return;
     };
-    let Some(steps) = first["health"].as_object() else {
-        return;
-    };
+    let steps = &first.health;
     let mut table = Table::new(&["STEP", "HEALTH", "ERROR", "CHECKED BY"]);
     let mut shown = 0;
     for (id, h) in steps {
-        if h["status"] == "healthy" {
+        if h.status == "healthy" {
             continue;
         }
         shown += 1;
         table.row(vec![
             id.clone(),
-            output::cell(&h["status"]),
-            output::cell(&h["error"]),
-            output::cell(&h["checked_by"]),
+            output::one_line(&h.status),
+            output::maybe(&h.error),
+            output::maybe(&h.checked_by),
         ]);
     }
     println!();

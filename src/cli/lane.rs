@@ -1,6 +1,7 @@
 //! `tartan lane ls|pause|resume`: the lanes' state, and an operator's
 //! pause (docs/lanes.md, "Operating").
 
+use serde::Deserialize;
 use tartan_server::api::lanes::{LaneList, LanePause, LaneShown};
 
 use super::client::{exit, CliError};
@@ -65,6 +66,7 @@ pub async fn run(cmd: LaneCmd) -> Result<u8, CliError> {
     }
     let mut table = Table::new(&["LANE", "LIMITS", "SLOTS", "HERE", "PAUSED", "BREAKER"]);
     for l in &lanes {
+        let limits: Limits = client.typed(l.limits.clone())?;
         let paused = match (l.paused, &l.paused_until) {
             (false, _) => "-".to_string(),
             (true, Some(until)) => format!("until {}", output::maybe_time(&Some(*until))),
@@ -72,7 +74,7 @@ pub async fn run(cmd: LaneCmd) -> Result<u8, CliError> {
         };
         table.row(vec![
             l.id.clone(),
-            limits_text(&l.limits),
+            limits_text(&limits),
             format!("{}/{}", l.slots_held, l.slots_wanted),
             l.here
                 .as_ref()
@@ -89,22 +91,39 @@ pub async fn run(cmd: LaneCmd) -> Result<u8, CliError> {
     Ok(exit::OK)
 }
 
+/// A lane's `limits` as `LaneShown` holds them: the JSON of
+/// `tartan_core::lanes::LaneLimits::to_json`, which no type describes.
+#[derive(Deserialize)]
+struct Limits {
+    concurrency: Option<u32>,
+    rate: Option<String>,
+    /// Written with `rate`.
+    burst: Option<u32>,
+    breaker: Option<Breaker>,
+}
+
+#[derive(Deserialize)]
+struct Breaker {
+    failures: u32,
+    /// In ms.
+    cool_down: u64,
+}
+
 /// `concurrency 2, 10/s burst 5, breaker 5 in a row / 30s`.
-fn limits_text(limits: &serde_json::Value) -> String {
+fn limits_text(limits: &Limits) -> String {
     let mut parts = Vec::new();
-    if let Some(n) = limits["concurrency"].as_u64() {
+    if let Some(n) = limits.concurrency {
         parts.push(format!("concurrency {n}"));
     }
-    if let Some(rate) = limits["rate"].as_str() {
-        parts.push(format!("{rate} burst {}", limits["burst"]));
+    if let Some(rate) = &limits.rate {
+        // 1, the core's default, when absent.
+        parts.push(format!("{rate} burst {}", limits.burst.unwrap_or(1)));
     }
-    if limits["breaker"].is_object() {
+    if let Some(b) = &limits.breaker {
         parts.push(format!(
             "breaker {} in a row / {}",
-            limits["breaker"]["failures"],
-            limits["breaker"]["cool_down"]
-                .as_u64()
-                .map_or_else(|| limits["breaker"]["cool_down"].to_string(), output::seconds)
+            b.failures,
+            output::seconds(b.cool_down)
         ));
     }
     parts.join(", ")

@@ -14,6 +14,7 @@ use std::fmt::Write as _;
 use std::io::Write;
 
 use serde_json::Value;
+use tartan_core::flow::FlowState;
 
 /// `--output`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -106,7 +107,6 @@ pub fn time(at: &tartan_core::flow::Time) -> String {
     }
 }
 
-/// An optional time as the API writes it; empty when absent.
 /// A duration for people: `0.3s`, `1.5s`, `30s` (tenths, a whole number
 /// without them).
 pub fn seconds(ms: u64) -> String {
@@ -114,6 +114,7 @@ pub fn seconds(ms: u64) -> String {
     format!("{}s", text.strip_suffix(".0").unwrap_or(&text))
 }
 
+/// An optional time as the API writes it; empty when absent.
 pub fn maybe_time(at: &Option<tartan_core::flow::Time>) -> String {
     at.as_ref().map(time).unwrap_or_default()
 }
@@ -188,41 +189,32 @@ pub fn cell(value: &Value) -> String {
     }
 }
 
+/// An optional text for a table cell, on one line; empty when absent.
+pub fn maybe(text: &Option<String>) -> String {
+    text.as_deref().map(one_line).unwrap_or_default()
+}
+
 /// Newlines and tabs would break a table's rows.
 pub fn one_line(s: &str) -> String {
     s.replace(['\n', '\r', '\t'], " ")
 }
 
-/// `k=v,k=v` of a JSON object of strings.
-pub fn pairs(value: &Value) -> String {
-    value
-        .as_object()
-        .map(|m| {
-            m.iter()
-                .map(|(k, v)| format!("{k}={}", cell(v)))
-                .collect::<Vec<_>>()
-                .join(",")
-        })
-        .unwrap_or_default()
+/// `k=v,k=v` of labels, each value on one line.
+pub fn pairs(labels: &std::collections::BTreeMap<String, String>) -> String {
+    labels
+        .iter()
+        .map(|(k, v)| format!("{k}={}", one_line(v)))
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
-/// A member of an object as text ("" when absent).
-pub fn s<'a>(value: &'a Value, key: &str) -> &'a str {
-    value.get(key).and_then(Value::as_str).unwrap_or("")
-}
-
-/// The goals' outputs of a completed flow: each goal's execution outputs.
-pub fn result_of(state: &Value) -> String {
+/// The goals' outputs of a completed flow: each goal's execution outputs,
+/// in the order the step returned them.
+pub fn result_of(state: &FlowState) -> String {
     let mut result = serde_json::Map::new();
-    for goal in state["plan"]["goals"].as_array().into_iter().flatten() {
-        if let Some(g) = goal.as_str() {
-            for (k, v) in state["executions"][g]["outputs"]
-                .as_object()
-                .into_iter()
-                .flatten()
-            {
-                result.insert(k.clone(), v.clone());
-            }
+    for goal in &state.plan.goals {
+        if let Some(outputs) = state.executions.get(goal).and_then(|e| e.outputs.as_ref()) {
+            result.extend(tartan_core::json::args_of(outputs));
         }
     }
     Value::Object(result).to_string()

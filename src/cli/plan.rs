@@ -2,7 +2,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use serde_json::{json, Value};
+use serde_json::json;
+use tartan_core::plan::ExecutionPlan;
 
 use super::client::{exit, CliError};
 use super::output::{self, Format, Table};
@@ -23,46 +24,45 @@ pub struct PlanArgs {
 pub async fn run(args: PlanArgs) -> Result<u8, CliError> {
     let client = args.conn.client()?;
     let init = super::parse_init(&args.init)?;
-    let plan = client
+    let body = client
         .post(&["engine", "plan"], &json!({"goals": args.goals, "init": init}))
         .await?;
     if args.conn.output == Format::Json {
-        output::json(&plan);
+        output::json(&body);
         return Ok(exit::OK);
     }
+    let plan: ExecutionPlan = client.typed(body)?;
     let mut table = Table::new(&["#", "STEP", "TYPE", "INPUTS", "OUTPUTS"]);
     for (i, id) in order(&plan).iter().enumerate() {
-        let step = &plan["steps"][id];
+        let Some(step) = plan.steps.get(id) else { continue };
         let (inputs, outputs) = super::step::io_of(step);
-        let goal = plan["goals"]
-            .as_array()
-            .is_some_and(|g| g.iter().any(|g| g.as_str() == Some(id)));
+        let goal = plan.goals.contains(id);
         table.row(vec![
             (i + 1).to_string(),
             if goal { format!("{id} (goal)") } else { id.clone() },
-            output::s(step, "type").into(),
+            step.step_type.clone(),
             inputs.join(","),
             outputs.join(","),
         ]);
     }
     table.print();
-    let required: Vec<&str> = plan["required"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
-        .collect();
     output::line(&format!(
         "required inputs: {}",
-        if required.is_empty() {
+        if plan.required.is_empty() {
             "none".to_string()
         } else {
-            required.join(", ")
+            plan.required.join(", ")
         }
     ));
-    for (why, steps) in plan["excluded"].as_object().into_iter().flatten() {
-        for (step, attrs) in steps.as_object().into_iter().flatten() {
-            output::line(&format!("excluded {step} ({why}: {})", output::cell(attrs)));
+    // In the order the server writes them.
+    let excluded = &plan.excluded;
+    for (why, steps) in [
+        ("satisfied", &excluded.satisfied),
+        ("blocked", &excluded.blocked),
+        ("missing", &excluded.missing),
+    ] {
+        for (step, attrs) in steps {
+            output::line(&format!("excluded {step} ({why}: {})", json!(attrs)));
         }
     }
     Ok(exit::OK)
@@ -70,27 +70,19 @@ pub async fn run(args: PlanArgs) -> Result<u8, CliError> {
 
 /// A plan's steps in an order that runs each after the steps providing its
 /// inputs; ties by id.
-pub fn order(plan: &Value) -> Vec<String> {
-    let steps: BTreeSet<String> = plan["steps"]
-        .as_object()
-        .map(|m| m.keys().cloned().collect())
-        .unwrap_or_default();
+pub fn order(plan: &ExecutionPlan) -> Vec<String> {
+    let steps: BTreeSet<String> = plan.steps.keys().cloned().collect();
     let mut after: BTreeMap<&str, BTreeSet<String>> = BTreeMap::new();
-    for id in &steps {
-        let deps = after.entry(id).or_default();
-        for (name, attr) in plan["steps"][id]["attributes"].as_object().into_iter().flatten() {
-            if !matches!(output::s(attr, "role"), "required" | "optional") {
+    for (id, step) in &plan.steps {
+        let deps = after.entry(id.as_str()).or_default();
+        for (name, attr) in &step.attributes {
+            if !matches!(attr.role.as_str(), "required" | "optional") {
                 continue;
             }
-            for provider in plan["attributes"][name]["providers"]
-                .as_array()
-                .into_iter()
-                .flatten()
-            {
-                if let Some(p) = provider.as_str() {
-                    if p != id && steps.contains(p) {
-                        deps.insert(p.to_string());
-                    }
+            let providers = plan.attributes.get(name).map(|a| a.providers.as_slice());
+            for p in providers.unwrap_or_default() {
+                if p != id && steps.contains(p) {
+                    deps.insert(p.clone());
                 }
             }
         }

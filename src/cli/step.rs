@@ -1,10 +1,12 @@
 //! `tartan step apply|ls|get|rm`.
 
 use std::path::{Path, PathBuf};
-use tartan_server::api::answers::{ClusterState, StepList};
 
 use reqwest::{Method, StatusCode};
+use serde::Deserialize;
 use serde_json::{json, Value};
+use tartan_core::step::Step;
+use tartan_server::api::answers::{ClusterState, StepList, StepSaved};
 
 use super::client::{exit, problem, CliError, Client};
 use super::output::{self, Format, Table};
@@ -57,8 +59,7 @@ pub async fn run(cmd: StepCmd) -> Result<u8, CliError> {
             let health = cluster.nodes.values().next().map(|n| &n.health);
             let mut table = Table::new(&["ID", "NAME", "TYPE", "HEALTH", "ENDPOINT", "INPUTS", "OUTPUTS"]);
             for step in &body.steps {
-                let (inputs, outputs) =
-                    roles(step.attributes.iter().map(|(name, a)| (name, a.role.as_str())));
+                let (inputs, outputs) = io_of(step);
                 let status = health
                     .and_then(|h| h.get(&step.id))
                     .map_or("unknown".to_string(), |h| h.status.clone());
@@ -76,34 +77,13 @@ pub async fn run(cmd: StepCmd) -> Result<u8, CliError> {
             Ok(exit::OK)
         }
         StepSub::Get { id } => {
-            let step = client.get(&["engine", "step", &id]).await?;
+            let body = client.get(&["engine", "step", &id]).await?;
             if format == Format::Json {
-                output::json(&step);
+                output::json(&body);
                 return Ok(exit::OK);
             }
-            let (inputs, outputs) = io_of(&step);
-            let mut table = Table::new(&["FIELD", "VALUE"]);
-            for (k, v) in [
-                ("id", output::s(&step, "id").to_string()),
-                ("name", output::one_line(output::s(&step, "name"))),
-                ("type", output::s(&step, "type").into()),
-                ("endpoint", output::s(&step["http"], "endpoint").into()),
-                ("method", output::s(&step["http"], "method").into()),
-                ("inputs", inputs.join(", ")),
-                ("outputs", outputs.join(", ")),
-                (
-                    "retry",
-                    match step["effective_retry"]["in_words"].as_str() {
-                        Some(words) => output::one_line(words),
-                        None => output::cell(&step["effective_retry"]),
-                    },
-                ),
-                ("timeouts", output::cell(&step["effective_timeouts"])),
-                ("labels", output::pairs(&step["labels"])),
-            ] {
-                table.row(vec![k.into(), v]);
-            }
-            table.print();
+            let step: Step = client.typed(body)?;
+            show(&step);
             Ok(exit::OK)
         }
         StepSub::Rm { id } => {
@@ -120,10 +100,52 @@ pub async fn run(cmd: StepCmd) -> Result<u8, CliError> {
     }
 }
 
-/// A step's inputs (required, optional `?`, const `=`) and outputs.
-pub(crate) fn io_of(step: &Value) -> (Vec<String>, Vec<String>) {
-    let attributes = step["attributes"].as_object().into_iter().flatten();
-    roles(attributes.map(|(name, attr)| (name, output::s(attr, "role"))))
+/// `effective_retry` as the step routes show it: the policy's values
+/// (a JSON object no type describes) with `in_words` added
+/// (`tartan_server::api::answers::step_shown`).
+#[derive(Deserialize)]
+struct RetryShown {
+    in_words: String,
+}
+
+/// One step's fields for people.
+fn show(step: &Step) {
+    let (inputs, outputs) = io_of(step);
+    let http = step.http.as_ref();
+    let retry = match step.effective_retry.as_ref() {
+        None => String::new(),
+        Some(retry) => match RetryShown::deserialize(retry) {
+            Ok(shown) => output::one_line(&shown.in_words),
+            Err(_) => output::cell(retry),
+        },
+    };
+    let mut table = Table::new(&["FIELD", "VALUE"]);
+    for (k, v) in [
+        ("id", step.id.clone()),
+        ("name", output::one_line(&step.name)),
+        ("type", step.step_type.clone()),
+        ("endpoint", http.map(|h| h.endpoint.clone()).unwrap_or_default()),
+        ("method", http.map(|h| h.method.clone()).unwrap_or_default()),
+        ("inputs", inputs.join(", ")),
+        ("outputs", outputs.join(", ")),
+        ("retry", retry),
+        (
+            "timeouts",
+            step.effective_timeouts
+                .as_ref()
+                .map(output::cell)
+                .unwrap_or_default(),
+        ),
+        ("labels", output::pairs(&step.labels)),
+    ] {
+        table.row(vec![k.into(), v]);
+    }
+    table.print();
+}
+
+/// A step's inputs (optional ones marked `?`) and outputs.
+pub(crate) fn io_of(step: &Step) -> (Vec<String>, Vec<String>) {
+    roles(step.attributes.iter().map(|(name, a)| (name, a.role.as_str())))
 }
 
 /// Inputs (optional ones marked `?`) and outputs, from `(name, role)`.
@@ -182,8 +204,10 @@ fn kind(path: &Path) -> Option<Kind> {
     }
 }
 
-/// The steps one file holds: one object, a list, or (YAML) several documents.
-fn read_steps(path: &Path) -> Result<Vec<Value>, CliError> {
+/// The steps one file holds: one object, a list, or (YAML) several
+/// documents; each with its id. A step is sent as the file has it: the
+/// server checks it, so only its id is read here.
+fn read_steps(path: &Path) -> Result<Vec<(String, Value)>, CliError> {
     use std::io::Read;
     let name = path.display();
     let file = std::fs::File::open(path).map_err(|e| CliError::local(format!("{name}: {e}")))?;
@@ -220,15 +244,18 @@ fn read_steps(path: &Path) -> Result<Vec<Value>, CliError> {
             other => steps.push(other),
         }
     }
-    for (i, step) in steps.iter().enumerate() {
-        if step.get("id").and_then(Value::as_str).is_none() {
+    let mut named = Vec::new();
+    for (i, step) in steps.into_iter().enumerate() {
+        // A local file, not the server's answer: any JSON may be there.
+        let Some(id) = step.get("id").and_then(Value::as_str) else {
             return Err(CliError::local(format!(
                 "{name}: step {} has no \"id\" string",
                 i + 1
             )));
-        }
+        };
+        named.push((id.to_string(), step));
     }
-    Ok(steps)
+    Ok(named)
 }
 
 /// Register each step; one that holds a different definition is updated.
@@ -236,15 +263,15 @@ fn read_steps(path: &Path) -> Result<Vec<Value>, CliError> {
 async fn apply(client: &Client, paths: &[PathBuf], format: Format) -> Result<u8, CliError> {
     let mut all = Vec::new();
     for file in expand(paths)? {
-        for step in read_steps(&file)? {
-            all.push((file.clone(), step));
+        for (id, step) in read_steps(&file)? {
+            all.push((file.clone(), id, step));
         }
     }
     let mut table = Table::new(&["STEP", "RESULT", "FILE"]);
     let mut results = Vec::new();
     let mut failed = false;
-    for (file, step) in &all {
-        let id = output::s(step, "id");
+    for (file, id, step) in &all {
+        let id = id.as_str();
         let file = file.display().to_string();
         match apply_one(client, id, step).await {
             Ok((stored, result)) => {
@@ -290,20 +317,17 @@ async fn apply_one(client: &Client, id: &str, step: &Value) -> Result<(String, &
     let (status, body) = client
         .send_raw(Method::POST, client.url(&["engine", "step"]), Some(step), timeout)
         .await?;
-    let stored = |body: &Value| {
-        body["step"]["id"]
-            .as_str()
-            .map_or_else(|| id.to_string(), str::to_string)
-    };
+    // The id as stored (the server sanitises it).
+    let stored = |body: Value| client.typed::<StepSaved>(body).map(|saved| saved.step.id);
     match status {
         StatusCode::CREATED | StatusCode::OK => {
-            Ok((stored(&body), if existed { "unchanged" } else { "created" }))
+            Ok((stored(body)?, if existed { "unchanged" } else { "created" }))
         }
         StatusCode::CONFLICT => {
             let body = client
                 .send(Method::PUT, client.url(&["engine", "step", id]), Some(step))
                 .await?;
-            Ok((stored(&body), "updated"))
+            Ok((stored(body)?, "updated"))
         }
         _ => Err(problem(status, &body)),
     }

@@ -5,10 +5,14 @@
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
+use serde::Deserialize;
 use serde_json::Value;
 use tartan_core::flow::FlowEvent;
+use tartan_core::json::{args_of, Outputs};
+use tartan_core::plan::ExecutionPlan;
+use tartan_server::api::answers::Event;
 
-use super::client::shorten;
+use super::client::{shorten, ProblemText};
 use super::output;
 
 /// One step as the events tell it.
@@ -46,11 +50,11 @@ pub struct View {
     pub(super) over: bool,
 }
 
-fn time(event: &Value) -> Option<DateTime<Utc>> {
-    event["timestamp"]
-        .as_str()
-        .and_then(|t| DateTime::parse_from_rfc3339(t).ok())
-        .map(|t| t.with_timezone(&Utc))
+/// What the line of an event of a kind this client does not know (a
+/// newer server's) reads of its data: no type describes it.
+#[derive(Deserialize)]
+struct UnknownEvent {
+    step_id: String,
 }
 
 impl View {
@@ -80,32 +84,26 @@ impl View {
 
     /// Take in one event; answer its plain line:
     /// `HH:MM:SS.mmm <what happened>` (UTC).
-    pub fn apply(&mut self, event: &Value) -> String {
-        let at = time(event);
-        let kind = output::s(event, "type");
-        let data = &event["data"];
-        let text = match FlowEvent::from_parts(kind, data.clone()) {
-            Ok(e) => self.fold(&e, data, at),
+    pub fn apply(&mut self, event: &Event) -> String {
+        let at = event.timestamp;
+        let kind = event.event_type.as_str();
+        let text = match FlowEvent::from_parts(kind, event.data.clone()) {
+            Ok(e) => self.fold(&e, at),
             // A kind this client does not know (a newer server): named.
-            Err(_) => match output::s(data, "step_id") {
-                "" => kind.to_string(),
-                step_id => format!("{kind} step {step_id}"),
+            Err(_) => match UnknownEvent::deserialize(&event.data) {
+                Ok(UnknownEvent { step_id }) if !step_id.is_empty() => format!("{kind} step {step_id}"),
+                _ => kind.to_string(),
             },
         };
-        let at = at.map_or_else(
-            || "--:--:--.---".to_string(),
-            |t| t.format("%H:%M:%S%.3f").to_string(),
-        );
-        format!("{at} {text}")
+        format!("{} {text}", at.format("%H:%M:%S%.3f"))
     }
 
-    /// One event: what it changes of the view, and its line. `data` is the
-    /// event as sent, for what is shown as the server wrote it.
-    fn fold(&mut self, event: &FlowEvent, data: &Value, at: Option<DateTime<Utc>>) -> String {
+    /// One event: what it changes of the view, and its line.
+    fn fold(&mut self, event: &FlowEvent, at: DateTime<Utc>) -> String {
         use FlowEvent as E;
         let flow = self.flow_id.clone();
         match event {
-            E::FlowStarted { plan, .. } => self.flow_started(&plan.goals, &data["plan"], at),
+            E::FlowStarted { plan, .. } => self.flow_started(plan, at),
             E::StepStarted {
                 step_id, work_items, ..
             } => self.step_started(step_id, work_items.len()),
@@ -219,11 +217,11 @@ impl View {
             | E::CompStarted { .. }
             | E::CompSucceeded { .. }
             | E::CompRetryScheduled { .. }
-            | E::CompFailed { .. } => line_only(event, data),
-            E::FlowCompleted { .. } => self.flow_completed(&data["result"], at),
+            | E::CompFailed { .. } => line_only(event),
+            E::FlowCompleted { result, .. } => self.flow_completed(result, at),
             E::FlowFailed { error, .. } => self.flow_failed(error, at),
             E::FlowCancelled { reason, .. } => {
-                self.ended = at;
+                self.ended = Some(at);
                 self.status = "cancelled".into();
                 format!("flow {flow} cancelled: {}", output::one_line(reason))
             }
@@ -247,12 +245,12 @@ impl View {
         it.next_retry_at = None;
     }
 
-    fn flow_started(&mut self, goals: &[String], plan: &Value, at: Option<DateTime<Utc>>) -> String {
-        self.started = at;
+    fn flow_started(&mut self, plan: &ExecutionPlan, at: DateTime<Utc>) -> String {
+        self.started = Some(at);
         for id in super::plan::order(plan) {
             self.step(&id);
         }
-        format!("flow {} started (goals: {})", self.flow_id, goals.join(", "))
+        format!("flow {} started (goals: {})", self.flow_id, plan.goals.join(", "))
     }
 
     fn step_started(&mut self, step_id: &str, items: usize) -> String {
@@ -263,18 +261,12 @@ impl View {
         }
     }
 
-    fn work_started(
-        &mut self,
-        step_id: &str,
-        token: &str,
-        attempt: u32,
-        at: Option<DateTime<Utc>>,
-    ) -> String {
+    fn work_started(&mut self, step_id: &str, token: &str, attempt: u32, at: DateTime<Utc>) -> String {
         let it = self.item(step_id, token);
         it.status = "running".into();
         it.attempt = u64::from(attempt);
         it.next_retry_at = None;
-        it.started_at = at;
+        it.started_at = Some(at);
         format!("step {step_id} attempt {attempt} started")
     }
 
@@ -319,15 +311,17 @@ impl View {
         format!("step {step_id} work cancelled: {reason}")
     }
 
-    fn flow_completed(&mut self, result: &Value, at: Option<DateTime<Utc>>) -> String {
-        self.ended = at;
+    fn flow_completed(&mut self, result: &Outputs, at: DateTime<Utc>) -> String {
+        self.ended = Some(at);
         self.status = "completed".into();
-        self.result = Some(result.clone());
-        format!("flow {} completed, result: {result}", self.flow_id)
+        let result = Value::Object(args_of(result));
+        let line = format!("flow {} completed, result: {result}", self.flow_id);
+        self.result = Some(result);
+        line
     }
 
-    fn flow_failed(&mut self, error: &str, at: Option<DateTime<Utc>>) -> String {
-        self.ended = at;
+    fn flow_failed(&mut self, error: &str, at: DateTime<Utc>) -> String {
+        self.ended = Some(at);
         let error = output::one_line(error);
         self.status = "failed".into();
         self.error = Some(error.clone());
@@ -453,9 +447,8 @@ impl View {
     }
 }
 
-/// The line of an event that changes nothing else of the view; `data`
-/// is the event as sent.
-fn line_only(event: &FlowEvent, data: &Value) -> String {
+/// The line of an event that changes nothing else of the view.
+fn line_only(event: &FlowEvent) -> String {
     match event {
         FlowEvent::WorkHeartbeat { step_id, .. } => format!("step {step_id} heartbeat"),
         FlowEvent::WorkLaneWaited {
@@ -476,8 +469,8 @@ fn line_only(event: &FlowEvent, data: &Value) -> String {
             child_flow_id,
             ..
         } => format!("step {step_id} child flow {child_flow_id} never started"),
-        FlowEvent::AttributeSet { key, .. } => {
-            format!("attribute {key} = {}", shorten(&data["value"].to_string(), 200))
+        FlowEvent::AttributeSet { key, value, .. } => {
+            format!("attribute {key} = {}", shorten(&value.to_string(), 200))
         }
         FlowEvent::WorkSkipped { step_id, reason, .. } => {
             format!("step {step_id} work item skipped: {reason}")
@@ -488,7 +481,7 @@ fn line_only(event: &FlowEvent, data: &Value) -> String {
         ),
         FlowEvent::FlowTimedOut { flow_id, problem, .. } => format!(
             "flow {flow_id} timed out: {}",
-            output::one_line(output::s(problem, "detail"))
+            output::maybe(&ProblemText::of(problem).detail)
         ),
         FlowEvent::CompStarted { step_id, attempt, .. } => {
             format!("step {step_id} compensation attempt {attempt} started")

@@ -14,7 +14,10 @@ use chrono::Utc;
 use eventsource_stream::Eventsource;
 use futures::StreamExt;
 use reqwest::{Method, StatusCode};
+use serde::Deserialize;
 use serde_json::Value;
+use tartan_core::flow::{FlowState, FlowStatus};
+use tartan_server::api::answers::Event;
 
 use super::client::{exit, problem, CliError, Client};
 use super::output::{self, Format};
@@ -56,20 +59,34 @@ pub fn restore_terminal() {
     }
 }
 
-/// A flow's events after `after`, every page.
+/// An event's sequence; 0 (none) for one that is not positive.
+pub fn sequence(event: &Event) -> u64 {
+    u64::try_from(event.sequence).unwrap_or(0)
+}
+
+/// A page of a flow's history: `EventList`, its events kept as the server
+/// sent them (`-o json` prints them so) and read as `Event` where used.
+#[derive(Deserialize)]
+struct HistoryPage {
+    events: Vec<Value>,
+    #[serde(default)]
+    next: Option<Option<i64>>,
+}
+
+/// A flow's events after `after`, every page, as the server sent them.
 pub async fn history(client: &Client, id: &str, mut after: u64) -> Result<Vec<Value>, CliError> {
     let mut events = Vec::new();
     loop {
         let mut url = client.url(&["engine", "flow", id, "events"]);
         url.set_query(Some(&format!("after={after}&limit=1000")));
-        let page = client.send(Method::GET, url, None).await?;
-        let got = page["events"].as_array().cloned().unwrap_or_default();
-        if let Some(last) = got.last().and_then(|e| e["sequence"].as_u64()) {
-            after = last;
+        let page: HistoryPage = client.get_as(url).await?;
+        if let Some(last) = page.events.last() {
+            after = sequence(&client.typed(last.clone())?);
         }
-        let empty = got.is_empty();
-        events.extend(got);
-        if page["next"].is_null() || empty {
+        let empty = page.events.is_empty();
+        events.extend(page.events);
+        // `next` absent or null: the last page.
+        if page.next.flatten().is_none() || empty {
             return Ok(events);
         }
     }
@@ -101,11 +118,11 @@ pub async fn watch_after(client: &Client, id: &str, mode: Mode, quiet_until: u64
         restore_terminal();
     }
     let state = result?;
-    Ok(match output::s(&state, "status") {
-        "completed" => exit::OK,
-        "failed" => exit::FLOW_FAILED,
-        "cancelled" => exit::FLOW_CANCELLED,
-        _ => exit::ERROR,
+    Ok(match state.status {
+        FlowStatus::Completed => exit::OK,
+        FlowStatus::Failed => exit::FLOW_FAILED,
+        FlowStatus::Cancelled => exit::FLOW_CANCELLED,
+        FlowStatus::Active => exit::ERROR,
     })
 }
 
@@ -121,7 +138,7 @@ struct Watcher {
 /// How one connection to the stream ended.
 enum Ended {
     /// The flow's final state.
-    State(Value),
+    State(Box<FlowState>),
     /// Reconnect from the last event seen.
     Resume,
     /// The server has no stream route: poll.
@@ -129,15 +146,15 @@ enum Ended {
 }
 
 impl Watcher {
-    async fn run(&mut self, client: &Client, id: &str) -> Result<Value, CliError> {
+    async fn run(&mut self, client: &Client, id: &str) -> Result<FlowState, CliError> {
         let mut failures = 0;
         let mut streaming = true;
         loop {
             for event in history(client, id, self.last_seq).await? {
-                self.event(&event);
+                self.event(&event).map_err(|e| client.not_this_api(e))?;
             }
             if self.view.over {
-                return client.get(&["engine", "flow", id]).await;
+                return client.get_as(client.url(&["engine", "flow", id])).await;
             }
             if !streaming {
                 self.pause(POLL).await;
@@ -145,7 +162,7 @@ impl Watcher {
             }
             let before = self.last_seq;
             match self.stream(client, id).await {
-                Ok(Ended::State(state)) => return Ok(state),
+                Ok(Ended::State(state)) => return Ok(*state),
                 Ok(Ended::NoStream) => streaming = false,
                 Ok(Ended::Resume) => {
                     failures = 0;
@@ -223,17 +240,20 @@ impl Watcher {
                 next = events.next() => {
                     let Some(next) = next else { return Ok(Ended::Resume) };
                     let Ok(message) = next else { return Ok(Ended::Resume) };
+                    // A state that is not one is skipped: the history read
+                    // after reconnecting has what it missed.
                     match message.event.as_str() {
                         "state" => {
-                            if let Ok(state) = serde_json::from_str::<Value>(&message.data) {
-                                return Ok(Ended::State(state));
+                            if let Ok(state) = serde_json::from_str::<FlowState>(&message.data) {
+                                return Ok(Ended::State(Box::new(state)));
                             }
                             return Ok(Ended::Resume);
                         }
                         "dropped" => return Ok(Ended::Resume),
                         _ => {
                             if let Ok(event) = serde_json::from_str::<Value>(&message.data) {
-                                self.event(&event);
+                                // Not an event (an `error` message): skipped.
+                                let _ = self.event(&event);
                             }
                         }
                     }
@@ -249,22 +269,25 @@ impl Watcher {
         }
     }
 
-    /// One event: into the view, and printed unless seen already.
-    fn event(&mut self, event: &Value) {
-        let seq = event["sequence"].as_u64().unwrap_or(0);
+    /// One event as the server sent it: read as the API's type into the
+    /// view, and printed (JSON lines: as sent) unless seen already.
+    fn event(&mut self, raw: &Value) -> Result<(), serde_json::Error> {
+        let event = Event::deserialize(raw)?;
+        let seq = sequence(&event);
         if seq != 0 && seq <= self.last_seq {
-            return;
+            return Ok(());
         }
         self.last_seq = self.last_seq.max(seq);
-        let line = self.view.apply(event);
+        let line = self.view.apply(&event);
         if seq != 0 && seq <= self.quiet_until {
-            return;
+            return Ok(());
         }
         match self.mode {
             Mode::Plain => output::line(&line),
-            Mode::JsonLines => output::json_line(event),
+            Mode::JsonLines => output::json_line(raw),
             Mode::Tty => self.redraw(),
         }
+        Ok(())
     }
 
     fn redraw(&mut self) {
@@ -314,14 +337,14 @@ impl Watcher {
     }
 
     /// The flow's end: its result or its error.
-    fn finish(&mut self, state: &Value) {
+    fn finish(&mut self, state: &FlowState) {
         if self.mode == Mode::JsonLines {
             return;
         }
-        self.view.status = output::s(state, "status").to_string();
+        self.view.status = state.status.as_str().to_string();
         self.redraw();
         let id = &self.view.flow_id;
-        match output::s(state, "status") {
+        match state.status.as_str() {
             "completed" => {
                 let result = self
                     .view
@@ -334,7 +357,7 @@ impl Watcher {
             }
             status => {
                 output::line(&format!("flow {id} {status}"));
-                if let Some(e) = state["error"].as_str() {
+                if let Some(e) = &state.error {
                     output::line(&format!("error: {}", output::one_line(e)));
                 }
             }

@@ -4,7 +4,7 @@
 
 use serde::Serialize;
 use strum::IntoEnumIterator;
-use tartan_core::flow::{FlowStatus, WorkStatus};
+use tartan_core::flow::{FlowStatus, StepStatus, WorkStatus};
 use tartan_core::health::HealthStatus;
 use tartan_core::outcome::{AttemptOutcome, FailureClass};
 use tartan_core::retry::{BackoffType, Jitter, RetryState};
@@ -25,6 +25,7 @@ fn names_are_serdes<E: IntoEnumIterator + Serialize + Copy + std::fmt::Debug>(
 #[test]
 fn every_as_str_is_the_serde_name() {
     names_are_serdes(FlowStatus::as_str);
+    names_are_serdes(StepStatus::as_str);
     names_are_serdes(WorkStatus::as_str);
     names_are_serdes(HealthStatus::as_str);
     names_are_serdes(OnTimeout::as_str);

@@ -215,7 +215,10 @@ async fn the_live_view_follows_the_stream_and_resumes_after_a_drop() {
             json!({"flow_id": "s-1", "status": "completed"}),
         ),
     ];
-    let state = json!({"id": "s-1", "status": "completed", "plan": plan, "executions": {}});
+    // A whole `FlowState`: the CLI reads the state as the API's type.
+    let state = json!({"id": "s-1", "status": "completed", "created_at": at(1), "completed_at": at(9),
+        "last_updated": at(10), "deactivated_at": at(10), "max_step_attempts": 10, "plan": plan,
+        "attributes": {}, "executions": {}});
     let sse = |list: &[Value]| {
         list.iter()
             .map(|e| {

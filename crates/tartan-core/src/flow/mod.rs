@@ -42,6 +42,10 @@ pub enum FlowStatus {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
+// `as_str` uses serde's names, by the same rule; tests/names.rs holds the
+// two equal.
+#[derive(strum::IntoStaticStr, strum::EnumIter)]
+#[strum(serialize_all = "snake_case")]
 pub enum StepStatus {
     Pending,
     Active,
@@ -86,6 +90,9 @@ impl FlowStatus {
 }
 
 impl StepStatus {
+    pub fn as_str(self) -> &'static str {
+        self.into()
+    }
     pub fn is_terminal(self) -> bool {
         !matches!(self, StepStatus::Pending | StepStatus::Active)
     }
