@@ -354,7 +354,7 @@ impl Bulk {
                 Some(format!("{} by this job already", action.marking_event())),
             )),
             Ok(false) => None,
-            Err(StoreError::Unavailable(e)) => Some(Acted::Unavailable(e)),
+            Err(StoreError::Unavailable(e) | StoreError::ReadOnly(e)) => Some(Acted::Unavailable(e)),
             Err(e) => Some(Acted::Ended(BulkItemState::Failed, Some(e.to_string()))),
         }
     }
@@ -370,7 +370,9 @@ impl Bulk {
         let (state, detail) = match outcome {
             Ok(()) => (BulkItemState::Done, None),
             Err(EngineError::ShuttingDown) => return Acted::Stopping,
-            Err(EngineError::Store(StoreError::Unavailable(e))) => return Acted::Unavailable(e),
+            Err(EngineError::Store(StoreError::Unavailable(e) | StoreError::ReadOnly(e))) => {
+                return Acted::Unavailable(e)
+            }
             Err(e @ EngineError::FlowNotFound(_)) => (BulkItemState::Skipped, Some(e.to_string())),
             // Nothing parked (any more): nothing to do.
             Err(e @ EngineError::NotResumable(..)) => (BulkItemState::Skipped, Some(e.to_string())),
@@ -382,7 +384,7 @@ impl Bulk {
                 Ok(Some(FlowStatus::Active | FlowStatus::Completed)) => {
                     (BulkItemState::Skipped, Some(e.to_string()))
                 }
-                Err(StoreError::Unavailable(e)) => return Acted::Unavailable(e),
+                Err(StoreError::Unavailable(e) | StoreError::ReadOnly(e)) => return Acted::Unavailable(e),
                 _ => (BulkItemState::Failed, Some(e.to_string())),
             },
             Err(e) => (BulkItemState::Failed, Some(e.to_string())),

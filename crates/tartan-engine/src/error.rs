@@ -70,7 +70,9 @@ impl EngineError {
     /// client may try again later (the API answers 503).
     pub fn database_unavailable(&self) -> Option<&str> {
         match self {
-            EngineError::Store(StoreError::Database(cause) | StoreError::Unavailable(cause)) => Some(cause),
+            EngineError::Store(
+                StoreError::Database(cause) | StoreError::Unavailable(cause) | StoreError::ReadOnly(cause),
+            ) => Some(cause),
             _ => None,
         }
     }
@@ -79,6 +81,9 @@ impl EngineError {
     /// over, a standby), rather than a statement failing: an outage,
     /// marked once by the engine, not at each request it refuses.
     pub fn database_unreachable(&self) -> bool {
-        matches!(self, EngineError::Store(StoreError::Unavailable(_)))
+        matches!(
+            self,
+            EngineError::Store(StoreError::Unavailable(_) | StoreError::ReadOnly(_))
+        )
     }
 }

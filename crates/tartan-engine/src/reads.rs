@@ -69,7 +69,7 @@ impl Engine {
             Ok(tartan_store::Readiness::ReadOnly) => {
                 db.unavailable("the database takes no writes (a standby?)")
             }
-            Err(StoreError::Unavailable(cause)) => db.unavailable(cause),
+            Err(StoreError::Unavailable(cause) | StoreError::ReadOnly(cause)) => db.unavailable(cause),
             Err(_) => {}
         }
         Ok(found?)

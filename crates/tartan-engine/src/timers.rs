@@ -294,7 +294,9 @@ impl Timers {
                 Ok(claimed) => claimed
                     .into_iter()
                     .for_each(|key| timers.fire(Timer::Retry { key, claim: false })),
-                Err(e @ tartan_store::StoreError::Unavailable(_)) => {
+                Err(
+                    e @ (tartan_store::StoreError::Unavailable(_) | tartan_store::StoreError::ReadOnly(_)),
+                ) => {
                     tracing::debug!("claiming due retries waits for the database: {e}");
                     for key in due {
                         timers.fire_again(Timer::Retry { key, claim: true });

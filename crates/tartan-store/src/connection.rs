@@ -1,7 +1,9 @@
-//! The store's connections: a pool per use, and the turns of the API's
-//! reads (docs/durability.md, "Connection pools").
+//! The store's connections: a pool per use, the turns of the API's reads
+//! (docs/durability.md, "Connection pools"), and when Postgres's last
+//! reached a standby (`StandbyMark`).
 
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use sqlx::{Any, AnyPool};
@@ -40,35 +42,42 @@ pub(crate) struct SqlStore {
     pub(crate) api_waits: Waits,
 }
 
-/// When a connection of this process last found itself on a standby (a
-/// write refused with `25006`, or `transaction_read_only` on): every pooled
-/// connection opened before then is closed rather than handed out again
-/// (`reusable`). Connections made while a failover was under way (through
-/// a proxy or a DNS name not yet moved) lead to a node that stays a
-/// standby: each write on them would be refused until the pool's idle
-/// timeout, 10 minutes, closed them (docs/durability.md, "Failover"). Process-wide because the error conversion that sees the
-/// `25006` has no store at hand; another store of the same process (tests)
-/// only reconnects once more.
-static STANDBY_SEEN: std::sync::Mutex<Option<Instant>> = std::sync::Mutex::new(None);
-
-/// A connection reached a standby: those opened until now are not reused.
-pub(crate) fn standby_seen() {
-    *STANDBY_SEEN.lock().unwrap_or_else(|p| p.into_inner()) = Some(Instant::now());
+/// Postgres: when a connection of this store last found itself on a
+/// standby (a write refused, `StoreError::ReadOnly`, or a readiness check
+/// finding `transaction_read_only` on): every connection of the store
+/// opened before then is closed rather than handed out again (`reusable`,
+/// and `PgKept`). Connections made while a failover was under way
+/// (through a proxy or a DNS name not yet moved) lead to a node that stays
+/// a standby: each write on them would be refused until the pool's idle
+/// timeout, 10 minutes, closed them (docs/durability.md, "Failover").
+/// One per store, shared by its pools' hooks, its kept connections and the
+/// store that sets it (`standby::PgStore`): another store of the process
+/// (tests run several engines in one) keeps its connections.
+#[derive(Debug, Default)]
+pub(crate) struct StandbyMark {
+    seen: std::sync::Mutex<Option<Instant>>,
 }
 
-/// Whether a pooled connection may be handed out: not when it was opened
-/// before a connection last reached a standby (`standby_seen`).
-pub(crate) fn reusable(meta: &sqlx::pool::PoolConnectionMetadata) -> bool {
-    Instant::now()
-        .checked_sub(meta.age)
-        .is_none_or(opened_since_standby)
-}
+impl StandbyMark {
+    /// A connection reached a standby: those opened until now are not reused.
+    pub(crate) fn seen(&self) {
+        *self.seen.lock().unwrap_or_else(|p| p.into_inner()) = Some(Instant::now());
+    }
 
-/// Whether a connection opened at `opened` is younger than the last sight
-/// of a standby (`STANDBY_SEEN`).
-fn opened_since_standby(opened: Instant) -> bool {
-    let seen = *STANDBY_SEEN.lock().unwrap_or_else(|p| p.into_inner());
-    seen.is_none_or(|seen| opened > seen)
+    /// Whether a pooled connection may be handed out: not when it was
+    /// opened before a connection last reached a standby.
+    pub(crate) fn reusable(&self, meta: &sqlx::pool::PoolConnectionMetadata) -> bool {
+        Instant::now()
+            .checked_sub(meta.age)
+            .is_none_or(|opened| self.opened_since(opened))
+    }
+
+    /// Whether a connection opened at `opened` is younger than the last
+    /// sight of a standby.
+    fn opened_since(&self, opened: Instant) -> bool {
+        let seen = *self.seen.lock().unwrap_or_else(|p| p.into_inner());
+        seen.is_none_or(|seen| opened > seen)
+    }
 }
 
 /// How often, and how long in all, something waited for a connection.
@@ -97,11 +106,13 @@ impl Waits {
 /// when it hands it out and again when it takes it back, which on the hot
 /// path cost as much as a tenth of a commit; and the commit statement
 /// binds arrays in Postgres's binary form, which the `Any` driver cannot.
-/// One that fails as unreachable, or that was opened before a standby was
-/// last seen, is let go; the next statement opens another.
+/// One that fails as unreachable or read-only, or that was opened before
+/// its store last saw a standby (`standby`), is let go; the next statement
+/// opens another.
 pub(crate) struct PgKept {
     options: sqlx::postgres::PgConnectOptions,
     kept: tokio::sync::Mutex<Option<(sqlx::PgConnection, Instant)>>,
+    standby: Arc<StandbyMark>,
 }
 
 /// How long a statement waits to open its kept connection before the
@@ -110,10 +121,11 @@ const KEPT_CONNECT: Duration = Duration::from_secs(5);
 
 impl PgKept {
     /// The batch commits' connection.
-    pub(crate) fn commits(options: sqlx::postgres::PgConnectOptions) -> Self {
+    pub(crate) fn commits(options: sqlx::postgres::PgConnectOptions, standby: Arc<StandbyMark>) -> Self {
         Self {
             options,
             kept: tokio::sync::Mutex::new(None),
+            standby,
         }
     }
 
@@ -122,8 +134,8 @@ impl PgKept {
     /// flushing meanwhile would wait for it; a notice is worth no flush
     /// (one lost is covered by leases and sweeps), so this connection
     /// commits without waiting for it (`synchronous_commit = off`).
-    pub(crate) fn notices(options: sqlx::postgres::PgConnectOptions) -> Self {
-        Self::commits(options.options([("synchronous_commit", "off")]))
+    pub(crate) fn notices(options: sqlx::postgres::PgConnectOptions, standby: Arc<StandbyMark>) -> Self {
+        Self::commits(options.options([("synchronous_commit", "off")]), standby)
     }
 
     /// All rows of `query`, run on the kept connection; `waits`, if any,
@@ -139,7 +151,7 @@ impl PgKept {
         let mut kept = self.kept.lock().await;
         if kept
             .as_ref()
-            .is_some_and(|(_, opened)| !opened_since_standby(*opened))
+            .is_some_and(|(_, opened)| !self.standby.opened_since(*opened))
         {
             *kept = None;
         }
@@ -163,8 +175,8 @@ impl PgKept {
         }
         query.fetch_all(&mut *conn).await.map_err(|e| {
             let e = StoreError::from(e);
-            if matches!(e, StoreError::Unavailable(_)) {
-                // Maybe broken: closed when dropped.
+            if matches!(e, StoreError::Unavailable(_) | StoreError::ReadOnly(_)) {
+                // Maybe broken, or on a standby: closed when dropped.
                 *kept = None;
             }
             e
@@ -227,5 +239,21 @@ impl crate::traits::PoolStats for SqlStore {
                 reading("api", &self.api, Some(&self.api_waits)),
             ],
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_standby_seen_by_one_store_leaves_another_stores_connections_alone() {
+        let (one, other) = (StandbyMark::default(), StandbyMark::default());
+        let opened = Instant::now();
+        assert!(one.opened_since(opened), "no standby seen yet");
+        one.seen();
+        assert!(!one.opened_since(opened), "opened before the standby was seen");
+        assert!(one.opened_since(Instant::now() + Duration::from_millis(1)));
+        assert!(other.opened_since(opened), "the other store saw no standby");
     }
 }

@@ -11,7 +11,10 @@
 //! - `error`, `model`: the errors, rows and commits the traits speak in.
 //! - `traits`: what the engine and the API ask of the database, by concern.
 //! - `dialect`: every difference between the two databases' SQL.
-//! - `connection`: the pools the store holds, one per use.
+//! - `connection`: the pools the store holds, one per use, and when
+//!   Postgres's last reached a standby.
+//! - `standby`: the Postgres store as its users see it: the answers of
+//!   `SqlStore` (implemented in `sql`), a standby noted as they leave it.
 //! - `sqlite`, `postgres`: connecting, pragmas, migrations, node locks,
 //!   Postgres's notices.
 //! - `sql`: the implementation shared by both databases (sqlx `Any`
@@ -26,6 +29,7 @@ mod postgres;
 mod schema;
 mod sql;
 mod sqlite;
+mod standby;
 mod traits;
 
 use dialect::Backend;

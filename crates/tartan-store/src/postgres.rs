@@ -1,14 +1,17 @@
 //! Postgres: for production and for several engine processes on one
 //! database. Claims lock with `FOR UPDATE SKIP LOCKED` (`dialect`).
 
+use std::sync::Arc;
+
 use sqlx::any::AnyPoolOptions;
 use sqlx::postgres::PgPoolOptions;
 use sqlx::Executor;
 
-use crate::connection::{PgKept, SqlStore};
+use crate::connection::{PgKept, SqlStore, StandbyMark};
 use crate::dialect::{quiet, quiet_pg, Backend};
 use crate::error::StoreError;
 use crate::schema::{Migration, Schema};
+use crate::standby::PgStore;
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations/postgres");
 
@@ -28,16 +31,19 @@ pub(crate) async fn prepare(url: &str, schema: Schema) -> Result<Vec<Migration>,
     Ok(missing)
 }
 
-pub(crate) async fn open(url: &str, pools: &crate::Pools, schema: Schema) -> Result<SqlStore, StoreError> {
+pub(crate) async fn open(url: &str, pools: &crate::Pools, schema: Schema) -> Result<PgStore, StoreError> {
     sqlx::any::install_default_drivers();
     prepare(url, schema).await?;
+    // This store's own: its connections are let go once it sees a standby,
+    // another store's are not.
+    let standby = Arc::new(StandbyMark::default());
     let engine = AnyPoolOptions::new()
         .max_connections(pools.engine.unwrap_or(16))
         // While the database is away, a request waits this long for a
         // connection, then is answered 503; the engine's own commits try
         // again (see `decide_persistently`).
         .acquire_timeout(ACQUIRE_TIMEOUT)
-        .before_acquire(|_, meta| Box::pin(async move { Ok(crate::connection::reusable(&meta)) }))
+        .before_acquire(unless_standby(&standby))
         .connect_with(quiet(url)?)
         .await?;
     // The API's listings: a pool of their own, and a bound on each
@@ -48,7 +54,7 @@ pub(crate) async fn open(url: &str, pools: &crate::Pools, schema: Schema) -> Res
     let api = AnyPoolOptions::new()
         .max_connections(api_size)
         .acquire_timeout(ACQUIRE_TIMEOUT)
-        .before_acquire(|_, meta| Box::pin(async move { Ok(crate::connection::reusable(&meta)) }))
+        .before_acquire(unless_standby(&standby))
         .after_connect(move |conn, _| {
             Box::pin(async move {
                 conn.execute(format!("SET statement_timeout = {timeout_ms}").as_str())
@@ -59,7 +65,7 @@ pub(crate) async fn open(url: &str, pools: &crate::Pools, schema: Schema) -> Res
         .connect_with(quiet(url)?)
         .await?;
     let kept = quiet_pg(url)?;
-    Ok(SqlStore {
+    let sql = SqlStore {
         write: engine.clone(),
         read: engine,
         api,
@@ -68,11 +74,30 @@ pub(crate) async fn open(url: &str, pools: &crate::Pools, schema: Schema) -> Res
         listen_url: Some(url.to_string()),
         sqlite_path: None,
         sqlite_writer: None,
-        pg_committer: Some(PgKept::commits(kept.clone())),
-        pg_notifier: Some(PgKept::notices(kept)),
+        pg_committer: Some(PgKept::commits(kept.clone(), Arc::clone(&standby))),
+        pg_notifier: Some(PgKept::notices(kept, Arc::clone(&standby))),
         commit_waits: Default::default(),
         api_waits: Default::default(),
-    })
+    };
+    Ok(PgStore::new(sql, standby))
+}
+
+/// A pool's `before_acquire`: a connection opened before its store last
+/// saw a standby is closed, not handed out (`StandbyMark`).
+fn unless_standby(
+    standby: &Arc<StandbyMark>,
+) -> impl for<'c> Fn(
+    &'c mut sqlx::AnyConnection,
+    sqlx::pool::PoolConnectionMetadata,
+) -> futures::future::BoxFuture<'c, Result<bool, sqlx::Error>>
+       + Send
+       + Sync
+       + 'static {
+    let standby = Arc::clone(standby);
+    move |_, meta| {
+        let reusable = standby.reusable(&meta);
+        Box::pin(async move { Ok(reusable) })
+    }
 }
 
 /// How long a start keeps trying for a node id still held: a process killed

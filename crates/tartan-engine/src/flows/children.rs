@@ -158,7 +158,7 @@ impl Flows {
             match self.start_child(start.clone(), caller, cancel).await {
                 Ok(Committed::Started | Committed::Exists) => break,
                 Ok(Committed::Aborted) => return Begun::NoRoom,
-                Err(EngineError::Store(StoreError::Unavailable(e))) => {
+                Err(EngineError::Store(StoreError::Unavailable(e) | StoreError::ReadOnly(e))) => {
                     tracing::warn!(flow_id = %child_id, "database unavailable starting a child flow, trying again in {pause:?}: {e}");
                     tokio::time::sleep(pause).await;
                     pause = (pause * 2).min(Duration::from_secs(2));
@@ -319,7 +319,9 @@ impl Flows {
         for _ in 0..8 {
             match self.decide(parent_id, never.clone()).await {
                 Ok(_) => return,
-                Err(EngineError::Store(StoreError::Unavailable(e))) if !self.stopping.is_cancelled() => {
+                Err(EngineError::Store(StoreError::Unavailable(e) | StoreError::ReadOnly(e)))
+                    if !self.stopping.is_cancelled() =>
+                {
                     tracing::warn!(flow_id = %parent_id, "database unavailable noting a child that never started, trying again in {pause:?}: {e}");
                     tokio::time::sleep(pause).await;
                     pause = (pause * 2).min(Duration::from_secs(2));

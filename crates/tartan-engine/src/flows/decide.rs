@@ -84,7 +84,7 @@ impl Flows {
             let answer = match (&outcome, refusal) {
                 (Ok(()), None) => Ok(()),
                 (Ok(()), Some(e)) => Err(Unrecorded::Failed(e)),
-                (Err(EngineError::Store(StoreError::Unavailable(e))), _) => {
+                (Err(EngineError::Store(StoreError::Unavailable(e) | StoreError::ReadOnly(e))), _) => {
                     Err(Unrecorded::Unavailable(e.clone()))
                 }
                 (Err(e), _) => Err(Unrecorded::Failed(e.to_string())),

@@ -205,7 +205,7 @@ impl DbMetrics {
     /// answers, not failures, and are not counted.
     pub(crate) fn commit_failed(&self, error: &StoreError) {
         let kind = match error {
-            StoreError::Unavailable(cause) => {
+            StoreError::Unavailable(cause) | StoreError::ReadOnly(cause) => {
                 self.unavailable(cause);
                 "unavailable"
             }

@@ -22,11 +22,11 @@ impl FlowStore for SqlStore {
         }
         match self.commit_batch(&batch).await {
             Ok(results) => results,
-            // Unreachable: one by one would fail the same way, each slowly.
-            Err(StoreError::Unavailable(e)) => batch
-                .iter()
-                .map(|_| Err(StoreError::Unavailable(e.clone())))
-                .collect(),
+            // Unreachable, or a standby: one by one would fail the same
+            // way, each slowly.
+            Err(e @ (StoreError::Unavailable(_) | StoreError::ReadOnly(_))) => {
+                batch.iter().map(|_| Err(e.clone())).collect()
+            }
             Err(e) => {
                 // The batch failed as a whole (a statement error somewhere in
                 // it): commit each decision on its own, so that each gets its

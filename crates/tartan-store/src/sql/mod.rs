@@ -135,14 +135,14 @@ impl Store for SqlStore {
         // failover is under way or a proxy still points at the old
         // primary) cannot move a flow on: not ready (docs/durability.md,
         // "When the database goes away"). Asked on the connections that
-        // write.
+        // write; the store notes the standby as the answer leaves it
+        // (`standby::PgStore`).
         if self.backend == Backend::Postgres {
             let row = sqlx::query("SELECT current_setting('transaction_read_only') AS read_only")
                 .fetch_one(&self.write)
                 .await?;
             let read_only: String = row.try_get("read_only")?;
             if read_only == "on" {
-                crate::connection::standby_seen();
                 return Ok(crate::Readiness::ReadOnly);
             }
         }
