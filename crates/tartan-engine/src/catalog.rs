@@ -171,7 +171,7 @@ impl Catalog {
     /// - with SQLite this process is the only one on the database, so every
     ///   change went through this cache;
     /// - with Postgres, other processes' changes arrive by notice
-    ///   (`relay.rs`). One committed a moment ago may not have (nor one
+    ///   (`feed/relay.rs`). One committed a moment ago may not have (nor one
     ///   whose notice was lost while the listener reconnected), so an
     ///   unknown goal reads the catalog again, at most once every
     ///   [`UNKNOWN_GOAL_RECHECK`]; requests meanwhile wait for a read under

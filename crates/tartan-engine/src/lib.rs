@@ -4,51 +4,48 @@
 //! The runtime around the pure state machine of `tartan-core`.
 //!
 //! # Layout
-//! - `config`: what the engine is told at start-up.
-//! - `sync`: the one way a `std` lock is taken (what a poisoned lock means).
-//! - `clock`: where the time of decisions is read and what is due waited
-//!   for; paused in tests, so that hours of backoff take no time.
-//! - `catalog`: registering, updating and removing steps.
+//! The components (docs/architecture.md, "The engine's components"), each
+//! holding the handles it needs, built and started here:
 //! - `flows`: starting flows and moving them on; one lock per flow, so each
 //!   decision sees the state the last one left. `flows::decide` applies a
 //!   command with `tartan_core::machine::apply`, commits, then carries out
-//!   the decision's effects in one loop; `flows::calls` makes the calls.
-//! - `events`: the bus of committed flow events (and catalog changes) the
-//!   API's streams and WebSocket read (docs/api.md, "Event streams").
-//! - `ring`: the bus's channel, a broadcast queue bounded in entries and
-//!   bytes that cuts off a listener too far behind.
-//! - `notices`: what processes on one Postgres tell each other, announced
-//!   in the background, heard on one connection and routed by kind.
-//! - `relay`: the events other processes on one Postgres commit, put on
-//!   this process's bus.
-//! - `feed`: following one flow's events, or every flow's, from a resume
-//!   point: the bus, and the store for what the bus skipped; the API's
-//!   streams only encode its items.
-//! - `reads`: what the API reads (listings, histories, pages), and the read
-//!   models it speaks, so that the server never reaches the store.
-//! - `writer`: the group-commit writer: every decision's events and
-//!   projections go through it, batched into one commit (docs/durability.md,
-//!   "Group commit").
-//! - `dispatch`: the HTTP calls of work items.
-//! - `in_flight`: the calls of this process until their result is recorded:
-//!   listed by receipt token (numbers, aborts, started or not), their
-//!   slots, their client, the calls deferred to their lease.
+//!   the decision's effects in one loop.
+//! - `calls`: the HTTP calls of work items: in flight until recorded, the
+//!   call slots and the byte budget, the exchange (`dispatch`), the client
+//!   (`outbound`: the step host policy on every address), script steps.
 //! - `lanes`: limits calls share across flows and processes (a step's
 //!   `limits`, a host's lane): the fair queues calls wait in first, the
 //!   slots and start times held from the database, pauses, the breaker.
-//! - `slots`: how many calls run at once, overall and per step, and the
-//!   queues of calls waiting for a slot, served round-robin across steps.
-//! - `outbound`: the client those calls go through: the step host policy
-//!   on every resolved address, redirects kept to the first origin, no proxy.
+//! - `timers`: retries, inactivity windows and deadlines due later, in one
+//!   ordered set; one task sleeps until the next.
 //! - `leases`: renewing the leases of this process's calls, handing back
 //!   those it will not call when it stops, taking over work whose lease ran
 //!   out or was handed back (after a restart, its own too).
-//! - `timers`: retries, inactivity windows and deadlines due later, in one
-//!   ordered set; one task sleeps until the next.
+//! - `sweep`: the slow safety net behind timers, notices and leases.
+//! - `catalog`: registering, updating and removing steps.
+//! - `health`: step health checks, the dispatch gate, the cluster.
+//! - `feed`: committed events for the API's streams: the bus (bounded,
+//!   `feed::ring`), the relay of other processes' events (Postgres), and
+//!   following one flow or every flow from a resume point.
 //! - `bulk`: bulk retry and cancel jobs, run under a lease at a bounded
 //!   rate (docs/api.md, "Bulk operations").
+//! - `memo`: memoized answers of memoizable steps.
 //! - `retention`: deleting finished flows past their retention, in the
 //!   background (docs/operating.md, "Retention").
+//!
+//! And what they share:
+//! - `config`: what the engine is told at start-up, and its defaults.
+//! - `sync`: the one way a `std` lock is taken (what a poisoned lock means).
+//! - `clock`: where the time of decisions is read and what is due waited
+//!   for; paused in tests, so that hours of backoff take no time.
+//! - `notices`: what processes on one Postgres tell each other, announced
+//!   in the background, heard on one connection and routed by kind.
+//! - `writer`: the group-commit writer: every decision's events and
+//!   projections go through it, batched into one commit (docs/durability.md,
+//!   "Group commit").
+//! - `reads`: the read facade: what the API reads (listings, histories,
+//!   pages, metrics), and the read models it speaks, so that the server
+//!   never reaches the store.
 //! - `traces`: the trace a flow keeps, the `traceparent` of its calls, and
 //!   the spans of starts, decisions and calls (docs/operating.md, "Traces").
 //! - `webhook_key`: the database-held key that signs webhook URLs, so that a
@@ -97,9 +94,10 @@ pub use calls::{CallCounts, Calls};
 pub use catalog::{Catalog, CatalogView};
 pub use clock::{Clock, Elapsed};
 pub use config::{
-    EngineConfig, HealthConfig, DEFAULT_MAX_ACTIVE_FLOWS, DEFAULT_MAX_BULK_FLOWS, DEFAULT_MAX_SCRIPTS, DEFAULT_MAX_CALLS, DEFAULT_MAX_INFLIGHT_BYTES,
-    DEFAULT_MAX_QUEUED_CALLS, DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_MAX_RETRY_AFTER, DEFAULT_MAX_STREAMS,
-    DEFAULT_MEMO_CACHE_SIZE, DEFAULT_MEMO_MAX_ENTRIES, DEFAULT_STREAM_BUFFER, DEFAULT_STREAM_BUFFER_BYTES,
+    EngineConfig, HealthConfig, DEFAULT_MAX_ACTIVE_FLOWS, DEFAULT_MAX_BULK_FLOWS, DEFAULT_MAX_CALLS,
+    DEFAULT_MAX_INFLIGHT_BYTES, DEFAULT_MAX_QUEUED_CALLS, DEFAULT_MAX_RESPONSE_BYTES,
+    DEFAULT_MAX_RETRY_AFTER, DEFAULT_MAX_SCRIPTS, DEFAULT_MAX_STREAMS, DEFAULT_MEMO_CACHE_SIZE,
+    DEFAULT_MEMO_MAX_ENTRIES, DEFAULT_STREAM_BUFFER, DEFAULT_STREAM_BUFFER_BYTES,
 };
 pub use error::EngineError;
 pub use feed::{BusReceiver, RecvError};

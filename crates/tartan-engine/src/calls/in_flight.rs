@@ -2,7 +2,7 @@
 //! recorded: each listed by receipt token with its number (a retry of the
 //! same token is a new call) and what aborts it; the call slots they take
 //! (`slots`); the outbound client they go through; and how many were left
-//! to their lease because the queue was full. `flows::calls` drives them;
+//! to their lease because the queue was full. `calls::run` drives them;
 //! lease renewal, aborts and shutdown read and end them through here.
 
 use std::collections::{HashMap, HashSet};

@@ -22,7 +22,6 @@ use tartan_core::outcome::FailureCause;
 use tartan_core::step::{body_outputs, ScriptLimits};
 use tokio::sync::Semaphore;
 
-
 /// What every evaluation may spend, and the places of those that may
 /// spend it all.
 pub(crate) struct Scripts {
