@@ -49,7 +49,7 @@ pub struct EngineConfig {
     /// link-local.
     pub step_hosts: StepHosts,
     /// CAs and a client certificate for step calls over TLS.
-    pub step_tls: crate::calls::outbound::StepTls,
+    pub step_tls: StepTls,
     /// The lanes of endpoint hosts (`TARTAN_LANES`, docs/lanes.md): limits
     /// every step calling the host shares, across processes.
     pub lanes: tartan_core::lanes::HostLanes,
@@ -189,7 +189,7 @@ impl Default for EngineConfig {
             max_flow_bytes: tartan_core::json::DEFAULT_MAX_FLOW_BYTES,
             max_active_flows: DEFAULT_MAX_ACTIVE_FLOWS,
             step_hosts: StepHosts::unrestricted(),
-            step_tls: crate::calls::outbound::StepTls::default(),
+            step_tls: StepTls::default(),
             lanes: tartan_core::lanes::HostLanes::default(),
             max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
             max_inflight_bytes: DEFAULT_MAX_INFLIGHT_BYTES,
@@ -207,5 +207,43 @@ impl Default for EngineConfig {
             health: HealthConfig::default(),
             clock: crate::clock::Clock::system(),
         }
+    }
+}
+
+/// TLS of step calls beyond the public roots (docs/security.md, "Step
+/// endpoints over TLS"): more CAs to trust, and a client certificate for
+/// endpoints that require one (mutual TLS). PEM text, as read from files.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StepTls {
+    /// Certificates of CAs trusted besides the public ones
+    /// (`TARTAN_STEP_CA_FILE`).
+    pub ca_pem: Option<Vec<u8>>,
+    /// The client's certificate chain and its private key, one after the
+    /// other (`TARTAN_STEP_CLIENT_CERT_FILE`, `_KEY_FILE`).
+    pub identity_pem: Option<Vec<u8>>,
+}
+
+impl StepTls {
+    /// The CAs, each certificate of the bundle; an error says why it does
+    /// not read.
+    pub fn roots(&self) -> Result<Vec<reqwest::Certificate>, String> {
+        let Some(pem) = &self.ca_pem else {
+            return Ok(Vec::new());
+        };
+        let roots = reqwest::Certificate::from_pem_bundle(pem).map_err(|e| e.to_string())?;
+        if roots.is_empty() {
+            return Err("no PEM certificate in it".into());
+        }
+        Ok(roots)
+    }
+
+    /// The client identity, when one is set; an error says why it does not
+    /// read.
+    pub fn identity(&self) -> Result<Option<reqwest::Identity>, String> {
+        self.identity_pem
+            .as_deref()
+            .map(reqwest::Identity::from_pem)
+            .transpose()
+            .map_err(|e| format!("{e} (a PEM certificate chain and its PKCS#8, PKCS#1 or SEC1 key)"))
     }
 }

@@ -89,12 +89,11 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 pub use bulk::Bulk;
-pub use calls::outbound::StepTls;
 pub use calls::{CallCounts, Calls};
 pub use catalog::{Catalog, CatalogView};
 pub use clock::{Clock, Elapsed};
 pub use config::{
-    EngineConfig, HealthConfig, DEFAULT_MAX_ACTIVE_FLOWS, DEFAULT_MAX_BULK_FLOWS, DEFAULT_MAX_CALLS,
+    EngineConfig, HealthConfig, StepTls, DEFAULT_MAX_ACTIVE_FLOWS, DEFAULT_MAX_BULK_FLOWS, DEFAULT_MAX_CALLS,
     DEFAULT_MAX_INFLIGHT_BYTES, DEFAULT_MAX_QUEUED_CALLS, DEFAULT_MAX_RESPONSE_BYTES,
     DEFAULT_MAX_RETRY_AFTER, DEFAULT_MAX_SCRIPTS, DEFAULT_MAX_STREAMS, DEFAULT_MEMO_CACHE_SIZE,
     DEFAULT_MEMO_MAX_ENTRIES, DEFAULT_STREAM_BUFFER, DEFAULT_STREAM_BUFFER_BYTES,

@@ -12,6 +12,8 @@ use reqwest::dns::{Addrs, Name, Resolve, Resolving};
 use reqwest::redirect::{Attempt, Policy};
 use tartan_core::hosts::{HostNotAllowed, StepHosts};
 
+use crate::config::StepTls;
+
 /// Redirects followed in one call at most.
 pub(crate) const MAX_REDIRECTS: usize = 5;
 
@@ -90,44 +92,6 @@ fn redirect_rule(hosts: Arc<StepHosts>) -> Policy {
         }
         attempt.follow()
     })
-}
-
-/// TLS of step calls beyond the public roots (docs/security.md, "Step
-/// endpoints over TLS"): more CAs to trust, and a client certificate for
-/// endpoints that require one (mutual TLS). PEM text, as read from files.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct StepTls {
-    /// Certificates of CAs trusted besides the public ones
-    /// (`TARTAN_STEP_CA_FILE`).
-    pub ca_pem: Option<Vec<u8>>,
-    /// The client's certificate chain and its private key, one after the
-    /// other (`TARTAN_STEP_CLIENT_CERT_FILE`, `_KEY_FILE`).
-    pub identity_pem: Option<Vec<u8>>,
-}
-
-impl StepTls {
-    /// The CAs, each certificate of the bundle; an error says why it does
-    /// not read.
-    pub fn roots(&self) -> Result<Vec<reqwest::Certificate>, String> {
-        let Some(pem) = &self.ca_pem else {
-            return Ok(Vec::new());
-        };
-        let roots = reqwest::Certificate::from_pem_bundle(pem).map_err(|e| e.to_string())?;
-        if roots.is_empty() {
-            return Err("no PEM certificate in it".into());
-        }
-        Ok(roots)
-    }
-
-    /// The client identity, when one is set; an error says why it does not
-    /// read.
-    pub fn identity(&self) -> Result<Option<reqwest::Identity>, String> {
-        self.identity_pem
-            .as_deref()
-            .map(reqwest::Identity::from_pem)
-            .transpose()
-            .map_err(|e| format!("{e} (a PEM certificate chain and its PKCS#8, PKCS#1 or SEC1 key)"))
-    }
 }
 
 /// The client every step call goes through.

@@ -203,7 +203,7 @@ impl Calls {
                     }
                     let (result, held) =
                         dispatch::perform(&calls.in_flight.http, &config.step_hosts, limits, tracer, &call).await;
-                    calls.metrics.call_ended(&call, &result, started.elapsed());
+                    calls.metrics.call_ended(&call.spec, &result, started.elapsed());
                     // The endpoint asked its lane to slow down: every call
                     // of the lane waits, and this one goes back to wait too,
                     // its slot given back, to be sent again when the lane
@@ -225,7 +225,7 @@ impl Calls {
                 // The flow was cancelled or timed out: dropping the request
                 // closes its connection; the decision is already recorded.
                 _ = cancel.cancelled() => {
-                    calls.metrics.call_aborted(&call);
+                    calls.metrics.call_aborted(&call.spec);
                     None
                 }
             };

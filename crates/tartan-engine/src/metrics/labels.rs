@@ -1,13 +1,13 @@
 //! What a series is labelled with: the reasons and outcomes counted, the
 //! label sets, and the interning of label values a client names.
 
-use crate::calls::dispatch::Call;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use std::collections::HashSet;
 use std::sync::{Arc, RwLock};
 use tartan_core::machine::AttemptResult;
+use tartan_core::machine::Call;
 use tartan_core::outcome::{classify, FailureClass};
 
 use super::*;
@@ -181,12 +181,11 @@ impl CallOutcome {
     /// does when it records it.
     pub(super) fn of(call: &Call, result: &AttemptResult) -> Self {
         match result {
-            AttemptResult::Success { .. } if call.spec.expects_webhook => CallOutcome::Accepted,
+            AttemptResult::Success { .. } if call.expects_webhook => CallOutcome::Accepted,
             AttemptResult::Success { .. } | AttemptResult::Memoized { .. } => CallOutcome::Success,
             AttemptResult::TimedOut { .. } => CallOutcome::Timeout,
             AttemptResult::Failure { cause, .. } => {
                 let class = call
-                    .spec
                     .step
                     .policies()
                     .map_or(FailureClass::Permanent, |p| classify(*cause, p));

@@ -1,11 +1,11 @@
 //! What the engine records as it happens: a committed decision's tally,
 //! calls, retries, leases, webhooks, bulk jobs, catalog reloads.
 
-use crate::calls::dispatch::Call;
 use std::sync::Arc;
 use std::time::Duration;
 use tartan_core::flow::FlowEvent;
 use tartan_core::machine::AttemptResult;
+use tartan_core::machine::Call;
 
 use super::labels::*;
 use super::*;
@@ -65,7 +65,7 @@ impl Metrics {
 
     /// A call ended with `result` after `took`.
     pub(crate) fn call_ended(&self, call: &Call, result: &AttemptResult, took: Duration) {
-        let step = self.steps.get(&call.spec.step.id);
+        let step = self.steps.get(&call.step.id);
         let kind = call_kind(call);
         self.attempt_duration
             .get_or_create(&CallLabels {
@@ -98,7 +98,7 @@ impl Metrics {
     /// A call was cut off before it ended.
     pub(crate) fn call_aborted(&self, call: &Call) {
         self.count_attempt(
-            self.steps.get(&call.spec.step.id),
+            self.steps.get(&call.step.id),
             call_kind(call),
             CallOutcome::Aborted,
         );
@@ -182,7 +182,7 @@ impl Metrics {
 }
 
 pub(super) fn call_kind(call: &Call) -> &'static str {
-    if call.spec.is_compensation() {
+    if call.is_compensation() {
         "compensation"
     } else {
         "work"
