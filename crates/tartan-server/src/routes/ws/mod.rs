@@ -158,8 +158,17 @@ pub(super) async fn serve(
                 code,
                 reason: Utf8Bytes::from_static(reason),
             });
-            if connection.out.tx.try_send(frame).is_err() {
-                writer_gone.cancel();
+            // After what is queued. A full queue (the message that says why
+            // may have taken its last place) is waited on for as long as
+            // one write may take, as the writer drains it; past that the
+            // client counts as slow: what waits is dropped and the close is
+            // tried alone. Without the wait, a close behind a full queue
+            // was dropped and the client saw the connection end with no
+            // code (1006 in a browser) instead of 1013.
+            match tokio::time::timeout(WRITE_WAIT, connection.out.tx.send(frame)).await {
+                Ok(Ok(())) => {}
+                Ok(Err(_)) => writer_gone.cancel(),
+                Err(_) => slow.cancel(),
             }
         }
     }
