@@ -26,7 +26,7 @@ use std::time::Duration;
 use tartan_core::bulk::{BulkAction, BulkItemState, BulkSpec, MAX_BULK_RATE};
 use tartan_core::filter::FlowFilter;
 use tartan_store::{
-    BulkCreated, BulkEnd, BulkItem, BulkJob, BulkJobStore, BulkRunStore, FlowStore, NewBulkJob, StoreError,
+    BulkCreated, BulkEnd, BulkItem, BulkJob, BulkJobStore, BulkRunStore, FlowStore, NewBulkJob,
 };
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -354,8 +354,10 @@ impl Bulk {
                 Some(format!("{} by this job already", action.marking_event())),
             )),
             Ok(false) => None,
-            Err(StoreError::Unavailable(e) | StoreError::ReadOnly(e)) => Some(Acted::Unavailable(e)),
-            Err(e) => Some(Acted::Ended(BulkItemState::Failed, Some(e.to_string()))),
+            Err(e) => Some(match e.unavailable() {
+                Some(cause) => Acted::Unavailable(cause.to_owned()),
+                None => Acted::Ended(BulkItemState::Failed, Some(e.to_string())),
+            }),
         }
     }
 
@@ -367,12 +369,12 @@ impl Bulk {
             return skip;
         }
         let outcome = self.actions.act(flow_id, action, job_id).await;
+        if let Some(cause) = outcome.as_ref().err().and_then(EngineError::database_unreachable) {
+            return Acted::Unavailable(cause.to_owned());
+        }
         let (state, detail) = match outcome {
             Ok(()) => (BulkItemState::Done, None),
             Err(EngineError::ShuttingDown) => return Acted::Stopping,
-            Err(EngineError::Store(StoreError::Unavailable(e) | StoreError::ReadOnly(e))) => {
-                return Acted::Unavailable(e)
-            }
             Err(e @ EngineError::FlowNotFound(_)) => (BulkItemState::Skipped, Some(e.to_string())),
             // Nothing parked (any more): nothing to do.
             Err(e @ EngineError::NotResumable(..)) => (BulkItemState::Skipped, Some(e.to_string())),
@@ -384,7 +386,10 @@ impl Bulk {
                 Ok(Some(FlowStatus::Active | FlowStatus::Completed)) => {
                     (BulkItemState::Skipped, Some(e.to_string()))
                 }
-                Err(StoreError::Unavailable(e) | StoreError::ReadOnly(e)) => return Acted::Unavailable(e),
+                Err(found) => match found.unavailable() {
+                    Some(cause) => return Acted::Unavailable(cause.to_owned()),
+                    None => (BulkItemState::Failed, Some(e.to_string())),
+                },
                 _ => (BulkItemState::Failed, Some(e.to_string())),
             },
             Err(e) => (BulkItemState::Failed, Some(e.to_string())),

@@ -70,20 +70,19 @@ impl EngineError {
     /// client may try again later (the API answers 503).
     pub fn database_unavailable(&self) -> Option<&str> {
         match self {
-            EngineError::Store(
-                StoreError::Database(cause) | StoreError::Unavailable(cause) | StoreError::ReadOnly(cause),
-            ) => Some(cause),
-            _ => None,
+            EngineError::Store(StoreError::Database(cause)) => Some(cause),
+            _ => self.database_unreachable(),
         }
     }
 
-    /// Whether the database could not be reached or written (down, failing
-    /// over, a standby), rather than a statement failing: an outage,
-    /// marked once by the engine, not at each request it refuses.
-    pub fn database_unreachable(&self) -> bool {
-        matches!(
-            self,
-            EngineError::Store(StoreError::Unavailable(_) | StoreError::ReadOnly(_))
-        )
+    /// Why the database could not be reached or written (down, failing
+    /// over, a standby), when that rather than a statement failing is what
+    /// went wrong: an outage, marked once by the engine, not at each
+    /// request it refuses.
+    pub fn database_unreachable(&self) -> Option<&str> {
+        match self {
+            EngineError::Store(e) => e.unavailable(),
+            _ => None,
+        }
     }
 }

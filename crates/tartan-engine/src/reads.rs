@@ -8,8 +8,6 @@ pub use tartan_store::{
     SortOrder, StoredEvent, WorkPage, WorkQuery, WorkView,
 };
 
-use tartan_store::StoreError;
-
 use crate::error::EngineError;
 use crate::Engine;
 
@@ -69,8 +67,11 @@ impl Engine {
             Ok(tartan_store::Readiness::ReadOnly) => {
                 db.unavailable("the database takes no writes (a standby?)")
             }
-            Err(StoreError::Unavailable(cause) | StoreError::ReadOnly(cause)) => db.unavailable(cause),
-            Err(_) => {}
+            Err(e) => {
+                if let Some(cause) = e.unavailable() {
+                    db.unavailable(cause)
+                }
+            }
         }
         Ok(found?)
     }

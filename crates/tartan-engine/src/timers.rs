@@ -294,9 +294,7 @@ impl Timers {
                 Ok(claimed) => claimed
                     .into_iter()
                     .for_each(|key| timers.fire(Timer::Retry { key, claim: false })),
-                Err(
-                    e @ (tartan_store::StoreError::Unavailable(_) | tartan_store::StoreError::ReadOnly(_)),
-                ) => {
+                Err(e) if e.unavailable().is_some() => {
                     tracing::debug!("claiming due retries waits for the database: {e}");
                     for key in due {
                         timers.fire_again(Timer::Retry { key, claim: true });
@@ -342,7 +340,7 @@ impl Timers {
             };
             match outcome {
                 Ok(_) => {}
-                Err(e) if e.database_unreachable() => {
+                Err(e) if e.database_unreachable().is_some() => {
                     tracing::debug!(%flow_id, "timer {timer:?} waits for the database: {e}");
                     timers.fire_again(timer);
                 }

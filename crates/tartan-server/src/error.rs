@@ -114,7 +114,7 @@ impl From<EngineError> for ApiError {
         if let Some(cause) = e.database_unavailable() {
             // An outage is marked once, as it begins and ends (the engine's
             // `database outage` lines); each request it refuses is not news.
-            if e.database_unreachable() {
+            if e.database_unreachable().is_some() {
                 tracing::debug!("database unavailable: {cause}");
             } else {
                 tracing::error!("database error: {cause}");

@@ -175,7 +175,7 @@ impl PgKept {
         }
         query.fetch_all(&mut *conn).await.map_err(|e| {
             let e = StoreError::from(e);
-            if matches!(e, StoreError::Unavailable(_) | StoreError::ReadOnly(_)) {
+            if e.unavailable().is_some() {
                 // Maybe broken, or on a standby: closed when dropped.
                 *kept = None;
             }

@@ -47,6 +47,18 @@ pub enum StoreError {
     ReadOnly(String),
 }
 
+impl StoreError {
+    /// The cause, when the database could not take the request for now
+    /// (`Unavailable`, or a standby's `ReadOnly`): callers treat both alike
+    /// (a 503, a retry later), and only the store tells them apart.
+    pub fn unavailable(&self) -> Option<&str> {
+        match self {
+            StoreError::Unavailable(cause) | StoreError::ReadOnly(cause) => Some(cause),
+            _ => None,
+        }
+    }
+}
+
 /// What an sqlx error means to the store's callers. Pure: noting that a
 /// standby was reached is for the store that sees `ReadOnly` leave it.
 impl From<sqlx::Error> for StoreError {

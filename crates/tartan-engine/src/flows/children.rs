@@ -19,7 +19,6 @@ use std::time::Duration;
 
 use tartan_core::flow::{FlowState, FlowStatus};
 use tartan_core::machine::{self, AttemptResult, ChildOf, ChildStart, Command, Stop, Transition};
-use tartan_store::StoreError;
 use tokio_util::sync::CancellationToken;
 
 use super::admission::{Place, QueueFull, Rank, Waiting};
@@ -158,8 +157,8 @@ impl Flows {
             match self.start_child(start.clone(), caller, cancel).await {
                 Ok(Committed::Started | Committed::Exists) => break,
                 Ok(Committed::Aborted) => return Begun::NoRoom,
-                Err(EngineError::Store(StoreError::Unavailable(e) | StoreError::ReadOnly(e))) => {
-                    tracing::warn!(flow_id = %child_id, "database unavailable starting a child flow, trying again in {pause:?}: {e}");
+                Err(e) if e.database_unreachable().is_some() => {
+                    tracing::warn!(flow_id = %child_id, "starting a child flow waits for the database, trying again in {pause:?}: {e}");
                     tokio::time::sleep(pause).await;
                     pause = (pause * 2).min(Duration::from_secs(2));
                 }
@@ -319,10 +318,8 @@ impl Flows {
         for _ in 0..8 {
             match self.decide(parent_id, never.clone()).await {
                 Ok(_) => return,
-                Err(EngineError::Store(StoreError::Unavailable(e) | StoreError::ReadOnly(e)))
-                    if !self.stopping.is_cancelled() =>
-                {
-                    tracing::warn!(flow_id = %parent_id, "database unavailable noting a child that never started, trying again in {pause:?}: {e}");
+                Err(e) if e.database_unreachable().is_some() && !self.stopping.is_cancelled() => {
+                    tracing::warn!(flow_id = %parent_id, "noting a child that never started waits for the database, trying again in {pause:?}: {e}");
                     tokio::time::sleep(pause).await;
                     pause = (pause * 2).min(Duration::from_secs(2));
                 }

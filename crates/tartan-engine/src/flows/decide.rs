@@ -84,10 +84,10 @@ impl Flows {
             let answer = match (&outcome, refusal) {
                 (Ok(()), None) => Ok(()),
                 (Ok(()), Some(e)) => Err(Unrecorded::Failed(e)),
-                (Err(EngineError::Store(StoreError::Unavailable(e) | StoreError::ReadOnly(e))), _) => {
-                    Err(Unrecorded::Unavailable(e.clone()))
-                }
-                (Err(e), _) => Err(Unrecorded::Failed(e.to_string())),
+                (Err(e), _) => Err(match e.database_unreachable() {
+                    Some(cause) => Unrecorded::Unavailable(cause.to_owned()),
+                    None => Unrecorded::Failed(e.to_string()),
+                }),
             };
             let _ = c.reply.send(answer);
         }

@@ -204,14 +204,15 @@ impl DbMetrics {
     /// A decision's commit failed with `error`; conflicts and taken ids are
     /// answers, not failures, and are not counted.
     pub(crate) fn commit_failed(&self, error: &StoreError) {
-        let kind = match error {
-            StoreError::Unavailable(cause) | StoreError::ReadOnly(cause) => {
-                self.unavailable(cause);
-                "unavailable"
+        let kind = if let Some(cause) = error.unavailable() {
+            self.unavailable(cause);
+            "unavailable"
+        } else {
+            match error {
+                StoreError::Database(_) => "database",
+                StoreError::Corrupt(_) => "corrupt",
+                _ => return,
             }
-            StoreError::Database(_) => "database",
-            StoreError::Corrupt(_) => "corrupt",
-            _ => return,
         };
         self.commit_errors.get_or_create(&KindLabel { kind }).inc();
     }

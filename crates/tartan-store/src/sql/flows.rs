@@ -24,9 +24,7 @@ impl FlowStore for SqlStore {
             Ok(results) => results,
             // Unreachable, or a standby: one by one would fail the same
             // way, each slowly.
-            Err(e @ (StoreError::Unavailable(_) | StoreError::ReadOnly(_))) => {
-                batch.iter().map(|_| Err(e.clone())).collect()
-            }
+            Err(e) if e.unavailable().is_some() => batch.iter().map(|_| Err(e.clone())).collect(),
             Err(e) => {
                 // The batch failed as a whole (a statement error somewhere in
                 // it): commit each decision on its own, so that each gets its
