@@ -124,13 +124,26 @@ pub fn init_traces(node_id: &str) -> Result<Option<TraceGuard>> {
     }))
 }
 
+/// Argyll's `LOG_LEVEL` as a filter, when `RUST_LOG` is not set: `debug`,
+/// `info`, `warn` or `error`, anything else `info` as in Argyll. Its
+/// `debug` is Tartan's own (the libraries' debug lines are not Argyll's).
+fn argyll_level() -> EnvFilter {
+    let level = std::env::var("LOG_LEVEL").unwrap_or_default().trim().to_ascii_lowercase();
+    EnvFilter::new(match level.as_str() {
+        "debug" => "info,tartan=debug,tartan_core=debug,tartan_engine=debug,tartan_server=debug,tartan_store=debug",
+        "warn" => "warn",
+        "error" => "error",
+        _ => "info",
+    })
+}
+
 /// One line per request (the server's request log) and everything else, as
 /// text or as JSON objects (`TARTAN_LOG_FORMAT`); `RUST_LOG` filters. With
 /// `traces`, the `tracing` spans that pass the filter (each API request's,
 /// at DEBUG for probes) are exported too, and the lines in them name the
 /// span's trace and span ids.
 pub fn init_logging(format: LogFormat, traces: Option<&TraceGuard>) {
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| argyll_level());
     let bridge = traces.map(|t| {
         tracing_opentelemetry::layer()
             .with_tracer(t.tracer())

@@ -327,11 +327,13 @@ const SECRETS: [&str; 2] = ["api_token", "read_token"];
 
 impl Loaded {
     /// Every setting with its value (secrets redacted) and its source.
-    /// Valid values that are most likely a slip (a lease of 30 ms), one
-    /// line each: `config check` prints them, `serve` logs them.
+    /// Argyll's settings that are set and ignored, and valid values that
+    /// are most likely a slip (a lease of 30 ms), one line each: `config
+    /// check` prints them, `serve` logs them.
     pub fn warnings(&self) -> Vec<String> {
         let c = &self.config;
-        lint::warnings(
+        let mut out = sources::argyll_ignored();
+        out.extend(lint::warnings(
             &self.figment,
             c.engine.lease,
             &[
@@ -342,7 +344,8 @@ impl Loaded {
                 ("body_timeout", c.server.body_timeout),
                 ("db_read_timeout", c.pools.read_timeout),
             ],
-        )
+        ));
+        out
     }
 
     pub fn report(&self) -> Vec<Line> {

@@ -78,24 +78,74 @@ impl Provider for Named {
     }
 }
 
-/// The environment: `TARTAN_<KEY>`, else Argyll's name for it. An empty
-/// variable counts as unset.
+/// An environment variable's value; empty counts as unset.
+fn read_env(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.is_empty())
+}
+
+/// The environment: `TARTAN_<KEY>`, else Argyll's name for it
+/// (docs/argyll.md, "Settings"). An empty variable counts as unset.
 pub fn environment() -> impl Provider {
-    let read = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
-    let values = SETTINGS
+    let mut values: Vec<(&'static str, String, String)> = SETTINGS
         .iter()
         .filter_map(|k| {
             let tartan = env_name(k.key);
-            read(&tartan).map(|v| (k.key, tartan, v)).or_else(|| {
+            read_env(&tartan).map(|v| (k.key, tartan, v)).or_else(|| {
                 let other = k.fallback_env?;
-                read(other).map(|v| (k.key, other.to_string(), v))
+                read_env(other).map(|v| (k.key, other.to_string(), v))
             })
         })
         .collect();
+    if !values.iter().any(|(key, _, _)| *key == "listen") {
+        if let Some(listen) = argyll_listen(read_env("API_HOST"), read_env("API_PORT")) {
+            values.push(("listen", "API_HOST and API_PORT".to_string(), listen));
+        }
+    }
     Named {
         what: ENVIRONMENT,
         values,
     }
+}
+
+/// Argyll's listen address from its `API_HOST` and `API_PORT`, when either
+/// is set, each defaulting as in Argyll (`0.0.0.0`, `8080`). A port that is
+/// not one is left for the `listen` setting's check to name.
+fn argyll_listen(host: Option<String>, port: Option<String>) -> Option<String> {
+    if host.is_none() && port.is_none() {
+        return None;
+    }
+    let host = host.unwrap_or_else(|| "0.0.0.0".to_string());
+    let port = port.unwrap_or_else(|| "8080".to_string());
+    // An IPv6 address takes brackets before its port.
+    Some(if host.contains(':') && !host.starts_with('[') {
+        format!("[{host}]:{port}")
+    } else {
+        format!("{host}:{port}")
+    })
+}
+
+/// Argyll's settings that mean nothing to Tartan (its Raft cluster and its
+/// projection cache: Tartan's engines share one database), with why.
+const ARGYLL_IGNORED: [&str; 5] = [
+    "RAFT_ADDRESS",
+    "RAFT_DATA_DIR",
+    "RAFT_LOG_TAIL_SIZE",
+    "RAFT_SERVERS",
+    "TIMEBOX_CACHE_SIZE",
+];
+
+/// The ignored Argyll settings that are set, one line each.
+pub fn argyll_ignored() -> Vec<String> {
+    ARGYLL_IGNORED
+        .iter()
+        .filter(|name| read_env(name).is_some())
+        .map(|name| {
+            format!(
+                "{name} (environment variable) is Argyll's and is ignored: Tartan's engines share \
+                 one database instead of a Raft cluster (docs/argyll.md, \"Settings\")"
+            )
+        })
+        .collect()
 }
 
 /// Flags given on the command line, as `(key, value)`.
@@ -160,4 +210,20 @@ pub fn explain(errors: impl IntoIterator<Item = Error>) -> String {
         })
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::argyll_listen;
+
+    #[test]
+    fn argyll_host_and_port_make_the_listen_address_each_defaulting_as_argyll_does() {
+        let s = |v: &str| Some(v.to_string());
+        assert_eq!(argyll_listen(None, None), None);
+        assert_eq!(argyll_listen(s("127.0.0.1"), s("9000")), s("127.0.0.1:9000"));
+        assert_eq!(argyll_listen(None, s("9000")), s("0.0.0.0:9000"));
+        assert_eq!(argyll_listen(s("10.0.0.5"), None), s("10.0.0.5:8080"));
+        assert_eq!(argyll_listen(s("::1"), s("81")), s("[::1]:81"));
+        assert_eq!(argyll_listen(s("[::1]"), s("81")), s("[::1]:81"));
+    }
 }

@@ -183,9 +183,10 @@ settings! {
     /// sqlite://path (created if missing) or postgres://... (env TARTAN_DATABASE_URL, then DATABASE_URL)
     database_url: String = "values::text", text("sqlite://tartan.db"), fallback "DATABASE_URL";
     /// Base URL async steps call back
-    webhook_base_url: Option<String> = "values::opt_http_url", unset("http://<listen address>");
+    webhook_base_url: Option<String> = "values::opt_http_url", unset("http://<listen address>"),
+        fallback "WEBHOOK_BASE_URL";
     /// Stable id of this engine process
-    node_id: Option<String> = "values::opt_text", unset("<hostname>-<port>");
+    node_id: Option<String> = "values::opt_text", unset("<hostname>-<port>"), fallback "RAFT_NODE_ID";
     /// Log lines as `text` or `json`
     log_format: LogFormat = "values::parsed", text("text");
     /// Bearer tokens granting every route, comma-separated (rotation: list old and new)

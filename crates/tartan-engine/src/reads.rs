@@ -11,6 +11,9 @@ pub use tartan_store::{
 use crate::error::EngineError;
 use crate::Engine;
 
+/// How often `takes_writes` looks at the database at most.
+const WRITES_LOOK: std::time::Duration = std::time::Duration::from_secs(1);
+
 impl Engine {
     /// Where the engine and the server record metrics.
     pub fn metrics(&self) -> &crate::metrics::Metrics {
@@ -74,6 +77,36 @@ impl Engine {
             }
         }
         Ok(found?)
+    }
+
+    /// Whether this engine can write to its database, as it last found
+    /// (no outage under way: `metrics::db`), for a load balancer that
+    /// sends writes only to engines that take them (`/health`'s
+    /// `X-Argyll-Raft-State`, docs/argyll.md, "Several engines behind a
+    /// proxy"). Asked, it looks again in the background, at most once
+    /// every [`WRITES_LOOK`]: an idle engine's answer follows its database
+    /// becoming a standby within a look or two, and the caller never waits
+    /// on the database.
+    pub fn takes_writes(&self) -> bool {
+        let db = &self.inner.metrics.db;
+        if db.look_due(WRITES_LOOK) {
+            let engine = self.clone();
+            let stopping = self.inner.stopping.clone();
+            self.inner.tasks.spawn(async move {
+                tokio::select! {
+                    _ = engine.database_ready() => {}
+                    _ = stopping.cancelled() => {}
+                }
+                engine.inner.metrics.db.looked();
+            });
+        }
+        db.writable()
+    }
+
+    /// Event streams open (WebSocket and server-sent), against
+    /// `max_streams`.
+    pub fn open_streams(&self) -> usize {
+        self.inner.feed.open_streams()
     }
 
     /// A page of flows by status, id prefix and labels.

@@ -15,6 +15,7 @@ use crate::helpers::{
 };
 
 mod gate;
+mod haproxy;
 mod notices;
 
 both_backends!(

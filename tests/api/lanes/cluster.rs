@@ -11,7 +11,7 @@ use super::counting;
 use crate::helpers::{call, spawn_binary_with, sync_step};
 use tartan_testkit::{Backend, TestDb};
 
-const FLOWS: usize = 200;
+const FLOWS: usize = 90;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_engines_hold_one_lane_and_a_killed_engines_slots_come_back() {

@@ -101,6 +101,62 @@ async fn config_check_prints_each_value_with_its_source_in_order_of_precedence()
     let _ = std::fs::remove_dir_all(file.parent().unwrap());
 }
 
+/// An Argyll deployment's variables configure Tartan (docs/argyll.md,
+/// "Settings"): each value names the Argyll variable it came from, Tartan's
+/// own names win, and Argyll's Raft settings are said to be ignored.
+#[tokio::test]
+async fn argylls_variables_are_read_where_tartans_are_not_set() {
+    let argyll = [
+        ("API_HOST", "10.1.2.3"),
+        ("API_PORT", "9000"),
+        ("WEBHOOK_BASE_URL", "http://argyll-engine-1:9000"),
+        ("RAFT_NODE_ID", "argyll-1"),
+        ("MEMO_CACHE_SIZE", "1000"),
+        ("RAFT_SERVERS", "argyll-1=argyll-engine-1:9701"),
+        ("RAFT_DATA_DIR", "/data/argyll-raft"),
+        // Beyond loopback, Tartan wants tokens or this (docs/argyll.md).
+        ("TARTAN_ALLOW_UNAUTHENTICATED", "true"),
+    ];
+    let (ok, out, err) = config_check(&[], &argyll).await;
+    assert!(ok, "{err}");
+    let listen = line_of(&out, "listen");
+    assert!(
+        listen.contains("\"10.1.2.3:9000\"") && listen.contains("API_HOST and API_PORT (environment variable)"),
+        "{out}"
+    );
+    let webhook = line_of(&out, "webhook_base_url");
+    assert!(webhook.contains("argyll-engine-1:9000") && webhook.contains("WEBHOOK_BASE_URL"), "{out}");
+    assert!(line_of(&out, "node_id").contains("\"argyll-1\"  # RAFT_NODE_ID"), "{out}");
+    assert!(line_of(&out, "memo_cache_size").contains("1000  # MEMO_CACHE_SIZE"), "{out}");
+    for name in ["RAFT_SERVERS", "RAFT_DATA_DIR"] {
+        assert!(
+            err.lines().any(|l| l.starts_with("warning: ") && l.contains(name) && l.contains("ignored")),
+            "{name}: {err}"
+        );
+    }
+    assert!(!err.contains("RAFT_NODE_ID"), "RAFT_NODE_ID is read, not ignored: {err}");
+
+    // API_PORT alone listens on every address, as Argyll does; Tartan's
+    // own names win.
+    let open = ("TARTAN_ALLOW_UNAUTHENTICATED", "true");
+    let (ok, out, err) = config_check(&[], &[("API_PORT", "9001"), open]).await;
+    assert!(ok, "{err}");
+    assert!(line_of(&out, "listen").contains("\"0.0.0.0:9001\""), "{out}");
+    let (ok, out, err) = config_check(
+        &[],
+        &[("API_PORT", "9001"), ("TARTAN_LISTEN", "127.0.0.1:7000"), ("RAFT_NODE_ID", "a"), ("TARTAN_NODE_ID", "b")],
+    )
+    .await;
+    assert!(ok, "{err}");
+    assert!(line_of(&out, "listen").contains("\"127.0.0.1:7000\"  # TARTAN_LISTEN"), "{out}");
+    assert!(line_of(&out, "node_id").contains("\"b\"  # TARTAN_NODE_ID"), "{out}");
+
+    // A port that is not one is named with the variables it came from.
+    let (ok, _, err) = config_check(&[], &[("API_HOST", "127.0.0.1"), ("API_PORT", "http")]).await;
+    assert!(!ok, "a bad port is refused");
+    assert!(err.contains("API_HOST and API_PORT"), "{err}");
+}
+
 /// Values from the file are checked as values from the environment are:
 /// `max_active_flows = 0` would refuse every start, a misspelt backoff type
 /// every registration.

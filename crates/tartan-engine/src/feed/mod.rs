@@ -97,6 +97,11 @@ impl Feed {
         }
     }
 
+    /// Event streams open now, each holding one of `max_streams`.
+    pub(crate) fn open_streams(&self) -> usize {
+        self.bus.max_streams.saturating_sub(self.bus.streams.available_permits())
+    }
+
     /// Listen to the events committed from now on. Every event committed
     /// after this returns is either in the store already or will be on
     /// the subscription. Refused when the process holds its most streams.

@@ -9,7 +9,7 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -54,7 +54,17 @@ pub(crate) struct DbMetrics {
     out: AtomicBool,
     /// When the outage under way began.
     since: Mutex<Option<Instant>>,
+    /// The looks `/health` asks for (`look_due`).
+    look: Mutex<Look>,
     flows_lost: Counter,
+}
+
+/// `/health`'s looks at the database: when the last began, and whether
+/// one is under way (one at a time, however many probes ask).
+#[derive(Default)]
+struct Look {
+    last: Option<Instant>,
+    under_way: bool,
 }
 
 /// The kinds of `tartan_commit_errors_total`, at zero from the start.
@@ -74,6 +84,7 @@ impl DbMetrics {
             outage_seconds: Counter::default(),
             out: AtomicBool::new(false),
             since: Mutex::new(None),
+            look: Mutex::default(),
             flows_lost: Counter::default(),
         };
         for kind in ERROR_KINDS {
@@ -175,6 +186,32 @@ impl DbMetrics {
             self.outage_seconds.inc_by(took);
             tracing::warn!(outage_seconds = took, "database outage ended after {took:.1} s");
         }
+    }
+
+    /// Whether the database took the last write or readiness check this
+    /// engine made: no outage under way.
+    pub(crate) fn writable(&self) -> bool {
+        !self.out.load(Ordering::Acquire)
+    }
+
+    /// Whether a look at the database's readiness is due: none under way,
+    /// and none begun within `every`. When it is, it counts as begun; the
+    /// caller makes it and says when it ended (`looked`).
+    pub(crate) fn look_due(&self, every: Duration) -> bool {
+        let mut look = crate::sync::lock(&self.look);
+        if look.under_way || look.last.is_some_and(|t| t.elapsed() < every) {
+            return false;
+        }
+        *look = Look {
+            last: Some(Instant::now()),
+            under_way: true,
+        };
+        true
+    }
+
+    /// The look `look_due` allowed ended.
+    pub(crate) fn looked(&self) {
+        crate::sync::lock(&self.look).under_way = false;
     }
 
     /// The pools as the store reads them now (a scrape).

@@ -223,6 +223,35 @@ pub struct HealthDetails {
     /// Bytes of step response bodies held, from reading to recording.
     pub response_bytes_held: usize,
     pub max_inflight_bytes: usize,
+    /// The database as Argyll's `/health` shows its backend.
+    #[serde(default)]
+    pub backend: HealthBackend,
+    /// Event streams open, as Argyll's `/health` counts its WebSocket
+    /// clients.
+    #[serde(default)]
+    pub websocket: HealthStreams,
+}
+
+/// `/health`'s `details.backend` (docs/argyll.md, "Several engines behind
+/// a proxy").
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+pub struct HealthBackend {
+    /// `sqlite` or `postgres`.
+    #[serde(rename = "type")]
+    #[schema(example = "postgres")]
+    pub store: String,
+    /// `leader` while this engine takes writes, else `follower`: the
+    /// `X-Argyll-Raft-State` header's value.
+    #[schema(example = "leader")]
+    pub state: String,
+}
+
+/// `/health`'s `details.websocket`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+pub struct HealthStreams {
+    /// Event streams open now, WebSocket and server-sent together (they
+    /// share `TARTAN_MAX_STREAMS`).
+    pub clients: usize,
 }
 
 /// `GET /ready`.

@@ -2,25 +2,36 @@
 //! orchestrators (a step's health is the cluster's, `cluster.rs`).
 
 use axum::extract::State;
-use axum::http::StatusCode;
+use axum::http::{HeaderName, HeaderValue, StatusCode};
 use axum::Json;
 use tartan_engine::{Engine, Readiness};
 
-use crate::api::answers::{Health, HealthDetails, Ready};
+use crate::api::answers::{Health, HealthBackend, HealthDetails, HealthStreams, Ready};
+
+/// The header Argyll's `/health` names its Raft role in, which its HAProxy
+/// configuration sends writes by (docs/argyll.md, "Several engines behind
+/// a proxy").
+const RAFT_STATE: HeaderName = HeaderName::from_static("x-argyll-raft-state");
 use crate::error::{kind, ApiError, Problem};
 
 /// Liveness, with the version, store, node id and call counts.
 ///
-/// `200` whenever the process serves requests, without asking the database
-/// (for that, `GET /ready`). `details` has the version, the store, the node
-/// id, the active flows and timers, and the calls in flight, queued and
-/// deferred against their limits. Open: no token needed.
+/// `200` whenever the process serves requests, without waiting on the
+/// database (for that, `GET /ready`). `details` has the version, the store,
+/// the node id, the active flows and timers, the calls in flight, queued
+/// and deferred against their limits, and, as Argyll's does, the backend
+/// and the streams open. `X-Argyll-Raft-State` is `leader` while the
+/// engine takes writes (as last found, looked at again in the background
+/// at most once a second), else `follower`: Argyll's HAProxy configuration
+/// sends writes by it. Open: no token needed.
 #[utoipa::path(get, path = "/health", tag = "health", operation_id = "getHealth", security(()),
-    responses((status = 200, description = "The process is alive", body = Health)))]
-pub(crate) async fn health(State(engine): State<Engine>) -> Json<Health> {
+    responses((status = 200, description = "The process is alive", body = Health,
+        headers(("X-Argyll-Raft-State" = String, description = "`leader` while this engine takes writes, else `follower`")))))]
+pub(crate) async fn health(State(engine): State<Engine>) -> ([(HeaderName, HeaderValue); 1], Json<Health>) {
     let (calls, deferred) = engine.calls().counts();
     let config = engine.config();
-    Json(Health {
+    let state = if engine.takes_writes() { "leader" } else { "follower" };
+    let health = Json(Health {
         status: "healthy".into(),
         service: "tartan".into(),
         details: HealthDetails {
@@ -40,8 +51,16 @@ pub(crate) async fn health(State(engine): State<Engine>) -> Json<Health> {
             // docs/durability.md, "Bytes in flight".
             response_bytes_held: calls.response_bytes,
             max_inflight_bytes: config.max_inflight_bytes,
+            backend: HealthBackend {
+                store: engine.backend().into(),
+                state: state.into(),
+            },
+            websocket: HealthStreams {
+                clients: engine.open_streams(),
+            },
         },
-    })
+    });
+    ([(RAFT_STATE, HeaderValue::from_static(state))], health)
 }
 
 /// Ready when the database answers and takes writes.
