@@ -128,9 +128,14 @@ pub fn init_traces(node_id: &str) -> Result<Option<TraceGuard>> {
 /// `info`, `warn` or `error`, anything else `info` as in Argyll. Its
 /// `debug` is Tartan's own (the libraries' debug lines are not Argyll's).
 fn argyll_level() -> EnvFilter {
-    let level = std::env::var("LOG_LEVEL").unwrap_or_default().trim().to_ascii_lowercase();
+    let level = std::env::var("LOG_LEVEL")
+        .unwrap_or_default()
+        .trim()
+        .to_ascii_lowercase();
     EnvFilter::new(match level.as_str() {
-        "debug" => "info,tartan=debug,tartan_core=debug,tartan_engine=debug,tartan_server=debug,tartan_store=debug",
+        "debug" => {
+            "info,tartan=debug,tartan_core=debug,tartan_engine=debug,tartan_server=debug,tartan_store=debug"
+        }
         "warn" => "warn",
         "error" => "error",
         _ => "info",

@@ -136,7 +136,7 @@ async fn raft_state_becomes(client: &reqwest::Client, addr: &str, want: &str) {
 async fn start_flows(client: &reqwest::Client, proxy: &str, prefix: &str, count: usize) -> Vec<u16> {
     let mut statuses = Vec::new();
     for n in 0..count {
-        let start = json!({"id": format!("{prefix}-{n}"), "goals": ["echo"], "init": {"x": n}});
+        let start = json!({"id": format!("{prefix}-{n}"), "goals": ["echo"], "init": {"x": [n]}});
         let (status, _, body) = through(client, proxy, Method::POST, "/engine/flow", Some(start)).await;
         assert!(status == 201 || status == 503, "{status} {body}");
         statuses.push(status);
@@ -186,7 +186,10 @@ async fn argylls_haproxy_routes_writes_to_engines_that_take_them() {
     let password = url.password().map(str::to_string);
     admin(&format!(
         "DROP ROLE IF EXISTS {role}; CREATE ROLE {role} LOGIN SUPERUSER{}",
-        password.as_deref().map(|p| format!(" PASSWORD '{p}'")).unwrap_or_default()
+        password
+            .as_deref()
+            .map(|p| format!(" PASSWORD '{p}'"))
+            .unwrap_or_default()
     ))
     .await;
     url.set_username(&role).expect("username");
@@ -255,6 +258,11 @@ async fn argylls_haproxy_routes_writes_to_engines_that_take_them() {
     raft_state_becomes(&client, addrs[2], "follower").await;
     let (_, _, health) = through(&client, addrs[2], Method::GET, "/health", None).await;
     assert_eq!(health["details"]["backend"]["state"], "follower", "{health}");
+    // Sent to it straight, a start is refused: only the proxy's routing
+    // keeps the writes below from it.
+    let start = json!({"id": "straight", "goals": ["echo"], "init": {"x": [0]}});
+    let (status, _, body) = through(&client, addrs[2], Method::POST, "/engine/flow", Some(start)).await;
+    assert_eq!(status, 503, "{body}");
     // Two rounds of the write backend's checks (every 3 s, one to fall).
     tokio::time::sleep(Duration::from_secs(7)).await;
     let statuses = start_flows(&client, &proxy, "after", 12).await;

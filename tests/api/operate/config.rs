@@ -121,20 +121,34 @@ async fn argylls_variables_are_read_where_tartans_are_not_set() {
     assert!(ok, "{err}");
     let listen = line_of(&out, "listen");
     assert!(
-        listen.contains("\"10.1.2.3:9000\"") && listen.contains("API_HOST and API_PORT (environment variable)"),
+        listen.contains("\"10.1.2.3:9000\"")
+            && listen.contains("API_HOST and API_PORT (environment variable)"),
         "{out}"
     );
     let webhook = line_of(&out, "webhook_base_url");
-    assert!(webhook.contains("argyll-engine-1:9000") && webhook.contains("WEBHOOK_BASE_URL"), "{out}");
-    assert!(line_of(&out, "node_id").contains("\"argyll-1\"  # RAFT_NODE_ID"), "{out}");
-    assert!(line_of(&out, "memo_cache_size").contains("1000  # MEMO_CACHE_SIZE"), "{out}");
+    assert!(
+        webhook.contains("argyll-engine-1:9000") && webhook.contains("WEBHOOK_BASE_URL"),
+        "{out}"
+    );
+    assert!(
+        line_of(&out, "node_id").contains("\"argyll-1\"  # RAFT_NODE_ID"),
+        "{out}"
+    );
+    assert!(
+        line_of(&out, "memo_cache_size").contains("1000  # MEMO_CACHE_SIZE"),
+        "{out}"
+    );
     for name in ["RAFT_SERVERS", "RAFT_DATA_DIR"] {
         assert!(
-            err.lines().any(|l| l.starts_with("warning: ") && l.contains(name) && l.contains("ignored")),
+            err.lines()
+                .any(|l| l.starts_with("warning: ") && l.contains(name) && l.contains("ignored")),
             "{name}: {err}"
         );
     }
-    assert!(!err.contains("RAFT_NODE_ID"), "RAFT_NODE_ID is read, not ignored: {err}");
+    assert!(
+        !err.contains("RAFT_NODE_ID"),
+        "RAFT_NODE_ID is read, not ignored: {err}"
+    );
 
     // API_PORT alone listens on every address, as Argyll does; Tartan's
     // own names win.
@@ -144,12 +158,23 @@ async fn argylls_variables_are_read_where_tartans_are_not_set() {
     assert!(line_of(&out, "listen").contains("\"0.0.0.0:9001\""), "{out}");
     let (ok, out, err) = config_check(
         &[],
-        &[("API_PORT", "9001"), ("TARTAN_LISTEN", "127.0.0.1:7000"), ("RAFT_NODE_ID", "a"), ("TARTAN_NODE_ID", "b")],
+        &[
+            ("API_PORT", "9001"),
+            ("TARTAN_LISTEN", "127.0.0.1:7000"),
+            ("RAFT_NODE_ID", "a"),
+            ("TARTAN_NODE_ID", "b"),
+        ],
     )
     .await;
     assert!(ok, "{err}");
-    assert!(line_of(&out, "listen").contains("\"127.0.0.1:7000\"  # TARTAN_LISTEN"), "{out}");
-    assert!(line_of(&out, "node_id").contains("\"b\"  # TARTAN_NODE_ID"), "{out}");
+    assert!(
+        line_of(&out, "listen").contains("\"127.0.0.1:7000\"  # TARTAN_LISTEN"),
+        "{out}"
+    );
+    assert!(
+        line_of(&out, "node_id").contains("\"b\"  # TARTAN_NODE_ID"),
+        "{out}"
+    );
 
     // A port that is not one is named with the variables it came from.
     let (ok, _, err) = config_check(&[], &[("API_HOST", "127.0.0.1"), ("API_PORT", "http")]).await;

@@ -99,7 +99,9 @@ impl Feed {
 
     /// Event streams open now, each holding one of `max_streams`.
     pub(crate) fn open_streams(&self) -> usize {
-        self.bus.max_streams.saturating_sub(self.bus.streams.available_permits())
+        self.bus
+            .max_streams
+            .saturating_sub(self.bus.streams.available_permits())
     }
 
     /// Listen to the events committed from now on. Every event committed

@@ -30,7 +30,11 @@ use crate::error::{kind, ApiError, Problem};
 pub(crate) async fn health(State(engine): State<Engine>) -> ([(HeaderName, HeaderValue); 1], Json<Health>) {
     let (calls, deferred) = engine.calls().counts();
     let config = engine.config();
-    let state = if engine.takes_writes() { "leader" } else { "follower" };
+    let state = if engine.takes_writes() {
+        "leader"
+    } else {
+        "follower"
+    };
     let health = Json(Health {
         status: "healthy".into(),
         service: "tartan".into(),
