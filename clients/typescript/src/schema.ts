@@ -830,10 +830,14 @@ export interface paths {
         };
         /**
          * Liveness, with the version, store, node id and call counts.
-         * @description `200` whenever the process serves requests, without asking the database
-         *     (for that, `GET /ready`). `details` has the version, the store, the node
-         *     id, the active flows and timers, and the calls in flight, queued and
-         *     deferred against their limits. Open: no token needed.
+         * @description `200` whenever the process serves requests, without waiting on the
+         *     database (for that, `GET /ready`). `details` has the version, the store,
+         *     the node id, the active flows and timers, the calls in flight, queued
+         *     and deferred against their limits, and, as Argyll's does, the backend
+         *     and the streams open. `X-Argyll-Raft-State` is `leader` while the
+         *     engine takes writes (as last found, looked at again in the background
+         *     at most once a second), else `follower`: Argyll's HAProxy configuration
+         *     sends writes by it. Open: no token needed.
          */
         get: operations["getHealth"];
         put?: never;
@@ -1621,11 +1625,30 @@ export interface components {
             status: string;
         };
         /**
+         * @description `/health`'s `details.backend` (docs/argyll.md, "Several engines behind
+         *     a proxy").
+         */
+        HealthBackend: {
+            /**
+             * @description `leader` while this engine takes writes, else `follower`: the
+             *     `X-Argyll-Raft-State` header's value.
+             * @example leader
+             */
+            state: string;
+            /**
+             * @description `sqlite` or `postgres`.
+             * @example postgres
+             */
+            type: string;
+        };
+        /**
          * @description What `GET /health` reports about the process (docs/durability.md,
          *     "Call slots").
          */
         HealthDetails: {
             active_flows: number;
+            /** @description The database as Argyll's `/health` shows its backend. */
+            backend?: components["schemas"]["HealthBackend"];
             /** Format: int64 */
             calls_deferred: number;
             calls_in_flight: number;
@@ -1642,6 +1665,19 @@ export interface components {
             store: string;
             timers: number;
             version: string;
+            /**
+             * @description Event streams open, as Argyll's `/health` counts its WebSocket
+             *     clients.
+             */
+            websocket?: components["schemas"]["HealthStreams"];
+        };
+        /** @description `/health`'s `details.websocket`. */
+        HealthStreams: {
+            /**
+             * @description Event streams open now, WebSocket and server-sent together (they
+             *     share `TARTAN_MAX_STREAMS`).
+             */
+            clients: number;
         };
         /** @description How a step is called over HTTP. */
         HttpConfig: {
@@ -5010,6 +5046,8 @@ export interface operations {
             /** @description The process is alive */
             200: {
                 headers: {
+                    /** @description `leader` while this engine takes writes, else `follower` */
+                    "X-Argyll-Raft-State"?: string;
                     [name: string]: unknown;
                 };
                 content: {

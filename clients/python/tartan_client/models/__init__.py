@@ -62,7 +62,9 @@ from .flow_summary_labels import FlowSummaryLabels
 from .flow_trace import FlowTrace
 from .get_open_api_document_response_200 import GetOpenApiDocumentResponse200
 from .health import Health
+from .health_backend import HealthBackend
 from .health_details import HealthDetails
+from .health_streams import HealthStreams
 from .http_config import HttpConfig
 from .http_config_classify import HttpConfigClassify
 from .input_config import InputConfig
@@ -172,7 +174,9 @@ __all__ = (
     "FlowTrace",
     "GetOpenApiDocumentResponse200",
     "Health",
+    "HealthBackend",
     "HealthDetails",
+    "HealthStreams",
     "HttpConfig",
     "HttpConfigClassify",
     "InputConfig",

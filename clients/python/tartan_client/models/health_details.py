@@ -1,10 +1,17 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Self, TypeVar
+from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
+
+from ..types import UNSET, Unset
+
+if TYPE_CHECKING:
+    from ..models.health_backend import HealthBackend
+    from ..models.health_streams import HealthStreams
+
 
 T = TypeVar("T", bound="HealthDetails")
 
@@ -29,6 +36,9 @@ class HealthDetails:
             store (str):  Example: sqlite.
             timers (int):
             version (str):
+            backend (HealthBackend | Unset): `/health`'s `details.backend` (docs/argyll.md, "Several engines behind
+                a proxy").
+            websocket (HealthStreams | Unset): `/health`'s `details.websocket`.
     """
 
     active_flows: int
@@ -45,6 +55,8 @@ class HealthDetails:
     store: str
     timers: int
     version: str
+    backend: HealthBackend | Unset = UNSET
+    websocket: HealthStreams | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -76,6 +88,14 @@ class HealthDetails:
 
         version = self.version
 
+        backend: dict[str, Any] | Unset = UNSET
+        if not isinstance(self.backend, Unset):
+            backend = self.backend.to_dict()
+
+        websocket: dict[str, Any] | Unset = UNSET
+        if not isinstance(self.websocket, Unset):
+            websocket = self.websocket.to_dict()
+
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update(
@@ -96,11 +116,18 @@ class HealthDetails:
                 "version": version,
             }
         )
+        if backend is not UNSET:
+            field_dict["backend"] = backend
+        if websocket is not UNSET:
+            field_dict["websocket"] = websocket
 
         return field_dict
 
     @classmethod
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
+        from ..models.health_backend import HealthBackend
+        from ..models.health_streams import HealthStreams
+
         d = dict(src_dict)
         active_flows = d.pop("active_flows")
 
@@ -130,6 +157,20 @@ class HealthDetails:
 
         version = d.pop("version")
 
+        _backend = d.pop("backend", UNSET)
+        backend: HealthBackend | Unset
+        if isinstance(_backend, Unset):
+            backend = UNSET
+        else:
+            backend = HealthBackend.from_dict(_backend)
+
+        _websocket = d.pop("websocket", UNSET)
+        websocket: HealthStreams | Unset
+        if isinstance(_websocket, Unset):
+            websocket = UNSET
+        else:
+            websocket = HealthStreams.from_dict(_websocket)
+
         health_details = cls(
             active_flows=active_flows,
             calls_deferred=calls_deferred,
@@ -145,6 +186,8 @@ class HealthDetails:
             store=store,
             timers=timers,
             version=version,
+            backend=backend,
+            websocket=websocket,
         )
 
         health_details.additional_properties = d

@@ -56,10 +56,14 @@ def sync_detailed(
 ) -> Response[Health | Problem]:
     """Liveness, with the version, store, node id and call counts.
 
-     `200` whenever the process serves requests, without asking the database
-    (for that, `GET /ready`). `details` has the version, the store, the node
-    id, the active flows and timers, and the calls in flight, queued and
-    deferred against their limits. Open: no token needed.
+     `200` whenever the process serves requests, without waiting on the
+    database (for that, `GET /ready`). `details` has the version, the store,
+    the node id, the active flows and timers, the calls in flight, queued
+    and deferred against their limits, and, as Argyll's does, the backend
+    and the streams open. `X-Argyll-Raft-State` is `leader` while the
+    engine takes writes (as last found, looked at again in the background
+    at most once a second), else `follower`: Argyll's HAProxy configuration
+    sends writes by it. Open: no token needed.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -84,10 +88,14 @@ def sync(
 ) -> Health | Problem | None:
     """Liveness, with the version, store, node id and call counts.
 
-     `200` whenever the process serves requests, without asking the database
-    (for that, `GET /ready`). `details` has the version, the store, the node
-    id, the active flows and timers, and the calls in flight, queued and
-    deferred against their limits. Open: no token needed.
+     `200` whenever the process serves requests, without waiting on the
+    database (for that, `GET /ready`). `details` has the version, the store,
+    the node id, the active flows and timers, the calls in flight, queued
+    and deferred against their limits, and, as Argyll's does, the backend
+    and the streams open. `X-Argyll-Raft-State` is `leader` while the
+    engine takes writes (as last found, looked at again in the background
+    at most once a second), else `follower`: Argyll's HAProxy configuration
+    sends writes by it. Open: no token needed.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -108,10 +116,14 @@ async def asyncio_detailed(
 ) -> Response[Health | Problem]:
     """Liveness, with the version, store, node id and call counts.
 
-     `200` whenever the process serves requests, without asking the database
-    (for that, `GET /ready`). `details` has the version, the store, the node
-    id, the active flows and timers, and the calls in flight, queued and
-    deferred against their limits. Open: no token needed.
+     `200` whenever the process serves requests, without waiting on the
+    database (for that, `GET /ready`). `details` has the version, the store,
+    the node id, the active flows and timers, the calls in flight, queued
+    and deferred against their limits, and, as Argyll's does, the backend
+    and the streams open. `X-Argyll-Raft-State` is `leader` while the
+    engine takes writes (as last found, looked at again in the background
+    at most once a second), else `follower`: Argyll's HAProxy configuration
+    sends writes by it. Open: no token needed.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -134,10 +146,14 @@ async def asyncio(
 ) -> Health | Problem | None:
     """Liveness, with the version, store, node id and call counts.
 
-     `200` whenever the process serves requests, without asking the database
-    (for that, `GET /ready`). `details` has the version, the store, the node
-    id, the active flows and timers, and the calls in flight, queued and
-    deferred against their limits. Open: no token needed.
+     `200` whenever the process serves requests, without waiting on the
+    database (for that, `GET /ready`). `details` has the version, the store,
+    the node id, the active flows and timers, the calls in flight, queued
+    and deferred against their limits, and, as Argyll's does, the backend
+    and the streams open. `X-Argyll-Raft-State` is `leader` while the
+    engine takes writes (as last found, looked at again in the background
+    at most once a second), else `follower`: Argyll's HAProxy configuration
+    sends writes by it. Open: no token needed.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
