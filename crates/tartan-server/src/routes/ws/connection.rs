@@ -40,7 +40,7 @@ pub(super) struct Connection {
 impl Connection {
     pub(super) async fn run(
         &mut self,
-        mut stream: SplitStream<WebSocket>,
+        stream: &mut SplitStream<WebSocket>,
         events: &mut EventSubscription,
         catalog: &mut BusReceiver<CommittedCatalog>,
         cluster: &mut ClusterReceiver,
@@ -68,7 +68,7 @@ impl Connection {
                     deadline = Instant::now() + PONG_WAIT;
                     match frame {
                         None => return End::Gone,
-                        Some(Ok(Message::Close(_))) => return answer_close(&mut stream).await,
+                        Some(Ok(Message::Close(_))) => return answer_close(stream).await,
                         Some(Ok(Message::Text(text))) => self.message(text.as_bytes()).await,
                         Some(Ok(Message::Binary(bytes))) => self.message(&bytes).await,
                         Some(Ok(Message::Ping(_) | Message::Pong(_))) => Ok(()),
@@ -448,17 +448,27 @@ impl Connection {
 /// handshake done, ends the stream (a server ends the connection once its
 /// close is answered). Within `WRITE_WAIT`, for a client that does not read.
 pub(super) async fn answer_close(stream: &mut SplitStream<WebSocket>) -> End {
-    let answered = async {
+    read_to_end(stream, WRITE_WAIT).await;
+    End::Gone
+}
+
+/// Read the socket until the close handshake ends it, what is read
+/// discarded, within `wait`: after the client's close (to write the
+/// answer, `answer_close`), or after the server's own close, so that the
+/// socket is not dropped with the client's messages unread: that resets
+/// the connection (TCP RST), and a client may lose the close frame, and
+/// its code, still waiting in its buffer.
+pub(super) async fn read_to_end(stream: &mut SplitStream<WebSocket>, wait: Duration) {
+    let ended = async {
         while let Some(next) = stream.next().await {
             if let Err(e) = next {
-                tracing::debug!("answering a WebSocket client's close failed: {e}");
+                tracing::debug!("reading a closing WebSocket failed: {e}");
             }
         }
     };
-    if tokio::time::timeout(WRITE_WAIT, answered).await.is_err() {
-        tracing::debug!("a WebSocket client's close was not answered within {WRITE_WAIT:?}");
+    if tokio::time::timeout(wait, ended).await.is_err() {
+        tracing::debug!("a WebSocket's close was not answered within {wait:?}");
     }
-    End::Gone
 }
 
 /// Why a read failed: a message over the limit is told so (1009).

@@ -56,6 +56,10 @@ pub(super) const PONG_WAIT: Duration = Duration::from_secs(60);
 pub(super) const PING_PERIOD: Duration = Duration::from_secs(54);
 /// A write that takes longer ends the connection (Argyll's write wait).
 pub(super) const WRITE_WAIT: Duration = Duration::from_secs(10);
+
+/// How long the server waits for a client to answer the server's close,
+/// reading what it still sends meanwhile (`connection::read_to_end`).
+const CLOSE_ANSWER_WAIT: Duration = Duration::from_secs(2);
 /// Subscriptions one connection may hold.
 pub(super) const MAX_SUBSCRIPTIONS: usize = 32;
 /// Aggregate ids one connection's subscriptions may name in all.
@@ -127,7 +131,7 @@ pub(super) async fn serve(
     mut cluster: ClusterReceiver,
     queue: usize,
 ) {
-    let (sink, stream) = socket.split();
+    let (sink, mut stream) = socket.split();
     let (tx, rx) = mpsc::channel(queue);
     let queued = Arc::new(AtomicUsize::new(0));
     let writer_gone = CancellationToken::new();
@@ -145,8 +149,9 @@ pub(super) async fn serve(
         out: Outbox { tx, queued },
     };
     let end = connection
-        .run(stream, &mut events, &mut catalog, &mut cluster, &writer_gone)
+        .run(&mut stream, &mut events, &mut catalog, &mut cluster, &writer_gone)
         .await;
+    let closing = !matches!(end, End::Gone);
     match end {
         End::Gone => {}
         End::Slow => {
@@ -176,6 +181,11 @@ pub(super) async fn serve(
     // WRITE_WAIT); the stream slot is held until then.
     drop(connection);
     let _ = writer.await;
+    // The server's close written (or given up on): the client's answer is
+    // read before the socket goes (`connection::read_to_end`).
+    if closing {
+        connection::read_to_end(&mut stream, CLOSE_ANSWER_WAIT).await;
+    }
     drop(events);
 }
 
