@@ -322,6 +322,39 @@ fn start_undoable_with(work_config: Value, options: FlowOptions) -> Run {
     run
 }
 
+/// A for_each input whose value is not an array runs the step once, as a
+/// step without for_each runs, and its outputs are the item's own (Argyll
+/// runs it so); an array of one element still answers an array.
+#[test]
+fn a_for_each_input_that_is_not_an_array_runs_the_step_once() {
+    for (value, own, expected) in [
+        (json!("one"), json!({}), json!(1)),
+        (json!({ "a": 1 }), json!({}), json!(1)),
+        (json!(7), json!({}), json!(1)),
+        (
+            json!([7]),
+            json!({ "items": 7 }),
+            json!([{ "items": 7, "out": 1 }]),
+        ),
+    ] {
+        let (mut run, _) = Run::start(
+            &undoable(json!({})),
+            &["s"],
+            init(&[("items", value.clone())]),
+            no_options(),
+        );
+        let token = run.token("s");
+        assert_eq!(run.work("s", &token).inputs, args(own), "{value}");
+        let tx = run.apply(record("s", &token, 1, ok(json!({ "out": 1 }))), t(1));
+        assert_eq!(run.status("s"), StepStatus::Completed, "{value}");
+        let out = tx.events.iter().find_map(|e| match e {
+            FlowEvent::StepCompleted { outputs, .. } => outputs.get("out").map(|v| Value::clone(v)),
+            _ => None,
+        });
+        assert_eq!(out, Some(expected), "{value}");
+    }
+}
+
 /// `tok-1` of `s` succeeded at 1 s, `tok-2` failed for good at 2 s: the
 /// step and the flow failed, `tok-1` is being undone (attempt 1).
 fn compensating(work_config: Value) -> Run {

@@ -12,6 +12,7 @@ both_backends!(
     a_match_routes_a_flow_to_the_step_it_fits,
     a_match_filters_the_values_collected,
     an_unmet_match_skips_with_the_inputs_and_what_was_unsatisfied,
+    a_match_that_fails_leaves_its_step_waiting,
 );
 
 fn step(id: &str, endpoint: &str, attributes: Value) -> Value {
@@ -160,4 +161,38 @@ async fn an_unmet_match_skips_with_the_inputs_and_what_was_unsatisfied(backend: 
     let skipped = of_type(&all, "step_skipped");
     assert_eq!(skipped[0]["data"]["unsatisfied"], json!(["payment_result"]));
     assert!(svc.requests().is_empty());
+}
+
+/// A match that fails at run time decides nothing, as in Argyll: its step
+/// waits, neither called, skipped nor failed, and its flow stays active
+/// until something ends it (here a cancel); docs/argyll.md, "Scripts that
+/// fail".
+async fn a_match_that_fails_leaves_its_step_waiting(backend: Backend) {
+    let Some(app) = spawn_app(backend).await else {
+        return;
+    };
+    let svc = StepServer::start(|_, _| json_reply(200, json!({"done": true}))).await;
+    let s = step(
+        "charge",
+        &svc.url("/charge"),
+        json!({"payment_result": matching("first", "lua", "error('no verdict')"), "done": {"role": "output"}}),
+    );
+    assert_eq!(app.register(&s).await.status, StatusCode::CREATED);
+    let started = app
+        .start_flow(&json!({"id": "undecided", "goals": ["charge"], "init": {"payment_result": ["paid"]}}))
+        .await;
+    assert_eq!(started.status, StatusCode::CREATED, "{:?}", started.body);
+    // The start decided the step already: it waits.
+    let flow = app.flow("undecided").await;
+    assert_eq!(flow["status"], "active", "{flow}");
+    assert_eq!(flow["executions"]["charge"]["status"], "pending", "{flow}");
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let flow = app.flow("undecided").await;
+    assert_eq!(flow["status"], "active", "{flow}");
+    assert_eq!(flow["executions"]["charge"]["status"], "pending", "{flow}");
+    assert!(svc.requests().is_empty());
+    let cancelled = app.post("/engine/flow/undecided/cancel", &json!({})).await;
+    assert!(cancelled.status.is_success(), "{:?}", cancelled.body);
+    let flow = app.wait_for_flow("undecided").await;
+    assert_eq!(flow["status"], "cancelled", "{flow}");
 }

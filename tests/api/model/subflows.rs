@@ -17,6 +17,7 @@ use tartan_testkit::both_backends;
 both_backends!(
     a_flow_step_runs_its_child_with_mapped_inputs_and_outputs,
     a_failed_child_fails_the_item_and_the_retry_policy_runs_a_new_child,
+    without_a_retry_policy_of_its_own_a_flow_step_fails_for_good_when_its_child_fails,
     a_mapped_output_the_child_lacks_fails_the_item_for_good,
     a_cycle_through_flow_goals_is_refused_at_registration,
     flow_steps_are_validated_at_registration,
@@ -207,6 +208,33 @@ async fn a_failed_child_fails_the_item_and_the_retry_policy_runs_a_new_child(bac
     for kid in &kids {
         assert_eq!(app.flow(kid).await["status"], "failed");
     }
+}
+
+/// Argyll's rule for a flow step registered without a retry policy of its
+/// own (`parallelism` is not one): stored with one attempt, its item fails
+/// for good when its child fails; a step with one retries (above).
+async fn without_a_retry_policy_of_its_own_a_flow_step_fails_for_good_when_its_child_fails(backend: Backend) {
+    let Some(app) = spawn_app(backend).await else {
+        return;
+    };
+    let svc = StepServer::start(|_, _| json_reply(500, json!({"error": "down"}))).await;
+    let mut sub = sub_step();
+    sub["work_config"] = json!({"parallelism": 2});
+    registered(&app, &[doubler(&svc), sub]).await;
+    let stored = app.get("/engine/step/sub").await;
+    assert_eq!(stored.body["work_config"]["max_attempts"], 1, "{:?}", stored.body);
+    assert_eq!(stored.body["work_config"]["parallelism"], 2, "{:?}", stored.body);
+    started(&app, &sub_flow("p9", 1)).await;
+    let parent = app.wait_for_flow("p9").await;
+    assert_eq!(parent["status"], "failed", "{parent}");
+    assert_eq!(children(&parent, "sub").len(), 1, "not retried: {parent}");
+    let item = only_item(&parent, "sub");
+    let error = item["error"].as_str().unwrap_or_default();
+    assert!(
+        error.contains("child flow") && error.contains("failed"),
+        "{error}"
+    );
+    assert_ne!(item["retry_state"], "scheduled", "{item}");
 }
 
 // Argyll: TestCompleteParentWorkMissingOutput ("flow output missing").

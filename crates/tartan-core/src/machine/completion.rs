@@ -61,29 +61,25 @@ pub(super) fn finish_step_if_done(
         .collect();
     // Each item's answer read into the step's outputs, through the output
     // mapping scripts where there are.
-    let mut mapped: Vec<Outputs> = Vec::with_capacity(items.len());
-    for (_, _, raw) in &items {
-        match map_outputs(&step, raw, limits) {
-            Ok(out) => mapped.push(out),
-            Err(error) => {
-                return tx.emit(FlowEvent::StepFailed {
-                    flow_id,
-                    step_id: step_id.to_string(),
-                    error,
-                    problem: None,
-                    inputs: None,
-                })
-            }
-        }
-    }
+    let mapped: Vec<Outputs> = items
+        .iter()
+        .map(|(_, _, raw)| map_outputs(&step, raw, limits))
+        .collect();
     let items: Vec<(u32, Args, Outputs)> = items
         .into_iter()
         .zip(mapped)
         .map(|((i, inputs, _), out)| (i, inputs, out))
         .collect();
+    // A step whose for_each inputs were no arrays ran once, as a step
+    // without for_each does, and answers as one (Argyll's rule); one that
+    // expanded answers an array, however many elements (docs/work-items.md).
+    let expanded = items.is_empty()
+        || items
+            .iter()
+            .any(|(_, inputs, _)| for_each.iter().any(|(_, inner)| inputs.contains_key(*inner)));
     let mut outputs = Outputs::new();
     for (name, _) in step.outputs() {
-        let value = if for_each.is_empty() {
+        let value = if for_each.is_empty() || !expanded {
             match items.first().and_then(|(_, _, out)| out.get(name)) {
                 Some(v) => v.clone(),
                 None => continue,
@@ -128,8 +124,9 @@ pub(super) fn finish_step_if_done(
 /// declared output read by the name the step answers with, or computed by
 /// its mapping script from the whole answer (bound under the output's own
 /// name; jpath queries it as the document). Undeclared keys are dropped; a
-/// jpath that matches nothing leaves the output out.
-fn map_outputs(step: &Step, raw: &Outputs, limits: &ScriptLimits) -> Result<Outputs, String> {
+/// mapping that fails, or a jpath that matches nothing, leaves the output
+/// out, as Argyll does (docs/argyll.md, "Scripts that fail").
+fn map_outputs(step: &Step, raw: &Outputs, limits: &ScriptLimits) -> Outputs {
     let mut out = Outputs::new();
     for (name, _) in step.outputs() {
         let Some(script) = step.scripts().mappings.get(name) else {
@@ -142,13 +139,9 @@ fn map_outputs(step: &Step, raw: &Outputs, limits: &ScriptLimits) -> Result<Outp
             raw.iter().map(|(k, v)| (k.clone(), Value::clone(v))).collect();
         let mut args = serde_json::Map::new();
         args.insert(name.clone(), Value::Object(answer));
-        match mapping_value(script, &args, limits) {
-            Ok(v) => {
-                out.insert(name.clone(), Shared::new(v));
-            }
-            Err(e) if e.is_no_match() => {}
-            Err(e) => return Err(format!("mapping of output {name} failed: {e}")),
+        if let Ok(v) = mapping_value(script, &args, limits) {
+            out.insert(name.clone(), Shared::new(v));
         }
     }
-    Ok(out)
+    out
 }

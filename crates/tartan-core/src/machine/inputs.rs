@@ -213,7 +213,12 @@ fn gather(state: &FlowState, step: &Step, now: Time, limits: &ScriptLimits) -> R
     let mut inputs = Args::new();
     for (name, attr) in step.inputs().filter(|(_, a)| a.is_required()) {
         let p = providers(state, name);
-        let c = candidates(state, step, name, limits)?;
+        // A match that fails (an error, a limit) decides nothing: the step
+        // waits, neither started, skipped nor failed, as in Argyll
+        // (docs/argyll.md, "Scripts that fail").
+        let Ok(c) = candidates(state, step, name, limits) else {
+            return Ok(Inputs::Wait { until: None });
+        };
         let collect = attr.collect();
         if step.scripts().matches.contains_key(name) {
             match gate(collect, &c, &p) {
@@ -267,15 +272,15 @@ fn gather(state: &FlowState, step: &Step, now: Time, limits: &ScriptLimits) -> R
     if until.is_some() {
         return Ok(Inputs::Wait { until });
     }
-    map_inputs(step, &mut inputs, limits)?;
+    map_inputs(step, &mut inputs, limits);
     add_consts(step, &mut inputs);
     Ok(Inputs::Ready(inputs))
 }
 
 /// Run the input mapping scripts over the collected values, each given its
-/// own value alone (as Argyll). A script that fails fails the step: a value
-/// silently left unmapped would be a wrong answer.
-fn map_inputs(step: &Step, inputs: &mut Args, limits: &ScriptLimits) -> Result<(), String> {
+/// own value alone (as Argyll). One that fails, or a jpath that matches
+/// nothing, leaves its value as it came, as Argyll does.
+fn map_inputs(step: &Step, inputs: &mut Args, limits: &ScriptLimits) {
     for (name, script) in &step.scripts().mappings {
         let Some(attr) = step.attributes.get(name) else {
             continue;
@@ -289,11 +294,14 @@ fn map_inputs(step: &Step, inputs: &mut Args, limits: &ScriptLimits) -> Result<(
         };
         let mut args = Map::new();
         args.insert(inner.to_string(), value);
-        let mapped = mapping_value(script, &args, limits)
-            .map_err(|e| format!("mapping of input {name} failed: {e}"))?;
+        let mapped = match mapping_value(script, &args, limits) {
+            Ok(mapped) => mapped,
+            // Failed, or a jpath that matched nothing: the value as it came,
+            // as Argyll passes it (docs/argyll.md, "Scripts that fail").
+            Err(_) => args.remove(inner).unwrap_or(Value::Null),
+        };
         inputs.insert(inner.to_string(), mapped);
     }
-    Ok(())
 }
 
 fn add_consts(step: &Step, inputs: &mut Args) {
@@ -345,7 +353,7 @@ pub(super) fn outputs_needed(state: &FlowState, step: &Step, limits: &ScriptLimi
             }
             let p = providers(state, name);
             // A match that cannot be read keeps the provider: the consumer
-            // fails on it, with the script's message.
+            // waits on it.
             let Ok(c) = candidates(state, consumer, name, limits) else {
                 return true;
             };

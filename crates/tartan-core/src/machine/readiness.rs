@@ -9,7 +9,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::flow::{ApplyError, FlowEvent, FlowState, FlowStatus, StepStatus, WorkStatus};
-use crate::json::{json_kind, Args, Outputs};
+use crate::json::{Args, Outputs};
 use crate::plan::{ExecutionPlan, InitArgs};
 use crate::step::{ScriptLimits, Step};
 
@@ -22,9 +22,12 @@ use super::{add_ms, policies, Context, Transition};
 pub const MAX_WORK_ITEMS: usize = 10_000;
 
 /// The own inputs of each work item: one item with none, or one per
-/// element of the Cartesian product of the for_each inputs, in element
-/// order, each holding its elements alone. Everything else the items share
-/// is the step's inputs, held once (docs/work-items.md, "What an item
+/// element of the Cartesian product of the for_each inputs whose values
+/// are arrays, in element order, each holding its elements alone. A
+/// for_each input whose value is not an array (or is absent) expands
+/// nothing: the step runs once with it, as Argyll runs it
+/// (docs/work-items.md, "for_each"). Everything else the items share is
+/// the step's inputs, held once (docs/work-items.md, "What an item
 /// holds"): copying a large input into each of 10,000 items cost gigabytes.
 fn expand(step: &Step, inputs: &Args) -> Result<Vec<Args>, String> {
     let for_each: Vec<(&str, &Vec<Value>)> = step
@@ -32,16 +35,12 @@ fn expand(step: &Step, inputs: &Args) -> Result<Vec<Args>, String> {
         .filter(|(_, a)| a.for_each())
         .filter_map(|(name, _)| {
             let inner = step.inner_name(name);
-            inputs.get(inner).map(|v| (inner, v))
+            match inputs.get(inner) {
+                Some(Value::Array(items)) => Some((inner, items)),
+                _ => None,
+            }
         })
-        .map(|(inner, v)| match v {
-            Value::Array(items) => Ok((inner, items)),
-            other => Err(format!(
-                "for_each input {inner} is {}, not an array",
-                json_kind(other)
-            )),
-        })
-        .collect::<Result<_, _>>()?;
+        .collect();
     let count = for_each
         .iter()
         .try_fold(1usize, |n, (_, items)| n.checked_mul(items.len()))

@@ -504,7 +504,8 @@ mod work_config;
 
 pub use delay::{delay, parse_retry_after};
 use dialects::from_dialect;
-use work_config::{from_work_config, is_set};
+use work_config::from_work_config;
+pub(crate) use work_config::is_set;
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]

@@ -11,7 +11,7 @@ use super::fields::{coefficient, duration_ms, integer, string};
 use super::{Jitter, RetryDefaults, RetryOn, RetryPolicy, DEFAULT_COEFFICIENT, DEFAULT_RETRY_ON};
 
 /// A `work_config` retry field that counts as given: not null, not 0, not "".
-pub(super) fn is_set(value: &Value) -> bool {
+pub(crate) fn is_set(value: &Value) -> bool {
     match value {
         Value::Null => false,
         Value::Number(n) => n.as_f64() != Some(0.0),

@@ -33,6 +33,13 @@ impl Step {
             self.work_config = Some(work);
             return self.with_effective_retry(defaults);
         }
+        if self.is_flow() && !has_own_retry(&work) {
+            // Argyll's rule for a flow step without a retry policy of its
+            // own: its item fails for good when its child fails (a retry
+            // would run the child's steps again under new receipt tokens).
+            // Said in the stored definition: one attempt.
+            work.other.insert("max_attempts".into(), Value::from(1));
+        }
         // `max_attempts` given alone fixes the retries too (they must agree);
         // `max_attempts: 1` (no retry) has no `max_retries` form, as 0 there
         // means "the default", so it stays 0.
@@ -344,4 +351,16 @@ impl Step {
         }
         Ok(())
     }
+}
+
+/// Whether `work` sets any retry field (`parallelism` is not one): a step
+/// author's own retry policy, as opposed to the process's defaults.
+fn has_own_retry(work: &WorkConfig) -> bool {
+    work.max_retries != 0
+        || work.init_backoff != 0
+        || work.max_backoff != 0
+        || !work.backoff_type.is_empty()
+        || crate::retry::WORK_CONFIG_RETRY_FIELDS
+            .iter()
+            .any(|k| work.other.get(*k).is_some_and(crate::retry::is_set))
 }
