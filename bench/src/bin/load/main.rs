@@ -82,9 +82,9 @@ use axum::response::{IntoResponse, Response};
 use chrono::{DateTime, Utc};
 use clap::{Parser, Subcommand, ValueEnum};
 use futures::StreamExt;
-use serde_json::{json, Value};
+use serde_json::json;
 use tartan_bench::{proc_status_mib, BenchDb, Histogram};
-use tartan_core::flow::{FlowEvent, FlowStatus};
+use tartan_core::flow::FlowStatus;
 use tartan_engine::{Engine, FlowFinished};
 use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::{broadcast, mpsc, Semaphore};
@@ -96,7 +96,12 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 mod api;
 mod cpu;
 mod relay;
+mod report;
+mod shape;
 mod vs;
+
+use report::*;
+use shape::Shape;
 
 /// Seconds between the open loop's `interval` lines.
 const INTERVAL: Duration = Duration::from_secs(10);
@@ -116,95 +121,6 @@ impl StoreKind {
         match self {
             StoreKind::Sqlite => "sqlite",
             StoreKind::Postgres => "postgres",
-        }
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum Shape {
-    /// Three sync steps a → b → c.
-    Chain,
-    /// A for_each step over 10 elements, then a step over their aggregate.
-    Fanout,
-    /// One step failing twice with 503 before succeeding (fixed 50 ms backoff).
-    Retry,
-}
-
-/// Elements of the fan-out.
-const FAN: usize = 10;
-
-impl Shape {
-    fn name(self) -> &'static str {
-        match self {
-            Shape::Chain => "chain",
-            Shape::Fanout => "fanout",
-            Shape::Retry => "retry",
-        }
-    }
-
-    /// The steps to register; each endpoint's last path segment is the
-    /// output the step server answers.
-    fn steps(self, base: &str) -> Vec<Value> {
-        let sync = |id: &str, input: &str, output: &str| {
-            json!({
-                "id": id, "name": id, "type": "sync",
-                "http": {"endpoint": format!("{base}/{output}")},
-                "attributes": {input: {"role": "required"}, output: {"role": "output"}}
-            })
-        };
-        match self {
-            Shape::Chain => vec![sync("a", "seed", "a"), sync("b", "a", "b"), sync("c", "b", "c")],
-            Shape::Fanout => vec![
-                json!({
-                    "id": "fan", "name": "fan", "type": "sync",
-                    "http": {"endpoint": format!("{base}/part")},
-                    "attributes": {
-                        "items": {"role": "required", "type": "array", "required": {"for_each": true}},
-                        "part": {"role": "output"}
-                    },
-                    "work_config": {"parallelism": FAN}
-                }),
-                sync("sum", "part", "total"),
-            ],
-            Shape::Retry => {
-                let mut step = sync("flaky", "seed", "flaky");
-                step["work_config"] = json!({
-                    "backoff_type": "fixed", "init_backoff": 50, "max_backoff": 50,
-                    "max_retries": 3, "jitter": "none"
-                });
-                vec![step]
-            }
-        }
-    }
-
-    fn goal(self) -> &'static str {
-        match self {
-            Shape::Chain => "c",
-            Shape::Fanout => "sum",
-            Shape::Retry => "flaky",
-        }
-    }
-
-    fn init(self, i: u64) -> Value {
-        match self {
-            Shape::Fanout => json!({"items": [(0..FAN).collect::<Vec<_>>()]}),
-            Shape::Chain | Shape::Retry => json!({"seed": [i]}),
-        }
-    }
-
-    fn steps_per_flow(self) -> u64 {
-        match self {
-            Shape::Chain => 3,
-            Shape::Fanout => 2,
-            Shape::Retry => 1,
-        }
-    }
-
-    /// Calls of each receipt token the step server answers with 503.
-    fn failures_first(self) -> usize {
-        match self {
-            Shape::Retry => 2,
-            Shape::Chain | Shape::Fanout => 0,
         }
     }
 }
@@ -421,125 +337,6 @@ fn spawn_watcher(
     })
 }
 
-// ---------------------------------------------------------------------------
-// What each finished flow's stored state says.
-
-#[derive(Default)]
-struct Samples {
-    latency: Histogram,
-    overhead: Histogram,
-    before_call: Histogram,
-    after_call: Histogram,
-    server: Histogram,
-    retry_decision_late: Histogram,
-    retry_arrival_late: Histogram,
-    /// Attempts with an end but no call recorded by the step server.
-    unmatched: u64,
-    /// Flows whose state could not be read.
-    unreadable: u64,
-}
-
-fn us(d: chrono::Duration) -> i64 {
-    d.num_microseconds().unwrap_or(i64::MAX)
-}
-
-/// Per-call overhead and retry lateness of one finished flow; takes its
-/// calls out of the step server's records.
-async fn analyse(engine: &Engine, server: &Server, id: &str, samples: &Mutex<Samples>) {
-    let lock = || samples.lock().unwrap_or_else(|p| p.into_inner());
-    let state = match engine.flows().flow(id).await {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("analyse {id}: {e}");
-            lock().unreadable += 1;
-            return;
-        }
-    };
-    let items = || state.executions.values().flat_map(|e| e.work_items.iter());
-    // When each retry was due: the `next_retry_at` scheduled before it.
-    let mut due: HashMap<(String, u32), DateTime<Utc>> = HashMap::new();
-    if items().any(|(_, w)| w.attempts.len() > 1) {
-        let events = engine
-            .store()
-            .flow_events(id)
-            .await
-            .unwrap_or_else(|e| panic!("events of {id}: {e}"));
-        let mut scheduled: HashMap<String, DateTime<Utc>> = HashMap::new();
-        for stored in &events {
-            match tartan_store::event_of(stored) {
-                Ok(FlowEvent::WorkRetryScheduled {
-                    token, next_retry_at, ..
-                }) => {
-                    scheduled.insert(token, next_retry_at);
-                }
-                Ok(FlowEvent::WorkStarted { token, attempt, .. }) => {
-                    if let Some(at) = scheduled.remove(&token) {
-                        due.insert((token, attempt), at);
-                    }
-                }
-                _ => {}
-            }
-        }
-    }
-    let mut calls = Vec::new();
-    {
-        let mut seen = server.calls();
-        for (token, _) in items() {
-            calls.push(seen.remove(token).unwrap_or_default());
-        }
-    }
-    let mut s = lock();
-    for ((token, w), seen) in items().zip(calls) {
-        for a in &w.attempts {
-            let Some(ended) = a.ended_at else { continue };
-            let Some(call) = seen.iter().find(|c| c.attempt == a.number) else {
-                s.unmatched += 1;
-                continue;
-            };
-            let total = us(ended - a.started_at);
-            let before = us(call.arrived - a.started_at);
-            s.overhead.record(total - call.handler_us);
-            s.before_call.record(before);
-            s.after_call.record(total - call.handler_us - before);
-            s.server.record(call.handler_us);
-            if let Some(at) = due.get(&(token.clone(), a.number)) {
-                s.retry_decision_late.record(us(a.started_at - *at));
-                s.retry_arrival_late.record(us(call.arrived - *at));
-            }
-        }
-    }
-}
-
-// ---------------------------------------------------------------------------
-// Reporting.
-
-fn ms(us: i64) -> String {
-    format!("{:.3}", us as f64 / 1000.0)
-}
-
-/// `name_p50=.. name_p95=..` for the given quantiles, `na` when empty.
-fn quantiles(name: &str, h: &Histogram, which: &[(&str, f64)]) -> String {
-    which
-        .iter()
-        .map(|(label, p)| {
-            let v = if h.is_empty() {
-                "na".to_string()
-            } else if *label == "max" {
-                ms(h.max())
-            } else if *label == "min" {
-                ms(h.min())
-            } else {
-                ms(h.quantile(*p))
-            };
-            format!("{name}_{label}={v}")
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
-const P50_95_99: [(&str, f64); 3] = [("p50", 0.5), ("p95", 0.95), ("p99", 0.99)];
-const P50_99_MAX: [(&str, f64); 3] = [("p50", 0.5), ("p99", 0.99), ("max", 1.0)];
-
 struct Run {
     completed: u64,
     failed: u64,
@@ -547,44 +344,6 @@ struct Run {
     /// From the first start to the last finish.
     wall: Duration,
     peak_rss_mib: f64,
-}
-
-fn summary(cli: &Cli, mode: &str, run: &Run, s: &Samples, watch: &Watch, calls: u64) -> String {
-    let secs = run.wall.as_secs_f64().max(1e-9);
-    let mut line = format!(
-        "load store={} shape={} mode={mode} completed={} failed={} unfinished={} rejected={} lagged={} via_store={} \
-         wall_s={:.3} flows_per_s={:.1} steps_per_s={:.1} calls_per_s={:.1} {} latency_ms_max={} {} \
-         overhead_before_call_ms_p50={} overhead_after_call_ms_p50={} server_ms_p50={} \
-         server_delay_ms={} unmatched_calls={} retries={} {} {} peak_rss_mib={:.1}",
-        cli.store.name(),
-        cli.shape.name(),
-        run.completed,
-        run.failed,
-        run.unfinished,
-        REJECTED.load(Ordering::Relaxed),
-        watch.lagged.load(Ordering::Relaxed),
-        watch.via_store.load(Ordering::Relaxed),
-        secs,
-        run.completed as f64 / secs,
-        (run.completed * cli.shape.steps_per_flow()) as f64 / secs,
-        calls as f64 / secs,
-        quantiles("latency_ms", &s.latency, &P50_95_99),
-        ms(s.latency.max()),
-        quantiles("overhead_ms", &s.overhead, &P50_95_99),
-        ms(s.before_call.quantile(0.5)),
-        ms(s.after_call.quantile(0.5)),
-        ms(s.server.quantile(0.5)),
-        cli.server_delay_ms,
-        s.unmatched,
-        s.retry_decision_late.len(),
-        quantiles("retry_decision_late_ms", &s.retry_decision_late, &P50_99_MAX),
-        quantiles("retry_arrival_late_ms", &s.retry_arrival_late, &P50_99_MAX),
-        run.peak_rss_mib,
-    );
-    if s.unreadable > 0 {
-        line.push_str(&format!(" unreadable_flows={}", s.unreadable));
-    }
-    line
 }
 
 // ---------------------------------------------------------------------------
@@ -669,38 +428,6 @@ async fn closed_loop(cli: &Cli, rig: &mut Rig) -> (Run, Samples) {
         peak_rss_mib,
     };
     (run, samples)
-}
-
-/// RSS samples of the open loop: (seconds since start, MiB).
-struct RssTrend {
-    first: (f64, f64),
-    last: (f64, f64),
-    max: f64,
-    slope_per_min: f64,
-}
-
-fn rss_trend(samples: &[(f64, f64)], warmup: f64) -> Option<RssTrend> {
-    let after: Vec<(f64, f64)> = samples.iter().copied().filter(|(t, _)| *t >= warmup).collect();
-    let kept = if after.is_empty() {
-        samples.last().copied().into_iter().collect()
-    } else {
-        after
-    };
-    let first = *kept.first()?;
-    let last = *kept.last()?;
-    let n = kept.len() as f64;
-    let (mt, mr) = (
-        kept.iter().map(|s| s.0).sum::<f64>() / n,
-        kept.iter().map(|s| s.1).sum::<f64>() / n,
-    );
-    let var: f64 = kept.iter().map(|s| (s.0 - mt).powi(2)).sum();
-    let cov: f64 = kept.iter().map(|s| (s.0 - mt) * (s.1 - mr)).sum();
-    Some(RssTrend {
-        first,
-        last,
-        max: kept.iter().map(|s| s.1).fold(0.0, f64::max),
-        slope_per_min: if var > 0.0 { 60.0 * cov / var } else { 0.0 },
-    })
 }
 
 /// Open loop: `rate` flows a second for `duration`, each analysed as it
