@@ -272,6 +272,7 @@ async fn list(
         statuses: statuses.to_vec(),
         id_prefix: prefix.unwrap_or_default(),
         labels,
+        sort: "recent_desc".into(),
         ..QueryRequest::default()
     };
     while flows.len() < limit {

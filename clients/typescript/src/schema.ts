@@ -308,9 +308,11 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * The most recent flows, newest first, as a bare array.
-         * @description Up to 1000 flows, each `{"id", "status", "timestamp"}` as Argyll lists
-         *     them; sub-flows of flow steps are not listed. To filter, page or see
+         * The flows, running ones first, as a bare array.
+         * @description As Argyll lists them: the running flows, most recently started first,
+         *     then the ended ones, most recently ended first; each `{"id", "status",
+         *     "timestamp"}` (its end, or its start while it runs). Up to 1000 flows;
+         *     sub-flows of flow steps are not listed. To filter, page, count or see
          *     more of each flow, use `POST /engine/flow/query`.
          */
         get: operations["listFlows"];
@@ -349,8 +351,10 @@ export interface paths {
          * @description Every criterion is optional and an empty string is none: `id_prefix`,
          *     `labels` (all must match), `statuses`, `failed_step`, `error_class`,
          *     `created_after`/`created_before`, and sub-flows only with `children`.
-         *     `limit` 1 to 1000 (0 or absent: 100), `sort` `recent_desc` or
-         *     `recent_asc`, and `cursor`, the previous page's `next_cursor`. It
+         *     `limit` 1 to 1000 (0 or absent: 100), `sort` `recent_asc` (the
+         *     default) or `recent_desc`, and `cursor`, the previous page's
+         *     `next_cursor`. Running flows come first, by start, then ended ones, by
+         *     end, as Argyll lists them; `total` counts every match. It
          *     matches exactly the flows a bulk job with the same filter would. A read:
          *     a read token may call it.
          */
@@ -1473,6 +1477,11 @@ export interface components {
             has_more?: boolean;
             /** @description The `cursor` of the next page, when there is more. */
             next_cursor?: string | null;
+            /**
+             * Format: int64
+             * @description The flows that match, over all pages.
+             */
+            total?: number;
         };
         /** @description `POST /engine/flow/{id}/resume`'s answer. */
         FlowResumed: {
@@ -1567,8 +1576,7 @@ export interface components {
             completed_at?: string | null;
             /**
              * Format: date-time
-             * @description The query form only: when it was created (as `timestamp`), last
-             *     changed, and ended.
+             * @description The query form only: when it was created, last changed, and ended.
              */
             created_at?: string | null;
             error?: string | null;
@@ -1591,7 +1599,11 @@ export interface components {
              */
             running_steps?: string[];
             status: components["schemas"]["FlowStatus"];
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description When the flow took its status, as Argyll's: its end, or its start
+             *     while it runs.
+             */
             timestamp: string;
         };
         /**
@@ -1886,7 +1898,8 @@ export interface components {
              */
             limit?: number;
             /**
-             * @description `recent_desc` (the default) or `recent_asc`.
+             * @description `recent_asc` (the default, as in Argyll) or `recent_desc`: the
+             *     order within each group, running flows before ended ones.
              * @example recent_desc
              */
             sort?: string;
@@ -3102,7 +3115,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Up to 1000 flows, newest first */
+            /** @description Up to 1000 flows, running ones first, each group newest first */
             200: {
                 headers: {
                     [name: string]: unknown;

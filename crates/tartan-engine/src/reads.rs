@@ -4,8 +4,8 @@
 //! only, and speaks the read models re-exported below, never the store.
 
 pub use tartan_store::{
-    decode_cursor, BulkCreated, BulkItem, BulkJob, EventPage, FeedFilter, FlowPage, FlowQuery, FlowSummary,
-    SortOrder, StoredEvent, WorkPage, WorkQuery, WorkView,
+    decode_cursor, decode_flow_cursor, BulkCreated, BulkItem, BulkJob, EventPage, FeedFilter, FlowPage,
+    FlowQuery, FlowSummary, SortOrder, StoredEvent, WorkPage, WorkQuery, WorkView,
 };
 
 use crate::error::EngineError;

@@ -43,16 +43,21 @@ pub use traits::*;
 pub use sql::Bind;
 
 /// The statement and binds a flow query runs on `backend` ("sqlite" or
-/// "postgres"), so that the store's tests can check its plan (`EXPLAIN`)
-/// against the indexes meant for it. Not part of the API.
+/// "postgres") for one group of its listing (running flows, then ended),
+/// so that the store's tests can check its plan (`EXPLAIN`) against the
+/// indexes meant for it. Not part of the API.
 #[doc(hidden)]
-pub fn flow_query_sql(backend: &str, q: &FlowQuery) -> Result<(String, Vec<Bind>), StoreError> {
+pub fn flow_query_sql(
+    backend: &str,
+    q: &FlowQuery,
+    group: ListGroup,
+) -> Result<(String, Vec<Bind>), StoreError> {
     let backend = match backend {
         "sqlite" => Backend::Sqlite,
         "postgres" => Backend::Postgres,
         other => return Err(StoreError::Config(format!("no backend {other}"))),
     };
-    sql::flow_query_sql(backend, q)
+    sql::flow_query_sql(backend, q, group, q.limit + 1)
 }
 
 /// The connection pools (docs/durability.md, "Connection pools"): the

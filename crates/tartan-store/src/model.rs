@@ -171,10 +171,21 @@ pub struct FlowVersion {
     pub updated_at: Time,
 }
 
+/// The order of a listing of flows, within each of its two groups: active
+/// flows first, then the others (Argyll's order; docs/api.md, "Listing
+/// flows"). A flow's time is its end's, or its start's while it runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SortOrder {
     RecentFirst,
     OldestFirst,
+}
+
+/// The two groups of a flow listing, in their order: running flows first,
+/// then ended ones (Argyll's order; docs/api.md, "Listing flows").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ListGroup {
+    Active,
+    Ended,
 }
 
 #[derive(Debug, Clone)]
@@ -185,6 +196,9 @@ pub struct FlowQuery {
     /// Opaque position from a previous page.
     pub cursor: Option<String>,
     pub sort: SortOrder,
+    /// Count every flow that matches (`FlowPage::total`): one more
+    /// statement, a scan of the matches.
+    pub total: bool,
 }
 
 /// A flow as a page of flows shows it: its row, not its state.
@@ -210,6 +224,8 @@ pub struct FlowSummary {
 pub struct FlowPage {
     pub flows: Vec<FlowSummary>,
     pub next_cursor: Option<String>,
+    /// The flows that match, over all pages, when the query asked.
+    pub total: Option<u64>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -295,6 +311,22 @@ pub fn encode_cursor(us: i64, id: &str) -> String {
 pub fn decode_cursor(cursor: &str) -> Option<(i64, String)> {
     let (us, id) = cursor.split_once('.')?;
     Some((us.parse().ok()?, id.to_string()))
+}
+
+/// A page of flows' cursor: the last flow's place in the listing's order,
+/// `a<micros>.<id>` in the active group, `e<micros>.<id>` in the ended.
+pub fn encode_flow_cursor(active: bool, us: i64, id: &str) -> String {
+    format!("{}{}", if active { 'a' } else { 'e' }, encode_cursor(us, id))
+}
+
+/// `(active, micros, id)` of a flow cursor.
+pub fn decode_flow_cursor(cursor: &str) -> Option<(bool, i64, String)> {
+    let (active, rest) = match cursor.strip_prefix('a') {
+        Some(rest) => (true, rest),
+        None => (false, cursor.strip_prefix('e')?),
+    };
+    let (us, id) = decode_cursor(rest)?;
+    Some((active, us, id))
 }
 
 /// The event, re-read from its stored form (used by replay).

@@ -222,6 +222,7 @@ fn flow_query() -> FlowQuery {
         limit: 1000,
         cursor: None,
         sort: SortOrder::OldestFirst,
+        total: false,
     }
 }
 
@@ -1564,14 +1565,16 @@ async fn own_connection(url: &str) -> sqlx::AnyPool {
 async fn flow_listings_are_served_by_their_indexes(store: Arc<dyn Store>, url: String) {
     let backend = store.backend();
     let pool = own_connection(&url).await;
-    // 5,000 root flows (`r-100000` on), one in a hundred failed, and 20,000
-    // failed children of the first, created among them. No planner setting
+    // 5,000 root flows (`r-100000` on), one in a hundred failed, one in
+    // fifty running, and 20,000 failed children of the first, created
+    // among them. No planner setting
     // is changed: with the table analysed, both choose these plans.
     let insert = |n: u32, id: &str, status: &str, created: &str| {
         format!(
             "WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < {last}) \
-             INSERT INTO flows (id, status, sequence, created_us, updated_us, request, state) \
-             SELECT {id}, {status}, 1, {created}, {created}, '{{}}', '{{}}' FROM n",
+             INSERT INTO flows (id, status, sequence, created_us, updated_us, completed_us, request, state) \
+             SELECT {id}, {status}, 1, {created}, {created}, \
+             CASE WHEN {status} = 'active' THEN NULL ELSE {created} + 3 END, '{{}}', '{{}}' FROM n",
             last = n - 1
         )
     };
@@ -1579,7 +1582,7 @@ async fn flow_listings_are_served_by_their_indexes(store: Arc<dyn Store>, url: S
         insert(
             5_000,
             "'r-' || CAST(100000 + i AS TEXT)",
-            "CASE WHEN i % 100 = 7 THEN 'failed' ELSE 'completed' END",
+            "CASE WHEN i % 100 = 7 THEN 'failed' WHEN i % 50 = 3 THEN 'active' ELSE 'completed' END",
             "i * 4",
         ),
         insert(20_000, "'r-100000:s:' || CAST(i AS TEXT)", "'failed'", "i"),
@@ -1593,6 +1596,7 @@ async fn flow_listings_are_served_by_their_indexes(store: Arc<dyn Store>, url: S
         limit: 50,
         cursor,
         sort,
+        total: false,
     };
     let roots = FlowFilter::default();
     let failed = FlowFilter {
@@ -1611,61 +1615,92 @@ async fn flow_listings_are_served_by_their_indexes(store: Arc<dyn Store>, url: S
         children: true,
         ..prefix.clone()
     };
-    // A cursor well into the listing: its page starts there.
-    let cursor = store
-        .query_flows(&query(roots.clone(), SortOrder::OldestFirst, None))
-        .await
-        .unwrap()
-        .next_cursor;
-    assert!(cursor.is_some());
+    // A cursor well into the listing (past its running flows, among the
+    // ended ones): its page starts there.
+    let mut cursor = None;
+    for _ in 0..3 {
+        cursor = store
+            .query_flows(&query(roots.clone(), SortOrder::OldestFirst, cursor))
+            .await
+            .unwrap()
+            .next_cursor;
+    }
+    assert!(
+        cursor.as_deref().is_some_and(|c| c.starts_with('e')),
+        "{cursor:?}"
+    );
     let pk = if backend == "postgres" {
         "flows_by_id_bytes"
     } else {
         "sqlite_autoindex_flows_1"
     };
+    use tartan_store::ListGroup::{Active, Ended};
     let cases = [
         (
-            "roots",
+            "running roots",
             query(roots.clone(), SortOrder::OldestFirst, None),
-            "flows_roots_by_created",
+            Active,
+            "flows_roots_by_status",
         ),
         (
-            "roots, recent first",
+            "running roots, recent first",
             query(roots.clone(), SortOrder::RecentFirst, None),
-            "flows_roots_by_created",
+            Active,
+            "flows_roots_by_status",
         ),
         (
-            "roots, next page",
-            query(roots, SortOrder::OldestFirst, cursor),
-            "flows_roots_by_created",
+            "ended roots",
+            query(roots.clone(), SortOrder::OldestFirst, None),
+            Ended,
+            "flows_roots_by_end",
         ),
+        (
+            "ended roots, recent first",
+            query(roots.clone(), SortOrder::RecentFirst, None),
+            Ended,
+            "flows_roots_by_end",
+        ),
+        (
+            "ended roots, next page",
+            query(roots, SortOrder::OldestFirst, cursor),
+            Ended,
+            "flows_roots_by_end",
+        ),
+        // The failed roots are few: read by status, or in end order.
         (
             "failed roots",
             query(failed, SortOrder::RecentFirst, None),
-            "flows_roots_by_status",
+            Ended,
+            "flows_roots_by_",
         ),
-        // Postgres takes the statuses as independent of being a root (80%
-        // of these rows are failed, 1% of the roots): it may walk the
-        // roots in order instead, but it reads no child either way.
         (
             "failed or cancelled roots",
             query(ended, SortOrder::OldestFirst, None),
+            Ended,
             "flows_roots_by_",
         ),
         (
             "roots by prefix",
+            query(prefix.clone(), SortOrder::OldestFirst, None),
+            Ended,
+            "flows_roots_by_",
+        ),
+        (
+            "running roots by prefix",
             query(prefix, SortOrder::OldestFirst, None),
-            "flows_roots_by_id",
+            Active,
+            "flows_roots_by_",
         ),
         (
             "all by prefix",
             query(prefix_with_children, SortOrder::OldestFirst, None),
+            Ended,
             pk,
         ),
     ];
     let mut wrong = Vec::new();
-    for (name, q, index) in cases {
-        let (sql, binds) = tartan_store::flow_query_sql(backend, &q).unwrap();
+    for (name, q, group, index) in cases {
+        let (sql, binds) = tartan_store::flow_query_sql(backend, &q, group).unwrap();
         let explain = if backend == "postgres" {
             format!("EXPLAIN {sql}")
         } else {
@@ -1705,21 +1740,62 @@ async fn flow_listings_are_served_by_their_indexes(store: Arc<dyn Store>, url: S
 
 async fn query_flows_paging(store: Arc<dyn Store>) {
     // p-00 .. p-10, created in groups that share a time (ties broken by id),
-    // not in id order; plus flows outside the prefix.
-    let mut expected: Vec<(chrono::DateTime<chrono::Utc>, String)> = Vec::new();
+    // not in id order, a third of them ended (also sharing times); plus
+    // flows outside the prefix. Running flows list first, by start, then
+    // ended ones, by end, each group in the sort's direction.
+    let mut running: Vec<(chrono::DateTime<chrono::Utc>, String)> = Vec::new();
+    let mut ended: Vec<(chrono::DateTime<chrono::Utc>, String)> = Vec::new();
     for i in 0..11i64 {
         let id = format!("p-{i:02}");
         let secs = (i * 7) % 4;
         let labels: &[(&str, &str)] = if i % 2 == 0 { &[("even", "yes")] } else { &[] };
-        stored_start(&store, &id, labels, secs).await;
-        expected.push((at(secs), id));
+        let state = stored_start(&store, &id, labels, secs).await;
+        if i % 3 == 1 {
+            // Ended in an order of their own, not their start's.
+            let end = 10 + (i * 5) % 3;
+            let tx = if i % 2 == 0 {
+                succeed(&state, at(end))
+            } else {
+                fail(&state, at(end))
+            };
+            commit_ok(&store, commit(&tx, 3, None)).await;
+            ended.push((at(end), id));
+        } else {
+            running.push((at(secs), id));
+        }
     }
     for (id, secs) in [("q-00", 0), ("q-01", 2)] {
         stored_start(&store, id, &[("even", "yes")], secs).await;
     }
-    expected.sort();
-    let oldest: Vec<String> = expected.iter().map(|(_, id)| id.clone()).collect();
-    let recent: Vec<String> = oldest.iter().rev().cloned().collect();
+    running.sort();
+    ended.sort();
+    let ids = |group: &[(chrono::DateTime<chrono::Utc>, String)], rev: bool| {
+        let mut ids: Vec<String> = group.iter().map(|(_, id)| id.clone()).collect();
+        if rev {
+            ids.reverse();
+        }
+        ids
+    };
+    let oldest: Vec<String> = [ids(&running, false), ids(&ended, false)].concat();
+    let recent: Vec<String> = [ids(&running, true), ids(&ended, true)].concat();
+
+    // Every page counts every match, when asked.
+    let counted = FlowQuery {
+        limit: 2,
+        total: true,
+        ..filtered(FlowFilter {
+            id_prefix: Some("p-".into()),
+            ..FlowFilter::default()
+        })
+    };
+    let first = store.query_flows(&counted).await.unwrap();
+    assert_eq!(first.total, Some(11));
+    let second = FlowQuery {
+        cursor: first.next_cursor,
+        ..counted.clone()
+    };
+    assert_eq!(store.query_flows(&second).await.unwrap().total, Some(11));
+    assert_eq!(store.query_flows(&flow_query()).await.unwrap().total, None);
 
     let base = filtered(FlowFilter {
         id_prefix: Some("p-".into()),
@@ -1737,14 +1813,16 @@ async fn query_flows_paging(store: Arc<dyn Store>) {
     }
 
     // With a label filter too.
-    let even: Vec<String> = oldest
-        .iter()
-        .filter(|id| id[2..].parse::<i64>().unwrap() % 2 == 0)
-        .cloned()
-        .collect();
+    let even = |order: &[String]| -> Vec<String> {
+        order
+            .iter()
+            .filter(|id| id[2..].parse::<i64>().unwrap() % 2 == 0)
+            .cloned()
+            .collect()
+    };
     for (sort, want) in [
-        (SortOrder::OldestFirst, even.clone()),
-        (SortOrder::RecentFirst, even.iter().rev().cloned().collect()),
+        (SortOrder::OldestFirst, even(&oldest)),
+        (SortOrder::RecentFirst, even(&recent)),
     ] {
         let q = FlowQuery {
             sort,

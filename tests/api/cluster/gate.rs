@@ -8,18 +8,21 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::http::StatusCode;
+use axum::response::IntoResponse;
 use reqwest::Method;
 use serde_json::{json, Value};
 use tartan_testkit::{both_backends, Backend, TestDb};
 
 use super::{checked_step, flipping};
 use crate::helpers::{
-    attempt_of, call, of_type, register, spawn_binary_with, start_on_with, wait_for_terminal, Binary,
+    attempt_of, call, json_reply, of_type, register, spawn_binary_with, start_on_with, wait_for_terminal,
+    Binary,
 };
 
 both_backends!(
     an_unhealthy_steps_work_waits_without_attempts_and_runs_once_it_is_healthy,
     an_engine_with_checks_off_gates_nothing,
+    a_compensations_first_call_goes_out_and_its_retry_waits_for_health,
 );
 
 const QUICK: [(&str, &str); 1] = [("TARTAN_HEALTH_INTERVAL", "100ms")];
@@ -133,6 +136,104 @@ async fn an_unhealthy_steps_work_waits_without_attempts_and_runs_once_it_is_heal
         .unwrap_or_default();
     assert_eq!(item["attempts"].as_array().map(Vec::len), Some(1), "{item}");
     assert!(item.get("deferred_since").is_none(), "{item}");
+}
+
+/// Compensation as Argyll gates it: the first call goes out although the
+/// step is unhealthy, a retry waits (`compensating`, `deferred_since`), also
+/// after its flow failed and across a SIGKILL, and is called once the step
+/// is healthy, as the next attempt.
+async fn a_compensations_first_call_goes_out_and_its_retry_waits_for_health(backend: Backend) {
+    let Some(db) = TestDb::create(backend).await else {
+        return;
+    };
+    // Item 2 takes the service down (its health check too) and is declined
+    // once the engine's checks have seen it down, so its gate is closed
+    // when the compensation of item 1 starts; refunds answer 503 while
+    // down.
+    let up = Arc::new(AtomicBool::new(true));
+    let checks = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let (flag, seen) = (up.clone(), checks.clone());
+    let svc = crate::helpers::StepServer::start_async(move |r, _| {
+        let (flag, seen) = (flag.clone(), seen.clone());
+        Box::pin(async move {
+            let healthy = flag.load(Ordering::SeqCst);
+            match r.path.as_str() {
+                "/health" => {
+                    seen.fetch_add(1, Ordering::SeqCst);
+                    let status = if healthy { 200 } else { 503 };
+                    json_reply(status, json!({"status": healthy}))
+                }
+                "/charge" if r.body["items"] == 2 => {
+                    flag.store(false, Ordering::SeqCst);
+                    // Two checks begun after the flip: the first has ended.
+                    let at = seen.load(Ordering::SeqCst);
+                    for _ in 0..500 {
+                        if seen.load(Ordering::SeqCst) >= at + 2 {
+                            break;
+                        }
+                        tokio::time::sleep(Duration::from_millis(20)).await;
+                    }
+                    json_reply(400, json!({"error": "declined"}))
+                }
+                "/charge" => json_reply(200, json!({"charge": "ch-1"})),
+                _ if healthy => json_reply(200, json!({})),
+                _ => json_reply(503, json!({"error": "refunds are down"})),
+            }
+            .into_response()
+        })
+    })
+    .await;
+    let step = json!({"id": "charge", "name": "charge", "type": "sync",
+        "http": {"endpoint": svc.url("/charge"), "compensate": svc.url("/refund"),
+                 "health_check": svc.url("/health")},
+        "attributes": {"items": {"role": "required", "type": "array", "required": {"for_each": true}},
+                       "charge": {"role": "output"}},
+        "work_config": {"parallelism": 1, "max_retries": 3, "init_backoff": 200, "backoff_type": "fixed"}});
+    let mut engine = spawn_binary_with(&db, "gate-node", &QUICK).await;
+    register(&engine, vec![step]).await;
+    until(&engine, "/engine/health/charge", |h| h["status"] == "healthy").await;
+    let body = json!({"id": "undo", "goals": ["charge"], "init": {"items": [[1, 2]]}});
+    let (status, reply) = call(&engine, Method::POST, "/engine/flow", Some(body)).await;
+    assert_eq!(status, 201, "{reply}");
+
+    let flow = until(&engine, "/engine/flow/undo", |f| {
+        f["status"] == "failed"
+            && f["executions"]["charge"]["work_items"]
+                .as_object()
+                .is_some_and(|items| items.values().any(|w| w["deferred_since"].is_string()))
+    })
+    .await;
+    let item = flow["executions"]["charge"]["work_items"]
+        .as_object()
+        .and_then(|items| items.values().find(|w| w["deferred_since"].is_string()).cloned())
+        .unwrap_or_default();
+    assert_eq!(item["status"], "compensating", "{item}");
+    assert_eq!(item["compensation"].as_array().map(Vec::len), Some(1), "{item}");
+    let refunds = || {
+        svc.requests()
+            .into_iter()
+            .filter(|r| r.path == "/refund")
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(refunds().len(), 1, "the first call went out at once");
+    let log = events(&engine, "undo").await;
+    assert_eq!(of_type(&log, "dispatch_deferred").len(), 1, "{log:?}");
+
+    // Killed while the retry waits; the step comes back; the engine after
+    // the restart calls the refund again, once, as attempt 2.
+    engine.child.kill().await.expect("SIGKILL");
+    up.store(true, Ordering::SeqCst);
+    let engine = spawn_binary_with(&db, "gate-node", &QUICK).await;
+    let flow = until(&engine, "/engine/flow/undo", |f| {
+        f["executions"]["charge"]["work_items"]
+            .as_object()
+            .is_some_and(|items| items.values().any(|w| w["status"] == "compensated"))
+    })
+    .await;
+    let made = refunds();
+    assert_eq!(made.len(), 2, "{flow}");
+    assert_eq!(attempt_of(&made[1]), 2, "the wait used no attempt");
+    assert_eq!(flow["status"], "failed", "{flow}");
 }
 
 /// With `TARTAN_HEALTH_INTERVAL=0` an engine gates nothing, even when the

@@ -104,7 +104,14 @@ async fn a_chain_of_steps_runs_in_order_and_completes_the_flow(backend: Backend)
         g.headers.get("argyll-webhook-url").is_none(),
         "sync steps get no webhook"
     );
+    // As Argyll sends them: its engine's product first, a hyphenated UUID.
+    let agent = g.headers["user-agent"].to_str().unwrap();
+    assert!(agent.starts_with("Argyll-Engine/0.1 Tartan/"), "{agent}");
     let token = g.headers["argyll-receipt-token"].to_str().unwrap();
+    assert!(
+        uuid::Uuid::try_parse(token).is_ok() && token.len() == 36,
+        "{token}"
+    );
     let work = &flow["executions"]["greet"]["work_items"][token];
     assert_eq!(
         work["status"], "succeeded",
@@ -381,6 +388,8 @@ async fn flows_can_be_listed_and_queried(backend: Backend) {
         for f in page.body["flows"].as_array().unwrap() {
             seen.push(f["id"].as_str().unwrap().to_string());
         }
+        // Every page counts every match.
+        assert_eq!(page.body["total"], 5, "{:?}", page.body);
         match page.body["next_cursor"].as_str() {
             Some(c) => {
                 assert_eq!(page.body["has_more"], true);
@@ -389,7 +398,11 @@ async fn flows_can_be_listed_and_queried(backend: Backend) {
             None => break,
         }
     }
-    assert_eq!(seen, ["q_4", "q_3", "q_2", "q_1", "q_0"]);
+    assert_eq!(
+        seen,
+        ["q_0", "q_1", "q_2", "q_3", "q_4"],
+        "oldest first, as Argyll's default"
+    );
     let none = app
         .post("/engine/flow/query", &json!({"statuses": ["failed"]}))
         .await;

@@ -16,6 +16,7 @@ both_backends!(
     a_query_finds_flows_by_failed_step_error_class_and_time,
     a_page_of_flows_shows_goals_times_and_the_steps_running_or_failed,
     bad_criteria_are_refused_naming_the_field,
+    flows_are_listed_running_first_then_ended_as_argyll_lists_them,
 );
 
 fn ids(reply: &Value) -> Vec<String> {
@@ -152,7 +153,7 @@ async fn a_page_of_flows_shows_goals_times_and_the_steps_running_or_failed(backe
     assert_eq!(done["goals"], json!(["ok"]));
     assert_eq!(done["status"], "completed");
     assert!(
-        done["completed_at"].is_string() && done["created_at"] == done["timestamp"],
+        done["completed_at"].is_string() && done["completed_at"] == done["timestamp"],
         "{done}"
     );
     assert!(
@@ -201,4 +202,94 @@ async fn bad_criteria_are_refused_naming_the_field(backend: Backend) {
         let detail = r.body["detail"].as_str().unwrap_or_default();
         assert!(detail.contains(field), "{body}: {detail}");
     }
+}
+
+/// Argyll's order (docs/api.md, "Listing flows"): running flows first, by
+/// start, then ended ones, by end; `GET /engine/flow` newest first, the
+/// query oldest first unless asked, with `total` on every page and
+/// cursors that cross from one group to the other.
+async fn flows_are_listed_running_first_then_ended_as_argyll_lists_them(backend: Backend) {
+    let Some(app) = spawn_app(backend).await else {
+        return;
+    };
+    let release = Arc::new(Notify::new());
+    let svc = steps(release.clone()).await;
+    app.register(&sync_step("ok", &svc.url("/ok"), &["x"], &["done"]))
+        .await;
+    app.register(&sync_step("hold", &svc.url("/hold"), &["x"], &["held"]))
+        .await;
+    // Started in this order: r1, d1, r2, d2; d1 and d2 end at once, the
+    // others run on.
+    for (id, goal) in [("r1", "hold"), ("d1", "ok"), ("r2", "hold"), ("d2", "ok")] {
+        let r = app
+            .start_flow(&json!({"id": id, "goals": [goal], "init": {"x": ["1"]}}))
+            .await;
+        assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+        if goal == "ok" {
+            app.wait_for_flow(id).await;
+        }
+    }
+    let list = app.get("/engine/flow").await;
+    let listed: Vec<&str> = list
+        .body
+        .as_array()
+        .map(|a| a.iter().filter_map(|f| f["id"].as_str()).collect())
+        .unwrap_or_default();
+    assert_eq!(listed, ["r2", "r1", "d2", "d1"], "{:?}", list.body);
+
+    // The query: oldest first by default, a page of one at a time.
+    let mut seen = Vec::new();
+    let mut cursor = String::new();
+    for _ in 0..10 {
+        let page = app
+            .post("/engine/flow/query", &json!({"limit": 1, "cursor": cursor}))
+            .await;
+        assert_eq!(page.status, StatusCode::OK, "{:?}", page.body);
+        assert_eq!(page.body["total"], 4, "{:?}", page.body);
+        seen.extend(ids(&page.body));
+        match page.body["next_cursor"].as_str() {
+            Some(c) => cursor = c.to_string(),
+            None => break,
+        }
+    }
+    assert_eq!(seen, ["r1", "r2", "d1", "d2"]);
+    let first = app
+        .post("/engine/flow/query", &json!({"limit": 3, "sort": "recent_desc"}))
+        .await;
+    assert_eq!(ids(&first.body), ["r2", "r1", "d2"], "{:?}", first.body);
+    let rest = app
+        .post(
+            "/engine/flow/query",
+            &json!({"limit": 3, "sort": "recent_desc", "cursor": first.body["next_cursor"]}),
+        )
+        .await;
+    assert_eq!(ids(&rest.body), ["d1"], "{:?}", rest.body);
+    assert_eq!(rest.body["total"], 4);
+    assert!(rest.body.get("next_cursor").is_none(), "{:?}", rest.body);
+
+    // A filter counts what it matches; a status leaves the other group out.
+    let ended = app
+        .post(
+            "/engine/flow/query",
+            &json!({"statuses": ["completed"], "sort": "recent_desc"}),
+        )
+        .await;
+    assert_eq!(ids(&ended.body), ["d2", "d1"]);
+    assert_eq!(ended.body["total"], 2);
+
+    // Each flow's time is when it took its status.
+    for f in first.body["flows"].as_array().into_iter().flatten() {
+        let when = if f["status"] == "active" {
+            "created_at"
+        } else {
+            "completed_at"
+        };
+        assert_eq!(f["timestamp"], f[when], "{f}");
+    }
+    let cursor = first.body["next_cursor"].as_str().unwrap_or_default();
+    assert!(cursor.starts_with('e'), "a cursor names its group: {cursor}");
+    // A cursor of another kind (a work listing's) is refused.
+    let bad = app.post("/engine/flow/query", &json!({"cursor": "123.r1"})).await;
+    assert_eq!(bad.status, StatusCode::BAD_REQUEST, "{:?}", bad.body);
+    release.notify_waiters();
 }

@@ -71,7 +71,7 @@ async fn failed_attempts_and_flows_are_warned_of_with_their_ids() {
             .starts_with("step attempt failed, retry follows"),
         "{first}"
     );
-    assert_eq!(first["token"].as_str().map(str::len), Some(32), "{first}");
+    assert_eq!(first["token"].as_str().map(str::len), Some(36), "{first}");
     assert_eq!(second["attempt"], 2);
     assert_eq!(second["retry_state"], "max_attempts", "{second}");
     assert!(

@@ -321,7 +321,7 @@ async fn check_flow(collector: &Collector, svc: &StepServer, flow_id: &str) -> (
     assert_eq!(steps, ["a", "b"]);
     for call in &calls {
         assert_eq!(attr(call, "tartan.attempt").as_deref(), Some("1"), "{call:#}");
-        assert_eq!(attr(call, "tartan.token").map(|t| t.len()), Some(32), "{call:#}");
+        assert_eq!(attr(call, "tartan.token").map(|t| t.len()), Some(36), "{call:#}");
         assert_eq!(attr(call, "http.response.status_code").as_deref(), Some("200"));
         // The HTTP semantic conventions of a client call; the endpoint as
         // registered, no input value in it.

@@ -24,12 +24,14 @@ class FlowPage:
         flows (list[FlowSummary]):
         has_more (bool | Unset):
         next_cursor (None | str | Unset): The `cursor` of the next page, when there is more.
+        total (int | Unset): The flows that match, over all pages.
     """
 
     count: int
     flows: list[FlowSummary]
     has_more: bool | Unset = UNSET
     next_cursor: None | str | Unset = UNSET
+    total: int | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -48,6 +50,8 @@ class FlowPage:
         else:
             next_cursor = self.next_cursor
 
+        total = self.total
+
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update(
@@ -60,6 +64,8 @@ class FlowPage:
             field_dict["has_more"] = has_more
         if next_cursor is not UNSET:
             field_dict["next_cursor"] = next_cursor
+        if total is not UNSET:
+            field_dict["total"] = total
 
         return field_dict
 
@@ -88,11 +94,14 @@ class FlowPage:
 
         next_cursor = _parse_next_cursor(d.pop("next_cursor", UNSET))
 
+        total = d.pop("total", UNSET)
+
         flow_page = cls(
             count=count,
             flows=flows,
             has_more=has_more,
             next_cursor=next_cursor,
+            total=total,
         )
 
         flow_page.additional_properties = d

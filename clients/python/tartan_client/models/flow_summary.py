@@ -24,10 +24,11 @@ class FlowSummary:
     Attributes:
         id (str):
         status (FlowStatus):
-        timestamp (datetime.datetime):
+        timestamp (datetime.datetime): When the flow took its status, as Argyll's: its end, or its start
+            while it runs.
         completed_at (datetime.datetime | None | Unset):
-        created_at (datetime.datetime | None | Unset): The query form only: when it was created (as `timestamp`), last
-            changed, and ended.
+        created_at (datetime.datetime | None | Unset): The query form only: when it was created, last changed, and
+            ended.
         error (None | str | Unset):
         failed_steps (list[str] | Unset): The query form only: steps with a failed work item.
         goals (list[str] | Unset): The query form only: the flow's goals (absent for flows created

@@ -33,7 +33,8 @@ class QueryRequest:
         labels (QueryRequestLabels | Unset): Flows carrying every one of these labels (at most 32; keys and
             values at most 256 bytes).
         limit (int | Unset): Flows per page, 0 to 1000 (0: 100).
-        sort (str | Unset): `recent_desc` (the default) or `recent_asc`. Example: recent_desc.
+        sort (str | Unset): `recent_asc` (the default, as in Argyll) or `recent_desc`: the
+            order within each group, running flows before ended ones. Example: recent_desc.
         statuses (list[FlowStatus] | Unset): Flows in any of these statuses.
     """
 

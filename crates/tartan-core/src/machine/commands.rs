@@ -10,7 +10,7 @@ use crate::plan::{ExecutionPlan, InitArgs};
 use crate::retry::RetryState;
 use crate::timeouts::{timeout_problem, OnTimeout, TimeoutScope};
 
-use super::compensation::{compensate_step, has_compensate, start_compensation};
+use super::compensation::{compensate_step, has_compensate, retry_compensation, start_compensation};
 use super::failure::{fail_work, record_failure, record_timeout, Failure};
 use super::transition::FollowUp;
 use super::{add_ms, late_result, ms_between, policies, then_advance, Context, Stop, Transition};
@@ -227,7 +227,11 @@ pub(super) fn redispatch(
         .state
         .find_work(step_id, token)
         .ok_or_else(|| ApplyError::UnknownWork(token.to_string()))?;
-    if work.status == WorkStatus::Compensating && work.next_retry_at.is_none() {
+    // A compensation waiting for its step's health was not cut off.
+    if work.status == WorkStatus::Compensating
+        && work.next_retry_at.is_none()
+        && work.deferred_since.is_none()
+    {
         let cut = work.compensation.last().map_or(0, |a| a.number);
         if !policy.allows_attempt(cut.saturating_add(1)) {
             tx.emit(FlowEvent::CompFailed {
@@ -243,7 +247,7 @@ pub(super) fn redispatch(
             })?;
             return then_advance(tx);
         }
-        return start_compensation(tx, step_id, token, cut.saturating_add(1));
+        return retry_compensation(tx, step_id, token, cut.saturating_add(1));
     }
     if work.status != WorkStatus::Active {
         return Ok(());
@@ -346,7 +350,7 @@ pub(super) fn retry_due(
     // Compensation goes on after the flow has ended.
     if work.status == WorkStatus::Compensating && due {
         let attempt = work.compensation.last().map_or(0, |a| a.number) + 1;
-        return start_compensation(tx, step_id, token, attempt);
+        return retry_compensation(tx, step_id, token, attempt);
     }
     if tx.state.status != FlowStatus::Active || !work.waits_for_retry() || !due {
         return Ok(());

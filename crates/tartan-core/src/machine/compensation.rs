@@ -46,6 +46,21 @@ pub(super) fn has_compensate(state: &FlowState, step_id: &str) -> bool {
         .is_some_and(|h| !h.compensate.is_empty())
 }
 
+/// Call compensation `attempt` again after a failure or a restart, unless
+/// its step is unhealthy: then it waits for the step's health, as Argyll
+/// holds a compensation's retry (the first call is never held).
+pub(super) fn retry_compensation(
+    tx: &mut Transition,
+    step_id: &str,
+    token: &str,
+    attempt: u32,
+) -> Result<(), ApplyError> {
+    if tx.defer_if_unhealthy(step_id, token)? {
+        return Ok(());
+    }
+    start_compensation(tx, step_id, token, attempt)
+}
+
 pub(super) fn start_compensation(
     tx: &mut Transition,
     step_id: &str,

@@ -137,18 +137,17 @@ impl Transition {
         std::mem::take(&mut self.follow_ups)
     }
 
-    /// Defer the item's attempt when its step is unhealthy: `true` when it
-    /// waits (and `dispatch_deferred` says so once per wait), `false` when
-    /// the attempt may start.
+    /// Defer the item's attempt (or its compensation's retry) when its step
+    /// is unhealthy: `true` when it waits (and `dispatch_deferred` says so
+    /// once per wait), `false` when the call may start.
     pub(crate) fn defer_if_unhealthy(&mut self, step_id: &str, token: &str) -> Result<bool, ApplyError> {
         let Some(why) = self.gate.as_ref().and_then(|g| g.closed(step_id)) else {
             return Ok(false);
         };
         let why = why.to_string();
-        let waiting = self
-            .state
-            .find_work(step_id, token)
-            .is_some_and(|w| w.deferred_since.is_some() && w.status == WorkStatus::Pending);
+        let waiting = self.state.find_work(step_id, token).is_some_and(|w| {
+            w.deferred_since.is_some() && matches!(w.status, WorkStatus::Pending | WorkStatus::Compensating)
+        });
         if !waiting {
             self.emit(FlowEvent::DispatchDeferred {
                 flow_id: self.state.id.clone(),

@@ -94,10 +94,15 @@ fn redirect_rule(hosts: Arc<StepHosts>) -> Policy {
     })
 }
 
+/// What every call to a step says it is: Argyll's product first, so a
+/// step service that looks for Argyll's engine finds it, then Tartan's.
+pub const USER_AGENT: &str = concat!("Argyll-Engine/0.1 Tartan/", env!("CARGO_PKG_VERSION"));
+
 /// The client every step call goes through.
 pub(crate) fn client(hosts: &StepHosts, tls: &StepTls) -> Result<reqwest::Client, String> {
     let hosts = Arc::new(hosts.clone());
     let mut builder = reqwest::Client::builder()
+        .user_agent(USER_AGENT)
         .pool_max_idle_per_host(64)
         .no_proxy()
         .dns_resolver(Arc::new(PolicyResolver { hosts: hosts.clone() }))

@@ -36,8 +36,9 @@ pub(crate) struct Decided {
 const INLINE_INSTRUCTIONS: u64 = 200_000;
 const INLINE_WALL: std::time::Duration = std::time::Duration::from_millis(5);
 
+/// A work item's receipt token: a random UUID, hyphenated as Argyll's.
 pub(super) fn new_token() -> String {
-    uuid::Uuid::new_v4().simple().to_string()
+    uuid::Uuid::new_v4().hyphenated().to_string()
 }
 
 impl Flows {
@@ -298,6 +299,9 @@ impl Flows {
                         waiting_webhook.map(|due| due.checked_add_signed(lease_len).unwrap_or(due)),
                         None,
                     ),
+                    // A compensation waiting for its step's health has no
+                    // call to lease; the health gate starts it again.
+                    (WorkStatus::Compensating, None) if w.deferred_since.is_some() => (None, None),
                     (WorkStatus::Active, _) | (WorkStatus::Compensating, None) => (None, Some(call_lease)),
                     // A retry may be due at the end of time (a backoff
                     // without a cap): the lease saturates there.
@@ -327,7 +331,9 @@ impl Flows {
                     lease_for,
                     created_at: tx.now,
                     detail: w.bookkeeping(),
-                    deferred_at: w.deferred_since.filter(|_| w.status == WorkStatus::Pending),
+                    deferred_at: w
+                        .deferred_since
+                        .filter(|_| matches!(w.status, WorkStatus::Pending | WorkStatus::Compensating)),
                 })
             })
             .collect();

@@ -322,6 +322,8 @@ impl EventList {
 pub struct FlowSummary {
     pub id: String,
     pub status: FlowStatus,
+    /// When the flow took its status, as Argyll's: its end, or its start
+    /// while it runs.
     #[schema(value_type = String, format = DateTime)]
     pub timestamp: Time,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
@@ -332,8 +334,7 @@ pub struct FlowSummary {
     /// before Tartan kept them with the flow).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub goals: Vec<String>,
-    /// The query form only: when it was created (as `timestamp`), last
-    /// changed, and ended.
+    /// The query form only: when it was created, last changed, and ended.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<String>, format = DateTime)]
     pub created_at: Option<Time>,
@@ -358,7 +359,8 @@ impl FlowSummary {
         FlowSummary {
             id: f.id.clone(),
             status: f.status,
-            timestamp: f.created_at,
+            // Argyll's: when the flow took its status.
+            timestamp: f.completed_at.unwrap_or(f.created_at),
             labels: BTreeMap::new(),
             error: None,
             goals: Vec::new(),
@@ -392,6 +394,9 @@ impl FlowSummary {
 pub struct FlowPage {
     pub flows: Vec<FlowSummary>,
     pub count: usize,
+    /// The flows that match, over all pages.
+    #[serde(default)]
+    pub total: u64,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub has_more: bool,
     /// The `cursor` of the next page, when there is more.

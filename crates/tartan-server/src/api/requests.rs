@@ -28,7 +28,8 @@ pub struct QueryRequest {
     /// The `next_cursor` of the previous page.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub cursor: String,
-    /// `recent_desc` (the default) or `recent_asc`.
+    /// `recent_asc` (the default, as in Argyll) or `recent_desc`: the
+    /// order within each group, running flows before ended ones.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     #[schema(example = "recent_desc")]
     pub sort: String,

@@ -394,13 +394,15 @@ pub(crate) async fn events(
     Ok(Json(EventList::of(&page, request.paged)))
 }
 
-/// The most recent flows, newest first, as a bare array.
+/// The flows, running ones first, as a bare array.
 ///
-/// Up to 1000 flows, each `{"id", "status", "timestamp"}` as Argyll lists
-/// them; sub-flows of flow steps are not listed. To filter, page or see
+/// As Argyll lists them: the running flows, most recently started first,
+/// then the ended ones, most recently ended first; each `{"id", "status",
+/// "timestamp"}` (its end, or its start while it runs). Up to 1000 flows;
+/// sub-flows of flow steps are not listed. To filter, page, count or see
 /// more of each flow, use `POST /engine/flow/query`.
 #[utoipa::path(get, path = "/engine/flow", tag = "flows", operation_id = "listFlows",
-    responses((status = 200, description = "Up to 1000 flows, newest first", body = Vec<FlowSummary>)))]
+    responses((status = 200, description = "Up to 1000 flows, running ones first, each group newest first", body = Vec<FlowSummary>)))]
 pub(crate) async fn list(State(engine): State<Engine>) -> Result<Json<Vec<FlowSummary>>, ApiError> {
     let page = engine
         .flows_page(&FlowQuery {
@@ -408,6 +410,7 @@ pub(crate) async fn list(State(engine): State<Engine>) -> Result<Json<Vec<FlowSu
             limit: MAX_QUERY_LIMIT,
             cursor: None,
             sort: SortOrder::RecentFirst,
+            total: false,
         })
         .await?;
     Ok(Json(page.flows.iter().map(FlowSummary::bare).collect()))
@@ -427,12 +430,10 @@ const ALL_STATUSES: [FlowStatus; 4] = [
 ];
 
 /// A page's `cursor`: absent or empty is the first page; anything else
-/// must be a cursor the server gave (`next_cursor`).
-pub(crate) fn cursor_of(cursor: Option<String>) -> Result<Option<String>, ApiError> {
+/// must be a cursor the server gave (`next_cursor`), which `valid` knows.
+pub(crate) fn cursor_of(cursor: Option<String>, valid: fn(&str) -> bool) -> Result<Option<String>, ApiError> {
     match cursor.filter(|c| !c.is_empty()) {
-        Some(c) if c.len() <= MAX_CURSOR_LEN && tartan_engine::reads::decode_cursor(&c).is_some() => {
-            Ok(Some(c))
-        }
+        Some(c) if c.len() <= MAX_CURSOR_LEN && valid(&c) => Ok(Some(c)),
         Some(_) => Err(ApiError::bad_request("cursor: invalid cursor")),
         None => Ok(None),
     }
@@ -443,8 +444,10 @@ pub(crate) fn cursor_of(cursor: Option<String>) -> Result<Option<String>, ApiErr
 /// Every criterion is optional and an empty string is none: `id_prefix`,
 /// `labels` (all must match), `statuses`, `failed_step`, `error_class`,
 /// `created_after`/`created_before`, and sub-flows only with `children`.
-/// `limit` 1 to 1000 (0 or absent: 100), `sort` `recent_desc` or
-/// `recent_asc`, and `cursor`, the previous page's `next_cursor`. It
+/// `limit` 1 to 1000 (0 or absent: 100), `sort` `recent_asc` (the
+/// default) or `recent_desc`, and `cursor`, the previous page's
+/// `next_cursor`. Running flows come first, by start, then ended ones, by
+/// end, as Argyll lists them; `total` counts every match. It
 /// matches exactly the flows a bulk job with the same filter would. A read:
 /// a read token may call it.
 #[utoipa::path(post, path = "/engine/flow/query", tag = "flows", operation_id = "queryFlows",
@@ -463,9 +466,10 @@ pub(crate) async fn query(
             "limit: must be between 0 and {MAX_QUERY_LIMIT}"
         )));
     }
+    // Argyll's default: oldest first, within each group.
     let sort = match q.sort.as_str() {
-        "" | "recent_desc" => SortOrder::RecentFirst,
-        "recent_asc" => SortOrder::OldestFirst,
+        "recent_desc" => SortOrder::RecentFirst,
+        "" | "recent_asc" => SortOrder::OldestFirst,
         other => {
             return Err(ApiError::bad_request(format!(
                 "sort: must be recent_desc or recent_asc, got {other:?}"
@@ -486,7 +490,9 @@ pub(crate) async fn query(
         format!("unknown status {s:?} (active, completed, failed or cancelled)")
     })?;
     filter.children = q.children;
-    let cursor = cursor_of(Some(q.cursor))?;
+    let cursor = cursor_of(Some(q.cursor), |c| {
+        tartan_engine::reads::decode_flow_cursor(c).is_some()
+    })?;
     let limit = if q.limit == 0 {
         DEFAULT_QUERY_LIMIT
     } else {
@@ -498,11 +504,13 @@ pub(crate) async fn query(
             limit,
             cursor,
             sort,
+            total: true,
         })
         .await?;
     let flows: Vec<FlowSummary> = page.flows.iter().map(FlowSummary::full).collect();
     Ok(Json(FlowPage {
         count: flows.len(),
+        total: page.total.unwrap_or(0),
         flows,
         has_more: page.next_cursor.is_some(),
         next_cursor: page.next_cursor,

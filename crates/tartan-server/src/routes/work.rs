@@ -119,7 +119,7 @@ pub(crate) async fn list(
         step_id: filter_id("step", p.step)?,
         status,
         limit,
-        cursor: super::flows::cursor_of(p.cursor)?,
+        cursor: super::flows::cursor_of(p.cursor, |c| tartan_engine::reads::decode_cursor(c).is_some())?,
     };
     let page = engine.work_page(&query).await?;
     let items: Vec<WorkItem> = page.items.iter().map(|w| with_lane(&engine, w)).collect();

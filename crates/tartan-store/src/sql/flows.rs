@@ -190,9 +190,17 @@ impl FlowStore for SqlStore {
     }
 
     async fn query_flows(&self, q: &FlowQuery) -> Result<FlowPage, StoreError> {
-        let (sql, binds) = flow_query_sql(self.backend, q)?;
+        // One row more than the page, to tell whether another follows.
+        let wanted = q.limit + 1;
         let _turn = self.api_turn().await?;
-        let rows = bind_all(sqlx::query(&sql), binds).fetch_all(&self.api).await?;
+        let mut rows = Vec::with_capacity(wanted.min(1024));
+        for group in groups_of(q) {
+            if rows.len() >= wanted {
+                break;
+            }
+            let (sql, binds) = flow_query_sql(self.backend, q, group, wanted - rows.len())?;
+            rows.extend(bind_all(sqlx::query(&sql), binds).fetch_all(&self.api).await?);
+        }
         let limit = q.limit;
         let page: Vec<String> = rows
             .iter()
@@ -226,21 +234,50 @@ impl FlowStore for SqlStore {
             });
         }
         let next_cursor = if rows.len() > limit {
-            flows.last().map(|f| encode_cursor(to_us(f.created_at), &f.id))
+            flows.last().map(|f| {
+                let active = f.status == FlowStatus::Active;
+                encode_flow_cursor(active, to_us(f.completed_at.unwrap_or(f.created_at)), &f.id)
+            })
         } else {
             None
         };
-        Ok(FlowPage { flows, next_cursor })
+        let total = if q.total {
+            let (sql, binds) = flow_count_sql(self.backend, q);
+            let n: i64 = bind_all(sqlx::query(&sql), binds)
+                .fetch_one(&self.api)
+                .await?
+                .try_get("n")?;
+            Some(u64::try_from(n).unwrap_or(0))
+        } else {
+            None
+        };
+        Ok(FlowPage {
+            flows,
+            next_cursor,
+            total,
+        })
     }
 }
 
-/// The statement a flow query runs, and its binds: the filter's conditions
-/// (`filter_where`), the cursor's, in creation order, one row more than the
-/// page (to tell whether another follows).
-pub(crate) fn flow_query_sql(backend: Backend, q: &FlowQuery) -> Result<(String, Vec<Bind>), StoreError> {
+/// The statement that lists one group of a flow query, and its binds:
+/// the filter's conditions (`filter_where`), the group's, the cursor's,
+/// in time order (a running flow's start, an ended flow's end), then id,
+/// up to `limit` rows. Each group is served by an index in that order
+/// (`flows_roots_by_status` for running flows, `flows_roots_by_end` for
+/// ended ones), so a page reads its rows, not the store.
+pub(crate) fn flow_query_sql(
+    backend: Backend,
+    q: &FlowQuery,
+    group: ListGroup,
+    limit: usize,
+) -> Result<(String, Vec<Bind>), StoreError> {
     let mut binds: Vec<Bind> = Vec::new();
+    let (condition, time) = match group {
+        ListGroup::Active => ("f.status = 'active'", "f.created_us"),
+        ListGroup::Ended => ("f.status <> 'active'", "f.completed_us"),
+    };
     let mut sql = format!(
-        "SELECT id, status, created_us, updated_us, completed_us, error, goals FROM flows f WHERE {}",
+        "SELECT id, status, created_us, updated_us, completed_us, error, goals FROM flows f WHERE {} AND {condition}",
         filter_where(backend, &q.filter, &mut binds)
     );
     let mut param = |b: Bind| {
@@ -251,22 +288,58 @@ pub(crate) fn flow_query_sql(backend: Backend, q: &FlowQuery) -> Result<(String,
         SortOrder::RecentFirst => ("<", "DESC"),
         SortOrder::OldestFirst => (">", "ASC"),
     };
-    if let Some(cursor) = &q.cursor {
-        let (us, id) = decode_cursor(cursor).ok_or_else(|| StoreError::Config("invalid cursor".into()))?;
-        // The first bound is implied by the second, but only it lets
-        // an index start at the cursor instead of the first flow.
+    let cursor = match &q.cursor {
+        Some(c) => Some(decode_flow_cursor(c).ok_or_else(|| StoreError::Config("invalid cursor".into()))?),
+        None => None,
+    };
+    // A cursor in this group starts the page after it; one in the active
+    // group does not limit the ended (which all follow it).
+    if let Some((_, us, id)) = cursor.filter(|(active, ..)| *active == (group == ListGroup::Active)) {
+        // The first bound is implied by the second, but only it lets an
+        // index start at the cursor instead of the group's first flow.
         let p0 = param(Bind::Int(us));
         let p1 = param(Bind::Int(us));
         let p2 = param(Bind::Int(us));
         let p3 = param(Bind::Text(id));
-        sql.push_str(&format!(" AND f.created_us {cmp}= {p0}"));
+        sql.push_str(&format!(" AND {time} {cmp}= {p0}"));
         sql.push_str(&format!(
-            " AND (f.created_us {cmp} {p1} OR (f.created_us = {p2} AND f.id {cmp} {p3}))"
+            " AND ({time} {cmp} {p1} OR ({time} = {p2} AND f.id {cmp} {p3}))"
         ));
     }
-    let p = param(Bind::Int(q.limit as i64 + 1));
-    sql.push_str(&format!(" ORDER BY f.created_us {order}, f.id {order} LIMIT {p}"));
+    let p = param(Bind::Int(i64::try_from(limit).unwrap_or(i64::MAX)));
+    sql.push_str(&format!(" ORDER BY {time} {order}, f.id {order} LIMIT {p}"));
     Ok((sql, binds))
+}
+
+/// The groups a query reads, from where its cursor is: a filter that
+/// names no status of a group skips it.
+fn groups_of(q: &FlowQuery) -> Vec<ListGroup> {
+    let statuses = &q.filter.statuses;
+    let wants_active = statuses.is_empty() || statuses.contains(&FlowStatus::Active);
+    let wants_ended = statuses.is_empty() || statuses.iter().any(|s| *s != FlowStatus::Active);
+    let past_active = q
+        .cursor
+        .as_deref()
+        .and_then(decode_flow_cursor)
+        .is_some_and(|(a, ..)| !a);
+    let mut groups = Vec::with_capacity(2);
+    if wants_active && !past_active {
+        groups.push(ListGroup::Active);
+    }
+    if wants_ended {
+        groups.push(ListGroup::Ended);
+    }
+    groups
+}
+
+/// How many flows a query's filter matches, over all pages.
+pub(crate) fn flow_count_sql(backend: Backend, q: &FlowQuery) -> (String, Vec<Bind>) {
+    let mut binds: Vec<Bind> = Vec::new();
+    let sql = format!(
+        "SELECT COUNT(*) AS n FROM flows f WHERE {}",
+        filter_where(backend, &q.filter, &mut binds)
+    );
+    (sql, binds)
 }
 
 /// What a page of flows shows beyond each flow's row.

@@ -202,7 +202,8 @@ impl WorkStore for SqlStore {
         };
         let sql = format!(
             "SELECT w.flow_id, w.step_id, w.token FROM work_items w JOIN flows f ON f.id = w.flow_id \
-             WHERE w.deferred_us IS NOT NULL AND w.status = 'pending' AND f.status = 'active'{except} \
+             WHERE w.deferred_us IS NOT NULL \
+             AND ((w.status = 'pending' AND f.status = 'active') OR w.status = 'compensating'){except} \
              ORDER BY w.deferred_us, w.token LIMIT $1"
         );
         let mut query = sqlx::query(&sql).bind(i64::try_from(limit).unwrap_or(i64::MAX));

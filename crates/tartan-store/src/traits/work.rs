@@ -56,8 +56,9 @@ pub trait WorkStore: Send + Sync {
     /// told so (`NOTIFY`). Returns how many were handed back.
     async fn hand_back(&self, node: &str, keep: &[String]) -> Result<u64, StoreError>;
 
-    /// Up to `limit` items of active flows deferred because their step was
-    /// unhealthy (docs/operating.md, "Health gates dispatch"), longest
-    /// waiting first, but those of the steps in `closed`, which still are.
+    /// Up to `limit` items of active flows, and compensations of any flow,
+    /// deferred because their step was unhealthy (docs/operating.md,
+    /// "Health gates dispatch"), longest waiting first, but those of the
+    /// steps in `closed`, which still are.
     async fn deferred_work(&self, closed: &[String], limit: usize) -> Result<Vec<WorkKey>, StoreError>;
 }

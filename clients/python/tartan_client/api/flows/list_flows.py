@@ -69,10 +69,12 @@ def sync_detailed(
     *,
     client: AuthenticatedClient | Client,
 ) -> Response[Problem | list[FlowSummary]]:
-    """The most recent flows, newest first, as a bare array.
+    """The flows, running ones first, as a bare array.
 
-     Up to 1000 flows, each `{"id", "status", "timestamp"}` as Argyll lists
-    them; sub-flows of flow steps are not listed. To filter, page or see
+     As Argyll lists them: the running flows, most recently started first,
+    then the ended ones, most recently ended first; each `{"id", "status",
+    "timestamp"}` (its end, or its start while it runs). Up to 1000 flows;
+    sub-flows of flow steps are not listed. To filter, page, count or see
     more of each flow, use `POST /engine/flow/query`.
 
     Raises:
@@ -96,10 +98,12 @@ def sync(
     *,
     client: AuthenticatedClient | Client,
 ) -> Problem | list[FlowSummary] | None:
-    """The most recent flows, newest first, as a bare array.
+    """The flows, running ones first, as a bare array.
 
-     Up to 1000 flows, each `{"id", "status", "timestamp"}` as Argyll lists
-    them; sub-flows of flow steps are not listed. To filter, page or see
+     As Argyll lists them: the running flows, most recently started first,
+    then the ended ones, most recently ended first; each `{"id", "status",
+    "timestamp"}` (its end, or its start while it runs). Up to 1000 flows;
+    sub-flows of flow steps are not listed. To filter, page, count or see
     more of each flow, use `POST /engine/flow/query`.
 
     Raises:
@@ -119,10 +123,12 @@ async def asyncio_detailed(
     *,
     client: AuthenticatedClient | Client,
 ) -> Response[Problem | list[FlowSummary]]:
-    """The most recent flows, newest first, as a bare array.
+    """The flows, running ones first, as a bare array.
 
-     Up to 1000 flows, each `{"id", "status", "timestamp"}` as Argyll lists
-    them; sub-flows of flow steps are not listed. To filter, page or see
+     As Argyll lists them: the running flows, most recently started first,
+    then the ended ones, most recently ended first; each `{"id", "status",
+    "timestamp"}` (its end, or its start while it runs). Up to 1000 flows;
+    sub-flows of flow steps are not listed. To filter, page, count or see
     more of each flow, use `POST /engine/flow/query`.
 
     Raises:
@@ -144,10 +150,12 @@ async def asyncio(
     *,
     client: AuthenticatedClient | Client,
 ) -> Problem | list[FlowSummary] | None:
-    """The most recent flows, newest first, as a bare array.
+    """The flows, running ones first, as a bare array.
 
-     Up to 1000 flows, each `{"id", "status", "timestamp"}` as Argyll lists
-    them; sub-flows of flow steps are not listed. To filter, page or see
+     As Argyll lists them: the running flows, most recently started first,
+    then the ended ones, most recently ended first; each `{"id", "status",
+    "timestamp"}` (its end, or its start while it runs). Up to 1000 flows;
+    sub-flows of flow steps are not listed. To filter, page, count or see
     more of each flow, use `POST /engine/flow/query`.
 
     Raises:

@@ -100,8 +100,10 @@ def sync_detailed(
      Every criterion is optional and an empty string is none: `id_prefix`,
     `labels` (all must match), `statuses`, `failed_step`, `error_class`,
     `created_after`/`created_before`, and sub-flows only with `children`.
-    `limit` 1 to 1000 (0 or absent: 100), `sort` `recent_desc` or
-    `recent_asc`, and `cursor`, the previous page's `next_cursor`. It
+    `limit` 1 to 1000 (0 or absent: 100), `sort` `recent_asc` (the
+    default) or `recent_desc`, and `cursor`, the previous page's
+    `next_cursor`. Running flows come first, by start, then ended ones, by
+    end, as Argyll lists them; `total` counts every match. It
     matches exactly the flows a bulk job with the same filter would. A read:
     a read token may call it.
 
@@ -137,8 +139,10 @@ def sync(
      Every criterion is optional and an empty string is none: `id_prefix`,
     `labels` (all must match), `statuses`, `failed_step`, `error_class`,
     `created_after`/`created_before`, and sub-flows only with `children`.
-    `limit` 1 to 1000 (0 or absent: 100), `sort` `recent_desc` or
-    `recent_asc`, and `cursor`, the previous page's `next_cursor`. It
+    `limit` 1 to 1000 (0 or absent: 100), `sort` `recent_asc` (the
+    default) or `recent_desc`, and `cursor`, the previous page's
+    `next_cursor`. Running flows come first, by start, then ended ones, by
+    end, as Argyll lists them; `total` counts every match. It
     matches exactly the flows a bulk job with the same filter would. A read:
     a read token may call it.
 
@@ -169,8 +173,10 @@ async def asyncio_detailed(
      Every criterion is optional and an empty string is none: `id_prefix`,
     `labels` (all must match), `statuses`, `failed_step`, `error_class`,
     `created_after`/`created_before`, and sub-flows only with `children`.
-    `limit` 1 to 1000 (0 or absent: 100), `sort` `recent_desc` or
-    `recent_asc`, and `cursor`, the previous page's `next_cursor`. It
+    `limit` 1 to 1000 (0 or absent: 100), `sort` `recent_asc` (the
+    default) or `recent_desc`, and `cursor`, the previous page's
+    `next_cursor`. Running flows come first, by start, then ended ones, by
+    end, as Argyll lists them; `total` counts every match. It
     matches exactly the flows a bulk job with the same filter would. A read:
     a read token may call it.
 
@@ -204,8 +210,10 @@ async def asyncio(
      Every criterion is optional and an empty string is none: `id_prefix`,
     `labels` (all must match), `statuses`, `failed_step`, `error_class`,
     `created_after`/`created_before`, and sub-flows only with `children`.
-    `limit` 1 to 1000 (0 or absent: 100), `sort` `recent_desc` or
-    `recent_asc`, and `cursor`, the previous page's `next_cursor`. It
+    `limit` 1 to 1000 (0 or absent: 100), `sort` `recent_asc` (the
+    default) or `recent_desc`, and `cursor`, the previous page's
+    `next_cursor`. Running flows come first, by start, then ended ones, by
+    end, as Argyll lists them; `total` counts every match. It
     matches exactly the flows a bulk job with the same filter would. A read:
     a read token may call it.
 

@@ -219,14 +219,27 @@ impl FlowState {
             }
             FlowEvent::DispatchDeferred { step_id, token, .. } => {
                 let work = self.work(step_id, token)?;
-                // A call cut off and not made again (its step turned
-                // unhealthy) ends as a cut-off.
-                abandon_open_attempt(work, at);
-                work.status = WorkStatus::Pending;
                 work.next_retry_at = None;
-                work.inactive_until = None;
-                work.accepted_at = None;
                 work.deferred_since.get_or_insert(at);
+                if work.status == WorkStatus::Compensating {
+                    // A compensation's retry waits for its step's health and
+                    // stays a compensation; a call cut off by a restart and
+                    // not made again ends as a cut-off.
+                    if let Some(open) = work.compensation.last_mut().filter(|a| a.ended_at.is_none()) {
+                        open.close(
+                            at,
+                            AttemptOutcome::Abandoned,
+                            Some("engine stopped before the call finished"),
+                        );
+                    }
+                } else {
+                    // A call cut off and not made again (its step turned
+                    // unhealthy) ends as a cut-off.
+                    abandon_open_attempt(work, at);
+                    work.status = WorkStatus::Pending;
+                    work.inactive_until = None;
+                    work.accepted_at = None;
+                }
             }
             FlowEvent::WorkTimedOut {
                 step_id,
@@ -298,6 +311,7 @@ impl FlowState {
                 let work = self.work(step_id, token)?;
                 work.status = WorkStatus::Compensating;
                 work.next_retry_at = None;
+                work.deferred_since = None;
                 // A compensation call still open here was cut off by an engine stop.
                 if let Some(open) = work.compensation.last_mut().filter(|a| a.ended_at.is_none()) {
                     open.close(
