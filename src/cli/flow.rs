@@ -273,6 +273,7 @@ async fn list(
         id_prefix: prefix.unwrap_or_default(),
         labels,
         sort: "recent_desc".into(),
+        total: Some(false),
         ..QueryRequest::default()
     };
     while flows.len() < limit {

@@ -354,7 +354,8 @@ export interface paths {
          *     `limit` 1 to 1000 (0 or absent: 100), `sort` `recent_asc` (the
          *     default) or `recent_desc`, and `cursor`, the previous page's
          *     `next_cursor`. Running flows come first, by start, then ended ones, by
-         *     end, as Argyll lists them; `total` counts every match. It
+         *     end, as Argyll lists them; `total` counts every match (unless the
+         *     query says `"total": false`). It
          *     matches exactly the flows a bulk job with the same filter would. A read:
          *     a read token may call it.
          */
@@ -1479,9 +1480,10 @@ export interface components {
             next_cursor?: string | null;
             /**
              * Format: int64
-             * @description The flows that match, over all pages.
+             * @description The flows that match, over all pages; absent when the query said
+             *     `"total": false`.
              */
-            total?: number;
+            total?: number | null;
         };
         /** @description `POST /engine/flow/{id}/resume`'s answer. */
         FlowResumed: {
@@ -1905,6 +1907,12 @@ export interface components {
             sort?: string;
             /** @description Flows in any of these statuses. */
             statuses?: components["schemas"]["FlowStatus"][];
+            /**
+             * @description `false` leaves `total` out of the answer: counting reads every
+             *     flow that matches, about 50 ms per 200,000 on Postgres (docs/api.md,
+             *     "Listing flows"). Counted unless `false`, as Argyll counts.
+             */
+            total?: boolean | null;
         };
         /** @description `GET /ready`. */
         Ready: {

@@ -165,7 +165,7 @@ export async function render(main, [query], ctx) {
     // of the first page): only the latest request's answer is shown.
     const mine = ++loads;
     const at = page;
-    const q = { ...criteria(filter), limit: 50, sort: "recent_desc" };
+    const q = { ...criteria(filter), limit: 50, sort: "recent_desc", total: false };
     if (cursors[at]) q.cursor = cursors[at];
     const res = await api.post("/engine/flow/query", q, ctx.signal);
     if (mine !== loads) return;

@@ -99,7 +99,7 @@ export async function render(main, _params, ctx) {
       h("td", { class: "num" }, a), h("td", { class: "num" }, b), h("td", { class: "num" }, c)))
       : h("tr", {}, h("td", { colspan: 4, class: "muted" }, "No failed calls.")));
 
-    const latest = await api.post("/engine/flow/query", { statuses: ["failed"], limit: 10, sort: "recent_desc" }, ctx.signal);
+    const latest = await api.post("/engine/flow/query", { statuses: ["failed"], limit: 10, sort: "recent_desc", total: false }, ctx.signal);
     fill(failed, latest.flows.length ? latest.flows.map((f) => h("li", {},
       badge(f.status), " ", h("a", { href: `#/flow/${encodeURIComponent(f.id)}` }, f.id), " ",
       h("time", { class: "age", datetime: f.timestamp }, relative(f.timestamp)),

@@ -267,6 +267,11 @@ async fn flows_are_listed_running_first_then_ended_as_argyll_lists_them(backend:
     assert_eq!(rest.body["total"], 4);
     assert!(rest.body.get("next_cursor").is_none(), "{:?}", rest.body);
 
+    // Not counted when the query says so (the dashboard's pages).
+    let uncounted = app.post("/engine/flow/query", &json!({"total": false})).await;
+    assert!(uncounted.body.get("total").is_none(), "{:?}", uncounted.body);
+    assert_eq!(ids(&uncounted.body), ["r1", "r2", "d1", "d2"]);
+
     // A filter counts what it matches; a status leaves the other group out.
     let ended = app
         .post(

@@ -24,14 +24,15 @@ class FlowPage:
         flows (list[FlowSummary]):
         has_more (bool | Unset):
         next_cursor (None | str | Unset): The `cursor` of the next page, when there is more.
-        total (int | Unset): The flows that match, over all pages.
+        total (int | None | Unset): The flows that match, over all pages; absent when the query said
+            `"total": false`.
     """
 
     count: int
     flows: list[FlowSummary]
     has_more: bool | Unset = UNSET
     next_cursor: None | str | Unset = UNSET
-    total: int | Unset = UNSET
+    total: int | None | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -50,7 +51,11 @@ class FlowPage:
         else:
             next_cursor = self.next_cursor
 
-        total = self.total
+        total: int | None | Unset
+        if isinstance(self.total, Unset):
+            total = UNSET
+        else:
+            total = self.total
 
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
@@ -94,7 +99,14 @@ class FlowPage:
 
         next_cursor = _parse_next_cursor(d.pop("next_cursor", UNSET))
 
-        total = d.pop("total", UNSET)
+        def _parse_total(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        total = _parse_total(d.pop("total", UNSET))
 
         flow_page = cls(
             count=count,

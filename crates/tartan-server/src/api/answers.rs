@@ -394,9 +394,10 @@ impl FlowSummary {
 pub struct FlowPage {
     pub flows: Vec<FlowSummary>,
     pub count: usize,
-    /// The flows that match, over all pages.
-    #[serde(default)]
-    pub total: u64,
+    /// The flows that match, over all pages; absent when the query said
+    /// `"total": false`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total: Option<u64>,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub has_more: bool,
     /// The `cursor` of the next page, when there is more.

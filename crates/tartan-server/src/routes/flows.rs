@@ -447,7 +447,8 @@ pub(crate) fn cursor_of(cursor: Option<String>, valid: fn(&str) -> bool) -> Resu
 /// `limit` 1 to 1000 (0 or absent: 100), `sort` `recent_asc` (the
 /// default) or `recent_desc`, and `cursor`, the previous page's
 /// `next_cursor`. Running flows come first, by start, then ended ones, by
-/// end, as Argyll lists them; `total` counts every match. It
+/// end, as Argyll lists them; `total` counts every match (unless the
+/// query says `"total": false`). It
 /// matches exactly the flows a bulk job with the same filter would. A read:
 /// a read token may call it.
 #[utoipa::path(post, path = "/engine/flow/query", tag = "flows", operation_id = "queryFlows",
@@ -504,13 +505,13 @@ pub(crate) async fn query(
             limit,
             cursor,
             sort,
-            total: true,
+            total: q.total != Some(false),
         })
         .await?;
     let flows: Vec<FlowSummary> = page.flows.iter().map(FlowSummary::full).collect();
     Ok(Json(FlowPage {
         count: flows.len(),
-        total: page.total.unwrap_or(0),
+        total: page.total,
         flows,
         has_more: page.next_cursor.is_some(),
         next_cursor: page.next_cursor,

@@ -103,7 +103,8 @@ def sync_detailed(
     `limit` 1 to 1000 (0 or absent: 100), `sort` `recent_asc` (the
     default) or `recent_desc`, and `cursor`, the previous page's
     `next_cursor`. Running flows come first, by start, then ended ones, by
-    end, as Argyll lists them; `total` counts every match. It
+    end, as Argyll lists them; `total` counts every match (unless the
+    query says `"total": false`). It
     matches exactly the flows a bulk job with the same filter would. A read:
     a read token may call it.
 
@@ -142,7 +143,8 @@ def sync(
     `limit` 1 to 1000 (0 or absent: 100), `sort` `recent_asc` (the
     default) or `recent_desc`, and `cursor`, the previous page's
     `next_cursor`. Running flows come first, by start, then ended ones, by
-    end, as Argyll lists them; `total` counts every match. It
+    end, as Argyll lists them; `total` counts every match (unless the
+    query says `"total": false`). It
     matches exactly the flows a bulk job with the same filter would. A read:
     a read token may call it.
 
@@ -176,7 +178,8 @@ async def asyncio_detailed(
     `limit` 1 to 1000 (0 or absent: 100), `sort` `recent_asc` (the
     default) or `recent_desc`, and `cursor`, the previous page's
     `next_cursor`. Running flows come first, by start, then ended ones, by
-    end, as Argyll lists them; `total` counts every match. It
+    end, as Argyll lists them; `total` counts every match (unless the
+    query says `"total": false`). It
     matches exactly the flows a bulk job with the same filter would. A read:
     a read token may call it.
 
@@ -213,7 +216,8 @@ async def asyncio(
     `limit` 1 to 1000 (0 or absent: 100), `sort` `recent_asc` (the
     default) or `recent_desc`, and `cursor`, the previous page's
     `next_cursor`. Running flows come first, by start, then ended ones, by
-    end, as Argyll lists them; `total` counts every match. It
+    end, as Argyll lists them; `total` counts every match (unless the
+    query says `"total": false`). It
     matches exactly the flows a bulk job with the same filter would. A read:
     a read token may call it.
 
