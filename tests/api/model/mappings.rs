@@ -47,7 +47,8 @@ async fn names_map_between_the_flow_and_the_step(backend: Backend) {
     assert!(flow["attributes"].get("user_name").is_none());
 }
 
-/// Argyll's TestInputAle, TestScriptUsesMappedName and TestInputMapping.
+/// Argyll's TestInputAle, TestScriptUsesMappedName, TestInputMapping and
+/// TestMapInput.
 async fn input_mapping_scripts_transform_values_in_each_language(backend: Backend) {
     let Some(app) = spawn_app(backend).await else {
         return;
@@ -78,6 +79,14 @@ async fn input_mapping_scripts_transform_values_in_each_language(backend: Backen
             json!({"foo": "value"}),
             json!({"amount": "value"}),
         ),
+        // TestMapInput's "returns original on failed mapping": a jpath that
+        // matches nothing leaves the input as it came.
+        (
+            "jpath-missing",
+            json!({"amount": {"role": "required", "required": {"mapping": {"script": script("jpath", "$.missing")}}}}),
+            json!({"key": "value"}),
+            json!({"amount": {"key": "value"}}),
+        ),
     ];
     for (id, mut attributes, init, sent) in cases {
         attributes["seen"] = json!({"role": "output"});
@@ -90,6 +99,8 @@ async fn input_mapping_scripts_transform_values_in_each_language(backend: Backen
         let flow = app.wait_for_flow(id).await;
         assert_eq!(flow["status"], "completed", "{id}: {flow}");
         assert_eq!(flow["executions"][id]["outputs"]["seen"], sent, "{id}");
+        // The step's inputs are what it was sent (Argyll's ex.Inputs).
+        assert_eq!(flow["executions"][id]["inputs"], sent, "{id}: {flow}");
     }
 }
 

@@ -13,6 +13,8 @@ both_backends!(
     a_match_filters_the_values_collected,
     an_unmet_match_skips_with_the_inputs_and_what_was_unsatisfied,
     a_match_that_fails_leaves_its_step_waiting,
+    a_match_that_collects_all_is_skipped_when_one_value_fails_it,
+    a_match_the_init_cannot_meet_plans_no_provider_for_its_step,
 );
 
 fn step(id: &str, endpoint: &str, attributes: Value) -> Value {
@@ -195,4 +197,110 @@ async fn a_match_that_fails_leaves_its_step_waiting(backend: Backend) {
     assert!(cancelled.status.is_success(), "{:?}", cancelled.body);
     let flow = app.wait_for_flow("undecided").await;
     assert_eq!(flow["status"], "cancelled", "{flow}");
+}
+
+/// Argyll's TestMatchAllPrunes: with `collect: all`, a value the match
+/// refuses (b, beside a) means the step can never have all it takes: it is
+/// skipped, naming the attribute, never called, and the flow fails.
+async fn a_match_that_collects_all_is_skipped_when_one_value_fails_it(backend: Backend) {
+    let Some(app) = spawn_app(backend).await else {
+        return;
+    };
+    let svc = StepServer::start(|r, _| match r.path.as_str() {
+        "/a" => json_reply(200, json!({"data": "a"})),
+        "/b" => json_reply(200, json!({"data": "b"})),
+        _ => json_reply(200, json!({"got": true})),
+    })
+    .await;
+    for s in [
+        step("provide-a", &svc.url("/a"), json!({"data": {"role": "output"}})),
+        step("provide-b", &svc.url("/b"), json!({"data": {"role": "output"}})),
+        step(
+            "consumer",
+            &svc.url("/consume"),
+            json!({"data": matching("all", "lua", "return value == 'a'"), "got": {"role": "output"}}),
+        ),
+    ] {
+        let r = app.register(&s).await;
+        assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+    }
+    app.start_flow(&json!({"id": "prunes", "goals": ["consumer"]}))
+        .await;
+    let flow = app.wait_for_flow("prunes").await;
+    assert_eq!(flow["status"], "failed", "{flow}");
+    let exec = &flow["executions"]["consumer"];
+    assert_eq!(exec["status"], "skipped", "{flow}");
+    assert_eq!(exec["unsatisfied"], json!(["data"]), "{flow}");
+    assert!(
+        svc.requests().iter().all(|r| r.path != "/consume"),
+        "the consumer was called"
+    );
+}
+
+/// Argyll's TestRequiredMatchInitMismatchPrunesNormalInputs,
+/// ...KeepsGateProviders and TestRequiredMatchUnknownOnlyRequiresGate, through
+/// the plan preview: an init value the match refuses means the step will not
+/// run, so the providers of its other inputs are left out and nothing is
+/// required of the caller; a provider of the gated attribute itself stays.
+async fn a_match_the_init_cannot_meet_plans_no_provider_for_its_step(backend: Backend) {
+    let Some(app) = spawn_app(backend).await else {
+        return;
+    };
+    let svc = StepServer::start(|_, _| json_reply(200, json!({}))).await;
+    let postal = |with_customer: bool| {
+        let mut attributes = json!({"notification_type": matching("first", "lua", "return value == 'postal'"),
+                                    "result": {"role": "output"}});
+        if with_customer {
+            attributes["customer"] = json!({"role": "required"});
+        }
+        attributes
+    };
+    let steps = [
+        step("send-postal", &svc.url("/postal"), postal(true)),
+        step(
+            "customer-lookup",
+            &svc.url("/lookup"),
+            json!({"customer_id": {"role": "required"}, "customer": {"role": "output"}}),
+        ),
+        step("send-postal-2", &svc.url("/postal"), postal(false)),
+        step(
+            "route",
+            &svc.url("/route"),
+            json!({"notification_type": {"role": "output"}}),
+        ),
+    ];
+    for s in &steps[..2] {
+        assert_eq!(app.register(s).await.status, StatusCode::CREATED);
+    }
+    let plan = |goal: &str, init: Value| {
+        let body = json!({"goals": [goal], "init": init});
+        let app = &app;
+        async move {
+            let r = app.post("/engine/plan", &body).await;
+            assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+            r.body
+        }
+    };
+    let steps_of = |plan: &Value| -> Vec<String> {
+        let mut ids: Vec<String> = plan["steps"]
+            .as_object()
+            .map(|s| s.keys().cloned().collect())
+            .unwrap_or_default();
+        ids.sort();
+        ids
+    };
+    // Email, for a step that only takes postal: its customer is not looked up.
+    let p = plan("send-postal", json!({"notification_type": ["email"]})).await;
+    assert_eq!(steps_of(&p), ["send-postal"], "{p}");
+    assert_eq!(p["required"], json!([]), "{p}");
+
+    // A provider of the gated attribute stays, with the init or without.
+    for s in &steps[2..] {
+        assert_eq!(app.register(s).await.status, StatusCode::CREATED);
+    }
+    for init in [json!({"notification_type": ["email"]}), json!({})] {
+        let p = plan("send-postal-2", init.clone()).await;
+        assert_eq!(steps_of(&p), ["route", "send-postal-2"], "{init}: {p}");
+        assert_eq!(p["required"], json!([]), "{init}: {p}");
+    }
 }

@@ -12,6 +12,8 @@ both_backends!(
     a_script_that_does_not_compile_is_refused_naming_its_field,
     a_script_that_fails_or_runs_away_fails_its_step_for_good,
     script_steps_fan_out_over_for_each,
+    a_script_step_sees_its_inputs_under_their_mapped_names,
+    a_failed_script_step_between_http_steps_fails_what_needs_it,
 );
 
 /// Argyll's TestMixedStepTypes and TestScriptWorkExecutes: HTTP → script →
@@ -246,4 +248,77 @@ async fn script_steps_fan_out_over_for_each(backend: Backend) {
         flow["executions"]["double"]["outputs"]["doubled"],
         json!([{"n": 1, "doubled": 2}, {"n": 2, "doubled": 4}, {"n": 3, "doubled": 6}])
     );
+}
+
+/// Argyll's TestScriptWorkUsesMappedInputName: the flow's `amount` reaches
+/// the script as `inner_amount`, and the step's inputs say so.
+async fn a_script_step_sees_its_inputs_under_their_mapped_names(backend: Backend) {
+    let Some(app) = spawn_app(backend).await else {
+        return;
+    };
+    let mut step = script_step(
+        "triple",
+        "lua",
+        "return { result = (inner_amount or 0) * 3 }",
+        &[],
+        &["result"],
+    );
+    step["attributes"]["amount"] =
+        json!({"role": "required", "required": {"mapping": {"name": "inner_amount"}}});
+    let r = app.register(&step).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+    app.start_flow(&json!({"id": "mapped", "goals": ["triple"], "init": {"amount": [2]}}))
+        .await;
+    let flow = app.wait_for_flow("mapped").await;
+    assert_eq!(flow["status"], "completed", "{flow}");
+    let exec = &flow["executions"]["triple"];
+    assert_eq!(exec["inputs"], json!({"inner_amount": 2}), "{flow}");
+    assert_eq!(exec["outputs"]["result"], json!(6), "{flow}");
+}
+
+/// Argyll's TestScriptStepErrorAle and TestScriptStepErrorLua as written:
+/// A (HTTP) → B (a script that fails) → C (HTTP, needs B's output). A
+/// completes, B fails with its script's error, C fails without a call, and
+/// the flow fails.
+async fn a_failed_script_step_between_http_steps_fails_what_needs_it(backend: Backend) {
+    let Some(app) = spawn_app(backend).await else {
+        return;
+    };
+    let svc = StepServer::start(|r, _| match r.path.as_str() {
+        "/a" => json_reply(200, json!({"value_a_ale": "from-a", "value_a_lua": "from-a"})),
+        _ => json_reply(200, json!({"result": "from-c"})),
+    })
+    .await;
+    for (language, source, says) in [
+        ("ale", "(/ 1 0)", "ale script failed"),
+        ("lua", "error(\"Lua error message\")", "Lua error message"),
+    ] {
+        let (a, b, c) = (
+            format!("a-{language}"),
+            format!("b-{language}"),
+            format!("c-{language}"),
+        );
+        let value_a = format!("value_a_{language}");
+        let value_b = format!("value_b_{language}");
+        let step_a = sync_step(&a, &svc.url("/a"), &[], &[&value_a]);
+        let mut step_b = script_step(&b, language, source, &[&value_a], &[&value_b]);
+        step_b["attributes"][&value_a]["type"] = json!("string");
+        step_b["attributes"][&value_b]["type"] = json!("string");
+        let step_c = sync_step(&c, &svc.url("/c"), &[&value_b], &["result"]);
+        for s in [step_a, step_b, step_c] {
+            let r = app.register(&s).await;
+            assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+        }
+        let id = format!("chain-{language}");
+        app.start_flow(&json!({"id": id, "goals": [c]})).await;
+        let flow = app.wait_for_flow(&id).await;
+        assert_eq!(flow["status"], "failed", "{flow}");
+        assert_eq!(flow["executions"][&a]["status"], "completed", "{flow}");
+        assert_eq!(flow["executions"][&b]["status"], "failed", "{flow}");
+        let error = flow["executions"][&b]["error"].as_str().unwrap_or_default();
+        assert!(error.contains(says), "{says:?} in {flow}");
+        assert_eq!(flow["executions"][&c]["status"], "failed", "{flow}");
+    }
+    let called: Vec<String> = svc.requests().into_iter().map(|r| r.path).collect();
+    assert_eq!(called, ["/a", "/a"], "only A is called");
 }

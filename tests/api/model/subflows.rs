@@ -237,7 +237,8 @@ async fn without_a_retry_policy_of_its_own_a_flow_step_fails_for_good_when_its_c
     assert_ne!(item["retry_state"], "scheduled", "{item}");
 }
 
-// Argyll: TestCompleteParentWorkMissingOutput ("flow output missing").
+// Argyll: TestCompleteParentWorkMissingOutput ("flow output missing") and
+// TestFlowStepMissingOutput.
 async fn a_mapped_output_the_child_lacks_fails_the_item_for_good(backend: Backend) {
     let Some(app) = spawn_app(backend).await else {
         return;
@@ -258,6 +259,22 @@ async fn a_mapped_output_the_child_lacks_fails_the_item_for_good(backend: Backen
     let item = only_item(&parent, "sub");
     assert_eq!(item["error"], "flow output missing: tripled", "{item}");
     assert_eq!(item["retry_state"], "permanent", "{item}");
+
+    // Argyll's TestFlowStepMissingOutput: the child's goal is a script
+    // step that answers nothing of what it declares.
+    registered(
+        &app,
+        &[
+            super::script_step("empty", "lua", "return {}", &[], &["child_out"]),
+            flow_step("wrap", &["empty"], &[], &[("output", "child_out")]),
+        ],
+    )
+    .await;
+    started(&app, &json!({"id": "p4", "goals": ["wrap"]})).await;
+    let parent = app.wait_for_flow("p4").await;
+    assert_eq!(parent["status"], "failed", "{parent}");
+    let item = only_item(&parent, "wrap");
+    assert_eq!(item["error"], "flow output missing: child_out", "{item}");
 }
 
 async fn a_cycle_through_flow_goals_is_refused_at_registration(backend: Backend) {

@@ -11,7 +11,8 @@
 //! step of the pattern matcher, and runs in error handlers too, so a limit
 //! once hit is final (see `budget`); tables have no finalizers (`__gc`),
 //! and there is no `<close>` or `goto`. Its numbers are Lua 5.1's, as in
-//! Argyll's gopher-lua: `10 / 2` is `5` and `'v' .. 10 / 2` is `v5`.
+//! Argyll's go-lua (Shopify's): `10 / 2` is `5` and `'v' .. 10 / 2` is
+//! `v5`.
 //!
 //! Making a state costs several times what evaluating a small script
 //! does, so each thread keeps one sandboxed state, made when first needed,

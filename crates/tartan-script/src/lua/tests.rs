@@ -58,6 +58,23 @@ fn inputs_are_globals_and_tables_convert_both_ways() {
     assert_eq!(run("return _ENV['n'] + _G.n", json!({"n": 3})).unwrap(), json!(6));
 }
 
+/// Argyll's TestLuaInputTypes: integers stay integers, a fraction is a
+/// float, a null input is nil, an array has a length, an object's keys
+/// are fields.
+#[test]
+fn input_types_are_argylls() {
+    let inputs = json!({"n": 21, "f": 3.14, "val": null, "items": [1, 2, 3], "data": {"key": "v"}});
+    let out = run(
+        "return { doubled = n * 2, scaled = f * 2, missing = val == nil, count = #items, key = data.key }",
+        inputs,
+    )
+    .unwrap();
+    assert_eq!(
+        out,
+        json!({"doubled": 42, "scaled": 6.28, "missing": true, "count": 3, "key": "v"})
+    );
+}
+
 #[test]
 fn truth_is_luas() {
     let c = Chunk::compile("return x").unwrap();
