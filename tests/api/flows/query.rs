@@ -8,8 +8,11 @@ use axum::http::StatusCode;
 use serde_json::{json, Value};
 use tokio::sync::Notify;
 
-use crate::helpers::{json_reply, spawn_app, sync_step, Backend, StepServer};
+use crate::helpers::{
+    call, json_reply, spawn_app, spawn_binary_with, sync_step, wait_for_terminal, Backend, StepServer, TestDb,
+};
 use axum::response::IntoResponse;
+use reqwest::Method;
 use tartan_testkit::both_backends;
 
 both_backends!(
@@ -204,86 +207,95 @@ async fn bad_criteria_are_refused_naming_the_field(backend: Backend) {
     }
 }
 
-/// Argyll's order (docs/api.md, "Listing flows"): running flows first, by
-/// start, then ended ones, by end; `GET /engine/flow` newest first, the
-/// query oldest first unless asked, with `total` on every page and
-/// cursors that cross from one group to the other.
+/// Argyll's order (docs/api.md, "Listing flows"), through the binary:
+/// running flows first, by start, then ended ones, by end; `GET
+/// /engine/flow` newest first, the query oldest first unless asked, with
+/// `total` on every page and cursors that cross from one group to the
+/// other.
 async fn flows_are_listed_running_first_then_ended_as_argyll_lists_them(backend: Backend) {
-    let Some(app) = spawn_app(backend).await else {
+    let Some(db) = TestDb::create(backend).await else {
         return;
     };
+    let engine = spawn_binary_with(&db, "lister", &[]).await;
     let release = Arc::new(Notify::new());
     let svc = steps(release.clone()).await;
-    app.register(&sync_step("ok", &svc.url("/ok"), &["x"], &["done"]))
-        .await;
-    app.register(&sync_step("hold", &svc.url("/hold"), &["x"], &["held"]))
-        .await;
+    let post = |path: &'static str, body: Value| {
+        let engine = &engine;
+        async move {
+            let (status, reply) = call(engine, Method::POST, path, Some(body)).await;
+            assert!(status < 300, "{path}: {status} {reply}");
+            reply
+        }
+    };
+    post(
+        "/engine/step",
+        sync_step("ok", &svc.url("/ok"), &["x"], &["done"]),
+    )
+    .await;
+    post(
+        "/engine/step",
+        sync_step("hold", &svc.url("/hold"), &["x"], &["held"]),
+    )
+    .await;
     // Started in this order: r1, d1, r2, d2; d1 and d2 end at once, the
     // others run on.
     for (id, goal) in [("r1", "hold"), ("d1", "ok"), ("r2", "hold"), ("d2", "ok")] {
-        let r = app
-            .start_flow(&json!({"id": id, "goals": [goal], "init": {"x": ["1"]}}))
-            .await;
-        assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+        post(
+            "/engine/flow",
+            json!({"id": id, "goals": [goal], "init": {"x": ["1"]}}),
+        )
+        .await;
         if goal == "ok" {
-            app.wait_for_flow(id).await;
+            assert_eq!(wait_for_terminal(&engine, id).await["status"], "completed");
         }
     }
-    let list = app.get("/engine/flow").await;
+    let (_, list) = call(&engine, Method::GET, "/engine/flow", None).await;
     let listed: Vec<&str> = list
-        .body
         .as_array()
         .map(|a| a.iter().filter_map(|f| f["id"].as_str()).collect())
         .unwrap_or_default();
-    assert_eq!(listed, ["r2", "r1", "d2", "d1"], "{:?}", list.body);
+    assert_eq!(listed, ["r2", "r1", "d2", "d1"], "{list}");
 
     // The query: oldest first by default, a page of one at a time.
     let mut seen = Vec::new();
     let mut cursor = String::new();
     for _ in 0..10 {
-        let page = app
-            .post("/engine/flow/query", &json!({"limit": 1, "cursor": cursor}))
-            .await;
-        assert_eq!(page.status, StatusCode::OK, "{:?}", page.body);
-        assert_eq!(page.body["total"], 4, "{:?}", page.body);
-        seen.extend(ids(&page.body));
-        match page.body["next_cursor"].as_str() {
+        let page = post("/engine/flow/query", json!({"limit": 1, "cursor": cursor})).await;
+        assert_eq!(page["total"], 4, "{page}");
+        seen.extend(ids(&page));
+        match page["next_cursor"].as_str() {
             Some(c) => cursor = c.to_string(),
             None => break,
         }
     }
     assert_eq!(seen, ["r1", "r2", "d1", "d2"]);
-    let first = app
-        .post("/engine/flow/query", &json!({"limit": 3, "sort": "recent_desc"}))
-        .await;
-    assert_eq!(ids(&first.body), ["r2", "r1", "d2"], "{:?}", first.body);
-    let rest = app
-        .post(
-            "/engine/flow/query",
-            &json!({"limit": 3, "sort": "recent_desc", "cursor": first.body["next_cursor"]}),
-        )
-        .await;
-    assert_eq!(ids(&rest.body), ["d1"], "{:?}", rest.body);
-    assert_eq!(rest.body["total"], 4);
-    assert!(rest.body.get("next_cursor").is_none(), "{:?}", rest.body);
+    let first = post("/engine/flow/query", json!({"limit": 3, "sort": "recent_desc"})).await;
+    assert_eq!(ids(&first), ["r2", "r1", "d2"], "{first}");
+    let rest = post(
+        "/engine/flow/query",
+        json!({"limit": 3, "sort": "recent_desc", "cursor": first["next_cursor"]}),
+    )
+    .await;
+    assert_eq!(ids(&rest), ["d1"], "{rest}");
+    assert_eq!(rest["total"], 4);
+    assert!(rest.get("next_cursor").is_none(), "{rest}");
 
     // Not counted when the query says so (the dashboard's pages).
-    let uncounted = app.post("/engine/flow/query", &json!({"total": false})).await;
-    assert!(uncounted.body.get("total").is_none(), "{:?}", uncounted.body);
-    assert_eq!(ids(&uncounted.body), ["r1", "r2", "d1", "d2"]);
+    let uncounted = post("/engine/flow/query", json!({"total": false})).await;
+    assert!(uncounted.get("total").is_none(), "{uncounted}");
+    assert_eq!(ids(&uncounted), ["r1", "r2", "d1", "d2"]);
 
     // A filter counts what it matches; a status leaves the other group out.
-    let ended = app
-        .post(
-            "/engine/flow/query",
-            &json!({"statuses": ["completed"], "sort": "recent_desc"}),
-        )
-        .await;
-    assert_eq!(ids(&ended.body), ["d2", "d1"]);
-    assert_eq!(ended.body["total"], 2);
+    let ended = post(
+        "/engine/flow/query",
+        json!({"statuses": ["completed"], "sort": "recent_desc"}),
+    )
+    .await;
+    assert_eq!(ids(&ended), ["d2", "d1"]);
+    assert_eq!(ended["total"], 2);
 
     // Each flow's time is when it took its status.
-    for f in first.body["flows"].as_array().into_iter().flatten() {
+    for f in first["flows"].as_array().into_iter().flatten() {
         let when = if f["status"] == "active" {
             "created_at"
         } else {
@@ -291,10 +303,16 @@ async fn flows_are_listed_running_first_then_ended_as_argyll_lists_them(backend:
         };
         assert_eq!(f["timestamp"], f[when], "{f}");
     }
-    let cursor = first.body["next_cursor"].as_str().unwrap_or_default();
+    let cursor = first["next_cursor"].as_str().unwrap_or_default();
     assert!(cursor.starts_with('e'), "a cursor names its group: {cursor}");
     // A cursor of another kind (a work listing's) is refused.
-    let bad = app.post("/engine/flow/query", &json!({"cursor": "123.r1"})).await;
-    assert_eq!(bad.status, StatusCode::BAD_REQUEST, "{:?}", bad.body);
+    let (status, bad) = call(
+        &engine,
+        Method::POST,
+        "/engine/flow/query",
+        Some(json!({"cursor": "123.r1"})),
+    )
+    .await;
+    assert_eq!(status, 400, "{bad}");
     release.notify_waiters();
 }
