@@ -248,7 +248,16 @@ async fn script_step_flows_end_as_their_scripts_compute(backend: Backend) {
     assert_eq!(value(&flow, "reason"), "age below minimum (18)", "{flow}");
     assert_eq!(value(&flow, "risk_level"), "medium", "{flow}");
 
-    assert!(svc.server.requests().is_empty(), "script steps call no service");
+    // A health round a slow machine lets fall inside the test checks
+    // `/health`, which is no service.
+    let called: Vec<String> = svc
+        .server
+        .requests()
+        .into_iter()
+        .map(|r| r.path)
+        .filter(|p| p != "/health")
+        .collect();
+    assert!(called.is_empty(), "script steps call no service: {called:?}");
 }
 
 /// The order flows with order-creator as registered: its predicate lets only
