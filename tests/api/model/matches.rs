@@ -135,7 +135,7 @@ async fn a_match_filters_the_values_collected(backend: Backend) {
     }
 }
 
-/// Argyll's TestMatchAllPrunes and TestMatchSkipInputs.
+/// Argyll's TestMatchSkipInputs.
 async fn an_unmet_match_skips_with_the_inputs_and_what_was_unsatisfied(backend: Backend) {
     let Some(app) = spawn_app(backend).await else {
         return;

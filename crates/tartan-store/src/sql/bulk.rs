@@ -13,7 +13,7 @@ use crate::{BulkJobStore, BulkRunStore};
 use tartan_core::bulk::{BulkAction, BulkItemState, BulkStatus};
 use tartan_core::filter::FlowFilter;
 
-use super::filter::filter_where;
+use super::filter::{count_matches, filter_where};
 
 use super::{bind_all, duration_us, json_text, Bind, FLOW};
 
@@ -58,11 +58,7 @@ fn job_of(row: &AnyRow) -> Result<BulkJob, StoreError> {
 #[async_trait]
 impl BulkJobStore for SqlStore {
     async fn count_bulk_matches(&self, filter: &FlowFilter) -> Result<u64, StoreError> {
-        let mut binds = Vec::new();
-        let sql = format!(
-            "SELECT COUNT(*) AS n FROM flows f WHERE {}",
-            filter_where(self.backend, filter, &mut binds)
-        );
+        let (sql, binds) = count_matches(self.backend, filter);
         let _turn = self.api_turn().await?;
         let row = bind_all(sqlx::query(&sql), binds).fetch_one(&self.api).await?;
         Ok(u64::try_from(row.try_get::<i64, _>("n")?).unwrap_or(0))

@@ -14,6 +14,17 @@ use crate::model::to_us;
 /// a listing of root flows reads every child row between two of them.
 pub(super) const ROOTS_ONLY: &str = "f.id NOT LIKE '%:%'";
 
+/// The statement that counts the flows a filter matches (column `n`), and
+/// its binds: a bulk job's dry run and a flow query's `total`.
+pub(super) fn count_matches(backend: Backend, filter: &FlowFilter) -> (String, Vec<Bind>) {
+    let mut binds = Vec::new();
+    let sql = format!(
+        "SELECT COUNT(*) AS n FROM flows f WHERE {}",
+        filter_where(backend, filter, &mut binds)
+    );
+    (sql, binds)
+}
+
 /// The `WHERE` conditions of a filter on `flows f`, its binds appended to
 /// `binds` (numbered on from there).
 pub(super) fn filter_where(backend: Backend, filter: &FlowFilter, binds: &mut Vec<Bind>) -> String {

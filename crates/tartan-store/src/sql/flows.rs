@@ -11,7 +11,7 @@ use crate::error::StoreError;
 use crate::model::*;
 use crate::FlowStore;
 
-use super::filter::filter_where;
+use super::filter::{count_matches, filter_where};
 use super::{bind_all, off_workers, stored_event, values, Bind, FLOW, ROWS_PER_STATEMENT};
 
 #[async_trait]
@@ -242,7 +242,7 @@ impl FlowStore for SqlStore {
             None
         };
         let total = if q.total {
-            let (sql, binds) = flow_count_sql(self.backend, q);
+            let (sql, binds) = count_matches(self.backend, &q.filter);
             let n: i64 = bind_all(sqlx::query(&sql), binds)
                 .fetch_one(&self.api)
                 .await?
@@ -330,16 +330,6 @@ fn groups_of(q: &FlowQuery) -> Vec<ListGroup> {
         groups.push(ListGroup::Ended);
     }
     groups
-}
-
-/// How many flows a query's filter matches, over all pages.
-pub(crate) fn flow_count_sql(backend: Backend, q: &FlowQuery) -> (String, Vec<Bind>) {
-    let mut binds: Vec<Bind> = Vec::new();
-    let sql = format!(
-        "SELECT COUNT(*) AS n FROM flows f WHERE {}",
-        filter_where(backend, &q.filter, &mut binds)
-    );
-    (sql, binds)
 }
 
 /// What a page of flows shows beyond each flow's row.
