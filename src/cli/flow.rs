@@ -53,6 +53,12 @@ enum FlowSub {
         /// A label, key=value (repeatable).
         #[arg(long = "label", value_name = "KEY=VALUE")]
         labels: Vec<String>,
+        /// Start no step before this time (RFC 3339), e.g. 2027-01-01T09:00:00Z.
+        #[arg(long = "at", value_name = "TIME", conflicts_with = "start_in")]
+        start_at: Option<String>,
+        /// Start no step before this duration has passed, e.g. 10m or PT1H.
+        #[arg(long = "in", value_name = "DURATION")]
+        start_in: Option<String>,
         #[command(flatten)]
         watch: WatchFlags,
     },
@@ -123,6 +129,8 @@ pub async fn run(cmd: FlowCmd) -> Result<u8, CliError> {
             init,
             id,
             labels,
+            start_at,
+            start_in,
             watch,
         } => {
             let id = id.unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
@@ -130,6 +138,13 @@ pub async fn run(cmd: FlowCmd) -> Result<u8, CliError> {
             let labels = super::parse_labels(&labels)?;
             if !labels.is_empty() {
                 body["labels"] = json!(labels);
+            }
+            // Checked by the server, which names a bad one.
+            if let Some(at) = start_at {
+                body["start_at"] = json!(at);
+            }
+            if let Some(within) = start_in {
+                body["start_in"] = json!(within);
             }
             let answer: FlowAnswer = client.post_as(&["engine", "flow"], &body).await?;
             let id = answer.flow_id.clone();
@@ -305,6 +320,9 @@ pub fn describe(state: &FlowState) -> String {
         ("goals", goals.join(", ")),
     ] {
         head.row(vec![key.into(), value]);
+    }
+    if let Some(at) = &state.starts_at {
+        head.row(vec!["starts_at".into(), output::time(at)]);
     }
     if !state.labels.is_empty() {
         head.row(vec!["labels".into(), output::pairs(&state.labels)]);

@@ -103,7 +103,7 @@ impl View {
         use FlowEvent as E;
         let flow = self.flow_id.clone();
         match event {
-            E::FlowStarted { plan, .. } => self.flow_started(plan, at),
+            E::FlowStarted { plan, starts_at, .. } => self.flow_started(plan, *starts_at, at),
             E::StepStarted {
                 step_id, work_items, ..
             } => self.step_started(step_id, work_items.len()),
@@ -214,6 +214,7 @@ impl View {
             | E::WorkSkipped { .. }
             | E::StepWaiting { .. }
             | E::FlowTimedOut { .. }
+            | E::FlowReleased { .. }
             | E::CompStarted { .. }
             | E::CompSucceeded { .. }
             | E::CompRetryScheduled { .. }
@@ -245,12 +246,25 @@ impl View {
         it.next_retry_at = None;
     }
 
-    fn flow_started(&mut self, plan: &ExecutionPlan, at: DateTime<Utc>) -> String {
+    fn flow_started(
+        &mut self,
+        plan: &ExecutionPlan,
+        starts_at: Option<DateTime<Utc>>,
+        at: DateTime<Utc>,
+    ) -> String {
         self.started = Some(at);
         for id in super::plan::order(plan) {
             self.step(&id);
         }
-        format!("flow {} started (goals: {})", self.flow_id, plan.goals.join(", "))
+        let goals = plan.goals.join(", ");
+        match starts_at {
+            Some(when) => format!(
+                "flow {} started (goals: {goals}); its steps start at {}",
+                self.flow_id,
+                output::time(&when)
+            ),
+            None => format!("flow {} started (goals: {goals})", self.flow_id),
+        }
     }
 
     fn step_started(&mut self, step_id: &str, items: usize) -> String {
@@ -479,6 +493,7 @@ fn line_only(event: &FlowEvent) -> String {
             "step {step_id} waits for an optional input until {}",
             output::time(until)
         ),
+        FlowEvent::FlowReleased { flow_id } => format!("flow {flow_id}: its start time came"),
         FlowEvent::FlowTimedOut { flow_id, problem, .. } => format!(
             "flow {flow_id} timed out: {}",
             output::maybe(&ProblemText::of(problem).detail)

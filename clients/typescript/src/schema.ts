@@ -1562,6 +1562,12 @@ export interface components {
              *     (from `created_at` before any retry).
              */
             retried_at?: string | null;
+            /**
+             * Format: date-time
+             * @description A delayed flow's start time, while it waits for it (no step starts
+             *     before; `flow_released` clears it): docs/schedules.md, "Delayed starts".
+             */
+            starts_at?: string | null;
             status: components["schemas"]["FlowStatus"];
             trace?: components["schemas"]["FlowTrace"] | null;
         };
@@ -1977,6 +1983,18 @@ export interface components {
              * @description Cap on the attempts of all work items together; the engine default when absent.
              */
             max_step_attempts?: number | null;
+            /**
+             * Format: date-time
+             * @description A delayed start: no step starts before this time (RFC 3339). A time
+             *     already past starts the flow at once. Not with `start_in`.
+             */
+            start_at?: string | null;
+            /**
+             * @description A delayed start: no step starts before this duration has passed (any
+             *     duration form). Not with `start_at`.
+             * @example 10m
+             */
+            start_in?: string | null;
             /** @description Bounds the whole flow: a duration, or `{"after": duration, "on_timeout": "error"|"cancel"}`. */
             timeout?: unknown;
         };

@@ -52,7 +52,22 @@ pub struct StartFlow {
     /// Cap on the attempts of all work items together; the engine default when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_step_attempts: Option<u32>,
+    /// A delayed start: no step starts before this time (RFC 3339). A time
+    /// already past starts the flow at once. Not with `start_in`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>, format = DateTime))]
+    pub start_at: Option<serde_json::Value>,
+    /// A delayed start: no step starts before this duration has passed (any
+    /// duration form). Not with `start_at`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>, example = "10m"))]
+    pub start_in: Option<serde_json::Value>,
 }
+
+/// How far ahead a flow's start may be put off (`start_at`, `start_in`):
+/// a waiting flow is a row and a timer, but a start years ahead is more
+/// likely a mistake than a plan (docs/schedules.md, "Delayed starts").
+pub const MAX_START_DELAY_DAYS: i64 = 366;
 
 /// A start request, parsed and checked: what the engine starts.
 #[derive(Debug, Clone, PartialEq)]
@@ -92,7 +107,9 @@ impl StartFlow {
                 format!("{asked} is above this engine's cap of {cap} (TARTAN_MAX_STEP_ATTEMPTS)"),
             ));
         }
-        let (deadline_at, on_timeout) = request.deadline(now)?;
+        // A delayed flow's timeout counts from its start.
+        let starts_at = request.starts_at(now)?;
+        let (deadline_at, on_timeout) = request.deadline(starts_at.unwrap_or(now))?;
         let text = serde_json::to_string(&request)
             .map_err(|e| ValidationError::new("request", format!("cannot be written back: {e}")))?;
         Ok(FlowStart {
@@ -103,6 +120,7 @@ impl StartFlow {
                 on_timeout,
                 trace: None,
                 parent: None,
+                starts_at,
             },
             id: request.id,
             goals: request.goals,
@@ -144,6 +162,39 @@ impl StartFlow {
         Ok(self)
     }
 
+    /// When a delayed flow starts (`start_at` or `start_in`, measured from
+    /// `now`); `None` when it starts now, a `start_at` already past included.
+    fn starts_at(&self, now: Time) -> Result<Option<Time>, ValidationError> {
+        let at = self.start_at.as_ref().filter(|v| !v.is_null());
+        let within = self.start_in.as_ref().filter(|v| !v.is_null());
+        let (field, at) = match (at, within) {
+            (Some(_), Some(_)) => {
+                return Err(ValidationError::new(
+                    "start_in",
+                    "give start_at or start_in, not both",
+                ))
+            }
+            (Some(v), None) => ("start_at", time_value("start_at", v)?),
+            (None, Some(v)) => {
+                let delay = crate::duration::parse_duration(v, crate::duration::DurationKind::Delay)
+                    .map_err(|e| ValidationError::new("start_in", e.to_string()))?;
+                let at = chrono::Duration::from_std(delay)
+                    .ok()
+                    .and_then(|d| now.checked_add_signed(d))
+                    .ok_or_else(|| ValidationError::new("start_in", "too far in the future"))?;
+                ("start_in", at)
+            }
+            (None, None) => return Ok(None),
+        };
+        if at - now > chrono::Duration::days(MAX_START_DELAY_DAYS) {
+            return Err(ValidationError::new(
+                field,
+                format!("a flow's start may be put off by at most {MAX_START_DELAY_DAYS} days"),
+            ));
+        }
+        Ok((at > now).then_some(at))
+    }
+
     /// The flow's deadline and what it does, from `timeout` and `deadline_at`
     /// (the earlier wins when both are given). `now` is the start time.
     fn deadline(&self, now: Time) -> Result<(Option<Time>, Option<OnTimeout>), ValidationError> {
@@ -159,24 +210,27 @@ impl StartFlow {
             on_timeout = Some(on);
         }
         if let Some(v) = self.deadline_at.as_ref().filter(|v| !v.is_null()) {
-            let text = v
-                .as_str()
-                .ok_or_else(|| ValidationError::new("deadline_at", "must be an RFC 3339 time string"))?;
-            let at = chrono::DateTime::parse_from_rfc3339(text)
-                .map_err(|e| {
-                    ValidationError::new("deadline_at", format!("invalid RFC 3339 time {text:?}: {e}"))
-                })?
-                .with_timezone(&chrono::Utc);
+            let at = time_value("deadline_at", v)?;
             if at <= now {
                 return Err(ValidationError::new(
                     "deadline_at",
-                    format!("{text:?} is not in the future"),
+                    format!("{v} is not after the flow's start (now, or its start_at or start_in)"),
                 ));
             }
             deadline = Some(deadline.map_or(at, |d| d.min(at)));
         }
         Ok((deadline, on_timeout))
     }
+}
+
+/// An RFC 3339 time given as `field`.
+fn time_value(field: &str, v: &serde_json::Value) -> Result<Time, ValidationError> {
+    let text = v
+        .as_str()
+        .ok_or_else(|| ValidationError::new(field, "must be an RFC 3339 time string"))?;
+    Ok(chrono::DateTime::parse_from_rfc3339(text)
+        .map_err(|e| ValidationError::new(field, format!("invalid RFC 3339 time {text:?}: {e}")))?
+        .with_timezone(&chrono::Utc))
 }
 
 impl PlanRequest {

@@ -15,7 +15,7 @@ use tartan_core::flow::{
     WorkStatus,
 };
 use tartan_core::json::outputs_of;
-use tartan_core::machine::{apply, AttemptResult, Command, Dispatch, Effect, Transition, Wake};
+use tartan_core::machine::{apply, AttemptResult, Command, Dispatch, Effect, Stop, Transition, Wake};
 use tartan_core::outcome::{AttemptOutcome, FailureCause};
 use tartan_core::plan::{start_plan, InitArgs};
 
@@ -46,6 +46,16 @@ struct Run {
 
 impl Run {
     fn start(catalog: &Catalog, goal_ids: &[&str], init: InitArgs, at: Time) -> (Run, Transition) {
+        Run::start_with(catalog, goal_ids, init, FlowOptions::default(), at)
+    }
+
+    fn start_with(
+        catalog: &Catalog,
+        goal_ids: &[&str],
+        init: InitArgs,
+        options: FlowOptions,
+        at: Time,
+    ) -> (Run, Transition) {
         let plan = match start_plan(catalog, &goals(goal_ids), &init) {
             Ok(plan) => plan,
             Err(e) => panic!("no plan: {e}"),
@@ -56,7 +66,7 @@ impl Run {
                 flow_id: FLOW.into(),
                 plan,
                 init,
-                options: FlowOptions::default(),
+                options,
             };
             apply(FlowState::default(), start, ctx)
         })
@@ -203,6 +213,66 @@ fn starting_a_flow_starts_only_the_first_step_of_a_chain() {
     assert_eq!(run.status("c"), StepStatus::Pending);
     assert_eq!(run.state.status, FlowStatus::Active);
     assert_eq!(run.state.created_at, t(0));
+}
+
+/// The chain, started at t(0) to run at t(60).
+fn start_chain_delayed() -> (Run, Transition) {
+    let options = FlowOptions {
+        starts_at: Some(t(60)),
+        ..FlowOptions::default()
+    };
+    Run::start_with(&chain(), &["c"], init(&[("in", json!(1))]), options, t(0))
+}
+
+#[test]
+fn a_delayed_flow_starts_no_step_before_its_time() {
+    let (mut run, tx) = start_chain_delayed();
+    assert_eq!(types(&tx), ["flow_started"]);
+    assert!(tx.dispatches().is_empty());
+    assert_eq!(
+        tx.effects,
+        [Effect::Arm {
+            wake: Wake::Deadline,
+            at: t(60)
+        }]
+    );
+    assert_eq!(run.state.starts_at, Some(t(60)));
+    assert_eq!(run.status("a"), StepStatus::Pending);
+    // A wake before the time (another engine's sweep) changes nothing and
+    // arms the start again.
+    let early = run.command(Command::DeadlineDue, t(59));
+    assert!(early.events.is_empty(), "{:?}", types(&early));
+    assert!(early.effects.contains(&Effect::Arm {
+        wake: Wake::Deadline,
+        at: t(60)
+    }));
+    let tx = run.command(Command::DeadlineDue, t(60));
+    assert_eq!(types(&tx), ["flow_released", "step_started", "work_started"]);
+    assert_eq!(tx.dispatches(), [dispatch("a", "tok-1", 1)]);
+    assert_eq!(run.state.starts_at, None);
+    assert_eq!(run.state.wake_at(), None);
+    assert_eq!(run.replayed(), run.state);
+}
+
+#[test]
+fn a_delayed_flow_cancelled_before_its_time_calls_nothing_and_a_retry_runs_it_now() {
+    let (mut run, _) = start_chain_delayed();
+    let tx = run.command(Command::Stop(Stop::Cancel("client asked".into())), t(10));
+    assert_eq!(types(&tx), ["flow_cancelled", "flow_deactivated"]);
+    assert_eq!(run.state.status, FlowStatus::Cancelled);
+    let due = run.command(Command::DeadlineDue, t(60));
+    assert!(due.events.is_empty(), "{:?}", types(&due));
+    let tx = run.command(
+        Command::Retry {
+            reset_attempts: false,
+            by: None,
+        },
+        t(20),
+    );
+    assert_eq!(types(&tx), ["flow_retried", "step_started", "work_started"]);
+    assert_eq!(tx.dispatches(), [dispatch("a", "tok-1", 1)]);
+    assert_eq!(run.state.starts_at, None);
+    assert_eq!(run.replayed(), run.state);
 }
 
 #[test]

@@ -217,11 +217,14 @@ export async function render(main, [id], ctx) {
     const focused = document.activeElement && main.contains(document.activeElement) ? document.activeElement.id : "";
     const statusOf = (s) => (flow.executions?.[s]?.status) || "pending";
     const deadline = flow.deadline_at && flow.status === "active" ? countdown(h, flow.deadline_at, "deadline") : null;
+    // A delayed start (docs/schedules.md): nothing runs before it.
+    const starts = flow.starts_at && flow.status === "active" ? countdown(h, flow.starts_at, "starts") : null;
     fill(head,
-      h("div", { class: "title" }, h("h1", {}, "Flow ", h("code", {}, flow.id)), badge(flow.status), liveEl, deadline),
+      h("div", { class: "title" }, h("h1", {}, "Flow ", h("code", {}, flow.id)), badge(flow.status), liveEl, starts, deadline),
       facts([
         ["goals", (flow.plan?.goals || []).join(", ")],
         ["created", time(flow.created_at)],
+        ["starts", flow.starts_at ? time(flow.starts_at) : ""],
         ["took", between(flow.created_at, flow.completed_at)],
         ["labels", Object.entries(flow.labels || {}).map(([k, v]) => `${k}=${v}`).join(", ")],
         ["parent", flow.metadata?.parent_flow_id

@@ -100,10 +100,11 @@ fn runnable(path: &Path) -> Vec<Block> {
 }
 
 /// The pages with runnable examples, each run by a test below.
-const PAGES: [&str; 13] = [
+const PAGES: [&str; 14] = [
     "README.md",
     "docs/cli.md",
     "docs/lanes.md",
+    "docs/schedules.md",
     "docs/security.md",
     "docs/timeouts.md",
     "examples/async-webhooks/README.md",
@@ -332,6 +333,11 @@ async fn cli() {
 #[tokio::test]
 async fn lanes() {
     run_examples("docs/lanes.md", greeter::app()).await;
+}
+
+#[tokio::test]
+async fn schedules() {
+    run_examples("docs/schedules.md", greeter::app()).await;
 }
 
 #[tokio::test]

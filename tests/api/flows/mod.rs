@@ -1,6 +1,8 @@
-//! Flows over the API: their life, their size, large outputs, for_each volume.
+//! Flows over the API: their life, delayed starts, their size, large outputs,
+//! for_each volume.
 
 mod bodies;
+mod delayed;
 mod flow_size;
 mod lifecycle;
 mod outputs;

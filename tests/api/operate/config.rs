@@ -515,7 +515,10 @@ async fn a_webhook_base_url_other_hosts_cannot_reach_is_warned_about() {
         .unwrap()
         .iter()
         .any(|l| l.contains("TARTAN_WEBHOOK_BASE_URL")));
-    drop(bin);
+    // Gone before the next start: a SQLite file serves one process, and a
+    // dropped child may still hold it when the next one starts.
+    let mut bin = bin;
+    bin.child.kill().await.expect("SIGKILL");
 
     let bin = crate::helpers::spawn_serve(
         &[

@@ -55,6 +55,8 @@ class FlowState:
         problem (Any | Unset):
         retried_at (datetime.datetime | None | Unset): When the flow was last retried: its timeout counts from then
             (from `created_at` before any retry).
+        starts_at (datetime.datetime | None | Unset): A delayed flow's start time, while it waits for it (no step starts
+            before; `flow_released` clears it): docs/schedules.md, "Delayed starts".
         trace (FlowTrace | None | Unset):
     """
 
@@ -78,6 +80,7 @@ class FlowState:
     on_timeout: None | OnTimeout | Unset = UNSET
     problem: Any | Unset = UNSET
     retried_at: datetime.datetime | None | Unset = UNSET
+    starts_at: datetime.datetime | None | Unset = UNSET
     trace: FlowTrace | None | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
@@ -169,6 +172,14 @@ class FlowState:
         else:
             retried_at = self.retried_at
 
+        starts_at: None | str | Unset
+        if isinstance(self.starts_at, Unset):
+            starts_at = UNSET
+        elif isinstance(self.starts_at, datetime.datetime):
+            starts_at = self.starts_at.isoformat()
+        else:
+            starts_at = self.starts_at
+
         trace: dict[str, Any] | None | Unset
         if isinstance(self.trace, Unset):
             trace = UNSET
@@ -215,6 +226,8 @@ class FlowState:
             field_dict["problem"] = problem
         if retried_at is not UNSET:
             field_dict["retried_at"] = retried_at
+        if starts_at is not UNSET:
+            field_dict["starts_at"] = starts_at
         if trace is not UNSET:
             field_dict["trace"] = trace
 
@@ -378,6 +391,23 @@ class FlowState:
 
         retried_at = _parse_retried_at(d.pop("retried_at", UNSET))
 
+        def _parse_starts_at(data: object) -> datetime.datetime | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, str):
+                    raise TypeError()
+                starts_at_type_0 = datetime.datetime.fromisoformat(data)
+
+                return starts_at_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(datetime.datetime | None | Unset, data)
+
+        starts_at = _parse_starts_at(d.pop("starts_at", UNSET))
+
         def _parse_trace(data: object) -> FlowTrace | None | Unset:
             if data is None:
                 return data
@@ -416,6 +446,7 @@ class FlowState:
             on_timeout=on_timeout,
             problem=problem,
             retried_at=retried_at,
+            starts_at=starts_at,
             trace=trace,
         )
 

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import datetime
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Self, TypeVar, cast
 
@@ -28,6 +29,10 @@ class StartFlow:
         labels (StartFlowLabels | Unset):
         max_step_attempts (int | None | Unset): Cap on the attempts of all work items together; the engine default when
             absent.
+        start_at (datetime.datetime | None | Unset): A delayed start: no step starts before this time (RFC 3339). A time
+            already past starts the flow at once. Not with `start_in`.
+        start_in (None | str | Unset): A delayed start: no step starts before this duration has passed (any
+            duration form). Not with `start_at`. Example: 10m.
         timeout (Any | Unset): Bounds the whole flow: a duration, or `{"after": duration, "on_timeout":
             "error"|"cancel"}`.
     """
@@ -38,6 +43,8 @@ class StartFlow:
     init: StartFlowInit | Unset = UNSET
     labels: StartFlowLabels | Unset = UNSET
     max_step_attempts: int | None | Unset = UNSET
+    start_at: datetime.datetime | None | Unset = UNSET
+    start_in: None | str | Unset = UNSET
     timeout: Any | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
@@ -62,6 +69,20 @@ class StartFlow:
         else:
             max_step_attempts = self.max_step_attempts
 
+        start_at: None | str | Unset
+        if isinstance(self.start_at, Unset):
+            start_at = UNSET
+        elif isinstance(self.start_at, datetime.datetime):
+            start_at = self.start_at.isoformat()
+        else:
+            start_at = self.start_at
+
+        start_in: None | str | Unset
+        if isinstance(self.start_in, Unset):
+            start_in = UNSET
+        else:
+            start_in = self.start_in
+
         timeout = self.timeout
 
         field_dict: dict[str, Any] = {}
@@ -80,6 +101,10 @@ class StartFlow:
             field_dict["labels"] = labels
         if max_step_attempts is not UNSET:
             field_dict["max_step_attempts"] = max_step_attempts
+        if start_at is not UNSET:
+            field_dict["start_at"] = start_at
+        if start_in is not UNSET:
+            field_dict["start_in"] = start_in
         if timeout is not UNSET:
             field_dict["timeout"] = timeout
 
@@ -120,6 +145,32 @@ class StartFlow:
 
         max_step_attempts = _parse_max_step_attempts(d.pop("max_step_attempts", UNSET))
 
+        def _parse_start_at(data: object) -> datetime.datetime | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, str):
+                    raise TypeError()
+                start_at_type_0 = datetime.datetime.fromisoformat(data)
+
+                return start_at_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(datetime.datetime | None | Unset, data)
+
+        start_at = _parse_start_at(d.pop("start_at", UNSET))
+
+        def _parse_start_in(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        start_in = _parse_start_in(d.pop("start_in", UNSET))
+
         timeout = d.pop("timeout", UNSET)
 
         start_flow = cls(
@@ -129,6 +180,8 @@ class StartFlow:
             init=init,
             labels=labels,
             max_step_attempts=max_step_attempts,
+            start_at=start_at,
+            start_in=start_in,
             timeout=timeout,
         )
 

@@ -35,6 +35,15 @@ pub enum FlowEvent {
         /// A child flow's parent work item (Argyll's `metadata`).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         metadata: Option<ParentLink>,
+        /// A delayed start (`start_at`, `start_in`): no step starts
+        /// before this time, when `flow_released` follows.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        starts_at: Option<Time>,
+    },
+    /// A delayed flow's start time came: its steps start now
+    /// (docs/schedules.md, "Delayed starts").
+    FlowReleased {
+        flow_id: String,
     },
     StepStarted {
         flow_id: String,
@@ -421,6 +430,7 @@ impl FlowEvent {
             // that no call has touched yet.
             FlowEvent::WorkLateResult { .. }
             | FlowEvent::FlowStarted { .. }
+            | FlowEvent::FlowReleased { .. }
             | FlowEvent::StepStarted { .. }
             | FlowEvent::StepTimedOut { .. }
             | FlowEvent::StepCancelled { .. }
@@ -442,6 +452,7 @@ impl FlowEvent {
     /// Every `type_name`, for validating filters (keep in step with it).
     pub const TYPE_NAMES: &'static [&'static str] = &[
         "flow_started",
+        "flow_released",
         "step_started",
         "work_started",
         "work_succeeded",
@@ -482,6 +493,7 @@ impl FlowEvent {
     pub fn type_name(&self) -> &'static str {
         match self {
             FlowEvent::FlowStarted { .. } => "flow_started",
+            FlowEvent::FlowReleased { .. } => "flow_released",
             FlowEvent::StepStarted { .. } => "step_started",
             FlowEvent::WorkStarted { .. } => "work_started",
             FlowEvent::WorkSucceeded { .. } => "work_succeeded",

@@ -86,6 +86,11 @@ pub struct FlowState {
     #[serde(default, skip_serializing_if = "imbl::OrdMap::is_empty")]
     #[cfg_attr(feature = "openapi", schema(value_type = BTreeMap<String, String>))]
     pub input_deadlines: imbl::OrdMap<String, Time>,
+    /// A delayed flow's start time, while it waits for it (no step starts
+    /// before; `flow_released` clears it): docs/schedules.md, "Delayed starts".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>, format = DateTime))]
+    pub starts_at: Option<Time>,
     /// Work items with a call in flight (`active` or `compensating`): kept
     /// by `apply`, recounted when a state is read back, so that "does this
     /// flow still run anything" costs nothing per decision.
@@ -122,6 +127,7 @@ impl Default for FlowState {
             retried_at: None,
             data_bytes: 0,
             input_deadlines: imbl::OrdMap::new(),
+            starts_at: None,
             calls: 0,
             own_calls: 0,
         }
@@ -162,6 +168,8 @@ struct StoredFlowState {
     data_bytes: u64,
     #[serde(default)]
     input_deadlines: imbl::OrdMap<String, Time>,
+    #[serde(default)]
+    starts_at: Option<Time>,
 }
 
 impl From<StoredFlowState> for FlowState {
@@ -188,6 +196,7 @@ impl From<StoredFlowState> for FlowState {
             retried_at: s.retried_at,
             data_bytes: s.data_bytes,
             input_deadlines: s.input_deadlines,
+            starts_at: s.starts_at,
             calls: 0,
             own_calls: 0,
         };
@@ -250,6 +259,8 @@ pub struct FlowOptions {
     pub trace: Option<std::sync::Arc<FlowTrace>>,
     /// A child flow's parent work item (boxed: most flows have none).
     pub parent: Option<Box<ParentLink>>,
+    /// A delayed start: when its steps may start.
+    pub starts_at: Option<Time>,
 }
 
 impl Default for FlowOptions {
@@ -261,6 +272,7 @@ impl Default for FlowOptions {
             on_timeout: None,
             trace: None,
             parent: None,
+            starts_at: None,
         }
     }
 }
@@ -269,9 +281,14 @@ impl Default for FlowOptions {
 pub const DEFAULT_MAX_STEP_ATTEMPTS: u32 = 1000;
 
 impl FlowState {
-    /// When the flow must be woken: its deadline, or a pending step's
-    /// optional-input deadline, whichever comes first.
+    /// When the flow must be woken: its delayed start; else its deadline,
+    /// or a pending step's optional-input deadline, whichever comes first.
     pub fn wake_at(&self) -> Option<Time> {
+        // A delayed flow has no step waiting on an input yet, and its
+        // deadline lies after its start (`request.rs` refuses one before).
+        if self.starts_at.is_some() {
+            return self.starts_at;
+        }
         let inputs = self.input_deadlines.values().min().copied();
         match (self.deadline_at, inputs) {
             (Some(a), Some(b)) => Some(a.min(b)),
@@ -346,6 +363,7 @@ impl FlowState {
             retried_at: None,
             data_bytes: crate::json::json_len(init),
             input_deadlines: imbl::OrdMap::new(),
+            starts_at: options.starts_at,
             calls: 0,
             own_calls: 0,
         }
@@ -368,6 +386,7 @@ impl FlowState {
                         on_timeout,
                         trace,
                         metadata,
+                        starts_at,
                     },
                 ) => {
                     let options = FlowOptions {
@@ -377,6 +396,7 @@ impl FlowState {
                         on_timeout: *on_timeout,
                         trace: trace.clone(),
                         parent: metadata.clone().map(Box::new),
+                        starts_at: *starts_at,
                     };
                     state = Some(FlowState::started(flow_id, plan, init, &options, at));
                 }

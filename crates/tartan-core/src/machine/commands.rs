@@ -41,6 +41,7 @@ pub(super) fn start(
             on_timeout: options.on_timeout,
             trace: options.trace,
             metadata: options.parent.map(|p| *p),
+            starts_at: options.starts_at,
         },
     );
     then_advance(tx)
@@ -499,15 +500,22 @@ pub(super) fn stop(tx: &mut Transition, stop: Stop) -> Result<(), ApplyError> {
     then_advance(tx)
 }
 
-/// The flow's deadline may have passed: time it out.
+/// The flow's wake came: its deadline may have passed (time it out), its
+/// delayed start come (release it), or a step's optional-input deadline.
 pub(super) fn deadline_due(tx: &mut Transition, ctx: &mut Context<'_>) -> Result<(), ApplyError> {
     if tx.state.deadline_at.is_some_and(|d| d <= ctx.now) {
         return stop(tx, Stop::Timeout);
     }
-    // An optional input's deadline: the steps waiting decide again.
     if tx.state.status != FlowStatus::Active {
         return Ok(());
     }
+    // A delayed start that came: the steps that are ready start.
+    if tx.state.starts_at.is_some_and(|at| at <= ctx.now) {
+        tx.emit(FlowEvent::FlowReleased {
+            flow_id: tx.state.id.clone(),
+        })?;
+    }
+    // An optional input's deadline: the steps waiting decide again.
     tx.follow(FollowUp::Advance { everything: true });
     super::settle::settle(tx, ctx)?;
     // The wake that fired was the only one armed: arm the next.

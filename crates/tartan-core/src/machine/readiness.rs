@@ -450,8 +450,11 @@ fn affected(plan: &ExecutionPlan, events: &[FlowEvent]) -> Option<BTreeSet<Strin
     let mut steps: BTreeSet<String> = BTreeSet::new();
     for event in events {
         match event {
-            // A retry puts skipped steps back to pending: look at them all.
-            FlowEvent::FlowStarted { .. } | FlowEvent::FlowRetried { .. } => return None,
+            // A retry puts skipped steps back to pending, a release lets
+            // every ready one start: look at them all.
+            FlowEvent::FlowStarted { .. }
+            | FlowEvent::FlowReleased { .. }
+            | FlowEvent::FlowRetried { .. } => return None,
             FlowEvent::AttributeSet { key, .. } => {
                 consumed.insert(key);
                 provided.insert(key);

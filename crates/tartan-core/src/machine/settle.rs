@@ -104,6 +104,13 @@ fn carry_out(
             error,
         } => failure::predicate_failed(tx, &step_id, &token, error),
         FollowUp::Compensate(step_id) => compensation::compensate_step(tx, &step_id),
+        // A delayed flow starts no step before its time (`deadline_due`
+        // releases it); a finished one still concludes.
+        FollowUp::Advance { .. }
+            if tx.state.starts_at.is_some() && tx.state.status == crate::flow::FlowStatus::Active =>
+        {
+            Ok(())
+        }
         FollowUp::Advance { everything } => {
             stack.push(Task::Look { everything, since: 0 });
             Ok(())

@@ -142,6 +142,7 @@ impl ChildOf {
                 on_timeout: None,
                 trace: None,
                 parent: Some(Box::new(self.parent.clone())),
+                starts_at: None,
             },
         }
     }

@@ -216,7 +216,8 @@ impl Transition {
             });
         }
         match event {
-            FlowEvent::FlowStarted { deadline_at, .. } => self.arm_deadline(*deadline_at),
+            // Its deadline, or its delayed start.
+            FlowEvent::FlowStarted { .. } => self.arm_deadline(self.state.wake_at()),
             FlowEvent::WorkStarted {
                 step_id,
                 token,
@@ -314,6 +315,7 @@ impl Transition {
             // A flow timeout is followed by `flow_failed` or `flow_cancelled`,
             // which finish it; the rest change state only.
             FlowEvent::FlowTimedOut { .. }
+            | FlowEvent::FlowReleased { .. }
             | FlowEvent::FlowDeactivated { .. }
             | FlowEvent::StepStarted { .. }
             | FlowEvent::WorkSucceeded { .. }

@@ -183,6 +183,7 @@ impl FlowState {
             | FlowEvent::CompFailed { .. }
             | FlowEvent::CompRetryScheduled { .. } => self.change_compensation(event, at)?,
             FlowEvent::FlowTimedOut { .. }
+            | FlowEvent::FlowReleased { .. }
             | FlowEvent::FlowCancelled { .. }
             | FlowEvent::FlowRetried { .. }
             | FlowEvent::FlowCompleted { .. }
@@ -193,11 +194,15 @@ impl FlowState {
         Ok(())
     }
 
-    /// The flow ended, timed out, was cancelled, retried or deactivated.
+    /// The flow was released, ended, timed out, was cancelled, retried or
+    /// deactivated.
     fn change_flow(&mut self, event: &FlowEvent, at: Time) -> Result<(), ApplyError> {
         match event {
             FlowEvent::FlowTimedOut { problem, .. } => {
                 self.problem = Some(problem.clone());
+            }
+            FlowEvent::FlowReleased { .. } => {
+                self.starts_at = None;
             }
             FlowEvent::FlowCancelled {
                 reason, compensate, ..
@@ -216,6 +221,8 @@ impl FlowState {
             } => {
                 self.retried(*reset_attempts, steps, work, *deadline_at)?;
                 self.retried_at = Some(at);
+                // A flow cancelled before its delayed start runs now.
+                self.starts_at = None;
             }
             FlowEvent::FlowCompleted { .. } => {
                 self.status = FlowStatus::Completed;
