@@ -49,6 +49,7 @@ pub mod outcome;
 pub mod plan;
 pub mod request;
 pub mod retry;
+pub mod schedule;
 pub mod step;
 pub mod timeouts;
 pub mod webhook;

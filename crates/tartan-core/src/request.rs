@@ -224,7 +224,7 @@ impl StartFlow {
 }
 
 /// An RFC 3339 time given as `field`.
-fn time_value(field: &str, v: &serde_json::Value) -> Result<Time, ValidationError> {
+pub(crate) fn time_value(field: &str, v: &serde_json::Value) -> Result<Time, ValidationError> {
     let text = v
         .as_str()
         .ok_or_else(|| ValidationError::new(field, "must be an RFC 3339 time string"))?;
@@ -270,7 +270,7 @@ pub(crate) fn goals(goals: Vec<String>) -> Result<Vec<String>, ValidationError> 
 
 /// Initial inputs: at most [`MAX_INIT_KEYS`] attribute names, each within
 /// the bound.
-fn check_init(init: &InitArgs) -> Result<(), ValidationError> {
+pub(crate) fn check_init(init: &InitArgs) -> Result<(), ValidationError> {
     if init.len() > MAX_INIT_KEYS {
         return Err(ValidationError::new(
             "init",
