@@ -14,6 +14,7 @@ mod model;
 mod operate;
 mod resilience;
 mod retries;
+mod schedules;
 mod security;
 mod steps;
 mod streams;

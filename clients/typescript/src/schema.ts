@@ -693,6 +693,132 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/engine/schedule": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Every schedule, by id.
+         * @description Each with its spec, whether it is paused, its next five fire times, its
+         *     last fire with the flow it started and that flow's status. At most
+         *     10,000 schedules exist.
+         */
+        get: operations["listSchedules"];
+        put?: never;
+        /**
+         * Create a schedule.
+         * @description One of `cron` (five fields, six with seconds, or `@hourly`-style names),
+         *     `every` (at least 1 s) or `at` (RFC 3339), read in `timezone` (IANA,
+         *     default UTC); `flow` is what each fire starts (its goals must be
+         *     plannable now). Each fire starts at most one flow whatever the number
+         *     of engines, with the id `<schedule>-<fire time>` and the labels
+         *     `schedule` and `scheduled_at`. A bad field is a `400` naming it; a taken
+         *     id a `409`.
+         */
+        post: operations["createSchedule"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/engine/schedule/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One schedule.
+         * @description As listed, with its latest 20 fires, newest first: what each came to
+         *     (`started`, `skipped`, `buffered`, `missed`, `failed`), its flow, and why.
+         */
+        get: operations["getSchedule"];
+        /**
+         * Replace a schedule.
+         * @description Its history and its flows stay; `every` still counts from its creation.
+         *     A kept `buffer_one` fire is dropped.
+         */
+        put: operations["replaceSchedule"];
+        post?: never;
+        /**
+         * Delete a schedule.
+         * @description Its history goes with it; the flows it started stay (find them with
+         *     the label `schedule`).
+         */
+        delete: operations["deleteSchedule"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/engine/schedule/{id}/pause": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Pause a schedule.
+         * @description Nothing fires, in any engine, until it is resumed; a fire kept by
+         *     `buffer_one` is dropped. No body.
+         */
+        post: operations["pauseSchedule"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/engine/schedule/{id}/resume": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Resume a schedule.
+         * @description It fires from its next time after now: the times passed while it was
+         *     paused are not made up for. No body.
+         */
+        post: operations["resumeSchedule"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/engine/schedule/{id}/trigger": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Fire a schedule now.
+         * @description A fire at this instant, under the schedule's `overlap` rule (paused or
+         *     not); its next time stays. Answers what it came to.
+         */
+        post: operations["triggerSchedule"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/engine/session": {
         parameters: {
             query?: never;
@@ -1455,6 +1581,24 @@ export interface components {
              */
             position: number;
         };
+        /** @description One fire of a schedule. */
+        FireShown: {
+            /**
+             * Format: date-time
+             * @description The fire time.
+             */
+            at: string;
+            /** @description Why it was skipped, missed or failed. */
+            detail?: string | null;
+            flow_id?: string | null;
+            /**
+             * Format: date-time
+             * @description When an engine made it.
+             */
+            made_at: string;
+            /** @description `started`, `skipped`, `buffered`, `missed` or `failed`. */
+            outcome: string;
+        };
         /** @description A started flow's id; `message` is empty, as in Argyll. */
         FlowAnswer: {
             flow_id: string;
@@ -1799,6 +1943,17 @@ export interface components {
             /** @description Calls waiting in the lane in that engine, this one included. */
             waiting: number;
         };
+        /** @description The last fire of a schedule. */
+        LastFireShown: {
+            /** Format: date-time */
+            at: string;
+            /** @description The flow it started (or, when it started none, the one still running). */
+            flow_id?: string | null;
+            /** @description That flow's status (absent once the flow is deleted). */
+            flow_status?: string | null;
+            /** @description `started`, `skipped`, `buffered`, `missed` or `failed`. */
+            outcome: string;
+        };
         /**
          * @description Renames an attribute on the wire (`name`: the name the step itself uses),
          *     or computes its value (`script`), or both.
@@ -1947,6 +2102,93 @@ export interface components {
          * @enum {string}
          */
         RetryState: "permanent" | "max_attempts" | "deadline" | "step_limit" | "flow_ended";
+        /** @description The flow a schedule starts: a start request without an id. */
+        ScheduleFlow: {
+            goals: string[];
+            init?: {
+                [key: string]: unknown[];
+            };
+            labels?: {
+                [key: string]: string;
+            };
+        };
+        /** @description `GET /engine/schedule`. */
+        ScheduleList: {
+            count: number;
+            schedules: components["schemas"]["ScheduleShown"][];
+        };
+        /**
+         * @description A schedule: when it fires (one of `cron`, `every`, `at`), what it
+         *     starts, and what it does about overlaps and missed times.
+         */
+        ScheduleRequest: {
+            /**
+             * Format: date-time
+             * @description One time (RFC 3339), in the future.
+             */
+            at?: string | null;
+            /** @description `latest` (default), `none` or `all`. */
+            catchup?: string | null;
+            /**
+             * @description Five fields (minute hour day-of-month month day-of-week), six with
+             *     seconds first, or `@hourly`, `@daily`, `@weekly`, `@monthly`, `@yearly`.
+             * @example 0 3 * * *
+             */
+            cron?: string | null;
+            /**
+             * Format: date-time
+             * @description No fire after this time (RFC 3339).
+             */
+            end_at?: string | null;
+            /**
+             * @description A period, at least 1 s, in any duration form.
+             * @example 15m
+             */
+            every?: string | null;
+            /** @description What each fire starts. */
+            flow?: components["schemas"]["ScheduleFlow"];
+            /**
+             * @description The schedule's id, sanitised as a flow's; required.
+             * @example nightly-report
+             */
+            id: string;
+            /**
+             * @description Each fire is made up to this much after its time (the same for
+             *     every engine); at most 1 h, and less than `every`.
+             * @example 30s
+             */
+            jitter?: string | null;
+            /** @description `skip` (default), `allow`, `cancel_previous` or `buffer_one`. */
+            overlap?: string | null;
+            /** @description Created paused: nothing fires until it is resumed. */
+            paused?: boolean;
+            /**
+             * @description The IANA time zone `cron` is read in; UTC when absent.
+             * @example Europe/Berlin
+             */
+            timezone?: string | null;
+        };
+        /** @description A schedule: as given, its state, its next fire times and last fires. */
+        ScheduleShown: {
+            /**
+             * Format: date-time
+             * @description A fire kept by `overlap: buffer_one`: it starts when the running flow ends.
+             */
+            buffered?: string | null;
+            /** Format: date-time */
+            created_at: string;
+            /** @description The latest fires, newest first (`GET /engine/schedule/{id}` only). */
+            fires?: components["schemas"]["FireShown"][];
+            id: string;
+            last?: components["schemas"]["LastFireShown"] | null;
+            /** @description The next five fire times; empty while paused or once none is left. */
+            next: string[];
+            paused: boolean;
+            /** @description The schedule as given (sanitised); `PUT` takes it back. */
+            spec: components["schemas"]["ScheduleRequest"];
+            /** Format: date-time */
+            updated_at: string;
+        };
         /** @description A script as a step declares it. */
         ScriptConfig: {
             /**
@@ -2083,6 +2325,14 @@ export interface components {
         };
         /** @enum {string} */
         StepStatus: "pending" | "active" | "completed" | "skipped" | "failed" | "cancelled";
+        /** @description `POST /engine/schedule/{id}/trigger`: what the fire came to. */
+        TriggerAnswer: {
+            detail?: string | null;
+            flow_id?: string | null;
+            /** @description `started`, `skipped`, `buffered` or `failed`. */
+            outcome: string;
+            schedule_id: string;
+        };
         /**
          * @description Retry and parallelism settings; zero or absent values take the global
          *     defaults when the step is registered, and those are stored with it.
@@ -4471,6 +4721,597 @@ export interface operations {
             };
             /** @description The body is over its limit */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The `Content-Type` is not `application/json`, even without a body */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unavailable, or the engine is stopping or overloaded; see `Retry-After` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listSchedules: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Every schedule */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScheduleList"];
+                };
+            };
+            /** @description No token, or an unknown one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request names a host this server does not answer to (TARTAN_ALLOWED_HOSTS) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unavailable, or the engine is stopping or overloaded; see `Retry-After` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    createSchedule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The schedule */
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "cron": "0 3 * * *",
+                 *       "flow": {
+                 *         "goals": [
+                 *           "report"
+                 *         ],
+                 *         "init": {
+                 *           "day": [
+                 *             "yesterday"
+                 *           ]
+                 *         }
+                 *       },
+                 *       "id": "nightly-report",
+                 *       "timezone": "Europe/Berlin"
+                 *     }
+                 */
+                "application/json": components["schemas"]["ScheduleRequest"];
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScheduleShown"];
+                };
+            };
+            /** @description A field is not valid, or the goals cannot be planned */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No token, or an unknown one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A read token may not change anything; or: The request names a host this server does not answer to (TARTAN_ALLOWED_HOSTS) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body did not arrive in time (TARTAN_BODY_TIMEOUT) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The id is taken, or there are as many schedules as a database holds */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is over its limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The `Content-Type` is not `application/json`, even without a body */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unavailable, or the engine is stopping or overloaded; see `Retry-After` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getSchedule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Schedule id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The schedule */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScheduleShown"];
+                };
+            };
+            /** @description No token, or an unknown one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request names a host this server does not answer to (TARTAN_ALLOWED_HOSTS) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such schedule */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unavailable, or the engine is stopping or overloaded; see `Retry-After` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    replaceSchedule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Schedule id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        /** @description The schedule; `id` may be left out */
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "every": "15m",
+                 *       "flow": {
+                 *         "goals": [
+                 *           "report"
+                 *         ]
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["ScheduleRequest"];
+            };
+        };
+        responses: {
+            /** @description Replaced */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScheduleShown"];
+                };
+            };
+            /** @description A field is not valid */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No token, or an unknown one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A read token may not change anything; or: The request names a host this server does not answer to (TARTAN_ALLOWED_HOSTS) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such schedule */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body did not arrive in time (TARTAN_BODY_TIMEOUT) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is over its limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The `Content-Type` is not `application/json`, even without a body */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unavailable, or the engine is stopping or overloaded; see `Retry-After` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    deleteSchedule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Schedule id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description No token, or an unknown one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A read token may not change anything; or: The request names a host this server does not answer to (TARTAN_ALLOWED_HOSTS) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such schedule */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unavailable, or the engine is stopping or overloaded; see `Retry-After` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    pauseSchedule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Schedule id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Paused */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScheduleShown"];
+                };
+            };
+            /** @description No token, or an unknown one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A read token may not change anything; or: The request names a host this server does not answer to (TARTAN_ALLOWED_HOSTS) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such schedule */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The `Content-Type` is not `application/json`, even without a body */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unavailable, or the engine is stopping or overloaded; see `Retry-After` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    resumeSchedule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Schedule id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Resumed */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScheduleShown"];
+                };
+            };
+            /** @description No token, or an unknown one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A read token may not change anything; or: The request names a host this server does not answer to (TARTAN_ALLOWED_HOSTS) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such schedule */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The `Content-Type` is not `application/json`, even without a body */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unavailable, or the engine is stopping or overloaded; see `Retry-After` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    triggerSchedule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Schedule id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description What the fire came to */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TriggerAnswer"];
+                };
+            };
+            /** @description No token, or an unknown one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A read token may not change anything; or: The request names a host this server does not answer to (TARTAN_ALLOWED_HOSTS) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such schedule */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -19,6 +19,12 @@ pub enum EngineError {
     FlowNotFound(String),
     #[error("lane not found: {0}")]
     LaneNotFound(String),
+    #[error("schedule exists: {0}")]
+    ScheduleExists(String),
+    #[error("schedule not found: {0}")]
+    ScheduleNotFound(String),
+    #[error("{0} schedules exist, the most a database holds; delete one first")]
+    TooManySchedules(usize),
     #[error("flow {0} is {1}, not active")]
     FlowTerminal(String, &'static str),
     /// A retry of a flow that cannot be retried now: the detail says why.

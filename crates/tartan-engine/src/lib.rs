@@ -30,6 +30,8 @@
 //! - `bulk`: bulk retry and cancel jobs, run under a lease at a bounded
 //!   rate (docs/api.md, "Bulk operations").
 //! - `memo`: memoized answers of memoizable steps.
+//! - `schedules`: flows started on a clock (docs/schedules.md): the
+//!   API's operations, and the clock of their fires.
 //! - `retention`: deleting finished flows past their retention, in the
 //!   background (docs/operating.md, "Retention").
 //!
@@ -74,6 +76,7 @@ pub mod metrics;
 mod notices;
 pub mod reads;
 mod retention;
+mod schedules;
 mod sweep;
 mod sync;
 mod timers;
@@ -107,6 +110,7 @@ pub use lanes::{LaneView, LaneWait, Lanes, LocalLane};
 pub use memo::MAX_MEMO_CACHE_SIZE;
 pub use metrics::Metrics;
 pub use retention::purge_before;
+pub use schedules::{FireView, LastFireView, ScheduleView, Schedules, Triggered, MAX_SCHEDULES};
 pub use traces::{caller_context, trace_id_of, traceparent_of, CallerTrace, Tracer};
 
 /// The engine: cheap to clone, shared by the API and the dispatcher.
@@ -135,6 +139,8 @@ struct Inner {
     health: Arc<health::Health>,
     /// Bulk jobs, and the runner of this process's.
     bulk: Arc<bulk::Bulk>,
+    /// Schedules, and the clock of their fires.
+    schedules: Arc<schedules::Schedules>,
     /// This engine's metrics (its own registry: engines never share one).
     metrics: Arc<metrics::Metrics>,
     /// Fires when the engine stops taking new work.
@@ -278,6 +284,14 @@ impl Inner {
                 stopping: c.stopping.clone(),
                 tasks: c.tasks.clone(),
             }));
+            let schedules = Arc::new(schedules::Schedules::new(schedules::SchedulesParts {
+                store: c.store.clone(),
+                flows: Arc::clone(&flows),
+                catalog: Arc::clone(&catalog),
+                config: Arc::clone(&c.config),
+                metrics: Arc::clone(&c.metrics),
+                stopping: c.stopping.clone(),
+            }));
             Inner {
                 config: c.config,
                 store: c.store,
@@ -290,6 +304,7 @@ impl Inner {
                 feed,
                 health,
                 bulk,
+                schedules,
                 metrics: c.metrics,
                 stopping: c.stopping,
                 tasks: c.tasks,
@@ -310,8 +325,10 @@ impl Inner {
         self.leases.recover().await?;
         self.timers.load().await?;
         self.timers.spawn_loop();
+        self.schedules.start().await?;
         sweep::Sweep {
             timers: Arc::clone(&self.timers),
+            schedules: Arc::clone(&self.schedules),
             flows: Arc::clone(&self.flows),
             leases: Arc::clone(&self.leases),
             lease: self.config.lease,
@@ -382,6 +399,11 @@ impl Engine {
     /// Bulk retry, cancel and resume jobs (docs/api.md, "Bulk operations").
     pub fn bulk(&self) -> &Bulk {
         &self.inner.bulk
+    }
+
+    /// Schedules (docs/schedules.md).
+    pub fn schedules(&self) -> &Schedules {
+        &self.inner.schedules
     }
 
     /// Step health and the cluster (docs/operating.md).

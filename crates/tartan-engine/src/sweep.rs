@@ -1,7 +1,8 @@
 //! The sweep: the slow safety net behind timers, notices and leases
 //! (docs/architecture.md, "Timers"). Every `SWEEP_EVERY`, or every lease
 //! if that is shorter, it loads the timers due before the sweep after next
-//! (those another process set, or beyond the last horizon), reads again
+//! (those another process set, or beyond the last horizon) and the
+//! schedules' next fires (docs/schedules.md), reads again
 //! the flows held in memory that sat idle (a commit a failover lost), and
 //! takes over the calls whose lease ran out (a dead process's). A task of
 //! its own, so that a slow database delays no due timer.
@@ -13,6 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::flows::{Flows, IdleFlows};
 use crate::leases::Leases;
+use crate::schedules::Schedules;
 use crate::timers::{Timers, HORIZON};
 
 /// How often the database is swept for what this process does not hold:
@@ -22,6 +24,8 @@ const SWEEP_EVERY: Duration = Duration::from_secs(HORIZON.as_secs() / 2);
 /// What the sweep looks after.
 pub(crate) struct Sweep {
     pub timers: Arc<Timers>,
+    /// Schedules other engines made or moved.
+    pub schedules: Arc<Schedules>,
     pub flows: Arc<Flows>,
     pub leases: Arc<Leases>,
     /// `TARTAN_LEASE`: an expired lease is noticed within one.
@@ -45,6 +49,9 @@ impl Sweep {
                 }
                 if let Err(e) = self.timers.load().await {
                     tracing::warn!("sweep for timers failed: {e}");
+                }
+                if let Err(e) = self.schedules.load().await {
+                    tracing::warn!("sweep for schedules failed: {e}");
                 }
                 // Before taking work over: a cached flow the database
                 // moved away from would take it over on a wrong state.

@@ -138,13 +138,16 @@ impl From<EngineError> for ApiError {
                 }
             },
             EngineError::StepExists(_)
+            | EngineError::ScheduleExists(_)
+            | EngineError::TooManySchedules(_)
             | EngineError::FlowExists(_)
             | EngineError::FlowTerminal(..)
             | EngineError::NotRetryable(..)
             | EngineError::NotResumable(..) => ApiError::conflict(e.to_string()),
-            EngineError::StepNotFound(_) | EngineError::FlowNotFound(_) | EngineError::LaneNotFound(_) => {
-                ApiError::not_found(e.to_string())
-            }
+            EngineError::StepNotFound(_)
+            | EngineError::FlowNotFound(_)
+            | EngineError::LaneNotFound(_)
+            | EngineError::ScheduleNotFound(_) => ApiError::not_found(e.to_string()),
             EngineError::ShuttingDown => {
                 ApiError::new(StatusCode::SERVICE_UNAVAILABLE, kind::UNAVAILABLE, e.to_string())
                     .retry_after(5)

@@ -32,6 +32,7 @@ use crate::error::Problem;
         (name = "flows", description = "Plan, start, read, query and cancel flows"),
         (name = "bulk", description = "Retry or cancel many flows at once, as a background job"),
         (name = "lanes", description = "Limits calls share across flows and engines: their state, pause and resume"),
+        (name = "schedules", description = "Flows started on a clock: cron, every or at, exactly once across engines"),
         (name = "work", description = "Work items: one call of a step and its retries"),
         (name = "webhooks", description = "Where async steps deliver results (signed URLs)"),
         (name = "ui", description = "The dashboard's files: pages that read this API with the user's token"),

@@ -24,10 +24,11 @@ use crate::connection::{SqlStore, StandbyMark};
 use crate::error::StoreError;
 use crate::{
     BulkCreated, BulkEnd, BulkItem, BulkJob, BulkJobStore, BulkRunStore, CatalogChange, CatalogSnapshot,
-    CatalogStore, Claim, ClusterStore, EventPage, FeedFilter, FeedPage, FeedStore, FlowCommit, FlowPage,
-    FlowQuery, FlowStore, FlowVersion, HealthRecord, LaneGrant, LaneOutcome, LaneRecord, LaneStore, LaneTake,
-    LoadedFlow, MemoStore, NewBulkJob, NodeGuard, NodeRecord, Notice, NoticeStore, PoolReading, PoolStats,
-    Readiness, RetentionStore, ScheduledTimer, Store, StoredEvent, WorkKey, WorkPage, WorkQuery, WorkStore,
+    CatalogStore, Claim, ClusterStore, EventPage, FeedFilter, FeedPage, FeedStore, FireRecord, FlowCommit,
+    FlowPage, FlowQuery, FlowStore, FlowVersion, HealthRecord, LaneGrant, LaneOutcome, LaneRecord, LaneStore,
+    LaneTake, LoadedFlow, MemoStore, NewBulkJob, NodeGuard, NodeRecord, Notice, NoticeStore, PoolReading,
+    PoolStats, Readiness, RetentionStore, ScheduleMove, ScheduleRecord, ScheduleStore, ScheduledTimer, Store,
+    StoredEvent, WorkKey, WorkPage, WorkQuery, WorkStore,
 };
 
 /// The Postgres store: `sql` answers, `standby` remembers when an answer
@@ -428,5 +429,55 @@ impl LaneStore for PgStore {
 
     async fn lanes(&self) -> Result<Vec<LaneRecord>, StoreError> {
         self.noted(self.sql.lanes().await)
+    }
+}
+
+#[async_trait]
+impl ScheduleStore for PgStore {
+    async fn schedule_create(&self, record: &ScheduleRecord) -> Result<bool, StoreError> {
+        self.noted(self.sql.schedule_create(record).await)
+    }
+
+    async fn schedule_replace(
+        &self,
+        id: &str,
+        spec: &str,
+        paused: bool,
+        next_us: Option<i64>,
+        now_us: i64,
+    ) -> Result<bool, StoreError> {
+        self.noted(self.sql.schedule_replace(id, spec, paused, next_us, now_us).await)
+    }
+
+    async fn schedule_get(&self, id: &str) -> Result<Option<ScheduleRecord>, StoreError> {
+        self.noted(self.sql.schedule_get(id).await)
+    }
+
+    async fn schedules(&self, limit: i64) -> Result<Vec<ScheduleRecord>, StoreError> {
+        self.noted(self.sql.schedules(limit).await)
+    }
+
+    async fn schedule_count(&self) -> Result<i64, StoreError> {
+        self.noted(self.sql.schedule_count().await)
+    }
+
+    async fn schedule_delete(&self, id: &str) -> Result<bool, StoreError> {
+        self.noted(self.sql.schedule_delete(id).await)
+    }
+
+    async fn schedules_due(&self, before_us: i64) -> Result<Vec<(String, i64)>, StoreError> {
+        self.noted(self.sql.schedules_due(before_us).await)
+    }
+
+    async fn schedule_move(&self, id: &str, version: i64, to: &ScheduleMove) -> Result<bool, StoreError> {
+        self.noted(self.sql.schedule_move(id, version, to).await)
+    }
+
+    async fn schedule_record_fire(&self, id: &str, fire: &FireRecord) -> Result<bool, StoreError> {
+        self.noted(self.sql.schedule_record_fire(id, fire).await)
+    }
+
+    async fn schedule_fires(&self, id: &str, limit: i64) -> Result<Vec<FireRecord>, StoreError> {
+        self.noted(self.sql.schedule_fires(id, limit).await)
     }
 }

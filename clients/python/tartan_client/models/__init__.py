@@ -44,6 +44,7 @@ from .execution_state_inputs import ExecutionStateInputs
 from .execution_state_outputs_type_0 import ExecutionStateOutputsType0
 from .execution_state_work_items import ExecutionStateWorkItems
 from .feed_message import FeedMessage
+from .fire_shown import FireShown
 from .flow_answer import FlowAnswer
 from .flow_cancelled import FlowCancelled
 from .flow_config import FlowConfig
@@ -74,6 +75,7 @@ from .lane_pause import LanePause
 from .lane_shown import LaneShown
 from .lane_shown_limits import LaneShownLimits
 from .lane_wait_shown import LaneWaitShown
+from .last_fire_shown import LastFireShown
 from .mapping_config import MappingConfig
 from .message import Message
 from .meta_config import MetaConfig
@@ -91,6 +93,12 @@ from .ready import Ready
 from .resume_body import ResumeBody
 from .retry_body import RetryBody
 from .retry_state import RetryState
+from .schedule_flow import ScheduleFlow
+from .schedule_flow_init import ScheduleFlowInit
+from .schedule_flow_labels import ScheduleFlowLabels
+from .schedule_list import ScheduleList
+from .schedule_request import ScheduleRequest
+from .schedule_shown import ScheduleShown
 from .script_config import ScriptConfig
 from .session import Session
 from .start_flow import StartFlow
@@ -105,6 +113,7 @@ from .step_list import StepList
 from .step_saved import StepSaved
 from .step_status import StepStatus
 from .stream_flow_events_response_200 import StreamFlowEventsResponse200
+from .trigger_answer import TriggerAnswer
 from .work_config import WorkConfig
 from .work_item import WorkItem
 from .work_list import WorkList
@@ -156,6 +165,7 @@ __all__ = (
     "ExecutionStateOutputsType0",
     "ExecutionStateWorkItems",
     "FeedMessage",
+    "FireShown",
     "FlowAnswer",
     "FlowCancelled",
     "FlowConfig",
@@ -186,6 +196,7 @@ __all__ = (
     "LaneShown",
     "LaneShownLimits",
     "LaneWaitShown",
+    "LastFireShown",
     "MappingConfig",
     "Message",
     "MetaConfig",
@@ -203,6 +214,12 @@ __all__ = (
     "ResumeBody",
     "RetryBody",
     "RetryState",
+    "ScheduleFlow",
+    "ScheduleFlowInit",
+    "ScheduleFlowLabels",
+    "ScheduleList",
+    "ScheduleRequest",
+    "ScheduleShown",
     "ScriptConfig",
     "Session",
     "StartFlow",
@@ -217,6 +234,7 @@ __all__ = (
     "StepSaved",
     "StepStatus",
     "StreamFlowEventsResponse200",
+    "TriggerAnswer",
     "WorkConfig",
     "WorkItem",
     "WorkList",

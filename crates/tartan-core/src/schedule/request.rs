@@ -85,11 +85,10 @@ pub struct ScheduleFlow {
 }
 
 impl ScheduleRequest {
-    /// The request sanitised and checked. `anchor` is where `every`
-    /// counts from (the schedule's creation); `now` refuses an `at` or
-    /// `end_at` already past when `new` (a schedule read back from the
-    /// database is not refused for having fired).
-    pub fn parse(mut self, anchor: Time, now: Time, new: bool) -> Result<(Self, Schedule), ValidationError> {
+    /// The request sanitised and checked; `now` refuses an `at` or `end_at`
+    /// already past when `new` (a schedule read back from the database is
+    /// not refused for having fired).
+    pub fn parse(mut self, now: Time, new: bool) -> Result<(Self, Schedule), ValidationError> {
         self.id = sanitize_id(&self.id);
         if self.id.is_empty() {
             return Err(ValidationError::new("id", "schedule ID empty"));
@@ -134,7 +133,7 @@ impl ScheduleRequest {
         }
         check_labels("flow.labels", &self.flow.labels)?;
         let timezone = parse_timezone(self.timezone.as_deref())?;
-        let when = self.when(anchor, now, new)?;
+        let when = self.when(now, new)?;
         let end_at = self
             .end_at
             .as_ref()
@@ -158,7 +157,7 @@ impl ScheduleRequest {
         if jitter > MAX_JITTER {
             return Err(ValidationError::new("jitter", "at most 1h"));
         }
-        if let When::Every { period, .. } = &when {
+        if let When::Every(period) = &when {
             if jitter >= *period {
                 return Err(ValidationError::new("jitter", "must be less than every"));
             }
@@ -197,7 +196,7 @@ impl ScheduleRequest {
     }
 
     /// One of `cron`, `every` and `at`.
-    fn when(&self, anchor: Time, now: Time, new: bool) -> Result<When, ValidationError> {
+    fn when(&self, now: Time, new: bool) -> Result<When, ValidationError> {
         let given: Vec<&str> = ["cron", "every", "at"]
             .into_iter()
             .filter(|f| self.given(f))
@@ -213,7 +212,7 @@ impl ScheduleRequest {
                 if period < MIN_EVERY {
                     return Err(ValidationError::new("every", "must be at least 1s"));
                 }
-                Ok(When::Every { period, anchor })
+                Ok(When::Every(period))
             }
             ["at"] => {
                 let at = time_value("at", self.at.as_ref().unwrap_or(&Value::Null))?;

@@ -20,8 +20,9 @@ const GAP_SEARCH_MINUTES: i64 = 48 * 60;
 pub enum When {
     /// A cron expression, read in the schedule's time zone.
     Cron(Box<croner::Cron>),
-    /// Every `period` from `anchor` (the schedule's creation).
-    Every { period: Duration, anchor: Time },
+    /// Every `period`, counted from the Unix epoch (UTC): every 15m fires
+    /// at :00, :15, :30 and :45, whenever the schedule was made.
+    Every(Duration),
     /// Once.
     At(Time),
 }
@@ -97,14 +98,11 @@ impl When {
     pub fn next_after(&self, after: Time, tz: Tz) -> Option<Time> {
         match self {
             When::At(at) => (*at > after).then_some(*at),
-            When::Every { period, anchor } => {
+            When::Every(period) => {
                 let period_ms = i64::try_from(period.as_millis()).ok().filter(|p| *p > 0)?;
-                if after < *anchor {
-                    return Some(*anchor);
-                }
-                let since = (after - *anchor).num_milliseconds();
-                let steps = since / period_ms + 1;
-                anchor.checked_add_signed(chrono::Duration::milliseconds(steps.checked_mul(period_ms)?))
+                let since = after.timestamp_millis();
+                let next = (since.div_euclid(period_ms) + 1).checked_mul(period_ms)?;
+                chrono::DateTime::from_timestamp_millis(next)
             }
             When::Cron(cron) => next_cron(cron, after, tz),
         }

@@ -16,6 +16,7 @@
 //!   client names, interned.
 //! - `record`: what the engine records, as it happens.
 //! - `lanes`: the lanes' metrics, by lane.
+//! - `schedules`: the schedules' fires and their lateness.
 //! - `process`: the process's CPU, memory and descriptors, and the build.
 //! - `db`: the database's connection pools, and commits that failed.
 //! - `present`: every family in the exposition from the start.
@@ -26,6 +27,7 @@ mod lanes;
 mod present;
 mod process;
 mod record;
+mod schedules;
 
 pub use present::Present;
 
@@ -126,6 +128,8 @@ pub struct Metrics {
     steps: Interned,
     /// The lanes' (docs/lanes.md).
     pub(crate) lanes: lanes::LaneMetrics,
+    /// The schedules' (docs/schedules.md).
+    pub(crate) schedules: schedules::ScheduleMetrics,
     process: process::ProcessMetrics,
     /// The database's pools and failed commits.
     pub(crate) db: db::DbMetrics,
@@ -180,6 +184,7 @@ impl Metrics {
             step_health: Family::default(),
             steps: Interned::new(MAX_STEP_LABELS, OTHER_STEPS),
             lanes: lanes::LaneMetrics::new(),
+            schedules: schedules::ScheduleMetrics::new(),
             process: process::ProcessMetrics::new(),
             db: db::DbMetrics::new(),
         };
@@ -384,6 +389,7 @@ impl Metrics {
             Present(self.catalog_reloads.clone()),
         );
         self.lanes.register(r);
+        self.schedules.register(r);
         self.db.register(r);
         self.process.register(r);
     }

@@ -8,3 +8,4 @@
 pub mod answers;
 pub mod lanes;
 pub mod requests;
+pub mod schedules;

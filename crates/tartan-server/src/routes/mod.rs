@@ -7,6 +7,7 @@ pub(crate) mod flows;
 mod history;
 pub(crate) mod lanes;
 pub(crate) mod probes;
+pub(crate) mod schedules;
 pub(crate) mod session;
 pub(crate) mod steps;
 mod streamed;
@@ -62,6 +63,11 @@ fn api() -> OpenApiRouter<Engine> {
         .routes(routes!(lanes::list))
         .routes(routes!(lanes::pause))
         .routes(routes!(lanes::resume))
+        .routes(routes!(schedules::list, schedules::create))
+        .routes(routes!(schedules::get_one, schedules::replace, schedules::delete))
+        .routes(routes!(schedules::pause))
+        .routes(routes!(schedules::resume))
+        .routes(routes!(schedules::trigger))
         .routes(routes!(bulk::list))
         .routes(routes!(bulk::retry))
         .routes(routes!(bulk::cancel))

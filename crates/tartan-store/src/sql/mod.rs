@@ -3,7 +3,7 @@
 //! implementing its trait (`crate::traits`):
 //! - this file: the `Store` trait's own methods and the shared helpers.
 //! - `catalog`, `flows`, `feed`, `work`, `bulk`, `notices`, `purge`
-//!   (retention): the concerns.
+//!   (retention), `schedules`: the concerns.
 //! - `commit`: a batch of decisions in one transaction.
 //! - `history`: event histories a page at a time.
 //! - `values`: large values stored once per flow, cut out of events and
@@ -22,6 +22,7 @@ mod lanes;
 mod memo;
 mod notices;
 mod purge;
+mod schedules;
 mod values;
 mod work;
 

@@ -12,6 +12,7 @@
 //! - `memo`: memoized answers of memoizable steps.
 //! - `cluster`: the engines' heartbeats and the health of the steps.
 //! - `lanes`: the limits calls share across engines (docs/lanes.md).
+//! - `schedules`: flows started on a clock (docs/schedules.md).
 //! - `pools`: the connection pools' state, for the metrics.
 
 mod bulk;
@@ -24,6 +25,7 @@ mod memo;
 mod notices;
 mod pools;
 mod retention;
+mod schedules;
 mod work;
 
 use async_trait::async_trait;
@@ -38,6 +40,7 @@ pub use memo::MemoStore;
 pub use notices::{Notice, NoticeStore};
 pub use pools::{PoolReading, PoolStats};
 pub use retention::RetentionStore;
+pub use schedules::{FireRecord, LastFire, ScheduleMove, ScheduleRecord, ScheduleStore};
 pub use work::WorkStore;
 
 use crate::StoreError;
@@ -70,6 +73,7 @@ pub trait Store:
     + MemoStore
     + ClusterStore
     + LaneStore
+    + ScheduleStore
     + PoolStats
     + Send
     + Sync
