@@ -63,6 +63,10 @@ enum Command {
     /// Start, list, show, follow, cancel and retry flows (client).
     #[command(after_help = CLIENT_HELP)]
     Flow(cli::flow::FlowCmd),
+    /// Start flows on a clock: list, apply, pause, resume, trigger, remove
+    /// schedules (client).
+    #[command(after_help = CLIENT_HELP)]
+    Schedule(cli::schedule::ScheduleCmd),
     /// List work items across flows (client).
     #[command(after_help = CLIENT_HELP)]
     Work(cli::work::WorkCmd),
@@ -155,6 +159,7 @@ async fn run(cli: Cli) -> Result<()> {
         Command::Step(c) => std::process::exit(cli::run(cli::step::run(c)).await),
         Command::Plan(c) => std::process::exit(cli::run(cli::plan::run(c)).await),
         Command::Flow(c) => std::process::exit(cli::run(cli::flow::run(c)).await),
+        Command::Schedule(c) => std::process::exit(cli::run(cli::schedule::run(c)).await),
         Command::Work(c) => std::process::exit(cli::run(cli::work::run(c)).await),
         Command::Bulk(c) => std::process::exit(cli::run(cli::bulk::run(c)).await),
         Command::Lane(c) => std::process::exit(cli::run(cli::lane::run(c)).await),

@@ -1,14 +1,16 @@
-//! `tartan step|plan|flow|work|bulk|lane|health`: a client of the REST API in the
+//! `tartan step|plan|flow|schedule|work|bulk|lane|health`: a client of the REST API in the
 //! same binary (docs/cli.md). Each command group has a file;
 //! `client.rs` talks HTTP, `output.rs` prints, `watch.rs` is the live view.
 
 pub mod bulk;
 pub mod client;
+pub mod files;
 pub mod flow;
 pub mod health;
 pub mod lane;
 pub mod output;
 pub mod plan;
+pub mod schedule;
 pub mod step;
 pub mod view;
 pub mod watch;

@@ -50,6 +50,16 @@ fn cron_takes_five_fields_six_with_seconds_and_names() {
         fires(&s, "2027-01-01T00:00:00Z", 2),
         ["2027-01-01T00:00:20Z", "2027-01-01T00:00:40Z"]
     );
+    // Fire times are whole seconds, whatever the time asked from.
+    let s = schedule(json!({"cron": "0 3 * * *"}));
+    assert_eq!(
+        s.next_after(t("2027-01-01T00:00:00.7Z")),
+        Some(t("2027-01-01T03:00:00Z"))
+    );
+    assert_eq!(
+        s.next_after(t("2027-01-01T03:00:00.2Z")),
+        Some(t("2027-01-02T03:00:00Z"))
+    );
     let s = schedule(json!({"cron": "@hourly"}));
     assert_eq!(fires(&s, "2027-01-01T00:30:00Z", 1), ["2027-01-01T01:00:00Z"]);
 }

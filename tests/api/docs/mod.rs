@@ -100,7 +100,7 @@ fn runnable(path: &Path) -> Vec<Block> {
 }
 
 /// The pages with runnable examples, each run by a test below.
-const PAGES: [&str; 14] = [
+const PAGES: [&str; 15] = [
     "README.md",
     "docs/cli.md",
     "docs/lanes.md",
@@ -114,6 +114,7 @@ const PAGES: [&str; 14] = [
     "examples/model/README.md",
     "examples/retries/README.md",
     "examples/saga/README.md",
+    "examples/schedules/README.md",
     "examples/timeouts/README.md",
 ];
 
@@ -343,6 +344,11 @@ async fn schedules() {
 #[tokio::test]
 async fn security() {
     run_examples("docs/security.md", greeter::app()).await;
+}
+
+#[tokio::test]
+async fn example_schedules() {
+    run_examples("examples/schedules/README.md", greeter::app()).await;
 }
 
 #[tokio::test]

@@ -115,7 +115,8 @@ impl When {
 /// occur (the clock set forward) fires at the first instant after the
 /// change, once however many such times the gap held.
 fn next_cron(cron: &croner::Cron, after: Time, tz: Tz) -> Option<Time> {
-    let mut wall = after.with_timezone(&tz).naive_local();
+    // Whole seconds: croner keeps the fraction it is given.
+    let mut wall = chrono::Timelike::with_nanosecond(&after.with_timezone(&tz).naive_local(), 0)?;
     // A wall time that was already passed as an instant (after a gap, or
     // the second pass of a set-back hour) is stepped over.
     for _ in 0..10_000 {
