@@ -182,11 +182,28 @@ def run(api, base, steps_url):
         assert page.evaluate("window.__xss") is None, "markup from the API ran"
         assert page.locator("img[src=x]").count() == 0
 
+        # A schedule: listed with its next fire; fired now from the page,
+        # its fire's flow linked.
+        status, made = api.call("POST", "/engine/schedule", {
+            "id": "nightly-shout", "cron": "0 3 * * *", "timezone": "Europe/Berlin",
+            "flow": {"goals": ["shout"], "init": {"name": ["ada"]}}})
+        assert status == 201, (status, made)
+        page.goto(f"{base}/ui/#/schedules")
+        row = page.locator("#schedule-nightly-shout")
+        expect(row).to_contain_text("cron 0 3 * * * (Europe/Berlin)", timeout=15000)
+        expect(row).to_contain_text("none yet")
+        page.once("dialog", lambda d: d.accept())
+        row.get_by_role("button", name="Fire now").click()
+        expect(row.locator("a[href^='#/flow/nightly-shout-']")).to_have_count(1, timeout=15000)
+        row.locator("summary").click()
+        expect(row.locator("details table")).to_contain_text("started", timeout=15000)
+
         # Every page: no serious or critical accessibility violation.
         for where, name, ready in [
             ("#/overview", "overview", ".tile"),
             ("#/flows", "flows", "table.list tbody tr"),
             ("#/steps", "steps", "section.step"),
+            ("#/schedules", "schedules", "table.list tbody tr"),
             ("#/bulk", "bulk", "table.list tbody tr"),
         ]:
             page.goto(f"{base}/ui/{where}")

@@ -42,6 +42,7 @@ const ASSETS: &[(&str, &str, &[u8])] = &[
     ("flows.js", JS, include_bytes!("../ui/flows.js")),
     ("flow.js", JS, include_bytes!("../ui/flow.js")),
     ("steps.js", JS, include_bytes!("../ui/steps.js")),
+    ("schedules.js", JS, include_bytes!("../ui/schedules.js")),
     ("bulk.js", JS, include_bytes!("../ui/bulk.js")),
 ];
 

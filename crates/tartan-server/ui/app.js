@@ -1,5 +1,5 @@
 // The dashboard's shell: which page the URL names, the token, and what it
-// may do. Each page is a module of its own (overview, flows, flow, steps, bulk); each is given the main
+// may do. Each page is a module of its own (overview, flows, flow, steps, schedules, bulk); each is given the main
 // element, the route's parameters and a context, and returns nothing: it
 // stops its streams and timers when the context's signal aborts.
 
@@ -11,12 +11,14 @@ import * as flows from "./flows.js";
 import * as flow from "./flow.js";
 import * as steps from "./steps.js";
 import * as bulk from "./bulk.js";
+import * as schedules from "./schedules.js";
 
 const routes = [
   [/^#\/overview$/, overview, "overview"],
   [/^#\/flows(?:\?(.*))?$/, flows, "flows"],
   [/^#\/flow\/([^?]+)$/, flow, "flows"],
   [/^#\/steps(?:\/([^?]+))?$/, steps, "steps"],
+  [/^#\/schedules$/, schedules, "schedules"],
   [/^#\/bulk$/, bulk, "bulk"],
 ];
 
