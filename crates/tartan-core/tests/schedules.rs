@@ -181,6 +181,16 @@ fn missed_fires_are_made_as_catchup_says() {
     assert_eq!(made.len(), MAX_CATCHUP);
     assert_eq!(made.last(), Some(&t("2027-01-02T00:10:00Z")));
     assert_eq!(with("all").catchup, Catchup::All);
+    // A cron with seconds, down for a year (31 million fire times): the
+    // walk starts a window before now (`Schedule::passed`).
+    let often = schedule(json!({"cron": "* * * * * *", "catchup": "latest"}));
+    let (made, next) = often.catch_up(t("2027-01-01T00:00:00Z"), t("2028-01-01T00:00:00Z"));
+    assert_eq!(made, [t("2028-01-01T00:00:00Z")]);
+    assert_eq!(next, Some(t("2028-01-01T00:00:01Z")));
+    let (made, _) = schedule(json!({"cron": "* * * * * *", "catchup": "all"}))
+        .catch_up(t("2027-01-01T00:00:00Z"), t("2028-01-01T00:00:00Z"));
+    assert_eq!(made.len(), MAX_CATCHUP);
+    assert_eq!(made[0], t("2027-12-31T23:58:21Z"));
 }
 
 #[test]

@@ -32,6 +32,18 @@ pub const MAX_CATCHUP: usize = 100;
 /// (no engine ran then), not merely late.
 pub const MISSED_AFTER: Duration = Duration::from_secs(60);
 
+/// The windows before now a catch-up walks, widest last (`passed`).
+const WINDOWS: [Duration; 5] = [
+    Duration::from_secs(60),
+    Duration::from_secs(3600),
+    Duration::from_secs(86_400),
+    Duration::from_secs(31 * 86_400),
+    Duration::from_secs(400 * 86_400 * 100),
+];
+
+/// The most fire times one window of a catch-up walks.
+const MAX_WALK: usize = 100_000;
+
 /// The longest `jitter`.
 pub const MAX_JITTER: Duration = Duration::from_secs(3600);
 
@@ -137,15 +149,7 @@ impl Schedule {
     /// A time more than [`MISSED_AFTER`] (and the jitter) before `now` was missed (no engine
     /// ran then): `catchup` says which of those are made.
     pub fn catch_up(&self, due: Time, now: Time) -> (Vec<Time>, Option<Time>) {
-        let mut passed = std::collections::VecDeque::from([due]);
-        let mut at = due;
-        while let Some(next) = self.next_after(at).filter(|t| *t <= now) {
-            passed.push_back(next);
-            if passed.len() > MAX_CATCHUP {
-                passed.pop_front();
-            }
-            at = next;
-        }
+        let passed = self.passed(due, now);
         // A jittered fire is made up to `jitter` after its time.
         let missed_before = now - chrono::Duration::from_std(MISSED_AFTER + self.jitter).unwrap_or_default();
         let made: Vec<Time> = match self.catchup {
@@ -159,6 +163,49 @@ impl Schedule {
                 .collect(),
         };
         (made, self.next_after(now))
+    }
+
+    /// The last [`MAX_CATCHUP`] fire times from `due` to `now`, oldest
+    /// first (`due` itself when none later has come). After a long outage
+    /// there may be millions (a cron with seconds, down for a month): the
+    /// walk starts a window before `now`, widened until it holds enough or
+    /// reaches `due`, and no window is walked past [`MAX_WALK`] times.
+    fn passed(&self, due: Time, now: Time) -> std::collections::VecDeque<Time> {
+        let wanted = match self.catchup {
+            Catchup::All => MAX_CATCHUP,
+            Catchup::Latest | Catchup::None => 1,
+        };
+        let mut passed = std::collections::VecDeque::new();
+        for window in WINDOWS
+            .iter()
+            .map(|d| now - chrono::Duration::from_std(*d).unwrap_or_default())
+        {
+            let from = window.max(due);
+            passed.clear();
+            if from == due {
+                passed.push_back(due);
+            }
+            let mut at = from;
+            let mut walked = 0;
+            while let Some(next) = self.next_after(at).filter(|t| *t <= now) {
+                passed.push_back(next);
+                if passed.len() > MAX_CATCHUP {
+                    passed.pop_front();
+                }
+                at = next;
+                walked += 1;
+                if walked >= MAX_WALK {
+                    break;
+                }
+            }
+            if passed.len() >= wanted || from == due {
+                break;
+            }
+        }
+        if passed.is_empty() {
+            passed.push_back(due);
+        }
+        passed
     }
 
     /// The id of the flow a fire at `at` starts: the schedule's id and the

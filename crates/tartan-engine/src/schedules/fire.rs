@@ -15,6 +15,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
+use futures::StreamExt;
 use tartan_core::flow::FlowStatus;
 use tartan_core::request::StartFlow;
 use tartan_core::schedule::{Overlap, Schedule};
@@ -32,6 +33,9 @@ use crate::timers::HORIZON;
 /// How soon a fire that could not be made (the database away, the engine
 /// full) is tried again.
 const TRY_AGAIN: Duration = Duration::from_secs(1);
+
+/// Fires this engine makes at once.
+const FIRES_AT_ONCE: usize = 16;
 
 /// The clock: each schedule's next wake, earliest first.
 #[derive(Default)]
@@ -169,12 +173,17 @@ impl FireClock {
                     }
                     ready.into_iter().map(|(_, id)| id).collect()
                 };
-                for id in ready {
-                    if let Err(e) = self.fire(&id).await {
-                        tracing::warn!(schedule = %id, "a schedule's fire could not be made, trying again: {e}");
-                        self.wake_at(&id, self.config.clock.now() + TRY_AGAIN);
-                    }
-                }
+                // Schedules due at one time (every one at 03:00) are made
+                // a few at once, not one after another.
+                let this = &self;
+                futures::stream::iter(ready)
+                    .for_each_concurrent(FIRES_AT_ONCE, |id| async move {
+                        if let Err(e) = this.fire(&id).await {
+                            tracing::warn!(schedule = %id, "a schedule's fire could not be made, trying again: {e}");
+                            this.wake_at(&id, this.config.clock.now() + TRY_AGAIN);
+                        }
+                    })
+                    .await;
             }
         });
     }
