@@ -241,6 +241,9 @@ async fn a_fire_while_the_last_flow_runs_is_skipped_or_kept_as_overlap_says(back
     );
     let started: Vec<_> = fires.iter().filter(|f| f["outcome"] == "started").collect();
     assert!(started.len() >= 2, "{keeps}");
+    // Paused: no fire is left kept, in the schedule or in its history.
+    assert!(keeps.get("buffered").is_none(), "{keeps}");
+    assert!(fires.iter().all(|f| f["outcome"] != "buffered"), "{keeps}");
     let mut flows = flows_of(&engine, "keeps").await;
     flows.sort_by_key(|f| time(&f["created_at"]));
     let (_, first) = call(

@@ -183,6 +183,7 @@ impl Schedules {
         {
             return Err(EngineError::ScheduleNotFound(id.to_string()));
         }
+        self.drop_kept(&record, "the schedule was replaced").await?;
         self.clock.set(&schedule, next);
         self.get(id).await
     }
@@ -199,6 +200,12 @@ impl Schedules {
         self.store
             .schedule_replace(id, &spec_text(&request)?, paused, next.map(us), us(now))
             .await?;
+        let why = if paused {
+            "the schedule was paused"
+        } else {
+            "the schedule was resumed"
+        };
+        self.drop_kept(&record, why).await?;
         self.clock.set(&schedule, next);
         self.get(id).await
     }
@@ -231,6 +238,22 @@ impl Schedules {
     pub async fn list(&self) -> Result<Vec<ScheduleView>, EngineError> {
         let records = self.store.schedules(MAX_SCHEDULES as i64).await?;
         records.into_iter().map(|r| self.view(r)).collect()
+    }
+
+    /// A fire kept by `buffer_one` goes with a replace or a pause: its
+    /// history says so.
+    async fn drop_kept(&self, record: &ScheduleRecord, why: &str) -> Result<(), EngineError> {
+        if let Some(kept) = record.buffered_us {
+            let fire = FireRecord {
+                fire_us: kept,
+                outcome: "skipped".into(),
+                flow_id: None,
+                detail: Some(format!("kept by buffer_one, dropped: {why}")),
+                made_us: us(self.config.clock.now()),
+            };
+            self.store.schedule_record_fire(&record.id, &fire).await?;
+        }
+        Ok(())
     }
 
     async fn record(&self, id: &str) -> Result<ScheduleRecord, EngineError> {

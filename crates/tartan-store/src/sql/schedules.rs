@@ -157,8 +157,9 @@ impl ScheduleStore for SqlStore {
             "INSERT INTO schedule_fires (schedule_id, fire_us, outcome, flow_id, detail, made_us) \
              VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (schedule_id, fire_us) DO UPDATE SET \
              outcome = excluded.outcome, flow_id = excluded.flow_id, detail = excluded.detail, \
-             made_us = excluded.made_us WHERE schedule_fires.outcome = 'buffered' \
-             AND excluded.outcome <> 'buffered'",
+             made_us = excluded.made_us WHERE (schedule_fires.outcome = 'buffered' \
+             AND excluded.outcome <> 'buffered') \
+             OR (excluded.outcome = 'started' AND schedule_fires.outcome <> 'started')",
         )
         .bind(id)
         .bind(fire.fire_us)

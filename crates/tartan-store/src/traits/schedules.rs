@@ -89,7 +89,10 @@ pub trait ScheduleStore: Send + Sync {
 
     /// Record what a fire came to, once per fire time (`false` when it is
     /// recorded already), keeping the last 100 of the schedule. A fire
-    /// recorded `buffered` is recorded again once it starts or is dropped.
+    /// recorded `buffered` is recorded again once it starts or is dropped,
+    /// and one that started a flow is `started` whatever another engine
+    /// making the same fire recorded (it may have seen the previous flow
+    /// still running).
     async fn schedule_record_fire(&self, id: &str, fire: &FireRecord) -> Result<bool, StoreError>;
 
     /// The schedule's last fires, newest first.
