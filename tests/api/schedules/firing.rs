@@ -79,6 +79,23 @@ async fn a_one_second_schedule_fires_on_time_and_labels_its_flows(backend: Backe
     // Each flow called its step once.
     let calls = calls.lock().unwrap().clone();
     assert!(calls.values().all(|n| *n == 1), "{calls:?}");
+    // The fires, and how late each was made, are metrics.
+    let metrics = reqwest::get(format!("http://{}/metrics", engine.addr))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let value = |series: &str| -> f64 {
+        metrics
+            .lines()
+            .find_map(|l| l.strip_prefix(series).and_then(|rest| rest.trim().parse().ok()))
+            .unwrap_or_else(|| panic!("no {series} in\n{metrics}"))
+    };
+    let started = value("tartan_schedule_fires_total{outcome=\"started\"} ");
+    assert!(started >= 3.0, "{started}");
+    assert_eq!(value("tartan_schedule_fires_total{outcome=\"skipped\"} "), 0.0);
+    assert!(value("tartan_schedule_fire_lateness_seconds_count ") >= 3.0);
 }
 
 async fn pause_resume_trigger_and_delete(backend: Backend) {
