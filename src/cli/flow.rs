@@ -59,6 +59,17 @@ enum FlowSub {
         /// Start no step before this duration has passed, e.g. 10m or PT1H.
         #[arg(long = "in", value_name = "DURATION")]
         start_in: Option<String>,
+        /// A concurrency key: at most --limit flows with it run at once, the
+        /// others wait their turn (docs/concurrency.md).
+        #[arg(long, value_name = "KEY")]
+        key: Option<String>,
+        /// How many flows of --key may run at once.
+        #[arg(long, value_name = "N", requires = "key", default_value_t = 1)]
+        limit: u32,
+        /// Higher goes first where flows and calls wait (-1000 to 1000; each
+        /// point is worth a second of waiting).
+        #[arg(long, value_name = "N", allow_negative_numbers = true)]
+        priority: Option<i32>,
         #[command(flatten)]
         watch: WatchFlags,
     },
@@ -131,6 +142,9 @@ pub async fn run(cmd: FlowCmd) -> Result<u8, CliError> {
             labels,
             start_at,
             start_in,
+            key,
+            limit,
+            priority,
             watch,
         } => {
             let id = id.unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
@@ -145,6 +159,12 @@ pub async fn run(cmd: FlowCmd) -> Result<u8, CliError> {
             }
             if let Some(within) = start_in {
                 body["start_in"] = json!(within);
+            }
+            if let Some(key) = key {
+                body["concurrency"] = json!({"key": key, "limit": limit});
+            }
+            if let Some(priority) = priority {
+                body["priority"] = json!(priority);
             }
             let answer: FlowAnswer = client.post_as(&["engine", "flow"], &body).await?;
             let id = answer.flow_id.clone();
@@ -186,6 +206,20 @@ pub async fn run(cmd: FlowCmd) -> Result<u8, CliError> {
             } else {
                 let state: FlowState = client.typed(body)?;
                 output::out(&describe(&state));
+                // Its place in its key's line, while it waits for its turn.
+                if state.queued && state.status == tartan_core::flow::FlowStatus::Active {
+                    if let Ok(turn) = client.get(&["engine", "flow", &id, "turn"]).await {
+                        let turn: tartan_server::api::turns::FlowTurnAnswer = client.typed(turn)?;
+                        output::line(&format!(
+                            "waiting for its turn on key {}: place {} of {} waiting, {} of {} running",
+                            output::one_line(&turn.key),
+                            turn.place,
+                            turn.waiting,
+                            turn.running,
+                            turn.limit
+                        ));
+                    }
+                }
             }
             Ok(exit::OK)
         }
@@ -323,6 +357,20 @@ pub fn describe(state: &FlowState) -> String {
     }
     if let Some(at) = &state.starts_at {
         head.row(vec!["starts_at".into(), output::time(at)]);
+    }
+    if let Some(c) = &state.concurrency {
+        let waits = if state.queued {
+            " (waiting for its turn)"
+        } else {
+            ""
+        };
+        head.row(vec![
+            "concurrency".into(),
+            format!("{} (limit {}){waits}", output::one_line(&c.key), c.limit),
+        ]);
+    }
+    if state.priority != 0 {
+        head.row(vec!["priority".into(), state.priority.to_string()]);
     }
     if !state.labels.is_empty() {
         head.row(vec!["labels".into(), output::pairs(&state.labels)]);

@@ -215,6 +215,7 @@ impl View {
             | E::StepWaiting { .. }
             | E::FlowTimedOut { .. }
             | E::FlowReleased { .. }
+            | E::FlowAdmitted { .. }
             | E::CompStarted { .. }
             | E::CompSucceeded { .. }
             | E::CompRetryScheduled { .. }
@@ -494,6 +495,9 @@ fn line_only(event: &FlowEvent) -> String {
             output::time(until)
         ),
         FlowEvent::FlowReleased { flow_id } => format!("flow {flow_id}: its start time came"),
+        FlowEvent::FlowAdmitted { flow_id } => {
+            format!("flow {flow_id}: its turn on its concurrency key came")
+        }
         FlowEvent::FlowTimedOut { flow_id, problem, .. } => format!(
             "flow {flow_id} timed out: {}",
             output::maybe(&ProblemText::of(problem).detail)

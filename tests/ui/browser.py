@@ -171,6 +171,22 @@ def run(api, base, steps_url):
         assert api.status("to-cancel") == "cancelled", api.status("to-cancel")
         expect(page.locator("h1 + .badge").first).to_have_text("cancelled", timeout=15000)
 
+        # A flow waiting for its turn on a concurrency key shows its place,
+        # and runs once the flow ahead of it ends.
+        for flow_id in ("turn-1", "turn-2"):
+            status, made = api.call("POST", "/engine/flow", {
+                "id": flow_id, "goals": ["wait"], "init": {"name": ["cy"]},
+                "concurrency": {"key": "customer-9", "limit": 1}})
+            assert status == 201, (status, made)
+        page.goto(f"{base}/ui/#/flow/turn-2")
+        expect(page.locator(".title .s-queued")).to_have_text("waiting for its turn: 1 of 1", timeout=15000)
+        expect(page.locator("dl.facts")).to_contain_text("customer-9 (limit 1; 1 running, 1 waiting)")
+        shot(page, "flow-waiting-turn")
+        api.call("POST", "/engine/flow/turn-1/cancel", {})
+        expect(page.locator("#step-wait .badge").first).to_have_text("active", timeout=15000)
+        expect(page.locator(".title .s-queued")).to_have_count(0)
+        api.call("POST", "/engine/flow/turn-2/cancel", {})
+
         # Markup in a step's name and in an error is text.
         api.start("xss-flow", "xss", {"name": ["eve"]})
         deadline = time.time() + 15

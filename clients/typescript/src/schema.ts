@@ -537,6 +537,30 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/engine/flow/{id}/turn": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The flow's place in its concurrency key's line.
+         * @description For a flow started with `concurrency: {"key", "limit"}`: whether it
+         *     waits for its turn or runs, its place among the key's waiting flows
+         *     (1: the next to run) and how many of the key's flows run and wait
+         *     (docs/concurrency.md). `404` for a flow without a key, or one that
+         *     ended (it left its line).
+         */
+        get: operations["getFlowTurn"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/engine/flow/{id}/work": {
         parameters: {
             query?: never;
@@ -1444,6 +1468,17 @@ export interface components {
                 [key: string]: components["schemas"]["NodeState"];
             };
         };
+        /** @description A flow's concurrency key and how many of its flows may run at once. */
+        Concurrency: {
+            /** @description Flows with the same key take turns (a customer, an order, a tenant). */
+            key: string;
+            /**
+             * Format: int32
+             * @description How many flows of the key may run at once, at least 1.
+             * @default 1
+             */
+            limit: number;
+        };
         ConstConfig: {
             value?: string;
         };
@@ -1652,6 +1687,7 @@ export interface components {
             };
             /** Format: date-time */
             completed_at?: string | null;
+            concurrency?: components["schemas"]["Concurrency"] | null;
             /** Format: date-time */
             created_at: string;
             /**
@@ -1699,7 +1735,18 @@ export interface components {
              *     decision does not copy every step definition.
              */
             plan: components["schemas"]["ExecutionPlan"];
+            /**
+             * Format: int32
+             * @description Where its calls and its turn wait, higher first
+             *     (docs/concurrency.md, "Priority").
+             */
+            priority?: number;
             problem?: unknown;
+            /**
+             * @description Waiting for its turn on its key: no step starts until
+             *     `flow_admitted` clears it.
+             */
+            queued?: boolean;
             /**
              * Format: date-time
              * @description When the flow was last retried: its timeout counts from then
@@ -1779,6 +1826,37 @@ export interface components {
             state?: string | null;
             /** @description 32 lowercase hex digits: the caller's trace, or one made at start. */
             trace_id: string;
+        };
+        /** @description `GET /engine/flow/{id}/turn`. */
+        FlowTurnAnswer: {
+            id: string;
+            /** @description The flow's concurrency key. */
+            key: string;
+            /**
+             * Format: int64
+             * @description How many of the key's flows may run at once.
+             */
+            limit: number;
+            /**
+             * Format: int64
+             * @description Among the key's waiting flows, 1 for the next to run; 0 once running.
+             */
+            place: number;
+            /**
+             * Format: int64
+             * @description The key's flows running now.
+             */
+            running: number;
+            /**
+             * @description `waiting` for its turn, or `running`.
+             * @example waiting
+             */
+            state: string;
+            /**
+             * Format: int64
+             * @description The key's flows waiting now.
+             */
+            waiting: number;
         };
         /** @description `GET /health`. */
         Health: {
@@ -2104,6 +2182,7 @@ export interface components {
         RetryState: "permanent" | "max_attempts" | "deadline" | "step_limit" | "flow_ended";
         /** @description The flow a schedule starts: a start request without an id. */
         ScheduleFlow: {
+            concurrency?: components["schemas"]["Concurrency"] | null;
             goals: string[];
             init?: {
                 [key: string]: unknown[];
@@ -2111,6 +2190,12 @@ export interface components {
             labels?: {
                 [key: string]: string;
             };
+            /**
+             * Format: int32
+             * @description The priority of every flow it starts (docs/concurrency.md).
+             * @default 0
+             */
+            priority: number;
         };
         /** @description `GET /engine/schedule`. */
         ScheduleList: {
@@ -2208,6 +2293,7 @@ export interface components {
         };
         /** @description `POST /engine/flow`. */
         StartFlow: {
+            concurrency?: components["schemas"]["Concurrency"] | null;
             /** @description Bounds the whole flow by an absolute time (RFC 3339). */
             deadline_at?: unknown;
             /** @description The steps whose completion is the point of the flow; required. */
@@ -2225,6 +2311,14 @@ export interface components {
              * @description Cap on the attempts of all work items together; the engine default when absent.
              */
             max_step_attempts?: number | null;
+            /**
+             * Format: int32
+             * @description Higher goes first wherever flows and their calls wait: call slots,
+             *     lanes, concurrency keys; each point is worth a second of waiting
+             *     (docs/concurrency.md, "Priority"). -1000 to 1000, default 0.
+             * @default 0
+             */
+            priority: number;
             /**
              * Format: date-time
              * @description A delayed start: no step starts before this time (RFC 3339). A time
@@ -4244,6 +4338,65 @@ export interface operations {
                 };
             };
             /** @description Too many streams open; retry later */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getFlowTurn: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Flow id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Its place in its key's line */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FlowTurnAnswer"];
+                };
+            };
+            /** @description No token, or an unknown one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request names a host this server does not answer to (TARTAN_ALLOWED_HOSTS) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such flow in a line */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unavailable, or the engine is stopping or overloaded; see `Retry-After` */
             503: {
                 headers: {
                     [name: string]: unknown;

@@ -33,6 +33,7 @@
 pub mod bulk;
 pub mod catalog;
 pub mod classes;
+pub mod concurrency;
 pub mod duration;
 pub mod endpoint;
 pub mod error;

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::concurrency::{check_priority, Concurrency};
 use crate::error::{check_key, check_labels, check_len, ValidationError};
 use crate::flow::{FlowOptions, FlowStatus, Time};
 use crate::ids::{is_dot_id, is_valid_id_prefix, sanitize_id, shown_key, MAX_FLOW_ID_LEN, MAX_ID_LEN};
@@ -62,6 +63,20 @@ pub struct StartFlow {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "openapi", schema(value_type = Option<String>, example = "10m"))]
     pub start_in: Option<serde_json::Value>,
+    /// A concurrency key: at most `limit` flows with `key` run at once,
+    /// across every engine; the others wait their turn (docs/concurrency.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub concurrency: Option<Concurrency>,
+    /// Higher goes first wherever flows and their calls wait: call slots,
+    /// lanes, concurrency keys; each point is worth a second of waiting
+    /// (docs/concurrency.md, "Priority"). -1000 to 1000, default 0.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    #[cfg_attr(feature = "openapi", schema(minimum = -1000, maximum = 1000, default = 0))]
+    pub priority: i32,
+}
+
+fn is_zero(n: &i32) -> bool {
+    *n == 0
 }
 
 /// How far ahead a flow's start may be put off (`start_at`, `start_in`):
@@ -121,6 +136,8 @@ impl StartFlow {
                 trace: None,
                 parent: None,
                 starts_at,
+                concurrency: request.concurrency,
+                priority: request.priority,
             },
             id: request.id,
             goals: request.goals,
@@ -159,6 +176,10 @@ impl StartFlow {
         if self.max_step_attempts == Some(0) {
             return Err(ValidationError::new("max_step_attempts", "must be at least 1"));
         }
+        if let Some(c) = &self.concurrency {
+            c.check()?;
+        }
+        check_priority(self.priority)?;
         Ok(self)
     }
 

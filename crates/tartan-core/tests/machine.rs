@@ -275,6 +275,86 @@ fn a_delayed_flow_cancelled_before_its_time_calls_nothing_and_a_retry_runs_it_no
     assert_eq!(run.replayed(), run.state);
 }
 
+/// The chain, started at t(0) with a concurrency key.
+fn start_chain_keyed(starts_at: Option<tartan_core::flow::Time>) -> (Run, Transition) {
+    let options = FlowOptions {
+        starts_at,
+        concurrency: Some(tartan_core::concurrency::Concurrency {
+            key: "customer-1".into(),
+            limit: 1,
+        }),
+        priority: 5,
+        ..FlowOptions::default()
+    };
+    Run::start_with(&chain(), &["c"], init(&[("in", json!(1))]), options, t(0))
+}
+
+#[test]
+fn a_keyed_flow_joins_its_line_and_starts_no_step_before_its_turn() {
+    use tartan_core::concurrency::LineChange;
+    let (mut run, tx) = start_chain_keyed(None);
+    assert_eq!(types(&tx), ["flow_started"]);
+    assert_eq!(tx.effects, [Effect::Line(LineChange::Join)]);
+    assert!(run.state.queued);
+    assert_eq!(run.state.priority, 5);
+    // Nothing else lets it go: a wake changes nothing.
+    assert!(run.command(Command::DeadlineDue, t(5)).events.is_empty());
+    let tx = run.command(Command::Admit, t(10));
+    assert_eq!(types(&tx), ["flow_admitted", "step_started", "work_started"]);
+    assert!(tx.effects.contains(&Effect::Line(LineChange::Admitted)));
+    assert_eq!(tx.dispatches(), [dispatch("a", "tok-1", 1)]);
+    assert!(!run.state.queued);
+    // A second turn changes nothing.
+    assert!(run.command(Command::Admit, t(11)).events.is_empty());
+    assert_eq!(run.replayed(), run.state);
+}
+
+#[test]
+fn a_keyed_flow_leaves_its_line_however_it_ends_and_a_retry_joins_again() {
+    use tartan_core::concurrency::LineChange;
+    let (mut run, _) = start_chain_keyed(None);
+    let tx = run.command(Command::Stop(Stop::Cancel("client asked".into())), t(3));
+    assert_eq!(types(&tx), ["flow_cancelled", "flow_deactivated"]);
+    assert!(tx.effects.contains(&Effect::Line(LineChange::Leave)));
+    assert!(
+        run.command(Command::Admit, t(4)).events.is_empty(),
+        "an ended flow is not let in"
+    );
+    let tx = run.command(
+        Command::Retry {
+            reset_attempts: false,
+            by: None,
+        },
+        t(20),
+    );
+    assert_eq!(types(&tx), ["flow_retried"], "it waits for its turn again");
+    assert!(tx.effects.contains(&Effect::Line(LineChange::Join)));
+    assert!(run.state.queued);
+    let tx = run.command(Command::Admit, t(21));
+    assert_eq!(types(&tx), ["flow_admitted", "step_started", "work_started"]);
+    assert_eq!(run.replayed(), run.state);
+}
+
+#[test]
+fn a_delayed_keyed_flow_joins_its_line_at_its_start_time() {
+    use tartan_core::concurrency::LineChange;
+    let (mut run, tx) = start_chain_keyed(Some(t(60)));
+    assert!(
+        !tx.effects.contains(&Effect::Line(LineChange::Join)),
+        "no turn held while it waits"
+    );
+    assert!(
+        run.command(Command::Admit, t(10)).events.is_empty(),
+        "not in its line yet"
+    );
+    let tx = run.command(Command::DeadlineDue, t(60));
+    assert_eq!(types(&tx), ["flow_released"]);
+    assert!(tx.effects.contains(&Effect::Line(LineChange::Join)));
+    let tx = run.command(Command::Admit, t(61));
+    assert_eq!(types(&tx), ["flow_admitted", "step_started", "work_started"]);
+    assert_eq!(run.replayed(), run.state);
+}
+
 #[test]
 fn the_initial_inputs_are_attributes_without_a_step() {
     let (run, _) = start_chain();

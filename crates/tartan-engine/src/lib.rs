@@ -71,6 +71,7 @@ mod flows;
 mod health;
 mod lanes;
 mod leases;
+mod lines;
 mod memo;
 pub mod metrics;
 mod notices;
@@ -81,6 +82,7 @@ mod sweep;
 mod sync;
 mod timers;
 mod traces;
+mod turns;
 mod webhook_key;
 mod writer;
 
@@ -107,6 +109,7 @@ pub use feed::{CommittedCatalog, CommittedEvents, EventFeed, EventSubscription, 
 pub use flows::{FlowFinished, Flows, StartOutcome, WebhookError, WebhookRefusal, WebhookResult};
 pub use health::{ClusterEvents, ClusterReceiver, ClusterView, Health, StepHealthView};
 pub use lanes::{LaneView, LaneWait, Lanes, LocalLane};
+pub use lines::FlowTurn;
 pub use memo::MAX_MEMO_CACHE_SIZE;
 pub use metrics::Metrics;
 pub use retention::purge_before;
@@ -141,6 +144,8 @@ struct Inner {
     bulk: Arc<bulk::Bulk>,
     /// Schedules, and the clock of their fires.
     schedules: Arc<schedules::Schedules>,
+    /// Concurrency keys' lines: letting their next flows in.
+    lines: Arc<lines::Lines>,
     /// This engine's metrics (its own registry: engines never share one).
     metrics: Arc<metrics::Metrics>,
     /// Fires when the engine stops taking new work.
@@ -258,6 +263,13 @@ impl Inner {
                 metrics: Arc::clone(&c.metrics),
                 stopping: c.stopping.clone(),
             }));
+            let lines = Arc::new(lines::Lines::new(lines::LinesParts {
+                store: c.store.clone(),
+                decide: back(),
+                config: Arc::clone(&c.config),
+                metrics: Arc::clone(&c.metrics),
+                stopping: c.stopping.clone(),
+            }));
             let flows = Arc::new(flows::Flows::new(flows::FlowsParts {
                 writer: writer::Writer::spawn(c.store.clone(), Arc::clone(&c.metrics), feed.writer_side()),
                 store: c.store.clone(),
@@ -268,6 +280,7 @@ impl Inner {
                 timers: Arc::clone(&timers),
                 memo,
                 outbox: c.outbox.clone(),
+                lines: Arc::clone(&lines),
                 webhook_key,
                 config: Arc::clone(&c.config),
                 metrics: Arc::clone(&c.metrics),
@@ -305,6 +318,7 @@ impl Inner {
                 health,
                 bulk,
                 schedules,
+                lines,
                 metrics: c.metrics,
                 stopping: c.stopping,
                 tasks: c.tasks,
@@ -329,6 +343,7 @@ impl Inner {
         sweep::Sweep {
             timers: Arc::clone(&self.timers),
             schedules: Arc::clone(&self.schedules),
+            lines: Arc::clone(&self.lines),
             flows: Arc::clone(&self.flows),
             leases: Arc::clone(&self.leases),
             lease: self.config.lease,

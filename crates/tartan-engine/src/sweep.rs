@@ -2,7 +2,8 @@
 //! (docs/architecture.md, "Timers"). Every `SWEEP_EVERY`, or every lease
 //! if that is shorter, it loads the timers due before the sweep after next
 //! (those another process set, or beyond the last horizon) and the
-//! schedules' next fires (docs/schedules.md), reads again
+//! schedules' next fires (docs/schedules.md), the concurrency keys'
+//! turns a dead process left undone (docs/concurrency.md), reads again
 //! the flows held in memory that sat idle (a commit a failover lost), and
 //! takes over the calls whose lease ran out (a dead process's). A task of
 //! its own, so that a slow database delays no due timer.
@@ -14,6 +15,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::flows::{Flows, IdleFlows};
 use crate::leases::Leases;
+use crate::lines::Lines;
 use crate::schedules::Schedules;
 use crate::timers::{Timers, HORIZON};
 
@@ -26,6 +28,8 @@ pub(crate) struct Sweep {
     pub timers: Arc<Timers>,
     /// Schedules other engines made or moved.
     pub schedules: Arc<Schedules>,
+    /// Concurrency keys' turns a dead process left undone.
+    pub lines: Arc<Lines>,
     pub flows: Arc<Flows>,
     pub leases: Arc<Leases>,
     /// `TARTAN_LEASE`: an expired lease is noticed within one.
@@ -52,6 +56,9 @@ impl Sweep {
                 }
                 if let Err(e) = self.schedules.load().await {
                     tracing::warn!("sweep for schedules failed: {e}");
+                }
+                if let Err(e) = self.lines.sweep().await {
+                    tracing::warn!("sweep for concurrency keys' turns failed: {e}");
                 }
                 // Before taking work over: a cached flow the database
                 // moved away from would take it over on a wrong state.

@@ -332,6 +332,10 @@ impl<'a> Decision<'a> {
                 command: "deadline_due",
                 ..Self::FLOW
             },
+            Command::Admit => Decision {
+                command: "admit",
+                ..Self::FLOW
+            },
             Command::Stop(_) => Decision {
                 command: "stop",
                 ..Self::FLOW

@@ -178,6 +178,19 @@ function actions(flow, ctx, view, after) {
 export async function render(main, [id], ctx) {
   const base = `/engine/flow/${api.seg(id)}`;
   let flow = await api.get(base, ctx.signal);
+  // Its place in its concurrency key's line while it waits for its turn
+  // (docs/concurrency.md); none otherwise.
+  let turn = null;
+  async function readTurn() {
+    turn = null;
+    if (!flow.queued || flow.status !== "active") return;
+    try {
+      turn = await api.get(`${base}/turn`, ctx.signal);
+    } catch (e) {
+      if (e.name === "AbortError") throw e;
+    }
+  }
+  await readTurn();
   const catalog = {};
   try {
     const steps = await api.get("/engine/step", ctx.signal);
@@ -219,12 +232,21 @@ export async function render(main, [id], ctx) {
     const deadline = flow.deadline_at && flow.status === "active" ? countdown(h, flow.deadline_at, "deadline") : null;
     // A delayed start (docs/schedules.md): nothing runs before it.
     const starts = flow.starts_at && flow.status === "active" ? countdown(h, flow.starts_at, "starts") : null;
+    const waits = flow.queued && flow.status === "active"
+      ? h("span", { class: "badge s-queued", title: "No step starts until its concurrency key lets it in" },
+        turn && turn.state === "waiting" ? `waiting for its turn: ${turn.place} of ${turn.waiting}` : "waiting for its turn")
+      : null;
+    const key = flow.concurrency
+      ? `${flow.concurrency.key} (limit ${flow.concurrency.limit}${turn ? `; ${turn.running} running, ${turn.waiting} waiting` : ""})`
+      : "";
     fill(head,
-      h("div", { class: "title" }, h("h1", {}, "Flow ", h("code", {}, flow.id)), badge(flow.status), liveEl, starts, deadline),
+      h("div", { class: "title" }, h("h1", {}, "Flow ", h("code", {}, flow.id)), badge(flow.status), liveEl, waits, starts, deadline),
       facts([
         ["goals", (flow.plan?.goals || []).join(", ")],
         ["created", time(flow.created_at)],
         ["starts", flow.starts_at ? time(flow.starts_at) : ""],
+        ["concurrency key", key],
+        ["priority", flow.priority || ""],
         ["took", between(flow.created_at, flow.completed_at)],
         ["labels", Object.entries(flow.labels || {}).map(([k, v]) => `${k}=${v}`).join(", ")],
         ["parent", flow.metadata?.parent_flow_id
@@ -268,6 +290,8 @@ export async function render(main, [id], ctx) {
       const answer = await api.get(base, ctx.signal);
       if (mine !== reads) return;
       flow = answer;
+      await readTurn();
+      if (mine !== reads) return;
       draw();
     } catch (e) {
       ctx.refused(e);
@@ -275,6 +299,13 @@ export async function render(main, [id], ctx) {
   }
   const later = () => {
     if (!pending) pending = setTimeout(() => { pending = null; refresh(); }, 250);
+  };
+  // A place in a line moves as other flows end, which this flow's events
+  // do not tell: read it again every few seconds while it waits.
+  let turnTimer = 0;
+  const watchTurn = () => {
+    clearTimeout(turnTimer);
+    if (flow.queued && flow.status === "active") turnTimer = setTimeout(() => { refresh().then(watchTurn); }, 3000);
   };
   // After a retry the flow runs again, and its stream must start again.
   function restart() {
@@ -284,7 +315,8 @@ export async function render(main, [id], ctx) {
   fill(main, head, graph, stepsEl,
     h("section", { class: "card", "aria-labelledby": "events-h" }, h("h2", { id: "events-h" }, "Events"), log, logMore));
   draw();
-  ctx.signal.addEventListener("abort", () => { clearTimeout(pending); cancelAnimationFrame(logFrame); });
+  watchTurn();
+  ctx.signal.addEventListener("abort", () => { clearTimeout(pending); clearTimeout(turnTimer); cancelAnimationFrame(logFrame); });
   const known = new Date(flow.last_updated || 0).getTime();
   api.stream(`${base}/stream`, (m) => {
     if (m.event === "state") {

@@ -125,6 +125,37 @@ pub struct FlowCommit {
     pub request: Option<String>,
     /// Work items whose rows change.
     pub work: Vec<WorkRow>,
+    /// The flow's row in its concurrency key's line, when it changes.
+    pub line: Option<LineWrite>,
+}
+
+/// What a decision changes in its flow's row of its concurrency key's
+/// line (docs/concurrency.md; `LineStore` lets the next flows in).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LineWrite {
+    /// It joins (started or retried with a key), waiting; `turn_us`: the
+    /// order of its turn (`tartan_core::concurrency::turn_us`).
+    Join {
+        key: String,
+        limit: u32,
+        turn_us: i64,
+        queued_us: i64,
+    },
+    /// Its `flow_admitted` is committed: it runs.
+    Admitted,
+    /// It ended: its row goes, making room.
+    Leave,
+}
+
+impl LineWrite {
+    /// The three ways a row changes, as the commit statements name them.
+    pub fn op(&self) -> &'static str {
+        match self {
+            LineWrite::Join { .. } => "join",
+            LineWrite::Admitted => "admitted",
+            LineWrite::Leave => "leave",
+        }
+    }
 }
 
 /// The row of one work item.

@@ -26,9 +26,9 @@ use crate::{
     BulkCreated, BulkEnd, BulkItem, BulkJob, BulkJobStore, BulkRunStore, CatalogChange, CatalogSnapshot,
     CatalogStore, Claim, ClusterStore, EventPage, FeedFilter, FeedPage, FeedStore, FireRecord, FlowCommit,
     FlowPage, FlowQuery, FlowStore, FlowVersion, HealthRecord, LaneGrant, LaneOutcome, LaneRecord, LaneStore,
-    LaneTake, LoadedFlow, MemoStore, NewBulkJob, NodeGuard, NodeRecord, Notice, NoticeStore, PoolReading,
-    PoolStats, Readiness, RetentionStore, ScheduleMove, ScheduleRecord, ScheduleStore, ScheduledTimer, Store,
-    StoredEvent, WorkKey, WorkPage, WorkQuery, WorkStore,
+    LaneTake, LinePlace, LineStore, LoadedFlow, MemoStore, NewBulkJob, NodeGuard, NodeRecord, Notice,
+    NoticeStore, PoolReading, PoolStats, Readiness, RetentionStore, ScheduleMove, ScheduleRecord,
+    ScheduleStore, ScheduledTimer, StalledLines, Store, StoredEvent, WorkKey, WorkPage, WorkQuery, WorkStore,
 };
 
 /// The Postgres store: `sql` answers, `standby` remembers when an answer
@@ -429,6 +429,25 @@ impl LaneStore for PgStore {
 
     async fn lanes(&self) -> Result<Vec<LaneRecord>, StoreError> {
         self.noted(self.sql.lanes().await)
+    }
+}
+
+#[async_trait]
+impl LineStore for PgStore {
+    async fn line_admit(&self, key: &str, now_us: i64) -> Result<Vec<String>, StoreError> {
+        self.noted(self.sql.line_admit(key, now_us).await)
+    }
+
+    async fn lines_stalled(&self, admitted_before_us: i64) -> Result<StalledLines, StoreError> {
+        self.noted(self.sql.lines_stalled(admitted_before_us).await)
+    }
+
+    async fn line_place(&self, flow_id: &str) -> Result<Option<LinePlace>, StoreError> {
+        self.noted(self.sql.line_place(flow_id).await)
+    }
+
+    async fn line_counts(&self) -> Result<(i64, i64), StoreError> {
+        self.noted(self.sql.line_counts().await)
     }
 }
 

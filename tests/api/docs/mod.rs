@@ -100,9 +100,10 @@ fn runnable(path: &Path) -> Vec<Block> {
 }
 
 /// The pages with runnable examples, each run by a test below.
-const PAGES: [&str; 15] = [
+const PAGES: [&str; 16] = [
     "README.md",
     "docs/cli.md",
+    "docs/concurrency.md",
     "docs/lanes.md",
     "docs/schedules.md",
     "docs/security.md",
@@ -334,6 +335,11 @@ async fn cli() {
 #[tokio::test]
 async fn lanes() {
     run_examples("docs/lanes.md", greeter::app()).await;
+}
+
+#[tokio::test]
+async fn concurrency() {
+    run_examples("docs/concurrency.md", greeter::app()).await;
 }
 
 #[tokio::test]

@@ -1,7 +1,9 @@
-//! Flows over the API: their life, delayed starts, their size, large outputs,
+//! Flows over the API: their life, delayed starts, concurrency keys and
+//! priority, their size, large outputs,
 //! for_each volume.
 
 mod bodies;
+mod concurrency;
 mod delayed;
 mod flow_size;
 mod lifecycle;

@@ -21,6 +21,7 @@ from .catalog_state_attributes import CatalogStateAttributes
 from .catalog_state_steps import CatalogStateSteps
 from .cluster_state import ClusterState
 from .cluster_state_nodes import ClusterStateNodes
+from .concurrency import Concurrency
 from .const_config import ConstConfig
 from .delay_parts import DelayParts
 from .deliver_webhook_body import DeliverWebhookBody
@@ -61,6 +62,7 @@ from .flow_status_answer import FlowStatusAnswer
 from .flow_summary import FlowSummary
 from .flow_summary_labels import FlowSummaryLabels
 from .flow_trace import FlowTrace
+from .flow_turn_answer import FlowTurnAnswer
 from .get_open_api_document_response_200 import GetOpenApiDocumentResponse200
 from .health import Health
 from .health_backend import HealthBackend
@@ -144,6 +146,7 @@ __all__ = (
     "CatalogStateSteps",
     "ClusterState",
     "ClusterStateNodes",
+    "Concurrency",
     "ConstConfig",
     "DelayParts",
     "DeliverWebhookBody",
@@ -182,6 +185,7 @@ __all__ = (
     "FlowSummary",
     "FlowSummaryLabels",
     "FlowTrace",
+    "FlowTurnAnswer",
     "GetOpenApiDocumentResponse200",
     "Health",
     "HealthBackend",

@@ -12,6 +12,7 @@ from ..models.on_timeout import OnTimeout
 from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
+    from ..models.concurrency import Concurrency
     from ..models.execution_plan import ExecutionPlan
     from ..models.flow_state_attributes import FlowStateAttributes
     from ..models.flow_state_executions import FlowStateExecutions
@@ -39,6 +40,7 @@ class FlowState:
             typed policies: a plan read back from storage parses them again, once.
         status (FlowStatus):
         completed_at (datetime.datetime | None | Unset):
+        concurrency (Concurrency | None | Unset):
         data_bytes (int | Unset): The bytes of JSON of the flow's initial inputs and of every output
             its work items returned: what `TARTAN_MAX_FLOW_BYTES` bounds
             (docs/errors.md, "A flow's size"). Kept by `apply`.
@@ -52,7 +54,11 @@ class FlowState:
         labels (FlowStateLabels | Unset):
         metadata (None | ParentLink | Unset):
         on_timeout (None | OnTimeout | Unset):
+        priority (int | Unset): Where its calls and its turn wait, higher first
+            (docs/concurrency.md, "Priority").
         problem (Any | Unset):
+        queued (bool | Unset): Waiting for its turn on its key: no step starts until
+            `flow_admitted` clears it.
         retried_at (datetime.datetime | None | Unset): When the flow was last retried: its timeout counts from then
             (from `created_at` before any retry).
         starts_at (datetime.datetime | None | Unset): A delayed flow's start time, while it waits for it (no step starts
@@ -69,6 +75,7 @@ class FlowState:
     plan: ExecutionPlan
     status: FlowStatus
     completed_at: datetime.datetime | None | Unset = UNSET
+    concurrency: Concurrency | None | Unset = UNSET
     data_bytes: int | Unset = UNSET
     deactivated_at: datetime.datetime | None | Unset = UNSET
     deadline_at: datetime.datetime | None | Unset = UNSET
@@ -78,13 +85,16 @@ class FlowState:
     labels: FlowStateLabels | Unset = UNSET
     metadata: None | ParentLink | Unset = UNSET
     on_timeout: None | OnTimeout | Unset = UNSET
+    priority: int | Unset = UNSET
     problem: Any | Unset = UNSET
+    queued: bool | Unset = UNSET
     retried_at: datetime.datetime | None | Unset = UNSET
     starts_at: datetime.datetime | None | Unset = UNSET
     trace: FlowTrace | None | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
+        from ..models.concurrency import Concurrency
         from ..models.flow_trace import FlowTrace
         from ..models.parent_link import ParentLink
 
@@ -111,6 +121,14 @@ class FlowState:
             completed_at = self.completed_at.isoformat()
         else:
             completed_at = self.completed_at
+
+        concurrency: dict[str, Any] | None | Unset
+        if isinstance(self.concurrency, Unset):
+            concurrency = UNSET
+        elif isinstance(self.concurrency, Concurrency):
+            concurrency = self.concurrency.to_dict()
+        else:
+            concurrency = self.concurrency
 
         data_bytes = self.data_bytes
 
@@ -162,7 +180,11 @@ class FlowState:
         else:
             on_timeout = self.on_timeout
 
+        priority = self.priority
+
         problem = self.problem
+
+        queued = self.queued
 
         retried_at: None | str | Unset
         if isinstance(self.retried_at, Unset):
@@ -204,6 +226,8 @@ class FlowState:
         )
         if completed_at is not UNSET:
             field_dict["completed_at"] = completed_at
+        if concurrency is not UNSET:
+            field_dict["concurrency"] = concurrency
         if data_bytes is not UNSET:
             field_dict["data_bytes"] = data_bytes
         if deactivated_at is not UNSET:
@@ -222,8 +246,12 @@ class FlowState:
             field_dict["metadata"] = metadata
         if on_timeout is not UNSET:
             field_dict["on_timeout"] = on_timeout
+        if priority is not UNSET:
+            field_dict["priority"] = priority
         if problem is not UNSET:
             field_dict["problem"] = problem
+        if queued is not UNSET:
+            field_dict["queued"] = queued
         if retried_at is not UNSET:
             field_dict["retried_at"] = retried_at
         if starts_at is not UNSET:
@@ -235,6 +263,7 @@ class FlowState:
 
     @classmethod
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
+        from ..models.concurrency import Concurrency
         from ..models.execution_plan import ExecutionPlan
         from ..models.flow_state_attributes import FlowStateAttributes
         from ..models.flow_state_executions import FlowStateExecutions
@@ -276,6 +305,23 @@ class FlowState:
             return cast(datetime.datetime | None | Unset, data)
 
         completed_at = _parse_completed_at(d.pop("completed_at", UNSET))
+
+        def _parse_concurrency(data: object) -> Concurrency | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                concurrency_type_0 = Concurrency.from_dict(data)
+
+                return concurrency_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(Concurrency | None | Unset, data)
+
+        concurrency = _parse_concurrency(d.pop("concurrency", UNSET))
 
         data_bytes = d.pop("data_bytes", UNSET)
 
@@ -372,7 +418,11 @@ class FlowState:
 
         on_timeout = _parse_on_timeout(d.pop("on_timeout", UNSET))
 
+        priority = d.pop("priority", UNSET)
+
         problem = d.pop("problem", UNSET)
+
+        queued = d.pop("queued", UNSET)
 
         def _parse_retried_at(data: object) -> datetime.datetime | None | Unset:
             if data is None:
@@ -435,6 +485,7 @@ class FlowState:
             plan=plan,
             status=status,
             completed_at=completed_at,
+            concurrency=concurrency,
             data_bytes=data_bytes,
             deactivated_at=deactivated_at,
             deadline_at=deadline_at,
@@ -444,7 +495,9 @@ class FlowState:
             labels=labels,
             metadata=metadata,
             on_timeout=on_timeout,
+            priority=priority,
             problem=problem,
+            queued=queued,
             retried_at=retried_at,
             starts_at=starts_at,
             trace=trace,

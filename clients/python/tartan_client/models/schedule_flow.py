@@ -9,6 +9,7 @@ from attrs import field as _attrs_field
 from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
+    from ..models.concurrency import Concurrency
     from ..models.schedule_flow_init import ScheduleFlowInit
     from ..models.schedule_flow_labels import ScheduleFlowLabels
 
@@ -22,17 +23,31 @@ class ScheduleFlow:
 
     Attributes:
         goals (list[str]):
+        concurrency (Concurrency | None | Unset):
         init (ScheduleFlowInit | Unset):
         labels (ScheduleFlowLabels | Unset):
+        priority (int | Unset): The priority of every flow it starts (docs/concurrency.md). Default: 0.
     """
 
     goals: list[str]
+    concurrency: Concurrency | None | Unset = UNSET
     init: ScheduleFlowInit | Unset = UNSET
     labels: ScheduleFlowLabels | Unset = UNSET
+    priority: int | Unset = 0
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
+        from ..models.concurrency import Concurrency
+
         goals = self.goals
+
+        concurrency: dict[str, Any] | None | Unset
+        if isinstance(self.concurrency, Unset):
+            concurrency = UNSET
+        elif isinstance(self.concurrency, Concurrency):
+            concurrency = self.concurrency.to_dict()
+        else:
+            concurrency = self.concurrency
 
         init: dict[str, Any] | Unset = UNSET
         if not isinstance(self.init, Unset):
@@ -42,6 +57,8 @@ class ScheduleFlow:
         if not isinstance(self.labels, Unset):
             labels = self.labels.to_dict()
 
+        priority = self.priority
+
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update(
@@ -49,20 +66,42 @@ class ScheduleFlow:
                 "goals": goals,
             }
         )
+        if concurrency is not UNSET:
+            field_dict["concurrency"] = concurrency
         if init is not UNSET:
             field_dict["init"] = init
         if labels is not UNSET:
             field_dict["labels"] = labels
+        if priority is not UNSET:
+            field_dict["priority"] = priority
 
         return field_dict
 
     @classmethod
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
+        from ..models.concurrency import Concurrency
         from ..models.schedule_flow_init import ScheduleFlowInit
         from ..models.schedule_flow_labels import ScheduleFlowLabels
 
         d = dict(src_dict)
         goals = cast(list[str], d.pop("goals"))
+
+        def _parse_concurrency(data: object) -> Concurrency | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                concurrency_type_0 = Concurrency.from_dict(data)
+
+                return concurrency_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(Concurrency | None | Unset, data)
+
+        concurrency = _parse_concurrency(d.pop("concurrency", UNSET))
 
         _init = d.pop("init", UNSET)
         init: ScheduleFlowInit | Unset
@@ -78,10 +117,14 @@ class ScheduleFlow:
         else:
             labels = ScheduleFlowLabels.from_dict(_labels)
 
+        priority = d.pop("priority", UNSET)
+
         schedule_flow = cls(
             goals=goals,
+            concurrency=concurrency,
             init=init,
             labels=labels,
+            priority=priority,
         )
 
         schedule_flow.additional_properties = d

@@ -10,6 +10,7 @@ from attrs import field as _attrs_field
 from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
+    from ..models.concurrency import Concurrency
     from ..models.start_flow_init import StartFlowInit
     from ..models.start_flow_labels import StartFlowLabels
 
@@ -24,11 +25,15 @@ class StartFlow:
     Attributes:
         goals (list[str]): The steps whose completion is the point of the flow; required.
         id (str): The flow's id, sanitised; required.
+        concurrency (Concurrency | None | Unset):
         deadline_at (Any | Unset): Bounds the whole flow by an absolute time (RFC 3339).
         init (StartFlowInit | Unset):
         labels (StartFlowLabels | Unset):
         max_step_attempts (int | None | Unset): Cap on the attempts of all work items together; the engine default when
             absent.
+        priority (int | Unset): Higher goes first wherever flows and their calls wait: call slots,
+            lanes, concurrency keys; each point is worth a second of waiting
+            (docs/concurrency.md, "Priority"). -1000 to 1000, default 0. Default: 0.
         start_at (datetime.datetime | None | Unset): A delayed start: no step starts before this time (RFC 3339). A time
             already past starts the flow at once. Not with `start_in`.
         start_in (None | str | Unset): A delayed start: no step starts before this duration has passed (any
@@ -39,19 +44,31 @@ class StartFlow:
 
     goals: list[str]
     id: str
+    concurrency: Concurrency | None | Unset = UNSET
     deadline_at: Any | Unset = UNSET
     init: StartFlowInit | Unset = UNSET
     labels: StartFlowLabels | Unset = UNSET
     max_step_attempts: int | None | Unset = UNSET
+    priority: int | Unset = 0
     start_at: datetime.datetime | None | Unset = UNSET
     start_in: None | str | Unset = UNSET
     timeout: Any | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
+        from ..models.concurrency import Concurrency
+
         goals = self.goals
 
         id = self.id
+
+        concurrency: dict[str, Any] | None | Unset
+        if isinstance(self.concurrency, Unset):
+            concurrency = UNSET
+        elif isinstance(self.concurrency, Concurrency):
+            concurrency = self.concurrency.to_dict()
+        else:
+            concurrency = self.concurrency
 
         deadline_at = self.deadline_at
 
@@ -68,6 +85,8 @@ class StartFlow:
             max_step_attempts = UNSET
         else:
             max_step_attempts = self.max_step_attempts
+
+        priority = self.priority
 
         start_at: None | str | Unset
         if isinstance(self.start_at, Unset):
@@ -93,6 +112,8 @@ class StartFlow:
                 "id": id,
             }
         )
+        if concurrency is not UNSET:
+            field_dict["concurrency"] = concurrency
         if deadline_at is not UNSET:
             field_dict["deadline_at"] = deadline_at
         if init is not UNSET:
@@ -101,6 +122,8 @@ class StartFlow:
             field_dict["labels"] = labels
         if max_step_attempts is not UNSET:
             field_dict["max_step_attempts"] = max_step_attempts
+        if priority is not UNSET:
+            field_dict["priority"] = priority
         if start_at is not UNSET:
             field_dict["start_at"] = start_at
         if start_in is not UNSET:
@@ -112,6 +135,7 @@ class StartFlow:
 
     @classmethod
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
+        from ..models.concurrency import Concurrency
         from ..models.start_flow_init import StartFlowInit
         from ..models.start_flow_labels import StartFlowLabels
 
@@ -119,6 +143,23 @@ class StartFlow:
         goals = cast(list[str], d.pop("goals"))
 
         id = d.pop("id")
+
+        def _parse_concurrency(data: object) -> Concurrency | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                concurrency_type_0 = Concurrency.from_dict(data)
+
+                return concurrency_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(Concurrency | None | Unset, data)
+
+        concurrency = _parse_concurrency(d.pop("concurrency", UNSET))
 
         deadline_at = d.pop("deadline_at", UNSET)
 
@@ -144,6 +185,8 @@ class StartFlow:
             return cast(int | None | Unset, data)
 
         max_step_attempts = _parse_max_step_attempts(d.pop("max_step_attempts", UNSET))
+
+        priority = d.pop("priority", UNSET)
 
         def _parse_start_at(data: object) -> datetime.datetime | None | Unset:
             if data is None:
@@ -176,10 +219,12 @@ class StartFlow:
         start_flow = cls(
             goals=goals,
             id=id,
+            concurrency=concurrency,
             deadline_at=deadline_at,
             init=init,
             labels=labels,
             max_step_attempts=max_step_attempts,
+            priority=priority,
             start_at=start_at,
             start_in=start_in,
             timeout=timeout,

@@ -39,10 +39,22 @@ pub enum FlowEvent {
         /// before this time, when `flow_released` follows.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         starts_at: Option<Time>,
+        /// A concurrency key: the flow waits for its turn, when
+        /// `flow_admitted` follows (docs/concurrency.md).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        concurrency: Option<crate::concurrency::Concurrency>,
+        /// Where its calls and its turn wait (docs/concurrency.md).
+        #[serde(default, skip_serializing_if = "no_priority")]
+        priority: i32,
     },
     /// A delayed flow's start time came: its steps start now
     /// (docs/schedules.md, "Delayed starts").
     FlowReleased {
+        flow_id: String,
+    },
+    /// A flow waiting for its turn on its concurrency key got it: its
+    /// steps may start (docs/concurrency.md).
+    FlowAdmitted {
         flow_id: String,
     },
     StepStarted {
@@ -431,6 +443,7 @@ impl FlowEvent {
             FlowEvent::WorkLateResult { .. }
             | FlowEvent::FlowStarted { .. }
             | FlowEvent::FlowReleased { .. }
+            | FlowEvent::FlowAdmitted { .. }
             | FlowEvent::StepStarted { .. }
             | FlowEvent::StepTimedOut { .. }
             | FlowEvent::StepCancelled { .. }
@@ -453,6 +466,7 @@ impl FlowEvent {
     pub const TYPE_NAMES: &'static [&'static str] = &[
         "flow_started",
         "flow_released",
+        "flow_admitted",
         "step_started",
         "work_started",
         "work_succeeded",
@@ -494,6 +508,7 @@ impl FlowEvent {
         match self {
             FlowEvent::FlowStarted { .. } => "flow_started",
             FlowEvent::FlowReleased { .. } => "flow_released",
+            FlowEvent::FlowAdmitted { .. } => "flow_admitted",
             FlowEvent::StepStarted { .. } => "step_started",
             FlowEvent::WorkStarted { .. } => "work_started",
             FlowEvent::WorkSucceeded { .. } => "work_succeeded",

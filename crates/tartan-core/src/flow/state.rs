@@ -91,6 +91,18 @@ pub struct FlowState {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "openapi", schema(value_type = Option<String>, format = DateTime))]
     pub starts_at: Option<Time>,
+    /// A flow with a concurrency key: the key and its limit, for its whole
+    /// life (docs/concurrency.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub concurrency: Option<crate::concurrency::Concurrency>,
+    /// Waiting for its turn on its key: no step starts until
+    /// `flow_admitted` clears it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub queued: bool,
+    /// Where its calls and its turn wait, higher first
+    /// (docs/concurrency.md, "Priority").
+    #[serde(default, skip_serializing_if = "no_priority")]
+    pub priority: i32,
     /// Work items with a call in flight (`active` or `compensating`): kept
     /// by `apply`, recounted when a state is read back, so that "does this
     /// flow still run anything" costs nothing per decision.
@@ -128,6 +140,9 @@ impl Default for FlowState {
             data_bytes: 0,
             input_deadlines: imbl::OrdMap::new(),
             starts_at: None,
+            concurrency: None,
+            queued: false,
+            priority: 0,
             calls: 0,
             own_calls: 0,
         }
@@ -170,6 +185,12 @@ struct StoredFlowState {
     input_deadlines: imbl::OrdMap<String, Time>,
     #[serde(default)]
     starts_at: Option<Time>,
+    #[serde(default)]
+    concurrency: Option<crate::concurrency::Concurrency>,
+    #[serde(default)]
+    queued: bool,
+    #[serde(default)]
+    priority: i32,
 }
 
 impl From<StoredFlowState> for FlowState {
@@ -197,6 +218,9 @@ impl From<StoredFlowState> for FlowState {
             data_bytes: s.data_bytes,
             input_deadlines: s.input_deadlines,
             starts_at: s.starts_at,
+            concurrency: s.concurrency,
+            queued: s.queued,
+            priority: s.priority,
             calls: 0,
             own_calls: 0,
         };
@@ -261,6 +285,10 @@ pub struct FlowOptions {
     pub parent: Option<Box<ParentLink>>,
     /// A delayed start: when its steps may start.
     pub starts_at: Option<Time>,
+    /// Its concurrency key: it waits for its turn (docs/concurrency.md).
+    pub concurrency: Option<crate::concurrency::Concurrency>,
+    /// Its priority (docs/concurrency.md, "Priority").
+    pub priority: i32,
 }
 
 impl Default for FlowOptions {
@@ -273,6 +301,8 @@ impl Default for FlowOptions {
             trace: None,
             parent: None,
             starts_at: None,
+            concurrency: None,
+            priority: 0,
         }
     }
 }
@@ -364,6 +394,9 @@ impl FlowState {
             data_bytes: crate::json::json_len(init),
             input_deadlines: imbl::OrdMap::new(),
             starts_at: options.starts_at,
+            queued: options.concurrency.is_some(),
+            concurrency: options.concurrency.clone(),
+            priority: options.priority,
             calls: 0,
             own_calls: 0,
         }
@@ -387,6 +420,8 @@ impl FlowState {
                         trace,
                         metadata,
                         starts_at,
+                        concurrency,
+                        priority,
                     },
                 ) => {
                     let options = FlowOptions {
@@ -397,6 +432,8 @@ impl FlowState {
                         trace: trace.clone(),
                         parent: metadata.clone().map(Box::new),
                         starts_at: *starts_at,
+                        concurrency: concurrency.clone(),
+                        priority: *priority,
                     };
                     state = Some(FlowState::started(flow_id, plan, init, &options, at));
                 }

@@ -83,6 +83,9 @@ pub struct Call {
     pub expects_webhook: bool,
     /// A memoizable step's call: its answer may be reused.
     pub memo: Option<MemoCall>,
+    /// The flow's priority: where the call waits (call slots, lanes),
+    /// higher goes first (docs/concurrency.md, "Priority").
+    pub priority: i32,
 }
 
 /// What identifies a memoizable step's call (docs/steps.md,
@@ -208,6 +211,7 @@ impl Call {
                 bound,
                 expects_webhook: false,
                 memo,
+                priority: state.priority,
                 step: Arc::clone(step),
             });
         }
@@ -244,6 +248,7 @@ impl Call {
             bound,
             memo,
             expects_webhook: kind == CallKind::Step && step.is_async(),
+            priority: state.priority,
             step: Arc::clone(step),
         })
     }

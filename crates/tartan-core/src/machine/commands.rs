@@ -42,8 +42,23 @@ pub(super) fn start(
             trace: options.trace,
             metadata: options.parent.map(|p| *p),
             starts_at: options.starts_at,
+            concurrency: options.concurrency,
+            priority: options.priority,
         },
     );
+    then_advance(tx)
+}
+
+/// A flow waiting for its turn on its concurrency key got it: its steps
+/// start. Changes nothing unless the flow is active and in its line (a
+/// delayed flow joins it at its start time, docs/concurrency.md).
+pub(super) fn admit(tx: &mut Transition) -> Result<(), ApplyError> {
+    if !tx.state.queued || tx.state.status != FlowStatus::Active || tx.state.starts_at.is_some() {
+        return Ok(());
+    }
+    tx.emit(FlowEvent::FlowAdmitted {
+        flow_id: tx.state.id.clone(),
+    })?;
     then_advance(tx)
 }
 

@@ -454,6 +454,7 @@ fn affected(plan: &ExecutionPlan, events: &[FlowEvent]) -> Option<BTreeSet<Strin
             // every ready one start: look at them all.
             FlowEvent::FlowStarted { .. }
             | FlowEvent::FlowReleased { .. }
+            | FlowEvent::FlowAdmitted { .. }
             | FlowEvent::FlowRetried { .. } => return None,
             FlowEvent::AttributeSet { key, .. } => {
                 consumed.insert(key);

@@ -105,9 +105,11 @@ fn carry_out(
         } => failure::predicate_failed(tx, &step_id, &token, error),
         FollowUp::Compensate(step_id) => compensation::compensate_step(tx, &step_id),
         // A delayed flow starts no step before its time (`deadline_due`
-        // releases it); a finished one still concludes.
+        // releases it), nor one waiting for its turn on its concurrency
+        // key (`admit`); a finished one still concludes.
         FollowUp::Advance { .. }
-            if tx.state.starts_at.is_some() && tx.state.status == crate::flow::FlowStatus::Active =>
+            if (tx.state.starts_at.is_some() || tx.state.queued)
+                && tx.state.status == crate::flow::FlowStatus::Active =>
         {
             Ok(())
         }

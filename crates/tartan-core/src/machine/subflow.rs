@@ -41,6 +41,8 @@ pub struct ChildOf {
     parent_plan: std::sync::Arc<ExecutionPlan>,
     deadline_at: Option<crate::flow::Time>,
     max_step_attempts: u32,
+    /// The parent's: a child's calls wait where its parent's would.
+    priority: i32,
     parent: ParentLink,
 }
 
@@ -93,6 +95,7 @@ impl ChildOf {
             parent_plan: std::sync::Arc::clone(&parent.plan),
             deadline_at,
             max_step_attempts: parent.max_step_attempts,
+            priority: parent.priority,
             parent: ParentLink {
                 parent_flow_id: parent.id.clone(),
                 parent_step_id: step_id.clone(),
@@ -143,6 +146,9 @@ impl ChildOf {
                 trace: None,
                 parent: Some(Box::new(self.parent.clone())),
                 starts_at: None,
+                // No key: the parent holds its turn for its children.
+                concurrency: None,
+                priority: self.priority,
             },
         }
     }

@@ -4,6 +4,7 @@
 
 use std::collections::BTreeSet;
 
+use crate::concurrency::LineChange;
 use crate::flow::{ApplyError, FlowEvent, FlowState, FlowStatus, Time, WorkStatus};
 use crate::health::DispatchGate;
 
@@ -67,6 +68,9 @@ pub enum Effect {
     Touch { step_id: String, token: String },
     /// The flow finished (completed, failed or cancelled).
     Finished(FlowStatus),
+    /// Its place in its concurrency key's line changed: written with the
+    /// commit, and the key's next flows are let in (docs/concurrency.md).
+    Line(LineChange),
     /// A memoizable step's item succeeded from a call: its answer is to
     /// be kept for identical calls (docs/steps.md, "Memoization").
     Memoize { step_id: String, token: String },
@@ -217,7 +221,22 @@ impl Transition {
         }
         match event {
             // Its deadline, or its delayed start.
-            FlowEvent::FlowStarted { .. } => self.arm_deadline(self.state.wake_at()),
+            // A flow with a key joins its line when it may start: a delayed
+            // one at its start time, so that it holds no turn meanwhile.
+            FlowEvent::FlowStarted {
+                concurrency,
+                starts_at,
+                ..
+            } => {
+                self.arm_deadline(self.state.wake_at());
+                if concurrency.is_some() && starts_at.is_none() {
+                    self.push(Effect::Line(LineChange::Join));
+                }
+            }
+            FlowEvent::FlowReleased { .. } if self.state.concurrency.is_some() => {
+                self.push(Effect::Line(LineChange::Join));
+            }
+            FlowEvent::FlowAdmitted { .. } => self.push(Effect::Line(LineChange::Admitted)),
             FlowEvent::WorkStarted {
                 step_id,
                 token,
@@ -293,6 +312,9 @@ impl Transition {
                     });
                 }
                 self.arm_deadline(*deadline_at);
+                if self.state.concurrency.is_some() {
+                    self.push(Effect::Line(LineChange::Join));
+                }
             }
             // One wake per flow: the earliest of its deadlines.
             FlowEvent::StepWaiting { .. } => self.arm_deadline(self.state.wake_at()),
@@ -300,6 +322,9 @@ impl Transition {
             | FlowEvent::FlowFailed { .. }
             | FlowEvent::FlowCancelled { .. } => {
                 self.push(Effect::Finished(self.state.status));
+                if self.state.concurrency.is_some() {
+                    self.push(Effect::Line(LineChange::Leave));
+                }
             }
             FlowEvent::WorkSucceeded {
                 step_id,
@@ -396,7 +421,11 @@ impl Transition {
                     self.called.insert(d.token.clone());
                 }
             }
-            Effect::Arm { .. } | Effect::Finished(_) | Effect::Heard { .. } | Effect::Memoize { .. } => {}
+            Effect::Arm { .. }
+            | Effect::Finished(_)
+            | Effect::Line(_)
+            | Effect::Heard { .. }
+            | Effect::Memoize { .. } => {}
         }
         self.effects.push(effect);
     }

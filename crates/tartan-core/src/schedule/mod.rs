@@ -113,6 +113,8 @@ pub struct Schedule {
     pub goals: Vec<String>,
     pub init: InitArgs,
     pub labels: BTreeMap<String, String>,
+    pub concurrency: Option<crate::concurrency::Concurrency>,
+    pub priority: i32,
     pub overlap: Overlap,
     pub catchup: Catchup,
     pub jitter: Duration,

@@ -82,6 +82,17 @@ pub struct ScheduleFlow {
     pub init: InitArgs,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub labels: BTreeMap<String, String>,
+    /// A concurrency key for every flow it starts (docs/concurrency.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub concurrency: Option<crate::concurrency::Concurrency>,
+    /// The priority of every flow it starts (docs/concurrency.md).
+    #[serde(default, skip_serializing_if = "no_priority")]
+    #[cfg_attr(feature = "openapi", schema(minimum = -1000, maximum = 1000, default = 0))]
+    pub priority: i32,
+}
+
+fn no_priority(n: &i32) -> bool {
+    *n == 0
 }
 
 impl ScheduleRequest {
@@ -132,6 +143,12 @@ impl ScheduleRequest {
             ));
         }
         check_labels("flow.labels", &self.flow.labels)?;
+        if let Some(c) = &self.flow.concurrency {
+            c.check()
+                .map_err(|e| ValidationError::new(format!("flow.{}", e.field), e.message))?;
+        }
+        crate::concurrency::check_priority(self.flow.priority)
+            .map_err(|e| ValidationError::new(format!("flow.{}", e.field), e.message))?;
         let timezone = parse_timezone(self.timezone.as_deref())?;
         let when = self.when(now, new)?;
         let end_at = self
@@ -169,6 +186,8 @@ impl ScheduleRequest {
             goals: self.flow.goals.clone(),
             init: self.flow.init.clone(),
             labels: self.flow.labels.clone(),
+            concurrency: self.flow.concurrency.clone(),
+            priority: self.flow.priority,
             overlap,
             catchup,
             jitter,

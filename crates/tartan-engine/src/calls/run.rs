@@ -114,7 +114,7 @@ impl Calls {
         let since = std::time::Instant::now();
         let mut permits = Vec::with_capacity(lanes.len());
         for lane in lanes {
-            let Ok(wait) = lane.enter(&call.spec.flow_id) else {
+            let Ok(wait) = lane.enter(&call.spec.flow_id, call.spec.priority) else {
                 self.in_flight.defer();
                 self.metrics.call_deferred();
                 tracing::warn!(flow_id = %call.spec.flow_id, step_id = %call.spec.step.id, %token, lane = %lane.id,

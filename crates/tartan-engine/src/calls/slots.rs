@@ -3,7 +3,8 @@
 //! one), and at most `max_calls_per_step` when that is set; the slots the
 //! steps hold beyond their first at most half of all, together; the calls
 //! waiting for a slot queued per step and served round-robin across steps,
-//! at most `max_queued_calls` of them (docs/durability.md, "Call slots").
+//! at most `max_queued_calls` of them (docs/durability.md, "Call slots");
+//! within a step, a higher priority first (docs/concurrency.md).
 //!
 //! Why two rules. Half of what the others leave keeps one step from
 //! taking every slot (a fixed share, half of all, let two hanging steps
@@ -28,6 +29,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::calls::budget::ByteBudget;
 use crate::calls::dispatch::Call;
+use crate::turns::TurnQueue;
 
 /// A call admitted to this process: its number (to tell it from a later call
 /// of the same receipt token) and what aborts it.
@@ -75,7 +77,8 @@ struct SlotState {
 #[derive(Default)]
 struct StepCalls {
     running: usize,
-    waiting: VecDeque<Admitted>,
+    /// In turn order (`turns`): a higher priority first.
+    waiting: TurnQueue<Admitted>,
 }
 
 /// Counts for `/health`.
@@ -174,7 +177,7 @@ impl CallSlots {
         if step.waiting.is_empty() {
             st.ring.push_back(id);
         }
-        step.waiting.push_back(entry);
+        step.waiting.push(entry.call.spec.priority, entry);
         st.queued += 1;
         Admission::Queued
     }
@@ -208,7 +211,7 @@ impl CallSlots {
                 continue;
             };
             let mut next_call = None;
-            while let Some(next) = step.waiting.pop_front() {
+            while let Some(next) = step.waiting.pop() {
                 st.queued -= 1;
                 // Aborted while it waited: nothing to call.
                 if !next.cancel.is_cancelled() {
@@ -305,6 +308,7 @@ mod tests {
                         scope_start: chrono::Utc::now(),
                     },
                     expects_webhook: false,
+                    priority: 0,
                 },
                 webhook_url: None,
                 trace: None,

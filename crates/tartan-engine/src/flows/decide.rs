@@ -8,9 +8,10 @@
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
+use tartan_core::concurrency::LineChange;
 use tartan_core::flow::{ApplyError, FlowState, WorkStatus};
 use tartan_core::machine::{self, Command, Context, Effect, Transition, Wake};
-use tartan_store::{FlowCommit, StoreError, WorkKey, WorkRow};
+use tartan_store::{FlowCommit, LineWrite, StoreError, WorkKey, WorkRow};
 
 use super::admission::Released;
 use super::slot::{Cached, Concluded, FlowSlot, Unrecorded};
@@ -279,6 +280,7 @@ impl Flows {
                 | Effect::Abort { .. }
                 | Effect::Arm { .. }
                 | Effect::Finished(_)
+                | Effect::Line(_)
                 | Effect::Heard { .. }
                 | Effect::Memoize { .. } => None,
             })
@@ -346,6 +348,7 @@ impl Flows {
             state: Arc::new(tx.state.clone()),
             request,
             work,
+            line: line_write(tx),
         }
     }
 
@@ -408,6 +411,7 @@ impl Flows {
                 // request (`Flows::heartbeat`), before it is answered.
                 Effect::Touch { .. } | Effect::Heard { .. } => {}
                 Effect::Finished(status) => finished = Some(*status),
+                Effect::Line(change) => self.line_changed(&tx.state, *change),
                 Effect::Memoize { step_id, token } => self.memo.memoize(&tx.state, step_id, token),
             }
         }
@@ -435,6 +439,53 @@ impl Flows {
         }
         for call in calls {
             self.make_call(tx, call, decision);
+        }
+    }
+}
+
+/// What a transition changes in its flow's row of its concurrency key's
+/// line: an end wins over a join in the same decision (a flow cancelled
+/// as it starts has no row to keep).
+fn line_write(tx: &Transition) -> Option<LineWrite> {
+    let changes = tx.effects.iter().filter_map(|e| match e {
+        Effect::Line(change) => Some(*change),
+        _ => None,
+    });
+    let change = changes.max_by_key(|c| match c {
+        LineChange::Admitted => 0,
+        LineChange::Join => 1,
+        LineChange::Leave => 2,
+    })?;
+    let state = &tx.state;
+    Some(match change {
+        LineChange::Leave => LineWrite::Leave,
+        LineChange::Admitted => LineWrite::Admitted,
+        LineChange::Join => {
+            let key = state.concurrency.as_ref()?;
+            LineWrite::Join {
+                key: key.key.clone(),
+                limit: key.limit,
+                turn_us: tartan_core::concurrency::turn_at(tx.now, state.priority),
+                queued_us: tx.now.timestamp_micros(),
+            }
+        }
+    })
+}
+
+impl Flows {
+    /// A committed change to the flow's place in its key's line: the next
+    /// flows are let in when it joined or left; one let in is counted.
+    fn line_changed(self: &Arc<Self>, state: &FlowState, change: LineChange) {
+        let Some(key) = &state.concurrency else {
+            return;
+        };
+        match change {
+            LineChange::Join | LineChange::Leave => self.lines.nudge(&key.key),
+            LineChange::Admitted => {
+                let since = state.retried_at.unwrap_or(state.created_at);
+                let waited = (self.config.clock.now() - since).to_std().unwrap_or_default();
+                self.metrics.lines.admitted(waited);
+            }
         }
     }
 }

@@ -43,6 +43,7 @@ use crate::catalog::Catalog;
 use crate::config::EngineConfig;
 use crate::error::EngineError;
 use crate::health::Health;
+use crate::lines::{FlowTurn, Lines};
 use crate::memo::Memo;
 use crate::metrics::Metrics;
 use crate::notices::Outbox;
@@ -91,6 +92,8 @@ pub struct Flows {
     memo: Arc<Memo>,
     /// Tells the other processes of calls of theirs a decision aborted.
     outbox: Outbox,
+    /// Lets a concurrency key's next flows in when one joins or leaves.
+    lines: Arc<Lines>,
     /// Signs the webhook URLs handed to async steps.
     webhook_key: WebhookKey,
     config: Arc<EngineConfig>,
@@ -111,6 +114,7 @@ pub(crate) struct FlowsParts {
     pub timers: Arc<Timers>,
     pub memo: Arc<Memo>,
     pub outbox: Outbox,
+    pub lines: Arc<Lines>,
     pub webhook_key: WebhookKey,
     pub config: Arc<EngineConfig>,
     pub metrics: Arc<Metrics>,
@@ -136,6 +140,7 @@ impl Flows {
             timers: parts.timers,
             memo: parts.memo,
             outbox: parts.outbox,
+            lines: parts.lines,
             webhook_key: parts.webhook_key,
             config: parts.config,
             metrics: parts.metrics,
@@ -268,6 +273,12 @@ impl Flows {
             Some(f) => Ok(f.state),
             None => Err(EngineError::FlowNotFound(flow_id.to_string())),
         }
+    }
+
+    /// The flow's place in its concurrency key's line: `None` when it has
+    /// no key or has ended (docs/concurrency.md).
+    pub async fn turn(self: &Arc<Self>, flow_id: &str) -> Result<Option<FlowTurn>, EngineError> {
+        self.lines.place(flow_id).await
     }
 
     /// Cancel an active flow: no new work, calls in flight aborted; with

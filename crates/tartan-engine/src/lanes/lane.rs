@@ -199,7 +199,11 @@ impl Lane {
 
     /// Wait in the lane: the permit comes when the call may be sent.
     /// `Err(Full)` when the lane's queue is at its bound.
-    pub(crate) fn enter(self: &Arc<Self>, flow_id: &str) -> Result<oneshot::Receiver<Permit>, Full> {
+    pub(crate) fn enter(
+        self: &Arc<Self>,
+        flow_id: &str,
+        priority: i32,
+    ) -> Result<oneshot::Receiver<Permit>, Full> {
         let (tx, rx) = oneshot::channel();
         {
             let mut st = self.lock();
@@ -207,7 +211,7 @@ impl Lane {
                 return Err(Full);
             }
             st.waiting_since.get_or_insert_with(Instant::now);
-            st.queue.push(flow_id, Waiter { tx });
+            st.queue.push(flow_id, priority, Waiter { tx });
         }
         self.pump();
         Ok(rx)

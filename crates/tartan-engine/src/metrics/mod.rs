@@ -17,6 +17,7 @@
 //! - `record`: what the engine records, as it happens.
 //! - `lanes`: the lanes' metrics, by lane.
 //! - `schedules`: the schedules' fires and their lateness.
+//! - `lines`: the concurrency keys' turns.
 //! - `process`: the process's CPU, memory and descriptors, and the build.
 //! - `db`: the database's connection pools, and commits that failed.
 //! - `present`: every family in the exposition from the start.
@@ -24,6 +25,7 @@
 mod db;
 mod labels;
 mod lanes;
+mod lines;
 mod present;
 mod process;
 mod record;
@@ -130,6 +132,8 @@ pub struct Metrics {
     pub(crate) lanes: lanes::LaneMetrics,
     /// The schedules' (docs/schedules.md).
     pub(crate) schedules: schedules::ScheduleMetrics,
+    /// The concurrency keys' (docs/concurrency.md).
+    pub(crate) lines: lines::LineMetrics,
     process: process::ProcessMetrics,
     /// The database's pools and failed commits.
     pub(crate) db: db::DbMetrics,
@@ -185,6 +189,7 @@ impl Metrics {
             steps: Interned::new(MAX_STEP_LABELS, OTHER_STEPS),
             lanes: lanes::LaneMetrics::new(),
             schedules: schedules::ScheduleMetrics::new(),
+            lines: lines::LineMetrics::new(),
             process: process::ProcessMetrics::new(),
             db: db::DbMetrics::new(),
         };
@@ -390,6 +395,7 @@ impl Metrics {
         );
         self.lanes.register(r);
         self.schedules.register(r);
+        self.lines.register(r);
         self.db.register(r);
         self.process.register(r);
     }

@@ -383,6 +383,8 @@ impl FireClock {
             max_step_attempts: None,
             start_at: None,
             start_in: None,
+            concurrency: schedule.concurrency.clone(),
+            priority: schedule.priority,
         };
         match self.flows.start_flow(request).await {
             Ok(_) => Ok(Made {

@@ -9,3 +9,4 @@ pub mod answers;
 pub mod lanes;
 pub mod requests;
 pub mod schedules;
+pub mod turns;

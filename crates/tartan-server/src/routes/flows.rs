@@ -19,6 +19,7 @@ use crate::api::answers::{
     EventList, FlowAnswer, FlowCancelled, FlowPage, FlowResumed, FlowRetried, FlowStatusAnswer, FlowSummary,
 };
 use crate::api::requests::{QueryRequest, ResumeBody, RetryBody};
+use crate::api::turns::FlowTurnAnswer;
 use crate::error::{ApiError, Problem};
 use crate::extract::{self, Path, Query};
 use crate::observe::RequestTrace;
@@ -182,6 +183,35 @@ pub(crate) async fn get_one(
         return Ok(super::streamed::json(state, share));
     }
     Ok(axum::response::IntoResponse::into_response(Json(state)))
+}
+
+/// The flow's place in its concurrency key's line.
+///
+/// For a flow started with `concurrency: {"key", "limit"}`: whether it
+/// waits for its turn or runs, its place among the key's waiting flows
+/// (1: the next to run) and how many of the key's flows run and wait
+/// (docs/concurrency.md). `404` for a flow without a key, or one that
+/// ended (it left its line).
+#[utoipa::path(get, path = "/engine/flow/{id}/turn", tag = "flows", operation_id = "getFlowTurn",
+    params(("id" = String, Path, description = "Flow id")),
+    responses(
+        (status = 200, description = "Its place in its key's line", body = FlowTurnAnswer),
+        (status = 404, description = "No such flow in a line", body = Problem, content_type = "application/problem+json"),
+    ))]
+pub(crate) async fn turn(
+    State(engine): State<Engine>,
+    Path(id): Path<String>,
+) -> Result<Json<FlowTurnAnswer>, ApiError> {
+    match engine.flows().turn(&id).await? {
+        Some(turn) => Ok(Json(FlowTurnAnswer::of(id, turn))),
+        None => Err(ApiError::new(
+            axum::http::StatusCode::NOT_FOUND,
+            crate::error::kind::NOT_FOUND,
+            format!(
+                "flow {id} is not in a concurrency key's line (it has no key, has ended or does not exist)"
+            ),
+        )),
+    }
 }
 
 /// A flow holding more bytes of inputs and outputs than this is sent as it

@@ -51,6 +51,7 @@ fn api() -> OpenApiRouter<Engine> {
         .routes(routes!(flows::query))
         .routes(routes!(flows::get_one))
         .routes(routes!(flows::status))
+        .routes(routes!(flows::turn))
         .routes(routes!(flows::events))
         .routes(routes!(streams::flow_stream))
         .routes(routes!(streams::events_stream))

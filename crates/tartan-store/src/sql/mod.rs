@@ -19,6 +19,7 @@ mod flows;
 pub(crate) use flows::flow_query_sql;
 mod history;
 mod lanes;
+mod lines;
 mod memo;
 mod notices;
 mod purge;

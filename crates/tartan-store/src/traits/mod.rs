@@ -13,6 +13,7 @@
 //! - `cluster`: the engines' heartbeats and the health of the steps.
 //! - `lanes`: the limits calls share across engines (docs/lanes.md).
 //! - `schedules`: flows started on a clock (docs/schedules.md).
+//! - `lines`: the lines of concurrency keys (docs/concurrency.md).
 //! - `pools`: the connection pools' state, for the metrics.
 
 mod bulk;
@@ -21,6 +22,7 @@ mod cluster;
 mod feed;
 mod flows;
 mod lanes;
+mod lines;
 mod memo;
 mod notices;
 mod pools;
@@ -36,6 +38,7 @@ pub use cluster::ClusterStore;
 pub use feed::FeedStore;
 pub use flows::FlowStore;
 pub use lanes::{LaneGrant, LaneOutcome, LaneRecord, LaneStore, LaneTake};
+pub use lines::{LinePlace, LineStore, StalledLines};
 pub use memo::MemoStore;
 pub use notices::{Notice, NoticeStore};
 pub use pools::{PoolReading, PoolStats};
@@ -74,6 +77,7 @@ pub trait Store:
     + ClusterStore
     + LaneStore
     + ScheduleStore
+    + LineStore
     + PoolStats
     + Send
     + Sync

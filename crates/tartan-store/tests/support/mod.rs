@@ -302,6 +302,7 @@ pub fn commit(tx: &Transition, base_sequence: i64, request: Option<&str>) -> Flo
         state: std::sync::Arc::new(tx.state.clone()),
         request: request.map(str::to_string),
         work: work_rows(&tx.state, tx.now, "node-a"),
+        line: None,
     }
 }
 

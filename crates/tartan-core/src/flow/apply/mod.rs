@@ -184,6 +184,7 @@ impl FlowState {
             | FlowEvent::CompRetryScheduled { .. } => self.change_compensation(event, at)?,
             FlowEvent::FlowTimedOut { .. }
             | FlowEvent::FlowReleased { .. }
+            | FlowEvent::FlowAdmitted { .. }
             | FlowEvent::FlowCancelled { .. }
             | FlowEvent::FlowRetried { .. }
             | FlowEvent::FlowCompleted { .. }
@@ -204,6 +205,9 @@ impl FlowState {
             FlowEvent::FlowReleased { .. } => {
                 self.starts_at = None;
             }
+            FlowEvent::FlowAdmitted { .. } => {
+                self.queued = false;
+            }
             FlowEvent::FlowCancelled {
                 reason, compensate, ..
             } => {
@@ -221,8 +225,10 @@ impl FlowState {
             } => {
                 self.retried(*reset_attempts, steps, work, *deadline_at)?;
                 self.retried_at = Some(at);
-                // A flow cancelled before its delayed start runs now.
+                // A flow cancelled before its delayed start runs now; one
+                // with a concurrency key waits for its turn again.
                 self.starts_at = None;
+                self.queued = self.concurrency.is_some();
             }
             FlowEvent::FlowCompleted { .. } => {
                 self.status = FlowStatus::Completed;

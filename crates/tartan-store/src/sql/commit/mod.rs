@@ -121,6 +121,7 @@ impl SqlStore {
         append_events(&mut tx, batch, &passed).await?;
         write_work_items(&mut tx, self.backend, &passed).await?;
         label_flows(&mut tx, self.backend, &passed).await?;
+        write_lines(&mut tx, &passed).await?;
         tx.commit().await?;
         Ok(verdicts(decisions, false))
     }
@@ -193,6 +194,22 @@ pub(super) const WORK_UPSERT: &str = "ON CONFLICT (token) DO UPDATE SET status =
      attempt = excluded.attempt, retry_count = excluded.retry_count, due_us = excluded.due_us, \
      lease_owner = excluded.lease_owner, lease_expires_us = excluded.lease_expires_us, \
      updated_us = excluded.updated_us, detail = excluded.detail, deferred_us = excluded.deferred_us";
+
+/// The statements of a flow's row in its concurrency key's line
+/// (`LineWrite`), in SQLite's placeholders (`dollars` gives Postgres's):
+/// a join (a retried flow's row is a new one), the flow let in, the flow
+/// ended.
+pub(super) const LINE_JOIN: &str = "INSERT INTO flow_lines (flow_id, key, lim, turn_us, queued_us, state) \
+     VALUES (?1, ?2, ?3, ?4, ?5, 'waiting') ON CONFLICT (flow_id) DO UPDATE SET key = excluded.key, \
+     lim = excluded.lim, turn_us = excluded.turn_us, queued_us = excluded.queued_us, state = 'waiting', \
+     admitted_us = NULL";
+pub(super) const LINE_ADMITTED: &str = "UPDATE flow_lines SET state = 'running' WHERE flow_id = ?1";
+pub(super) const LINE_LEAVE: &str = "DELETE FROM flow_lines WHERE flow_id = ?1";
+
+/// `sql` with Postgres's placeholders.
+pub(super) fn dollars(sql: &str) -> String {
+    sql.replace('?', "$")
+}
 
 /// How many events the decisions that passed their checks hold: the
 /// positions a batch takes.

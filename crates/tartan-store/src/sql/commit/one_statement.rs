@@ -64,6 +64,9 @@ struct Columns<'a> {
     v_flow: Vec<&'a str>,
     v_hash: Vec<&'a str>,
     v_data: Vec<&'a str>,
+    // The flows' rows in their keys' lines (`LineWrite`): rare, so that a
+    // batch without one runs the statement without their sub-statements.
+    lines: LineColumns<'a>,
 }
 
 type PgQuery<'q> = sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments>;
@@ -166,13 +169,31 @@ impl<'a> Columns<'a> {
                 c.w_detail.push(json_text(&w.detail)?);
                 c.w_deferred.push(w.deferred_at.map(to_us));
             }
+            if let Some(line) = &commit.line {
+                c.lines.flow.push(id);
+                c.lines.op.push(line.op());
+                let (key, lim, turn, queued) = match line {
+                    LineWrite::Join {
+                        key,
+                        limit,
+                        turn_us,
+                        queued_us,
+                    } => (key.as_str(), i64::from(*limit), *turn_us, *queued_us),
+                    LineWrite::Admitted | LineWrite::Leave => ("", 0, 0, 0),
+                };
+                c.lines.key.push(key);
+                c.lines.lim.push(lim);
+                c.lines.turn.push(turn);
+                c.lines.queued.push(queued);
+            }
         }
         Ok(c)
     }
 
     /// The statement with every column bound, in the order of `STATEMENT`'s
     /// placeholders.
-    fn bind(self, sql: &'a str) -> PgQuery<'a> {
+    fn bind(mut self, sql: &'a str) -> PgQuery<'a> {
+        let lines = std::mem::take(&mut self.lines);
         let c = self;
         // $1..$9 and $10..$12: created
         let q = c
@@ -182,7 +203,8 @@ impl<'a> Columns<'a> {
             .bind(c.c_request)
             .bind(c.c_goals);
         // $13..$21 and $22: advanced
-        c.advanced
+        let q = c
+            .advanced
             .bind(q)
             .bind(c.a_base)
             // $23..$29: events
@@ -215,7 +237,34 @@ impl<'a> Columns<'a> {
             // $47..$49: large values
             .bind(c.v_flow)
             .bind(c.v_hash)
-            .bind(c.v_data)
+            .bind(c.v_data);
+        if lines.flow.is_empty() {
+            q
+        } else {
+            lines.bind(q)
+        }
+    }
+}
+
+/// The lines' columns, bound after the others ($50..$55).
+#[derive(Default)]
+struct LineColumns<'a> {
+    flow: Vec<&'a str>,
+    op: Vec<&'static str>,
+    key: Vec<&'a str>,
+    lim: Vec<i64>,
+    turn: Vec<i64>,
+    queued: Vec<i64>,
+}
+
+impl<'a> LineColumns<'a> {
+    fn bind(self, q: PgQuery<'a>) -> PgQuery<'a> {
+        q.bind(self.flow)
+            .bind(self.op)
+            .bind(self.key)
+            .bind(self.lim)
+            .bind(self.turn)
+            .bind(self.queued)
     }
 }
 
@@ -229,7 +278,28 @@ impl<'a> Columns<'a> {
 /// `advanced` returned, so a decision that lost its sequence check writes
 /// nothing. Work items are upserted in token order, the order lease renewal
 /// locks them in.
-static STATEMENT: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+static STATEMENT: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| statement(""));
+
+/// `STATEMENT` with the sub-statements of the flows' rows in their keys'
+/// lines (docs/concurrency.md), for a batch that has any.
+static STATEMENT_WITH_LINES: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    statement(
+        ", line_join AS (INSERT INTO flow_lines (flow_id, key, lim, turn_us, queued_us, state) \
+          SELECT q.flow_id, q.key, q.lim, q.turn_us, q.queued_us, 'waiting' \
+          FROM unnest($50::text[], $51::text[], $52::text[], $53::int8[], $54::int8[], $55::int8[]) \
+            AS q(flow_id, op, key, lim, turn_us, queued_us) \
+          WHERE q.op = 'join' AND q.flow_id IN (SELECT id FROM passed) \
+          ON CONFLICT (flow_id) DO UPDATE SET key = excluded.key, lim = excluded.lim, \
+            turn_us = excluded.turn_us, queued_us = excluded.queued_us, state = 'waiting', admitted_us = NULL), \
+        line_admitted AS (UPDATE flow_lines SET state = 'running' \
+          FROM unnest($50::text[], $51::text[]) AS q(flow_id, op) \
+          WHERE q.op = 'admitted' AND flow_lines.flow_id = q.flow_id AND q.flow_id IN (SELECT id FROM passed)), \
+        line_leave AS (DELETE FROM flow_lines USING unnest($50::text[], $51::text[]) AS q(flow_id, op) \
+          WHERE q.op = 'leave' AND flow_lines.flow_id = q.flow_id AND q.flow_id IN (SELECT id FROM passed))",
+    )
+});
+
+fn statement(lines: &str) -> String {
     format!(
         "WITH \
         created AS (INSERT INTO flows (id, status, sequence, created_us, updated_us, completed_us, deactivated_us, \
@@ -278,12 +348,12 @@ static STATEMENT: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
           WHERE w.flow_id IN (SELECT id FROM passed) ORDER BY w.token {WORK_UPSERT}), \
         new_labels AS (INSERT INTO flow_labels (flow_id, key, value) \
           SELECT l.flow_id, l.key, l.value FROM unnest($44::text[], $45::text[], $46::text[]) AS l(flow_id, key, value) \
-          WHERE l.flow_id IN (SELECT id FROM created)) \
+          WHERE l.flow_id IN (SELECT id FROM created)){lines} \
         SELECT id, CAST(0 AS bigint) AS tail_bytes, CAST(0 AS bigint) AS snapshot_bytes, 1 AS created FROM created \
         UNION ALL SELECT id, tail_bytes, snapshot_bytes, 0 FROM advanced",
         now = Backend::Postgres.now_us()
     )
-});
+}
 
 /// The batch in one statement on the kept connection (`PgKept`).
 /// Returns the decisions whose flow is due a snapshot.
@@ -296,8 +366,13 @@ pub(super) async fn commit_in_one_statement(
         .as_ref()
         .ok_or_else(|| StoreError::Unavailable("no Postgres connection for commits".into()))?;
     let columns = Columns::of(decisions)?;
+    let sql = if columns.lines.flow.is_empty() {
+        STATEMENT.as_str()
+    } else {
+        STATEMENT_WITH_LINES.as_str()
+    };
     let rows = committer
-        .fetch_all(columns.bind(STATEMENT.as_str()), Some(&store.commit_waits))
+        .fetch_all(columns.bind(sql), Some(&store.commit_waits))
         .await?;
     let mut created = HashSet::new();
     let mut advanced = HashMap::new();

@@ -87,6 +87,7 @@ fn commit(
     append_events(&tx, &passed)?;
     write_work_items(&tx, &passed)?;
     label_flows(&tx, &passed)?;
+    write_lines(&tx, &passed)?;
     tx.commit().map_err(database)?;
     Ok(verdicts(decisions, true))
 }
@@ -330,6 +331,32 @@ fn label_flows(tx: &Transaction<'_>, passed: &[&Decision<'_>]) -> Result<(), Sto
                 .execute(params![d.commit.flow_id, key, value])
                 .map_err(database)?;
         }
+    }
+    Ok(())
+}
+
+/// The rows of the decisions' flows in their keys' lines (docs/concurrency.md).
+fn write_lines(tx: &Transaction<'_>, passed: &[&Decision<'_>]) -> Result<(), StoreError> {
+    for d in passed {
+        let id = &d.commit.flow_id;
+        match &d.commit.line {
+            None => continue,
+            Some(LineWrite::Join {
+                key,
+                limit,
+                turn_us,
+                queued_us,
+            }) => tx
+                .prepare_cached(LINE_JOIN)
+                .and_then(|mut q| q.execute(params![id, key, i64::from(*limit), turn_us, queued_us])),
+            Some(LineWrite::Admitted) => tx
+                .prepare_cached(LINE_ADMITTED)
+                .and_then(|mut q| q.execute(params![id])),
+            Some(LineWrite::Leave) => tx
+                .prepare_cached(LINE_LEAVE)
+                .and_then(|mut q| q.execute(params![id])),
+        }
+        .map_err(database)?;
     }
     Ok(())
 }

@@ -309,3 +309,34 @@ pub(super) async fn label_flows(
     }
     Ok(())
 }
+
+/// The rows of the decisions' flows in their keys' lines, one statement
+/// each (rare: only flows with a concurrency key have one).
+pub(super) async fn write_lines(tx: &mut Tx<'_>, passed: &[&Decision<'_>]) -> Result<(), StoreError> {
+    for d in passed {
+        let Some(line) = &d.commit.line else {
+            continue;
+        };
+        let sql = dollars(match line {
+            LineWrite::Join { .. } => LINE_JOIN,
+            LineWrite::Admitted => LINE_ADMITTED,
+            LineWrite::Leave => LINE_LEAVE,
+        });
+        let mut q = sqlx::query(&sql).bind(d.commit.flow_id.clone());
+        if let LineWrite::Join {
+            key,
+            limit,
+            turn_us,
+            queued_us,
+        } = line
+        {
+            q = q
+                .bind(key.clone())
+                .bind(i64::from(*limit))
+                .bind(*turn_us)
+                .bind(*queued_us);
+        }
+        q.execute(&mut **tx).await?;
+    }
+    Ok(())
+}
