@@ -180,7 +180,7 @@ def run(api, base, steps_url):
             assert status == 201, (status, made)
         page.goto(f"{base}/ui/#/flow/turn-2")
         expect(page.locator(".title .s-queued")).to_have_text("waiting for its turn: 1 of 1", timeout=15000)
-        expect(page.locator("dl.facts")).to_contain_text("customer-9 (limit 1; 1 running, 1 waiting)")
+        expect(page.locator("dl.facts").first).to_contain_text("customer-9 (limit 1; 1 running, 1 waiting)")
         shot(page, "flow-waiting-turn")
         api.call("POST", "/engine/flow/turn-1/cancel", {})
         expect(page.locator("#step-wait .badge").first).to_have_text("active", timeout=15000)
