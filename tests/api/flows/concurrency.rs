@@ -11,12 +11,13 @@ use serde_json::{json, Value};
 use tartan_testkit::{both_backends, TestDb};
 
 use crate::helpers::{
-    call, held_server, json_reply, spawn_app, spawn_binary_with, sync_step, wait_for_terminal, wait_until,
-    Backend, StepServer, TestApp,
+    call, held_server, json_reply, spawn_app, spawn_binary_with, start_on_with, sync_step, wait_for_terminal,
+    wait_until, Backend, StepServer, TestApp,
 };
 
 both_backends!(
     a_key_runs_its_limit_and_the_others_wait_their_turn_with_their_place,
+    the_sweep_lets_in_the_turns_a_dead_engine_left,
     priority_orders_the_calls_waiting_in_a_saturated_lane,
     bad_concurrency_and_priority_are_refused_naming_the_field,
 );
@@ -121,6 +122,55 @@ async fn a_key_runs_its_limit_and_the_others_wait_their_turn_with_their_place(ba
         StatusCode::CREATED
     );
     assert_eq!(app.wait_for_flow("k8").await["status"], "completed");
+}
+
+/// Run `sql` on the test's database beside the engine.
+async fn on_db(url: &str, sql: &str) {
+    sqlx::any::install_default_drivers();
+    let pool = sqlx::AnyPool::connect(url).await.unwrap();
+    sqlx::query(sql).execute(&pool).await.unwrap();
+    pool.close().await;
+}
+
+/// What an engine that died at the wrong moment leaves in the lines, made
+/// by hand: a flow let in whose `flow_admitted` never committed, and a
+/// key whose running flow's row went (its end committed) with nobody
+/// letting the next in. The sweep (every lease, here 1 s) finishes both.
+async fn the_sweep_lets_in_the_turns_a_dead_engine_left(backend: Backend) {
+    let Some(db) = TestDb::create(backend).await else {
+        return;
+    };
+    let url = db.url.clone();
+    let app = start_on_with(db, "lines-sweep", |c| c.lease = Duration::from_secs(1)).await;
+    let (_release, svc) = held_server().await;
+    assert_eq!(
+        app.register(&sync_step("work", &svc.url("/held"), &["x"], &["held"]))
+            .await
+            .status,
+        StatusCode::CREATED
+    );
+    for (id, key) in [("a1", "key-a"), ("a2", "key-a"), ("b1", "key-b"), ("b2", "key-b")] {
+        assert_eq!(
+            app.start_flow(&keyed(id, key, 1)).await.status,
+            StatusCode::CREATED
+        );
+    }
+    assert!(wait_until(Duration::from_secs(10), || svc.requests().len() == 2).await);
+    on_db(
+        &url,
+        "UPDATE flow_lines SET state = 'admitting', admitted_us = 0 WHERE flow_id = 'a2'",
+    )
+    .await;
+    on_db(&url, "DELETE FROM flow_lines WHERE flow_id = 'b1'").await;
+    assert!(
+        wait_until(Duration::from_secs(20), || svc.requests().len() == 4).await,
+        "the sweep let a2 and b2 in: {:?}",
+        called(&svc)
+    );
+    let mut later = called(&svc)[2..].to_vec();
+    later.sort();
+    assert_eq!(later, ["a2", "b2"]);
+    assert_eq!(turn(&app, "a2").await["state"], "running");
 }
 
 async fn priority_orders_the_calls_waiting_in_a_saturated_lane(backend: Backend) {

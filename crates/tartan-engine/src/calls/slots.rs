@@ -426,6 +426,22 @@ mod tests {
     }
 
     #[test]
+    fn a_step_s_waiting_calls_of_higher_priority_go_first() {
+        let slots = CallSlots::new(1, Some(1), 100, 1 << 20);
+        assert!(run(&slots, "a", 0));
+        let with = |n, priority| {
+            let mut c = call("a", n);
+            c.call.spec.priority = priority;
+            c
+        };
+        for (n, priority) in [(1, 0), (2, -3), (3, 50), (4, 0)] {
+            assert!(matches!(slots.admit(with(n, priority)), Admission::Queued));
+        }
+        let order: Vec<String> = (0..4).flat_map(|_| started(slots.release("a"))).collect();
+        assert_eq!(order, ["a3", "a1", "a4", "a2"]);
+    }
+
+    #[test]
     fn the_queue_is_bounded_and_aborted_calls_are_skipped() {
         let slots = CallSlots::new(1, Some(1), 2, 1 << 20);
         assert!(matches!(slots.admit(call("a", 0)), Admission::Run(_)));
