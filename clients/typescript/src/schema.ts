@@ -1475,9 +1475,8 @@ export interface components {
             /**
              * Format: int32
              * @description How many flows of the key may run at once, at least 1.
-             * @default 1
              */
-            limit: number;
+            limit?: number;
         };
         ConstConfig: {
             value?: string;
@@ -2193,9 +2192,8 @@ export interface components {
             /**
              * Format: int32
              * @description The priority of every flow it starts (docs/concurrency.md).
-             * @default 0
              */
-            priority: number;
+            priority?: number;
         };
         /** @description `GET /engine/schedule`. */
         ScheduleList: {
@@ -2316,9 +2314,8 @@ export interface components {
              * @description Higher goes first wherever flows and their calls wait: call slots,
              *     lanes, concurrency keys; each point is worth a second of waiting
              *     (docs/concurrency.md, "Priority"). -1000 to 1000, default 0.
-             * @default 0
              */
-            priority: number;
+            priority?: number;
             /**
              * Format: date-time
              * @description A delayed start: no step starts before this time (RFC 3339). A time

@@ -41,7 +41,7 @@ pub struct Concurrency {
     pub key: String,
     /// How many flows of the key may run at once, at least 1.
     #[serde(default = "one")]
-    #[cfg_attr(feature = "openapi", schema(minimum = 1, maximum = 10000, default = 1))]
+    #[cfg_attr(feature = "openapi", schema(minimum = 1, maximum = 10000))]
     pub limit: u32,
 }
 
@@ -75,6 +75,11 @@ impl Concurrency {
         }
         Ok(())
     }
+}
+
+/// Whether `priority` is the default (0): not written out.
+pub fn is_default_priority(priority: &i32) -> bool {
+    *priority == 0
 }
 
 /// Refuse a priority outside [`MIN_PRIORITY`]..=[`MAX_PRIORITY`].

@@ -70,13 +70,9 @@ pub struct StartFlow {
     /// Higher goes first wherever flows and their calls wait: call slots,
     /// lanes, concurrency keys; each point is worth a second of waiting
     /// (docs/concurrency.md, "Priority"). -1000 to 1000, default 0.
-    #[serde(default, skip_serializing_if = "is_zero")]
-    #[cfg_attr(feature = "openapi", schema(minimum = -1000, maximum = 1000, default = 0))]
+    #[serde(default, skip_serializing_if = "crate::concurrency::is_default_priority")]
+    #[cfg_attr(feature = "openapi", schema(minimum = -1000, maximum = 1000))]
     pub priority: i32,
-}
-
-fn is_zero(n: &i32) -> bool {
-    *n == 0
 }
 
 /// How far ahead a flow's start may be put off (`start_at`, `start_in`):

@@ -17,11 +17,11 @@ class Concurrency:
 
     Attributes:
         key (str): Flows with the same key take turns (a customer, an order, a tenant).
-        limit (int | Unset): How many flows of the key may run at once, at least 1. Default: 1.
+        limit (int | Unset): How many flows of the key may run at once, at least 1.
     """
 
     key: str
-    limit: int | Unset = 1
+    limit: int | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:

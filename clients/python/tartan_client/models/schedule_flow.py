@@ -26,14 +26,14 @@ class ScheduleFlow:
         concurrency (Concurrency | None | Unset):
         init (ScheduleFlowInit | Unset):
         labels (ScheduleFlowLabels | Unset):
-        priority (int | Unset): The priority of every flow it starts (docs/concurrency.md). Default: 0.
+        priority (int | Unset): The priority of every flow it starts (docs/concurrency.md).
     """
 
     goals: list[str]
     concurrency: Concurrency | None | Unset = UNSET
     init: ScheduleFlowInit | Unset = UNSET
     labels: ScheduleFlowLabels | Unset = UNSET
-    priority: int | Unset = 0
+    priority: int | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:

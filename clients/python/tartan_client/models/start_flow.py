@@ -33,7 +33,7 @@ class StartFlow:
             absent.
         priority (int | Unset): Higher goes first wherever flows and their calls wait: call slots,
             lanes, concurrency keys; each point is worth a second of waiting
-            (docs/concurrency.md, "Priority"). -1000 to 1000, default 0. Default: 0.
+            (docs/concurrency.md, "Priority"). -1000 to 1000, default 0.
         start_at (datetime.datetime | None | Unset): A delayed start: no step starts before this time (RFC 3339). A time
             already past starts the flow at once. Not with `start_in`.
         start_in (None | str | Unset): A delayed start: no step starts before this duration has passed (any
@@ -49,7 +49,7 @@ class StartFlow:
     init: StartFlowInit | Unset = UNSET
     labels: StartFlowLabels | Unset = UNSET
     max_step_attempts: int | None | Unset = UNSET
-    priority: int | Unset = 0
+    priority: int | Unset = UNSET
     start_at: datetime.datetime | None | Unset = UNSET
     start_in: None | str | Unset = UNSET
     timeout: Any | Unset = UNSET

@@ -44,7 +44,7 @@ pub enum FlowEvent {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         concurrency: Option<crate::concurrency::Concurrency>,
         /// Where its calls and its turn wait (docs/concurrency.md).
-        #[serde(default, skip_serializing_if = "no_priority")]
+        #[serde(default, skip_serializing_if = "crate::concurrency::is_default_priority")]
         priority: i32,
     },
     /// A delayed flow's start time came: its steps start now

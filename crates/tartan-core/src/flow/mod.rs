@@ -139,11 +139,6 @@ pub enum ApplyError {
     Unparsed(String),
 }
 
-/// The default priority, not written.
-fn no_priority(n: &i32) -> bool {
-    *n == 0
-}
-
 fn default_max_step_attempts() -> u32 {
     DEFAULT_MAX_STEP_ATTEMPTS
 }

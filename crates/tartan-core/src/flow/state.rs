@@ -101,7 +101,7 @@ pub struct FlowState {
     pub queued: bool,
     /// Where its calls and its turn wait, higher first
     /// (docs/concurrency.md, "Priority").
-    #[serde(default, skip_serializing_if = "no_priority")]
+    #[serde(default, skip_serializing_if = "crate::concurrency::is_default_priority")]
     pub priority: i32,
     /// Work items with a call in flight (`active` or `compensating`): kept
     /// by `apply`, recounted when a state is read back, so that "does this

@@ -86,13 +86,9 @@ pub struct ScheduleFlow {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub concurrency: Option<crate::concurrency::Concurrency>,
     /// The priority of every flow it starts (docs/concurrency.md).
-    #[serde(default, skip_serializing_if = "no_priority")]
-    #[cfg_attr(feature = "openapi", schema(minimum = -1000, maximum = 1000, default = 0))]
+    #[serde(default, skip_serializing_if = "crate::concurrency::is_default_priority")]
+    #[cfg_attr(feature = "openapi", schema(minimum = -1000, maximum = 1000))]
     pub priority: i32,
-}
-
-fn no_priority(n: &i32) -> bool {
-    *n == 0
 }
 
 impl ScheduleRequest {
