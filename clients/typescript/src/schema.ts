@@ -1748,6 +1748,13 @@ export interface components {
             queued?: boolean;
             /**
              * Format: date-time
+             * @description When it joined its key's line (its start, its delayed start's time,
+             *     or its retry): a turn given for an earlier place in the line is not
+             *     its turn now (`machine::Command::Admit`).
+             */
+            queued_at?: string | null;
+            /**
+             * Format: date-time
              * @description When the flow was last retried: its timeout counts from then
              *     (from `created_at` before any retry).
              */

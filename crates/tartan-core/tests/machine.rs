@@ -275,6 +275,13 @@ fn a_delayed_flow_cancelled_before_its_time_calls_nothing_and_a_retry_runs_it_no
     assert_eq!(run.replayed(), run.state);
 }
 
+/// A turn for the place in the line joined at `t(secs)`.
+fn admit(secs: i64) -> Command {
+    Command::Admit {
+        joined_us: t(secs).timestamp_micros(),
+    }
+}
+
 /// The chain, started at t(0) with a concurrency key.
 fn start_chain_keyed(starts_at: Option<tartan_core::flow::Time>) -> (Run, Transition) {
     let options = FlowOptions {
@@ -299,13 +306,17 @@ fn a_keyed_flow_joins_its_line_and_starts_no_step_before_its_turn() {
     assert_eq!(run.state.priority, 5);
     // Nothing else lets it go: a wake changes nothing.
     assert!(run.command(Command::DeadlineDue, t(5)).events.is_empty());
-    let tx = run.command(Command::Admit, t(10));
+    assert!(
+        run.command(admit(1), t(10)).events.is_empty(),
+        "a turn for another place in the line is not its turn"
+    );
+    let tx = run.command(admit(0), t(10));
     assert_eq!(types(&tx), ["flow_admitted", "step_started", "work_started"]);
     assert!(tx.effects.contains(&Effect::Line(LineChange::Admitted)));
     assert_eq!(tx.dispatches(), [dispatch("a", "tok-1", 1)]);
     assert!(!run.state.queued);
     // A second turn changes nothing.
-    assert!(run.command(Command::Admit, t(11)).events.is_empty());
+    assert!(run.command(admit(0), t(11)).events.is_empty());
     assert_eq!(run.replayed(), run.state);
 }
 
@@ -317,7 +328,7 @@ fn a_keyed_flow_leaves_its_line_however_it_ends_and_a_retry_joins_again() {
     assert_eq!(types(&tx), ["flow_cancelled", "flow_deactivated"]);
     assert!(tx.effects.contains(&Effect::Line(LineChange::Leave)));
     assert!(
-        run.command(Command::Admit, t(4)).events.is_empty(),
+        run.command(admit(0), t(4)).events.is_empty(),
         "an ended flow is not let in"
     );
     let tx = run.command(
@@ -330,7 +341,10 @@ fn a_keyed_flow_leaves_its_line_however_it_ends_and_a_retry_joins_again() {
     assert_eq!(types(&tx), ["flow_retried"], "it waits for its turn again");
     assert!(tx.effects.contains(&Effect::Line(LineChange::Join)));
     assert!(run.state.queued);
-    let tx = run.command(Command::Admit, t(21));
+    // A turn given for its first place (cancelled and retried since) is
+    // not its turn: it waits in its new place.
+    assert!(run.command(admit(0), t(21)).events.is_empty());
+    let tx = run.command(admit(20), t(21));
     assert_eq!(types(&tx), ["flow_admitted", "step_started", "work_started"]);
     assert_eq!(run.replayed(), run.state);
 }
@@ -344,13 +358,13 @@ fn a_delayed_keyed_flow_joins_its_line_at_its_start_time() {
         "no turn held while it waits"
     );
     assert!(
-        run.command(Command::Admit, t(10)).events.is_empty(),
+        run.command(admit(0), t(10)).events.is_empty(),
         "not in its line yet"
     );
     let tx = run.command(Command::DeadlineDue, t(60));
     assert_eq!(types(&tx), ["flow_released"]);
     assert!(tx.effects.contains(&Effect::Line(LineChange::Join)));
-    let tx = run.command(Command::Admit, t(61));
+    let tx = run.command(admit(60), t(61));
     assert_eq!(types(&tx), ["flow_admitted", "step_started", "work_started"]);
     assert_eq!(run.replayed(), run.state);
 }

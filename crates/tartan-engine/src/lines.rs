@@ -14,7 +14,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use tartan_core::machine::Command;
-use tartan_store::{LinePlace, LineStore};
+use tartan_store::{Admitted, LinePlace, LineStore};
 use tokio_util::sync::CancellationToken;
 
 use crate::config::EngineConfig;
@@ -124,15 +124,21 @@ impl Lines {
     /// Let in `key`'s flows the room allows, and decide their turn.
     async fn admit(&self, key: &str) -> Result<(), EngineError> {
         let now = self.config.clock.now().timestamp_micros();
-        for flow_id in self.store.line_admit(key, now).await? {
-            self.let_in(&flow_id).await;
+        for admitted in self.store.line_admit(key, now).await? {
+            self.let_in(&admitted).await;
         }
         Ok(())
     }
 
-    /// Decide a flow's turn: `flow_admitted`, committed with its row.
-    async fn let_in(&self, flow_id: &str) {
-        match self.decide.decide(flow_id, Command::Admit).await {
+    /// Decide a flow's turn: `flow_admitted`, committed with its row. The
+    /// turn is for the place it held when let in: a flow ended and retried
+    /// since waits in its new place (`Command::Admit`).
+    async fn let_in(&self, admitted: &Admitted) {
+        let flow_id = admitted.flow_id.as_str();
+        let command = Command::Admit {
+            joined_us: admitted.joined_us,
+        };
+        match self.decide.decide(flow_id, command).await {
             Ok(()) | Err(EngineError::FlowNotFound(_)) => {}
             Err(e) => tracing::warn!(flow_id, "letting a flow in on its turn failed: {e}"),
         }
@@ -151,8 +157,8 @@ impl Lines {
         let lease = chrono::Duration::from_std(self.config.lease).unwrap_or(chrono::Duration::MAX);
         let before = self.config.clock.now() - lease;
         let stalled = self.store.lines_stalled(before.timestamp_micros()).await?;
-        for flow_id in &stalled.admitting {
-            self.let_in(flow_id).await;
+        for admitted in &stalled.admitting {
+            self.let_in(admitted).await;
         }
         for key in &stalled.keys {
             self.nudge(key);

@@ -332,7 +332,7 @@ impl<'a> Decision<'a> {
                 command: "deadline_due",
                 ..Self::FLOW
             },
-            Command::Admit => Decision {
+            Command::Admit { .. } => Decision {
                 command: "admit",
                 ..Self::FLOW
             },

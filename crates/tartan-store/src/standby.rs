@@ -23,12 +23,13 @@ use tokio::sync::mpsc::Receiver;
 use crate::connection::{SqlStore, StandbyMark};
 use crate::error::StoreError;
 use crate::{
-    BulkCreated, BulkEnd, BulkItem, BulkJob, BulkJobStore, BulkRunStore, CatalogChange, CatalogSnapshot,
-    CatalogStore, Claim, ClusterStore, EventPage, FeedFilter, FeedPage, FeedStore, FireRecord, FlowCommit,
-    FlowPage, FlowQuery, FlowStore, FlowVersion, HealthRecord, LaneGrant, LaneOutcome, LaneRecord, LaneStore,
-    LaneTake, LinePlace, LineStore, LoadedFlow, MemoStore, NewBulkJob, NodeGuard, NodeRecord, Notice,
-    NoticeStore, PoolReading, PoolStats, Readiness, RetentionStore, ScheduleMove, ScheduleRecord,
-    ScheduleStore, ScheduledTimer, StalledLines, Store, StoredEvent, WorkKey, WorkPage, WorkQuery, WorkStore,
+    Admitted, BulkCreated, BulkEnd, BulkItem, BulkJob, BulkJobStore, BulkRunStore, CatalogChange,
+    CatalogSnapshot, CatalogStore, Claim, ClusterStore, EventPage, FeedFilter, FeedPage, FeedStore,
+    FireRecord, FlowCommit, FlowPage, FlowQuery, FlowStore, FlowVersion, HealthRecord, LaneGrant,
+    LaneOutcome, LaneRecord, LaneStore, LaneTake, LinePlace, LineStore, LoadedFlow, MemoStore, NewBulkJob,
+    NodeGuard, NodeRecord, Notice, NoticeStore, PoolReading, PoolStats, Readiness, RetentionStore,
+    ScheduleMove, ScheduleRecord, ScheduleStore, ScheduledTimer, StalledLines, Store, StoredEvent, WorkKey,
+    WorkPage, WorkQuery, WorkStore,
 };
 
 /// The Postgres store: `sql` answers, `standby` remembers when an answer
@@ -434,7 +435,7 @@ impl LaneStore for PgStore {
 
 #[async_trait]
 impl LineStore for PgStore {
-    async fn line_admit(&self, key: &str, now_us: i64) -> Result<Vec<String>, StoreError> {
+    async fn line_admit(&self, key: &str, now_us: i64) -> Result<Vec<Admitted>, StoreError> {
         self.noted(self.sql.line_admit(key, now_us).await)
     }
 

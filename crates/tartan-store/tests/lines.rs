@@ -9,7 +9,12 @@ mod support;
 use std::sync::Arc;
 
 use support::{at, commit, start, succeed};
-use tartan_store::{LineWrite, Store};
+use tartan_store::{Admitted, LineWrite, Store};
+
+/// The flows of a list of those let in.
+fn ids(admitted: Vec<Admitted>) -> Vec<String> {
+    admitted.into_iter().map(|a| a.flow_id).collect()
+}
 
 support::store_cases! {
     turns_follow_the_line_within_the_limit,
@@ -53,7 +58,14 @@ async fn turns_follow_the_line_within_the_limit(store: Arc<dyn Store>) {
         ("waiting", 3, 0, 3)
     );
 
-    assert_eq!(store.line_admit("k", 1_000).await.unwrap(), ["a"]);
+    assert_eq!(
+        store.line_admit("k", 1_000).await.unwrap(),
+        [Admitted {
+            flow_id: "a".into(),
+            joined_us: 100
+        }],
+        "let in for its place, joined at 100"
+    );
     assert!(
         store.line_admit("k", 1_001).await.unwrap().is_empty(),
         "a holds the one turn"
@@ -66,7 +78,7 @@ async fn turns_follow_the_line_within_the_limit(store: Arc<dyn Store>) {
     // a was let in, its decision not committed: the sweep sees it once a
     // lease has passed; a key with no room is not stalled.
     let stalled = store.lines_stalled(2_000).await.unwrap();
-    assert_eq!(stalled.admitting, ["a"]);
+    assert_eq!(ids(stalled.admitting), ["a"]);
     assert_eq!(stalled.keys, ["elsewhere"], "one waiting, none running");
     assert!(store.lines_stalled(500).await.unwrap().admitting.is_empty());
 
@@ -91,11 +103,14 @@ async fn turns_follow_the_line_within_the_limit(store: Arc<dyn Store>) {
     );
     let stalled = store.lines_stalled(2_000).await.unwrap();
     assert!(stalled.keys.contains(&"k".to_string()), "{stalled:?}");
-    assert_eq!(store.line_admit("k", 3_000).await.unwrap(), ["c"]);
+    assert_eq!(ids(store.line_admit("k", 3_000).await.unwrap()), ["c"]);
     assert_eq!(
         store.line_counts().await.unwrap(),
         (2, 1),
         "b and other wait, c runs"
     );
-    assert_eq!(store.line_admit("elsewhere", 3_000).await.unwrap(), ["other"]);
+    assert_eq!(
+        ids(store.line_admit("elsewhere", 3_000).await.unwrap()),
+        ["other"]
+    );
 }

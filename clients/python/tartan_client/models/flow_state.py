@@ -59,6 +59,10 @@ class FlowState:
         problem (Any | Unset):
         queued (bool | Unset): Waiting for its turn on its key: no step starts until
             `flow_admitted` clears it.
+        queued_at (datetime.datetime | None | Unset): When it joined its key's line (its start, its delayed start's
+            time,
+            or its retry): a turn given for an earlier place in the line is not
+            its turn now (`machine::Command::Admit`).
         retried_at (datetime.datetime | None | Unset): When the flow was last retried: its timeout counts from then
             (from `created_at` before any retry).
         starts_at (datetime.datetime | None | Unset): A delayed flow's start time, while it waits for it (no step starts
@@ -88,6 +92,7 @@ class FlowState:
     priority: int | Unset = UNSET
     problem: Any | Unset = UNSET
     queued: bool | Unset = UNSET
+    queued_at: datetime.datetime | None | Unset = UNSET
     retried_at: datetime.datetime | None | Unset = UNSET
     starts_at: datetime.datetime | None | Unset = UNSET
     trace: FlowTrace | None | Unset = UNSET
@@ -186,6 +191,14 @@ class FlowState:
 
         queued = self.queued
 
+        queued_at: None | str | Unset
+        if isinstance(self.queued_at, Unset):
+            queued_at = UNSET
+        elif isinstance(self.queued_at, datetime.datetime):
+            queued_at = self.queued_at.isoformat()
+        else:
+            queued_at = self.queued_at
+
         retried_at: None | str | Unset
         if isinstance(self.retried_at, Unset):
             retried_at = UNSET
@@ -252,6 +265,8 @@ class FlowState:
             field_dict["problem"] = problem
         if queued is not UNSET:
             field_dict["queued"] = queued
+        if queued_at is not UNSET:
+            field_dict["queued_at"] = queued_at
         if retried_at is not UNSET:
             field_dict["retried_at"] = retried_at
         if starts_at is not UNSET:
@@ -424,6 +439,23 @@ class FlowState:
 
         queued = d.pop("queued", UNSET)
 
+        def _parse_queued_at(data: object) -> datetime.datetime | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, str):
+                    raise TypeError()
+                queued_at_type_0 = datetime.datetime.fromisoformat(data)
+
+                return queued_at_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(datetime.datetime | None | Unset, data)
+
+        queued_at = _parse_queued_at(d.pop("queued_at", UNSET))
+
         def _parse_retried_at(data: object) -> datetime.datetime | None | Unset:
             if data is None:
                 return data
@@ -498,6 +530,7 @@ class FlowState:
             priority=priority,
             problem=problem,
             queued=queued,
+            queued_at=queued_at,
             retried_at=retried_at,
             starts_at=starts_at,
             trace=trace,

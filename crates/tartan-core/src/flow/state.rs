@@ -99,6 +99,12 @@ pub struct FlowState {
     /// `flow_admitted` clears it.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub queued: bool,
+    /// When it joined its key's line (its start, its delayed start's time,
+    /// or its retry): a turn given for an earlier place in the line is not
+    /// its turn now (`machine::Command::Admit`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>, format = DateTime))]
+    pub queued_at: Option<Time>,
     /// Where its calls and its turn wait, higher first
     /// (docs/concurrency.md, "Priority").
     #[serde(default, skip_serializing_if = "crate::concurrency::is_default_priority")]
@@ -142,6 +148,7 @@ impl Default for FlowState {
             starts_at: None,
             concurrency: None,
             queued: false,
+            queued_at: None,
             priority: 0,
             calls: 0,
             own_calls: 0,
@@ -190,6 +197,8 @@ struct StoredFlowState {
     #[serde(default)]
     queued: bool,
     #[serde(default)]
+    queued_at: Option<Time>,
+    #[serde(default)]
     priority: i32,
 }
 
@@ -220,6 +229,7 @@ impl From<StoredFlowState> for FlowState {
             starts_at: s.starts_at,
             concurrency: s.concurrency,
             queued: s.queued,
+            queued_at: s.queued_at,
             priority: s.priority,
             calls: 0,
             own_calls: 0,
@@ -395,6 +405,12 @@ impl FlowState {
             input_deadlines: imbl::OrdMap::new(),
             starts_at: options.starts_at,
             queued: options.concurrency.is_some(),
+            // A delayed flow joins its line at its start time.
+            queued_at: options
+                .concurrency
+                .as_ref()
+                .filter(|_| options.starts_at.is_none())
+                .map(|_| at),
             concurrency: options.concurrency.clone(),
             priority: options.priority,
             calls: 0,

@@ -50,10 +50,12 @@ pub(super) fn start(
 }
 
 /// A flow waiting for its turn on its concurrency key got it: its steps
-/// start. Changes nothing unless the flow is active and in its line (a
-/// delayed flow joins it at its start time, docs/concurrency.md).
-pub(super) fn admit(tx: &mut Transition) -> Result<(), ApplyError> {
-    if !tx.state.queued || tx.state.status != FlowStatus::Active || tx.state.starts_at.is_some() {
+/// start. Changes nothing unless the flow is active and waits in the line
+/// it joined at `joined_us` (a delayed flow joins at its start time; a
+/// flow retried since joined again, docs/concurrency.md).
+pub(super) fn admit(tx: &mut Transition, joined_us: i64) -> Result<(), ApplyError> {
+    let in_line = tx.state.queued_at.map(|at| at.timestamp_micros());
+    if in_line != Some(joined_us) || tx.state.status != FlowStatus::Active {
         return Ok(());
     }
     tx.emit(FlowEvent::FlowAdmitted {

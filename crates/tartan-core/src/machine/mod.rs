@@ -132,8 +132,11 @@ pub enum Command {
     },
     /// The flow's deadline may have passed.
     DeadlineDue,
-    /// The flow's turn on its concurrency key came (docs/concurrency.md).
-    Admit,
+    /// The flow's turn on its concurrency key came (docs/concurrency.md),
+    /// for its place in the line it joined at `joined_us` (microseconds
+    /// since the epoch, as the line's row keeps it): a turn for an earlier
+    /// place (the flow ended and was retried since) changes nothing.
+    Admit { joined_us: i64 },
     /// Stop the flow before its steps are done.
     Stop(Stop),
     /// Run a finished, not completed flow again from where it stopped
@@ -215,7 +218,7 @@ pub fn apply(state: FlowState, command: Command, ctx: &mut Context<'_>) -> Resul
             heard_until,
         } => async_calls::inactivity_due(&mut tx, &step_id, &token, heard_until, ctx)?,
         Command::DeadlineDue => commands::deadline_due(&mut tx, ctx)?,
-        Command::Admit => commands::admit(&mut tx)?,
+        Command::Admit { joined_us } => commands::admit(&mut tx, joined_us)?,
         Command::Stop(stop) => commands::stop(&mut tx, stop)?,
         Command::Retry { reset_attempts, by } => commands::retry(&mut tx, reset_attempts, by, ctx)?,
         Command::Resume { reset_attempts, by } => parking::resume(&mut tx, reset_attempts, by)?,

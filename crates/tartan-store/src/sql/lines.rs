@@ -8,7 +8,7 @@ use sqlx::Row;
 use crate::connection::SqlStore;
 use crate::dialect::Backend;
 use crate::error::StoreError;
-use crate::{LinePlace, LineStore, StalledLines};
+use crate::{Admitted, LinePlace, LineStore, StalledLines};
 
 /// Let `$1`'s next waiting flows in, in turn order, as many as the limit
 /// of the first of them leaves room for beside those running, marking them
@@ -20,13 +20,13 @@ fn admit_statement(greatest: &str) -> String {
            LIMIT {greatest}(0, COALESCE((SELECT lim FROM flow_lines WHERE key = $1 AND state = 'waiting' \
              ORDER BY turn_us, flow_id LIMIT 1), 0) \
              - (SELECT count(*) FROM flow_lines WHERE key = $1 AND state <> 'waiting'))) \
-         RETURNING flow_id, turn_us"
+         RETURNING flow_id, turn_us, queued_us"
     )
 }
 
 #[async_trait]
 impl LineStore for SqlStore {
-    async fn line_admit(&self, key: &str, now_us: i64) -> Result<Vec<String>, StoreError> {
+    async fn line_admit(&self, key: &str, now_us: i64) -> Result<Vec<Admitted>, StoreError> {
         let rows = if self.backend == Backend::Postgres {
             let mut tx = self.begin_commit().await?;
             // Counting the running flows and letting the next in is one
@@ -55,15 +55,14 @@ impl LineStore for SqlStore {
         let mut admitted = rows
             .iter()
             .map(|r| {
-                Ok((
-                    r.try_get::<i64, _>("turn_us")?,
-                    r.try_get::<String, _>("flow_id")?,
-                ))
+                let flow_id = r.try_get::<String, _>("flow_id")?;
+                let joined_us = r.try_get::<i64, _>("queued_us")?;
+                Ok((r.try_get::<i64, _>("turn_us")?, Admitted { flow_id, joined_us }))
             })
             .collect::<Result<Vec<_>, StoreError>>()?;
         // Their decisions in turn order.
-        admitted.sort();
-        Ok(admitted.into_iter().map(|(_, id)| id).collect())
+        admitted.sort_by(|a, b| (a.0, &a.1.flow_id).cmp(&(b.0, &b.1.flow_id)));
+        Ok(admitted.into_iter().map(|(_, a)| a).collect())
     }
 
     async fn lines_stalled(&self, admitted_before_us: i64) -> Result<StalledLines, StoreError> {
@@ -78,14 +77,19 @@ impl LineStore for SqlStore {
         .map(|r| r.try_get::<String, _>("key"))
         .collect::<Result<_, _>>()?;
         let admitting = sqlx::query(
-            "SELECT flow_id FROM flow_lines WHERE state = 'admitting' AND admitted_us < $1 LIMIT 10000",
+            "SELECT flow_id, queued_us FROM flow_lines WHERE state = 'admitting' AND admitted_us < $1 LIMIT 10000",
         )
         .bind(admitted_before_us)
         .fetch_all(&self.read)
         .await?
         .iter()
-        .map(|r| r.try_get::<String, _>("flow_id"))
-        .collect::<Result<_, _>>()?;
+        .map(|r| {
+            Ok(Admitted {
+                flow_id: r.try_get("flow_id")?,
+                joined_us: r.try_get("queued_us")?,
+            })
+        })
+        .collect::<Result<_, StoreError>>()?;
         Ok(StalledLines { keys, admitting })
     }
 

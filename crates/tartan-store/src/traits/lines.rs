@@ -23,8 +23,16 @@ pub struct StalledLines {
     /// Keys with flows waiting while fewer than their limit run.
     pub keys: Vec<String>,
     /// Flows let in before the time asked whose `flow_admitted` is not
-    /// committed.
-    pub admitting: Vec<String>,
+    /// committed, each with when it joined (`Admitted::joined_us`).
+    pub admitting: Vec<Admitted>,
+}
+
+/// A flow let in on its turn, and when it joined the line (the row's
+/// `queued_us`): its turn is for that place in the line only.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Admitted {
+    pub flow_id: String,
+    pub joined_us: i64,
 }
 
 /// The lines of concurrency keys (docs/concurrency.md). A flow's row is
@@ -34,10 +42,10 @@ pub struct StalledLines {
 pub trait LineStore: Send + Sync {
     /// Let in as many of `key`'s waiting flows, in turn order, as the limit
     /// of the first leaves room for beside those running, marking them
-    /// admitting at `now_us`; their ids, in turn order. Two
+    /// admitting at `now_us`; them, in turn order. Two
     /// engines letting one key's flows in take turns (on Postgres, a lock
     /// on the key for the transaction).
-    async fn line_admit(&self, key: &str, now_us: i64) -> Result<Vec<String>, StoreError>;
+    async fn line_admit(&self, key: &str, now_us: i64) -> Result<Vec<Admitted>, StoreError>;
 
     /// What is left undone: keys with room and flows waiting, and flows
     /// admitting since before `admitted_before_us`.

@@ -38,7 +38,7 @@ pub use cluster::ClusterStore;
 pub use feed::FeedStore;
 pub use flows::FlowStore;
 pub use lanes::{LaneGrant, LaneOutcome, LaneRecord, LaneStore, LaneTake};
-pub use lines::{LinePlace, LineStore, StalledLines};
+pub use lines::{Admitted, LinePlace, LineStore, StalledLines};
 pub use memo::MemoStore;
 pub use notices::{Notice, NoticeStore};
 pub use pools::{PoolReading, PoolStats};

@@ -204,9 +204,13 @@ impl FlowState {
             }
             FlowEvent::FlowReleased { .. } => {
                 self.starts_at = None;
+                if self.queued {
+                    self.queued_at = Some(at);
+                }
             }
             FlowEvent::FlowAdmitted { .. } => {
                 self.queued = false;
+                self.queued_at = None;
             }
             FlowEvent::FlowCancelled {
                 reason, compensate, ..
@@ -229,6 +233,7 @@ impl FlowState {
                 // with a concurrency key waits for its turn again.
                 self.starts_at = None;
                 self.queued = self.concurrency.is_some();
+                self.queued_at = self.queued.then_some(at);
             }
             FlowEvent::FlowCompleted { .. } => {
                 self.status = FlowStatus::Completed;
