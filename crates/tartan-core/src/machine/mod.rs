@@ -37,6 +37,7 @@ mod compensation;
 mod completion;
 mod failure;
 mod inputs;
+mod lifecycle;
 mod parking;
 mod predicate;
 mod readiness;
@@ -180,7 +181,7 @@ pub fn apply(state: FlowState, command: Command, ctx: &mut Context<'_>) -> Resul
             plan,
             init,
             options,
-        } => commands::start(&mut tx, flow_id, plan, init, options, ctx)?,
+        } => lifecycle::start(&mut tx, flow_id, plan, init, options, ctx)?,
         Command::Record {
             step_id,
             token,
@@ -217,10 +218,10 @@ pub fn apply(state: FlowState, command: Command, ctx: &mut Context<'_>) -> Resul
             token,
             heard_until,
         } => async_calls::inactivity_due(&mut tx, &step_id, &token, heard_until, ctx)?,
-        Command::DeadlineDue => commands::deadline_due(&mut tx, ctx)?,
-        Command::Admit { joined_us } => commands::admit(&mut tx, joined_us)?,
-        Command::Stop(stop) => commands::stop(&mut tx, stop)?,
-        Command::Retry { reset_attempts, by } => commands::retry(&mut tx, reset_attempts, by, ctx)?,
+        Command::DeadlineDue => lifecycle::deadline_due(&mut tx, ctx)?,
+        Command::Admit { joined_us } => lifecycle::admit(&mut tx, joined_us)?,
+        Command::Stop(stop) => lifecycle::stop(&mut tx, stop)?,
+        Command::Retry { reset_attempts, by } => lifecycle::retry(&mut tx, reset_attempts, by, ctx)?,
         Command::Resume { reset_attempts, by } => parking::resume(&mut tx, reset_attempts, by)?,
     }
     settle::settle(&mut tx, ctx)?;
