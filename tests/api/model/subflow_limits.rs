@@ -282,7 +282,14 @@ async fn child_calls_beyond_the_queue_are_left_to_their_lease(backend: Backend) 
         ],
     )
     .await;
-    crate::helpers::register(&engine, tree_steps(2, &svc)).await;
+    // `TARTAN_STEP_TIMEOUT` is short only to make the lease short (the
+    // attempt timeout plus `TARTAN_LEASE`, docs/durability.md, "Leases");
+    // the leaves have a timeout of their own, so that a machine loaded by
+    // other work (CI) cannot time one out: `max_attempts` 1 would fail
+    // the tree.
+    let mut steps = tree_steps(2, &svc);
+    steps[0]["http"]["timeout"] = json!("30s");
+    crate::helpers::register(&engine, steps).await;
     let (start, leaves) = tree_start("queued", &[6, 10]);
     let stop = tokio_util::sync::CancellationToken::new();
     let watcher = watch(engine.addr.clone(), stop.clone());
