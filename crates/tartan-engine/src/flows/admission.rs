@@ -182,10 +182,17 @@ impl FlowLocks {
             granted,
         };
         let mut table = self.table();
-        if let Some(slot) = table.slots.get(flow_id).cloned() {
-            // Held already: no new place is taken.
-            self.give(&mut table, flow_id, slot, grant);
-            return Ok(waiting);
+        // Held already: no new place is taken. Unless the places are
+        // overdrawn (decisions on flows not in memory take a slot limit or
+        // not, `slot`): a place on such a slot would keep it past its
+        // decision, and the sweep taking calls over one flow after another
+        // would leave the count above the limit by more than the one
+        // decision it is making. The call then waits for a place like any.
+        if table.slots.len() <= self.max_active {
+            if let Some(slot) = table.slots.get(flow_id).cloned() {
+                self.give(&mut table, flow_id, slot, grant);
+                return Ok(waiting);
+            }
         }
         if table.waiting.len() >= self.max_waiting {
             let least = table.waiting.last_key_value().map(|(&(r, _), _)| r);
