@@ -4,7 +4,6 @@
 use std::sync::Arc;
 
 use sqlx::any::AnyPoolOptions;
-use sqlx::postgres::PgPoolOptions;
 use sqlx::Executor;
 
 use crate::connection::{PgKept, SqlStore, StandbyMark};
@@ -21,14 +20,61 @@ const ACQUIRE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 /// applied now. Concurrent starts apply each once (sqlx takes an advisory
 /// lock around the run).
 pub(crate) async fn prepare(url: &str, schema: Schema) -> Result<Vec<Migration>, StoreError> {
-    let native = PgPoolOptions::new().max_connections(1).connect(url).await?;
-    let applied = crate::schema::applied_postgres(&native).await?;
+    use sqlx::Connection;
+    let mut native = first_contact(&quiet_pg(url)?).await?;
+    let applied = crate::schema::applied_postgres(&mut native).await?;
     let missing = crate::schema::plan(&MIGRATOR, &applied, schema)?;
     if !missing.is_empty() {
-        MIGRATOR.run(&native).await?;
+        MIGRATOR.run_direct(&mut native).await?;
     }
-    native.close().await;
+    native.close().await?;
     Ok(missing)
+}
+
+/// How long the first connection of a start may take before the start
+/// gives up: a host that drops packets answers nothing at all.
+const FIRST_CONTACT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// The first connection of a start, one attempt: a wrong URL is named at
+/// once by its cause (refused, unknown host, login, database), where a
+/// pool would keep trying until its acquire timeout and then say only that
+/// it timed out (docs/operating.md, "Configuration").
+async fn first_contact(options: &sqlx::postgres::PgConnectOptions) -> Result<sqlx::PgConnection, StoreError> {
+    use sqlx::ConnectOptions;
+    let at = format!("{}:{}", options.get_host(), options.get_port());
+    match tokio::time::timeout(FIRST_CONTACT, options.connect()).await {
+        Ok(Ok(conn)) => Ok(conn),
+        Ok(Err(e)) => Err(contact_failed(&at, options.get_username(), options.get_database(), e)),
+        Err(_) => Err(StoreError::Unavailable(format!(
+            "no answer from Postgres at {at} within {FIRST_CONTACT:?} (a firewall dropping packets, or a wrong host)"
+        ))),
+    }
+}
+
+/// The cause of a failed first connection, in words an operator acts on.
+fn contact_failed(at: &str, user: &str, database: Option<&str>, e: sqlx::Error) -> StoreError {
+    let database = database.unwrap_or(user);
+    match &e {
+        sqlx::Error::Io(io) if io.kind() == std::io::ErrorKind::ConnectionRefused => StoreError::Unavailable(
+            format!("connection refused by {at}: is Postgres running and listening there?"),
+        ),
+        sqlx::Error::Io(io) if io.to_string().contains("lookup address") => {
+            StoreError::Unavailable(format!("unknown host in {at}: {io}"))
+        }
+        sqlx::Error::Database(db) => match db.code().as_deref() {
+            // invalid_password, invalid_authorization_specification.
+            Some("28P01" | "28000") => StoreError::Config(format!(
+                "Postgres at {at} refused the login of user {user:?} (wrong password, or no such user): {}",
+                db.message()
+            )),
+            // invalid_catalog_name.
+            Some("3D000") => StoreError::Config(format!(
+                "Postgres at {at} has no database {database:?}: create it (createdb) or fix the URL's path"
+            )),
+            _ => StoreError::from(e),
+        },
+        _ => StoreError::from(e),
+    }
 }
 
 pub(crate) async fn open(url: &str, pools: &crate::Pools, schema: Schema) -> Result<PgStore, StoreError> {

@@ -74,16 +74,16 @@ pub(crate) fn plan(
 }
 
 /// The versions recorded in sqlx's table, none when there is no table yet.
-pub(crate) async fn applied_postgres(pool: &sqlx::PgPool) -> Result<Applied, StoreError> {
+pub(crate) async fn applied_postgres(conn: &mut sqlx::PgConnection) -> Result<Applied, StoreError> {
     let exists: bool = sqlx::query_scalar("SELECT to_regclass('_sqlx_migrations') IS NOT NULL")
-        .fetch_one(pool)
+        .fetch_one(&mut *conn)
         .await?;
     if !exists {
         return Ok(Vec::new());
     }
     Ok(
         sqlx::query_as("SELECT version, success FROM _sqlx_migrations ORDER BY version")
-            .fetch_all(pool)
+            .fetch_all(&mut *conn)
             .await?,
     )
 }

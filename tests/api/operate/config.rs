@@ -620,3 +620,49 @@ async fn config_check_warns_of_a_lease_in_milliseconds_and_a_tiny_timeout() {
     assert!(ok, "{err}");
     assert!(!err.contains("warning"), "{err}");
 }
+
+/// A wrong Postgres URL is named by its cause at once (docs/operating.md,
+/// "Configuration"): a port nothing listens on, a host that does not
+/// resolve, a database that does not exist. Not a pool's "timed out" after
+/// its 30 s.
+#[tokio::test]
+async fn a_wrong_postgres_url_names_its_cause_at_once() {
+    let closed = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().port()
+    };
+    let mut cases = vec![
+        (
+            format!("postgres://postgres@127.0.0.1:{closed}/test"),
+            format!("connection refused by 127.0.0.1:{closed}"),
+        ),
+        (
+            "postgres://postgres@no-such-host.invalid/test".to_string(),
+            "unknown host in no-such-host.invalid:5432".to_string(),
+        ),
+    ];
+    // The database's own refusal, where a Postgres is there to refuse.
+    if let Some(db) = TestDb::create(Backend::Postgres).await {
+        let (server, _) = db.url.rsplit_once('/').unwrap();
+        cases.push((
+            format!("{server}/tartan_no_such_database"),
+            "has no database \"tartan_no_such_database\"".to_string(),
+        ));
+    }
+    for (url, cause) in cases {
+        let started = std::time::Instant::now();
+        let (ok, _, err) = crate::helpers::run_tartan(
+            &["serve", "--listen", "127.0.0.1:0"],
+            &[("TARTAN_DATABASE_URL", url.as_str())],
+        )
+        .await;
+        let took = started.elapsed();
+        assert!(!ok, "{url} started");
+        let last = err.lines().last().unwrap_or_default();
+        assert!(last.starts_with("error: opening postgres://"), "{err}");
+        assert!(last.contains(&cause), "{url}: wanted {cause:?} in {last}");
+        assert!(!last.contains("timed out"), "{last}");
+        // Bounded generously: a pool would have taken its 30 s.
+        assert!(took < Duration::from_secs(20), "{url} took {took:?}");
+    }
+}
