@@ -44,7 +44,7 @@ enum FlowSub {
         /// The goal steps.
         #[arg(required = true)]
         goals: Vec<String>,
-        /// An initial value, name=value (repeatable; JSON when it parses, else text).
+        /// An initial value, name=value (repeatable; JSON when it parses, else text; one starting with {, [ or " must be JSON).
         #[arg(long = "init", value_name = "NAME=VALUE")]
         init: Vec<String>,
         /// The flow id.
@@ -191,7 +191,10 @@ pub async fn run(cmd: FlowCmd) -> Result<u8, CliError> {
                 table.row(vec![
                     f.id.clone(),
                     f.status.as_str().into(),
-                    output::time(&f.timestamp),
+                    // The query's last change (a step's result, a retry
+                    // scheduled), not `timestamp`: that is Argyll's, the
+                    // start of a flow still running.
+                    output::time(f.last_updated.as_ref().unwrap_or(&f.timestamp)),
                     output::pairs(&f.labels),
                     super::client::shorten(&output::one_line(f.error.as_deref().unwrap_or_default()), 100),
                 ]);

@@ -77,7 +77,10 @@ pub async fn run(command: impl Future<Output = Result<u8, CliError>>) -> i32 {
 
 /// `--init name=value`, repeatable: the value is JSON when it parses as
 /// JSON, else the text itself; each name's values are collected in order
-/// into the array the API takes (`"name": [value, ...]`).
+/// into the array the API takes (`"name": [value, ...]`). A value that
+/// starts as JSON does (`{`, `[`, `"`) and does not parse is an error:
+/// sending the broken text as a string would start a flow on input nobody
+/// meant.
 pub fn parse_init(items: &[String]) -> Result<Map<String, Value>, CliError> {
     let mut init = Map::new();
     for item in items {
@@ -87,7 +90,16 @@ pub fn parse_init(items: &[String]) -> Result<Map<String, Value>, CliError> {
         if name.is_empty() {
             return Err(CliError::local(format!("--init {item:?}: the name is empty")));
         }
-        let value = serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_string()));
+        let value = match serde_json::from_str(text) {
+            Ok(value) => value,
+            Err(e) if text.trim_start().starts_with(['{', '[', '"']) => {
+                return Err(CliError::local(format!(
+                    "--init {item:?}: {name} is not valid JSON ({e}); a text starting with {{, [ or \" is \
+                     taken as JSON: write it as a JSON string to send it as text"
+                )))
+            }
+            Err(_) => Value::String(text.to_string()),
+        };
         if let Value::Array(values) = init
             .entry(name.to_string())
             .or_insert_with(|| Value::Array(Vec::new()))

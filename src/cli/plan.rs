@@ -16,7 +16,7 @@ pub struct PlanArgs {
     /// The goal steps.
     #[arg(required = true)]
     goals: Vec<String>,
-    /// An initial value, name=value (repeatable; JSON when it parses, else text).
+    /// An initial value, name=value (repeatable; JSON when it parses, else text; one starting with {, [ or " must be JSON).
     #[arg(long = "init", value_name = "NAME=VALUE")]
     init: Vec<String>,
 }

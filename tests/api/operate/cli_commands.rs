@@ -284,6 +284,35 @@ async fn a_watched_flow_shows_each_attempt_the_retry_and_the_result(backend: Bac
     let r = against(&app, &["flow", "ls", "--limit", "2"]).await;
     assert_eq!(r.stdout.lines().count(), 3, "the header and two flows: {r:?}");
 
+    // UPDATED is the flow's last change: for one waiting for a retry, its
+    // first attempt's failure, not its start.
+    let busy = StepServer::start(|_, _| json_reply(503, json!({"error": "busy"}))).await;
+    let mut waits = sync_step("waits", &busy.url("/waits"), &["name"], &["record"]);
+    waits["work_config"] = json!({"max_retries": 3, "init_backoff": "1m", "backoff_type": "fixed"});
+    assert_eq!(app.register(&waits).await.status, 201);
+    let r = against(
+        &app,
+        &["flow", "start", "waits", "--init", "name=Al", "--id", "waiting-1"],
+    )
+    .await;
+    assert_eq!(r.code, 0, "{r:?}");
+    let mut summary = Value::Null;
+    for _ in 0..200 {
+        let r = against(&app, &["flow", "ls", "--prefix", "waiting-1", "-o", "json"]).await;
+        summary = serde_json::from_str::<Value>(&r.stdout).expect("JSON")["flows"][0].clone();
+        if summary["created_at"] != summary["last_updated"] && busy.requests().len() == 1 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let updated = summary["last_updated"].as_str().unwrap_or_default().to_string();
+    assert_ne!(summary["created_at"], summary["last_updated"], "{summary}");
+    let r = against(&app, &["flow", "ls", "--prefix", "waiting-1"]).await;
+    assert!(
+        row(&r.stdout, "waiting-1").is_some_and(|l| l.contains("active") && l.contains(&updated)),
+        "UPDATED should be {updated}: {r:?}"
+    );
+
     let r = against(&app, &["flow", "get", "watched-1"]).await;
     assert_eq!(r.code, 0, "{r:?}");
     assert!(

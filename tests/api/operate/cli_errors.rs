@@ -36,6 +36,33 @@ async fn problems_and_an_unreachable_server_say_what_is_wrong() {
         "{r:?}"
     );
 
+    // Text that starts as JSON does and is not: an error, nothing started
+    // (as a string it would start a flow on input nobody meant).
+    let r = against(
+        &app,
+        &[
+            "flow",
+            "start",
+            "x",
+            "--id",
+            "half-json",
+            "--init",
+            r#"name={"a":"#,
+        ],
+    )
+    .await;
+    assert_eq!(r.code, 1, "{r:?}");
+    assert!(r.stderr.contains("name is not valid JSON"), "{r:?}");
+    let r = against(&app, &["flow", "get", "half-json"]).await;
+    assert_eq!(r.code, 1, "{r:?}");
+    // Plain text is still text, and JSON still JSON.
+    let r = against(
+        &app,
+        &["plan", "x", "--init", "name=Ada", "--init", r#"n={"a":1}"#],
+    )
+    .await;
+    assert!(!r.stderr.contains("not valid JSON"), "{r:?}");
+
     let r = against(&app, &["flow", "get", "no-such-flow"]).await;
     assert_eq!(r.code, 1, "{r:?}");
     assert!(r.stderr.contains("no-such-flow"), "{r:?}");
