@@ -23,6 +23,9 @@ struct StepView {
     items: BTreeMap<String, ItemView>,
     note: String,
     done_ms: Option<u64>,
+    /// By token: the element of its `for_each` each item runs on, when
+    /// the step made several (`step_started`'s order).
+    element: BTreeMap<String, usize>,
 }
 
 #[derive(Debug, Default, Clone)]
@@ -55,6 +58,15 @@ pub struct View {
 #[derive(Deserialize)]
 struct UnknownEvent {
     step_id: String,
+}
+
+/// The work item an event is about, when it is about one: its line names
+/// the item's element (`step greet[2]`), so that the lines of a
+/// `for_each`'s items can be told apart.
+#[derive(Deserialize)]
+struct ItemOf {
+    step_id: String,
+    token: String,
 }
 
 impl View {
@@ -95,7 +107,22 @@ impl View {
                 _ => kind.to_string(),
             },
         };
+        let text = self.naming_the_element(&event.data, text);
         format!("{} {text}", at.format("%H:%M:%S%.3f"))
+    }
+
+    /// `step X ...` as `step X[i] ...` when the event is about the item of
+    /// element `i` of a step that made several.
+    fn naming_the_element(&self, data: &Value, text: String) -> String {
+        let Ok(ItemOf { step_id, token }) = ItemOf::deserialize(data) else {
+            return text;
+        };
+        let element = self.steps.get(&step_id).and_then(|s| s.element.get(&token));
+        let prefix = format!("step {step_id} ");
+        match (element, text.strip_prefix(&prefix)) {
+            (Some(i), Some(rest)) => format!("step {step_id}[{i}] {rest}"),
+            _ => text,
+        }
     }
 
     /// One event: what it changes of the view, and its line.
@@ -105,8 +132,11 @@ impl View {
         match event {
             E::FlowStarted { plan, starts_at, .. } => self.flow_started(plan, *starts_at, at),
             E::StepStarted {
-                step_id, work_items, ..
-            } => self.step_started(step_id, work_items.len()),
+                step_id,
+                work_items,
+                order,
+                ..
+            } => self.step_started(step_id, work_items.len(), order),
             E::WorkStarted {
                 step_id,
                 token,
@@ -268,8 +298,10 @@ impl View {
         }
     }
 
-    fn step_started(&mut self, step_id: &str, items: usize) -> String {
-        self.step(step_id).status = "active".into();
+    fn step_started(&mut self, step_id: &str, items: usize, order: &[String]) -> String {
+        let step = self.step(step_id);
+        step.status = "active".into();
+        step.element = order.iter().enumerate().map(|(i, t)| (t.clone(), i)).collect();
         match items {
             n if n > 1 => format!("step {step_id} started ({n} work items)"),
             _ => format!("step {step_id} started"),

@@ -366,8 +366,54 @@ async fn a_watched_flow_shows_each_attempt_the_retry_and_the_result(backend: Bac
     );
 }
 
-/// Needs `POST /engine/flow/{id}/retry` (the `retry` branch): passes with it
-/// merged; drop the `ignore` then.
+/// The lines of a `for_each`'s items name each item's element.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watch_lines_name_the_element_of_each_for_each_item() {
+    let Some(app) = spawn_app(Backend::Sqlite).await else {
+        return;
+    };
+    // The element "b" fails once, retryably.
+    let svc = StepServer::start(|r, _| {
+        static FAILED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+        if r.body["items"] == "b" && !FAILED.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            return json_reply(503, json!({"error": "busy"}));
+        }
+        json_reply(200, json!({"done": true}))
+    })
+    .await;
+    let mut each = quick_retries(sync_step("each", &svc.url("/each"), &[], &["done"]));
+    each["attributes"]["items"] =
+        json!({"role": "required", "type": "array", "required": {"for_each": true}});
+    assert_eq!(app.register(&each).await.status, 201);
+    let r = against(
+        &app,
+        &[
+            "flow",
+            "start",
+            "each",
+            "--init",
+            r#"items=["a","b","c"]"#,
+            "--id",
+            "each-1",
+            "--watch",
+        ],
+    )
+    .await;
+    assert_eq!(r.code, 0, "{r:?}");
+    let out = &r.stdout;
+    assert!(out.contains("step each started (3 work items)"), "{r:?}");
+    for i in 0..3 {
+        assert!(
+            out.contains(&format!("step each[{i}] attempt 1 started")),
+            "{r:?}"
+        );
+    }
+    assert!(out.contains("step each[1] attempt 1 failed (retryable"), "{r:?}");
+    assert!(out.contains("step each[1] retry in"), "{r:?}");
+    assert!(out.contains("step each[1] attempt 2 succeeded"), "{r:?}");
+    assert!(!out.contains("step each[0] attempt 2"), "{r:?}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn retry_runs_a_failed_flow_again() {
     let Some(app) = spawn_app(Backend::Sqlite).await else {
