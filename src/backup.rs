@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use anyhow::{Context, Result};
 use clap::Args;
 
-use crate::config::{Config, ServeArgs};
+use crate::config::{Config, DatabaseArgs};
 
 /// Copy the SQLite database to a new file, online.
 #[derive(Debug, Args)]
@@ -18,14 +18,13 @@ pub struct BackupArgs {
     /// overwritten). Written as FILE.partial, then renamed.
     #[arg(long, value_name = "FILE")]
     to: PathBuf,
-    /// The settings of `tartan serve` (`--config`, `--database-url`, ...),
-    /// read as `serve` reads them: the database is the one it would use.
+    /// The database, the one `tartan serve` would use.
     #[command(flatten)]
-    settings: ServeArgs,
+    settings: DatabaseArgs,
 }
 
 pub async fn run(args: BackupArgs) -> Result<()> {
-    let url = Config::load(&args.settings)?.config.database_url;
+    let url = Config::load(&args.settings.settings())?.config.database_url;
     let shown = tartan_store::redact(&url);
     let bytes = tartan_store::backup(&url, &args.to)
         .await

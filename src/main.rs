@@ -44,8 +44,7 @@ enum Command {
     Serve(ServeCmd),
     /// Apply the database migrations this release has and the database
     /// lacks, then exit (docs/operating.md, "Upgrading").
-    #[command(after_help = SETTINGS_HELP)]
-    Migrate(ServeArgs),
+    Migrate(config::DatabaseArgs),
     /// Delete finished flows older than a duration (docs/operating.md, "Retention").
     Purge(purge::PurgeArgs),
     /// Copy the SQLite database to a new file while it is in use
@@ -189,8 +188,8 @@ fn config_check(args: &ServeArgs) -> Result<()> {
 }
 
 /// `tartan migrate`: what was applied, or that nothing was missing.
-async fn migrate(args: &ServeArgs) -> Result<()> {
-    let url = Config::load(args)?.config.database_url;
+async fn migrate(args: &config::DatabaseArgs) -> Result<()> {
+    let url = Config::load(&args.settings())?.config.database_url;
     let shown = tartan_store::redact(&url);
     let applied = tartan_store::migrate(&url)
         .await

@@ -10,7 +10,7 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 
-use crate::config::{Config, ServeArgs};
+use crate::config::{Config, DatabaseArgs};
 use tartan_core::duration::{format_duration, parse_duration_str, DurationKind};
 
 /// Delete finished flows older than a duration.
@@ -23,10 +23,9 @@ pub struct PurgeArgs {
     /// Delete nothing: count what would be deleted.
     #[arg(long)]
     dry_run: bool,
-    /// The settings of `tartan serve` (`--config`, `--database-url`, ...),
-    /// read as `serve` reads them: the database is the one it would use.
+    /// The database, the one `tartan serve` would use.
     #[command(flatten)]
-    settings: ServeArgs,
+    settings: DatabaseArgs,
 }
 
 /// `--before`: a duration of more than zero.
@@ -57,7 +56,7 @@ pub async fn run(args: PurgeArgs) -> Result<()> {
         .ok()
         .and_then(|b| chrono::Utc::now().checked_sub_signed(b))
         .with_context(|| format!("--before: {} reaches before any date", format_duration(before)))?;
-    let url = Config::load(&args.settings)?.config.database_url;
+    let url = Config::load(&args.settings.settings())?.config.database_url;
     // A few connections: the purge runs one statement at a time.
     let pools = tartan_store::Pools {
         engine: Some(1),

@@ -85,6 +85,36 @@ impl Args for ServeArgs {
     }
 }
 
+/// The flags of the commands that only open the database (`migrate`,
+/// `purge`, `backup`): the settings file and the database URL. The
+/// database is the one `serve` would use (`TARTAN_DATABASE_URL`, the file's
+/// `database_url`); `serve`'s other settings are no flags here, so that
+/// these commands' help fits a screen.
+#[derive(Debug, Clone, clap::Args)]
+pub struct DatabaseArgs {
+    /// TOML file of settings, as `serve` reads it (its `database_url`).
+    #[arg(long, env = "TARTAN_CONFIG", value_name = "CONFIG")]
+    config: Option<PathBuf>,
+    /// sqlite://path or postgres://... (env TARTAN_DATABASE_URL, then
+    /// DATABASE_URL) [default: sqlite://tartan.db].
+    #[arg(long, value_name = "URL")]
+    database_url: Option<String>,
+}
+
+impl DatabaseArgs {
+    /// As the settings of `serve`: the database URL the only flag.
+    pub fn settings(&self) -> ServeArgs {
+        ServeArgs {
+            config: self.config.clone(),
+            given: self
+                .database_url
+                .iter()
+                .map(|url| ("database_url", url.clone()))
+                .collect(),
+        }
+    }
+}
+
 impl ServeArgs {
     /// These arguments with `key` given as a flag.
     #[cfg(test)]

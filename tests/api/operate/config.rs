@@ -666,3 +666,20 @@ async fn a_wrong_postgres_url_names_its_cause_at_once() {
         assert!(took < Duration::from_secs(20), "{url} took {took:?}");
     }
 }
+
+/// The commands that only open the database list only what they use, so
+/// that their help fits a screen; the database is still the one `serve`
+/// would use (the environment's, the file's).
+#[tokio::test]
+async fn the_help_of_migrate_purge_and_backup_fits_a_screen() {
+    for command in ["migrate", "purge", "backup"] {
+        let (ok, out, err) = crate::helpers::run_tartan(&[command, "--help"], &[]).await;
+        assert!(ok, "{err}");
+        assert!(out.lines().count() <= 24, "{command} --help:\n{out}");
+        assert!(out.contains("--database-url"), "{out}");
+        assert!(!out.contains("--max-calls"), "{out}");
+    }
+    // A setting of `serve` is no flag of theirs.
+    let (ok, _, err) = crate::helpers::run_tartan(&["migrate", "--max-calls", "3"], &[]).await;
+    assert!(!ok && err.contains("--max-calls"), "{err}");
+}
