@@ -78,6 +78,12 @@ enum Command {
     /// Is the server alive and ready? Exits non-zero when not ready (client).
     #[command(after_help = CLIENT_HELP)]
     Health(cli::health::HealthArgs),
+    /// Print the shell's completion script for tartan: `source <(tartan
+    /// completions bash)`, or see docs/cli.md, "Completions".
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
 }
 
 /// `tartan serve`: the settings, and whether it migrates.
@@ -163,6 +169,18 @@ async fn run(cli: Cli) -> Result<()> {
         Command::Bulk(c) => std::process::exit(cli::run(cli::bulk::run(c)).await),
         Command::Lane(c) => std::process::exit(cli::run(cli::lane::run(c)).await),
         Command::Health(c) => std::process::exit(cli::run(cli::health::run(c)).await),
+        Command::Completions { shell } => {
+            use clap::CommandFactory;
+            use std::io::Write;
+            // Made whole first: the generator panics on a failed write (a
+            // closed pipe, `| head`), a write here is an error or nothing.
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "tartan", &mut script);
+            match std::io::stdout().lock().write_all(&script) {
+                Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e).context("writing the script"),
+                _ => Ok(()),
+            }
+        }
     }
 }
 

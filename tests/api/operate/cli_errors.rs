@@ -309,3 +309,51 @@ async fn control_characters_from_steps_never_reach_the_terminal(backend: Backend
     assert!(r.stdout.contains("\\x1b]0;pwned"), "{r:?}");
     assert_inert(&r.stdout, "terminal");
 }
+
+/// `tartan completions SHELL` prints a script the shell takes: bash's
+/// completes the commands and their subcommands; zsh's and fish's name
+/// them; a closed pipe is no panic.
+#[tokio::test]
+async fn completions_complete_commands_in_bash_and_are_printed_for_zsh_and_fish() {
+    let r = tartan(&["completions", "bash"], &[]).await;
+    assert_eq!(r.code, 0, "{r:?}");
+    let dir = temp_dir();
+    write(&dir, "tartan.bash", &r.stdout);
+    let script = dir.join("tartan.bash");
+    let probe = format!(
+        "source {}; COMP_WORDS=(tartan fl); COMP_CWORD=1; _tartan tartan fl tartan; echo \"${{COMPREPLY[@]}}\"; \
+         COMP_WORDS=(tartan flow st); COMP_CWORD=2; _tartan tartan st flow; echo \"${{COMPREPLY[@]}}\"",
+        script.display()
+    );
+    let out = std::process::Command::new("bash")
+        .arg("-c")
+        .arg(&probe)
+        .output()
+        .expect("bash");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(text.lines().collect::<Vec<_>>(), ["flow", "start"], "{text}");
+    for (shell, mark) in [("zsh", "#compdef tartan"), ("fish", "complete -c tartan")] {
+        let r = tartan(&["completions", shell], &[]).await;
+        assert_eq!(r.code, 0, "{r:?}");
+        assert!(
+            r.stdout.contains(mark) && r.stdout.contains("schedule"),
+            "{shell}: {}",
+            &r.stdout[..200.min(r.stdout.len())]
+        );
+    }
+    let r = tartan(&["completions", "tcsh"], &[]).await;
+    assert_eq!(r.code, 2, "{r:?}");
+    // Read by nobody: no panic, no error.
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_tartan"))
+        .args(["completions", "zsh"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("tartan");
+    drop(child.stdout.take());
+    let out = child.wait_with_output().expect("tartan");
+    assert!(
+        !String::from_utf8_lossy(&out.stderr).contains("panicked"),
+        "{out:?}"
+    );
+}
