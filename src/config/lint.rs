@@ -51,15 +51,10 @@ fn unknown_keys(figment: &Figment) -> Vec<figment::Error> {
 }
 
 /// The setting whose key is closest to `key`, when close enough to be a
-/// misspelling (an edit for every three letters, at least two).
+/// misspelling (`tartan_core::suggest`'s rule, as for step ids).
 fn nearest(key: &str) -> Option<&'static str> {
     let key = key.to_ascii_lowercase().replace('-', "_");
-    SETTINGS
-        .iter()
-        .map(|s| (strsim::damerau_levenshtein(&key, s.key), s.key))
-        .filter(|(distance, known)| *distance <= (known.len() / 3).max(2))
-        .min_by_key(|(distance, _)| *distance)
-        .map(|(_, known)| known)
+    tartan_core::suggest::nearest(&key, SETTINGS.iter().map(|s| s.key))
 }
 
 /// Valid values that are most likely a slip: a lease under 1 s, a timeout

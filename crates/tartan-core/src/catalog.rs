@@ -99,6 +99,12 @@ impl Catalog {
         self.steps.contains_key(id)
     }
 
+    /// A step id that is not registered, with the registered id nearest to
+    /// it when near enough to be a slip ("did you mean").
+    pub fn missing(&self, id: &str) -> crate::suggest::Missing {
+        crate::suggest::Missing::among(id, self.steps.keys().map(String::as_str))
+    }
+
     pub fn len(&self) -> usize {
         self.steps.len()
     }
@@ -193,7 +199,7 @@ impl Catalog {
     pub fn check_update(&self, step: Step, defaults: &RetryDefaults) -> Result<Step, CatalogError> {
         let step = step.normalize(defaults)?;
         if !self.steps.contains_key(&step.id) {
-            return Err(CatalogError::NotFound(step.id));
+            return Err(CatalogError::NotFound(self.missing(&step.id)));
         }
         self.check_fits(&step)?;
         Ok(step)

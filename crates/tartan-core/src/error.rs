@@ -74,8 +74,8 @@ pub fn check_labels<'a>(
 pub enum PlanError {
     #[error("at least one goal step is required")]
     NoGoals,
-    #[error("step not found: {}", .0.join(", "))]
-    UnknownGoals(Vec<String>),
+    #[error("step not found: {}", crate::suggest::listed(.0))]
+    UnknownGoals(Vec<crate::suggest::Missing>),
     #[error("required inputs not provided: {}", .0.join(", "))]
     MissingInputs(Vec<String>),
     #[error("circular dependency detected: step {0}")]
@@ -98,5 +98,5 @@ pub enum CatalogError {
     #[error("step exists with a different definition: {0}")]
     Exists(String),
     #[error("step not found: {0}")]
-    NotFound(String),
+    NotFound(crate::suggest::Missing),
 }

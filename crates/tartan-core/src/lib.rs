@@ -52,5 +52,6 @@ pub mod request;
 pub mod retry;
 pub mod schedule;
 pub mod step;
+pub mod suggest;
 pub mod timeouts;
 pub mod webhook;

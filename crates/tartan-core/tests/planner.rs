@@ -144,9 +144,12 @@ fn a_missing_input_of_a_goal_without_providers_is_named() {
 #[test]
 fn unknown_goals_are_named() {
     let err = start_plan(&chain(), &goals(&["c", "nope", "zap"]), &InitArgs::new()).unwrap_err();
-    assert_eq!(err, PlanError::UnknownGoals(names(&["nope", "zap"])));
+    assert_eq!(err.to_string(), "step not found: nope, zap");
     let err = build_plan(&chain(), &goals(&["nope"]), &InitArgs::new(), PlanMode::Preview).unwrap_err();
-    assert_eq!(err, PlanError::UnknownGoals(names(&["nope"])));
+    assert_eq!(err.to_string(), "step not found: nope");
+    // A slip names the step meant.
+    let err = start_plan(&chain(), &goals(&["bb"]), &InitArgs::new()).unwrap_err();
+    assert_eq!(err.to_string(), "step not found: bb (did you mean \"b\"?)");
 }
 
 #[test]

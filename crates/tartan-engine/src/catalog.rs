@@ -401,7 +401,7 @@ impl Catalog {
             }
             Change::Remove(id) => {
                 let Some(s) = catalog.get(id).cloned() else {
-                    return Err(EngineError::StepNotFound(id.clone()));
+                    return Err(EngineError::StepNotFound(catalog.missing(id)));
                 };
                 (s, Some(CatalogChange::Unregistered(id.clone(), now)))
             }

@@ -12,7 +12,7 @@ pub enum EngineError {
     #[error("step exists with a different definition: {0}")]
     StepExists(String),
     #[error("step not found: {0}")]
-    StepNotFound(String),
+    StepNotFound(tartan_core::suggest::Missing),
     #[error("flow exists with a different definition: {0}")]
     FlowExists(String),
     #[error("flow not found: {0}")]

@@ -10,7 +10,55 @@ both_backends!(
     registering_a_step_stores_it_with_the_global_defaults_filled_in,
     identical_reregistration_is_accepted_and_a_different_one_conflicts,
     a_step_can_be_read_updated_and_removed,
+    an_unknown_step_id_names_the_registered_one_it_is_a_slip_of,
 );
+
+/// Every `404` for a step id (read, update, remove, a goal of a flow or a
+/// plan) names the registered id nearest to it when it is a slip; a name
+/// far from all, or one a client made long, gets none.
+async fn an_unknown_step_id_names_the_registered_one_it_is_a_slip_of(backend: Backend) {
+    let Some(app) = spawn_app(backend).await else {
+        return;
+    };
+    for id in ["charge-card", "greet", "ship"] {
+        app.register(&sync_step(id, "http://127.0.0.1:9/a", &["x"], &["y"]))
+            .await;
+    }
+    let greet = sync_step("greeet", "http://127.0.0.1:9/a", &["x"], &["y"]);
+    let answers = [
+        app.get("/engine/step/gret").await,
+        app.send(Method::DELETE, "/engine/step/greett", None).await,
+        app.send(Method::PUT, "/engine/step/greeet", Some(greet.to_string()))
+            .await,
+        app.start_flow(&json!({"id": "f", "goals": ["ship", "gerte"], "init": {"x": [1]}}))
+            .await,
+        app.post("/engine/plan", &json!({"goals": ["grete"]})).await,
+    ];
+    for r in answers {
+        assert_eq!(r.status, StatusCode::NOT_FOUND, "{:?}", r.body);
+        let detail = r.body["detail"].as_str().unwrap_or_default();
+        assert!(detail.ends_with("(did you mean \"greet\"?)"), "{detail}");
+    }
+    let r = app
+        .post("/engine/plan", &json!({"goals": ["chrage_card", "payment"]}))
+        .await;
+    assert_eq!(
+        r.body["detail"],
+        "step not found: chrage_card (did you mean \"charge-card\"?), payment"
+    );
+    let r = app.get(&format!("/engine/step/{}", "g".repeat(100))).await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND, "{:?}", r.body);
+    assert!(
+        !r.body["detail"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("did you mean"),
+        "{:?}",
+        r.body
+    );
+    // Nothing was started by the refused flow.
+    assert_eq!(app.get("/engine/flow/f").await.status, StatusCode::NOT_FOUND);
+}
 
 async fn registering_a_step_stores_it_with_the_global_defaults_filled_in(backend: Backend) {
     let Some(app) = spawn_app(backend).await else {

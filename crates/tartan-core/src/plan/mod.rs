@@ -221,9 +221,11 @@ pub(super) fn build_one(
     if goals.is_empty() {
         return Err(PlanError::NoGoals);
     }
-    let unknown: Vec<String> = goals.iter().filter(|g| !catalog.contains(g)).cloned().collect();
+    let unknown: Vec<&String> = goals.iter().filter(|g| !catalog.contains(g)).collect();
     if !unknown.is_empty() {
-        return Err(PlanError::UnknownGoals(unknown));
+        return Err(PlanError::UnknownGoals(
+            unknown.into_iter().map(|g| catalog.missing(g)).collect(),
+        ));
     }
     let mut b = Builder {
         catalog,

@@ -83,7 +83,10 @@ pub(crate) async fn get_one(
     let view = engine.catalog().view().await;
     match view.catalog.get(&sanitize_id(&id)) {
         Some(step) => Ok(Json(step_shown(step))),
-        None => Err(ApiError::not_found(format!("step not found: {id}"))),
+        None => Err(ApiError::not_found(format!(
+            "step not found: {}",
+            view.catalog.missing(&sanitize_id(&id))
+        ))),
     }
 }
 
