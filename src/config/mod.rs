@@ -264,6 +264,17 @@ impl Config {
             s.step_client_cert_file,
             s.step_client_key_file,
         )?;
+        // The examples' placeholder password, applied unchanged
+        // (deploy/k8s/secret.yaml): refused by name, before any connection.
+        let password = reqwest::Url::parse(&s.database_url)
+            .ok()
+            .and_then(|url| url.password().map(str::to_string));
+        if password.is_some_and(|p| tartan_server::security::is_placeholder(&p)) {
+            bail!(
+                "{} holds the examples' placeholder password (CHANGE-ME): set the database's real URL",
+                origin("database_url")
+            );
+        }
         let api_tokens = files::tokens(figment, "api_token", s.api_token, s.api_token_file)?;
         let read_tokens = files::tokens(figment, "read_token", s.read_token, s.read_token_file)?;
         let security =

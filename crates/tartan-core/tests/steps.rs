@@ -847,7 +847,10 @@ fn a_chain_without_a_cycle_is_accepted() {
 #[test]
 fn updating_a_step_that_is_not_registered_is_not_found() {
     let result = update(&Catalog::default(), chain_def("Ghost", &[], &["out"]));
-    assert_eq!(result.unwrap_err(), CatalogError::NotFound(tartan_core::suggest::Missing::alone("ghost")));
+    assert_eq!(
+        result.unwrap_err(),
+        CatalogError::NotFound(tartan_core::suggest::Missing::alone("ghost"))
+    );
 }
 
 #[test]

@@ -683,3 +683,41 @@ async fn the_help_of_migrate_purge_and_backup_fits_a_screen() {
     let (ok, _, err) = crate::helpers::run_tartan(&["migrate", "--max-calls", "3"], &[]).await;
     assert!(!ok && err.contains("--max-calls"), "{err}");
 }
+
+/// The placeholders of deploy/k8s/secret.yaml, applied unchanged, are
+/// refused by name: its tokens (mounted as files, as the StatefulSet
+/// does) and its database password. A password merely containing the
+/// words is not.
+#[tokio::test]
+async fn the_example_secrets_placeholders_cannot_start_a_server() {
+    let secret =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/deploy/k8s/secret.yaml")).unwrap();
+    let value = |key: &str| {
+        secret
+            .lines()
+            .find_map(|l| l.trim().strip_prefix(&format!("{key}: ")))
+            .map(|v| v.trim_matches('"').to_string())
+            .unwrap_or_else(|| panic!("{key} in secret.yaml"))
+    };
+    for key in ["api-token", "read-token"] {
+        let file = temp_file(key, &value(key));
+        let var = format!("TARTAN_{}_FILE", key.to_uppercase().replace('-', "_"));
+        let (ok, _, err) = config_check(&[], &[(var.as_str(), file.to_str().unwrap())]).await;
+        assert!(!ok, "{key} accepted");
+        assert!(err.contains(&var) && err.contains("placeholder"), "{err}");
+    }
+    let (ok, _, err) = config_check(&[], &[("TARTAN_DATABASE_URL", &value("database-url"))]).await;
+    assert!(
+        !ok && err.contains("TARTAN_DATABASE_URL") && err.contains("placeholder"),
+        "{err}"
+    );
+    let (ok, _, err) = config_check(
+        &[],
+        &[(
+            "TARTAN_DATABASE_URL",
+            "postgres://tartan:do-not-change-me@exchange-metrics:5432/tartan",
+        )],
+    )
+    .await;
+    assert!(ok, "{err}");
+}

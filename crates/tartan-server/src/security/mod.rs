@@ -132,6 +132,13 @@ pub fn token_problem(token: &str) -> Option<String> {
     if token.is_empty() || !token.bytes().all(|b| b.is_ascii_graphic()) {
         return Some("a token must be visible ASCII characters without spaces or commas".into());
     }
+    if is_placeholder(token) {
+        return Some(
+            "this token is the examples' placeholder (CHANGE-ME), not a secret: make one with \
+             `openssl rand -hex 32`"
+                .into(),
+        );
+    }
     if token.len() < MIN_TOKEN_LEN {
         return Some(format!(
             "a token of {} characters is too short: at least {MIN_TOKEN_LEN} are needed \
@@ -140,6 +147,15 @@ pub fn token_problem(token: &str) -> Option<String> {
         ));
     }
     None
+}
+
+/// Whether `value` holds the placeholder of the examples' secrets
+/// (`deploy/k8s/secret.yaml`, `tartan.example.toml`): applied unchanged, a
+/// token everyone can read would open the API to anyone.
+pub fn is_placeholder(value: &str) -> bool {
+    value
+        .get(..9)
+        .is_some_and(|start| start.eq_ignore_ascii_case("change-me"))
 }
 
 /// Tokens are kept and compared as SHA-256 digests: equal lengths, so the
