@@ -1,7 +1,9 @@
-// A small typed wrapper over openapi-fetch for Tartan's API: every path,
-// parameter, body and answer is typed by ./schema.ts, which clients/regen
-// generates from clients/openapi.json (never edit schema.ts by hand). The
-// helpers turn a problem+json answer into a thrown TartanError.
+// A small typed wrapper over openapi-fetch for Tartan's API, the entry of
+// the package tartan-client (docs/clients.md): every path, parameter, body
+// and answer is typed by ./schema.ts, which clients/regen generates from
+// clients/openapi.json (never edit schema.ts by hand). The helpers turn a
+// problem+json answer into a thrown TartanError; `api` is the openapi-fetch
+// client itself, for every other operation.
 
 import createClient, { type Client } from "openapi-fetch";
 
@@ -44,6 +46,18 @@ export class Tartan {
     const { data, error, response } = await this.api.POST("/engine/step", { body: step });
     if (!data) {
       throw new TartanError(response.status, error, `register step ${step.id}`);
+    }
+    return data.step;
+  }
+
+  /** Replace a registered step's definition (`updateStep`). */
+  async updateStep(step: Step): Promise<Step> {
+    const { data, error, response } = await this.api.PUT("/engine/step/{id}", {
+      params: { path: { id: step.id } },
+      body: step,
+    });
+    if (!data) {
+      throw new TartanError(response.status, error, `update step ${step.id}`);
     }
     return data.step;
   }
