@@ -17,6 +17,7 @@
 #![allow(clippy::duplicate_mod)]
 
 mod examples;
+mod reference;
 
 // The step services, for their routes (`app`): `main` is each example's own.
 #[allow(dead_code)]
