@@ -101,11 +101,12 @@ fn runnable(path: &Path) -> Vec<Block> {
 }
 
 /// The pages with runnable examples, each run by a test below.
-const PAGES: [&str; 16] = [
+const PAGES: [&str; 17] = [
     "README.md",
     "docs/cli.md",
     "docs/concurrency.md",
     "docs/lanes.md",
+    "docs/quickstart.md",
     "docs/schedules.md",
     "docs/security.md",
     "docs/timeouts.md",
@@ -321,6 +322,11 @@ async fn run_examples(doc: &str, steps: axum::Router) {
 #[tokio::test]
 async fn readme() {
     run_examples("README.md", greeter::app()).await;
+}
+
+#[tokio::test]
+async fn quickstart() {
+    run_examples("docs/quickstart.md", greeter::app()).await;
 }
 
 #[tokio::test]
