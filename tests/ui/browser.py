@@ -148,6 +148,8 @@ def run(api, base, steps_url):
         # three attempts with their status codes.
         sign_in(page, base, FULL, "#/flow/retried")
         expect(page.locator("time.countdown").first).to_contain_text("retry in", timeout=15000)
+        # The wait that runs is not told as waited.
+        expect(page.locator("#step-greet table.attempts tbody tr").last).to_contain_text("waits ", timeout=5000)
         shot(page, "flow-retrying")
         expect(page.locator("h1 + .badge").first).to_have_text("completed", timeout=30000)
         greet = page.locator("#step-greet")
@@ -213,6 +215,14 @@ def run(api, base, steps_url):
         expect(row.locator("a[href^='#/flow/nightly-shout-']")).to_have_count(1, timeout=15000)
         row.locator("summary").click()
         expect(row.locator("details table")).to_contain_text("started", timeout=15000)
+
+        # The Overview counts active flows as the Flows page does: one
+        # waiting for its retry (in no process's memory) too.
+        api.start("retry-later", "greet", {"name": ["later"]})
+        page.goto(f"{base}/ui/#/overview")
+        expect(page.locator(".tile").first).to_contain_text("1active flows", timeout=15000)
+        page.goto(f"{base}/ui/#/flows?status=active")
+        expect(page.locator("table.list")).to_contain_text("retry-later", timeout=15000)
 
         # Every page: no serious or critical accessibility violation.
         for where, name, ready in [

@@ -15,8 +15,9 @@ const ITEMS_SHOWN = 1000;
 /** A step with at most this many items shows their timelines at once. */
 const FEW_ITEMS = 5;
 
-/** The parts of the wait after an attempt, in words. */
-export function delayWords(d) {
+/** The parts of the wait after an attempt, in words: `waits` while it
+ * runs (`until`, the retry's time), `waited` once the next attempt began. */
+export function delayWords(d, until) {
   if (!d) return "";
   const parts = [`formula ${ms(d.computed_ms)}`];
   if (d.cap_applied) parts.push(`capped to ${ms(d.capped_ms)}`);
@@ -24,10 +25,13 @@ export function delayWords(d) {
   if (d.retry_after_ms !== undefined && d.retry_after_ms !== null) {
     parts.push(`Retry-After ${ms(d.retry_after_ms)}${d.retry_after_applied ? " (applied)" : ""}`);
   }
-  return `waited ${ms(d.delay_ms)}: ${parts.join(", ")}`;
+  const head = until ? `waits ${ms(d.delay_ms)} (until ${clock(until)})` : `waited ${ms(d.delay_ms)}`;
+  return `${head}: ${parts.join(", ")}`;
 }
 
-function attemptsTable(attempts, kind) {
+/** `attempts` as a table; `until`: when the wait after the last one ends,
+ * while it runs. */
+function attemptsTable(attempts, kind, until) {
   if (!attempts || !attempts.length) return h("p", { class: "muted" }, `No ${kind} yet.`);
   return h("table", { class: "attempts" },
     h("caption", { class: "sr" }, kind),
@@ -40,10 +44,13 @@ function attemptsTable(attempts, kind) {
       h("td", {}, a.outcome ? badge(a.outcome) : badge("active")),
       h("td", { class: "num http" }, a.http_status ?? ""),
       h("td", { class: "error" }, a.error || ""),
-      h("td", { class: "delay" }, delayWords(a.delay))))));
+      h("td", { class: "delay" }, delayWords(a.delay, a === attempts.at(-1) ? until : null))))));
 }
 
 function itemView(token, item, open) {
+  // Its retry's wait runs: no attempt started since the last one ended.
+  const waiting = item.next_retry_at && !item.completed_at && item.status !== "succeeded"
+    && (item.attempts || []).at(-1)?.ended_at;
   const when = [];
   if (item.next_retry_at && item.status !== "succeeded") when.push(countdown(h, item.next_retry_at, "retry"));
   if (item.deadline_at && !item.completed_at) when.push(countdown(h, item.deadline_at, "deadline"));
@@ -65,7 +72,7 @@ function itemView(token, item, open) {
   const build = () => {
     if (body.childElementCount) return;
     fill(body,
-      attemptsTable(item.attempts, "attempts"),
+      attemptsTable(item.attempts, "attempts", waiting ? item.next_retry_at : null),
       item.compensation && item.compensation.length
         ? [h("h5", {}, "Compensation"), attemptsTable(item.compensation, "compensation calls")] : null,
       facts([["retry state", item.retry_state], ["late results", (item.late_results || []).join(", ")],
@@ -98,7 +105,8 @@ function stepView(n, id, step, exec, words, view, childPlan) {
       ["endpoint", step.http ? `${step.http.method || "POST"} ${step.http.endpoint}` : ""],
       ["retries", words],
       ["started", time(exec.started_at)],
-      ["took", exec.started_at ? between(exec.started_at, exec.completed_at) : ""],
+      exec.status === "active" ? ["running for", between(exec.started_at, null)]
+        : ["took", exec.started_at ? between(exec.started_at, exec.completed_at) : ""],
       ["items", Object.entries(counts).map(([s, c]) => `${c} ${s}`).join(", ")],
       ["error", exec.error],
       ["reason", exec.reason],
@@ -247,7 +255,8 @@ export async function render(main, [id], ctx) {
         ["starts", flow.starts_at ? time(flow.starts_at) : ""],
         ["concurrency key", key],
         ["priority", flow.priority || ""],
-        ["took", between(flow.created_at, flow.completed_at)],
+        flow.status === "active" ? ["running for", between(flow.created_at, null)]
+          : ["took", between(flow.created_at, flow.completed_at)],
         ["labels", Object.entries(flow.labels || {}).map(([k, v]) => `${k}=${v}`).join(", ")],
         ["parent", flow.metadata?.parent_flow_id
           ? h("a", { href: `#/flow/${encodeURIComponent(flow.metadata.parent_flow_id)}` }, flow.metadata.parent_flow_id) : ""],

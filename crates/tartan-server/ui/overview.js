@@ -1,8 +1,9 @@
 // Overview: what an operator looks at first, from the engine's own
 // counters (GET /metrics, read every five seconds while the page is open):
-// flows active, completions and failures per minute, retries pending,
-// calls in flight, the slowest and the most failing steps; and the latest
-// failed flows.
+// completions and failures per minute, retries pending, calls in flight,
+// the slowest and the most failing steps; and from the database, as the
+// Flows page counts them, the active flows (those waiting for a retry or
+// their turn too, on every engine) and the latest failed flows.
 
 import * as api from "./api.js";
 import { h, fill, badge } from "./dom.js";
@@ -48,7 +49,7 @@ export async function render(main, _params, ctx) {
   const failing = h("tbody");
   const failed = h("ul", { class: "plain" });
   fill(main,
-    h("div", { class: "title" }, h("h1", {}, "Overview"), h("span", { class: "muted" }, "this engine process's counters")),
+    h("div", { class: "title" }, h("h1", {}, "Overview"), h("span", { class: "muted" }, "this engine process's counters; active flows from the database")),
     tiles,
     h("div", { class: "two" },
       h("section", { class: "card" }, h("h2", {}, "Slowest steps"),
@@ -73,8 +74,11 @@ export async function render(main, _params, ctx) {
     samples.push(sample);
     const perMinute = (k) => oldest && now > oldest.at
       ? ((sample[k] - oldest[k]) * 60000 / (now - oldest.at)).toFixed(1) : "…";
+    // As the Flows page counts them: the metric holds only the flows this
+    // process has in memory, not those waiting for a retry.
+    const active = await api.post("/engine/flow/query", { statuses: ["active"], limit: 1, total: true }, ctx.signal);
     fill(tiles,
-      tile("active flows", sum(metrics, "tartan_flows_active")),
+      tile("active flows", active.total ?? "…", `${sum(metrics, "tartan_flows_active")} in this process's memory`),
       tile("completed / min", perMinute("completed"), `${sample.completed} since start`),
       tile("failed or cancelled / min", perMinute("failed"), `${sample.failed} since start`),
       tile("retries pending", sum(metrics, "tartan_retries_pending")),
