@@ -150,6 +150,7 @@ def run(api, base, steps_url):
         expect(page.locator("time.countdown").first).to_contain_text("retry in", timeout=15000)
         # The wait that runs is not told as waited.
         expect(page.locator("#step-greet table.attempts tbody tr").last).to_contain_text("waits ", timeout=5000)
+        expect(page.locator("dl.facts").first).to_contain_text("running for")
         shot(page, "flow-retrying")
         expect(page.locator("h1 + .badge").first).to_have_text("completed", timeout=30000)
         greet = page.locator("#step-greet")
@@ -158,6 +159,7 @@ def run(api, base, steps_url):
         codes = [rows.nth(i).locator("td.http").inner_text() for i in range(3)]
         assert codes == ["503", "503", "200"], codes
         expect(rows.nth(0)).to_contain_text("waited 2 s")
+        expect(page.locator("dl.facts").first).to_contain_text("took")
         check_axe(page, "flow page")
         shot(page, "flow")
 
@@ -223,6 +225,37 @@ def run(api, base, steps_url):
         expect(page.locator(".tile").first).to_contain_text("1active flows", timeout=15000)
         page.goto(f"{base}/ui/#/flows?status=active")
         expect(page.locator("table.list")).to_contain_text("retry-later", timeout=15000)
+
+        # A lane: its limits in words, paused from the page for a while
+        # (the API agrees), then resumed.
+        status, made = api.call("POST", "/engine/step", {
+            "id": "charge", "name": "Charge", "type": "sync",
+            "http": {"endpoint": f"{steps_url}/ok"},
+            "attributes": {"order": {"role": "required"}, "receipt": {"role": "output"}},
+            "limits": {"concurrency": 4, "rate": "10/s", "burst": 5,
+                       "breaker": {"failures": 5, "cool_down": "30s"}}})
+        assert status == 201, (status, made)
+        page.goto(f"{base}/ui/#/lanes")
+        lane = page.locator("[id='lane-step:charge']")
+        expect(lane).to_contain_text("concurrency 4, rate 10/s (burst 5), breaker after 5 failures, 30 s cool-down",
+                                     timeout=15000)
+        expect(lane).to_contain_text("breaker closed")
+        page.once("dialog", lambda d: d.accept("10m"))
+        lane.get_by_role("button", name="Pause").click()
+        expect(lane).to_contain_text("resumes in", timeout=15000)
+        status, lanes = api.call("GET", "/engine/lanes")
+        shown = [x for x in lanes["lanes"] if x["id"] == "step:charge"]
+        assert shown and shown[0]["paused"] and shown[0]["paused_until"], lanes
+        # Durations are rounded whole before they are split.
+        shown_ms = page.evaluate("import('/ui/format.js').then((f) => [599700, 59999, 999.6, 5400000].map(f.ms))")
+        assert shown_ms == ["10 min", "1 min", "1 s", "1 h 30 min"], shown_ms
+        check_axe(page, "lanes")
+        shot(page, "lanes")
+        page.once("dialog", lambda d: d.accept())
+        lane.get_by_role("button", name="Resume").click()
+        expect(lane.get_by_role("button", name="Pause")).to_have_count(1, timeout=15000)
+        status, lanes = api.call("GET", "/engine/lanes")
+        assert not [x for x in lanes["lanes"] if x["id"] == "step:charge"][0]["paused"], lanes
 
         # Every page: no serious or critical accessibility violation.
         for where, name, ready in [

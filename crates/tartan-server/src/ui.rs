@@ -43,6 +43,7 @@ const ASSETS: &[(&str, &str, &[u8])] = &[
     ("flow.js", JS, include_bytes!("../ui/flow.js")),
     ("steps.js", JS, include_bytes!("../ui/steps.js")),
     ("schedules.js", JS, include_bytes!("../ui/schedules.js")),
+    ("lanes.js", JS, include_bytes!("../ui/lanes.js")),
     ("bulk.js", JS, include_bytes!("../ui/bulk.js")),
 ];
 

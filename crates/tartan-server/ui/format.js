@@ -4,13 +4,17 @@ export function ms(n) {
   if (n === undefined || n === null || Number.isNaN(n)) return "";
   const neg = n < 0 ? "-" : "";
   n = Math.abs(n);
-  if (n < 1000) return `${neg}${Math.round(n)} ms`;
-  if (n < 60000) return `${neg}${(n / 1000).toFixed(n < 10000 ? 2 : 1).replace(/\.?0+$/, "")} s`;
-  if (n < 3600000) {
-    const m = Math.floor(n / 60000), s = Math.round((n % 60000) / 1000);
+  if (n < 999.5) return `${neg}${Math.round(n)} ms`;
+  // Under 59.95 s: what shows as 60.0 s is a minute.
+  if (n < 59950) return `${neg}${(n / 1000).toFixed(n < 10000 ? 2 : 1).replace(/\.?0+$/, "")} s`;
+  // Rounded whole first, then split: 599.7 s is 10 min, not 9 min 60 s.
+  const secs = Math.round(n / 1000);
+  if (secs < 3600) {
+    const m = Math.floor(secs / 60), s = secs % 60;
     return `${neg}${m} min${s ? ` ${s} s` : ""}`;
   }
-  const hr = Math.floor(n / 3600000), m = Math.round((n % 3600000) / 60000);
+  const mins = Math.round(n / 60000);
+  const hr = Math.floor(mins / 60), m = mins % 60;
   if (hr < 48) return `${neg}${hr} h${m ? ` ${m} min` : ""}`;
   return `${neg}${Math.round(hr / 24)} d`;
 }
