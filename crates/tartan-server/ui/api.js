@@ -141,3 +141,24 @@ function parse(block) {
   }
   return message;
 }
+
+/**
+ * Read a page's data now, then every `everyMs` until `ctx.signal` aborts,
+ * for what has no stream of its own; the next read is due whether this
+ * one worked or not (a failure is `ctx.refused`'s). The first read's
+ * failure is the caller's, as the page's render fails with it.
+ */
+export async function every(everyMs, load, ctx) {
+  let timer = null;
+  async function poll() {
+    try {
+      await load();
+    } catch (e) {
+      ctx.refused(e);
+    }
+    if (!ctx.signal.aborted) timer = setTimeout(poll, everyMs);
+  }
+  ctx.signal.addEventListener("abort", () => clearTimeout(timer));
+  await load();
+  if (!ctx.signal.aborted) timer = setTimeout(poll, everyMs);
+}

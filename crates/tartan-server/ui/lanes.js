@@ -83,21 +83,10 @@ export async function render(main, _params, ctx) {
       h("thead", {}, h("tr", {}, ["Lane", "Limits", "Slots", "State", "In this engine", ""]
         .map((c) => h("th", { scope: "col" }, c)))),
       body)));
-  let timer = null;
   async function load() {
     const res = await api.get("/engine/lanes", ctx.signal);
     fill(body, res.lanes.length ? res.lanes.map((l) => row(l, ctx, load))
       : h("tr", {}, h("td", { colspan: 6, class: "muted" }, "No lanes: no step declares limits and TARTAN_LANES is unset.")));
   }
-  async function poll() {
-    try {
-      await load();
-    } catch (e) {
-      ctx.refused(e);
-    }
-    if (!ctx.signal.aborted) timer = setTimeout(poll, 5000);
-  }
-  ctx.signal.addEventListener("abort", () => clearTimeout(timer));
-  await load();
-  timer = setTimeout(poll, 5000);
+  await api.every(5000, load, ctx);
 }

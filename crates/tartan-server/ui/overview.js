@@ -62,7 +62,6 @@ export async function render(main, _params, ctx) {
   // the change from the oldest to now. A counter that went down (the
   // engine restarted) starts the window again.
   let samples = [];
-  let timer = null;
   async function load() {
     const now = Date.now();
     const metrics = parseMetrics(await api.text("/metrics", ctx.signal));
@@ -110,16 +109,5 @@ export async function render(main, _params, ctx) {
       f.error ? h("span", { class: "error" }, ` ${f.error}`) : null))
       : h("li", { class: "muted" }, "None."));
   }
-  // The next read is due whether this one worked or not.
-  async function poll() {
-    try {
-      await load();
-    } catch (e) {
-      ctx.refused(e);
-    }
-    if (!ctx.signal.aborted) timer = setTimeout(poll, EVERY_MS);
-  }
-  ctx.signal.addEventListener("abort", () => clearTimeout(timer));
-  await load();
-  timer = setTimeout(poll, EVERY_MS);
+  await api.every(EVERY_MS, load, ctx);
 }

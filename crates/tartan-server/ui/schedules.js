@@ -83,7 +83,6 @@ export async function render(main, _params, ctx) {
       h("thead", {}, h("tr", {}, ["Schedule", "When", "Next fire", "Last fire", "Its flow", ""]
         .map((c) => h("th", { scope: "col" }, c)))),
       body)));
-  let timer = null;
   async function load() {
     const res = await api.get("/engine/schedule", ctx.signal);
     // Keep open histories open across a reload.
@@ -95,15 +94,5 @@ export async function render(main, _params, ctx) {
       if (d) d.open = true;
     }
   }
-  async function poll() {
-    try {
-      await load();
-    } catch (e) {
-      ctx.refused(e);
-    }
-    if (!ctx.signal.aborted) timer = setTimeout(poll, 5000);
-  }
-  ctx.signal.addEventListener("abort", () => clearTimeout(timer));
-  await load();
-  timer = setTimeout(poll, 5000);
+  await api.every(5000, load, ctx);
 }
