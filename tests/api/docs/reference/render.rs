@@ -1,79 +1,16 @@
-//! The API reference, `docs/api-reference.md`: every operation of the
-//! OpenAPI document `tartan serve` serves (`GET /openapi.json`, the same
-//! document as `clients/openapi.json`) and every schema it names, rendered
-//! as Markdown. The page is committed, so that it is read where the
-//! repository is browsed and in the book; the test renders it again from
-//! the document and fails when the committed page differs. To regenerate:
-//!
-//!     UPDATE_DOCS=1 cargo test -p tartan --test api -- docs::reference
-//!
-//! The rendering is plain Rust over `serde_json::Value`: no generator to
-//! install, and it reads only what the document holds (paths, tags,
-//! parameters, bodies, answers, components' schemas).
+//! The page from the document: the introduction, the table of every
+//! operation, the operations by tag, the schemas.
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
 
 use serde_json::{Map, Value};
 
-use crate::helpers::spawn_serve;
-
-/// Where the page lives, from the repository's root.
-const PAGE: &str = "docs/api-reference.md";
-
-/// How to regenerate it, said in the page and by the failing test.
-const REGENERATE: &str = "UPDATE_DOCS=1 cargo test -p tartan --test api -- docs::reference";
+use super::markdown::{cell, prose, sentence, text, yes_no, Anchors, Linker};
+use super::REGENERATE;
 
 /// The methods an OpenAPI path item may hold, in the order shown.
 const METHODS: [&str; 7] = ["get", "head", "post", "put", "patch", "delete", "options"];
-
-#[tokio::test]
-async fn the_api_reference_is_rendered_from_the_served_openapi_document() {
-    let dir = tempfile::Builder::new()
-        .prefix("tartan-reference-")
-        .tempdir()
-        .expect("a working directory");
-    let db = format!("sqlite://{}?mode=rwc", dir.path().join("tartan.db").display());
-    let server = spawn_serve(&["--listen", "127.0.0.1:0", "--database-url", &db], &[]).await;
-    let doc: Value = reqwest::get(format!("http://{}/openapi.json", server.addr))
-        .await
-        .expect("GET /openapi.json")
-        .error_for_status()
-        .expect("GET /openapi.json answers 200")
-        .json()
-        .await
-        .expect("the document is JSON");
-    let page = render(&doc);
-    let path = super::repo().join(PAGE);
-    if std::env::var_os("UPDATE_DOCS").is_some() {
-        std::fs::write(&path, &page).expect("writing docs/api-reference.md");
-        eprintln!("wrote {PAGE}");
-        return;
-    }
-    let committed = std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("{PAGE}: {e}; generate it with\n\n    {REGENERATE}\n"));
-    if committed != page {
-        let at = committed
-            .lines()
-            .zip(page.lines())
-            .position(|(a, b)| a != b)
-            .unwrap_or_else(|| committed.lines().count().min(page.lines().count()));
-        let line = |text: &str| {
-            text.lines()
-                .nth(at)
-                .unwrap_or("(the end of the page)")
-                .to_string()
-        };
-        panic!(
-            "{PAGE} is not what the OpenAPI document gives (the routes' annotations changed?).\n\
-             Regenerate it and commit the result:\n\n    {REGENERATE}\n\n\
-             First difference, line {}:\n  committed: {}\n  generated: {}",
-            at + 1,
-            line(&committed),
-            line(&page),
-        );
-    }
-}
 
 /// One operation: a method of a path.
 struct Operation<'a> {
@@ -82,37 +19,9 @@ struct Operation<'a> {
     op: &'a Value,
 }
 
-/// Anchors as GitHub and mdBook give them to headings: the heading's text
-/// lowercased, blanks to `-`, punctuation but `-` and `_` dropped, and
-/// `-1`, `-2`, ... after a repeated one.
-#[derive(Default)]
-struct Anchors {
-    seen: HashMap<String, usize>,
-}
-
-impl Anchors {
-    fn next(&mut self, heading: &str) -> String {
-        let base: String = heading
-            .chars()
-            .filter_map(|c| match c {
-                c if c.is_alphanumeric() || c == '-' || c == '_' => Some(c.to_ascii_lowercase()),
-                c if c.is_whitespace() => Some('-'),
-                _ => None,
-            })
-            .collect();
-        let n = self.seen.entry(base.clone()).or_insert(0);
-        let anchor = match *n {
-            0 => base,
-            k => format!("{base}-{k}"),
-        };
-        *n += 1;
-        anchor
-    }
-}
-
 /// The page: an introduction, a table of every operation, the operations
 /// by tag, then the schemas.
-fn render(doc: &Value) -> String {
+pub(super) fn render(doc: &Value) -> String {
     let empty = Map::new();
     let ops = operations(doc);
     let groups = by_tag(doc, &ops);
@@ -441,230 +350,11 @@ fn schema_section(out: &mut String, name: &str, schema: &Value, link: &Linker) {
     }
 }
 
-/// Types as words, schema names linked to their sections.
-struct Linker<'a> {
-    schemas: &'a HashMap<&'a str, String>,
-}
-
-impl Linker<'_> {
-    fn type_of(&self, s: &Value) -> String {
-        let Some(obj) = s.as_object() else {
-            return "any".to_string();
-        };
-        if let Some(reference) = obj.get("$ref").and_then(Value::as_str) {
-            let name = reference.rsplit('/').next().unwrap_or(reference);
-            return match self.schemas.get(name) {
-                Some(anchor) => format!("[{name}](#{anchor})"),
-                None => format!("`{name}`"),
-            };
-        }
-        for (key, joint) in [("oneOf", " or "), ("anyOf", " or "), ("allOf", " and ")] {
-            if let Some(parts) = obj.get(key).and_then(Value::as_array) {
-                let words: Vec<String> = parts.iter().map(|p| self.type_of(p)).collect();
-                return words.join(joint);
-            }
-        }
-        if let Some(values) = obj.get("enum").and_then(Value::as_array) {
-            let words: Vec<String> = values
-                .iter()
-                .map(|v| match v.as_str() {
-                    Some(s) => format!("`{s}`"),
-                    None => format!("`{v}`"),
-                })
-                .collect();
-            return format!("one of {}", words.join(", "));
-        }
-        if let Some(value) = obj.get("const") {
-            return format!("`{value}`");
-        }
-        let types: Vec<&str> = match obj.get("type") {
-            Some(Value::String(t)) => vec![t.as_str()],
-            Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).collect(),
-            _ => Vec::new(),
-        };
-        if types.is_empty() {
-            return "any".to_string();
-        }
-        let words: Vec<String> = types.iter().map(|t| self.one_type(t, obj)).collect();
-        words.join(" or ")
-    }
-
-    /// One JSON type of a schema, with its format and bounds.
-    fn one_type(&self, t: &str, obj: &Map<String, Value>) -> String {
-        let mut word = match t {
-            "array" => match obj.get("items") {
-                Some(items) if items.as_object().is_some_and(|i| !i.is_empty()) => {
-                    format!("array of {}", self.type_of(items))
-                }
-                _ => "array".to_string(),
-            },
-            "object" => match obj.get("additionalProperties") {
-                Some(values) if values.is_object() => format!("map of {}", self.type_of(values)),
-                _ => "object".to_string(),
-            },
-            other => other.to_string(),
-        };
-        if t == "null" {
-            return word;
-        }
-        let mut qualifiers: Vec<String> = Vec::new();
-        if let Some(format) = obj.get("format").and_then(Value::as_str) {
-            qualifiers.push(format.to_string());
-        }
-        let bound = |key: &str| obj.get(key).filter(|v| v.is_number()).map(Value::to_string);
-        let (low, high, unit) = match t {
-            "integer" | "number" => (bound("minimum"), bound("maximum"), ""),
-            "string" => (bound("minLength"), bound("maxLength"), " characters"),
-            "array" => (bound("minItems"), bound("maxItems"), " items"),
-            _ => (None, None, ""),
-        };
-        match (low, high) {
-            (Some(l), Some(h)) => qualifiers.push(format!("{l} to {h}{unit}")),
-            (Some(l), None) => qualifiers.push(format!("at least {l}{unit}")),
-            (None, Some(h)) => qualifiers.push(format!("at most {h}{unit}")),
-            (None, None) => {}
-        }
-        if !qualifiers.is_empty() {
-            let _ = write!(word, " ({})", qualifiers.join("; "));
-        }
-        word
-    }
-}
-
-fn yes_no(b: bool) -> &'static str {
-    match b {
-        true => "yes",
-        false => "no",
-    }
-}
-
-/// Text ending as a sentence does.
-fn sentence(text: &str) -> String {
-    match text.ends_with(['.', '!', '?', ':', ')']) {
-        true => text.to_string(),
-        false => format!("{text}."),
-    }
-}
-
-/// A JSON string's text; anything else empty.
-fn text(v: &Value) -> String {
-    v.as_str().map(str::to_string).unwrap_or_default()
-}
-
-/// Text from the document as Markdown prose: its lines kept, a `<` outside
-/// code escaped (so that `<id>` is not taken for HTML), and a line that
-/// would start a heading, a list or a code block made plain text.
-fn prose(text: &str) -> String {
-    let mut out = String::new();
-    let mut in_code = false;
-    for (i, line) in text.trim().lines().enumerate() {
-        if i > 0 {
-            out.push('\n');
-        }
-        let line = line.trim_start();
-        let marker = line.starts_with('#')
-            || line.starts_with("- ")
-            || line.starts_with("* ")
-            || line.starts_with("+ ")
-            || line.starts_with('>');
-        // `1. ` starts a list; `1\. ` does not.
-        let numbered = line
-            .split_once(". ")
-            .filter(|(n, _)| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()))
-            .map(|(n, _)| n.len());
-        if marker && !in_code {
-            out.push('\\');
-        }
-        for (at, c) in line.char_indices() {
-            if Some(at) == numbered && !in_code {
-                out.push('\\');
-            }
-            match c {
-                '`' => {
-                    in_code = !in_code;
-                    out.push(c);
-                }
-                '<' if !in_code => out.push_str("&lt;"),
-                c => out.push(c),
-            }
-        }
-    }
-    out
-}
-
-/// Prose in a table cell: on one line, with `|` escaped.
-fn cell(text: &str) -> String {
-    prose(text)
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .collect::<Vec<_>>()
-        .join(" ")
-        .replace('|', "\\|")
-}
-
 #[cfg(test)]
 mod tests {
     use serde_json::json;
 
     use super::*;
-
-    #[test]
-    fn anchors_are_the_renderers_and_repeats_are_numbered() {
-        let mut a = Anchors::default();
-        assert_eq!(a.next("`GET /engine/flow/{id}/status`"), "get-engineflowidstatus");
-        assert_eq!(a.next("`GET /engine`"), "get-engine");
-        assert_eq!(a.next("`GET /engine/`"), "get-engine-1");
-        assert_eq!(a.next("`flows` operations"), "flows-operations");
-        assert_eq!(a.next("FlowState"), "flowstate");
-    }
-
-    #[test]
-    fn types_read_as_words_with_schemas_linked() {
-        let schemas: HashMap<&str, String> = [("Step", "step".to_string())].into_iter().collect();
-        let link = Linker { schemas: &schemas };
-        let t = |s: Value| link.type_of(&s);
-        assert_eq!(t(json!({"$ref": "#/components/schemas/Step"})), "[Step](#step)");
-        assert_eq!(
-            t(json!({"oneOf": [{"$ref": "#/components/schemas/Step"}, {"type": "null"}]})),
-            "[Step](#step) or null"
-        );
-        assert_eq!(
-            t(json!({"type": ["string", "null"], "format": "date-time"})),
-            "string (date-time) or null"
-        );
-        assert_eq!(
-            t(json!({"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": 64})),
-            "array of string (1 to 64 items)"
-        );
-        assert_eq!(
-            t(json!({"type": "object", "additionalProperties": {"type": "array", "items": {}}})),
-            "map of array"
-        );
-        assert_eq!(
-            t(json!({"type": "integer", "format": "int32", "minimum": 1, "maximum": 1000})),
-            "integer (int32; 1 to 1000)"
-        );
-        assert_eq!(
-            t(json!({"type": "string", "enum": ["a", "b"]})),
-            "one of `a`, `b`"
-        );
-        assert_eq!(t(json!({})), "any");
-        assert_eq!(t(json!({"$ref": "#/components/schemas/Gone"})), "`Gone`");
-    }
-
-    #[test]
-    fn prose_keeps_markdown_plain_and_cells_on_one_line() {
-        assert_eq!(
-            prose("Lane id: `step:<id>` or <host>"),
-            "Lane id: `step:<id>` or &lt;host>"
-        );
-        assert_eq!(
-            prose("a\n# not a heading\n- not a list\n1. nor this"),
-            "a\n\\# not a heading\n\\- not a list\n1\\. nor this"
-        );
-        assert_eq!(cell("one\ntwo | three\n\nfour"), "one two \\| three four");
-    }
 
     #[test]
     fn a_small_document_renders_every_part() {
