@@ -151,6 +151,7 @@ def run(api, base, steps_url):
         # The wait that runs is not told as waited.
         expect(page.locator("#step-greet table.attempts tbody tr").last).to_contain_text("waits ", timeout=5000)
         expect(page.locator("dl.facts").first).to_contain_text("running for")
+        expect(page.locator(".timeline .tl-row").first.locator(".tl-wait")).to_contain_text("waiting")
         shot(page, "flow-retrying")
         expect(page.locator("h1 + .badge").first).to_have_text("completed", timeout=30000)
         greet = page.locator("#step-greet")
@@ -159,6 +160,16 @@ def run(api, base, steps_url):
         codes = [rows.nth(i).locator("td.http").inner_text() for i in range(3)]
         assert codes == ["503", "503", "200"], codes
         expect(rows.nth(0)).to_contain_text("waited 2 s")
+        # The timeline: greet's three attempts with the two waits between
+        # them, then shout's one, in the plan's order.
+        lines = page.locator(".timeline .tl-row")
+        expect(lines).to_have_count(2)
+        expect(lines.nth(0).locator(".tl-label")).to_have_text("greet")
+        expect(lines.nth(0).locator(".tl-attempt")).to_have_count(3)
+        expect(lines.nth(0).locator(".tl-wait")).to_have_count(2)
+        expect(lines.nth(0).locator(".tl-wait").first).to_contain_text("waited 2 s before attempt 2")
+        expect(lines.nth(1).locator(".tl-label")).to_have_text("shout")
+        expect(lines.nth(1).locator(".tl-attempt.o-success")).to_have_count(1)
         expect(page.locator("dl.facts").first).to_contain_text("took")
         check_axe(page, "flow page")
         shot(page, "flow")

@@ -7,6 +7,7 @@ import * as api from "./api.js";
 import { h, fill, badge, facts, json, liveOn, openKeys, reopen, toast } from "./dom.js";
 import { between, clock, countdown, ms, time } from "./format.js";
 import { layers, planGraph } from "./graph.js";
+import { timeline } from "./timeline.js";
 
 /** Events shown before "show all": a flow of 10,000 items has many more. */
 const LOG_SHOWN = 200;
@@ -208,6 +209,7 @@ export async function render(main, [id], ctx) {
   }
   const head = h("div");
   const graph = h("div", { class: "graph card" });
+  const timelineEl = h("div");
   const stepsEl = h("div", { class: "steps" });
   const log = h("ol", { class: "log" });
   const logMore = h("div");
@@ -268,6 +270,7 @@ export async function render(main, [id], ctx) {
     const plan = flow.plan || { steps: {} };
     fill(graph, h("h2", {}, "Plan"), h("div", { class: "scroll" }, planGraph(plan, statusOf, pick)));
     const order = layers(plan).columns.flat();
+    fill(timelineEl, timeline(flow, order));
     fill(stepsEl, h("h2", {}, "Steps"), order.map((s, n) => stepView(n, s, plan.steps[s] || {},
       flow.executions?.[s] || {}, catalog[s]?.effective_retry?.in_words, view, plan.children?.[s])));
     reopen(main, keep);
@@ -321,7 +324,7 @@ export async function render(main, [id], ctx) {
     window.dispatchEvent(new HashChangeEvent("hashchange"));
   }
 
-  fill(main, head, graph, stepsEl,
+  fill(main, head, graph, timelineEl, stepsEl,
     h("section", { class: "card", "aria-labelledby": "events-h" }, h("h2", { id: "events-h" }, "Events"), log, logMore));
   draw();
   watchTurn();
