@@ -268,6 +268,21 @@ def run(api, base, steps_url):
         status, lanes = api.call("GET", "/engine/lanes")
         assert not [x for x in lanes["lanes"] if x["id"] == "step:charge"][0]["paused"], lanes
 
+        # Engines: this one, answering, holding the call of a flow whose
+        # step takes 30 s; none once it is cancelled.
+        api.start("held-1", "wait", {"name": ["di"]})
+        page.goto(f"{base}/ui/#/engines")
+        engine_row = page.locator("tr[id^='engine-']")
+        expect(engine_row).to_have_count(1, timeout=15000)
+        expect(engine_row).to_contain_text("(answering)")
+        expect(engine_row.locator("td.num")).to_have_text("1", timeout=15000)
+        expect(page.locator("main")).to_contain_text("No step is unhealthy.")
+        expect(page.locator("main")).to_contain_text("Steps: 5 unknown")
+        check_axe(page, "engines")
+        shot(page, "engines")
+        api.call("POST", "/engine/flow/held-1/cancel", {})
+        expect(engine_row.locator("td.num")).to_have_text("0", timeout=15000)
+
         # Every page: no serious or critical accessibility violation.
         for where, name, ready in [
             ("#/overview", "overview", ".tile"),

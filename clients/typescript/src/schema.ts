@@ -2060,6 +2060,12 @@ export interface components {
          *     "Health checks and the cluster"), so every node shows the same health.
          */
         NodeState: {
+            /**
+             * Format: int64
+             * @description Work items whose lease this engine holds: its calls in flight or
+             *     waiting for a call slot (Tartan's; Argyll's answer has none).
+             */
+            calls_held?: number;
             health: {
                 [key: string]: components["schemas"]["StepHealth"];
             };

@@ -44,6 +44,7 @@ const ASSETS: &[(&str, &str, &[u8])] = &[
     ("steps.js", JS, include_bytes!("../ui/steps.js")),
     ("schedules.js", JS, include_bytes!("../ui/schedules.js")),
     ("lanes.js", JS, include_bytes!("../ui/lanes.js")),
+    ("engines.js", JS, include_bytes!("../ui/engines.js")),
     ("timeline.js", JS, include_bytes!("../ui/timeline.js")),
     ("bulk.js", JS, include_bytes!("../ui/bulk.js")),
 ];

@@ -1,5 +1,5 @@
 // The dashboard's shell: which page the URL names, the token, and what it
-// may do. Each page is a module of its own (overview, flows, flow, steps, schedules, lanes, bulk); each is given the main
+// may do. Each page is a module of its own (overview, flows, flow, steps, schedules, lanes, engines, bulk); each is given the main
 // element, the route's parameters and a context, and returns nothing: it
 // stops its streams and timers when the context's signal aborts.
 
@@ -13,6 +13,7 @@ import * as steps from "./steps.js";
 import * as bulk from "./bulk.js";
 import * as schedules from "./schedules.js";
 import * as lanes from "./lanes.js";
+import * as engines from "./engines.js";
 
 const routes = [
   [/^#\/overview$/, overview, "overview"],
@@ -21,6 +22,7 @@ const routes = [
   [/^#\/steps(?:\/([^?]+))?$/, steps, "steps"],
   [/^#\/schedules$/, schedules, "schedules"],
   [/^#\/lanes$/, lanes, "lanes"],
+  [/^#\/engines$/, engines, "engines"],
   [/^#\/bulk$/, bulk, "bulk"],
 ];
 

@@ -365,6 +365,10 @@ impl ClusterStore for PgStore {
         self.noted(self.sql.nodes().await)
     }
 
+    async fn calls_by_node(&self, now: DateTime<Utc>) -> Result<Vec<(String, u64)>, StoreError> {
+        self.noted(self.sql.calls_by_node(now).await)
+    }
+
     async fn record_health(&self, record: &HealthRecord) -> Result<bool, StoreError> {
         self.noted(self.sql.record_health(record).await)
     }

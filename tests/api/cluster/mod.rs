@@ -22,7 +22,52 @@ both_backends!(
     a_health_check_that_flips_is_seen_by_every_view,
     flow_and_script_steps_take_their_health_from_what_they_run,
     a_slow_health_check_costs_its_own_step_only,
+    each_engine_shows_the_calls_it_holds,
 );
+
+/// Each engine in the cluster's answer says how many calls it holds
+/// (`calls_held`: work items under its lease, in flight or waiting for a
+/// slot): three calls that hang count while they run, none once answered.
+async fn each_engine_shows_the_calls_it_holds(backend: Backend) {
+    let Some(db) = TestDb::create(backend).await else {
+        return;
+    };
+    let app = start_on_with(db, "holder", quick_checks).await;
+    let (release, svc) = held_server().await;
+    assert_eq!(
+        app.register(&sync_step("hold", &svc.url("/held"), &["x"], &["held"]))
+            .await
+            .status,
+        201
+    );
+    until(&app, "/engine/cluster", |c| {
+        c["nodes"]["holder"]["calls_held"] == 0
+    })
+    .await;
+    for i in 0..3 {
+        let r = app
+            .start_flow(&json!({"id": format!("hold-{i}"), "goals": ["hold"], "init": {"x": [i]}}))
+            .await;
+        assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+    }
+    until(&app, "/engine/cluster", |c| {
+        c["nodes"]["holder"]["calls_held"] == 3
+    })
+    .await;
+    let health = app.get("/engine/health").await.body;
+    assert_eq!(health["nodes"]["holder"]["calls_held"], 3, "{health}");
+    release.send(true).expect("release");
+    for i in 0..3 {
+        assert_eq!(
+            app.wait_for_flow(&format!("hold-{i}")).await["status"],
+            "completed"
+        );
+    }
+    until(&app, "/engine/cluster", |c| {
+        c["nodes"]["holder"]["calls_held"] == 0
+    })
+    .await;
+}
 
 /// Health checks every 100 ms, each given a second.
 pub(super) fn quick_checks(config: &mut tartan_engine::EngineConfig) {

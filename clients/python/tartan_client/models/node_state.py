@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING, Any, Self, TypeVar
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
 
+from ..types import UNSET, Unset
+
 if TYPE_CHECKING:
     from ..models.node_state_health import NodeStateHealth
 
@@ -24,11 +26,14 @@ class NodeState:
             health (NodeStateHealth):
             last_seen (datetime.datetime):
             started_at (datetime.datetime):
+            calls_held (int | Unset): Work items whose lease this engine holds: its calls in flight or
+                waiting for a call slot (Tartan's; Argyll's answer has none).
     """
 
     health: NodeStateHealth
     last_seen: datetime.datetime
     started_at: datetime.datetime
+    calls_held: int | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -37,6 +42,8 @@ class NodeState:
         last_seen = self.last_seen.isoformat()
 
         started_at = self.started_at.isoformat()
+
+        calls_held = self.calls_held
 
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
@@ -47,6 +54,8 @@ class NodeState:
                 "started_at": started_at,
             }
         )
+        if calls_held is not UNSET:
+            field_dict["calls_held"] = calls_held
 
         return field_dict
 
@@ -61,10 +70,13 @@ class NodeState:
 
         started_at = datetime.datetime.fromisoformat(d.pop("started_at"))
 
+        calls_held = d.pop("calls_held", UNSET)
+
         node_state = cls(
             health=health,
             last_seen=last_seen,
             started_at=started_at,
+            calls_held=calls_held,
         )
 
         node_state.additional_properties = d

@@ -42,6 +42,9 @@ pub struct ClusterView {
     pub steps: BTreeMap<String, StepHealthView>,
     /// The newest heartbeat or health change.
     pub last_updated: Option<DateTime<Utc>>,
+    /// By live engine, the work items whose lease it holds: its calls in
+    /// flight or waiting for a slot (`ClusterStore::calls_by_node`).
+    pub calls: BTreeMap<String, u64>,
 }
 
 /// A step's health, and the check it comes from when it comes from one.
@@ -116,6 +119,7 @@ impl Health {
         let all_nodes = store.nodes().await?;
         let view = self.catalog.view().await;
         let now = self.config.clock.now();
+        let held = store.calls_by_node(now).await?;
         let gone_after = alive_for(&self.config);
         let nodes: BTreeMap<String, NodeRecord> = all_nodes
             .into_iter()
@@ -140,10 +144,15 @@ impl Health {
                 (id, StepHealthView { health, checked })
             })
             .collect();
+        let calls = held
+            .into_iter()
+            .filter(|(node, _)| nodes.contains_key(node))
+            .collect();
         Ok(ClusterView {
             nodes,
             steps,
             last_updated,
+            calls,
         })
     }
 

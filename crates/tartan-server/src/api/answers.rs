@@ -131,6 +131,10 @@ pub struct NodeState {
     #[schema(value_type = String, format = DateTime)]
     pub started_at: chrono::DateTime<chrono::Utc>,
     pub health: BTreeMap<String, StepHealth>,
+    /// Work items whose lease this engine holds: its calls in flight or
+    /// waiting for a call slot (Tartan's; Argyll's answer has none).
+    #[serde(default)]
+    pub calls_held: u64,
 }
 
 /// A step's health (`unknown`, `healthy`, `unhealthy`), why when it is not
@@ -185,6 +189,7 @@ impl ClusterState {
                             last_seen: node.last_seen,
                             started_at: node.started_at,
                             health: health.clone(),
+                            calls_held: view.calls.get(id).copied().unwrap_or(0),
                         },
                     )
                 })

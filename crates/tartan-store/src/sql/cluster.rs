@@ -51,6 +51,23 @@ impl ClusterStore for SqlStore {
             .collect()
     }
 
+    async fn calls_by_node(&self, now: DateTime<Utc>) -> Result<Vec<(String, u64)>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT lease_owner, COUNT(*) AS calls FROM work_items \
+             WHERE status = 'active' AND lease_expires_us > $1 AND lease_owner IS NOT NULL \
+             GROUP BY lease_owner ORDER BY lease_owner",
+        )
+        .bind(to_us(now))
+        .fetch_all(&self.api)
+        .await?;
+        rows.iter()
+            .map(|r| {
+                let calls: i64 = r.try_get("calls")?;
+                Ok((r.try_get("lease_owner")?, u64::try_from(calls).unwrap_or(0)))
+            })
+            .collect()
+    }
+
     async fn record_health(&self, record: &HealthRecord) -> Result<bool, StoreError> {
         for _ in 0..APPEND_TRIES {
             match self.try_record_health(record).await {

@@ -13,6 +13,11 @@ pub trait ClusterStore: Send + Sync {
     /// Every engine that ever sent a heartbeat, with its last.
     async fn nodes(&self) -> Result<Vec<NodeRecord>, StoreError>;
 
+    /// By engine, the active work items whose lease it holds at `now`:
+    /// its calls in flight or waiting for a call slot. For the dashboard's
+    /// Engines page (one count over the active items' lease index).
+    async fn calls_by_node(&self, now: DateTime<Utc>) -> Result<Vec<(String, u64)>, StoreError>;
+
     /// Record a check of a step's health by `record.node`. When its status
     /// or error differs from the step's last, a `step_health_changed` event
     /// is appended to the cluster's events in the same transaction: `true`.
