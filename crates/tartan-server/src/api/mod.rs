@@ -6,6 +6,7 @@
 //! parsed by the core into its domain types instead.
 
 pub mod answers;
+pub mod health;
 pub mod lanes;
 pub mod requests;
 pub mod schedules;
