@@ -43,7 +43,8 @@ pub struct ClusterView {
     /// The newest heartbeat or health change.
     pub last_updated: Option<DateTime<Utc>>,
     /// By live engine, the work items whose lease it holds: its calls in
-    /// flight or waiting for a slot (`ClusterStore::calls_by_node`).
+    /// flight or waiting for a slot (`ClusterStore::calls_by_node`). Read
+    /// only by `Health::cluster_with_calls`, empty otherwise.
     pub calls: BTreeMap<String, u64>,
 }
 
@@ -119,7 +120,6 @@ impl Health {
         let all_nodes = store.nodes().await?;
         let view = self.catalog.view().await;
         let now = self.config.clock.now();
-        let held = store.calls_by_node(now).await?;
         let gone_after = alive_for(&self.config);
         let nodes: BTreeMap<String, NodeRecord> = all_nodes
             .into_iter()
@@ -144,16 +144,25 @@ impl Health {
                 (id, StepHealthView { health, checked })
             })
             .collect();
-        let calls = held
-            .into_iter()
-            .filter(|(node, _)| nodes.contains_key(node))
-            .collect();
         Ok(ClusterView {
             nodes,
             steps,
             last_updated,
-            calls,
+            calls: BTreeMap::new(),
         })
+    }
+
+    /// The cluster with the calls each live engine holds, for what shows
+    /// the engines (the API, the dashboard); the checks read `cluster`
+    /// every round and need no count.
+    pub async fn cluster_with_calls(&self) -> Result<ClusterView, EngineError> {
+        let mut view = self.cluster().await?;
+        let held = self.store.calls_by_node(self.config.clock.now()).await?;
+        view.calls = held
+            .into_iter()
+            .filter(|(node, _)| view.nodes.contains_key(node))
+            .collect();
+        Ok(view)
     }
 
     /// Tell the event notices whether another engine is alive on the

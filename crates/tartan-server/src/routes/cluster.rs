@@ -20,7 +20,9 @@ use crate::extract::Query;
 #[utoipa::path(get, path = "/engine/health", tag = "cluster", operation_id = "getEngineHealth",
     responses((status = 200, description = "Step health by node", body = ClusterState)))]
 pub(crate) async fn health(State(engine): State<Engine>) -> Result<Json<ClusterState>, ApiError> {
-    Ok(Json(ClusterState::of(&engine.health().cluster().await?)))
+    Ok(Json(ClusterState::of(
+        &engine.health().cluster_with_calls().await?,
+    )))
 }
 
 /// One step's health, as the cluster knows it.
@@ -56,7 +58,9 @@ pub(crate) async fn step_health(
 #[utoipa::path(get, path = "/engine/cluster", tag = "cluster", operation_id = "getCluster",
     responses((status = 200, description = "The cluster", body = ClusterState)))]
 pub(crate) async fn cluster(State(engine): State<Engine>) -> Result<Json<ClusterState>, ApiError> {
-    Ok(Json(ClusterState::of(&engine.health().cluster().await?)))
+    Ok(Json(ClusterState::of(
+        &engine.health().cluster_with_calls().await?,
+    )))
 }
 
 /// The cluster's events (`step_health_changed`), a page at a time.

@@ -19,7 +19,7 @@ use crate::extract::Query;
     responses((status = 200, description = "The catalog with step health by node", body = EngineState)))]
 pub(crate) async fn engine_state(State(engine): State<Engine>) -> Result<Json<EngineState>, ApiError> {
     let catalog = catalog_state(&engine).await;
-    let cluster = ClusterState::of(&engine.health().cluster().await?);
+    let cluster = ClusterState::of(&engine.health().cluster_with_calls().await?);
     Ok(Json(EngineState {
         catalog,
         health: cluster.nodes,

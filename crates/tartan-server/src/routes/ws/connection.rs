@@ -280,7 +280,7 @@ impl Connection {
                 let state = encode(serde_json::to_value(catalog_state_of(&view)))?;
                 Ok(Some((state, view.sequence + 1)))
             }
-            Aggregate::Cluster => match self.engine.health().cluster().await {
+            Aggregate::Cluster => match self.engine.health().cluster_with_calls().await {
                 Ok(view) => {
                     let state = encode(serde_json::to_value(crate::api::answers::ClusterState::of(&view)))?;
                     Ok(Some((state, 1)))
