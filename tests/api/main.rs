@@ -15,6 +15,7 @@ mod operate;
 mod resilience;
 mod retries;
 mod schedules;
+mod sdk;
 mod security;
 mod steps;
 mod streams;
