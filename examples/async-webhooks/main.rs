@@ -3,6 +3,8 @@
 //! call at once (`202`), sends a heartbeat every 300 ms while it works, and
 //! posts the result to the webhook URL it was given after 1.5 s, longer
 //! than the step's inactivity window of 1 s: the heartbeats keep it open.
+//! tartan-step does the accepting, the heartbeats and the posting; the
+//! handler only works.
 //!
 //! `cargo run --example async-webhooks` serves `POST /render` on
 //! 127.0.0.1:8081 (or `STEPS_ADDR`).
@@ -12,48 +14,35 @@ mod kit;
 
 use std::time::Duration;
 
-use axum::http::{HeaderMap, StatusCode};
-use axum::response::{IntoResponse, Response};
-use axum::routing::post;
-use axum::{Json, Router};
+use axum::Router;
+use serde::Deserialize;
 use serde_json::{json, Value};
+use tartan_step::{Ctx, Service, Step, StepError, Type};
 
 const HEARTBEAT_EVERY: Duration = Duration::from_millis(300);
 const WORK_TAKES: Duration = Duration::from_millis(1500);
 
-pub fn app() -> Router {
-    Router::new().route("/render", post(render))
+#[derive(Deserialize)]
+struct Report {
+    title: Option<String>,
 }
 
-async fn render(headers: HeaderMap, Json(body): Json<Value>) -> Response {
-    let webhook = kit::header(&headers, "argyll-webhook-url").to_string();
-    if !webhook.starts_with("http") {
-        return kit::problem(
-            StatusCode::BAD_REQUEST,
-            "no Argyll-Webhook-URL: is the step async?",
-        );
-    }
-    let title = body["title"].as_str().unwrap_or("untitled").to_string();
-    let token = kit::receipt_token(&headers);
-    tokio::spawn(async move {
-        let client = reqwest::Client::new();
-        let started = tokio::time::Instant::now();
-        while started.elapsed() < WORK_TAKES {
-            tokio::time::sleep(HEARTBEAT_EVERY).await;
-            let beat = client
-                .post(format!("{webhook}/heartbeat"))
-                .header("Content-Type", "application/json")
-                .body("{}")
-                .send()
-                .await;
-            println!("render {token}: heartbeat {:?}", beat.map(|r| r.status()));
-        }
-        let result =
-            json!({"report_url": format!("https://reports.example/{}.pdf", title.replace(' ', "-"))});
-        let sent = client.post(&webhook).json(&result).send().await;
-        println!("render {token}: result {:?}", sent.map(|r| r.status()));
-    });
-    (StatusCode::ACCEPTED, Json(json!({"accepted": true}))).into_response()
+pub fn app() -> Router {
+    let render = Step::asynchronous("render", render)
+        .name("Render a report")
+        .required("title", Type::String)
+        .output("report_url", Type::String)
+        .heartbeat_every(HEARTBEAT_EVERY);
+    Service::new("async-webhooks").step(render).router()
+}
+
+async fn render(report: Report, ctx: Ctx) -> Result<Value, StepError> {
+    let token = ctx.receipt_token().unwrap_or("-").to_string();
+    println!("render {token}: accepted, heartbeats every {HEARTBEAT_EVERY:?}");
+    tokio::time::sleep(WORK_TAKES).await;
+    let title = report.title.unwrap_or_else(|| "untitled".into());
+    println!("render {token}: done, posting the result");
+    Ok(json!({"report_url": format!("https://reports.example/{}.pdf", title.replace(' ', "-"))}))
 }
 
 #[allow(dead_code)] // the docs' tests take `app` alone

@@ -14,35 +14,49 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use axum::extract::State;
-use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
-use axum::routing::{post, put};
+use axum::routing::put;
 use axum::{Json, Router};
+use serde::Deserialize;
 use serde_json::{json, Value};
+use tartan_step::{Ctx, Service, Step, StepError, Type};
 
 #[derive(Clone, Default)]
 pub struct Outage(Arc<AtomicBool>);
 
+#[derive(Deserialize)]
+struct Order {
+    order_id: Option<String>,
+}
+
 pub fn app() -> Router {
-    Router::new()
-        .route("/ship", post(ship))
-        .route("/outage", put(outage))
-        .with_state(Outage::default())
+    let outage = Outage::default();
+    let down = outage.clone();
+    let ship = Step::sync("ship", move |order: Order, _: Ctx| {
+        let down = down.0.load(Ordering::SeqCst);
+        async move {
+            if down {
+                // Retryable: the flows fail only once their attempts are used.
+                return Err(StepError::retryable("shipping is down"));
+            }
+            let order = order.order_id.unwrap_or_else(|| "-".into());
+            Ok(json!({ "tracking": format!("trk-{order}") }))
+        }
+    });
+    let ship = ship
+        .name("Ship an order")
+        .required("order_id", Type::String)
+        .output("tracking", Type::String);
+    let switch = Router::new()
+        .route("/outage", put(outage_switch))
+        .with_state(outage);
+    Service::new("bulk-retry").step(ship).router().merge(switch)
 }
 
-async fn ship(State(outage): State<Outage>, Json(body): Json<Value>) -> Response {
-    if outage.0.load(Ordering::SeqCst) {
-        return kit::problem(StatusCode::SERVICE_UNAVAILABLE, "shipping is down");
-    }
-    let order = body["order_id"].as_str().unwrap_or("-");
-    Json(json!({ "tracking": format!("trk-{order}") })).into_response()
-}
-
-async fn outage(State(outage): State<Outage>, Json(body): Json<Value>) -> Response {
+async fn outage_switch(State(outage): State<Outage>, Json(body): Json<Value>) -> Json<Value> {
     let down = body["down"].as_bool().unwrap_or(false);
     outage.0.store(down, Ordering::SeqCst);
     println!("shipping is {}", if down { "down" } else { "up" });
-    Json(json!({ "down": down })).into_response()
+    Json(json!({ "down": down }))
 }
 
 #[allow(dead_code)] // the docs' tests take `app` alone

@@ -13,11 +13,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::State;
-use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::get;
 use axum::{Json, Router};
+use serde::Deserialize;
 use serde_json::{json, Value};
+use tartan_step::{Ctx, Service, Step, StepError, Type};
 
 #[derive(Clone, Default)]
 pub struct Load {
@@ -25,16 +25,29 @@ pub struct Load {
     peak: Arc<AtomicUsize>,
 }
 
-pub fn app() -> Router {
-    Router::new()
-        .route("/thumbnail", post(thumbnail))
-        .route("/peak", get(peak))
-        .with_state(Load::default())
+/// One work item's element of `image`, in place of the array.
+#[derive(Deserialize)]
+struct Image {
+    image: Option<String>,
 }
 
-async fn thumbnail(State(load): State<Load>, Json(body): Json<Value>) -> Response {
-    let Some(image) = body["image"].as_str().map(str::to_string) else {
-        return kit::problem(StatusCode::UNPROCESSABLE_ENTITY, "image is required");
+pub fn app() -> Router {
+    let load = Load::default();
+    let counted = load.clone();
+    let thumbnail = Step::sync("thumbnail", move |input: Image, _: Ctx| {
+        thumbnail(counted.clone(), input)
+    })
+    .name("Make thumbnails")
+    .for_each("image")
+    .output("thumbnail", Type::String)
+    .parallelism(2);
+    let peak = Router::new().route("/peak", get(peak)).with_state(load);
+    Service::new("for-each").step(thumbnail).router().merge(peak)
+}
+
+async fn thumbnail(load: Load, input: Image) -> Result<Value, StepError> {
+    let Some(image) = input.image else {
+        return Err(StepError::permanent("image is required"));
     };
     let now = load.now.fetch_add(1, Ordering::SeqCst) + 1;
     load.peak.fetch_max(now, Ordering::SeqCst);
@@ -44,7 +57,7 @@ async fn thumbnail(State(load): State<Load>, Json(body): Json<Value>) -> Respons
         Some((stem, ext)) => format!("{stem}-thumb.{ext}"),
         None => format!("{image}-thumb"),
     };
-    Json(json!({ "thumbnail": thumb })).into_response()
+    Ok(json!({ "thumbnail": thumb }))
 }
 
 async fn peak(State(load): State<Load>) -> Json<Value> {

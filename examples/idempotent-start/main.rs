@@ -9,33 +9,40 @@
 mod kit;
 
 use axum::extract::State;
-use axum::http::HeaderMap;
-use axum::routing::{get, post};
+use axum::routing::get;
 use axum::{Json, Router};
+use serde::Deserialize;
 use serde_json::{json, Value};
+use tartan_step::{Ctx, Service, Step, StepError, Type};
+
+#[derive(Deserialize)]
+struct Order {
+    order_id: Option<String>,
+}
 
 pub fn app() -> Router {
-    Router::new()
-        .route("/place", post(place))
-        .route("/placed", get(placed))
-        .with_state(kit::Counts::default())
+    let orders = kit::Counts::default();
+    let placed = orders.clone();
+    let place = Step::sync("place", move |order: Order, ctx: Ctx| {
+        let placed = placed.clone();
+        async move { place(&placed, order, &ctx) }
+    });
+    let place = place
+        .name("Place an order")
+        .required("order_id", Type::String)
+        .output("confirmation", Type::String);
+    let count = Router::new().route("/placed", get(count)).with_state(orders);
+    Service::new("idempotent-start").step(place).router().merge(count)
 }
 
-async fn place(
-    State(orders): State<kit::Counts>,
-    headers: HeaderMap,
-    Json(body): Json<Value>,
-) -> Json<Value> {
-    let order = body["order_id"].as_str().unwrap_or("-").to_string();
+fn place(orders: &kit::Counts, order: Order, ctx: &Ctx) -> Result<Value, StepError> {
+    let order = order.order_id.unwrap_or_else(|| "-".into());
     orders.bump("placed");
-    println!(
-        "placed {order} (flow {})",
-        kit::header(&headers, "argyll-flow-id")
-    );
-    Json(json!({ "confirmation": format!("conf-{order}") }))
+    println!("placed {order} (flow {})", ctx.flow_id().unwrap_or("-"));
+    Ok(json!({ "confirmation": format!("conf-{order}") }))
 }
 
-async fn placed(State(orders): State<kit::Counts>) -> Json<Value> {
+async fn count(State(orders): State<kit::Counts>) -> Json<Value> {
     Json(json!({ "placed": orders.get("placed") }))
 }
 

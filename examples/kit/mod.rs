@@ -1,7 +1,8 @@
-//! What the pattern examples' step services share (examples/README.md):
-//! answering a problem, reading the Argyll headers, serving on
-//! `STEPS_ADDR` (127.0.0.1:8081 by default, where the examples' step
-//! files point).
+//! What the pattern examples' step services share (examples/README.md)
+//! beside tartan-step, which answers their steps: serving on `STEPS_ADDR`
+//! (127.0.0.1:8081 by default, where the examples' step files point) and a
+//! bounded count per key. The problem and header helpers are for the
+//! failover driver in bench/, a step service written without the SDK.
 
 #![allow(dead_code)] // each example takes what it needs
 

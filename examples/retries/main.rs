@@ -8,37 +8,47 @@
 #[path = "../kit/mod.rs"]
 mod kit;
 
-use axum::http::HeaderMap;
-use axum::routing::post;
-use axum::{extract::State, Json, Router};
+use std::time::Duration;
+
+use axum::Router;
+use serde::Deserialize;
 use serde_json::{json, Value};
+use tartan_step::{Ctx, Service, Step, StepError, Type};
 
 /// Answers `503` this many times per work item before it succeeds.
 const BUSY_ANSWERS: u32 = 2;
 
-pub fn app() -> Router {
-    Router::new()
-        .route("/charge", post(charge))
-        .with_state(kit::Counts::default())
+#[derive(Deserialize)]
+struct Charge {
+    order_id: Option<String>,
 }
 
-async fn charge(
-    State(calls): State<kit::Counts>,
-    headers: HeaderMap,
-    Json(body): Json<Value>,
-) -> axum::response::Response {
-    use axum::response::IntoResponse;
-    let token = kit::receipt_token(&headers);
-    let call = calls.bump(&token);
+pub fn app() -> Router {
+    let calls = kit::Counts::default();
+    let charge = Step::sync("charge", move |input: Charge, ctx: Ctx| {
+        let calls = calls.clone();
+        async move { charge(&calls, input, &ctx) }
+    });
+    let charge = charge
+        .name("Charge a card")
+        .required("order_id", Type::String)
+        .output("charge_id", Type::String);
+    Service::new("retries").step(charge).router()
+}
+
+fn charge(calls: &kit::Counts, input: Charge, ctx: &Ctx) -> Result<Value, StepError> {
+    let token = ctx.receipt_token().unwrap_or("-");
+    let call = calls.bump(token);
     if call <= BUSY_ANSWERS {
         println!("charge {token}: call {call}, 503");
-        return kit::busy("card processor busy", 1);
+        return Err(StepError::retryable("card processor busy").retry_after(Duration::from_secs(1)));
     }
-    let order = body["order_id"].as_str().unwrap_or("-");
+    let order = input.order_id.unwrap_or_else(|| "-".into());
     println!("charge {token}: call {call}, charged {order}");
     // The same charge for every call of one item: the receipt token makes
     // the charge idempotent on the processor's side.
-    Json(json!({"charge_id": format!("ch_{}", &token[..token.len().min(8)])})).into_response()
+    let short: String = token.chars().take(8).collect();
+    Ok(json!({"charge_id": format!("ch_{short}")}))
 }
 
 #[allow(dead_code)] // the docs' tests take `app` alone

@@ -6,7 +6,7 @@
 //! `cargo run --example saga` serves on 127.0.0.1:8081 (or `STEPS_ADDR`):
 //! - `POST /book`    `{"part": "hotel"}` -> `{"booking": "hotel-1a2b3c4d"}`;
 //!   a `car` is never available: `409` "no cars left", a permanent failure
-//! - `POST /cancel/{booking}` cancels one booking
+//! - `POST /cancel/{booking}` cancels one booking (the step's compensation)
 //! - `GET /bookings` the bookings still held
 
 #[path = "../kit/mod.rs"]
@@ -15,12 +15,13 @@ mod kit;
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 
-use axum::extract::{Path, State};
-use axum::http::{HeaderMap, StatusCode};
-use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::routing::get;
 use axum::{Json, Router};
+use serde::Deserialize;
 use serde_json::{json, Value};
+use tartan_step::{Ctx, Service, Step, StepError, Type};
 
 #[derive(Clone, Default)]
 pub struct Bookings(Arc<Mutex<BTreeSet<String>>>);
@@ -31,35 +32,55 @@ impl Bookings {
     }
 }
 
-pub fn app() -> Router {
-    Router::new()
-        .route("/book", post(book))
-        .route("/cancel/{booking}", post(cancel))
-        .route("/bookings", get(bookings))
-        .with_state(Bookings::default())
+/// One work item's element of `part`.
+#[derive(Deserialize)]
+struct Part {
+    #[serde(default)]
+    part: String,
 }
 
-async fn book(State(bookings): State<Bookings>, headers: HeaderMap, Json(body): Json<Value>) -> Response {
-    let part = body["part"].as_str().unwrap_or_default().to_string();
-    if part == "car" {
-        return kit::problem(StatusCode::CONFLICT, "no cars left");
+pub fn app() -> Router {
+    let bookings = Bookings::default();
+    let (booked, cancelled) = (bookings.clone(), bookings.clone());
+    let book = Step::sync("book", move |input: Part, ctx: Ctx| {
+        let booked = booked.clone();
+        async move { book(&booked, input, &ctx) }
+    });
+    // The compensation's body is `{"input", "output"}`; the booking to
+    // cancel is in its path, filled in by the engine from the output.
+    let book = book
+        .name("Book the trip")
+        .for_each("part")
+        .output("booking", Type::String)
+        .compensate("/cancel/{booking}", move |_: Value, ctx: Ctx| {
+            let cancelled = cancelled.clone();
+            async move { cancel(&cancelled, &ctx) }
+        });
+    let held = Router::new().route("/bookings", get(held)).with_state(bookings);
+    Service::new("saga").step(book).router().merge(held)
+}
+
+fn book(bookings: &Bookings, input: Part, ctx: &Ctx) -> Result<Value, StepError> {
+    if input.part == "car" {
+        return Err(StepError::status(StatusCode::CONFLICT, "no cars left"));
     }
     // One booking per work item, whatever the retries: keyed by its token.
-    let token = kit::receipt_token(&headers);
-    let booking = format!("{part}-{}", &token[..token.len().min(8)]);
+    let token: String = ctx.receipt_token().unwrap_or("-").chars().take(8).collect();
+    let booking = format!("{}-{token}", input.part);
     bookings.held().insert(booking.clone());
     println!("booked {booking}");
-    Json(json!({ "booking": booking })).into_response()
+    Ok(json!({ "booking": booking }))
 }
 
-async fn cancel(State(bookings): State<Bookings>, Path(booking): Path<String>) -> Response {
+fn cancel(bookings: &Bookings, ctx: &Ctx) -> Result<Value, StepError> {
+    let booking = ctx.param("booking").unwrap_or_default().to_string();
     // Cancelling twice is no error: a compensation may be retried.
     bookings.held().remove(&booking);
     println!("cancelled {booking}");
-    Json(json!({ "cancelled": booking })).into_response()
+    Ok(json!({ "cancelled": booking }))
 }
 
-async fn bookings(State(bookings): State<Bookings>) -> Json<Value> {
+async fn held(State(bookings): State<Bookings>) -> Json<Value> {
     Json(json!({ "held": *bookings.held() }))
 }
 

@@ -3,27 +3,38 @@
 //!
 //! `cargo run --example timeouts` serves `POST /sleep/{ms}` on
 //! 127.0.0.1:8081 (or `STEPS_ADDR`): `{"done": true}` after `ms` (at most
-//! a minute).
+//! a minute). The steps `quote` and `report` (steps.json) both call it,
+//! with their `delay` input in the path.
 
 #[path = "../kit/mod.rs"]
 mod kit;
 
 use std::time::Duration;
 
-use axum::extract::Path;
-use axum::routing::post;
-use axum::{Json, Router};
+use axum::http::StatusCode;
+use axum::Router;
 use serde_json::{json, Value};
+use tartan_step::{Ctx, Service, Step, StepError, Type};
 
 const LONGEST: u64 = 60_000;
 
 pub fn app() -> Router {
-    Router::new().route("/sleep/{ms}", post(sleep))
+    let sleep = Step::sync("sleep", sleep)
+        .path("/sleep/{ms}")
+        .required("ms", Type::String)
+        .output("done", Type::Boolean);
+    Service::new("timeouts").step(sleep).router()
 }
 
-async fn sleep(Path(ms): Path<u64>) -> Json<Value> {
+async fn sleep(_: Value, ctx: Ctx) -> Result<Value, StepError> {
+    let Some(ms) = ctx.param("ms").and_then(|ms| ms.parse::<u64>().ok()) else {
+        return Err(StepError::status(
+            StatusCode::BAD_REQUEST,
+            "the path ends with whole milliseconds",
+        ));
+    };
     tokio::time::sleep(Duration::from_millis(ms.min(LONGEST))).await;
-    Json(json!({ "done": true }))
+    Ok(json!({ "done": true }))
 }
 
 #[allow(dead_code)] // the docs' tests take `app` alone
