@@ -120,13 +120,13 @@ impl Service {
         self
     }
 
-    /// Post results and heartbeats only to webhook URLs that start with
-    /// `prefix` (the engine's `TARTAN_WEBHOOK_BASE_URL`); a call naming
-    /// another is refused `400`. Without it any `http(s)` URL a caller
+    /// Post results and heartbeats only to webhook URLs under `base` (the
+    /// engine's `TARTAN_WEBHOOK_BASE_URL`: the same scheme, host and port,
+    /// and below its path); a call naming another is refused `400`. Without it any `http(s)` URL a caller
     /// hands over is posted to, as Argyll's SDKs do: whoever may call the
     /// service could make it post elsewhere.
-    pub fn webhooks_under(mut self, prefix: impl Into<String>) -> Service {
-        self.webhooks_under = Some(prefix.into());
+    pub fn webhooks_under(mut self, base: impl Into<String>) -> Service {
+        self.webhooks_under = Some(base.into());
         self
     }
 
@@ -277,12 +277,31 @@ async fn answer(
 /// The call's webhook, when it names one this service posts to.
 fn webhook_of(route: &Route, headers: &HeaderMap) -> Option<Webhook> {
     let url = headers.get("argyll-webhook-url")?.to_str().ok()?;
-    let web = url.starts_with("http://") || url.starts_with("https://");
+    let parsed = reqwest::Url::parse(url).ok()?;
+    let web = matches!(parsed.scheme(), "http" | "https") && parsed.host_str().is_some();
     let allowed = route
         .webhooks_under
         .as_deref()
-        .is_none_or(|prefix| url.starts_with(prefix));
+        .is_none_or(|base| is_under(&parsed, base));
     (web && allowed).then(|| Webhook::new(url.to_string(), route.client.clone()))
+}
+
+/// Whether `url` is on `base`'s origin (scheme, host, port) and below its
+/// path: a bare prefix of the text would let `http://engine.evil` pass for
+/// `http://engine`.
+fn is_under(url: &reqwest::Url, base: &str) -> bool {
+    let Ok(base) = reqwest::Url::parse(base) else {
+        return false;
+    };
+    let dir = base.path().trim_end_matches('/');
+    let below = url
+        .path()
+        .strip_prefix(dir)
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'));
+    url.scheme() == base.scheme()
+        && url.host_str() == base.host_str()
+        && url.port_or_known_default() == base.port_or_known_default()
+        && below
 }
 
 /// The handler's result, a panic answered as a retryable `500` (the next
@@ -337,5 +356,32 @@ async fn heartbeats(webhook: Webhook, every: Duration) {
             }
             Err(e) => tracing::debug!("heartbeat: {e}"),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_webhook_is_under_the_engines_base_by_origin_and_path() {
+        let under = |url: &str, base: &str| reqwest::Url::parse(url).is_ok_and(|u| is_under(&u, base));
+        assert!(under(
+            "http://engine:8080/webhook/f/s/t/1.x",
+            "http://engine:8080"
+        ));
+        assert!(under("http://engine/webhook/f", "http://engine:80/"));
+        assert!(under(
+            "https://e.example/tartan/webhook/f",
+            "https://e.example/tartan/"
+        ));
+        assert!(!under("http://engine.evil/webhook/f", "http://engine"));
+        assert!(!under("http://engine:8081/webhook/f", "http://engine:8080"));
+        assert!(!under("https://engine/webhook/f", "http://engine"));
+        assert!(!under(
+            "https://e.example/tartanx/webhook",
+            "https://e.example/tartan"
+        ));
+        assert!(!under("http://engine/webhook", "not a url"));
     }
 }
