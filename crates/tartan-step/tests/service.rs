@@ -236,7 +236,7 @@ async fn an_async_step_answers_202_heartbeats_and_posts_its_result_to_the_url_it
     let service = Service::new("renderer")
         .step(
             Step::asynchronous("render", |input: Value, _: Ctx| async move {
-                tokio::time::sleep(Duration::from_millis(350)).await;
+                tokio::time::sleep(Duration::from_millis(550)).await;
                 match input["title"].as_str() {
                     Some(title) => Ok(json!({"url": format!("https://r/{title}.pdf")})),
                     None => Err(StepError::permanent("title is required")),
@@ -262,7 +262,7 @@ async fn an_async_step_answers_202_heartbeats_and_posts_its_result_to_the_url_it
         .iter()
         .filter(|(p, _, _)| p == "/webhook/f/render/tok/1.sig/heartbeat")
         .count();
-    assert!(beats >= 2, "heartbeats every 100 ms for 350 ms: {seen:?}");
+    assert!(beats >= 2, "heartbeats every 100 ms for 550 ms: {seen:?}");
     let (_, ct, body) = seen.last().unwrap();
     assert_eq!(
         (ct.as_str(), body),

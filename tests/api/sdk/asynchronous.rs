@@ -14,16 +14,16 @@ use crate::helpers::{only_item, spawn_app, Backend};
 async fn an_async_step_heartbeats_then_completes_through_its_webhook() {
     let app = spawn_app(Backend::Sqlite).await.unwrap();
     // Works twice as long as its inactivity window: only the heartbeats
-    // (every 200 ms, a third of the window) keep the attempt open.
+    // (every 400 ms, a third of the window) keep the attempt open.
     let render = Step::asynchronous("render", |input: Value, ctx: Ctx| async move {
         assert!(ctx.webhook().is_some_and(|w| w.url().contains("/webhook/")));
-        tokio::time::sleep(Duration::from_millis(1200)).await;
+        tokio::time::sleep(Duration::from_millis(2400)).await;
         let title = input["title"].as_str().unwrap_or("untitled").replace(' ', "-");
         Ok(json!({"report_url": format!("https://reports.example/{title}.pdf")}))
     })
     .required("title", Type::String)
     .output("report_url", Type::String)
-    .inactivity(Duration::from_millis(600))
+    .inactivity(Duration::from_millis(1200))
     .max_attempts(1);
     let proof = Step::asynchronous("proof", |_: Value, _: Ctx| async {
         tokio::time::sleep(Duration::from_millis(100)).await;
