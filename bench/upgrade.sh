@@ -5,9 +5,11 @@
 # old one with work in flight and checks the new one finishes every flow
 # (tests/api/operate/upgrade.rs).
 #
-#   bash bench/upgrade.sh              the previous release: the newest tag
-#                                      reachable from HEAD that is not HEAD
-#   bash bench/upgrade.sh v0.1.0       a tag or commit of your choice
+#   bash bench/upgrade.sh              the previous release: the newest one
+#                                      recorded in migrations/RELEASES
+#                                      (CONTRIBUTING.md, "Releasing") whose
+#                                      code is not this checkout's
+#   bash bench/upgrade.sh v0.1.0       a recorded release, a tag or a commit
 #
 # Needs Postgres as the tests do (TARTAN_TEST_DATABASE_URL, default
 # postgres://postgres@127.0.0.1:5432/postgres). The previous release is
@@ -18,15 +20,28 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root="$PWD"
 
+# `vX.Y.Z COMMIT MIGRATION` lines, oldest first: the record survives
+# where tags do not (a clone without them).
+recorded() { awk '!/^#/ && NF == 3 { print $1, $2 }' migrations/RELEASES; }
 previous="${1:-}"
 if [ -z "$previous" ]; then
-  previous="$(git describe --tags --abbrev=0 "HEAD^" 2>/dev/null || true)"
+  # The newest whose code differs from this checkout's (not the release
+  # just recorded, whose record is all that follows it).
+  previous="$(recorded | tac | while read -r version commit; do
+    if ! git diff --quiet "$commit" HEAD -- . ':(exclude)migrations/RELEASES'; then
+      echo "$version"
+      break
+    fi
+  done)"
   if [ -z "$previous" ]; then
-    echo "bench/upgrade.sh: no earlier tag to upgrade from; name a tag or commit" >&2
+    echo "bench/upgrade.sh: migrations/RELEASES records no earlier release; name a tag or commit" >&2
     exit 1
   fi
 fi
-commit="$(git rev-parse --verify "$previous^{commit}")"
+# A recorded version stands for its commit.
+target="$(recorded | awk -v v="$previous" '$1 == v { c = $2 } END { print c }')"
+target="${target:-$previous}"
+commit="$(git rev-parse --verify "$target^{commit}")"
 work="$root/target/upgrade/$commit"
 if [ ! -x "$work/target/debug/tartan" ]; then
   echo "== building the previous release, $previous ($commit)"

@@ -23,7 +23,8 @@ use crate::config::{Config, LogFormat, ServeArgs};
 
 /// Tartan: an HTTP step-orchestration engine.
 #[derive(Debug, Parser)]
-#[command(name = "tartan", version, about)]
+// The version and the commit built (build.rs).
+#[command(name = "tartan", version = env!("TARTAN_LONG_VERSION"), about)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

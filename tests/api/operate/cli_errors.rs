@@ -357,3 +357,23 @@ async fn completions_complete_commands_in_bash_and_are_printed_for_zsh_and_fish(
         "{out:?}"
     );
 }
+
+/// `tartan --version` names the release and the commit it was built from
+/// (build.rs): the checkout's HEAD, as `git` reads it.
+#[tokio::test]
+async fn version_names_the_release_and_the_commit() {
+    let r = tartan(&["--version"], &[]).await;
+    assert_eq!(r.code, 0, "{r:?}");
+    let head = std::process::Command::new("git")
+        .args(["rev-parse", "HEAD"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("git");
+    let head = String::from_utf8_lossy(&head.stdout).trim().to_string();
+    assert_eq!(head.len(), 40, "the tests run in a git checkout");
+    assert_eq!(
+        r.stdout.trim(),
+        format!("tartan {} (commit {})", env!("CARGO_PKG_VERSION"), &head[..12]),
+        "{r:?}"
+    );
+}

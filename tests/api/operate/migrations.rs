@@ -156,9 +156,9 @@ fn migrations_since_the_last_release_only_expand_the_schema() {
     let last: u64 = releases
         .lines()
         .rfind(|l| !l.trim().is_empty() && !l.starts_with('#'))
-        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|l| l.split_whitespace().nth(2))
         .and_then(|v| v.parse().ok())
-        .expect("migrations/RELEASES names the last release's newest migration");
+        .expect("migrations/RELEASES names the last release's newest migration (`vX.Y.Z COMMIT MIGRATION`)");
     let mut known = false;
     let mut refused = Vec::new();
     for backend in ["postgres", "sqlite"] {
@@ -183,4 +183,58 @@ fn migrations_since_the_last_release_only_expand_the_schema() {
         "migrations since the last release must only expand the schema (docs/operating.md, \
          \"Upgrading\"): {refused:#?}"
     );
+}
+
+/// Each release in `migrations/RELEASES` names its commit (what
+/// bench/upgrade.sh builds as the previous release): a commit of this
+/// history whose `Cargo.toml` has that version, whose CHANGELOG has its
+/// section, and whose migrations end at the one the line names.
+#[test]
+fn each_recorded_release_names_a_commit_of_that_version() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let git = |args: &[&str]| {
+        let out = std::process::Command::new("git")
+            .args(args)
+            .current_dir(root)
+            .output()
+            .expect("git");
+        assert!(
+            out.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).to_string()
+    };
+    let releases = std::fs::read_to_string(root.join("migrations/RELEASES")).unwrap();
+    let lines: Vec<&str> = releases
+        .lines()
+        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+        .collect();
+    assert!(!lines.is_empty());
+    for line in lines {
+        let [version, commit, migration] = line.split_whitespace().collect::<Vec<_>>()[..] else {
+            panic!("{line:?} is not `vX.Y.Z COMMIT MIGRATION`");
+        };
+        let version = version.strip_prefix('v').expect("vX.Y.Z");
+        git(&["merge-base", "--is-ancestor", commit, "HEAD"]);
+        let manifest = git(&["show", &format!("{commit}:Cargo.toml")]);
+        assert!(
+            manifest.contains(&format!("version = \"{version}\"")),
+            "{commit}'s Cargo.toml is not version {version}"
+        );
+        let changelog = git(&["show", &format!("{commit}:CHANGELOG.md")]);
+        assert!(
+            changelog
+                .lines()
+                .any(|l| l.starts_with(&format!("## {version} "))),
+            "{commit}'s CHANGELOG.md has no section {version}"
+        );
+        let migrations = git(&["ls-tree", "--name-only", &format!("{commit}:migrations/postgres")]);
+        let newest = migrations
+            .lines()
+            .filter_map(|n| n.split('_').next())
+            .max()
+            .unwrap_or_default();
+        assert_eq!(newest, migration, "{commit}'s newest migration");
+    }
 }
