@@ -199,6 +199,9 @@ impl View {
                 self.item(step_id, token).status = "pending".into();
                 format!("step {step_id} resumed")
             }
+            E::WorkRetryHastened { step_id, .. } => {
+                format!("step {step_id} retried now, by request")
+            }
             E::WorkFailed {
                 step_id,
                 token,

@@ -1,6 +1,8 @@
-//! `tartan work ls`: work items across flows (`GET /engine/work`).
+//! `tartan work ls`: work items across flows (`GET /engine/work`);
+//! `tartan work retry`: an item's retry started now
+//! (`POST /engine/flow/{id}/work/{token}/retry`).
 
-use tartan_server::api::answers::{WorkItem, WorkList};
+use tartan_server::api::answers::{WorkItem, WorkList, WorkRetried};
 
 use super::client::{exit, shorten, CliError};
 use super::output::{self, Format, Table};
@@ -32,16 +34,44 @@ enum WorkSub {
         #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=10_000))]
         limit: u32,
     },
+    /// Start an item's retry now instead of when it is due (docs/retries.md, "Retry now").
+    Retry {
+        /// The flow's id.
+        flow: String,
+        /// The work item's token (`tartan work ls --flow FLOW` lists them).
+        token: String,
+    },
 }
 
 pub async fn run(cmd: WorkCmd) -> Result<u8, CliError> {
     let client = cmd.conn.client()?;
-    let WorkSub::Ls {
-        status,
-        step,
-        flow,
-        limit,
-    } = cmd.command;
+    let (status, step, flow, limit) = match cmd.command {
+        WorkSub::Ls {
+            status,
+            step,
+            flow,
+            limit,
+        } => (status, step, flow, limit),
+        WorkSub::Retry { flow, token } => {
+            let path = ["engine", "flow", &flow, "work", &token, "retry"];
+            let answer: WorkRetried = client.post_as(&path, &serde_json::json!({})).await?;
+            if cmd.conn.output == Format::Json {
+                output::json(&answer);
+            } else {
+                let attempt = answer
+                    .attempt
+                    .map(|a| format!(": attempt {a}"))
+                    .unwrap_or_default();
+                output::line(&format!(
+                    "flow {flow}: step {} retried now ({}{attempt}; it was due {})",
+                    answer.step_id,
+                    answer.status,
+                    output::time(&answer.was_due_at)
+                ));
+            }
+            return Ok(exit::OK);
+        }
+    };
     let limit = limit as usize;
     let mut items: Vec<WorkItem> = Vec::new();
     let mut cursor: Option<String> = None;

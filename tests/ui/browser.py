@@ -135,6 +135,8 @@ def run(api, base, steps_url):
     api.step("shout", "Shout", f"{steps_url}/ok", ["greeting"], ["shout"])
     api.step("wait", "Waits 30 s", f"{steps_url}/slow", ["name"], ["late"])
     api.step("xss", XSS, f"{steps_url}/xss", ["name"], ["never"])
+    api.step("hourly", "Retries hourly", f"{steps_url}/once/{{name}}", ["name"], ["hourly"],
+             {"max_retries": 2, "init_backoff": "1h", "max_backoff": "1h", "backoff_type": "fixed"})
     api.start("retried", "shout", {"name": ["ada"]})
 
     with sync_playwright() as p:
@@ -185,6 +187,23 @@ def run(api, base, steps_url):
             time.sleep(0.2)
         assert api.status("to-cancel") == "cancelled", api.status("to-cancel")
         expect(page.locator("h1 + .badge").first).to_have_text("cancelled", timeout=15000)
+
+        # An item waiting an hour for its retry: "Retry now" starts it at
+        # once, and the wait reads as cut short.
+        api.start("hour", "hourly", {"name": ["dee"]})
+        page.goto(f"{base}/ui/#/flow/hour")
+        retry_now = page.locator("#step-hourly").get_by_role("button", name="Retry now")
+        expect(retry_now).to_be_visible(timeout=15000)
+        expect(page.locator("#step-hourly table.attempts tbody tr").last).to_contain_text("waits 1 h")
+        page.once("dialog", lambda d: d.accept())
+        retry_now.click()
+        expect(page.locator("h1 + .badge").first).to_have_text("completed", timeout=15000)
+        rows = page.locator("#step-hourly table.attempts tbody tr")
+        expect(rows).to_have_count(2)
+        expect(rows.nth(0)).to_contain_text("of 1 h, retried now by request at")
+        expect(page.locator("#step-hourly").get_by_role("button", name="Retry now")).to_have_count(0)
+        assert api.status("hour") == "completed", api.status("hour")
+        shot(page, "flow-retried-now")
 
         # A flow waiting for its turn on a concurrency key shows its place,
         # and runs once the flow ahead of it ends.
@@ -277,7 +296,7 @@ def run(api, base, steps_url):
         expect(engine_row).to_contain_text("(answering)")
         expect(engine_row.locator("td.num")).to_have_text("1", timeout=15000)
         expect(page.locator("main")).to_contain_text("No step is unhealthy.")
-        expect(page.locator("main")).to_contain_text("Steps: 5 unknown")
+        expect(page.locator("main")).to_contain_text("Steps: 6 unknown")
         check_axe(page, "engines")
         shot(page, "engines")
         api.call("POST", "/engine/flow/held-1/cancel", {})

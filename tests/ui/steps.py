@@ -3,6 +3,8 @@ real HTTP on 127.0.0.1, port 0, in a thread.
 
 - POST /flaky/<key>: 503 with Retry-After: 0 twice per key, then 200
   {"greeting": ...}; how many calls each key got is in `calls`.
+- POST /once/<key>: 503 once per key, then 200 {"hourly": "ok"} (a step
+  whose retry waits an hour, for "Retry now").
 - POST /slow: answers after 30 s (a flow to cancel while it runs).
 - POST /xss: 400 with a problem whose detail holds markup.
 - POST /ok: 200 {"shout": ...}.
@@ -43,6 +45,15 @@ class Handler(BaseHTTPRequestHandler):
                 self.answer(503, {"detail": f"try {n}: not yet"}, [("Retry-After", "0")])
             else:
                 self.answer(200, {"greeting": f"Hello, {body.get('name')}!"})
+        elif self.path.startswith("/once/"):
+            key = self.path[len("/once/"):]
+            with lock:
+                calls[key] = calls.get(key, 0) + 1
+                n = calls[key]
+            if n == 1:
+                self.answer(503, {"detail": "down for an hour"})
+            else:
+                self.answer(200, {"hourly": "ok"})
         elif self.path == "/xss":
             self.answer(400, {"title": "Bad", "status": 400,
                               "detail": "<script>window.__xss=1</script><img src=x onerror=window.__xss=2>"})

@@ -583,6 +583,34 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/engine/flow/{id}/work/{token}/retry": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Start a work item's retry now.
+         * @description For an item waiting for a retry that is not yet due (a long backoff, a
+         *     far `Retry-After`) when waiting is pointless: the step was fixed, the
+         *     outage is over. Its next attempt starts at once, as it would have when
+         *     due: the predicate and its step's health are judged as then, and the
+         *     attempt counts against its retries. The flow's events record it
+         *     (`work_retry_hastened`, with the time the retry was due), and the
+         *     attempt whose wait was cut short shows `hastened_at`. A `409` when the
+         *     flow is not active or the item is not waiting for a retry (running,
+         *     finished, parked, or waiting for its step's health); no body is read.
+         */
+        post: operations["retryWorkNow"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/engine/health": {
         parameters: {
             query?: never;
@@ -1219,6 +1247,11 @@ export interface components {
             /** Format: date-time */
             ended_at?: string | null;
             error?: string | null;
+            /**
+             * Format: date-time
+             * @description When a request cut that wait short (docs/retries.md, "Retry now").
+             */
+            hastened_at?: string | null;
             /** Format: int32 */
             http_status?: number | null;
             /** @description Answered from the memo, without calling the step. */
@@ -2495,6 +2528,30 @@ export interface components {
             count: number;
             next_cursor?: string | null;
             work_items: components["schemas"]["WorkItem"][];
+        };
+        /** @description `POST /engine/flow/{id}/work/{token}/retry`'s answer. */
+        WorkRetried: {
+            /**
+             * Format: int32
+             * @description The attempt now running.
+             */
+            attempt?: number | null;
+            flow_id: string;
+            /** @example Retry started */
+            message: string;
+            /**
+             * @description The item's status now: `active`, its next attempt running (or
+             *     `pending` if its step turned unhealthy, `skipped` if its predicate
+             *     said so).
+             */
+            status: string;
+            step_id: string;
+            token: string;
+            /**
+             * Format: date-time
+             * @description When the retry had been scheduled.
+             */
+            was_due_at: string;
         };
         /**
          * @description One work item: one call of the step endpoint and its retries, identified by
@@ -4458,6 +4515,85 @@ export interface operations {
             };
             /** @description No such flow */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unavailable, or the engine is stopping or overloaded; see `Retry-After` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    retryWorkNow: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Flow id */
+                id: string;
+                /** @description The work item's token */
+                token: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Its next attempt started */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WorkRetried"];
+                };
+            };
+            /** @description No token, or an unknown one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A read token may not change anything; or: The request names a host this server does not answer to (TARTAN_ALLOWED_HOSTS) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such flow, or no such item in it */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The flow is not active, or the item does not wait for a retry */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The `Content-Type` is not `application/json`, even without a body */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };

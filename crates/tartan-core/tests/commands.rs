@@ -147,6 +147,13 @@ fn retry_due(step: &str, token: &str) -> Command {
     }
 }
 
+fn retry_now(step: &str, token: &str) -> Command {
+    Command::RetryNow {
+        step_id: step.into(),
+        token: token.into(),
+    }
+}
+
 fn inactivity_due(step: &str, token: &str, heard_until: Option<Time>) -> Command {
     Command::InactivityDue {
         step_id: step.into(),
@@ -1518,6 +1525,52 @@ fn a_retry_timer_for_an_item_not_waiting_does_nothing_and_an_unknown_item_is_an_
 
     let unknown = run.try_apply(retry_due("b", "tok-99"), t(100));
     assert_eq!(unknown.unwrap_err(), ApplyError::UnknownWork("tok-99".into()));
+}
+
+#[test]
+fn retry_now_starts_the_next_attempt_at_once_and_the_old_wake_then_does_nothing() {
+    let mut run = pair_running_b(no_options());
+    run.apply(record("b", "tok-2", 1, failure(503, "HTTP 503")), t(2));
+    assert_eq!(run.work("b", "tok-2").next_retry_at, Some(t(3)));
+    let tx = run.apply(retry_now("b", "tok-2"), ms(2_250));
+    assert_eq!(types(&tx), ["work_retry_hastened", "work_started"]);
+    assert_eq!(
+        tx.events[0],
+        FlowEvent::WorkRetryHastened {
+            flow_id: FLOW.into(),
+            step_id: "b".into(),
+            token: "tok-2".into(),
+            was_due_at: t(3),
+        }
+    );
+    assert_eq!(tx.effects, [touch("b", "tok-2"), call("b", "tok-2", 2)]);
+    let work = run.work("b", "tok-2");
+    assert_eq!(work.status, WorkStatus::Active);
+    assert_eq!(work.next_retry_at, None);
+    assert_eq!(work.attempts[0].hastened_at, Some(ms(2_250)));
+    assert_eq!(
+        work.attempts[0].delay.map(|d| d.delay_ms),
+        Some(1_000),
+        "the scheduled wait is kept"
+    );
+
+    // The wake armed for t(3) finds the item running: no second call.
+    let tx = run.apply(retry_due("b", "tok-2"), t(3));
+    assert!(tx.events.is_empty() && tx.effects.is_empty(), "{tx:?}");
+    // Running, not waiting: retry now changes nothing.
+    let tx = run.apply(retry_now("b", "tok-2"), t(4));
+    assert!(tx.events.is_empty() && tx.effects.is_empty(), "{tx:?}");
+    let unknown = run.try_apply(retry_now("b", "tok-99"), t(4));
+    assert_eq!(unknown.unwrap_err(), ApplyError::UnknownWork("tok-99".into()));
+}
+
+#[test]
+fn retry_now_does_nothing_once_the_flow_has_ended() {
+    let mut run = pair_running_b(no_options());
+    run.apply(record("b", "tok-2", 1, failure(503, "HTTP 503")), t(2));
+    run.apply(Command::Stop(Stop::Kill("by request".into())), ms(2_100));
+    let tx = run.apply(retry_now("b", "tok-2"), ms(2_200));
+    assert!(tx.events.is_empty() && tx.effects.is_empty(), "{tx:?}");
 }
 
 // ---------------------------------------------------------------------------

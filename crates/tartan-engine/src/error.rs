@@ -33,6 +33,11 @@ pub enum EngineError {
     /// A resume of a flow with nothing to resume: the detail says why.
     #[error("flow {0} cannot be resumed: {1}")]
     NotResumable(String, String),
+    #[error("flow {0} has no work item {1}")]
+    WorkNotFound(String, String),
+    /// A "retry now" of an item not waiting for a retry: the detail says why.
+    #[error("work item {0} cannot be retried now: {1}")]
+    NotWaitingForRetry(String, String),
     #[error("the engine is shutting down")]
     ShuttingDown,
     #[error("this engine has {0} flows in progress, its limit (TARTAN_MAX_ACTIVE_FLOWS); retry later")]

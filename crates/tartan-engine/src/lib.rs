@@ -106,6 +106,7 @@ pub use config::{
 pub use error::EngineError;
 pub use feed::{BusReceiver, RecvError};
 pub use feed::{CommittedCatalog, CommittedEvents, EventFeed, EventSubscription, Feed, FeedItem, FlowFeed};
+pub use flows::actions::Hastened;
 pub use flows::{FlowFinished, Flows, StartOutcome, WebhookError, WebhookRefusal, WebhookResult};
 pub use health::{ClusterEvents, ClusterReceiver, ClusterView, Health, StepHealthView};
 pub use lanes::{LaneView, LaneWait, Lanes, LocalLane};

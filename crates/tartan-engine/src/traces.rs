@@ -327,6 +327,7 @@ impl<'a> Decision<'a> {
                 item("child_not_started", step_id, token, None)
             }
             Command::RetryDue { step_id, token } => item("retry_due", step_id, token, None),
+            Command::RetryNow { step_id, token } => item("retry_now", step_id, token, None),
             Command::InactivityDue { step_id, token, .. } => item("inactivity_due", step_id, token, None),
             Command::DeadlineDue => Decision {
                 command: "deadline_due",

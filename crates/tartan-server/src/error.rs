@@ -143,8 +143,10 @@ impl From<EngineError> for ApiError {
             | EngineError::FlowExists(_)
             | EngineError::FlowTerminal(..)
             | EngineError::NotRetryable(..)
-            | EngineError::NotResumable(..) => ApiError::conflict(e.to_string()),
+            | EngineError::NotResumable(..)
+            | EngineError::NotWaitingForRetry(..) => ApiError::conflict(e.to_string()),
             EngineError::StepNotFound(_)
+            | EngineError::WorkNotFound(..)
             | EngineError::FlowNotFound(_)
             | EngineError::LaneNotFound(_)
             | EngineError::ScheduleNotFound(_) => ApiError::not_found(e.to_string()),

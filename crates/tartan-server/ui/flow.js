@@ -17,8 +17,9 @@ const ITEMS_SHOWN = 1000;
 const FEW_ITEMS = 5;
 
 /** The parts of the wait after an attempt, in words: `waits` while it
- * runs (`until`, the retry's time), `waited` once the next attempt began. */
-export function delayWords(d, until) {
+ * runs (`until`, the retry's time), `waited` once the next attempt began;
+ * `hastened`: when a request cut it short ("Retry now"), after `ended`. */
+export function delayWords(d, until, hastened, ended) {
   if (!d) return "";
   const parts = [`formula ${ms(d.computed_ms)}`];
   if (d.cap_applied) parts.push(`capped to ${ms(d.capped_ms)}`);
@@ -26,7 +27,9 @@ export function delayWords(d, until) {
   if (d.retry_after_ms !== undefined && d.retry_after_ms !== null) {
     parts.push(`Retry-After ${ms(d.retry_after_ms)}${d.retry_after_applied ? " (applied)" : ""}`);
   }
-  const head = until ? `waits ${ms(d.delay_ms)} (until ${clock(until)})` : `waited ${ms(d.delay_ms)}`;
+  const head = until ? `waits ${ms(d.delay_ms)} (until ${clock(until)})`
+    : hastened ? `waited ${between(ended, hastened)} of ${ms(d.delay_ms)}, retried now by request at ${clock(hastened)}`
+      : `waited ${ms(d.delay_ms)}`;
   return `${head}: ${parts.join(", ")}`;
 }
 
@@ -45,10 +48,12 @@ function attemptsTable(attempts, kind, until) {
       h("td", {}, a.outcome ? badge(a.outcome) : badge("active")),
       h("td", { class: "num http" }, a.http_status ?? ""),
       h("td", { class: "error" }, a.error || ""),
-      h("td", { class: "delay" }, delayWords(a.delay, a === attempts.at(-1) ? until : null))))));
+      h("td", { class: "delay" },
+        delayWords(a.delay, a === attempts.at(-1) ? until : null, a.hastened_at, a.ended_at))))));
 }
 
-function itemView(token, item, open) {
+/** One work item; `canRetry`: its flow is active and this token may act. */
+function itemView(token, item, open, canRetry) {
   // Its retry's wait runs: no attempt started since the last one ended.
   const waiting = item.next_retry_at && !item.completed_at && item.status !== "succeeded"
     && (item.attempts || []).at(-1)?.ended_at;
@@ -65,6 +70,8 @@ function itemView(token, item, open) {
       h("span", {}, `${(item.attempts || []).length} attempt(s)`),
       when,
       item.deferred_since ? h("span", { class: "warn" }, "waiting: its step is unhealthy") : null,
+      waiting && canRetry ? h("button", { type: "button", class: "secondary", dataset: { retryNow: token },
+        title: "Start its next attempt now instead of when its retry is due" }, "Retry now") : null,
       (item.children || []).map((c) => h("a", { href: `#/flow/${encodeURIComponent(c)}` }, `sub-flow ${c}`)),
       item.error ? h("span", { class: "error" }, item.error) : null),
     body);
@@ -117,7 +124,7 @@ function stepView(n, id, step, exec, words, view, childPlan) {
     childPlan ? h("details", { class: "subplan", dataset: { key: `${id}:subplan` } },
       h("summary", {}, `sub-flow plan (goals: ${(childPlan.goals || []).join(", ")})`),
       h("div", { class: "scroll" }, planGraph(childPlan, () => "pending", () => {}))) : null,
-    h("div", { class: "items" }, shown.map(([t, it]) => itemView(t, it, isOpen(t)))),
+    h("div", { class: "items" }, shown.map(([t, it]) => itemView(t, it, isOpen(t), view.canRetry))),
     items.length > shown.length
       ? h("button", { type: "button", class: "secondary", dataset: { more: id } }, `Show all ${items.length} work items`)
       : null);
@@ -223,9 +230,21 @@ export async function render(main, [id], ctx) {
     if (!t) return;
     if (ev.target.open) { view.opened.add(t); view.closed.delete(t); } else { view.opened.delete(t); view.closed.add(t); }
   }, true);
-  stepsEl.addEventListener("click", (ev) => {
+  stepsEl.addEventListener("click", async (ev) => {
     const more = ev.target.dataset && ev.target.dataset.more;
     if (more) { view.showAll.add(more); draw(); }
+    const token = ev.target.dataset && ev.target.dataset.retryNow;
+    if (!token) return;
+    // A button in a summary would also open or close its item.
+    ev.preventDefault();
+    if (!confirm(`Start the next attempt of work item ${token.slice(0, 8)} now, instead of when its retry is due?`)) return;
+    try {
+      const done = await api.post(`${base}/work/${api.seg(token)}/retry`, {}, ctx.signal);
+      toast(done.attempt ? `Attempt ${done.attempt} of ${done.step_id} started` : `Retry of ${done.step_id}: ${done.status}`);
+      later();
+    } catch (e) {
+      ctx.refused(e);
+    }
   });
 
   const pick = (stepId) => {
@@ -269,6 +288,8 @@ export async function render(main, [id], ctx) {
       json(flow.attributes || {}, "attributes (inputs and outputs)", "attributes"));
     const plan = flow.plan || { steps: {} };
     fill(graph, h("h2", {}, "Plan"), h("div", { class: "scroll" }, planGraph(plan, statusOf, pick)));
+    view.canRetry = ctx.canAct && flow.status === "active";
+    // Steps (and so the items waiting) in the plan's order: its layers.
     const order = layers(plan).columns.flat();
     fill(timelineEl, timeline(flow, order));
     fill(stepsEl, h("h2", {}, "Steps"), order.map((s, n) => stepView(n, s, plan.steps[s] || {},

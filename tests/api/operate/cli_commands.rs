@@ -454,6 +454,57 @@ async fn retry_runs_a_failed_flow_again() {
     assert!(r.stderr.contains("409"), "{r:?}");
 }
 
+/// `tartan work retry FLOW TOKEN`: an item waiting an hour for its retry
+/// runs again at once; once nothing waits, a 409 and exit code 1.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn work_retry_starts_a_waiting_retry_now() {
+    let Some(app) = spawn_app(Backend::Sqlite).await else {
+        return;
+    };
+    let svc = StepServer::start(|_, n| match n {
+        0 => json_reply(503, json!({"detail": "down"})),
+        _ => json_reply(200, json!({"greeting": "hello, finally"})),
+    })
+    .await;
+    let mut step = sync_step("greet", &svc.url("/greet"), &["name"], &["greeting"]);
+    step["work_config"] = json!({"init_backoff": "1h", "max_backoff": "1h", "backoff_type": "fixed"});
+    assert_eq!(app.register(&step).await.status, 201);
+    let r = against(
+        &app,
+        &["flow", "start", "greet", "--init", "name=Ada", "--id", "hour-1"],
+    )
+    .await;
+    assert_eq!(r.code, 0, "{r:?}");
+    let mut token = String::new();
+    for _ in 0..400 {
+        let work = app.get("/engine/flow/hour-1/work").await.body;
+        if let Some(t) = work["work_items"][0]["token"]
+            .as_str()
+            .filter(|_| !work["work_items"][0]["next_retry_at"].is_null())
+        {
+            token = t.to_string();
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+    assert!(!token.is_empty(), "the retry was never scheduled");
+    let r = against(&app, &["work", "retry", "hour-1", &token]).await;
+    assert_eq!(r.code, 0, "{r:?}");
+    assert!(
+        r.stdout.starts_with("flow hour-1: step greet retried now ("),
+        "{r:?}"
+    );
+    assert!(r.stdout.contains("it was due "), "{r:?}");
+    let flow = app.wait_for_flow("hour-1").await;
+    assert_eq!(flow["status"], "completed", "{flow}");
+    let r = against(&app, &["work", "retry", "hour-1", &token]).await;
+    assert_eq!(r.code, 1, "nothing waits any more: {r:?}");
+    assert!(
+        r.stderr.contains("409") && r.stderr.contains("flow hour-1 is completed"),
+        "{r:?}"
+    );
+}
+
 async fn bulk_retry_waits_for_its_job_and_lists_it(backend: Backend) {
     let Some(app) = spawn_app(backend).await else {
         return;

@@ -119,6 +119,7 @@ from .trigger_answer import TriggerAnswer
 from .work_config import WorkConfig
 from .work_item import WorkItem
 from .work_list import WorkList
+from .work_retried import WorkRetried
 from .work_state import WorkState
 from .work_state_inputs import WorkStateInputs
 from .work_state_outputs_type_0 import WorkStateOutputsType0
@@ -242,6 +243,7 @@ __all__ = (
     "WorkConfig",
     "WorkItem",
     "WorkList",
+    "WorkRetried",
     "WorkState",
     "WorkStateInputs",
     "WorkStateOutputsType0",

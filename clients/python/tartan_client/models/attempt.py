@@ -27,6 +27,8 @@ class Attempt:
         delay (DelayParts | None | Unset):
         ended_at (datetime.datetime | None | Unset):
         error (None | str | Unset):
+        hastened_at (datetime.datetime | None | Unset): When a request cut that wait short (docs/retries.md, "Retry
+            now").
         http_status (int | None | Unset):
         memo (bool | Unset): Answered from the memo, without calling the step.
         outcome (AttemptOutcome | None | Unset):
@@ -38,6 +40,7 @@ class Attempt:
     delay: DelayParts | None | Unset = UNSET
     ended_at: datetime.datetime | None | Unset = UNSET
     error: None | str | Unset = UNSET
+    hastened_at: datetime.datetime | None | Unset = UNSET
     http_status: int | None | Unset = UNSET
     memo: bool | Unset = UNSET
     outcome: AttemptOutcome | None | Unset = UNSET
@@ -72,6 +75,14 @@ class Attempt:
             error = UNSET
         else:
             error = self.error
+
+        hastened_at: None | str | Unset
+        if isinstance(self.hastened_at, Unset):
+            hastened_at = UNSET
+        elif isinstance(self.hastened_at, datetime.datetime):
+            hastened_at = self.hastened_at.isoformat()
+        else:
+            hastened_at = self.hastened_at
 
         http_status: int | None | Unset
         if isinstance(self.http_status, Unset):
@@ -109,6 +120,8 @@ class Attempt:
             field_dict["ended_at"] = ended_at
         if error is not UNSET:
             field_dict["error"] = error
+        if hastened_at is not UNSET:
+            field_dict["hastened_at"] = hastened_at
         if http_status is not UNSET:
             field_dict["http_status"] = http_status
         if memo is not UNSET:
@@ -172,6 +185,23 @@ class Attempt:
 
         error = _parse_error(d.pop("error", UNSET))
 
+        def _parse_hastened_at(data: object) -> datetime.datetime | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, str):
+                    raise TypeError()
+                hastened_at_type_0 = datetime.datetime.fromisoformat(data)
+
+                return hastened_at_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(datetime.datetime | None | Unset, data)
+
+        hastened_at = _parse_hastened_at(d.pop("hastened_at", UNSET))
+
         def _parse_http_status(data: object) -> int | None | Unset:
             if data is None:
                 return data
@@ -215,6 +245,7 @@ class Attempt:
             delay=delay,
             ended_at=ended_at,
             error=error,
+            hastened_at=hastened_at,
             http_status=http_status,
             memo=memo,
             outcome=outcome,

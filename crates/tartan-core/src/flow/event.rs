@@ -15,8 +15,12 @@ use crate::timeouts::OnTimeout;
 use super::*;
 
 /// Every change of a flow. Field names follow Argyll's events.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+///
+/// `type_name` and `TYPE_NAMES` are serde's names, by the same rule
+/// (`snake_case`), derived by strum.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, strum::IntoStaticStr, strum::VariantNames)]
 #[serde(tag = "type", content = "data", rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub enum FlowEvent {
     FlowStarted {
         flow_id: String,
@@ -176,6 +180,15 @@ pub enum FlowEvent {
         /// The bulk job that resumed it.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         by: Option<String>,
+    },
+    /// A request cut an item's wait for its retry short (docs/retries.md,
+    /// "Retry now"): its next attempt starts at once. `was_due_at`: when
+    /// it was scheduled.
+    WorkRetryHastened {
+        flow_id: String,
+        step_id: String,
+        token: String,
+        was_due_at: Time,
     },
     /// An attempt's call waited in its lanes before it was sent
     /// (docs/lanes.md): the time is left out of the item's retry budget,
@@ -428,6 +441,7 @@ impl FlowEvent {
             | FlowEvent::WorkLaneWaited { step_id, token, .. }
             | FlowEvent::WorkParked { step_id, token, .. }
             | FlowEvent::WorkResumed { step_id, token, .. }
+            | FlowEvent::WorkRetryHastened { step_id, token, .. }
             | FlowEvent::WorkAccepted { step_id, token, .. }
             | FlowEvent::WorkHeartbeat { step_id, token, .. }
             | FlowEvent::WorkTimedOut { step_id, token, .. }
@@ -462,88 +476,12 @@ impl FlowEvent {
         }
     }
 
-    /// Every `type_name`, for validating filters (keep in step with it).
-    pub const TYPE_NAMES: &'static [&'static str] = &[
-        "flow_started",
-        "flow_released",
-        "flow_admitted",
-        "step_started",
-        "work_started",
-        "work_succeeded",
-        "work_failed",
-        "work_late_result",
-        "work_child_not_started",
-        "work_not_completed",
-        "work_accepted",
-        "work_heartbeat",
-        "work_timed_out",
-        "work_cancelled",
-        "work_skipped",
-        "step_timed_out",
-        "step_cancelled",
-        "flow_timed_out",
-        "flow_cancelled",
-        "work_retry_scheduled",
-        "dispatch_deferred",
-        "work_lane_waited",
-        "work_parked",
-        "work_resumed",
-        "attribute_set",
-        "step_completed",
-        "step_failed",
-        "comp_started",
-        "comp_succeeded",
-        "comp_failed",
-        "comp_retry_scheduled",
-        "step_skipped",
-        "step_waiting",
-        "flow_completed",
-        "flow_failed",
-        "flow_deactivated",
-        "flow_retried",
-    ];
+    /// Every `type_name`, for validating filters.
+    pub const TYPE_NAMES: &'static [&'static str] = <Self as strum::VariantNames>::VARIANTS;
 
     /// The event's `type` as stored and shown.
     pub fn type_name(&self) -> &'static str {
-        match self {
-            FlowEvent::FlowStarted { .. } => "flow_started",
-            FlowEvent::FlowReleased { .. } => "flow_released",
-            FlowEvent::FlowAdmitted { .. } => "flow_admitted",
-            FlowEvent::StepStarted { .. } => "step_started",
-            FlowEvent::WorkStarted { .. } => "work_started",
-            FlowEvent::WorkSucceeded { .. } => "work_succeeded",
-            FlowEvent::WorkFailed { .. } => "work_failed",
-            FlowEvent::WorkLateResult { .. } => "work_late_result",
-            FlowEvent::WorkChildNotStarted { .. } => "work_child_not_started",
-            FlowEvent::WorkNotCompleted { .. } => "work_not_completed",
-            FlowEvent::WorkAccepted { .. } => "work_accepted",
-            FlowEvent::WorkHeartbeat { .. } => "work_heartbeat",
-            FlowEvent::WorkTimedOut { .. } => "work_timed_out",
-            FlowEvent::WorkCancelled { .. } => "work_cancelled",
-            FlowEvent::StepTimedOut { .. } => "step_timed_out",
-            FlowEvent::StepCancelled { .. } => "step_cancelled",
-            FlowEvent::FlowTimedOut { .. } => "flow_timed_out",
-            FlowEvent::FlowCancelled { .. } => "flow_cancelled",
-            FlowEvent::WorkRetryScheduled { .. } => "work_retry_scheduled",
-            FlowEvent::DispatchDeferred { .. } => "dispatch_deferred",
-            FlowEvent::WorkLaneWaited { .. } => "work_lane_waited",
-            FlowEvent::WorkParked { .. } => "work_parked",
-            FlowEvent::WorkResumed { .. } => "work_resumed",
-            FlowEvent::AttributeSet { .. } => "attribute_set",
-            FlowEvent::StepCompleted { .. } => "step_completed",
-            FlowEvent::StepFailed { .. } => "step_failed",
-            FlowEvent::CompStarted { .. } => "comp_started",
-            FlowEvent::CompSucceeded { .. } => "comp_succeeded",
-            FlowEvent::CompFailed { .. } => "comp_failed",
-            FlowEvent::CompRetryScheduled { .. } => "comp_retry_scheduled",
-            FlowEvent::StepSkipped { .. } => "step_skipped",
-            FlowEvent::WorkSkipped { .. } => "work_skipped",
-            FlowEvent::StepWaiting { .. } => "step_waiting",
-            FlowEvent::FlowCompleted { .. } => "flow_completed",
-            FlowEvent::FlowFailed { .. } => "flow_failed",
-            FlowEvent::FlowDeactivated { .. } => "flow_deactivated",
-            FlowEvent::FlowRetried { .. } => "flow_retried",
-        }
+        self.into()
     }
 
     /// The `data` member alone, as JSON.

@@ -163,6 +163,10 @@ pub struct Attempt {
     /// The wait that followed this attempt and how it was computed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delay: Option<DelayParts>,
+    /// When a request cut that wait short (docs/retries.md, "Retry now").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>, format = DateTime))]
+    pub hastened_at: Option<Time>,
 }
 
 impl WorkState {
@@ -208,6 +212,7 @@ impl Attempt {
             memo: false,
             retry_after_ms: None,
             delay: None,
+            hastened_at: None,
         }
     }
 

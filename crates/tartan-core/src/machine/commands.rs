@@ -359,6 +359,36 @@ pub(super) fn retry_due(
     start_next_attempt(tx, step_id, token)
 }
 
+/// Start the item's next attempt now, its wait for the retry cut short
+/// (docs/retries.md, "Retry now"): `work_retry_hastened`, then as when
+/// the retry is due (the predicate, the step's health and its total
+/// timeout are judged as then). Changes nothing unless the flow is active
+/// and the item waits for a scheduled retry that is not yet due: a retry
+/// already due starts anyway, a deferred item waits for its step's health.
+pub(super) fn retry_now(
+    tx: &mut Transition,
+    step_id: &str,
+    token: &str,
+    ctx: &mut Context<'_>,
+) -> Result<(), ApplyError> {
+    let Some(work) = tx.state.find_work(step_id, token) else {
+        return Err(ApplyError::UnknownWork(token.to_string()));
+    };
+    let Some(was_due_at) = work.next_retry_at.filter(|t| *t > tx.now) else {
+        return Ok(());
+    };
+    if tx.state.status != FlowStatus::Active || !work.waits_for_retry() {
+        return Ok(());
+    }
+    tx.emit(FlowEvent::WorkRetryHastened {
+        flow_id: tx.state.id.clone(),
+        step_id: step_id.to_string(),
+        token: token.to_string(),
+        was_due_at,
+    })?;
+    retry_due(tx, step_id, token, ctx)
+}
+
 /// Emit `work_started` for the item's next attempt, same token and inputs.
 /// The first attempt of an item deferred before it had one sets the
 /// step total timeout's deadline, as `fill_slots` does for the others.

@@ -10,7 +10,7 @@
 //! - `transition`: the result of a decision, and the one match that derives
 //!   each event's effects.
 //! - `commands`: start, record a result, redispatch a cut-off call, a due
-//!   retry, stop (cancel, kill, deadline), retry a finished flow.
+//!   retry or one asked for now, stop (cancel, kill, deadline), retry a finished flow.
 //! - `settle`: the one loop that sequences the rooms below. They do not
 //!   call one another: each leaves what follows (a `FollowUp`: fill a
 //!   step's slots, finish it, fail an item, compensate, advance) and the
@@ -123,6 +123,10 @@ pub enum Command {
     },
     /// The item's retry (or its compensation's) may be due.
     RetryDue { step_id: String, token: String },
+    /// Start the item's next attempt now instead of when its retry is
+    /// scheduled (docs/retries.md, "Retry now"). Changes nothing unless
+    /// the flow is active and the item waits for a retry not yet due.
+    RetryNow { step_id: String, token: String },
     /// The item's inactivity window may have passed. `heard_until`: the
     /// latest window end a heartbeat noted without an event
     /// (`Effect::Heard`), read from the item's row.
@@ -213,6 +217,7 @@ pub fn apply(state: FlowState, command: Command, ctx: &mut Context<'_>) -> Resul
             child_flow_id,
         } => subflow::child_not_started(&mut tx, &step_id, &token, &child_flow_id)?,
         Command::RetryDue { step_id, token } => commands::retry_due(&mut tx, &step_id, &token, ctx)?,
+        Command::RetryNow { step_id, token } => commands::retry_now(&mut tx, &step_id, &token, ctx)?,
         Command::InactivityDue {
             step_id,
             token,

@@ -352,6 +352,8 @@ impl Transition {
             | FlowEvent::WorkLaneWaited { .. }
             | FlowEvent::WorkParked { .. }
             | FlowEvent::WorkResumed { .. }
+            // The retry's old wake finds the item started and does nothing.
+            | FlowEvent::WorkRetryHastened { .. }
             | FlowEvent::StepTimedOut { .. }
             | FlowEvent::StepCancelled { .. }
             | FlowEvent::AttributeSet { .. }

@@ -20,6 +20,7 @@
 //! - `reconcile`: letting go of flows held in memory that the database
 //!   moved away from or lost (a failover).
 
+pub(crate) mod actions;
 mod admission;
 mod calls;
 mod children;
@@ -33,7 +34,6 @@ mod webhooks;
 use std::sync::Arc;
 
 use tartan_core::flow::FlowState;
-use tartan_core::machine::{Command, Stop};
 use tartan_store::{FlowStore, WorkStore};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -279,115 +279,5 @@ impl Flows {
     /// no key or has ended (docs/concurrency.md).
     pub async fn turn(self: &Arc<Self>, flow_id: &str) -> Result<Option<FlowTurn>, EngineError> {
         self.lines.place(flow_id).await
-    }
-
-    /// Cancel an active flow: no new work, calls in flight aborted; with
-    /// `compensate: false` it is killed: the succeeded work of its steps is
-    /// not compensated. Works wherever the flow runs (its calls elsewhere
-    /// are told to abort, docs/api.md "Retry and kill"). `by`: the bulk job
-    /// cancelling it, which the `flow_cancelled` event's reason names, so
-    /// that a job taken over after a crash can tell the flows it cancelled
-    /// already (docs/api.md, "Bulk operations").
-    pub async fn cancel_flow(
-        self: &Arc<Self>,
-        flow_id: &str,
-        compensate: bool,
-        by: Option<&str>,
-    ) -> Result<(), EngineError> {
-        let state = self.flow(flow_id).await?;
-        if state.status != tartan_core::flow::FlowStatus::Active {
-            return Err(EngineError::FlowTerminal(
-                flow_id.to_string(),
-                state.status.as_str(),
-            ));
-        }
-        let reason = match by {
-            Some(job) => format!("cancelled by bulk job {job}"),
-            None => "cancelled by request".to_string(),
-        };
-        let stop = if compensate {
-            Stop::Cancel(reason)
-        } else {
-            Stop::Kill(reason)
-        };
-        self.decide(flow_id, Command::Stop(stop)).await.map(drop)
-    }
-
-    /// Run a failed or cancelled (timed-out included) flow again from where
-    /// it stopped (docs/api.md, "Retry and kill"). Any process may: the
-    /// decision is checked against the stored sequence like every other,
-    /// and the calls it starts are leased to this process.
-    pub async fn retry_flow(
-        self: &Arc<Self>,
-        flow_id: &str,
-        reset_attempts: bool,
-        by: Option<String>,
-    ) -> Result<(), EngineError> {
-        use tartan_core::flow::FlowStatus;
-        let state = self.flow(flow_id).await?;
-        let refuse = |why: &str| Err(EngineError::NotRetryable(flow_id.to_string(), why.to_string()));
-        // Its parent's item decides whether it runs again (a new child).
-        if let Some(parent) = &state.parent {
-            return refuse(&format!(
-                "it is the child flow of flow {}'s step {}; retry the parent instead",
-                parent.parent_flow_id, parent.parent_step_id
-            ));
-        }
-        match state.status {
-            FlowStatus::Active => return refuse("it is active"),
-            FlowStatus::Completed => return refuse("it completed"),
-            FlowStatus::Failed | FlowStatus::Cancelled => {}
-        }
-        if state.deactivated_at.is_none() || state.has_active_work() {
-            return refuse(
-                "it is still deactivating (calls or compensations in flight); retry once it is deactivated",
-            );
-        }
-        if self.stopping.is_cancelled() {
-            return Err(EngineError::ShuttingDown);
-        }
-        let retry = Command::Retry { reset_attempts, by };
-        // Another decision may have raced this one (another bulk job, a
-        // request): the retry found nothing to do on the flow as that left
-        // it, and this request did not retry it.
-        if self.decide(flow_id, retry).await?.changed {
-            Ok(())
-        } else {
-            refuse("another request changed it first")
-        }
-    }
-
-    /// Resume an active flow's parked work items (docs/retries.md,
-    /// "Parking"): how many were parked. Its other work is untouched.
-    pub async fn resume_flow(
-        self: &Arc<Self>,
-        flow_id: &str,
-        reset_attempts: bool,
-        by: Option<String>,
-    ) -> Result<usize, EngineError> {
-        use tartan_core::flow::{FlowStatus, WorkStatus};
-        let state = self.flow(flow_id).await?;
-        let refuse = |why: String| Err(EngineError::NotResumable(flow_id.to_string(), why));
-        if state.status != FlowStatus::Active {
-            return refuse(format!(
-                "it is {}; only an active flow's parked work resumes",
-                state.status.as_str()
-            ));
-        }
-        let parked = state
-            .executions
-            .values()
-            .flat_map(|e| e.work_items.values())
-            .filter(|w| w.status == WorkStatus::Parked)
-            .count();
-        if parked == 0 {
-            return refuse("it has no parked work".into());
-        }
-        if self.stopping.is_cancelled() {
-            return Err(EngineError::ShuttingDown);
-        }
-        self.decide(flow_id, Command::Resume { reset_attempts, by })
-            .await?;
-        Ok(parked)
     }
 }

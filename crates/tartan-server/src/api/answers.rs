@@ -72,6 +72,26 @@ pub struct FlowResumed {
     pub reset_attempts: bool,
 }
 
+/// `POST /engine/flow/{id}/work/{token}/retry`'s answer.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct WorkRetried {
+    #[schema(example = "Retry started")]
+    pub message: String,
+    pub flow_id: String,
+    pub step_id: String,
+    pub token: String,
+    /// The item's status now: `active`, its next attempt running (or
+    /// `pending` if its step turned unhealthy, `skipped` if its predicate
+    /// said so).
+    pub status: String,
+    /// The attempt now running.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attempt: Option<u32>,
+    /// When the retry had been scheduled.
+    #[schema(value_type = String, format = DateTime)]
+    pub was_due_at: tartan_core::flow::Time,
+}
+
 /// A registered or updated step as stored, defaults filled in.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct StepSaved {

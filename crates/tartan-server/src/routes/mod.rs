@@ -59,6 +59,7 @@ fn api() -> OpenApiRouter<Engine> {
         .routes(routes!(flows::retry))
         .routes(routes!(flows::resume))
         .routes(routes!(work::flow_work))
+        .routes(routes!(work::retry_now))
         .routes(routes!(work::list))
         .routes(routes!(ws::engine_ws))
         .routes(routes!(lanes::list))

@@ -1,6 +1,8 @@
-//! `/engine/work` and `/engine/flow/{id}/work`: the work-item projection.
+//! `/engine/work` and `/engine/flow/{id}/work`: the work-item projection;
+//! `/engine/flow/{id}/work/{token}/retry`: an item's retry started now.
 
 use axum::extract::State;
+use axum::http::StatusCode;
 use axum::Json;
 use serde::Deserialize;
 use tartan_core::flow::WorkStatus;
@@ -8,7 +10,7 @@ use tartan_core::request::filter_id;
 use tartan_engine::reads::WorkQuery;
 use tartan_engine::Engine;
 
-use crate::api::answers::{WorkItem, WorkList};
+use crate::api::answers::{WorkItem, WorkList, WorkRetried};
 use crate::api::lanes::LaneWaitShown;
 use crate::error::{ApiError, Problem};
 use crate::extract::{Path, Query};
@@ -128,4 +130,42 @@ pub(crate) async fn list(
         work_items: items,
         next_cursor: page.next_cursor,
     }))
+}
+
+/// Start a work item's retry now.
+///
+/// For an item waiting for a retry that is not yet due (a long backoff, a
+/// far `Retry-After`) when waiting is pointless: the step was fixed, the
+/// outage is over. Its next attempt starts at once, as it would have when
+/// due: the predicate and its step's health are judged as then, and the
+/// attempt counts against its retries. The flow's events record it
+/// (`work_retry_hastened`, with the time the retry was due), and the
+/// attempt whose wait was cut short shows `hastened_at`. A `409` when the
+/// flow is not active or the item is not waiting for a retry (running,
+/// finished, parked, or waiting for its step's health); no body is read.
+#[utoipa::path(post, path = "/engine/flow/{id}/work/{token}/retry", tag = "work", operation_id = "retryWorkNow",
+    params(("id" = String, Path, description = "Flow id"),
+           ("token" = String, Path, description = "The work item's token")),
+    responses(
+        (status = 202, description = "Its next attempt started", body = WorkRetried),
+        (status = 404, description = "No such flow, or no such item in it", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "The flow is not active, or the item does not wait for a retry", body = Problem, content_type = "application/problem+json"),
+    ))]
+pub(crate) async fn retry_now(
+    State(engine): State<Engine>,
+    Path((id, token)): Path<(String, String)>,
+) -> Result<(StatusCode, Json<WorkRetried>), ApiError> {
+    let hastened = engine.flows().retry_work_now(&id, &token).await?;
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(WorkRetried {
+            message: "Retry started".into(),
+            flow_id: id,
+            step_id: hastened.step_id,
+            token,
+            status: hastened.status.into(),
+            attempt: hastened.attempt,
+            was_due_at: hastened.was_due_at,
+        }),
+    ))
 }

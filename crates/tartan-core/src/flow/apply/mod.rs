@@ -167,6 +167,7 @@ impl FlowState {
             | FlowEvent::WorkLaneWaited { .. }
             | FlowEvent::WorkParked { .. }
             | FlowEvent::WorkResumed { .. }
+            | FlowEvent::WorkRetryHastened { .. }
             | FlowEvent::WorkSucceeded { .. }
             | FlowEvent::WorkAccepted { .. }
             | FlowEvent::WorkHeartbeat { .. }

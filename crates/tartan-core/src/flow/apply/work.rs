@@ -86,6 +86,14 @@ impl FlowState {
                     work.attempts.clear();
                 }
             }
+            FlowEvent::WorkRetryHastened { step_id, token, .. } => {
+                // Due now; the next attempt follows in the same decision.
+                let work = self.work(step_id, token)?;
+                work.next_retry_at = Some(at);
+                if let Some(a) = work.attempts.last_mut() {
+                    a.hastened_at = Some(at);
+                }
+            }
             FlowEvent::WorkLaneWaited {
                 step_id,
                 token,
