@@ -48,7 +48,7 @@ mod step;
 pub use ctx::{Ctx, Webhook, WebhookError};
 pub use error::{StepError, PROBLEM_JSON};
 pub use register::{RegisterError, Registration, DEFAULT_PATIENCE};
-pub use service::{Error, Service, DEFAULT_BODY_LIMIT};
+pub use service::{Error, Service, DEFAULT_BODY_LIMIT, DEFAULT_MAX_ASYNC};
 pub use step::{Compensation, Kind, Step, Type};
 
 // The docs' Rust examples compile: docs/steps.md's blocks are doc tests.

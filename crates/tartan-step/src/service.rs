@@ -15,6 +15,7 @@ use axum::{Json, Router};
 use futures::FutureExt;
 use serde_json::{json, Value};
 use tokio::net::{TcpListener, ToSocketAddrs};
+use tokio::sync::Semaphore;
 
 use crate::ctx::{Ctx, Webhook, WebhookError};
 use crate::error::StepError;
@@ -25,6 +26,11 @@ use crate::step::{Kind, Run, Step};
 /// step's answer (`TARTAN_MAX_RESPONSE_BYTES`, 8 MiB), so that what one
 /// step answered fits the next step's call. Larger is a `413`.
 pub const DEFAULT_BODY_LIMIT: usize = 8 * 1024 * 1024;
+
+/// How many async calls run at once by default: one more is answered
+/// `503` with `Retry-After: 1`, which the engine retries, rather than
+/// queued without bound.
+pub const DEFAULT_MAX_ASYNC: usize = 1024;
 
 /// How long one webhook or heartbeat request may take: the engine answers
 /// them at once, so a slow one is a stuck connection.
@@ -46,6 +52,7 @@ pub struct Service {
     name: String,
     steps: Vec<Step>,
     body_limit: usize,
+    max_async: usize,
     webhooks_under: Option<String>,
     registration: Option<Registration>,
 }
@@ -57,6 +64,7 @@ impl Service {
             name: name.into(),
             steps: Vec::new(),
             body_limit: DEFAULT_BODY_LIMIT,
+            max_async: DEFAULT_MAX_ASYNC,
             webhooks_under: None,
             registration: None,
         }
@@ -120,6 +128,14 @@ impl Service {
         self
     }
 
+    /// How many accepted async calls may run at once, the service's steps
+    /// together ([`DEFAULT_MAX_ASYNC`]); one more is answered `503` with
+    /// `Retry-After: 1`, a retryable failure.
+    pub fn max_async(mut self, calls: usize) -> Service {
+        self.max_async = calls;
+        self
+    }
+
     /// Post results and heartbeats only to webhook URLs under `base` (the
     /// engine's `TARTAN_WEBHOOK_BASE_URL`: the same scheme, host and port,
     /// and below its path); a call naming another is refused `400`. Without it any `http(s)` URL a caller
@@ -154,6 +170,7 @@ impl Service {
                 reqwest::Client::new()
             });
         let name = self.name.clone();
+        let running = Arc::new(Semaphore::new(self.max_async));
         let mut router = Router::new().route(
             "/health",
             get(move || async move { Json(json!({"status": "healthy", "service": name})) }),
@@ -166,6 +183,7 @@ impl Service {
                 run: step.run.clone(),
                 client: client.clone(),
                 webhooks_under: self.webhooks_under.clone(),
+                running: running.clone(),
             });
             router = add(router, &step.path, &step.method, call);
             if let Some((path, run)) = &step.compensate {
@@ -176,6 +194,7 @@ impl Service {
                     run: run.clone(),
                     client: client.clone(),
                     webhooks_under: None,
+                    running: running.clone(),
                 });
                 router = add(router, path, &Method::POST, undo);
             }
@@ -223,6 +242,8 @@ struct Route {
     run: Run,
     client: reqwest::Client,
     webhooks_under: Option<String>,
+    /// The places of the service's async calls running at once.
+    running: Arc<Semaphore>,
 }
 
 fn add(router: Router, path: &str, method: &Method, route: Arc<Route>) -> Router {
@@ -257,14 +278,30 @@ async fn answer(
             "no Argyll-Webhook-URL (or one this service does not post to): is the step registered async?";
         return StepError::status(StatusCode::BAD_REQUEST, why).into_response();
     }
+    let place = match route.kind {
+        Kind::Async => match route.running.clone().try_acquire_owned() {
+            Ok(place) => Some(place),
+            Err(_) => {
+                let why = "busy: as many async calls run as this service takes; retry";
+                return StepError::retryable(why)
+                    .retry_after(Duration::from_secs(1))
+                    .into_response();
+            }
+        },
+        Kind::Sync => None,
+    };
     let ctx = Ctx::new(headers, params, webhook.clone());
     let work = match (route.run)(&body, ctx) {
         Ok(work) => work,
         Err(refused) => return refused.into_response(),
     };
-    match (route.kind, webhook) {
-        (Kind::Async, Some(webhook)) => {
-            tokio::spawn(run_async(route.step.clone(), work, webhook, route.beat));
+    match (route.kind, webhook, place) {
+        (Kind::Async, Some(webhook), Some(place)) => {
+            let (step, beat) = (route.step.clone(), route.beat);
+            tokio::spawn(async move {
+                run_async(step, work, webhook, beat).await;
+                drop(place);
+            });
             (StatusCode::ACCEPTED, Json(json!({"accepted": true}))).into_response()
         }
         _ => match caught(&route.step, work).await {

@@ -297,6 +297,48 @@ async fn an_async_step_answers_202_heartbeats_and_posts_its_result_to_the_url_it
     assert_eq!(elsewhere.status, 400);
 }
 
+/// Async calls beyond `max_async` are answered a retryable `503` with
+/// `Retry-After: 1`, not queued: a place frees once a result is posted.
+#[tokio::test]
+async fn async_calls_beyond_the_bound_are_a_retryable_503() {
+    let hooks = Hooks::default();
+    let engine = hooks.engine().await;
+    let gate = Arc::new(tokio::sync::Notify::new());
+    let held = gate.clone();
+    let service = Service::new("renderer")
+        .max_async(1)
+        .step(Step::asynchronous("render", move |_: Value, _: Ctx| {
+            let held = held.clone();
+            async move {
+                held.notified().await;
+                Ok::<_, StepError>(json!({"url": "https://r/done.pdf"}))
+            }
+        }))
+        .webhooks_under(engine.clone());
+    let render = format!("{}/render", serve(service.router()).await);
+    let hook = |n: u32| format!("{engine}/webhook/f/render/tok/{n}.sig");
+    let first = call(Method::POST, &render, &[("argyll-webhook-url", &hook(1))], "{}").await;
+    assert_eq!(first.status, 202);
+    let second = call(Method::POST, &render, &[("argyll-webhook-url", &hook(2))], "{}").await;
+    assert_eq!(second.status, 503, "{:?}", second.body);
+    assert_eq!(second.retry_after.as_deref(), Some("1"));
+    assert_eq!(second.content_type, "application/problem+json");
+    gate.notify_one();
+    hooks.wait_for("/1.sig").await;
+    // The place is given back just after the result is posted.
+    let mut third = call(Method::POST, &render, &[("argyll-webhook-url", &hook(3))], "{}").await;
+    for _ in 0..100 {
+        if third.status == 202 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        third = call(Method::POST, &render, &[("argyll-webhook-url", &hook(3))], "{}").await;
+    }
+    assert_eq!(third.status, 202);
+    gate.notify_one();
+    hooks.wait_for("/3.sig").await;
+}
+
 #[test]
 #[should_panic(expected = "POST /place is another step's route")]
 fn two_steps_on_one_route_do_not_make_a_service() {
