@@ -111,7 +111,8 @@ fn release_binary(root: &Path, build: &Build) -> Result<PathBuf> {
     if !status.success() {
         bail!("cargo build --release failed");
     }
-    let dir = std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), PathBuf::from);
+    // Relative to the root, where cargo ran (an absolute one stays itself).
+    let dir = std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), |d| root.join(d));
     Ok(dir.join("release/tartan"))
 }
 

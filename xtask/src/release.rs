@@ -78,7 +78,21 @@ pub fn run(args: ReleaseArgs) -> Result<()> {
             ])
             .env("UPDATE_DOCS", "1"),
     )?;
-    project::git(&root, &["commit", "-q", "-a", "-m", &format!("Release {new}")])?;
+    // What the steps above changed (new generated files included), and nothing else.
+    project::git(
+        &root,
+        &[
+            "add",
+            "-A",
+            "--",
+            "Cargo.toml",
+            "Cargo.lock",
+            "CHANGELOG.md",
+            "clients",
+            "docs/api-reference.md",
+        ],
+    )?;
+    project::git(&root, &["commit", "-q", "-m", &format!("Release {new}")])?;
     let commit = project::git(&root, &["rev-parse", "HEAD"])?;
     println!("release: {new} is commit {commit}");
 
