@@ -7,6 +7,7 @@ real HTTP on 127.0.0.1, port 0, in a thread.
   whose retry waits an hour, for "Retry now").
 - POST /slow: answers after 30 s (a flow to cancel while it runs).
 - POST /xss: 400 with a problem whose detail holds markup.
+- POST /echo: 200 {"echo": the shout it was given}.
 - POST /ok: 200 {"shout": ...}.
 """
 
@@ -54,6 +55,8 @@ class Handler(BaseHTTPRequestHandler):
                 self.answer(503, {"detail": "down for an hour"})
             else:
                 self.answer(200, {"hourly": "ok"})
+        elif self.path == "/echo":
+            self.answer(200, {"echo": str(body.get("shout", ""))})
         elif self.path == "/xss":
             self.answer(400, {"title": "Bad", "status": 400,
                               "detail": "<script>window.__xss=1</script><img src=x onerror=window.__xss=2>"})
