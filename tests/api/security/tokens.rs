@@ -35,6 +35,7 @@ async fn tokens_guard_every_route_but_health_ready_and_webhooks(backend: Backend
         (Method::GET, "/engine/flow/x"),
         (Method::GET, "/engine/work"),
         (Method::DELETE, "/engine/step/s"),
+        (Method::POST, "/engine/flow/x/work/t/retry"),
         (Method::GET, "/no/such/route"),
     ] {
         for token in [None, Some("wrong-token"), Some("")] {
@@ -180,6 +181,7 @@ async fn a_read_token_reads_but_cannot_change_anything(backend: Backend) {
             Some(json!({"id": "g", "goals": ["s"]})),
         ),
         (Method::POST, "/engine/flow/f/cancel", None),
+        (Method::POST, "/engine/flow/f/work/t/retry", None),
     ] {
         let r = read(method.clone(), path, body).await;
         assert_problem(&r, 403, "read token");
