@@ -200,6 +200,12 @@ def run(api, base, steps_url):
         expect(page.locator("#step-announce")).to_be_visible(timeout=15000)
         order = page.locator(".steps section.step").evaluate_all("els => els.map(e => e.id)")
         assert order == ["step-greet", "step-shout", "step-announce"], order
+        # Ended, so that the Overview's count below is its own flow's.
+        api.call("POST", "/engine/flow/ordered/cancel", {})
+        deadline = time.time() + 15
+        while api.status("ordered") == "active" and time.time() < deadline:
+            time.sleep(0.2)
+        assert api.status("ordered") == "cancelled", api.status("ordered")
 
         # An item waiting an hour for its retry: "Retry now" starts it at
         # once, and the wait reads as cut short.
